@@ -1,0 +1,81 @@
+# storecrawl: Go → WebAssembly Cloudflare Worker.
+#   make dev    install, build, migrate, seed, run the upstream simulator + wrangler dev
+#   make test   everything: native Go tests, then integration tests under wrangler dev
+#   make build  build/app.wasm + build/wasm_exec.js (what shim/ imports)
+#   make bench  request-path and size benchmarks (prints figures)
+
+SHELL := /bin/bash
+# wrangler 4 needs Node >= 22.12: the pinned `node` devDependency provides it.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+export WRANGLER_SEND_METRICS := false
+
+GO ?= go
+GOROOT_WASM := $(shell $(GO) env GOROOT)/lib/wasm
+# TinyGo users: `make build GO=tinygo` (smaller module; not used by the tests).
+ifeq ($(notdir $(GO)),tinygo)
+WASM_BUILD = GOOS=js GOARCH=wasm tinygo build -o build/app.wasm -no-debug -target wasm ./cmd/worker
+WASM_EXEC = $(shell tinygo env TINYGOROOT)/targets/wasm_exec.js
+else
+WASM_BUILD = GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o build/app.wasm ./cmd/worker
+WASM_EXEC = $(GOROOT_WASM)/wasm_exec.js
+endif
+
+DEV_PORT ?= 8787
+SIM_ADDR ?= 127.0.0.1:8790
+SEED_APPS ?= 2000
+
+.PHONY: all install build dev test test-go test-integration bench clean seed migrate-local
+
+all: build
+
+node_modules/.stamp: package.json package-lock.json
+	npm install --no-audit --no-fund
+	touch $@
+
+install: node_modules/.stamp
+	$(GO) mod download
+
+GO_SOURCES := $(shell find cmd worker durable -name '*.go' -not -name '*_test.go') go.mod go.sum
+
+build/app.wasm: $(GO_SOURCES)
+	@mkdir -p build
+	$(WASM_BUILD)
+
+build/wasm_exec.js: $(WASM_EXEC)
+	@mkdir -p build
+	cp $(WASM_EXEC) $@
+
+build: build/app.wasm build/wasm_exec.js
+
+.dev.vars:
+	cp .dev.vars.example .dev.vars
+
+migrate-local: install .dev.vars
+	wrangler d1 migrations apply DB --local
+
+seed: migrate-local
+	$(GO) run ./cmd/seed -apps $(SEED_APPS) > build/seed.sql
+	wrangler d1 execute DB --local --file build/seed.sql
+
+dev: install build .dev.vars seed
+	@echo "starting upstream simulator on $(SIM_ADDR) and wrangler dev on :$(DEV_PORT)"
+	$(GO) build -o build/upstream-sim ./cmd/upstream-sim
+	@build/upstream-sim -addr $(SIM_ADDR) -apps $(SEED_APPS) & SIM=$$!; \
+	trap "kill $$SIM 2>/dev/null" EXIT INT TERM; \
+	wrangler dev --port $(DEV_PORT) --ip 127.0.0.1 --test-scheduled \
+		--var UPSTREAM_API_BASE:http://$(SIM_ADDR) --var UPSTREAM_STORE_BASE:http://$(SIM_ADDR)
+
+test: install build test-go test-integration
+
+test-go:
+	$(GO) vet ./...
+	$(GO) test ./...
+
+test-integration: install build
+	$(GO) test -count=1 -tags integration -timeout 20m ./worker/e2e/...
+
+bench: install build
+	$(GO) run ./cmd/bench
+
+clean:
+	rm -rf build .wrangler

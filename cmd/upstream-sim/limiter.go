@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// Config is the hidden, runtime-changeable upstream behaviour.
+type Config struct {
+	RatePerMin      int `json:"rate_per_min"`
+	Burst           int `json:"burst"`
+	OnExceed        int `json:"on_exceed"`
+	RetryAfterS     int `json:"retry_after_s"`
+	BlockS          int `json:"block_s"`
+	LatencyMS       int `json:"latency_ms"`
+	LatencyJitterMS int `json:"latency_jitter_ms"`
+}
+
+// Defaults, mirrored by the command-line flags.
+const (
+	defaultRatePerMin      = 600
+	defaultBurst           = 20
+	defaultOnExceed        = http.StatusTooManyRequests
+	defaultLatencyMS       = 20
+	defaultLatencyJitterMS = 10
+)
+
+// Validation bounds: generous enough for any test, small enough that a typo
+// (e.g. block_s in ms) is rejected instead of wedging the simulator.
+const (
+	maxRatePerMin = 6_000_000 // 100k req/s: effectively unlimited
+	maxBurst      = 100_000
+	maxSeconds    = 3600
+	maxLatencyMS  = 60_000
+)
+
+// DefaultConfig is the flag-default behaviour.
+func DefaultConfig() Config {
+	return Config{
+		RatePerMin:      defaultRatePerMin,
+		Burst:           defaultBurst,
+		OnExceed:        defaultOnExceed,
+		LatencyMS:       defaultLatencyMS,
+		LatencyJitterMS: defaultLatencyJitterMS,
+	}
+}
+
+// FieldError is a rejected config field; it is also the 400 JSON body.
+type FieldError struct {
+	Msg   string `json:"error"`
+	Field string `json:"field"`
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+type configField struct {
+	name     string
+	min, max int
+	ptr      func(*Config) *int
+}
+
+// configFields lists every settable field with its bounds (on_exceed is
+// restricted to exactly 429/403 in Validate).
+var configFields = []configField{
+	{"rate_per_min", 1, maxRatePerMin, func(c *Config) *int { return &c.RatePerMin }},
+	{"burst", 1, maxBurst, func(c *Config) *int { return &c.Burst }},
+	{"on_exceed", http.StatusForbidden, http.StatusTooManyRequests, func(c *Config) *int { return &c.OnExceed }},
+	{"retry_after_s", 0, maxSeconds, func(c *Config) *int { return &c.RetryAfterS }},
+	{"block_s", 0, maxSeconds, func(c *Config) *int { return &c.BlockS }},
+	{"latency_ms", 0, maxLatencyMS, func(c *Config) *int { return &c.LatencyMS }},
+	{"latency_jitter_ms", 0, maxLatencyMS, func(c *Config) *int { return &c.LatencyJitterMS }},
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() *FieldError {
+	if c.OnExceed != http.StatusTooManyRequests && c.OnExceed != http.StatusForbidden {
+		return &FieldError{Msg: "must be 429 or 403", Field: "on_exceed"}
+	}
+	for _, f := range configFields {
+		v := *f.ptr(&c)
+		if v < f.min || v > f.max {
+			return &FieldError{Msg: fmt.Sprintf("must be between %d and %d", f.min, f.max), Field: f.name}
+		}
+	}
+	return nil
+}
+
+// Patch returns c with a JSON object holding any subset of the fields
+// applied. Unknown fields, non-integers and invalid values are rejected, and
+// then c itself is returned unchanged.
+func (c Config) Patch(body []byte) (Config, *FieldError) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		return c, &FieldError{Msg: "body must be a JSON object", Field: ""}
+	}
+	next := c
+	// Sorted so the reported field is deterministic.
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		i := slices.IndexFunc(configFields, func(f configField) bool { return f.name == k })
+		if i < 0 {
+			return c, &FieldError{Msg: "unknown field", Field: k}
+		}
+		var v *int // pointer so that null is rejected, not read as 0
+		if err := json.Unmarshal(raw[k], &v); err != nil || v == nil {
+			return c, &FieldError{Msg: "must be an integer", Field: k}
+		}
+		*configFields[i].ptr(&next) = *v
+	}
+	if err := next.Validate(); err != nil {
+		return c, err
+	}
+	return next, nil
+}
+
+// bucket is a token bucket holding up to Burst tokens, refilled at
+// RatePerMin per minute, plus an optional "block storm". It is not
+// goroutine-safe: the server guards it with its mutex. Time is always passed
+// in so tests can drive it with a fake clock.
+type bucket struct {
+	cfg          Config
+	tokens       float64
+	last         time.Time
+	blockedUntil time.Time
+}
+
+// reset installs cfg with a full bucket and no active block.
+func (b *bucket) reset(cfg Config, now time.Time) {
+	*b = bucket{cfg: cfg, tokens: float64(cfg.Burst), last: now}
+}
+
+// take consumes one token if possible. When refused and BlockS > 0 it starts
+// a block (started=true) during which every request is refused; refusals
+// inside a block do not extend it, so a calm period always follows.
+func (b *bucket) take(now time.Time) (ok, started bool) {
+	if now.Before(b.blockedUntil) {
+		return false, false
+	}
+	if elapsed := now.Sub(b.last); elapsed > 0 {
+		b.tokens = min(float64(b.cfg.Burst), b.tokens+elapsed.Minutes()*float64(b.cfg.RatePerMin))
+		b.last = now
+	}
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, false
+	}
+	if b.cfg.BlockS > 0 {
+		b.blockedUntil = now.Add(time.Duration(b.cfg.BlockS) * time.Second)
+		return false, true
+	}
+	return false, false
+}
+
+// blockedUntilMS is the end of the active block in Unix ms, or 0.
+func (b *bucket) blockedUntilMS(now time.Time) int64 {
+	if !now.Before(b.blockedUntil) {
+		return 0
+	}
+	return b.blockedUntil.UnixMilli()
+}

@@ -1,0 +1,145 @@
+// Command upstream-sim is a local, App Store-shaped upstream with a hidden
+// rate limit. The Worker (under wrangler dev) and the test harness point at
+// it instead of Apple; it never talks to the network beyond its listener.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	defaultAddr = "127.0.0.1:8790"
+	defaultApps = 5000
+	// maxApps bounds memory: every app is generated eagerly.
+	maxApps = 200_000
+	// Server timeouts: generous for latency simulation, but bounded so a
+	// stuck client cannot hold a connection forever.
+	readHeaderTimeout = 10 * time.Second
+	shutdownTimeout   = 5 * time.Second
+)
+
+const usageText = `Usage: upstream-sim [flags]
+
+A local App Store-shaped upstream with a hidden token-bucket rate limit.
+On start it prints {"event":"listening","addr":"HOST:PORT"} on stdout, then
+logs JSON events on stderr.
+
+Routes (limited ones cost one token each):
+  GET  /lookup?id=<id>[&country=us]                 iTunes lookup JSON (limited)
+  GET  /search?term=<t>[&limit=50][&country=us]     name substring search, limit<=200 (limited)
+  GET  /charts?collection=<c>[&genre=<id>][&limit=50][&country=us]
+       c = topfreeapplications | toppaidapplications | topgrossingapplications (limited)
+  GET  /{country}/app/{slug}/id{id}                 store page HTML (limited)
+  GET  /__stats   POST /__stats/reset   POST /__config   GET /health   (never limited)
+
+Catalogue and special ids:
+  track ids are 100000001 .. 100000000+apps (deterministic from -seed).
+  ids outside that range: lookup 200 {"resultCount":0,"results":[]}, page 404.
+  ids whose offset (id-100000000) is divisible by 97 (100000097, 100000194, ...):
+  lookup is fine but the page is truncated before header.product-header
+  (a permanent parse error).
+
+Flags:
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "upstream-sim:", err)
+		os.Exit(2)
+	}
+}
+
+// run parses args, listens, announces the address on stdout and serves
+// until ctx is done.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("upstream-sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
+	def := DefaultConfig()
+	var (
+		addr = fs.String("addr", defaultAddr, "listen address (127.0.0.1:0 picks a free port)")
+		apps = fs.Int("apps", defaultApps, "catalogue size")
+		seed = fs.Uint64("seed", 1, "catalogue and latency seed")
+		cfg  Config
+	)
+	fs.IntVar(&cfg.RatePerMin, "rate-per-min", def.RatePerMin, "hidden limit: token refill per minute")
+	fs.IntVar(&cfg.Burst, "burst", def.Burst, "hidden limit: bucket size")
+	fs.IntVar(&cfg.OnExceed, "on-exceed", def.OnExceed, "status when refused: 429 or 403")
+	fs.IntVar(&cfg.RetryAfterS, "retry-after-s", def.RetryAfterS, "Retry-After seconds on refusals (0 = no header)")
+	fs.IntVar(&cfg.BlockS, "block-s", def.BlockS, "if > 0, a refusal blocks ALL limited routes for this many seconds")
+	fs.IntVar(&cfg.LatencyMS, "latency-ms", def.LatencyMS, "simulated latency per limited request")
+	fs.IntVar(&cfg.LatencyJitterMS, "latency-jitter-ms", def.LatencyJitterMS, "uniform ± jitter on the latency")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("flag -%s: %s", strings.ReplaceAll(err.Field, "_", "-"), err.Msg)
+	}
+	if *apps < 1 || *apps > maxApps {
+		return fmt.Errorf("flag -apps: must be between 1 and %d", maxApps)
+	}
+
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{
+		// Name the message "event", matching the stdout announcement.
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.MessageKey {
+				a.Key = "event"
+			}
+			return a
+		},
+	}))
+	srv := &http.Server{
+		Handler:           NewServer(NewCatalogue(*apps, *seed), Options{Config: cfg, Seed: *seed, Logger: logger}),
+		ReadHeaderTimeout: readHeaderTimeout,
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	announce, _ := json.Marshal(struct {
+		Event string `json:"event"`
+		Addr  string `json:"addr"`
+	}{"listening", ln.Addr().String()})
+	fmt.Fprintf(stdout, "%s\n", announce)
+	logger.Info("started", "apps", *apps, "seed", *seed, "config", cfg)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// List sizes for /search and /charts, as on the iTunes Search API.
+const (
+	defaultListLimit = 50
+	maxListLimit     = 200
+	defaultCountry   = "us"
+	// maxMoreByDeveloper caps the "More By This Developer" shelf.
+	maxMoreByDeveloper = 4
+)
+
+// Chart collections accepted by /charts?collection=.
+const (
+	chartTopFree     = "topfreeapplications"
+	chartTopPaid     = "toppaidapplications"
+	chartTopGrossing = "topgrossingapplications"
+)
+
+var countryRE = regexp.MustCompile(`^[a-z]{2}$`)
+
+// itunesError mimics the iTunes API's 400 body.
+type itunesError struct {
+	ErrorMessage string `json:"errorMessage"`
+}
+
+func badParam(w http.ResponseWriter, key string) {
+	writeJSON(w, http.StatusBadRequest, itunesError{fmt.Sprintf("Invalid value(s) for key(s): [%s]", key)})
+}
+
+func country(r *http.Request) string {
+	if c := strings.ToLower(r.URL.Query().Get("country")); countryRE.MatchString(c) {
+		return c
+	}
+	return defaultCountry
+}
+
+// parseLimit returns the list size: default when absent, clamped to
+// maxListLimit, ok=false when not a positive integer.
+func parseLimit(s string) (int, bool) {
+	if s == "" {
+		return defaultListLimit, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return min(n, maxListLimit), true
+}
+
+// lookupResult is one iTunes Search API "software" result.
+type lookupResult struct {
+	WrapperType               string   `json:"wrapperType"`
+	Kind                      string   `json:"kind"`
+	TrackID                   int64    `json:"trackId"`
+	TrackName                 string   `json:"trackName"`
+	TrackCensoredName         string   `json:"trackCensoredName"`
+	BundleID                  string   `json:"bundleId"`
+	ArtistID                  int64    `json:"artistId"`
+	ArtistName                string   `json:"artistName"`
+	SellerName                string   `json:"sellerName"`
+	Price                     float64  `json:"price"`
+	FormattedPrice            string   `json:"formattedPrice"`
+	Currency                  string   `json:"currency"`
+	PrimaryGenreName          string   `json:"primaryGenreName"`
+	PrimaryGenreID            int      `json:"primaryGenreId"`
+	Genres                    []string `json:"genres"`
+	GenreIDs                  []string `json:"genreIds"`
+	AverageUserRating         float64  `json:"averageUserRating"`
+	UserRatingCount           int64    `json:"userRatingCount"`
+	Version                   string   `json:"version"`
+	ReleaseDate               string   `json:"releaseDate"`
+	CurrentVersionReleaseDate string   `json:"currentVersionReleaseDate"`
+	Description               string   `json:"description"`
+	ContentAdvisoryRating     string   `json:"contentAdvisoryRating"`
+	TrackContentRating        string   `json:"trackContentRating"`
+	TrackViewURL              string   `json:"trackViewUrl"`
+	ArtistViewURL             string   `json:"artistViewUrl"`
+	ArtworkURL60              string   `json:"artworkUrl60"`
+	ArtworkURL100             string   `json:"artworkUrl100"`
+	ArtworkURL512             string   `json:"artworkUrl512"`
+	FileSizeBytes             string   `json:"fileSizeBytes"` // a string, as in iTunes
+	LanguageCodesISO2A        []string `json:"languageCodesISO2A"`
+	MinimumOSVersion          string   `json:"minimumOsVersion"`
+}
+
+type lookupResponse struct {
+	ResultCount int            `json:"resultCount"`
+	Results     []lookupResult `json:"results"`
+}
+
+func formattedPrice(p float64) string {
+	if p == 0 {
+		return "Free"
+	}
+	return fmt.Sprintf("$%.2f", p)
+}
+
+// appURL is the store page URL on this simulator (the request's Host), so
+// a crawler following trackViewUrl stays on loopback.
+func appURL(r *http.Request, country string, a *App) string {
+	return fmt.Sprintf("http://%s/%s/app/%s/id%d", r.Host, country, a.Slug, a.ID)
+}
+
+func toLookup(r *http.Request, country string, a *App) lookupResult {
+	art := func(px int) string { return fmt.Sprintf("http://%s/artwork/%d/%dx%dbb.jpg", r.Host, a.ID, px, px) }
+	return lookupResult{
+		WrapperType: "software", Kind: "software",
+		TrackID: a.ID, TrackName: a.Name, TrackCensoredName: a.Name, BundleID: a.BundleID,
+		ArtistID: a.DevID, ArtistName: a.DevName, SellerName: a.DevName,
+		Price: a.Price, FormattedPrice: formattedPrice(a.Price), Currency: "USD",
+		PrimaryGenreName: a.Genre.Name, PrimaryGenreID: a.Genre.ID,
+		Genres: []string{a.Genre.Name}, GenreIDs: []string{strconv.Itoa(a.Genre.ID)},
+		AverageUserRating: a.AverageRating, UserRatingCount: a.RatingCount,
+		Version: a.Version, ReleaseDate: a.ReleaseDate, CurrentVersionReleaseDate: a.UpdatedDate,
+		Description: a.Description, ContentAdvisoryRating: a.ContentRating, TrackContentRating: a.ContentRating,
+		TrackViewURL:  appURL(r, country, a),
+		ArtistViewURL: fmt.Sprintf("http://%s/%s/developer/id%d", r.Host, country, a.DevID),
+		ArtworkURL60:  art(60), ArtworkURL100: art(100), ArtworkURL512: art(512),
+		FileSizeBytes:      strconv.FormatInt(a.FileSize, 10),
+		LanguageCodesISO2A: a.Languages,
+		MinimumOSVersion:   "15.0",
+	}
+}
+
+// GET /lookup?id=<id>[&country=us]
+func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) bool {
+	id, err := strconv.ParseInt(r.URL.Query().Get("id"), 10, 64)
+	if err != nil {
+		badParam(w, "id")
+		return false
+	}
+	resp := lookupResponse{Results: []lookupResult{}}
+	a, ok := s.cat.Get(id)
+	if ok {
+		resp.Results = append(resp.Results, toLookup(r, country(r), a))
+		resp.ResultCount = 1
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return !ok
+}
+
+// GET /search?term=<t>&limit=<n>[&country=us]: case-insensitive substring
+// match on the name, most-rated first (ties by id) so results are stable.
+func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) bool {
+	q := r.URL.Query()
+	term := strings.ToLower(strings.TrimSpace(q.Get("term")))
+	if term == "" {
+		badParam(w, "term")
+		return false
+	}
+	limit, ok := parseLimit(q.Get("limit"))
+	if !ok {
+		badParam(w, "limit")
+		return false
+	}
+	var hits []*App
+	for i := range s.cat.All() {
+		if a := &s.cat.All()[i]; strings.Contains(strings.ToLower(a.Name), term) {
+			hits = append(hits, a)
+		}
+	}
+	slices.SortFunc(hits, func(a, b *App) int {
+		return cmp.Or(cmp.Compare(b.RatingCount, a.RatingCount), cmp.Compare(a.ID, b.ID))
+	})
+	hits = hits[:min(len(hits), limit)]
+	resp := lookupResponse{ResultCount: len(hits), Results: make([]lookupResult, 0, len(hits))}
+	c := country(r)
+	for _, a := range hits {
+		resp.Results = append(resp.Results, toLookup(r, c, a))
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return false
+}
+
+type chartEntry struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	Rank int    `json:"rank"`
+}
+
+type chartResponse struct {
+	Feed struct {
+		Country    string       `json:"country"`
+		Collection string       `json:"collection"`
+		GenreID    int          `json:"genre_id"`
+		Entry      []chartEntry `json:"entry"`
+	} `json:"feed"`
+}
+
+// chartScore returns an app's sort key in a collection and whether it
+// belongs there at all. Top grossing excludes apps that cannot earn
+// (free and no IAPs).
+func chartScore(collection string, a *App) (int64, bool) {
+	switch collection {
+	case chartTopFree:
+		return a.RatingCount, a.Price == 0
+	case chartTopPaid:
+		return a.RatingCount, a.Price > 0
+	default: // chartTopGrossing
+		return a.RatingCount * int64(1+len(a.IAPs)), a.Price > 0 || len(a.IAPs) > 0
+	}
+}
+
+// GET /charts?collection=<c>[&genre=<id>][&limit=<n>][&country=us]
+func (s *Server) handleCharts(w http.ResponseWriter, r *http.Request) bool {
+	q := r.URL.Query()
+	collection := q.Get("collection")
+	if collection != chartTopFree && collection != chartTopPaid && collection != chartTopGrossing {
+		badParam(w, "collection")
+		return false
+	}
+	genre := 0 // all genres
+	if g := q.Get("genre"); g != "" {
+		var err error
+		if genre, err = strconv.Atoi(g); err != nil || genre < 0 {
+			badParam(w, "genre")
+			return false
+		}
+	}
+	limit, ok := parseLimit(q.Get("limit"))
+	if !ok {
+		badParam(w, "limit")
+		return false
+	}
+	type scored struct {
+		a     *App
+		score int64
+	}
+	var list []scored
+	for i := range s.cat.All() {
+		a := &s.cat.All()[i]
+		if score, in := chartScore(collection, a); in && (genre == 0 || a.Genre.ID == genre) {
+			list = append(list, scored{a, score})
+		}
+	}
+	slices.SortFunc(list, func(x, y scored) int {
+		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.a.ID, y.a.ID))
+	})
+	var resp chartResponse
+	resp.Feed.Country, resp.Feed.Collection, resp.Feed.GenreID = country(r), collection, genre
+	resp.Feed.Entry = make([]chartEntry, 0, min(len(list), limit))
+	for i, x := range list[:min(len(list), limit)] {
+		resp.Feed.Entry = append(resp.Feed.Entry, chartEntry{ID: x.a.ID, Name: x.a.Name, Rank: i + 1})
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return false
+}
+
+// GET /{country}/app/[{slug}/]id{id}: the product page. The slug is not
+// checked (Apple redirects on a wrong slug; serving is good enough).
+func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) bool {
+	idseg := r.PathValue("idseg")
+	id, err := strconv.ParseInt(strings.TrimPrefix(idseg, "id"), 10, 64)
+	a, ok := s.cat.Get(id)
+	if err != nil || !strings.HasPrefix(idseg, "id") || !ok {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(notFoundPage))
+		return true
+	}
+	var buf bytes.Buffer
+	if err := pageTmpl.Execute(&buf, s.pageData(r, r.PathValue("country"), a)); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return false
+	}
+	page := buf.Bytes()
+	if BrokenPage(a.ID) {
+		// Simulate a truncated document: cut right before the header.
+		page = page[:bytes.Index(page, []byte(productHeaderTag))]
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(page)
+	return false
+}
+
+type lockup struct {
+	URL  string
+	Name string
+}
+
+type histRow struct {
+	Stars int
+	Count int64
+	Pct   int64
+}
+
+type iapRow struct {
+	Name  string
+	Price string
+}
+
+type pageData struct {
+	*App
+	URL       string
+	Price     string
+	Rating    string
+	Histogram []histRow
+	IAPs      []iapRow
+	Similar   []lockup
+	MoreBy    []lockup
+}
+
+func (s *Server) pageData(r *http.Request, country string, a *App) pageData {
+	d := pageData{App: a, URL: appURL(r, country, a), Price: formattedPrice(a.Price),
+		Rating: strconv.FormatFloat(a.AverageRating, 'f', 1, 64)}
+	if a.RatingCount > 0 {
+		for i, c := range a.Histogram {
+			d.Histogram = append(d.Histogram, histRow{Stars: histogramStars - i, Count: c, Pct: c * 100 / a.RatingCount})
+		}
+	}
+	for _, p := range a.IAPs {
+		d.IAPs = append(d.IAPs, iapRow{p.Name, formattedPrice(p.Price)})
+	}
+	for i, id := range a.Similar {
+		o, _ := s.cat.Get(id)
+		u := appURL(r, country, o)
+		if i%2 == 1 {
+			u += "?platform=iphone" // real shelves mix both forms
+		}
+		d.Similar = append(d.Similar, lockup{u, o.Name})
+	}
+	for _, id := range s.cat.ByDeveloper(a.DevID) {
+		if id != a.ID && len(d.MoreBy) < maxMoreByDeveloper {
+			o, _ := s.cat.Get(id)
+			d.MoreBy = append(d.MoreBy, lockup{appURL(r, country, o), o.Name})
+		}
+	}
+	return d
+}

@@ -1,0 +1,395 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestLookupRoute(t *testing.T) {
+	ts, _ := newTestServer(t, calmConfig())
+	a, _ := testCatalogue().Get(baseTrackID + 5)
+
+	tests := []struct {
+		name       string
+		query      string
+		wantStatus int
+		wantCount  int
+	}{
+		{"known id", fmt.Sprintf("id=%d", a.ID), http.StatusOK, 1},
+		{"known id with country", fmt.Sprintf("id=%d&country=us", a.ID), http.StatusOK, 1},
+		{"unknown id above range", fmt.Sprintf("id=%d", baseTrackID+testApps+1), http.StatusOK, 0},
+		{"unknown id below range", "id=7", http.StatusOK, 0},
+		{"non-numeric id", "id=abc", http.StatusBadRequest, -1},
+		{"missing id", "", http.StatusBadRequest, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := get(t, ts.URL+"/lookup?"+tt.query)
+			if r.status != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", r.status, tt.wantStatus, r.body)
+			}
+			if tt.wantCount < 0 {
+				return
+			}
+			resp := decodeJSON[lookupResponse](t, r.body)
+			if resp.ResultCount != tt.wantCount || len(resp.Results) != tt.wantCount {
+				t.Fatalf("resultCount %d / %d results, want %d", resp.ResultCount, len(resp.Results), tt.wantCount)
+			}
+			if tt.wantCount == 1 {
+				got := resp.Results[0]
+				wantURL := fmt.Sprintf("%s/us/app/%s/id%d", ts.URL, a.Slug, a.ID)
+				if got.TrackID != a.ID || got.TrackViewURL != wantURL || got.Kind != "software" ||
+					got.FileSizeBytes != fmt.Sprint(a.FileSize) {
+					t.Fatalf("unexpected result %+v", got)
+				}
+			}
+		})
+	}
+	// The raw JSON must carry fileSizeBytes as a string, like iTunes.
+	r := get(t, fmt.Sprintf("%s/lookup?id=%d", ts.URL, a.ID))
+	if want := fmt.Sprintf(`"fileSizeBytes":"%d"`, a.FileSize); !strings.Contains(string(r.body), want) {
+		t.Fatalf("body lacks %s", want)
+	}
+}
+
+func TestSearchRoute(t *testing.T) {
+	ts, _ := newTestServer(t, calmConfig())
+	tests := []struct {
+		query      string
+		wantStatus int
+		wantMax    int
+	}{
+		{"term=budget", http.StatusOK, defaultListLimit},
+		{"term=BUDGET&limit=3", http.StatusOK, 3},
+		{"term=a&limit=100000", http.StatusOK, maxListLimit}, // > 200 names contain "a"
+		{"term=zzzz-no-such-app", http.StatusOK, 0},
+		{"term=", http.StatusBadRequest, 0},
+		{"term=budget&limit=0", http.StatusBadRequest, 0},
+		{"term=budget&limit=x", http.StatusBadRequest, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			r := get(t, ts.URL+"/search?"+tt.query)
+			if r.status != tt.wantStatus {
+				t.Fatalf("status %d, want %d", r.status, tt.wantStatus)
+			}
+			if r.status != http.StatusOK {
+				return
+			}
+			resp := decodeJSON[lookupResponse](t, r.body)
+			term := strings.ToLower(strings.TrimPrefix(strings.Split(tt.query, "&")[0], "term="))
+			want := 0
+			for _, a := range testCatalogue().All() {
+				if strings.Contains(strings.ToLower(a.Name), term) {
+					want++
+				}
+			}
+			want = min(want, tt.wantMax)
+			if len(resp.Results) != want || resp.ResultCount != want {
+				t.Fatalf("%d results, want %d", len(resp.Results), want)
+			}
+			for i, res := range resp.Results {
+				if !strings.Contains(strings.ToLower(res.TrackName), term) {
+					t.Errorf("result %q does not match %q", res.TrackName, term)
+				}
+				if i > 0 && res.UserRatingCount > resp.Results[i-1].UserRatingCount {
+					t.Errorf("results not sorted by rating count at %d", i)
+				}
+			}
+		})
+	}
+}
+
+func TestChartsRoute(t *testing.T) {
+	ts, _ := newTestServer(t, calmConfig())
+	cat := testCatalogue()
+	tests := []struct {
+		query      string
+		wantStatus int
+		member     func(*App) bool
+		score      func(*App) int64
+	}{
+		{"collection=topfreeapplications", http.StatusOK,
+			func(a *App) bool { return a.Price == 0 }, func(a *App) int64 { return a.RatingCount }},
+		{"collection=toppaidapplications&limit=5", http.StatusOK,
+			func(a *App) bool { return a.Price > 0 }, func(a *App) int64 { return a.RatingCount }},
+		{"collection=topgrossingapplications&genre=6014", http.StatusOK,
+			func(a *App) bool { return a.Genre.ID == 6014 && (a.Price > 0 || len(a.IAPs) > 0) },
+			func(a *App) int64 { return a.RatingCount * int64(1+len(a.IAPs)) }},
+		{"collection=topfreeapplications&genre=1", http.StatusOK, func(*App) bool { return false }, nil},
+		{"collection=bogus", http.StatusBadRequest, nil, nil},
+		{"", http.StatusBadRequest, nil, nil},
+		{"collection=topfreeapplications&genre=x", http.StatusBadRequest, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			r := get(t, ts.URL+"/charts?"+tt.query)
+			if r.status != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", r.status, tt.wantStatus, r.body)
+			}
+			if r.status != http.StatusOK {
+				return
+			}
+			limit := defaultListLimit
+			if strings.Contains(tt.query, "limit=5") {
+				limit = 5
+			}
+			members := 0
+			for i := range cat.All() {
+				if tt.member(&cat.All()[i]) {
+					members++
+				}
+			}
+			resp := decodeJSON[chartResponse](t, r.body)
+			if len(resp.Feed.Entry) != min(members, limit) {
+				t.Fatalf("%d entries, want %d", len(resp.Feed.Entry), min(members, limit))
+			}
+			for i, e := range resp.Feed.Entry {
+				a, ok := cat.Get(e.ID)
+				if !ok || !tt.member(a) || e.Rank != i+1 || e.Name != a.Name {
+					t.Fatalf("bad entry %d: %+v", i, e)
+				}
+				if i > 0 {
+					prev, _ := cat.Get(resp.Feed.Entry[i-1].ID)
+					if tt.score(prev) < tt.score(a) {
+						t.Fatalf("entry %d out of order", i)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestPageRouteStatuses(t *testing.T) {
+	ts, _ := newTestServer(t, calmConfig())
+	a, _ := testCatalogue().Get(baseTrackID + 1)
+	tests := []struct {
+		path       string
+		wantStatus int
+		wantHeader bool
+	}{
+		{fmt.Sprintf("/us/app/%s/id%d", a.Slug, a.ID), http.StatusOK, true},
+		{fmt.Sprintf("/gb/app/wrong-slug/id%d", a.ID), http.StatusOK, true},
+		{fmt.Sprintf("/us/app/id%d", a.ID), http.StatusOK, true}, // slug is optional
+		{fmt.Sprintf("/us/app/x/id%d", baseTrackID+brokenPageEvery), http.StatusOK, false},
+		{fmt.Sprintf("/us/app/x/id%d", baseTrackID+testApps+1), http.StatusNotFound, false},
+		{fmt.Sprintf("/us/app/x/%d", a.ID), http.StatusNotFound, false},
+		{"/us/app/x/idabc", http.StatusNotFound, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			r := get(t, ts.URL+tt.path)
+			if r.status != tt.wantStatus {
+				t.Fatalf("status %d, want %d", r.status, tt.wantStatus)
+			}
+			if got := strings.Contains(string(r.body), productHeaderTag); got != tt.wantHeader {
+				t.Fatalf("has product header = %v, want %v", got, tt.wantHeader)
+			}
+		})
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	a, _ := testCatalogue().Get(baseTrackID + 1)
+	lookup := fmt.Sprintf("/lookup?id=%d", a.ID)
+	page := fmt.Sprintf("/us/app/%s/id%d", a.Slug, a.ID)
+	tests := []struct {
+		name           string
+		cfg            Config
+		wantStatus     int
+		wantRetryAfter string
+	}{
+		{"429 without Retry-After", Config{RatePerMin: 1, Burst: 2, OnExceed: 429}, 429, ""},
+		{"429 with Retry-After", Config{RatePerMin: 1, Burst: 2, OnExceed: 429, RetryAfterS: 30}, 429, "30"},
+		{"403", Config{RatePerMin: 1, Burst: 2, OnExceed: 403, RetryAfterS: 5}, 403, "5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts, _ := newTestServer(t, tt.cfg)
+			// Tokens are shared across routes.
+			for _, p := range []string{lookup, page} {
+				if r := get(t, ts.URL+p); r.status != http.StatusOK {
+					t.Fatalf("%s: status %d within burst", p, r.status)
+				}
+			}
+			for _, p := range []string{lookup, page, "/search?term=a", "/charts?collection=topfreeapplications"} {
+				r := get(t, ts.URL+p)
+				if r.status != tt.wantStatus || r.header.Get("Retry-After") != tt.wantRetryAfter {
+					t.Fatalf("%s: status %d Retry-After %q, want %d %q", p, r.status,
+						r.header.Get("Retry-After"), tt.wantStatus, tt.wantRetryAfter)
+				}
+			}
+			// Admin routes are never limited.
+			for _, p := range []string{"/health", "/__stats"} {
+				if r := get(t, ts.URL+p); r.status != http.StatusOK {
+					t.Fatalf("%s limited: %d", p, r.status)
+				}
+			}
+		})
+	}
+}
+
+func TestBlockStormAndRecovery(t *testing.T) {
+	cfg := Config{RatePerMin: 600, Burst: 1, OnExceed: 403, BlockS: 60}
+	ts, clock := newTestServer(t, cfg)
+	lookup := fmt.Sprintf("%s/lookup?id=%d", ts.URL, baseTrackID+1)
+
+	status := func() int { return get(t, lookup).status }
+	if s := status(); s != http.StatusOK {
+		t.Fatalf("first request: %d", s)
+	}
+	if s := status(); s != http.StatusForbidden {
+		t.Fatalf("over limit: %d, want 403", s)
+	}
+	st := decodeJSON[Stats](t, get(t, ts.URL+"/__stats").body)
+	if want := t0.Add(60 * time.Second).UnixMilli(); st.BlockedUntilMS != want {
+		t.Fatalf("blocked_until_ms = %d, want %d", st.BlockedUntilMS, want)
+	}
+	clock.Advance(30 * time.Second) // bucket is full again, but the block holds
+	if s := status(); s != http.StatusForbidden {
+		t.Fatalf("inside block: %d, want 403", s)
+	}
+	clock.Advance(30 * time.Second)
+	if s := status(); s != http.StatusOK {
+		t.Fatalf("after block: %d, want 200", s)
+	}
+
+	// Re-trigger, then calm it via /__config: block cleared immediately.
+	status()
+	if s := status(); s != http.StatusForbidden {
+		t.Fatalf("re-trigger: %d", s)
+	}
+	r := do(t, http.MethodPost, ts.URL+"/__config", `{"burst":3,"block_s":0}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("config: %d %s", r.status, r.body)
+	}
+	if got := decodeJSON[Config](t, r.body); got.Burst != 3 || got.BlockS != 0 || got.OnExceed != 403 {
+		t.Fatalf("config answer %+v", got)
+	}
+	for i := range 3 {
+		if s := status(); s != http.StatusOK {
+			t.Fatalf("after calm, request %d: %d (bucket must refill to burst)", i, s)
+		}
+	}
+	if s := status(); s != http.StatusForbidden {
+		t.Fatalf("new burst exceeded: %d", s)
+	}
+}
+
+func TestStatsAndReset(t *testing.T) {
+	ts, _ := newTestServer(t, Config{RatePerMin: 1, Burst: 3, OnExceed: 429})
+	get(t, fmt.Sprintf("%s/lookup?id=%d", ts.URL, baseTrackID+1))
+	get(t, fmt.Sprintf("%s/lookup?id=%d", ts.URL, baseTrackID+testApps+5)) // not found
+	get(t, ts.URL+"/us/app/x/id1")                                         // not found
+	get(t, ts.URL+"/search?term=a")                                        // refused
+	get(t, ts.URL+"/health")                                               // not counted
+
+	st := decodeJSON[Stats](t, get(t, ts.URL+"/__stats").body)
+	want := Stats{
+		Served: 3, Refused: 1, NotFound: 2,
+		ByRoute: map[string]RouteStats{
+			routeLookup: {Served: 2, NotFound: 1},
+			routePage:   {Served: 1, NotFound: 1},
+			routeSearch: {Refused: 1},
+			routeCharts: {},
+		},
+		Config: Config{RatePerMin: 1, Burst: 3, OnExceed: 429},
+	}
+	if fmt.Sprint(st) != fmt.Sprint(want) {
+		t.Fatalf("stats\n got %+v\nwant %+v", st, want)
+	}
+
+	r := do(t, http.MethodPost, ts.URL+"/__stats/reset", "")
+	if r.status != http.StatusOK {
+		t.Fatalf("reset: %d", r.status)
+	}
+	st = decodeJSON[Stats](t, get(t, ts.URL+"/__stats").body)
+	if st.Served != 0 || st.Refused != 0 || st.NotFound != 0 || st.ByRoute[routeLookup] != (RouteStats{}) {
+		t.Fatalf("not reset: %+v", st)
+	}
+}
+
+func TestConfigEndpoint(t *testing.T) {
+	ts, _ := newTestServer(t, calmConfig())
+	tests := []struct {
+		method, body string
+		wantStatus   int
+		wantField    string
+	}{
+		{http.MethodPost, `{"rate_per_min":30,"on_exceed":403}`, http.StatusOK, ""},
+		{http.MethodPost, `{"rate_per_min":30,"bogus":true}`, http.StatusBadRequest, "bogus"},
+		{http.MethodPost, `{"latency_ms":-5}`, http.StatusBadRequest, "latency_ms"},
+		{http.MethodPost, `{"on_exceed":"429"}`, http.StatusBadRequest, "on_exceed"},
+		{http.MethodPost, `garbage`, http.StatusBadRequest, ""},
+		{http.MethodGet, ``, http.StatusMethodNotAllowed, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.body, func(t *testing.T) {
+			r := do(t, tt.method, ts.URL+"/__config", tt.body)
+			if r.status != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", r.status, tt.wantStatus, r.body)
+			}
+			if r.status == http.StatusBadRequest {
+				if e := decodeJSON[FieldError](t, r.body); e.Field != tt.wantField || e.Msg == "" {
+					t.Fatalf("error body %s, want field %q", r.body, tt.wantField)
+				}
+			}
+		})
+	}
+	// Only the valid request took effect.
+	st := decodeJSON[Stats](t, get(t, ts.URL+"/__stats").body)
+	want := calmConfig()
+	want.RatePerMin, want.OnExceed = 30, 403
+	if st.Config != want {
+		t.Fatalf("config %+v, want %+v", st.Config, want)
+	}
+}
+
+func TestLatencyApplied(t *testing.T) {
+	const latency = 40 * time.Millisecond
+	cfg := calmConfig()
+	cfg.LatencyMS = int(latency / time.Millisecond)
+	ts, _ := newTestServer(t, cfg)
+	start := time.Now()
+	get(t, fmt.Sprintf("%s/lookup?id=%d", ts.URL, baseTrackID+1))
+	if d := time.Since(start); d < latency {
+		t.Fatalf("lookup took %v, want >= %v", d, latency)
+	}
+}
+
+// Concurrent clients never get more than the burst with a frozen clock.
+func TestConcurrentRequestsRespectBurst(t *testing.T) {
+	const burst, clients = 10, 40
+	ts, _ := newTestServer(t, Config{RatePerMin: 60, Burst: burst, OnExceed: 429})
+	statuses := make(chan int, clients)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			// Not get(): t.Fatal must not be called off the test goroutine.
+			resp, err := http.Get(fmt.Sprintf("%s/lookup?id=%d", ts.URL, baseTrackID+1))
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	counts := map[int]int{}
+	for s := range statuses {
+		counts[s]++
+	}
+	if counts[200] != burst || counts[429] != clients-burst {
+		t.Fatalf("statuses %v, want %d×200 and %d×429", counts, burst, clients-burst)
+	}
+	st := decodeJSON[Stats](t, get(t, ts.URL+"/__stats").body)
+	if st.Served != burst || st.Refused != clients-burst {
+		t.Fatalf("stats %+v", st)
+	}
+}

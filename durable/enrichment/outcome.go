@@ -1,0 +1,168 @@
+package enrichment
+
+import (
+	"time"
+)
+
+// Class is the outcome of enriching one item.
+type Class string
+
+const (
+	ClassOK Class = "ok"
+	// Upstream-level failures: they lower the success rate.
+	ClassRateLimit   Class = "rate_limit"   // 403, 429
+	ClassServerError Class = "server_error" // 5xx
+	ClassTimeout     Class = "timeout"      // no answer in time, or the connection failed
+	// Item-level failures: the upstream answered; the item is the problem.
+	ClassNotFound   Class = "not_found"   // 404, or a lookup with no result
+	ClassParseError Class = "parse_error" // the answer could not be parsed
+	// ClassStoreError is our own failure to persist the result (D1/R2): neither
+	// the upstream's fault nor the item's, so the item is simply retried.
+	ClassStoreError Class = "store_error"
+)
+
+// CountsAgainstUpstream reports whether a class lowers the success rate.
+func (c Class) CountsAgainstUpstream() bool {
+	return c == ClassRateLimit || c == ClassServerError || c == ClassTimeout
+}
+
+// ClassifyStatus maps an upstream HTTP status to an outcome class. 2xx is OK;
+// 403 is treated like 429 because that is how this upstream says "go away".
+func ClassifyStatus(status int) Class {
+	switch {
+	case status >= 200 && status < 300:
+		return ClassOK
+	case status == 403 || status == 429:
+		return ClassRateLimit
+	case status == 404 || status == 410:
+		return ClassNotFound
+	case status == 408 || status == 504:
+		return ClassTimeout
+	case status >= 500:
+		return ClassServerError
+	default:
+		// Other 4xx: our request is wrong for this item; retrying will not help.
+		return ClassParseError
+	}
+}
+
+// MaxItemAttempts bounds how often one item is tried before it is marked
+// permanently failed, so no item is retried forever. Rate-limited attempts
+// do not count: those are the upstream's state, not the item's.
+const MaxItemAttempts = 3
+
+// ItemAction is what the store does with an item after its attempt.
+type ItemAction string
+
+const (
+	ActionStore   ItemAction = "store"   // write the enriched record
+	ActionRequeue ItemAction = "requeue" // leave it queued, attempt counted
+	ActionKeep    ItemAction = "keep"    // leave it queued, attempt not counted
+	ActionGiveUp  ItemAction = "give_up" // mark it permanently failed
+	ActionMissing ItemAction = "missing" // the upstream does not know it: mark done as not_found
+)
+
+// ActionFor decides an item's fate from its outcome and the attempts it had
+// before this one.
+func ActionFor(c Class, priorAttempts int) ItemAction {
+	switch c {
+	case ClassOK:
+		return ActionStore
+	case ClassNotFound:
+		return ActionMissing
+	case ClassRateLimit:
+		return ActionKeep
+	case ClassStoreError:
+		return ActionKeep
+	}
+	if priorAttempts+1 >= MaxItemAttempts {
+		return ActionGiveUp
+	}
+	return ActionRequeue
+}
+
+// ItemResult is the outcome of one item in a run.
+type ItemResult struct {
+	TrackID     int64  `json:"track_id"`
+	Class       Class  `json:"class"`
+	Status      int    `json:"status,omitempty"`
+	RetryAfterS int    `json:"retry_after_s,omitempty"`
+	GaveUp      bool   `json:"gave_up,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// RunPlan is the I/O the shim asks the Worker code to perform for one tick.
+type RunPlan struct {
+	TickAt       int64 `json:"tick_at"`
+	BatchSize    int   `json:"batch_size"`
+	ChunkItems   int   `json:"chunk_items"`
+	ChunkPauseMs int64 `json:"chunk_pause_ms"`
+}
+
+// RunOutcome is what the run reports back.
+type RunOutcome struct {
+	Picked     int          `json:"picked"`
+	Results    []ItemResult `json:"results"`
+	DurationMs int64        `json:"duration_ms"`
+	// Error is a run-level failure (D1 unreachable, ...): nothing was dispatched.
+	Error string `json:"error,omitempty"`
+}
+
+// Platform limits that shape a run.
+const (
+	// MaxConnections is the Workers limit on simultaneous outgoing connections
+	// per invocation; more fetches than this just queue inside the runtime.
+	MaxConnections = 6
+	// SubrequestsPerItem: one lookup JSON and one store page, fetched together.
+	SubrequestsPerItem = 2
+	// ChunkItems runs as many items at once as fill the connections exactly.
+	ChunkItems = MaxConnections / SubrequestsPerItem
+	// ChunkPause spreads a batch out so it does not arrive as one burst.
+	ChunkPause = 200 * time.Millisecond
+	// MaxRetryAfter caps how long one Retry-After can delay the next tick.
+	MaxRetryAfter = CooldownDuration
+)
+
+// Record adds a run's outcome to the minute bucket at now and the totals.
+func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
+	byClass := map[string]int{}
+	b := s.bucket(now)
+	b.Dispatched += o.Picked
+	s.Totals.Dispatched += int64(o.Picked)
+	for _, r := range o.Results {
+		byClass[string(r.Class)]++
+		switch {
+		case r.Class == ClassOK:
+			b.Completed++
+			s.Totals.Completed++
+		case r.Class.CountsAgainstUpstream():
+			b.Failed++
+			s.Totals.Failed++
+			if r.Class == ClassRateLimit {
+				b.RateLimited++
+				s.Totals.RateLimited++
+			}
+		default:
+			b.ItemErrors++
+			s.Totals.ItemErrors++
+		}
+		if r.GaveUp {
+			s.Totals.GaveUp++
+		}
+	}
+	return byClass
+}
+
+// retryAfter is the longest Retry-After any refused item carried, capped.
+func retryAfter(o RunOutcome) time.Duration {
+	var max time.Duration
+	for _, r := range o.Results {
+		if d := time.Duration(r.RetryAfterS) * time.Second; d > max {
+			max = d
+		}
+	}
+	if max > MaxRetryAfter {
+		max = MaxRetryAfter
+	}
+	return max
+}

@@ -1,0 +1,263 @@
+// Package enrichment is the decision logic of the EnrichmentController Durable
+// Object: a self-scheduling loop that picks work, calls a rate-limited
+// upstream in bounded parallel chunks, measures its rolling success rate and
+// tunes its own batch size and interval.
+//
+// Everything here is plain Go with the clock passed in: state in, state out.
+// The JavaScript shim only loads and stores the state (one JSON value, so
+// writes are atomic), sets alarms, and runs the I/O plan this package returns.
+package enrichment
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Safety rails: the adaptive logic can never leave these bounds, and state
+// loaded from storage is clamped back into them (bounds may change between deploys).
+const (
+	MinBatch        = 2
+	MaxBatch        = 50
+	DefaultBatch    = 5 // start small and let success earn a bigger batch
+	MinInterval     = 10 * time.Second
+	MaxInterval     = 120 * time.Second
+	DefaultInterval = 30 * time.Second
+	// CooldownDuration is how long the loop stays idle after the success rate
+	// falls into the critical zone: short, so a recovered upstream is not wasted,
+	// and re-entered as often as needed.
+	CooldownDuration = 5 * time.Minute
+)
+
+// Rolling metrics: minute buckets, so the window is the same size whatever the interval.
+const (
+	MetricsWindowMinutes = 5
+	// metricsKeepMinutes keeps one bucket beyond the window so a window that
+	// starts mid-minute still sees its first partial minute.
+	metricsKeepMinutes = MetricsWindowMinutes + 1
+)
+
+// StateVersion is bumped when the stored shape changes incompatibly.
+const StateVersion = 1
+
+// Bucket aggregates one minute of outcomes. Minute is the unix-ms start of the minute.
+type Bucket struct {
+	Minute     int64 `json:"minute"`
+	Dispatched int   `json:"dispatched"`
+	// Completed items were enriched and stored.
+	Completed int `json:"completed"`
+	// Failed counts upstream-level failures (rate_limit, server_error,
+	// timeout): the only ones that lower the success rate.
+	Failed int `json:"failed"`
+	// RateLimited is the part of Failed that were 403/429 answers.
+	RateLimited int `json:"rate_limited"`
+	// ItemErrors are item-level problems (not_found, parse_error, store_error):
+	// the upstream answered, so they count as served, not as failures.
+	ItemErrors int `json:"item_errors"`
+}
+
+// Totals are lifetime counters.
+type Totals struct {
+	Dispatched  int64 `json:"dispatched"`
+	Completed   int64 `json:"completed"`
+	Failed      int64 `json:"failed"`
+	RateLimited int64 `json:"rate_limited"`
+	ItemErrors  int64 `json:"item_errors"`
+	// GaveUp counts items marked permanently failed (never retried again).
+	GaveUp int64 `json:"gave_up"`
+	Ticks  int64 `json:"ticks"`
+	// Cooldowns counts entries into the critical zone.
+	Cooldowns int64 `json:"cooldowns"`
+}
+
+// State is the whole controller state, persisted as one JSON value.
+type State struct {
+	Version       int      `json:"version"`
+	Running       bool     `json:"running"`
+	BatchSize     int      `json:"batch_size"`
+	IntervalMs    int64    `json:"interval_ms"`
+	CooldownUntil int64    `json:"cooldown_until"` // unix ms; 0 = none
+	LastTickAt    int64    `json:"last_tick_at"`   // unix ms of the last completed work tick
+	Totals        Totals   `json:"totals"`
+	Metrics       []Bucket `json:"metrics"` // ascending by Minute, pruned on every save
+	// LastTick summarises the most recent tick for operators.
+	LastTick *TickSummary `json:"last_tick,omitempty"`
+	// RunStartedAt marks a work run in flight (unix ms); 0 when idle. A run
+	// that never reports back is abandoned after runTimeout.
+	RunStartedAt int64 `json:"run_started_at,omitempty"`
+}
+
+// TickSummary is what the last work tick did and decided.
+type TickSummary struct {
+	At          int64          `json:"at"`
+	Picked      int            `json:"picked"`
+	ByClass     map[string]int `json:"by_class"`
+	DurationMs  int64          `json:"duration_ms"`
+	Zone        string         `json:"zone"`
+	BatchBefore int            `json:"batch_before"`
+	BatchAfter  int            `json:"batch_after"`
+	IntervalMsB int64          `json:"interval_ms_before"`
+	IntervalMsA int64          `json:"interval_ms_after"`
+	Error       string         `json:"error,omitempty"`
+}
+
+// DefaultState is where a new or reset controller starts: running, conservative.
+func DefaultState() State {
+	return State{
+		Version:    StateVersion,
+		Running:    true,
+		BatchSize:  DefaultBatch,
+		IntervalMs: DefaultInterval.Milliseconds(),
+	}
+}
+
+// LoadState decodes stored state, falling back to defaults for a missing or
+// corrupt value (reported through corrupt so it can be logged), fills fields
+// that older versions lacked, clamps everything into the current bounds and
+// prunes expired metrics.
+func LoadState(raw string, now time.Time) (s State, corrupt bool) {
+	s = DefaultState()
+	if raw != "" {
+		var loaded State
+		if err := json.Unmarshal([]byte(raw), &loaded); err != nil {
+			corrupt = true
+		} else {
+			if loaded.Version == 0 {
+				loaded.Version = StateVersion
+			}
+			s = loaded
+		}
+	}
+	s.clamp(now)
+	s.prune(now)
+	return s, corrupt
+}
+
+// Encode serialises the state after pruning expired metrics, so the stored
+// value stays bounded (at most metricsKeepMinutes buckets).
+func (s State) Encode(now time.Time) string {
+	s.prune(now)
+	b, err := json.Marshal(s)
+	if err != nil {
+		// State holds only plain values; Marshal cannot fail on it.
+		panic("enrichment: encode state: " + err.Error())
+	}
+	return string(b)
+}
+
+func (s *State) clamp(now time.Time) {
+	s.BatchSize = clampInt(s.BatchSize, MinBatch, MaxBatch)
+	s.IntervalMs = clampInt64(s.IntervalMs, MinInterval.Milliseconds(), MaxInterval.Milliseconds())
+	if s.CooldownUntil < 0 {
+		s.CooldownUntil = 0
+	}
+	// A cooldown can never legitimately end further away than one
+	// CooldownDuration (clock skew, a corrupted value): cap it.
+	if maxEnd := now.Add(CooldownDuration).UnixMilli(); s.CooldownUntil > maxEnd {
+		s.CooldownUntil = maxEnd
+	}
+	kept := s.Metrics[:0]
+	for _, b := range s.Metrics {
+		if b.Minute <= 0 || b.Dispatched < 0 || b.Completed < 0 || b.Failed < 0 || b.RateLimited < 0 || b.ItemErrors < 0 {
+			continue
+		}
+		kept = append(kept, b)
+	}
+	s.Metrics = kept
+}
+
+// prune drops buckets older than the window plus one minute.
+func (s *State) prune(now time.Time) {
+	cutoff := now.Add(-metricsKeepMinutes * time.Minute).UnixMilli()
+	kept := s.Metrics[:0]
+	for _, b := range s.Metrics {
+		if b.Minute >= cutoff {
+			kept = append(kept, b)
+		}
+	}
+	if len(kept) == 0 {
+		kept = nil
+	}
+	s.Metrics = kept
+}
+
+// InCooldown reports whether work is suspended at now.
+func (s State) InCooldown(now time.Time) bool { return now.UnixMilli() < s.CooldownUntil }
+
+// Interval is the current pause between ticks.
+func (s State) Interval() time.Duration { return time.Duration(s.IntervalMs) * time.Millisecond }
+
+func minuteOf(now time.Time) int64 {
+	ms := now.UnixMilli()
+	return ms - ms%int64(time.Minute/time.Millisecond)
+}
+
+// bucket returns the bucket for now's minute, creating it in order.
+func (s *State) bucket(now time.Time) *Bucket {
+	m := minuteOf(now)
+	for i := range s.Metrics {
+		if s.Metrics[i].Minute == m {
+			return &s.Metrics[i]
+		}
+	}
+	s.Metrics = append(s.Metrics, Bucket{Minute: m})
+	// Keep ascending order even if the clock stepped back.
+	for i := len(s.Metrics) - 1; i > 0 && s.Metrics[i].Minute < s.Metrics[i-1].Minute; i-- {
+		s.Metrics[i], s.Metrics[i-1] = s.Metrics[i-1], s.Metrics[i]
+	}
+	for i := range s.Metrics {
+		if s.Metrics[i].Minute == m {
+			return &s.Metrics[i]
+		}
+	}
+	panic("unreachable")
+}
+
+// Window sums the buckets inside the rolling window ending at now.
+func (s State) Window(now time.Time) Bucket {
+	start := now.Add(-MetricsWindowMinutes * time.Minute).UnixMilli()
+	var sum Bucket
+	for _, b := range s.Metrics {
+		if b.Minute >= start {
+			sum.Dispatched += b.Dispatched
+			sum.Completed += b.Completed
+			sum.Failed += b.Failed
+			sum.RateLimited += b.RateLimited
+			sum.ItemErrors += b.ItemErrors
+		}
+	}
+	return sum
+}
+
+// SuccessRate is the share of upstream exchanges in the window that the
+// upstream served (item-level errors count as served), and the sample size.
+// With no samples it is optimistic (1.0): a fresh start keeps its parameters
+// until real failures say otherwise.
+func (s State) SuccessRate(now time.Time) (rate float64, samples int) {
+	w := s.Window(now)
+	served := w.Completed + w.ItemErrors
+	samples = served + w.Failed
+	if samples == 0 {
+		return 1, 0
+	}
+	return float64(served) / float64(samples), samples
+}
+
+func clampInt(v, lo, hi int) int {
+	if v < lo {
+		return lo
+	}
+	if v > hi {
+		return hi
+	}
+	return v
+}
+
+func clampInt64(v, lo, hi int64) int64 {
+	if v < lo {
+		return lo
+	}
+	if v > hi {
+		return hi
+	}
+	return v
+}

@@ -1,0 +1,324 @@
+//go:build integration
+
+// Package e2e runs the real Worker (build/app.wasm behind shim/) under
+// `wrangler dev` (workerd with local D1, R2, KV, Queues and Durable Objects)
+// against cmd/upstream-sim, all on free loopback ports, and checks it over HTTP.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	adminToken     = "e2e-admin-token"
+	startupTimeout = 120 * time.Second
+)
+
+var root = mustAbs("../..")
+
+func mustAbs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// outputDir is where logs of each run are kept for inspection.
+func outputDir(t *testing.T) string {
+	d := filepath.Join(root, ".test-output", t.Name())
+	os.RemoveAll(d)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func toolEnv() []string {
+	env := os.Environ()
+	env = append(env,
+		"PATH="+filepath.Join(root, "node_modules", ".bin")+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"WRANGLER_SEND_METRICS=false",
+		"CI=true",
+		"NO_COLOR=1",
+	)
+	return env
+}
+
+// syncBuffer collects a process's output for assertions on log lines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startProcess runs cmd in its own process group and stops the group at cleanup.
+func startProcess(t *testing.T, cmd *exec.Cmd, logPath string) *syncBuffer {
+	t.Helper()
+	out := &syncBuffer{}
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.MultiWriter(out, f)
+	cmd.Stderr = io.MultiWriter(out, f)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopGroup(cmd)
+		f.Close()
+	})
+	return out
+}
+
+func stopGroup(cmd *exec.Cmd) {
+	if cmd.Process == nil {
+		return
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+// sim is a running cmd/upstream-sim.
+type sim struct {
+	base string
+	log  *syncBuffer
+}
+
+func startSim(t *testing.T, dir string, args ...string) *sim {
+	t.Helper()
+	bin := filepath.Join(dir, "upstream-sim")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/upstream-sim")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build sim: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	pr, pw := io.Pipe()
+	logf, _ := os.Create(filepath.Join(dir, "sim.log"))
+	cmd.Stdout = pw
+	errBuf := &syncBuffer{}
+	cmd.Stderr = io.MultiWriter(errBuf, logf)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopGroup(cmd); pw.Close(); logf.Close() })
+	addrCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			logf.Write(append(sc.Bytes(), '\n'))
+			var ev struct{ Event, Addr string }
+			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Event == "listening" {
+				addrCh <- ev.Addr
+			}
+		}
+	}()
+	select {
+	case addr := <-addrCh:
+		return &sim{base: "http://" + addr, log: errBuf}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("simulator did not start: %s", errBuf.String())
+	}
+	return nil
+}
+
+// setConfig changes the simulator's hidden limit at runtime.
+func (s *sim) setConfig(t *testing.T, cfg map[string]any) {
+	t.Helper()
+	var out map[string]any
+	if code := doJSON(t, "POST", s.base+"/__config", "", cfg, &out); code != 200 {
+		t.Fatalf("sim config %v: %d %v", cfg, code, out)
+	}
+}
+
+func (s *sim) stats(t *testing.T) map[string]any {
+	var out map[string]any
+	doJSON(t, "GET", s.base+"/__stats", "", nil, &out)
+	return out
+}
+
+// worker is a running `wrangler dev`.
+type worker struct {
+	base    string
+	persist string
+	simBase string
+	dir     string
+	log     *syncBuffer
+	cmd     *exec.Cmd
+}
+
+// wrangler runs a one-off wrangler command against the persisted local state.
+func wrangler(t *testing.T, persist string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "wrangler"), append(args, "--persist-to", persist)...)
+	cmd.Dir = root
+	cmd.Env = toolEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("wrangler %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// prepareDB applies migrations and queues the simulator's first n apps.
+func prepareDB(t *testing.T, persist, dir string, n int) {
+	t.Helper()
+	wrangler(t, persist, "d1", "migrations", "apply", "DB", "--local")
+	if n > 0 {
+		seed := exec.Command("go", "run", "./cmd/seed", "-apps", fmt.Sprint(n))
+		seed.Dir = root
+		sql, err := seed.Output()
+		if err != nil {
+			t.Fatalf("seed: %v", err)
+		}
+		f := filepath.Join(dir, "seed.sql")
+		os.WriteFile(f, sql, 0o644)
+		wrangler(t, persist, "d1", "execute", "DB", "--local", "--file", f)
+	}
+}
+
+func startWorker(t *testing.T, dir, persist, simBase string) *worker {
+	t.Helper()
+	w := &worker{persist: persist, simBase: simBase, dir: dir}
+	w.start(t, "wrangler-1.log")
+	return w
+}
+
+func (w *worker) start(t *testing.T, logName string) {
+	t.Helper()
+	port := freePort(t)
+	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "wrangler"), "dev",
+		"--ip", "127.0.0.1", "--port", fmt.Sprint(port),
+		"--inspector-port", fmt.Sprint(freePort(t)),
+		"--persist-to", w.persist,
+		"--test-scheduled", "--show-interactive-dev-session=false",
+		"--var", "UPSTREAM_API_BASE:"+w.simBase,
+		"--var", "UPSTREAM_STORE_BASE:"+w.simBase,
+		"--var", "ADMIN_TOKEN:"+adminToken,
+	)
+	cmd.Dir = root
+	cmd.Env = toolEnv()
+	w.cmd = cmd
+	w.log = startProcess(t, cmd, filepath.Join(w.dir, logName))
+	w.base = fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(startupTimeout)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(w.base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("wrangler dev did not become healthy; log:\n%s", tail(w.log.String(), 4000))
+}
+
+// restart stops wrangler dev and starts it again on the same persisted state.
+func (w *worker) restart(t *testing.T, logName string) {
+	t.Helper()
+	stopGroup(w.cmd)
+	w.start(t, logName)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// doJSON sends an optional JSON body (or a raw string) and decodes the answer.
+func doJSON(t *testing.T, method, url, token string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: undecodable %q", method, url, raw)
+		}
+	}
+	return resp.StatusCode
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, last)
+}

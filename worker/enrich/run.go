@@ -1,0 +1,222 @@
+// Package enrich performs one EnrichmentController run: pick queued apps,
+// enrich each (lookup JSON + store page, raw HTML to R2, one D1 batch),
+// settle every item, and report per-item outcomes for the controller to
+// learn from. Storage and the upstream sit behind interfaces, so the runner
+// is tested natively; the Workers implementations live in worker/.
+package enrich
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"storecrawl/durable/enrichment"
+	"storecrawl/worker/appstore"
+	"storecrawl/worker/logx"
+	"storecrawl/worker/upstream"
+)
+
+// QueuedItem is a work item picked from the queue.
+type QueuedItem struct {
+	TrackID  int64
+	Attempts int
+}
+
+// Record is one enriched app, ready to store.
+type Record struct {
+	App       appstore.App
+	Page      appstore.StorePage
+	HTMLKey   string
+	FetchedAt time.Time
+}
+
+// Store is the work queue and the enriched-data store (D1).
+type Store interface {
+	// PickQueued returns up to n queued items, highest priority first.
+	PickQueued(ctx context.Context, n int) ([]QueuedItem, error)
+	// SaveEnriched writes the record and dequeues the item, atomically.
+	SaveEnriched(ctx context.Context, r Record) error
+	// MarkMissing dequeues an item the upstream does not know.
+	MarkMissing(ctx context.Context, id int64, at time.Time) error
+	// Requeue leaves the item queued with its attempt count and last error.
+	Requeue(ctx context.Context, id int64, attempts int, errText string) error
+	// GiveUp marks the item permanently failed: dequeued, kept, never retried.
+	GiveUp(ctx context.Context, id int64, attempts int, errText string, at time.Time) error
+}
+
+// HTMLCache keeps raw store pages (R2).
+type HTMLCache interface {
+	PutHTML(ctx context.Context, key string, html []byte) error
+}
+
+// Events announces enriched apps for event-driven analysis (Queues).
+type Events interface {
+	AppsEnriched(ctx context.Context, ids []int64) error
+}
+
+// Fetcher is the upstream client.
+type Fetcher interface {
+	Get(ctx context.Context, url string) upstream.Response
+}
+
+// Runner holds what a run needs.
+type Runner struct {
+	Store     Store
+	HTML      HTMLCache
+	Events    Events
+	Upstream  Fetcher
+	APIBase   string // e.g. https://itunes.apple.com
+	StoreBase string // e.g. https://apps.apple.com
+	Country   string
+	Now       func() time.Time
+	Sleep     func(time.Duration)
+}
+
+// LookupURL and PageURL build the two upstream addresses for an app.
+func (r *Runner) LookupURL(id int64) string {
+	return r.APIBase + "/lookup?id=" + strconv.FormatInt(id, 10) + "&country=" + r.Country
+}
+
+func (r *Runner) PageURL(id int64) string {
+	return r.StoreBase + "/" + r.Country + "/app/id" + strconv.FormatInt(id, 10)
+}
+
+// HTMLKey is where an app's raw page is kept in R2.
+func HTMLKey(country string, id int64) string {
+	return "store-pages/" + country + "/" + strconv.FormatInt(id, 10) + ".html"
+}
+
+// Run executes plan. It never fails as a whole once items are picked: every
+// item is settled and reported; a failure to pick is a run-level error.
+func (r *Runner) Run(ctx context.Context, plan enrichment.RunPlan) enrichment.RunOutcome {
+	start := r.Now()
+	items, err := r.Store.PickQueued(ctx, plan.BatchSize)
+	if err != nil {
+		return enrichment.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds()}
+	}
+	out := enrichment.RunOutcome{Picked: len(items), Results: make([]enrichment.ItemResult, len(items))}
+	chunk := plan.ChunkItems
+	if chunk <= 0 {
+		chunk = enrichment.ChunkItems
+	}
+	for i := 0; i < len(items); i += chunk {
+		end := min(i+chunk, len(items))
+		var wg sync.WaitGroup
+		for j := i; j < end; j++ {
+			wg.Add(1)
+			go func(j int) {
+				defer wg.Done()
+				out.Results[j] = r.settle(ctx, items[j])
+			}(j)
+		}
+		wg.Wait()
+		// Pause between chunks so a batch does not reach the upstream as one burst.
+		if end < len(items) && plan.ChunkPauseMs > 0 {
+			r.Sleep(time.Duration(plan.ChunkPauseMs) * time.Millisecond)
+		}
+	}
+	var enriched []int64
+	for _, res := range out.Results {
+		if res.Class == enrichment.ClassOK {
+			enriched = append(enriched, res.TrackID)
+		}
+	}
+	if len(enriched) > 0 && r.Events != nil {
+		// Analysis is derived data: a lost event is recomputed by the next
+		// sweep, so a failed send is logged and does not fail the items.
+		if err := r.Events.AppsEnriched(ctx, enriched); err != nil {
+			logx.Err("enrichment.event_send_failed", err, map[string]any{"count": len(enriched)})
+		}
+	}
+	out.DurationMs = r.Now().Sub(start).Milliseconds()
+	return out
+}
+
+// settle enriches one item and applies the controller's verdict to it.
+func (r *Runner) settle(ctx context.Context, it QueuedItem) enrichment.ItemResult {
+	res := r.enrichOne(ctx, it.TrackID)
+	action := enrichment.ActionFor(res.Class, it.Attempts)
+	var err error
+	switch action {
+	case enrichment.ActionMissing:
+		err = r.Store.MarkMissing(ctx, it.TrackID, r.Now())
+	case enrichment.ActionRequeue:
+		err = r.Store.Requeue(ctx, it.TrackID, it.Attempts+1, res.Error)
+	case enrichment.ActionGiveUp:
+		err = r.Store.GiveUp(ctx, it.TrackID, it.Attempts+1, res.Error, r.Now())
+		res.GaveUp = err == nil
+	}
+	if err != nil {
+		// The item stays queued as it was: it will be picked again, never lost.
+		logx.Err("enrichment.settle_failed", err, map[string]any{"track_id": it.TrackID, "action": string(action)})
+	}
+	if res.Class != enrichment.ClassOK {
+		logx.Event("enrichment.item_failed", map[string]any{
+			"level": logx.Warn, "track_id": it.TrackID, "class": string(res.Class),
+			"status": res.Status, "action": string(action), "error": res.Error,
+		})
+	}
+	return res
+}
+
+// classRank orders failure classes when the two fetches of an item disagree:
+// the upstream-level signal wins, so a throttled page is never hidden behind
+// a parse error of the other document.
+var classRank = map[enrichment.Class]int{
+	enrichment.ClassOK: 0, enrichment.ClassParseError: 1, enrichment.ClassNotFound: 2,
+	enrichment.ClassServerError: 3, enrichment.ClassTimeout: 4, enrichment.ClassRateLimit: 5,
+}
+
+func (r *Runner) enrichOne(ctx context.Context, id int64) enrichment.ItemResult {
+	var lookup, page upstream.Response
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); lookup = r.Upstream.Get(ctx, r.LookupURL(id)) }()
+	go func() { defer wg.Done(); page = r.Upstream.Get(ctx, r.PageURL(id)) }()
+	wg.Wait()
+
+	worst := lookup
+	if classRank[page.Class] > classRank[lookup.Class] {
+		worst = page
+	}
+	res := enrichment.ItemResult{TrackID: id, Class: worst.Class, Status: worst.Status}
+	res.RetryAfterS = max(lookup.RetryAfterS, page.RetryAfterS)
+	if worst.Class != enrichment.ClassOK {
+		res.Error = errText(worst.Err)
+		return res
+	}
+	app, err := appstore.ParseLookup(lookup.Body)
+	if err != nil {
+		res.Class = enrichment.ClassParseError
+		if errors.Is(err, appstore.ErrNotFound) {
+			res.Class = enrichment.ClassNotFound
+		}
+		res.Error = "lookup: " + err.Error()
+		return res
+	}
+	sp, err := appstore.ParseStorePage(page.Body)
+	if err != nil {
+		res.Class, res.Error = enrichment.ClassParseError, "store page: "+err.Error()
+		return res
+	}
+	key := HTMLKey(r.Country, id)
+	if err := r.HTML.PutHTML(ctx, key, page.Body); err != nil {
+		res.Class, res.Error = enrichment.ClassStoreError, "r2 put: "+err.Error()
+		return res
+	}
+	if err := r.Store.SaveEnriched(ctx, Record{App: app, Page: sp, HTMLKey: key, FetchedAt: r.Now()}); err != nil {
+		res.Class, res.Error = enrichment.ClassStoreError, "d1 save: "+err.Error()
+		return res
+	}
+	return res
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprint(err)
+}

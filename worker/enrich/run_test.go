@@ -1,0 +1,253 @@
+package enrich
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"storecrawl/durable/enrichment"
+	"storecrawl/worker/upstream"
+)
+
+const fixtureID = 1462837591 // trackId in ../appstore/testdata/lookup.json
+
+type fakeStore struct {
+	mu       sync.Mutex
+	queue    []QueuedItem
+	saved    map[int64]Record
+	missing  map[int64]bool
+	requeued map[int64]int
+	gaveUp   map[int64]int
+	failSave bool
+}
+
+func newStore(items ...QueuedItem) *fakeStore {
+	return &fakeStore{queue: items, saved: map[int64]Record{}, missing: map[int64]bool{}, requeued: map[int64]int{}, gaveUp: map[int64]int{}}
+}
+
+func (s *fakeStore) PickQueued(_ context.Context, n int) ([]QueuedItem, error) {
+	return s.queue[:min(n, len(s.queue))], nil
+}
+func (s *fakeStore) SaveEnriched(_ context.Context, r Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failSave {
+		return errors.New("d1 down")
+	}
+	s.saved[r.App.TrackID] = r
+	return nil
+}
+func (s *fakeStore) MarkMissing(_ context.Context, id int64, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.missing[id] = true
+	return nil
+}
+func (s *fakeStore) Requeue(_ context.Context, id int64, attempts int, _ string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requeued[id] = attempts
+	return nil
+}
+func (s *fakeStore) GiveUp(_ context.Context, id int64, attempts int, _ string, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gaveUp[id] = attempts
+	return nil
+}
+
+type fakeCache struct {
+	mu   sync.Mutex
+	keys map[string]int
+}
+
+func (c *fakeCache) PutHTML(_ context.Context, key string, html []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keys[key] = len(html)
+	return nil
+}
+
+type fakeEvents struct{ ids []int64 }
+
+func (e *fakeEvents) AppsEnriched(_ context.Context, ids []int64) error {
+	e.ids = append(e.ids, ids...)
+	return nil
+}
+
+func fixture(t *testing.T, name string) []byte {
+	b, err := os.ReadFile("../appstore/testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fixtureUpstream serves: the fixture app for fixtureID; an empty lookup for 2;
+// 429 with Retry-After for 3; a blocked page for 4; 503 for 5.
+func fixtureUpstream(t *testing.T, inflight *int, peak *int) *httptest.Server {
+	var mu sync.Mutex
+	lookup, empty := fixture(t, "lookup.json"), fixture(t, "lookup_empty.json")
+	full, blocked := fixture(t, "page_full.html"), fixture(t, "page_blocked.html")
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		*inflight++
+		if *inflight > *peak {
+			*peak = *inflight
+		}
+		mu.Unlock()
+		defer func() { mu.Lock(); *inflight--; mu.Unlock() }()
+		time.Sleep(20 * time.Millisecond)
+		id := r.URL.Query().Get("id")
+		if strings.HasPrefix(r.URL.Path, "/us/app/id") {
+			id = strings.TrimPrefix(r.URL.Path, "/us/app/id")
+		}
+		isPage := id != r.URL.Query().Get("id")
+		switch id {
+		case "1462837591":
+			if isPage {
+				w.Write(full)
+			} else {
+				w.Write(lookup)
+			}
+		case "2":
+			if isPage {
+				w.WriteHeader(404)
+			} else {
+				w.Write(empty)
+			}
+		case "3":
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(429)
+		case "4":
+			if isPage {
+				w.Write(blocked)
+			} else {
+				w.Write(lookup)
+			}
+		default:
+			w.WriteHeader(503)
+		}
+	}))
+}
+
+func newRunner(t *testing.T, srv *httptest.Server, st *fakeStore) (*Runner, *fakeCache, *fakeEvents, *[]time.Duration) {
+	cache := &fakeCache{keys: map[string]int{}}
+	ev := &fakeEvents{}
+	var sleeps []time.Duration
+	return &Runner{
+		Store: st, HTML: cache, Events: ev,
+		Upstream: &upstream.Client{HTTP: srv.Client(), Timeout: 5 * time.Second},
+		APIBase:  srv.URL, StoreBase: srv.URL, Country: "us",
+		Now:   time.Now,
+		Sleep: func(d time.Duration) { sleeps = append(sleeps, d) },
+	}, cache, ev, &sleeps
+}
+
+func TestRunSettlesEveryItem(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	st := newStore(
+		QueuedItem{TrackID: fixtureID}, QueuedItem{TrackID: 2}, QueuedItem{TrackID: 3, Attempts: 2},
+		QueuedItem{TrackID: 4}, QueuedItem{TrackID: 5, Attempts: enrichment.MaxItemAttempts - 1},
+		QueuedItem{TrackID: 4, Attempts: enrichment.MaxItemAttempts - 1},
+	)
+	r, cache, ev, sleeps := newRunner(t, srv, st)
+	out := r.Run(context.Background(), enrichment.RunPlan{BatchSize: 10, ChunkItems: 3, ChunkPauseMs: 200})
+	if out.Picked != 6 || len(out.Results) != 6 || out.Error != "" {
+		t.Fatalf("outcome %+v", out)
+	}
+	want := []enrichment.Class{enrichment.ClassOK, enrichment.ClassNotFound, enrichment.ClassRateLimit,
+		enrichment.ClassParseError, enrichment.ClassServerError, enrichment.ClassParseError}
+	for i, w := range want {
+		if out.Results[i].Class != w {
+			t.Errorf("item %d: %s (%s), want %s", i, out.Results[i].Class, out.Results[i].Error, w)
+		}
+	}
+	if out.Results[2].RetryAfterS != 30 {
+		t.Errorf("Retry-After lost: %+v", out.Results[2])
+	}
+	rec, ok := st.saved[fixtureID]
+	if !ok || rec.HTMLKey != HTMLKey("us", fixtureID) || cache.keys[rec.HTMLKey] == 0 {
+		t.Fatalf("enriched app not stored with its HTML: %+v %v", rec, cache.keys)
+	}
+	if rec.Page.Subtitle == "" || rec.App.Name == "" {
+		t.Fatalf("record missing parsed fields: %+v", rec)
+	}
+	if !st.missing[2] {
+		t.Error("not-found app must be dequeued as not_found")
+	}
+	if _, ok := st.requeued[3]; ok {
+		t.Error("a rate-limited item must stay queued without using an attempt")
+	}
+	if st.requeued[4] != 1 {
+		t.Errorf("first parse error must requeue with attempt 1: %v", st.requeued)
+	}
+	if st.gaveUp[5] != enrichment.MaxItemAttempts || !out.Results[4].GaveUp {
+		t.Errorf("an item at its last attempt must be given up: %v", st.gaveUp)
+	}
+	if len(ev.ids) != 1 || ev.ids[0] != fixtureID {
+		t.Errorf("events: %v", ev.ids)
+	}
+	if len(*sleeps) != 1 || (*sleeps)[0] != 200*time.Millisecond {
+		t.Errorf("want one pause between two chunks, got %v", *sleeps)
+	}
+	if peak > 3*enrichment.SubrequestsPerItem {
+		t.Errorf("peak concurrent upstream requests %d exceeds chunk × subrequests", peak)
+	}
+}
+
+func TestStoreFailureKeepsItemQueued(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	st := newStore(QueuedItem{TrackID: fixtureID, Attempts: enrichment.MaxItemAttempts - 1})
+	st.failSave = true
+	r, _, ev, _ := newRunner(t, srv, st)
+	out := r.Run(context.Background(), enrichment.RunPlan{BatchSize: 5, ChunkItems: 3})
+	if out.Results[0].Class != enrichment.ClassStoreError {
+		t.Fatalf("class %s", out.Results[0].Class)
+	}
+	if len(st.gaveUp) != 0 || len(st.requeued) != 0 || len(ev.ids) != 0 {
+		t.Fatal("our own store failure must neither use up an attempt nor announce the app")
+	}
+}
+
+type failingPick struct{ *fakeStore }
+
+func (*failingPick) PickQueued(context.Context, int) ([]QueuedItem, error) {
+	return nil, errors.New("D1_ERROR: no such table")
+}
+
+func TestPickFailureIsRunError(t *testing.T) {
+	r := &Runner{Store: &failingPick{}, Now: time.Now}
+	out := r.Run(context.Background(), enrichment.RunPlan{BatchSize: 5})
+	if out.Error == "" || out.Picked != 0 {
+		t.Fatalf("%+v", out)
+	}
+}
+
+func TestSaveStatementsTruncateAndReplaceEdges(t *testing.T) {
+	var rec Record
+	rec.App.TrackID = 9
+	rec.App.Description = strings.Repeat("é", 5000)
+	rec.Page.SimilarAppIDs = []int64{3, 4}
+	stmts := SaveStatements(rec)
+	if len(stmts) != 4 || !strings.HasPrefix(stmts[1].SQL, "DELETE FROM app_similar") {
+		t.Fatalf("statements: %d", len(stmts))
+	}
+	desc := stmts[0].Args[14].(string)
+	if n := len([]rune(desc)); n > 2000 {
+		t.Fatalf("description not truncated: %d runes", n)
+	}
+	if strings.Count(stmts[0].SQL, "?") != len(stmts[0].Args) {
+		t.Fatalf("placeholders %d != args %d", strings.Count(stmts[0].SQL, "?"), len(stmts[0].Args))
+	}
+}

@@ -1,0 +1,122 @@
+package enrich
+
+import (
+	"encoding/json"
+	"time"
+
+	"storecrawl/worker/appstore"
+)
+
+// Stmt is one parameterised D1 statement.
+type Stmt struct {
+	SQL  string
+	Args []any
+}
+
+// PickSQL is the controller's pick; idx_app_registry_queue serves it.
+const PickSQL = `SELECT track_id, enrich_attempts FROM app_registry
+WHERE enriched_at IS NULL
+ORDER BY enrich_priority DESC, track_id
+LIMIT ?`
+
+// SourceEnriched, SourceNotFound and SourceFailed are enrichment_source values.
+const (
+	SourceEnriched = "itunes+store"
+	SourceNotFound = "not_found"
+	SourceFailed   = "failed"
+)
+
+func ts(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "null"
+	}
+	return string(b)
+}
+
+// SaveStatements writes one enriched app as one D1 batch (a single
+// transaction): the registry row (upserted, so a row deleted meanwhile is
+// recreated rather than lost) and its similar-app edges, replaced wholesale
+// so a re-enrichment is idempotent.
+func SaveStatements(r Record) []Stmt {
+	a, p := r.App, r.Page
+	langs := a.Languages
+	if langs == nil {
+		langs = []string{}
+	}
+	iaps := p.InAppPurchases
+	if iaps == nil {
+		iaps = []appstore.IAP{}
+	}
+	similar := p.SimilarAppIDs
+	if similar == nil {
+		similar = []int64{}
+	}
+	now := ts(r.FetchedAt)
+	stmts := []Stmt{{
+		SQL: `INSERT INTO app_registry (track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
+  price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
+  description, content_rating, artwork_url, file_size_bytes, languages, subtitle, rating_histogram,
+  iap_count, in_app_purchases, similar_app_ids, html_r2_key, enrichment_source, enrich_error,
+  enriched_at, updated_at)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?)
+ON CONFLICT (track_id) DO UPDATE SET
+  name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
+  developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
+  price=excluded.price, currency=excluded.currency, average_rating=excluded.average_rating,
+  rating_count=excluded.rating_count, version=excluded.version, release_date=excluded.release_date,
+  current_version_release_date=excluded.current_version_release_date, description=excluded.description,
+  content_rating=excluded.content_rating, artwork_url=excluded.artwork_url,
+  file_size_bytes=excluded.file_size_bytes, languages=excluded.languages, subtitle=excluded.subtitle,
+  rating_histogram=excluded.rating_histogram, iap_count=excluded.iap_count,
+  in_app_purchases=excluded.in_app_purchases, similar_app_ids=excluded.similar_app_ids,
+  html_r2_key=excluded.html_r2_key, enrichment_source=excluded.enrichment_source, enrich_error=NULL,
+  enriched_at=excluded.enriched_at, updated_at=excluded.updated_at`,
+		Args: []any{
+			a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
+			appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
+			a.Price, a.Currency, a.AverageRating, a.RatingCount, a.Version, a.ReleaseDate,
+			a.CurrentVersionReleaseDate, appstore.Truncate(a.Description, appstore.MaxTextLen),
+			a.ContentRating, a.ArtworkURL, a.FileSizeBytes, jsonText(langs),
+			appstore.Truncate(p.Subtitle, appstore.MaxTextLen), jsonText(p.RatingHistogram),
+			len(iaps), appstore.Truncate(jsonText(iaps), appstore.MaxTextLen), jsonText(similar),
+			r.HTMLKey, SourceEnriched, now, now,
+		},
+	}, {
+		SQL:  `DELETE FROM app_similar WHERE app_id = ?`,
+		Args: []any{a.TrackID},
+	}}
+	for i, sid := range similar {
+		stmts = append(stmts, Stmt{
+			SQL:  `INSERT OR IGNORE INTO app_similar (app_id, similar_id, position) VALUES (?,?,?)`,
+			Args: []any{a.TrackID, sid, i},
+		})
+	}
+	return stmts
+}
+
+// MarkMissingStmt dequeues an app the upstream does not know.
+func MarkMissingStmt(id int64, at time.Time) Stmt {
+	return Stmt{
+		SQL:  `UPDATE app_registry SET enrichment_source = ?, enriched_at = ?, updated_at = ?, enrich_error = NULL WHERE track_id = ?`,
+		Args: []any{SourceNotFound, ts(at), ts(at), id},
+	}
+}
+
+// RequeueStmt records a failed attempt and leaves the app queued.
+func RequeueStmt(id int64, attempts int, errText string) Stmt {
+	return Stmt{
+		SQL:  `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ? WHERE track_id = ?`,
+		Args: []any{attempts, appstore.Truncate(errText, appstore.MaxTextLen), id},
+	}
+}
+
+// GiveUpStmt marks the app permanently failed; the row and its last error stay.
+func GiveUpStmt(id int64, attempts int, errText string, at time.Time) Stmt {
+	return Stmt{
+		SQL:  `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ?, enrichment_source = ?, enriched_at = ?, updated_at = ? WHERE track_id = ?`,
+		Args: []any{attempts, appstore.Truncate(errText, appstore.MaxTextLen), SourceFailed, ts(at), ts(at), id},
+	}
+}

@@ -1,0 +1,143 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"storecrawl/worker/logx"
+)
+
+// Queue event types.
+const (
+	EventAppEnriched = "app-enriched"
+)
+
+// QueueEvent is a message on the EVENTS queue.
+type QueueEvent struct {
+	Type     string  `json:"type"`
+	TrackIDs []int64 `json:"track_ids,omitempty"`
+	At       string  `json:"at"`
+}
+
+// MaxEventTrackIDs bounds one message (and so one consumer statement batch).
+const MaxEventTrackIDs = 50
+
+// NewAppEnrichedEvents splits ids into messages of at most MaxEventTrackIDs.
+func NewAppEnrichedEvents(ids []int64, at time.Time) []QueueEvent {
+	var out []QueueEvent
+	for i := 0; i < len(ids); i += MaxEventTrackIDs {
+		out = append(out, QueueEvent{Type: EventAppEnriched, TrackIDs: ids[i:min(i+MaxEventTrackIDs, len(ids))], At: at.UTC().Format(time.RFC3339)})
+	}
+	return out
+}
+
+// ScoreInput is what demand scoring reads for one app.
+type ScoreInput struct {
+	TrackID       int64
+	AverageRating float64
+	RatingCount   int64
+}
+
+// Analyzer reads current state and writes derived scores (D1).
+type Analyzer interface {
+	ScoreInputs(ctx context.Context, ids []int64) ([]ScoreInput, error)
+	SaveDemandScores(ctx context.Context, scores map[int64]float64, at time.Time) error
+}
+
+// DemandScore rewards both quality and proven demand: rating × log10(1+ratings).
+func DemandScore(avgRating float64, ratingCount int64) float64 {
+	if ratingCount < 0 {
+		ratingCount = 0
+	}
+	return math.Round(avgRating*math.Log10(1+float64(ratingCount))*1000) / 1000
+}
+
+// ErrBadEvent marks a message that can never be processed; it is retried to
+// the dead-letter queue (kept for inspection), never dropped.
+var ErrBadEvent = errors.New("bad event")
+
+// HandleEvent processes one queue message body. Handlers read current state
+// from D1 and write pure functions of it, so order does not matter and a
+// redelivery changes nothing. A returned error means "retry this message".
+func HandleEvent(ctx context.Context, body string, a Analyzer, now time.Time) error {
+	var ev QueueEvent
+	if err := json.Unmarshal([]byte(body), &ev); err != nil {
+		return fmt.Errorf("%w: undecodable: %v", ErrBadEvent, err)
+	}
+	switch ev.Type {
+	case EventAppEnriched:
+		if len(ev.TrackIDs) == 0 || len(ev.TrackIDs) > MaxEventTrackIDs {
+			return fmt.Errorf("%w: app-enriched needs 1..%d track_ids", ErrBadEvent, MaxEventTrackIDs)
+		}
+		inputs, err := a.ScoreInputs(ctx, ev.TrackIDs)
+		if err != nil {
+			return err
+		}
+		scores := make(map[int64]float64, len(inputs))
+		for _, in := range inputs {
+			scores[in.TrackID] = DemandScore(in.AverageRating, in.RatingCount)
+		}
+		if err := a.SaveDemandScores(ctx, scores, now); err != nil {
+			return err
+		}
+		logx.Event("queue.app_enriched_scored", map[string]any{"apps": len(scores)})
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown type %q", ErrBadEvent, ev.Type)
+	}
+}
+
+// Cron expressions from wrangler.jsonc.
+const (
+	CronCrawlCycle = "*/5 * * * *"
+	CronClustering = "0 */6 * * *"
+	CronDaily      = "0 3 * * *"
+)
+
+// CronRun is what one cron invocation did, kept in KV for operators.
+type CronRun struct {
+	Cron          string `json:"cron"`
+	ScheduledTime string `json:"scheduled_time"`
+	RanAt         string `json:"ran_at"`
+	Result        string `json:"result"`
+	Error         string `json:"error,omitempty"`
+}
+
+// CronTasks runs the work of one cron expression.
+type CronTasks interface {
+	// WakeController touches the EnrichmentController so a broken alarm
+	// loop is restarted, and reports whether it is running.
+	WakeController(ctx context.Context) (running bool, err error)
+}
+
+// RunCron executes the task for expr. It never returns an error to the
+// runtime (that would kill the shared Go instance); failures are in the run.
+func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTasks, now func() time.Time) CronRun {
+	run := CronRun{Cron: expr, ScheduledTime: scheduled.UTC().Format(time.RFC3339)}
+	switch expr {
+	case CronCrawlCycle:
+		running, err := tasks.WakeController(ctx)
+		if err != nil {
+			run.Result, run.Error = "controller_wake_failed", err.Error()
+		} else {
+			run.Result = fmt.Sprintf("controller_awake running=%v", running)
+		}
+	case CronClustering, CronDaily:
+		// Clustering, snapshots and data-quality stages are not built yet.
+		run.Result = "no_stage_registered"
+	default:
+		run.Result, run.Error = "unknown_cron", "no task for this expression"
+	}
+	run.RanAt = now().UTC().Format(time.RFC3339Nano)
+	fields := map[string]any{"cron": expr, "result": run.Result}
+	if run.Error != "" {
+		fields["level"] = logx.Error
+		fields["error"] = run.Error
+	}
+	logx.Event("cron.run", fields)
+	return run
+}

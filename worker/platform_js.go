@@ -1,0 +1,339 @@
+//go:build js && wasm
+
+package worker
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall/js"
+	"time"
+
+	"github.com/syumai/workers/cloudflare"
+	"github.com/syumai/workers/cloudflare/d1"
+	"github.com/syumai/workers/cloudflare/kv"
+	"github.com/syumai/workers/cloudflare/queues"
+	"github.com/syumai/workers/cloudflare/r2"
+
+	"storecrawl/worker/enrich"
+	"storecrawl/worker/jsx"
+)
+
+// Binding names from wrangler.jsonc.
+const (
+	bindingDB         = "DB"
+	bindingHTML       = "HTML_CACHE"
+	bindingKV         = "CACHE"
+	bindingEvents     = "EVENTS"
+	bindingController = "ENRICHMENT_CONTROLLER"
+	// controllerName addresses the singleton for the default crawl target.
+	controllerName = "main"
+	// cronRunsKey holds the last run of every cron expression.
+	cronRunsKey = "system:cron_runs"
+	// maxBatchStatements is D1's limit of statements per batch.
+	maxBatchStatements = 100
+)
+
+// Platform implements the Worker's interfaces on Cloudflare bindings. The
+// bindings are read from the current call's env each time, because one Go
+// instance serves the Worker and every Durable Object in the isolate.
+type Platform struct{}
+
+// db opens database/sql over the D1 binding.
+func (Platform) db() (*sql.DB, error) {
+	c, err := d1.OpenConnector(bindingDB)
+	if err != nil {
+		return nil, fmt.Errorf("D1 binding %s: %w", bindingDB, err)
+	}
+	return sql.OpenDB(c), nil
+}
+
+// exec runs statements as one D1 batch (one implicit transaction), in chunks
+// of D1's per-batch statement limit.
+func (Platform) exec(stmts []enrich.Stmt) error {
+	db := cloudflare.GetBinding(bindingDB)
+	if db.IsUndefined() {
+		return fmt.Errorf("D1 binding %s missing", bindingDB)
+	}
+	for i := 0; i < len(stmts); i += maxBatchStatements {
+		chunk := stmts[i:min(i+maxBatchStatements, len(stmts))]
+		arr := js.Global().Get("Array").New()
+		for _, s := range chunk {
+			args := make([]any, len(s.Args))
+			for j, a := range s.Args {
+				args[j] = jsValue(a)
+			}
+			prepared, err := jsx.Call(db, "prepare", s.SQL)
+			if err != nil {
+				return err
+			}
+			bound, err := jsx.Call(prepared, "bind", args...)
+			if err != nil {
+				return err
+			}
+			arr.Call("push", bound)
+		}
+		p, err := jsx.Call(db, "batch", arr)
+		if err != nil {
+			return err
+		}
+		if _, err := jsx.Await(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsValue converts a statement argument to what D1's bind accepts.
+func jsValue(a any) any {
+	switch v := a.(type) {
+	case nil:
+		return js.Null()
+	case int64:
+		return float64(v) // D1 binds JS numbers; track ids fit in 2^53
+	case int:
+		return float64(v)
+	default:
+		return v
+	}
+}
+
+// --- enrich.Store ---------------------------------------------------------
+
+func (p Platform) PickQueued(ctx context.Context, n int) ([]enrich.QueuedItem, error) {
+	db, err := p.db()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, enrich.PickSQL, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []enrich.QueuedItem
+	for rows.Next() {
+		var it enrich.QueuedItem
+		var id, attempts float64
+		if err := rows.Scan(&id, &attempts); err != nil {
+			return nil, err
+		}
+		it.TrackID, it.Attempts = int64(id), int(attempts)
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
+
+func (p Platform) SaveEnriched(_ context.Context, r enrich.Record) error {
+	return p.exec(enrich.SaveStatements(r))
+}
+
+func (p Platform) MarkMissing(_ context.Context, id int64, at time.Time) error {
+	return p.exec([]enrich.Stmt{enrich.MarkMissingStmt(id, at)})
+}
+
+func (p Platform) Requeue(_ context.Context, id int64, attempts int, errText string) error {
+	return p.exec([]enrich.Stmt{enrich.RequeueStmt(id, attempts, errText)})
+}
+
+func (p Platform) GiveUp(_ context.Context, id int64, attempts int, errText string, at time.Time) error {
+	return p.exec([]enrich.Stmt{enrich.GiveUpStmt(id, attempts, errText, at)})
+}
+
+// --- enrich.HTMLCache -----------------------------------------------------
+
+func (Platform) PutHTML(_ context.Context, key string, html []byte) error {
+	b, err := r2.NewBucket(bindingHTML)
+	if err != nil {
+		return err
+	}
+	_, err = b.Put(key, io.NopCloser(bytes.NewReader(html)), &r2.PutOptions{
+		HTTPMetadata: r2.HTTPMetadata{ContentType: "text/html; charset=utf-8"},
+	})
+	return err
+}
+
+// --- enrich.Events --------------------------------------------------------
+
+func (Platform) AppsEnriched(_ context.Context, ids []int64) error {
+	q, err := queues.NewProducer(bindingEvents)
+	if err != nil {
+		return err
+	}
+	for _, ev := range NewAppEnrichedEvents(ids, time.Now()) {
+		b, _ := json.Marshal(ev)
+		if err := q.SendText(string(b)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- Analyzer -------------------------------------------------------------
+
+func (p Platform) ScoreInputs(ctx context.Context, ids []int64) ([]ScoreInput, error) {
+	db, err := p.db()
+	if err != nil {
+		return nil, err
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	q := `SELECT track_id, COALESCE(average_rating, 0), COALESCE(rating_count, 0) FROM app_registry WHERE track_id IN (?` +
+		strings.Repeat(",?", len(ids)-1) + `)`
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ScoreInput
+	for rows.Next() {
+		var id, avg, count float64
+		if err := rows.Scan(&id, &avg, &count); err != nil {
+			return nil, err
+		}
+		out = append(out, ScoreInput{TrackID: int64(id), AverageRating: avg, RatingCount: int64(count)})
+	}
+	return out, rows.Err()
+}
+
+func (p Platform) SaveDemandScores(_ context.Context, scores map[int64]float64, at time.Time) error {
+	stmts := make([]enrich.Stmt, 0, len(scores))
+	now := at.UTC().Format("2006-01-02T15:04:05.000Z")
+	for id, s := range scores {
+		stmts = append(stmts, enrich.Stmt{
+			SQL:  `UPDATE app_registry SET demand_score = ?, analyzed_at = ? WHERE track_id = ?`,
+			Args: []any{s, now, id},
+		})
+	}
+	return p.exec(stmts)
+}
+
+// --- AppReader ------------------------------------------------------------
+
+// appJSONSQL builds the record in SQLite, so NULLs and JSON columns come out right.
+const appJSONSQL = `SELECT json_object(
+  'track_id', track_id, 'name', name, 'bundle_id', bundle_id, 'developer_id', developer_id,
+  'developer_name', developer_name, 'genre', genre, 'genre_id', genre_id, 'price', price,
+  'currency', currency, 'average_rating', average_rating, 'rating_count', rating_count,
+  'version', version, 'release_date', release_date,
+  'current_version_release_date', current_version_release_date, 'description', description,
+  'content_rating', content_rating, 'artwork_url', artwork_url, 'file_size_bytes', file_size_bytes,
+  'languages', json(languages), 'subtitle', subtitle, 'rating_histogram', json(rating_histogram),
+  'iap_count', iap_count, 'in_app_purchases', json(in_app_purchases),
+  'similar_app_ids', json(similar_app_ids), 'html_r2_key', html_r2_key,
+  'enrich_priority', enrich_priority, 'enrich_attempts', enrich_attempts,
+  'enrichment_source', enrichment_source, 'enrich_error', enrich_error,
+  'enriched_at', enriched_at, 'analyzed_at', analyzed_at, 'demand_score', demand_score,
+  'discovered_at', discovered_at, 'updated_at', updated_at)
+FROM app_registry WHERE track_id = ?`
+
+func (p Platform) App(ctx context.Context, id int64) (json.RawMessage, error) {
+	db, err := p.db()
+	if err != nil {
+		return nil, err
+	}
+	var rec string
+	err = db.QueryRowContext(ctx, appJSONSQL, id).Scan(&rec)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(rec), nil
+}
+
+// --- CronLog / cron tasks -------------------------------------------------
+
+func (Platform) LastCronRuns(context.Context) (json.RawMessage, error) {
+	ns, err := kv.NewNamespace(bindingKV)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ns.GetString(cronRunsKey, nil)
+	if err != nil || v == "" || v == "<null>" {
+		return json.RawMessage(`{}`), nil
+	}
+	return json.RawMessage(v), nil
+}
+
+// recordCronRun merges run into the KV record of last runs per expression.
+func (p Platform) recordCronRun(ctx context.Context, run CronRun) error {
+	ns, err := kv.NewNamespace(bindingKV)
+	if err != nil {
+		return err
+	}
+	runs := map[string]CronRun{}
+	if raw, err := p.LastCronRuns(ctx); err == nil {
+		json.Unmarshal(raw, &runs)
+	}
+	runs[run.Cron] = run
+	b, _ := json.Marshal(runs)
+	return ns.PutString(cronRunsKey, string(b), nil)
+}
+
+func (p Platform) WakeController(ctx context.Context) (bool, error) {
+	status, body, err := p.CallController(ctx, "GET", "/status", nil)
+	if err != nil {
+		return false, err
+	}
+	if status != 200 {
+		return false, fmt.Errorf("controller status HTTP %d", status)
+	}
+	var st struct {
+		Running bool `json:"running"`
+	}
+	json.Unmarshal(body, &st)
+	return st.Running, nil
+}
+
+// --- ControllerCaller -----------------------------------------------------
+
+// CallController reaches the EnrichmentController singleton, created near the
+// upstream (location hint) on first use.
+func (Platform) CallController(_ context.Context, method, path string, body []byte) (int, []byte, error) {
+	ns := cloudflare.GetBinding(bindingController)
+	if ns.IsUndefined() {
+		return 0, nil, fmt.Errorf("durable object binding %s missing", bindingController)
+	}
+	id, err := jsx.Call(ns, "idFromName", controllerName)
+	if err != nil {
+		return 0, nil, err
+	}
+	opts := jsx.Object(map[string]any{})
+	if hint := cloudflare.Getenv("ENRICHMENT_LOCATION_HINT"); hint != "" {
+		opts.Set("locationHint", hint)
+	}
+	stub, err := jsx.Call(ns, "get", id, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	init := jsx.Object(map[string]any{"method": method})
+	if body != nil {
+		init.Set("body", string(body))
+		init.Set("headers", jsx.Object(map[string]any{"content-type": "application/json"}))
+	}
+	p, err := jsx.Call(stub, "fetch", "https://enrichment-controller"+path, init)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := jsx.Await(p)
+	if err != nil {
+		return 0, nil, err
+	}
+	textP, err := jsx.Call(resp, "text")
+	if err != nil {
+		return 0, nil, err
+	}
+	text, err := jsx.Await(textP)
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.Get("status").Int(), []byte(text.String()), nil
+}

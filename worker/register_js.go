@@ -1,0 +1,127 @@
+//go:build js && wasm
+
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall/js"
+	"time"
+
+	"github.com/syumai/workers"
+	"github.com/syumai/workers/cloudflare"
+	"github.com/syumai/workers/cloudflare/cron"
+	"github.com/syumai/workers/cloudflare/fetch"
+	"github.com/syumai/workers/cloudflare/queues"
+
+	"storecrawl/durable/enrichment"
+	"storecrawl/worker/enrich"
+	"storecrawl/worker/jsx"
+	"storecrawl/worker/logx"
+	"storecrawl/worker/upstream"
+)
+
+// binding is the object the shim reads Go's entry points from.
+var binding = js.Global().Get("context").Get("binding")
+
+// Register installs every entry point on the shim's binding object and
+// signals that the instance is ready: HTTP (syumai/workers), cron, queue,
+// and the EnrichmentController's decide/run functions.
+func Register() {
+	p := Platform{}
+	srv := NewServer(&Server{
+		Controller: p,
+		Apps:       p,
+		Cron:       p,
+		AdminToken: func() string { return cloudflare.Getenv("ADMIN_TOKEN") },
+	})
+	workers.ServeNonBlock(srv)
+	cron.ScheduleTaskNonBlock(func(ctx context.Context) error {
+		ev, err := cron.NewEvent(ctx)
+		if err != nil {
+			logx.Err("cron.bad_event", err, nil)
+			return nil
+		}
+		run := RunCron(ctx, ev.Cron, ev.ScheduledTime, p, time.Now)
+		if err := p.recordCronRun(ctx, run); err != nil {
+			logx.Err("cron.record_failed", err, map[string]any{"cron": ev.Cron})
+		}
+		return nil // an error here would panic the shared Go instance
+	})
+	queues.ConsumeNonBlock(func(batch *queues.MessageBatch) error {
+		for _, m := range batch.Messages {
+			body, err := m.StringBody()
+			if err == nil {
+				err = HandleEvent(context.Background(), body, p, time.Now())
+			}
+			if err != nil {
+				logx.Err("queue.message_failed", err, map[string]any{"id": m.ID, "attempts": m.Attempts, "queue": batch.Queue})
+				m.Retry() // after max_retries the runtime moves it to the dead-letter queue
+				continue
+			}
+			m.Ack()
+		}
+		return nil
+	})
+	binding.Set("enrichmentDecide", jsx.SyncFunc(enrichmentDecide))
+	binding.Set("enrichmentRun", jsx.AsyncFunc(enrichmentRun))
+	workers.Ready()
+}
+
+// enrichmentDecide(op, state, argJSON, nowMs) → decision JSON.
+func enrichmentDecide(args []js.Value) any {
+	if len(args) != 4 {
+		panic(fmt.Sprintf("enrichmentDecide: want 4 args, got %d", len(args)))
+	}
+	now := time.UnixMilli(int64(args[3].Float()))
+	d := enrichment.Handle(args[0].String(), args[1].String(), []byte(args[2].String()), now)
+	for _, ev := range d.Events {
+		name, _ := ev["event"].(string)
+		delete(ev, "event")
+		logx.Event(name, ev)
+	}
+	d.Events = nil
+	b, err := json.Marshal(d)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// enrichmentRun(planJSON) → Promise<outcome JSON>.
+func enrichmentRun(args []js.Value) (any, error) {
+	var plan enrichment.RunPlan
+	if err := json.Unmarshal([]byte(args[0].String()), &plan); err != nil {
+		return nil, fmt.Errorf("enrichmentRun: bad plan: %w", err)
+	}
+	p := Platform{}
+	country := cloudflare.Getenv("UPSTREAM_COUNTRY")
+	if country == "" {
+		country = "us"
+	}
+	r := &enrich.Runner{
+		Store: p, HTML: p, Events: p,
+		Upstream:  &upstream.Client{HTTP: fetchDoer{fetch.NewClient()}},
+		APIBase:   strings.TrimRight(cloudflare.Getenv("UPSTREAM_API_BASE"), "/"),
+		StoreBase: strings.TrimRight(cloudflare.Getenv("UPSTREAM_STORE_BASE"), "/"),
+		Country:   country,
+		Now:       time.Now,
+		Sleep:     time.Sleep,
+	}
+	out := r.Run(context.Background(), plan)
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// fetchDoer adapts the Workers fetch API to upstream.Doer.
+type fetchDoer struct{ c *fetch.Client }
+
+func (d fetchDoer) Do(req *http.Request) (*http.Response, error) {
+	return d.c.Do(&fetch.Request{Request: req}, nil)
+}

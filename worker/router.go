@@ -1,0 +1,224 @@
+// Package worker is the Worker's Go code: HTTP routing, the cron handler and
+// the queue consumer. Platform access (Durable Object stubs, D1, KV, R2,
+// Queues) sits behind small interfaces implemented in *_js.go files, so the
+// routing and validation here run natively under go test.
+package worker
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"storecrawl/durable/enrichment"
+	"storecrawl/worker/logx"
+)
+
+// ControllerCaller forwards one control-plane call to the EnrichmentController.
+type ControllerCaller interface {
+	CallController(ctx context.Context, method, path string, body []byte) (status int, respBody []byte, err error)
+}
+
+// AppReader reads enriched records.
+type AppReader interface {
+	// App returns the record as JSON, or ErrNotFound.
+	App(ctx context.Context, trackID int64) (json.RawMessage, error)
+}
+
+// CronLog reads what the cron handler last did.
+type CronLog interface {
+	LastCronRuns(ctx context.Context) (json.RawMessage, error)
+}
+
+// ErrNotFound is returned by readers for a missing record.
+var ErrNotFound = errors.New("not found")
+
+// MaxControlBody bounds control-plane request bodies.
+const MaxControlBody = 4 << 10
+
+// Server routes the Worker's HTTP API.
+type Server struct {
+	Controller ControllerCaller
+	Apps       AppReader
+	Cron       CronLog
+	// AdminToken returns the configured token; empty means mutating calls are refused.
+	AdminToken func() string
+
+	instanceID string
+	started    time.Time
+	served     atomic.Int64
+	mux        *http.ServeMux
+}
+
+// NewServer builds the router. One Server lives as long as its Go instance,
+// so /health can show whether instances are being reused.
+func NewServer(s *Server) *Server {
+	s.instanceID = uuid.NewString()
+	s.started = time.Now()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /v1/enrichment/status", s.forward("/status"))
+	for _, action := range []string{"start", "stop", "reset", "tune"} {
+		mux.HandleFunc("POST /v1/enrichment/"+action, s.requireAdmin(s.forward("/"+action)))
+	}
+	mux.HandleFunc("GET /v1/apps/{id}", s.app)
+	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "path", "no route for "+r.Method+" "+r.URL.Path)
+	})
+	s.mux = mux
+	return s
+}
+
+// ServeHTTP answers a request; a panic becomes a logged 500, never a dead instance.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.served.Add(1)
+	defer func() {
+		if p := recover(); p != nil {
+			logx.Event("http.panic", map[string]any{"level": logx.Error, "path": r.URL.Path, "panic": strings.TrimSpace(toString(p))})
+			writeError(w, http.StatusInternalServerError, "", "internal error")
+		}
+	}()
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"ok":                  true,
+		"service":             "storecrawl",
+		"instance_id":         s.instanceID,
+		"instance_started_at": s.started.UTC().Format(time.RFC3339Nano),
+		"requests_served":     s.served.Load(),
+	})
+}
+
+// requireAdmin guards mutating calls with `Authorization: Bearer <ADMIN_TOKEN>`.
+func (s *Server) requireAdmin(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		want := ""
+		if s.AdminToken != nil {
+			want = s.AdminToken()
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if want == "" || !ok || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			logx.Event("http.unauthorized", map[string]any{"level": logx.Warn, "path": r.URL.Path})
+			w.Header().Set("WWW-Authenticate", `Bearer realm="storecrawl"`)
+			writeError(w, http.StatusUnauthorized, "authorization", "missing or wrong bearer token")
+			return
+		}
+		next(w, r)
+	}
+}
+
+// forward sends the call to the controller after validating what can be
+// validated here, so a bad request never reaches (or changes) the object.
+func (s *Server) forward(doPath string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var body []byte
+		if r.Method == http.MethodPost {
+			b, err := readBody(r, MaxControlBody)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "body", err.Error())
+				return
+			}
+			switch doPath {
+			case "/tune":
+				if _, ferr := enrichment.ParseTune(b); ferr != nil {
+					writeJSON(w, http.StatusBadRequest, ferr)
+					return
+				}
+			default:
+				// start/stop/reset take no parameters; reject anything but an empty body or {}.
+				if t := strings.TrimSpace(string(b)); t != "" && t != "{}" {
+					writeError(w, http.StatusBadRequest, "body", doPath[1:]+" takes no body")
+					return
+				}
+				b = nil
+			}
+			body = b
+		}
+		status, resp, err := s.Controller.CallController(r.Context(), r.Method, doPath, body)
+		if err != nil {
+			logx.Err("enrichment.controller_call_failed", err, map[string]any{"path": doPath})
+			writeError(w, http.StatusBadGateway, "", "controller unavailable")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(resp)
+	}
+}
+
+func (s *Server) app(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		writeError(w, http.StatusBadRequest, "id", "id must be a positive integer track id")
+		return
+	}
+	rec, err := s.Apps.App(r.Context(), id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, "id", "no app with that id")
+	case err != nil:
+		logx.Err("apps.read_failed", err, map[string]any{"track_id": id})
+		writeError(w, http.StatusInternalServerError, "", "read failed")
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(rec)
+	}
+}
+
+func (s *Server) cronRuns(w http.ResponseWriter, r *http.Request) {
+	rec, err := s.Cron.LastCronRuns(r.Context())
+	if err != nil {
+		logx.Err("cron.read_failed", err, nil)
+		writeError(w, http.StatusInternalServerError, "", "read failed")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(rec)
+}
+
+func readBody(r *http.Request, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	if err != nil {
+		return nil, errors.New("unreadable body")
+	}
+	if int64(len(b)) > max {
+		return nil, errors.New("body too large")
+	}
+	return b, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, field, msg string) {
+	body := map[string]string{"error": msg}
+	if field != "" {
+		body["field"] = field
+	}
+	writeJSON(w, status, body)
+}
+
+func toString(v any) string {
+	if err, ok := v.(error); ok {
+		return err.Error()
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,73 @@
+package upstream
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"storecrawl/durable/enrichment"
+)
+
+func TestGetClassifies(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("User-Agent") != "" && r.Header.Get("X-Custom") != "" {
+			t.Error("unexpected custom headers")
+		}
+		w.Write([]byte(`{"a":1}`))
+	})
+	mux.HandleFunc("/limited", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "7")
+		w.WriteHeader(429)
+	})
+	mux.HandleFunc("/blocked", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(403) })
+	mux.HandleFunc("/boom", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) { time.Sleep(300 * time.Millisecond) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c := &Client{HTTP: srv.Client(), Timeout: 100 * time.Millisecond}
+	cases := []struct {
+		path  string
+		class enrichment.Class
+		ra    int
+	}{
+		{"/ok", enrichment.ClassOK, 0},
+		{"/limited", enrichment.ClassRateLimit, 7},
+		{"/blocked", enrichment.ClassRateLimit, 0},
+		{"/boom", enrichment.ClassServerError, 0},
+		{"/missing", enrichment.ClassNotFound, 0},
+		{"/slow", enrichment.ClassTimeout, 0},
+	}
+	for _, tc := range cases {
+		r := c.Get(context.Background(), srv.URL+tc.path)
+		if r.Class != tc.class || r.RetryAfterS != tc.ra {
+			t.Errorf("%s: class=%s ra=%d err=%v; want %s %d", tc.path, r.Class, r.RetryAfterS, r.Err, tc.class, tc.ra)
+		}
+		if (tc.class == enrichment.ClassOK) != (r.Err == nil) {
+			t.Errorf("%s: err=%v", tc.path, r.Err)
+		}
+	}
+	srv.Close()
+	if r := c.Get(context.Background(), srv.URL+"/ok"); r.Class != enrichment.ClassTimeout {
+		t.Errorf("refused connection: %s", r.Class)
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := map[string]int{
+		"":                              0,
+		"30":                            30,
+		"-3":                            0,
+		"soon":                          0,
+		"Thu, 01 Jan 2026 00:01:00 GMT": 60,
+		"Wed, 31 Dec 2025 00:01:00 GMT": 0,
+	}
+	for in, want := range cases {
+		if got := RetryAfter(in, now); got != want {
+			t.Errorf("RetryAfter(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
