@@ -5,7 +5,7 @@ import { goBinding } from "./go.mjs";
 // This class is plumbing only: it loads and stores the state (one JSON string
 // under one key, so every write is atomic), sets alarms, and runs what Go
 // decides (durable/enrichment). Go answers every call with a decision:
-//   { state?, alarm_at?, ensure_alarm_at?, run?, response? }
+//   { state?, alarm_at?, alarm_by?, ensure_alarm_at?, run?, response? }
 const STATE_KEY = "state";
 
 export class EnrichmentController extends DurableObject {
@@ -30,8 +30,13 @@ export class EnrichmentController extends DurableObject {
     }
     if (d.alarm_at) {
       await this.ctx.storage.setAlarm(d.alarm_at);
-    } else if (d.ensure_alarm_at && (await this.ctx.storage.getAlarm()) === null) {
-      await this.ctx.storage.setAlarm(d.ensure_alarm_at);
+    } else if (d.alarm_by || d.ensure_alarm_at) {
+      const current = await this.ctx.storage.getAlarm();
+      if (d.alarm_by && (current === null || current > d.alarm_by)) {
+        await this.ctx.storage.setAlarm(d.alarm_by);
+      } else if (current === null && d.ensure_alarm_at) {
+        await this.ctx.storage.setAlarm(d.ensure_alarm_at);
+      }
     }
     return d;
   }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall/js"
 	"time"
@@ -77,7 +78,7 @@ func enrichmentDecide(args []js.Value) any {
 		panic(fmt.Sprintf("enrichmentDecide: want 4 args, got %d", len(args)))
 	}
 	now := time.UnixMilli(int64(args[3].Float()))
-	d := enrichment.Handle(args[0].String(), args[1].String(), []byte(args[2].String()), now)
+	d := enrichment.Handle(controllerConfig(), args[0].String(), args[1].String(), []byte(args[2].String()), now)
 	for _, ev := range d.Events {
 		name, _ := ev["event"].(string)
 		delete(ev, "event")
@@ -124,4 +125,20 @@ type fetchDoer struct{ c *fetch.Client }
 
 func (d fetchDoer) Do(req *http.Request) (*http.Response, error) {
 	return d.c.Do(&fetch.Request{Request: req}, nil)
+}
+
+// controllerConfig reads the controller's deploy-time settings from vars;
+// an invalid value is logged and the default used, so a typo cannot stop the loop.
+func controllerConfig() enrichment.Config {
+	raw := cloudflare.Getenv("ENRICHMENT_COOLDOWN_S")
+	secs, err := strconv.Atoi(raw)
+	if raw == "" {
+		secs, err = 0, nil
+	}
+	cfg, cerr := enrichment.NewConfig(secs)
+	if err != nil || cerr != nil {
+		logx.Event("enrichment.bad_config", map[string]any{"level": logx.Error, "var": "ENRICHMENT_COOLDOWN_S", "value": raw})
+		return enrichment.DefaultConfig()
+	}
+	return cfg
 }

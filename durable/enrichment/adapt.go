@@ -63,16 +63,20 @@ func ZoneFor(rate float64, samples int) Zone {
 // Adapt tunes batch size and interval from the rolling success rate at now and
 // returns the zone it acted on. Ramp-ups round up (so 5×1.1 really grows) and
 // ramp-downs round down (so 3×0.5 really shrinks).
-func (s *State) Adapt(now time.Time) Zone {
+func (s *State) Adapt(now time.Time, cfg Config) Zone {
 	rate, samples := s.SuccessRate(now)
 	zone := ZoneFor(rate, samples)
 	minI, maxI := MinInterval.Milliseconds(), MaxInterval.Milliseconds()
 	switch zone {
 	case ZoneCritical:
-		s.CooldownUntil = now.Add(CooldownDuration).UnixMilli()
+		s.CooldownUntil = now.Add(cfg.Cooldown).UnixMilli()
 		s.BatchSize = MinBatch
 		s.IntervalMs = maxI
 		s.Totals.Cooldowns++
+		// The failures that caused the cooldown have been acted on; after it
+		// the upstream is judged afresh, not by a window of stale refusals
+		// (with a cooldown shorter than the window they would re-trigger it).
+		s.Metrics = nil
 	case ZoneLow:
 		s.BatchSize = clampInt(int(math.Floor(float64(s.BatchSize)*RampDown)), MinBatch, MaxBatch)
 		s.IntervalMs = clampInt64(int64(math.Floor(float64(s.IntervalMs)*IntervalSlowdown)), minI, maxI)

@@ -32,6 +32,10 @@ type Decision struct {
 	// EnsureAlarmAt, when set, is used only if no alarm is set: the loop
 	// restarts itself after eviction or a lost alarm, without racing a set one.
 	EnsureAlarmAt int64 `json:"ensure_alarm_at,omitempty"`
+	// AlarmBy, when set, brings the alarm forward to this time if it is
+	// unset or later (a tune to a shorter interval takes effect now, not
+	// after the old, longer interval).
+	AlarmBy int64 `json:"alarm_by,omitempty"`
 	// Run, when set, is the I/O to perform; its outcome comes back as "tick_done".
 	Run *RunPlan `json:"run,omitempty"`
 	// Response answers an HTTP call.
@@ -64,7 +68,7 @@ type TickRequest struct {
 // Handle runs one operation against the stored state at now. Ops:
 // "load" (object constructed), "http" (arg: Request), "tick" (alarm fired;
 // arg: TickRequest), "tick_done" (arg: RunOutcome).
-func Handle(op, rawState string, arg []byte, now time.Time) Decision {
+func Handle(cfg Config, op, rawState string, arg []byte, now time.Time) Decision {
 	s, corrupt := LoadState(rawState, now)
 	var d Decision
 	if corrupt {
@@ -90,7 +94,7 @@ func Handle(op, rawState string, arg []byte, now time.Time) Decision {
 		if err := json.Unmarshal(arg, &o); err != nil {
 			o = RunOutcome{Error: "undecodable run outcome: " + err.Error()}
 		}
-		d.merge(s.onTickDone(o, now))
+		d.merge(s.onTickDone(o, now, cfg))
 	default:
 		d.Events = append(d.Events, Event{"event": "enrichment.unknown_op", "level": "error", "op": op})
 		d.Response = errorResponse(500, "op", "unknown operation "+strconv.Quote(op))
@@ -107,6 +111,9 @@ func (d *Decision) merge(o Decision) {
 	}
 	if o.EnsureAlarmAt != 0 {
 		d.EnsureAlarmAt = o.EnsureAlarmAt
+	}
+	if o.AlarmBy != 0 {
+		d.AlarmBy = o.AlarmBy
 	}
 	if o.Run != nil {
 		d.Run = o.Run
@@ -171,7 +178,7 @@ func (s State) onTick(tr TickRequest, now time.Time) Decision {
 	}
 }
 
-func (s State) onTickDone(o RunOutcome, now time.Time) Decision {
+func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 	s.RunStartedAt = 0
 	s.Totals.Ticks++
 	byClass := s.Record(o, now)
@@ -189,11 +196,15 @@ func (s State) onTickDone(o RunOutcome, now time.Time) Decision {
 		next = IdleInterval
 	default:
 		s.LastTickAt = now.UnixMilli()
-		sum.Zone = string(s.Adapt(now))
+		sum.Zone = string(s.Adapt(now, cfg))
 		next = s.Interval()
 	}
 	if ra := retryAfter(o); ra > next {
 		next = ra // the upstream told us when it will take requests again
+	}
+	if s.InCooldown(now) {
+		// Wake when the cooldown ends (or earlier, at the interval).
+		next = min(next, time.UnixMilli(s.CooldownUntil).Sub(now))
 	}
 	sum.BatchAfter, sum.IntervalMsA = s.BatchSize, s.IntervalMs
 	s.LastTick = sum
@@ -246,7 +257,11 @@ func (s State) onHTTP(req Request, now time.Time) Decision {
 		if t.IntervalMs != nil {
 			s.IntervalMs = *t.IntervalMs
 		}
-		return s.mutated(now, "tune", 0)
+		d := s.mutated(now, "tune", 0)
+		if s.Running {
+			d.AlarmBy = now.Add(s.Interval()).UnixMilli()
+		}
+		return d
 	}
 	return Decision{Response: errorResponse(404, "path", "no such controller route: "+req.Method+" "+req.Path)}
 }

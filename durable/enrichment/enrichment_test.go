@@ -65,7 +65,7 @@ func TestAdaptEveryZone(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := withWindow(c.batch, c.interval, c.served, c.failed)
-			z := s.Adapt(t0)
+			z := s.Adapt(t0, DefaultConfig())
 			if z != c.wantZone || s.BatchSize != c.wantBatch || s.IntervalMs != c.wantInterval {
 				t.Fatalf("got zone=%s batch=%d interval=%d; want %s %d %d", z, s.BatchSize, s.IntervalMs, c.wantZone, c.wantBatch, c.wantInterval)
 			}
@@ -174,7 +174,7 @@ func TestLoadClampsAndRecovers(t *testing.T) {
 	if s.BatchSize != MaxBatch || s.IntervalMs != MinInterval.Milliseconds() {
 		t.Fatalf("not clamped: %+v", s)
 	}
-	if s.CooldownUntil != t0.Add(CooldownDuration).UnixMilli() {
+	if s.CooldownUntil != t0.Add(MaxCooldown).UnixMilli() {
 		t.Fatalf("cooldown not capped: %d", s.CooldownUntil)
 	}
 	if len(s.Metrics) != 0 {
@@ -195,7 +195,7 @@ func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
 func decide(t *testing.T, state *string, op string, arg any, now time.Time) Decision {
 	t.Helper()
 	b, _ := json.Marshal(arg)
-	d := Handle(op, *state, b, now)
+	d := Handle(DefaultConfig(), op, *state, b, now)
 	if d.State != "" {
 		*state = d.State
 	}
@@ -257,6 +257,19 @@ func TestCooldownEntryAndRecovery(t *testing.T) {
 	s, _ := LoadState(st, t0)
 	if !s.InCooldown(t0) || s.Totals.Cooldowns != 1 || s.BatchSize != MinBatch {
 		t.Fatalf("5 refusals must enter cooldown: %+v", s)
+	}
+	if d.AlarmAt != min(s.CooldownUntil, t0.Add(s.Interval()).UnixMilli()) {
+		t.Fatalf("after entering cooldown, wake at its end or the interval: %d", d.AlarmAt-t0.UnixMilli())
+	}
+	short, _ := NewConfig(15)
+	st3 := ""
+	decide(t, &st3, "tick", TickRequest{}, t0)
+	b3, _ := json.Marshal(RunOutcome{Picked: 5, Results: res})
+	if d3 := Handle(short, "tick_done", st3, b3, t0); d3.AlarmAt != t0.Add(15*time.Second).UnixMilli() {
+		t.Fatalf("a short cooldown must wake at its end, got +%dms", d3.AlarmAt-t0.UnixMilli())
+	}
+	if _, n := s.SuccessRate(t0); n != 0 {
+		t.Fatalf("cooldown must clear the window, %d samples left", n)
 	}
 	if len(d.Events) < 2 || d.Events[1]["event"] != "enrichment.cooldown" {
 		t.Fatalf("cooldown must be logged: %+v", d.Events)
@@ -420,6 +433,9 @@ func TestTuneValidation(t *testing.T) {
 	if d.Response.Status != 200 || s.BatchSize != 12 || s.IntervalMs != 15000 {
 		t.Fatalf("tune not applied: %+v %+v", d.Response, s)
 	}
+	if d.AlarmBy != t0.Add(15*time.Second).UnixMilli() || d.AlarmAt != 0 {
+		t.Fatalf("tune must bring the alarm forward to the new interval, not replace it: %+v", d)
+	}
 }
 
 func TestResetAndUnknownRoute(t *testing.T) {
@@ -450,5 +466,25 @@ func TestStatusProjection(t *testing.T) {
 	}
 	if st.Rolling.SampleSize != 32 || st.Rolling.Confidence != "high" {
 		t.Fatalf("rolling: %+v", st.Rolling)
+	}
+}
+
+func TestConfiguredCooldown(t *testing.T) {
+	cfg, err := NewConfig(20)
+	if err != nil || cfg.Cooldown != 20*time.Second {
+		t.Fatalf("%v %v", cfg, err)
+	}
+	for _, bad := range []int{-1, 3601} {
+		if _, err := NewConfig(bad); err == nil {
+			t.Errorf("NewConfig(%d) accepted", bad)
+		}
+	}
+	if cfg, _ := NewConfig(0); cfg.Cooldown != CooldownDuration {
+		t.Errorf("zero must mean the default")
+	}
+	s := withWindow(10, 30000, 0, 10)
+	s.Adapt(t0, cfg)
+	if s.CooldownUntil != t0.Add(20*time.Second).UnixMilli() {
+		t.Fatalf("configured cooldown not used: %d", s.CooldownUntil-t0.UnixMilli())
 	}
 }

@@ -10,6 +10,7 @@ package enrichment
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -26,7 +27,34 @@ const (
 	// falls into the critical zone: short, so a recovered upstream is not wasted,
 	// and re-entered as often as needed.
 	CooldownDuration = 5 * time.Minute
+	// MinCooldown and MaxCooldown bound a configured cooldown (Config).
+	MinCooldown = time.Second
+	MaxCooldown = time.Hour
 )
+
+// Config holds deploy-time settings (Worker vars), validated by NewConfig.
+type Config struct {
+	// Cooldown is how long the critical zone suspends work.
+	Cooldown time.Duration
+}
+
+// DefaultConfig is the design's configuration.
+func DefaultConfig() Config { return Config{Cooldown: CooldownDuration} }
+
+// NewConfig builds a Config from a cooldown in seconds; zero means the
+// default, and a value outside [MinCooldown, MaxCooldown] is an error.
+func NewConfig(cooldownSeconds int) (Config, error) {
+	cfg := DefaultConfig()
+	if cooldownSeconds == 0 {
+		return cfg, nil
+	}
+	d := time.Duration(cooldownSeconds) * time.Second
+	if d < MinCooldown || d > MaxCooldown {
+		return cfg, fmt.Errorf("cooldown %s outside [%s, %s]", d, MinCooldown, MaxCooldown)
+	}
+	cfg.Cooldown = d
+	return cfg, nil
+}
 
 // Rolling metrics: minute buckets, so the window is the same size whatever the interval.
 const (
@@ -150,9 +178,9 @@ func (s *State) clamp(now time.Time) {
 	if s.CooldownUntil < 0 {
 		s.CooldownUntil = 0
 	}
-	// A cooldown can never legitimately end further away than one
-	// CooldownDuration (clock skew, a corrupted value): cap it.
-	if maxEnd := now.Add(CooldownDuration).UnixMilli(); s.CooldownUntil > maxEnd {
+	// A cooldown can never legitimately end further away than MaxCooldown
+	// (clock skew, a corrupted value): cap it.
+	if maxEnd := now.Add(MaxCooldown).UnixMilli(); s.CooldownUntil > maxEnd {
 		s.CooldownUntil = maxEnd
 	}
 	kept := s.Metrics[:0]

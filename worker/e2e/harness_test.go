@@ -191,6 +191,10 @@ type worker struct {
 	dir     string
 	log     *syncBuffer
 	cmd     *exec.Cmd
+	vars    []string // extra --var NAME:VALUE
+	// owner is the top-level test: processes started from subtests (restart)
+	// must live until it ends, not until the subtest does.
+	owner *testing.T
 }
 
 // wrangler runs a one-off wrangler command against the persisted local state.
@@ -225,7 +229,7 @@ func prepareDB(t *testing.T, persist, dir string, n int) {
 
 func startWorker(t *testing.T, dir, persist, simBase string) *worker {
 	t.Helper()
-	w := &worker{persist: persist, simBase: simBase, dir: dir}
+	w := &worker{persist: persist, simBase: simBase, dir: dir, owner: t}
 	w.start(t, "wrangler-1.log")
 	return w
 }
@@ -242,10 +246,17 @@ func (w *worker) start(t *testing.T, logName string) {
 		"--var", "UPSTREAM_STORE_BASE:"+w.simBase,
 		"--var", "ADMIN_TOKEN:"+adminToken,
 	)
+	for _, v := range w.vars {
+		cmd.Args = append(cmd.Args, "--var", v)
+	}
 	cmd.Dir = root
 	cmd.Env = toolEnv()
 	w.cmd = cmd
-	w.log = startProcess(t, cmd, filepath.Join(w.dir, logName))
+	owner := w.owner
+	if owner == nil {
+		owner = t
+	}
+	w.log = startProcess(owner, cmd, filepath.Join(w.dir, logName))
 	w.base = fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(startupTimeout)
 	for time.Now().Before(deadline) {
@@ -267,6 +278,13 @@ func (w *worker) restart(t *testing.T, logName string) {
 	stopGroup(w.cmd)
 	w.start(t, logName)
 }
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func itoa(n int) string { return fmt.Sprint(n) }
 
 func tail(s string, n int) string {
 	if len(s) > n {

@@ -1,0 +1,214 @@
+//go:build integration
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// status is the subset of GET /v1/enrichment/status the tests read.
+type status struct {
+	Running            bool  `json:"running"`
+	InCooldown         bool  `json:"in_cooldown"`
+	CooldownRemainingS int64 `json:"cooldown_remaining_s"`
+	BatchSize          int   `json:"batch_size"`
+	IntervalMs         int64 `json:"interval_ms"`
+	Totals             struct {
+		Dispatched  int64 `json:"dispatched"`
+		Completed   int64 `json:"completed"`
+		Failed      int64 `json:"failed"`
+		RateLimited int64 `json:"rate_limited"`
+		Ticks       int64 `json:"ticks"`
+		Cooldowns   int64 `json:"cooldowns"`
+	} `json:"totals"`
+	Rolling struct {
+		SuccessRate float64 `json:"success_rate"`
+		SampleSize  int     `json:"sample_size"`
+	} `json:"rolling"`
+	LastTick *struct {
+		Zone string `json:"zone"`
+	} `json:"last_tick"`
+	ProjectedPerDay int64 `json:"projected_per_day"`
+}
+
+func getStatus(t *testing.T, w *worker) status {
+	t.Helper()
+	var st status
+	if code := doJSON(t, "GET", w.base+"/v1/enrichment/status", "", nil, &st); code != 200 {
+		t.Fatalf("status: HTTP %d", code)
+	}
+	return st
+}
+
+const testCooldownS = 15
+
+// TestControllerEndToEnd drives one stack through the controller's life:
+// self-start, enrichment into D1/R2 and the queue, rejected control calls,
+// a hostile upstream (back-off, cooldown), recovery, stop/start, a restart
+// of wrangler dev, and the cron trigger.
+func TestControllerEndToEnd(t *testing.T) {
+	dir := outputDir(t)
+	s := startSim(t, dir, "-apps", "3000", "-rate-per-min", "6000", "-burst", "100")
+	persist := filepath.Join(dir, "state")
+	prepareDB(t, persist, dir, 3000)
+	w := &worker{persist: persist, simBase: s.base, dir: dir, vars: []string{"ENRICHMENT_COOLDOWN_S:" + itoa(testCooldownS)}, owner: t}
+	w.start(t, "wrangler-1.log")
+
+	// --- self-start: the first use creates the object, which arms its own alarm.
+	st := getStatus(t, w)
+	if !st.Running {
+		t.Fatalf("controller not running on first use: %+v", st)
+	}
+	eventually(t, 60*time.Second, "first completions", func() (bool, string) {
+		st = getStatus(t, w)
+		return st.Totals.Completed >= 5, jsonString(st)
+	})
+	// Speed the test up: shortest interval, a larger batch (and check tune works).
+	var tuned status
+	if code := doJSON(t, "POST", w.base+"/v1/enrichment/tune", adminToken, `{"interval_ms": 10000, "batch_size": 12}`, &tuned); code != 200 || tuned.IntervalMs != 10000 || tuned.BatchSize != 12 {
+		t.Fatalf("tune: %d %+v", code, tuned)
+	}
+
+	t.Run("enriched into D1, R2 and the queue consumer", func(t *testing.T) {
+		var app map[string]any
+		eventually(t, 60*time.Second, "app 100000001 analyzed by the queue consumer", func() (bool, string) {
+			app = nil
+			doJSON(t, "GET", w.base+"/v1/apps/100000001", "", nil, &app)
+			return app["enriched_at"] != nil && app["analyzed_at"] != nil, jsonString(app)
+		})
+		if app["enrichment_source"] != "itunes+store" || app["subtitle"] == nil || app["name"] == nil || app["demand_score"] == nil {
+			t.Fatalf("enriched record incomplete: %v", app)
+		}
+		hist, _ := app["rating_histogram"].([]any)
+		if len(hist) != 5 {
+			t.Fatalf("rating histogram: %v", app["rating_histogram"])
+		}
+		key, _ := app["html_r2_key"].(string)
+		out := filepath.Join(dir, "page.html")
+		wrangler(t, persist, "r2", "object", "get", "storecrawl-html/"+key, "--local", "--file", out)
+		html, err := os.ReadFile(out)
+		if err != nil || !strings.Contains(string(html), "product-header") {
+			t.Fatalf("R2 object %s: %v (%d bytes)", key, err, len(html))
+		}
+	})
+
+	t.Run("bad control calls are rejected and change nothing", func(t *testing.T) {
+		before := getStatus(t, w)
+		var body map[string]any
+		for _, c := range []struct {
+			path, token, body string
+			code              int
+			field             string
+		}{
+			{"/v1/enrichment/stop", "", "", 401, "authorization"},
+			{"/v1/enrichment/reset", "wrong-token", "", 401, "authorization"},
+			{"/v1/enrichment/tune", "", `{"batch_size": 3}`, 401, "authorization"},
+			{"/v1/enrichment/tune", adminToken, `{"batch_size": 3`, 400, "body"},
+			{"/v1/enrichment/tune", adminToken, `{"batch_size": 0}`, 400, "batch_size"},
+			{"/v1/enrichment/tune", adminToken, `{"interval_ms": 999999}`, 400, "interval_ms"},
+			{"/v1/enrichment/tune", adminToken, `{"speed": 9}`, 400, "speed"},
+		} {
+			body = nil
+			if code := doJSON(t, "POST", w.base+c.path, c.token, c.body, &body); code != c.code || body["field"] != c.field {
+				t.Errorf("POST %s %q: %d %v; want %d field %s", c.path, c.body, code, body, c.code, c.field)
+			}
+		}
+		after := getStatus(t, w)
+		if !after.Running || after.BatchSize != before.BatchSize && after.Totals.Ticks == before.Totals.Ticks || after.IntervalMs != 10000 {
+			t.Fatalf("state changed by rejected calls: before %+v after %+v", before, after)
+		}
+	})
+
+	t.Run("hostile upstream: back off and cool down", func(t *testing.T) {
+		s.setConfig(t, map[string]any{"rate_per_min": 2, "burst": 1, "on_exceed": 403})
+		eventually(t, 90*time.Second, "cooldown", func() (bool, string) {
+			st = getStatus(t, w)
+			return st.InCooldown && st.Totals.Cooldowns >= 1, jsonString(st)
+		})
+		if st.BatchSize != 2 || st.IntervalMs != 120000 || st.ProjectedPerDay != 0 || st.Totals.RateLimited == 0 {
+			t.Fatalf("cooldown state: %+v", st)
+		}
+		if !strings.Contains(w.log.String(), `"event":"enrichment.cooldown"`) {
+			t.Fatal("cooldown was not logged as a JSON event")
+		}
+		// In cooldown nothing reaches the upstream.
+		served := s.stats(t)["served"].(float64) + s.stats(t)["refused"].(float64)
+		time.Sleep(4 * time.Second)
+		st2 := s.stats(t)
+		if now := st2["served"].(float64) + st2["refused"].(float64); now != served {
+			t.Fatalf("upstream called during cooldown: %v → %v", served, now)
+		}
+	})
+
+	t.Run("calm upstream: recover after the cooldown", func(t *testing.T) {
+		s.setConfig(t, map[string]any{"rate_per_min": 6000, "burst": 100, "on_exceed": 429})
+		before := getStatus(t, w)
+		// The cooldown ends by itself; the first ticks after it run gently
+		// (minimum batch, maximum interval) and succeed against a fresh window.
+		eventually(t, time.Duration(testCooldownS+30)*time.Second, "work resumes after the cooldown", func() (bool, string) {
+			st = getStatus(t, w)
+			return !st.InCooldown && st.Totals.Completed > before.Totals.Completed && st.Rolling.SuccessRate == 1, jsonString(st)
+		})
+		if st.Totals.Cooldowns != before.Totals.Cooldowns {
+			t.Fatalf("re-entered cooldown against a calm upstream: %+v", st)
+		}
+		// Ramp-up: at the shortest interval, clean ticks grow the batch again.
+		doJSON(t, "POST", w.base+"/v1/enrichment/tune", adminToken, `{"interval_ms": 10000}`, nil)
+		eventually(t, 90*time.Second, "batch ramps up", func() (bool, string) {
+			st = getStatus(t, w)
+			return st.BatchSize > 2 && st.LastTick != nil && st.LastTick.Zone == "great", jsonString(st)
+		})
+	})
+
+	t.Run("stop is seen by the next alarm; start resumes", func(t *testing.T) {
+		if code := doJSON(t, "POST", w.base+"/v1/enrichment/stop", adminToken, nil, &st); code != 200 || st.Running {
+			t.Fatalf("stop: %d %+v", code, st)
+		}
+		time.Sleep(2 * time.Second) // let a run in flight finish
+		ticks := getStatus(t, w).Totals.Dispatched
+		time.Sleep(12 * time.Second) // longer than the interval
+		if after := getStatus(t, w); after.Totals.Dispatched != ticks || after.Running {
+			t.Fatalf("stopped controller kept working: %d → %+v", ticks, after)
+		}
+		if code := doJSON(t, "POST", w.base+"/v1/enrichment/start", adminToken, nil, &st); code != 200 || !st.Running {
+			t.Fatalf("start: %d %+v", code, st)
+		}
+		eventually(t, 30*time.Second, "work after start", func() (bool, string) {
+			st = getStatus(t, w)
+			return st.Totals.Dispatched > ticks, jsonString(st)
+		})
+	})
+
+	t.Run("survives a restart of wrangler dev", func(t *testing.T) {
+		var tunedBefore status
+		doJSON(t, "POST", w.base+"/v1/enrichment/tune", adminToken, `{"interval_ms": 10000, "batch_size": 9}`, &tunedBefore)
+		before := getStatus(t, w)
+		w.restart(t, "wrangler-2.log")
+		after := getStatus(t, w)
+		if after.Totals.Completed < before.Totals.Completed || after.Totals.Cooldowns != before.Totals.Cooldowns || !after.Running || after.IntervalMs != 10000 {
+			t.Fatalf("state lost across restart: before %+v after %+v", before, after)
+		}
+		eventually(t, 60*time.Second, "the loop continues after restart", func() (bool, string) {
+			st = getStatus(t, w)
+			return st.Totals.Completed > after.Totals.Completed, jsonString(st)
+		})
+	})
+
+	t.Run("cron trigger runs end to end", func(t *testing.T) {
+		req := w.base + "/__scheduled?cron=" + strings.ReplaceAll("*/5 * * * *", " ", "+")
+		if code := doJSON(t, "GET", req, "", nil, nil); code != 200 {
+			t.Fatalf("scheduled: %d", code)
+		}
+		var runs map[string]map[string]any
+		eventually(t, 20*time.Second, "cron run recorded", func() (bool, string) {
+			runs = nil
+			doJSON(t, "GET", w.base+"/v1/system/cron", "", nil, &runs)
+			r := runs["*/5 * * * *"]
+			return r != nil && r["result"] == "controller_awake running=true", jsonString(runs)
+		})
+	})
+}

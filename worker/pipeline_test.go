@@ -1,0 +1,83 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+type memAnalyzer struct {
+	inputs map[int64]ScoreInput
+	scores map[int64]float64
+	fail   bool
+}
+
+func (m *memAnalyzer) ScoreInputs(_ context.Context, ids []int64) ([]ScoreInput, error) {
+	if m.fail {
+		return nil, errors.New("D1 unavailable")
+	}
+	var out []ScoreInput
+	for _, id := range ids {
+		if in, ok := m.inputs[id]; ok {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+func (m *memAnalyzer) SaveDemandScores(_ context.Context, s map[int64]float64, _ time.Time) error {
+	for k, v := range s {
+		m.scores[k] = v
+	}
+	return nil
+}
+
+func TestHandleEventIsIdempotentAndRejectsBadMessages(t *testing.T) {
+	a := &memAnalyzer{inputs: map[int64]ScoreInput{1: {1, 4.5, 999}, 2: {2, 0, 0}}, scores: map[int64]float64{}}
+	body := `{"type":"app-enriched","track_ids":[1,2,3]}`
+	for i := 0; i < 2; i++ { // redelivery changes nothing
+		if err := HandleEvent(context.Background(), body, a, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.scores[1] != 13.5 || a.scores[2] != 0 || len(a.scores) != 2 {
+		t.Fatalf("scores %v", a.scores)
+	}
+	for _, bad := range []string{`nope`, `{"type":"mystery"}`, `{"type":"app-enriched"}`} {
+		if err := HandleEvent(context.Background(), bad, a, time.Now()); !errors.Is(err, ErrBadEvent) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	a.fail = true
+	if err := HandleEvent(context.Background(), body, a, time.Now()); err == nil || errors.Is(err, ErrBadEvent) {
+		t.Fatalf("a transient failure must ask for a retry: %v", err)
+	}
+}
+
+func TestNewAppEnrichedEventsSplits(t *testing.T) {
+	ids := make([]int64, 120)
+	evs := NewAppEnrichedEvents(ids, time.Now())
+	if len(evs) != 3 || len(evs[0].TrackIDs) != MaxEventTrackIDs || len(evs[2].TrackIDs) != 20 {
+		t.Fatalf("%d events", len(evs))
+	}
+}
+
+type wakeFn func() (bool, error)
+
+func (f wakeFn) WakeController(context.Context) (bool, error) { return f() }
+
+func TestRunCron(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 1, 1, 0, 5, 1, 0, time.UTC) }
+	run := RunCron(context.Background(), CronCrawlCycle, now(), wakeFn(func() (bool, error) { return true, nil }), now)
+	if run.Result != "controller_awake running=true" || run.Error != "" {
+		t.Fatalf("%+v", run)
+	}
+	run = RunCron(context.Background(), CronCrawlCycle, now(), wakeFn(func() (bool, error) { return false, errors.New("x") }), now)
+	if run.Error != "x" {
+		t.Fatalf("%+v", run)
+	}
+	if run = RunCron(context.Background(), "1 2 3 4 5", now(), nil, now); run.Result != "unknown_cron" {
+		t.Fatalf("%+v", run)
+	}
+}

@@ -1,0 +1,126 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+type recordingController struct {
+	calls []string
+	fail  bool
+}
+
+func (c *recordingController) CallController(_ context.Context, method, path string, body []byte) (int, []byte, error) {
+	if c.fail {
+		return 0, nil, errors.New("stub unreachable")
+	}
+	c.calls = append(c.calls, method+" "+path+" "+string(body))
+	return 200, []byte(`{"running":true}`), nil
+}
+
+type oneApp struct{}
+
+func (oneApp) App(_ context.Context, id int64) (json.RawMessage, error) {
+	if id == 7 {
+		return json.RawMessage(`{"track_id":7}`), nil
+	}
+	return nil, ErrNotFound
+}
+
+type noCron struct{}
+
+func (noCron) LastCronRuns(context.Context) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }
+
+func newTestServer(c *recordingController) *Server {
+	return NewServer(&Server{Controller: c, Apps: oneApp{}, Cron: noCron{}, AdminToken: func() string { return "secret" }})
+}
+
+func call(t *testing.T, s http.Handler, method, path, token, body string) (int, map[string]any) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	raw, _ := io.ReadAll(rec.Body)
+	var out map[string]any
+	json.Unmarshal(raw, &out)
+	return rec.Code, out
+}
+
+func TestControlPlaneAuthAndValidation(t *testing.T) {
+	c := &recordingController{}
+	s := newTestServer(c)
+	cases := []struct {
+		name, method, path, token, body string
+		status                          int
+		field                           string
+	}{
+		{"no token", "POST", "/v1/enrichment/stop", "", "", 401, "authorization"},
+		{"wrong token", "POST", "/v1/enrichment/start", "nope", "", 401, "authorization"},
+		{"tune out of range", "POST", "/v1/enrichment/tune", "secret", `{"batch_size": 500}`, 400, "batch_size"},
+		{"tune malformed", "POST", "/v1/enrichment/tune", "secret", `{"batch_size": `, 400, "body"},
+		{"tune unknown field", "POST", "/v1/enrichment/tune", "secret", `{"turbo": true}`, 400, "turbo"},
+		{"stop with a body", "POST", "/v1/enrichment/stop", "secret", `{"now": true}`, 400, "body"},
+		{"bad app id", "GET", "/v1/apps/abc", "", "", 400, "id"},
+		{"missing app", "GET", "/v1/apps/8", "", "", 404, "id"},
+		{"unknown route", "GET", "/v2/x", "", "", 404, "path"},
+	}
+	for _, tc := range cases {
+		status, body := call(t, s, tc.method, tc.path, tc.token, tc.body)
+		if status != tc.status || body["field"] != tc.field {
+			t.Errorf("%s: %d %v; want %d field %q", tc.name, status, body, tc.status, tc.field)
+		}
+	}
+	if len(c.calls) != 0 {
+		t.Fatalf("rejected calls reached the controller: %v", c.calls)
+	}
+	for _, ok := range []struct{ method, path, token, body, want string }{
+		{"GET", "/v1/enrichment/status", "", "", "GET /status "},
+		{"POST", "/v1/enrichment/stop", "secret", "", "POST /stop "},
+		{"POST", "/v1/enrichment/start", "secret", "{}", "POST /start "},
+		{"POST", "/v1/enrichment/tune", "secret", `{"interval_ms": 20000}`, `POST /tune {"interval_ms": 20000}`},
+	} {
+		c.calls = nil
+		if status, _ := call(t, s, ok.method, ok.path, ok.token, ok.body); status != 200 || len(c.calls) != 1 || c.calls[0] != ok.want {
+			t.Errorf("%s %s: %d %v", ok.method, ok.path, status, c.calls)
+		}
+	}
+	if status, body := call(t, s, "GET", "/v1/apps/7", "", ""); status != 200 || body["track_id"] != 7.0 {
+		t.Errorf("app: %d %v", status, body)
+	}
+}
+
+func TestNoTokenConfiguredRefusesEverything(t *testing.T) {
+	c := &recordingController{}
+	s := NewServer(&Server{Controller: c, AdminToken: func() string { return "" }})
+	if status, _ := call(t, s, "POST", "/v1/enrichment/stop", "", ""); status != 401 {
+		t.Fatalf("status %d", status)
+	}
+	if status, _ := call(t, s, "POST", "/v1/enrichment/stop", " ", ""); status != 401 {
+		t.Fatalf("blank token accepted: %d", status)
+	}
+}
+
+func TestControllerUnavailableIs502(t *testing.T) {
+	s := newTestServer(&recordingController{fail: true})
+	if status, _ := call(t, s, "GET", "/v1/enrichment/status", "", ""); status != 502 {
+		t.Fatalf("status %d", status)
+	}
+}
+
+func TestHealthCountsRequests(t *testing.T) {
+	s := newTestServer(&recordingController{})
+	_, a := call(t, s, "GET", "/health", "", "")
+	_, b := call(t, s, "GET", "/health", "", "")
+	if a["ok"] != true || a["instance_id"] != b["instance_id"] || b["requests_served"].(float64) != a["requests_served"].(float64)+1 {
+		t.Fatalf("%v %v", a, b)
+	}
+}
