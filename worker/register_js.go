@@ -39,7 +39,7 @@ func Register() {
 		Cron:       p,
 		AdminToken: func() string { return cloudflare.Getenv("ADMIN_TOKEN") },
 	})
-	workers.ServeNonBlock(srv)
+	workers.ServeNonBlock(bufferedResponses(srv))
 	cron.ScheduleTaskNonBlock(func(ctx context.Context) error {
 		ev, err := cron.NewEvent(ctx)
 		if err != nil {

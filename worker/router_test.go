@@ -35,7 +35,9 @@ func (oneApp) App(_ context.Context, id int64) (json.RawMessage, error) {
 
 type noCron struct{}
 
-func (noCron) LastCronRuns(context.Context) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }
+func (noCron) LastCronRuns(context.Context) (json.RawMessage, error) {
+	return json.RawMessage(`{}`), nil
+}
 
 func newTestServer(c *recordingController) *Server {
 	return NewServer(&Server{Controller: c, Apps: oneApp{}, Cron: noCron{}, AdminToken: func() string { return "secret" }})

@@ -187,6 +187,7 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		BatchBefore: s.BatchSize, IntervalMsB: s.IntervalMs, Error: o.Error,
 	}
 	var next time.Duration
+	var cooldownEvent Event
 	switch {
 	case o.Error != "":
 		sum.Zone = "run_error"
@@ -196,7 +197,14 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		next = IdleInterval
 	default:
 		s.LastTickAt = now.UnixMilli()
+		rate, samples := s.SuccessRate(now) // before Adapt: a cooldown clears the window
 		sum.Zone = string(s.Adapt(now, cfg))
+		if sum.Zone == string(ZoneCritical) {
+			cooldownEvent = Event{
+				"event": "enrichment.cooldown", "level": "warn", "success_rate": round3(rate),
+				"samples": samples, "cooldown_until": s.CooldownUntil, "cooldown_s": cfg.Cooldown.Seconds(),
+			}
+		}
 		next = s.Interval()
 	}
 	if ra := retryAfter(o); ra > next {
@@ -219,11 +227,8 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		ev["level"] = "error"
 		ev["error"] = o.Error
 	}
-	if sum.Zone == string(ZoneCritical) {
-		events = append(events, Event{
-			"event": "enrichment.cooldown", "level": "warn", "success_rate": round3(rate),
-			"samples": samples, "cooldown_until": s.CooldownUntil,
-		})
+	if cooldownEvent != nil {
+		events = append(events, cooldownEvent)
 	}
 	d := Decision{State: s.Encode(now), Events: events}
 	if s.Running { // a stop during the run is honoured here

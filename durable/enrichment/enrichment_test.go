@@ -271,7 +271,7 @@ func TestCooldownEntryAndRecovery(t *testing.T) {
 	if _, n := s.SuccessRate(t0); n != 0 {
 		t.Fatalf("cooldown must clear the window, %d samples left", n)
 	}
-	if len(d.Events) < 2 || d.Events[1]["event"] != "enrichment.cooldown" {
+	if len(d.Events) < 2 || d.Events[1]["event"] != "enrichment.cooldown" || d.Events[1]["samples"] != 5 || d.Events[1]["success_rate"] != 0.0 {
 		t.Fatalf("cooldown must be logged: %+v", d.Events)
 	}
 	// During cooldown a tick does no work and wakes no later than the cooldown's end.

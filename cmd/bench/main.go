@@ -1,0 +1,228 @@
+// Command bench prints the request-path and size figures of the Worker:
+// req/s and p50/p99 latency of GET /health through the Go Worker, against a
+// minimal pure-JS reference worker served by wrangler dev in the same run,
+// and the wasm module's raw and gzip size. Figures, not pass/fail.
+//
+//	go run ./cmd/bench [-duration 10s] [-concurrency 1,16,64] [-rounds 2]
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const startupTimeout = 120 * time.Second
+
+func main() {
+	duration := flag.Duration("duration", 8*time.Second, "load duration per measurement")
+	concList := flag.String("concurrency", "1,16,64", "comma-separated concurrent client counts")
+	rounds := flag.Int("rounds", 2, "interleaved rounds (reference, go) per concurrency")
+	wasm := flag.String("wasm", "build/app.wasm", "wasm module to size")
+	flag.Parse()
+
+	root, _ := os.Getwd()
+	printSize(*wasm)
+
+	ref, stopRef := startWrangler(root, filepath.Join(root, "cmd", "bench", "refworker", "wrangler.jsonc"))
+	defer stopRef()
+	gow, stopGo := startWrangler(root, filepath.Join(root, "wrangler.jsonc"))
+	defer stopGo()
+
+	beforeGo := health(gow)
+	fmt.Printf("\nGET /health under wrangler dev (loopback, keep-alive), %s per run, %d interleaved rounds\n", *duration, *rounds)
+	fmt.Printf("%-11s %-10s %10s %9s %9s %9s\n", "concurrency", "worker", "req/s", "p50 ms", "p99 ms", "errors")
+	for _, cs := range strings.Split(*concList, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(cs))
+		if err != nil || c < 1 {
+			fail("bad -concurrency %q", cs)
+		}
+		var refR, goR result
+		for r := 0; r < *rounds; r++ {
+			refR.add(load(ref+"/health", c, *duration))
+			goR.add(load(gow+"/health", c, *duration))
+		}
+		refR.print(c, "js-ref")
+		goR.print(c, "go")
+		fmt.Printf("%-11d %-10s %10.2f   (go req/s ÷ js-ref req/s; goal ≥ 0.70)\n", c, "ratio", goR.rps()/refR.rps())
+	}
+	afterGo := health(gow)
+	fmt.Printf("\nGo instance reuse: instance_id %s before and %s after (same = one instance served every request); requests_served %v → %v\n",
+		short(beforeGo["instance_id"]), short(afterGo["instance_id"]), beforeGo["requests_served"], afterGo["requests_served"])
+}
+
+func printSize(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fail("read %s: %v (run make build)", path, err)
+	}
+	var gz bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	w.Write(b)
+	w.Close()
+	fmt.Printf("wasm module %s: raw %d bytes (%.2f MiB), gzip -9 %d bytes (%.2f MiB); goal gzip ≤ 2 MB\n",
+		path, len(b), float64(len(b))/(1<<20), gz.Len(), float64(gz.Len())/(1<<20))
+}
+
+type result struct {
+	n, errs int
+	secs    float64
+	lat     []time.Duration
+}
+
+func (r *result) add(o result) {
+	r.n += o.n
+	r.errs += o.errs
+	r.secs += o.secs
+	r.lat = append(r.lat, o.lat...)
+}
+
+func (r result) rps() float64 { return float64(r.n) / r.secs }
+
+func (r result) pct(p float64) float64 {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
+	return float64(r.lat[int(p*float64(len(r.lat)-1))].Microseconds()) / 1000
+}
+
+func (r result) print(c int, name string) {
+	fmt.Printf("%-11d %-10s %10.0f %9.2f %9.2f %9d\n", c, name, r.rps(), r.pct(0.50), r.pct(0.99), r.errs)
+}
+
+// load runs c clients against url for d and collects latencies.
+func load(url string, c int, d time.Duration) result {
+	tr := &http.Transport{MaxIdleConnsPerHost: c, MaxConnsPerHost: c, DisableCompression: true}
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	defer tr.CloseIdleConnections()
+	var mu sync.Mutex
+	var res result
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < c; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			n, errs := 0, 0
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				resp, err := client.Get(url)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				if err != nil || resp.StatusCode != 200 {
+					if ctx.Err() == nil {
+						errs++
+					}
+					continue
+				}
+				lat = append(lat, time.Since(t0))
+				n++
+			}
+			mu.Lock()
+			res.n += n
+			res.errs += errs
+			res.lat = append(res.lat, lat...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.secs = time.Since(start).Seconds()
+	return res
+}
+
+func health(base string) map[string]any {
+	resp, err := http.Get(base + "/health")
+	if err != nil {
+		fail("health: %v", err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	return m
+}
+
+func short(v any) string {
+	s := fmt.Sprint(v)
+	if len(s) > 8 {
+		return s[:8]
+	}
+	return s
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fail("listen: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startWrangler runs `wrangler dev -c config` on a free loopback port.
+func startWrangler(root, config string) (string, func()) {
+	port := freePort()
+	persist, _ := os.MkdirTemp("", "bench-state-")
+	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "wrangler"), "dev", "-c", config,
+		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--inspector-port", strconv.Itoa(freePort()),
+		"--persist-to", persist, "--show-interactive-dev-session=false", "--log-level", "warn")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(root, "node_modules", ".bin")+":"+os.Getenv("PATH"),
+		"WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
+	logf, _ := os.CreateTemp("", "bench-wrangler-*.log")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		fail("wrangler dev: %v", err)
+	}
+	stop := func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		os.RemoveAll(persist)
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(startupTimeout)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/health"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return base, stop
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	stop()
+	fail("wrangler dev (%s) did not start; see %s", config, logf.Name())
+	return "", nil
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	os.Exit(1)
+}

@@ -1,0 +1,34 @@
+//go:build integration
+
+package e2e
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// TestDeployDryRun bundles the Worker exactly as `wrangler deploy` would,
+// offline, and checks every binding made it into the upload.
+func TestDeployDryRun(t *testing.T) {
+	dir := outputDir(t)
+	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "wrangler"), "deploy", "--dry-run", "--outdir", filepath.Join(dir, "dist"))
+	cmd.Dir = root
+	cmd.Env = toolEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("wrangler deploy --dry-run: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, binding := range []string{"env.DB", "env.HTML_CACHE", "env.CACHE", "env.EVENTS", "env.ENRICHMENT_CONTROLLER", "env.OMNI_LIMITER", "env.SCHEDULER", "UPSTREAM_API_BASE"} {
+		if !regexp.MustCompile(regexp.QuoteMeta(binding)).MatchString(text) {
+			t.Errorf("binding %s missing from the dry run:\n%s", binding, text)
+		}
+	}
+	if m := regexp.MustCompile(`Total Upload: ([0-9.]+ KiB) / gzip: ([0-9.]+ KiB)`).FindStringSubmatch(text); m == nil {
+		t.Errorf("no upload size in output:\n%s", text)
+	} else {
+		t.Logf("upload: %s, gzip %s", m[1], m[2])
+	}
+}
