@@ -131,13 +131,14 @@ func (d fetchDoer) Do(req *http.Request) (*http.Response, error) {
 // an invalid value is logged and the default used, so a typo cannot stop the loop.
 func controllerConfig() enrichment.Config {
 	raw := cloudflare.Getenv("ENRICHMENT_COOLDOWN_S")
+	pacingName := cloudflare.Getenv("ENRICHMENT_PACING")
 	secs, err := strconv.Atoi(raw)
 	if raw == "" {
 		secs, err = 0, nil
 	}
-	cfg, cerr := enrichment.NewConfig(secs)
+	cfg, cerr := enrichment.NewConfig(pacingName, secs)
 	if err != nil || cerr != nil {
-		logx.Event("enrichment.bad_config", map[string]any{"level": logx.Error, "var": "ENRICHMENT_COOLDOWN_S", "value": raw})
+		logx.Event("enrichment.bad_config", map[string]any{"level": logx.Error, "ENRICHMENT_COOLDOWN_S": raw, "ENRICHMENT_PACING": pacingName})
 		return enrichment.DefaultConfig()
 	}
 	return cfg

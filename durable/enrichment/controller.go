@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"storecrawl/durable/pacing"
 )
 
 // Loop timing.
@@ -77,18 +79,18 @@ func Handle(cfg Config, op, rawState string, arg []byte, now time.Time) Decision
 	}
 	switch op {
 	case "load":
-		d.merge(s.onLoad(now))
+		d.merge(s.onLoad(now, cfg))
 	case "http":
 		var req Request
 		if err := json.Unmarshal(arg, &req); err != nil {
 			d.Response = errorResponse(400, "request", "malformed forwarded request")
 			return d
 		}
-		d.merge(s.onHTTP(req, now))
+		d.merge(s.onHTTP(req, now, cfg))
 	case "tick":
 		var tr TickRequest
 		_ = json.Unmarshal(arg, &tr) // metadata only; absent is fine
-		d.merge(s.onTick(tr, now))
+		d.merge(s.onTick(tr, now, cfg))
 	case "tick_done":
 		var o RunOutcome
 		if err := json.Unmarshal(arg, &o); err != nil {
@@ -132,11 +134,61 @@ func (s State) ensure(now time.Time) int64 {
 	return now.Add(StartDelay).UnixMilli()
 }
 
-func (s State) onLoad(now time.Time) Decision {
-	return Decision{State: s.Encode(now), EnsureAlarmAt: s.ensure(now)}
+// controller decodes the pacing algorithm's state, or starts it afresh when
+// the configured algorithm changed or its state is unreadable.
+func (s *State) controller(cfg Config) (pacing.Controller, *Event) {
+	c, err := pacing.New(cfg.Pacing, cfg.pacingConfig())
+	if err != nil {
+		c, _ = pacing.New(DefaultPacing, cfg.pacingConfig())
+	}
+	var ev *Event
+	if s.Pacing == c.Name() && len(s.PacingState) > 0 {
+		if err := json.Unmarshal(s.PacingState, c); err != nil {
+			c, _ = pacing.New(c.Name(), cfg.pacingConfig())
+			ev = &Event{"event": "enrichment.pacing_reset", "level": "warn", "pacing": c.Name(), "reason": "unreadable state"}
+		}
+	} else if s.Pacing != "" && s.Pacing != c.Name() {
+		ev = &Event{"event": "enrichment.pacing_reset", "level": "info", "pacing": c.Name(), "reason": "was " + s.Pacing}
+	}
+	if seed, ok := c.(*pacing.Seed); ok {
+		seed.CooldownMs = cfg.Cooldown.Milliseconds() // config wins over stored state
+	}
+	return c, ev
 }
 
-func (s State) onTick(tr TickRequest, now time.Time) Decision {
+func (s *State) store(c pacing.Controller) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic("enrichment: encode pacing state: " + err.Error())
+	}
+	s.Pacing, s.PacingState = c.Name(), b
+}
+
+func holdUntil(c pacing.Controller) int64 {
+	if h, ok := c.(pacing.Holder); ok {
+		return h.HoldUntil().UnixMilli()
+	}
+	return 0
+}
+
+func cooldownsOf(c pacing.Controller) int {
+	if cc, ok := c.(interface{ Cooldowns() int }); ok {
+		return cc.Cooldowns()
+	}
+	return 0
+}
+
+func (s State) onLoad(now time.Time, cfg Config) Decision {
+	c, ev := s.controller(cfg)
+	s.store(c)
+	d := Decision{State: s.Encode(now), EnsureAlarmAt: s.ensure(now)}
+	if ev != nil {
+		d.Events = append(d.Events, *ev)
+	}
+	return d
+}
+
+func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 	ev := Event{"event": "enrichment.tick", "retry_count": tr.RetryCount}
 	if !s.Running {
 		// stop only flips the flag; this alarm sees it and does not re-arm.
@@ -151,30 +203,39 @@ func (s State) onTick(tr TickRequest, now time.Time) Decision {
 		ev["abandoned_run_started_at"] = s.RunStartedAt
 		s.RunStartedAt = 0
 	}
-	if s.InCooldown(now) {
-		// Wake exactly when the cooldown ends, or at the interval if sooner,
-		// so status stays fresh and the chain of alarms is never broken.
-		next := now.Add(s.Interval()).UnixMilli()
-		if s.CooldownUntil < next {
-			next = s.CooldownUntil
-		}
-		ev["action"] = "cooldown"
-		ev["cooldown_remaining_s"] = (s.CooldownUntil - now.UnixMilli() + 999) / 1000
-		return Decision{State: s.Encode(now), AlarmAt: next, Events: []Event{ev}}
+	c, pev := s.controller(cfg)
+	events := []Event{ev}
+	if pev != nil {
+		events = append(events, *pev)
 	}
+	plan := c.Plan(now)
+	if plan.Items <= 0 {
+		// The algorithm holds (cooldown, backoff, Retry-After): no work, and
+		// the next wake is its call; the chain of alarms is never broken.
+		next := c.Done(now, nil)
+		s.store(c)
+		ev["action"] = "hold"
+		if h := holdUntil(c); h > now.UnixMilli() {
+			ev["hold_remaining_s"] = (h - now.UnixMilli() + 999) / 1000
+		}
+		return Decision{State: s.Encode(now), AlarmAt: max(next.UnixMilli(), now.UnixMilli()+1), Events: events}
+	}
+	s.store(c)
 	s.RunStartedAt = now.UnixMilli()
+	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds()}
 	ev["action"] = "run"
-	ev["batch_size"] = s.BatchSize
+	ev["items"] = plan.Items
 	return Decision{
 		State:   s.Encode(now),
 		AlarmAt: now.Add(RunTimeout).UnixMilli(), // safety net; tick_done replaces it
 		Run: &RunPlan{
-			TickAt:       now.UnixMilli(),
-			BatchSize:    s.BatchSize,
-			ChunkItems:   ChunkItems,
-			ChunkPauseMs: ChunkPause.Milliseconds(),
+			TickAt:         now.UnixMilli(),
+			BatchSize:      plan.Items,
+			ChunkItems:     plan.ChunkItems,
+			ChunkPauseMs:   plan.ChunkPause.Milliseconds(),
+			StopOnThrottle: plan.StopOnThrottle,
 		},
-		Events: []Event{ev},
+		Events: events,
 	}
 }
 
@@ -182,89 +243,91 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 	s.RunStartedAt = 0
 	s.Totals.Ticks++
 	byClass := s.Record(o, now)
-	sum := &TickSummary{
-		At: now.UnixMilli(), Picked: o.Picked, ByClass: byClass, DurationMs: o.DurationMs,
-		BatchBefore: s.BatchSize, IntervalMsB: s.IntervalMs, Error: o.Error,
+	c, _ := s.controller(cfg)
+	cooldownsBefore := cooldownsOf(c)
+	next := c.Done(now, o.PacingOutcomes())
+	if ra := retryAfter(o); now.Add(ra).After(next) {
+		next = now.Add(ra) // the upstream told us when it will take requests again
 	}
-	var next time.Duration
-	var cooldownEvent Event
-	switch {
-	case o.Error != "":
-		sum.Zone = "run_error"
-		next = s.Interval()
-	case o.Picked == 0:
-		sum.Zone = "idle"
-		next = IdleInterval
-	default:
+	if o.Picked == 0 && o.Error == "" {
+		next = maxTime(next, now.Add(IdleInterval)) // empty queue: poll slowly, D1 reads cost
+	}
+	if o.Picked > 0 {
 		s.LastTickAt = now.UnixMilli()
-		rate, samples := s.SuccessRate(now) // before Adapt: a cooldown clears the window
-		sum.Zone = string(s.Adapt(now, cfg))
-		if sum.Zone == string(ZoneCritical) {
-			cooldownEvent = Event{
-				"event": "enrichment.cooldown", "level": "warn", "success_rate": round3(rate),
-				"samples": samples, "cooldown_until": s.CooldownUntil, "cooldown_s": cfg.Cooldown.Seconds(),
-			}
-		}
-		next = s.Interval()
 	}
-	if ra := retryAfter(o); ra > next {
-		next = ra // the upstream told us when it will take requests again
+	events := []Event{}
+	if n := cooldownsOf(c) - cooldownsBefore; n > 0 {
+		s.Totals.Cooldowns += int64(n)
+		rate, samples := s.SuccessRate(now)
+		events = append(events, Event{
+			"event": "enrichment.cooldown", "level": "warn", "pacing": c.Name(),
+			"success_rate": round3(rate), "samples": samples, "hold_until": holdUntil(c),
+		})
 	}
-	if s.InCooldown(now) {
-		// Wake when the cooldown ends (or earlier, at the interval).
-		next = min(next, time.UnixMilli(s.CooldownUntil).Sub(now))
+	s.store(c)
+	s.LastTick = &TickSummary{
+		At: now.UnixMilli(), Picked: o.Picked, Requests: len(o.Requests), ByClass: byClass,
+		DurationMs: o.DurationMs, NextInMs: next.Sub(now).Milliseconds(), Error: o.Error,
 	}
-	sum.BatchAfter, sum.IntervalMsA = s.BatchSize, s.IntervalMs
-	s.LastTick = sum
 	rate, samples := s.SuccessRate(now)
 	ev := Event{
-		"event": "enrichment.tick_done", "picked": o.Picked, "by_class": byClass,
-		"zone": sum.Zone, "success_rate": round3(rate), "samples": samples,
-		"batch_size": s.BatchSize, "interval_ms": s.IntervalMs, "duration_ms": o.DurationMs,
+		"event": "enrichment.tick_done", "picked": o.Picked, "skipped": o.Skipped, "by_class": byClass,
+		"success_rate": round3(rate), "samples": samples, "next_in_ms": next.Sub(now).Milliseconds(),
+		"duration_ms": o.DurationMs, "pacing": c.Name(), "capacity_per_min": round3(c.CapacityPerMin()),
 	}
-	events := []Event{ev}
 	if o.Error != "" {
 		ev["level"] = "error"
 		ev["error"] = o.Error
 	}
-	if cooldownEvent != nil {
-		events = append(events, cooldownEvent)
-	}
+	events = append([]Event{ev}, events...)
 	d := Decision{State: s.Encode(now), Events: events}
 	if s.Running { // a stop during the run is honoured here
-		d.AlarmAt = now.Add(next).UnixMilli()
+		d.AlarmAt = max(next.UnixMilli(), now.UnixMilli()+1)
 	}
 	return d
 }
 
-func (s State) onHTTP(req Request, now time.Time) Decision {
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 	switch {
 	case req.Method == "GET" && req.Path == "/status":
-		return Decision{Response: &Response{Status: 200, Body: s.Status(now)}, EnsureAlarmAt: s.ensure(now)}
+		return Decision{Response: &Response{Status: 200, Body: s.Status(now, cfg)}, EnsureAlarmAt: s.ensure(now)}
 	case req.Method == "POST" && req.Path == "/start":
 		s.Running = true
-		s.CooldownUntil = 0
-		return s.mutated(now, "start", now.Add(StartDelay).UnixMilli())
+		c, _ := s.controller(cfg)
+		if st, ok := c.(*pacing.Seed); ok {
+			st.CooldownUntil = 0 // start means: try now
+		}
+		s.store(c)
+		return s.mutated(now, cfg, "start", now.Add(StartDelay).UnixMilli())
 	case req.Method == "POST" && req.Path == "/stop":
 		s.Running = false
-		return s.mutated(now, "stop", 0)
+		return s.mutated(now, cfg, "stop", 0)
 	case req.Method == "POST" && req.Path == "/reset":
 		s = DefaultState()
-		return s.mutated(now, "reset", now.Add(StartDelay).UnixMilli())
+		c, _ := s.controller(cfg)
+		s.store(c)
+		return s.mutated(now, cfg, "reset", now.Add(StartDelay).UnixMilli())
 	case req.Method == "POST" && req.Path == "/tune":
 		t, ferr := ParseTune([]byte(req.Body))
 		if ferr != nil {
 			return Decision{Response: &Response{Status: 400, Body: ferr}}
 		}
-		if t.BatchSize != nil {
-			s.BatchSize = *t.BatchSize
+		c, _ := s.controller(cfg)
+		if tn, ok := c.(pacing.Tuner); ok {
+			tn.Tune(pacing.TuneRequest{BatchSize: t.BatchSize, IntervalMs: t.IntervalMs, RatePerMin: t.RatePerMin})
 		}
-		if t.IntervalMs != nil {
-			s.IntervalMs = *t.IntervalMs
-		}
-		d := s.mutated(now, "tune", 0)
+		s.store(c)
+		d := s.mutated(now, cfg, "tune", 0)
 		if s.Running {
-			d.AlarmBy = now.Add(s.Interval()).UnixMilli()
+			// A faster setting takes effect now, not after the old interval.
+			d.AlarmBy = now.Add(MinTuneDelay).UnixMilli()
 		}
 		return d
 	}
@@ -272,14 +335,14 @@ func (s State) onHTTP(req Request, now time.Time) Decision {
 }
 
 // mutated persists a control change and answers with the new status.
-func (s State) mutated(now time.Time, action string, alarmAt int64) Decision {
+func (s State) mutated(now time.Time, cfg Config, action string, alarmAt int64) Decision {
+	st := s.Status(now, cfg)
 	d := Decision{
 		State:    s.Encode(now),
 		AlarmAt:  alarmAt,
-		Response: &Response{Status: 200, Body: s.Status(now)},
+		Response: &Response{Status: 200, Body: st},
 		Events: []Event{{
-			"event": "enrichment.control", "action": action, "running": s.Running,
-			"batch_size": s.BatchSize, "interval_ms": s.IntervalMs,
+			"event": "enrichment.control", "action": action, "running": s.Running, "pacing": st.Pacing,
 		}},
 	}
 	if alarmAt == 0 {
@@ -290,9 +353,20 @@ func (s State) mutated(now time.Time, action string, alarmAt int64) Decision {
 
 // Tune is a manual override of the adaptive parameters.
 type Tune struct {
-	BatchSize  *int   `json:"batch_size,omitempty"`
-	IntervalMs *int64 `json:"interval_ms,omitempty"`
+	BatchSize  *int     `json:"batch_size,omitempty"`
+	IntervalMs *int64   `json:"interval_ms,omitempty"`
+	RatePerMin *float64 `json:"rate_per_min,omitempty"`
 }
+
+// Bounds of an operator's tune.
+const (
+	MinBatch    = pacing.SeedMinBatch
+	MaxBatch    = pacing.SeedMaxBatch
+	MinInterval = pacing.SeedMinInterval
+	MaxInterval = pacing.SeedMaxInterval
+	// MinTuneDelay: after a tune the next tick comes at most this soon.
+	MinTuneDelay = time.Second
+)
 
 // FieldError is a 400 body naming the offending field.
 type FieldError struct {
@@ -335,12 +409,18 @@ func ParseTune(body []byte) (Tune, *FieldError) {
 				return Tune{}, &FieldError{Field: k, Error: fmt.Sprintf("interval_ms must be an integer from %d to %d", lo, hi)}
 			}
 			t.IntervalMs = &v
+		case "rate_per_min":
+			var f float64
+			if err := json.Unmarshal(raw, &f); err != nil || f < pacing.MinRatePerMin || f > pacing.MaxRatePerMin {
+				return Tune{}, &FieldError{Field: k, Error: fmt.Sprintf("rate_per_min must be a number from %g to %g", pacing.MinRatePerMin, pacing.MaxRatePerMin)}
+			}
+			t.RatePerMin = &f
 		default:
-			return Tune{}, &FieldError{Field: k, Error: "unknown field " + strconv.Quote(k) + " (allowed: batch_size, interval_ms)"}
+			return Tune{}, &FieldError{Field: k, Error: "unknown field " + strconv.Quote(k) + " (allowed: batch_size, interval_ms, rate_per_min)"}
 		}
 	}
-	if t.BatchSize == nil && t.IntervalMs == nil {
-		return Tune{}, &FieldError{Field: "body", Error: "nothing to tune: give batch_size and/or interval_ms"}
+	if t.BatchSize == nil && t.IntervalMs == nil && t.RatePerMin == nil {
+		return Tune{}, &FieldError{Field: "body", Error: "nothing to tune: give batch_size, interval_ms and/or rate_per_min"}
 	}
 	return t, nil
 }
@@ -358,19 +438,29 @@ func parseInt(raw json.RawMessage) (int64, bool) {
 
 // Status is the operator's view at GET /v1/enrichment/status.
 type Status struct {
-	Running            bool         `json:"running"`
-	InCooldown         bool         `json:"in_cooldown"`
-	CooldownRemainingS int64        `json:"cooldown_remaining_s"`
-	RunInFlight        bool         `json:"run_in_flight"`
-	BatchSize          int          `json:"batch_size"`
-	IntervalMs         int64        `json:"interval_ms"`
-	Totals             Totals       `json:"totals"`
-	Rolling            Rolling      `json:"rolling"`
-	ProjectedPerHour   int64        `json:"projected_per_hour"`
-	ProjectedPerDay    int64        `json:"projected_per_day"`
-	LastTickAt         *string      `json:"last_tick_at"`
-	LastTick           *TickSummary `json:"last_tick,omitempty"`
-	Now                string       `json:"now"`
+	Running bool `json:"running"`
+	// InCooldown: the pacing algorithm holds all traffic (cooldown, block
+	// backoff, Retry-After) for CooldownRemainingS more seconds.
+	InCooldown         bool  `json:"in_cooldown"`
+	CooldownRemainingS int64 `json:"cooldown_remaining_s"`
+	RunInFlight        bool  `json:"run_in_flight"`
+	// BatchSize and IntervalMs describe the work as planned now: items per
+	// tick and the pause between ticks.
+	BatchSize  int   `json:"batch_size"`
+	IntervalMs int64 `json:"interval_ms"`
+	// Pacing names the algorithm; CapacityEstimatePerMin is its estimate of
+	// the upstream's capacity in requests per minute (0 = not learned yet).
+	Pacing                 string         `json:"pacing"`
+	CapacityEstimatePerMin float64        `json:"capacity_estimate_per_min"`
+	PacingDetail           map[string]any `json:"pacing_detail,omitempty"`
+	Totals                 Totals         `json:"totals"`
+	Rolling                Rolling        `json:"rolling"`
+	ProjectedPerHour       int64          `json:"projected_per_hour"`
+	ProjectedPerDay        int64          `json:"projected_per_day"`
+	LastTickAt             *string        `json:"last_tick_at"`
+	LastPlan               *PlanSummary   `json:"last_plan,omitempty"`
+	LastTick               *TickSummary   `json:"last_tick,omitempty"`
+	Now                    string         `json:"now"`
 }
 
 // Rolling describes the metrics window.
@@ -390,17 +480,20 @@ type Rolling struct {
 }
 
 // Status reports the controller at now.
-func (s State) Status(now time.Time) Status {
+func (s State) Status(now time.Time, cfg Config) Status {
 	rate, samples := s.SuccessRate(now)
 	w := s.Window(now)
 	cpm := s.completionsPerMinute(now, w)
+	c, _ := s.controller(cfg)
+	hold := holdUntil(c)
 	st := Status{
-		Running:     s.Running,
-		InCooldown:  s.InCooldown(now),
-		RunInFlight: s.RunStartedAt != 0,
-		BatchSize:   s.BatchSize,
-		IntervalMs:  s.IntervalMs,
-		Totals:      s.Totals,
+		Running:                s.Running,
+		InCooldown:             hold > now.UnixMilli(),
+		RunInFlight:            s.RunStartedAt != 0,
+		Pacing:                 c.Name(),
+		CapacityEstimatePerMin: round3(c.CapacityPerMin()),
+		LastPlan:               s.LastPlan,
+		Totals:                 s.Totals,
 		Rolling: Rolling{
 			WindowS: MetricsWindowMinutes * 60, SuccessRate: round3(rate), SampleSize: samples,
 			Confidence: confidence(samples), Dispatched: w.Dispatched, Completed: w.Completed,
@@ -410,8 +503,12 @@ func (s State) Status(now time.Time) Status {
 		LastTick: s.LastTick,
 		Now:      now.UTC().Format(time.RFC3339Nano),
 	}
+	if d, ok := c.(pacing.Describer); ok {
+		st.PacingDetail = d.Describe(now)
+	}
+	st.BatchSize, st.IntervalMs = plannedWork(c, s.LastPlan)
 	if st.InCooldown {
-		st.CooldownRemainingS = (s.CooldownUntil - now.UnixMilli() + 999) / 1000
+		st.CooldownRemainingS = (hold - now.UnixMilli() + 999) / 1000
 	} else {
 		// A controller in cooldown completes nothing: project zero, not the past.
 		st.ProjectedPerHour = int64(math.Round(cpm * 60))
@@ -443,11 +540,23 @@ func (s State) completionsPerMinute(now time.Time, w Bucket) float64 {
 	return float64(w.Completed) / minutes
 }
 
+// plannedWork reports items per tick and the pause between ticks.
+func plannedWork(c pacing.Controller, last *PlanSummary) (int, int64) {
+	if seed, ok := c.(*pacing.Seed); ok {
+		return seed.Batch, seed.IntervalMs
+	}
+	items := 0
+	if last != nil {
+		items = last.Items
+	}
+	return items, pacing.TickInterval.Milliseconds()
+}
+
 func confidence(samples int) string {
 	switch {
 	case samples == 0:
 		return "none"
-	case samples < MinSamples:
+	case samples < pacing.SeedMinSamples:
 		return "low"
 	case samples < 20:
 		return "medium"

@@ -5,79 +5,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"storecrawl/durable/pacing"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 30, 0, time.UTC)
-
-// withWindow returns a state whose current minute holds served and failed exchanges.
-func withWindow(batch int, intervalMs int64, served, failed int) State {
-	s := DefaultState()
-	s.BatchSize, s.IntervalMs = batch, intervalMs
-	b := s.bucket(t0)
-	b.Completed, b.Failed, b.Dispatched = served, failed, served+failed
-	return s
-}
-
-func TestZoneFor(t *testing.T) {
-	cases := []struct {
-		rate    float64
-		samples int
-		want    Zone
-	}{
-		{0, 4, ZoneNoData},
-		{0.1, 5, ZoneCritical},
-		{0.2, 5, ZoneLow}, // 20% is not below critical
-		{0.49, 10, ZoneLow},
-		{0.5, 10, ZoneDead},
-		{0.8, 10, ZoneDead}, // 80% is not above good
-		{0.81, 10, ZoneGood},
-		{0.95, 20, ZoneGood},
-		{0.951, 20, ZoneGreat},
-		{1, 100, ZoneGreat},
-	}
-	for _, c := range cases {
-		if got := ZoneFor(c.rate, c.samples); got != c.want {
-			t.Errorf("ZoneFor(%v,%d) = %s, want %s", c.rate, c.samples, got, c.want)
-		}
-	}
-}
-
-func TestAdaptEveryZone(t *testing.T) {
-	cases := []struct {
-		name             string
-		batch            int
-		interval         int64
-		served, failed   int
-		wantZone         Zone
-		wantBatch        int
-		wantInterval     int64
-		wantCooldownFrom bool
-	}{
-		{"too few samples: no change", 10, 30000, 0, 4, ZoneNoData, 10, 30000, false},
-		{"critical: cooldown, min batch, max interval", 20, 15000, 1, 9, ZoneCritical, MinBatch, 120000, true},
-		{"low: halve batch, interval x1.5", 10, 30000, 4, 6, ZoneLow, 5, 45000, false},
-		{"low: floors at min batch", 3, 100000, 3, 7, ZoneLow, MinBatch, 120000, false},
-		{"dead zone: unchanged", 10, 30000, 7, 3, ZoneDead, 10, 30000, false},
-		{"good: +10% rounded up, interval x0.95", 5, 30000, 9, 1, ZoneGood, 6, 28500, false},
-		{"great: +25% rounded up, interval x0.8", 5, 30000, 20, 0, ZoneGreat, 7, 24000, false},
-		{"great: capped at bounds", 48, 11000, 20, 0, ZoneGreat, MaxBatch, 10000, false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			s := withWindow(c.batch, c.interval, c.served, c.failed)
-			z := s.Adapt(t0, DefaultConfig())
-			if z != c.wantZone || s.BatchSize != c.wantBatch || s.IntervalMs != c.wantInterval {
-				t.Fatalf("got zone=%s batch=%d interval=%d; want %s %d %d", z, s.BatchSize, s.IntervalMs, c.wantZone, c.wantBatch, c.wantInterval)
-			}
-			if got := s.InCooldown(t0); got != c.wantCooldownFrom {
-				t.Fatalf("in cooldown = %v, want %v", got, c.wantCooldownFrom)
-			}
-			if c.wantCooldownFrom && s.CooldownUntil != t0.Add(CooldownDuration).UnixMilli() {
-				t.Fatalf("cooldown until %d", s.CooldownUntil)
-			}
-		})
-	}
-}
 
 func TestItemErrorsCountAsServed(t *testing.T) {
 	s := DefaultState()
@@ -163,25 +95,18 @@ func TestPruneKeepsWindowPlusOneMinute(t *testing.T) {
 	}
 }
 
-func TestLoadClampsAndRecovers(t *testing.T) {
-	raw := `{"version":1,"running":true,"batch_size":500,"interval_ms":5,"cooldown_until":` +
-		itoa(t0.Add(24*time.Hour).UnixMilli()) + `,"metrics":[{"minute":-5,"completed":3},{"minute":` +
+func TestLoadDropsBadBucketsAndRecovers(t *testing.T) {
+	raw := `{"version":1,"running":true,"metrics":[{"minute":-5,"completed":3},{"minute":` +
 		itoa(minuteOf(t0)) + `,"completed":-1}]}`
 	s, corrupt := LoadState(raw, t0)
 	if corrupt {
 		t.Fatal("valid JSON reported corrupt")
 	}
-	if s.BatchSize != MaxBatch || s.IntervalMs != MinInterval.Milliseconds() {
-		t.Fatalf("not clamped: %+v", s)
-	}
-	if s.CooldownUntil != t0.Add(MaxCooldown).UnixMilli() {
-		t.Fatalf("cooldown not capped: %d", s.CooldownUntil)
-	}
 	if len(s.Metrics) != 0 {
 		t.Fatalf("bad buckets kept: %+v", s.Metrics)
 	}
 	s, corrupt = LoadState("{not json", t0)
-	if !corrupt || s.BatchSize != DefaultBatch || !s.Running {
+	if !corrupt || !s.Running {
 		t.Fatalf("corrupt state should fall back to defaults: %+v corrupt=%v", s, corrupt)
 	}
 	s, corrupt = LoadState("", t0)
@@ -192,10 +117,17 @@ func TestLoadClampsAndRecovers(t *testing.T) {
 
 func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
 
+var seedCfg = Config{Pacing: "seed", Cooldown: CooldownDuration}
+
 func decide(t *testing.T, state *string, op string, arg any, now time.Time) Decision {
 	t.Helper()
+	return decideWith(t, DefaultConfig(), state, op, arg, now)
+}
+
+func decideWith(t *testing.T, cfg Config, state *string, op string, arg any, now time.Time) Decision {
+	t.Helper()
 	b, _ := json.Marshal(arg)
-	d := Handle(DefaultConfig(), op, *state, b, now)
+	d := Handle(cfg, op, *state, b, now)
 	if d.State != "" {
 		*state = d.State
 	}
@@ -219,108 +151,93 @@ func TestLoadSelfStarts(t *testing.T) {
 	}
 }
 
-func TestTickRunsThenAdaptsAndRearms(t *testing.T) {
+func okResults(n int) ([]ItemResult, []RequestOutcome) {
+	res := make([]ItemResult, n)
+	var reqs []RequestOutcome
+	for i := range res {
+		res[i] = ItemResult{TrackID: int64(i), Class: ClassOK}
+		for j := 0; j < SubrequestsPerItem; j++ {
+			reqs = append(reqs, RequestOutcome{Item: i, Class: ClassOK, Remaining: -1})
+		}
+	}
+	return res, reqs
+}
+
+func status(t *testing.T, st string, now time.Time, cfg Config) Status {
+	s, _ := LoadState(st, now)
+	return s.Status(now, cfg)
+}
+
+func TestProbeTickPlansPacedWorkAndLearns(t *testing.T) {
 	st := ""
 	d := decide(t, &st, "tick", TickRequest{}, t0)
-	if d.Run == nil || d.Run.BatchSize != DefaultBatch || d.Run.ChunkItems != ChunkItems {
-		t.Fatalf("tick should plan a run of the batch: %+v", d)
+	if d.Run == nil || d.Run.BatchSize < 1 || !d.Run.StopOnThrottle || d.Run.ChunkItems < 1 {
+		t.Fatalf("tick should plan a paced run: %+v", d.Run)
 	}
 	if d.AlarmAt != t0.Add(RunTimeout).UnixMilli() {
 		t.Fatalf("safety alarm missing: %d", d.AlarmAt)
 	}
+	first := d.Run.BatchSize
 	now := t0.Add(2 * time.Second)
-	res := make([]ItemResult, 5)
-	for i := range res {
-		res[i] = ItemResult{TrackID: int64(i), Class: ClassOK}
+	res, reqs := okResults(first)
+	for i := range reqs {
+		reqs[i].SentAt, reqs[i].DoneAt = t0.UnixMilli()+int64(i)*100, t0.UnixMilli()+int64(i)*100+120
 	}
-	d = decide(t, &st, "tick_done", RunOutcome{Picked: 5, Results: res, DurationMs: 1500}, now)
+	d = decide(t, &st, "tick_done", RunOutcome{Picked: first, Results: res, Requests: reqs, DurationMs: 1500}, now)
+	if d.AlarmAt <= now.UnixMilli() || d.AlarmAt > t0.Add(time.Minute).UnixMilli() {
+		t.Fatalf("next alarm %dms away", d.AlarmAt-now.UnixMilli())
+	}
 	s, _ := LoadState(st, now)
-	if s.BatchSize != 7 || s.IntervalMs != 24000 || s.Totals.Completed != 5 || s.RunStartedAt != 0 {
-		t.Fatalf("after a perfect tick: %+v", s)
+	if s.Totals.Completed != int64(first) || s.RunStartedAt != 0 || s.Pacing != "probe" || s.LastTick == nil {
+		t.Fatalf("after a clean tick: %+v", s)
 	}
-	if d.AlarmAt != now.Add(24*time.Second).UnixMilli() {
-		t.Fatalf("next alarm at %d, want interval later", d.AlarmAt)
-	}
-	if s.LastTick == nil || s.LastTick.Zone != string(ZoneGreat) || s.LastTick.BatchBefore != 5 {
-		t.Fatalf("last tick summary %+v", s.LastTick)
+	// A refused tick teaches the controller a capacity estimate.
+	d = decide(t, &st, "tick", TickRequest{}, time.UnixMilli(d.AlarmAt))
+	n := d.Run.BatchSize
+	res, reqs = okResults(n)
+	reqs[len(reqs)-1].Class = ClassRateLimit
+	res[n-1].Class = ClassRateLimit
+	later := time.UnixMilli(d.Run.TickAt).Add(3 * time.Second)
+	decide(t, &st, "tick_done", RunOutcome{Picked: n, Results: res, Requests: reqs}, later)
+	if got := status(t, st, later, DefaultConfig()); got.CapacityEstimatePerMin <= 0 || got.Pacing != "probe" {
+		t.Fatalf("no capacity estimate after a refusal: %+v", got)
 	}
 }
 
-func TestCooldownEntryAndRecovery(t *testing.T) {
+func TestSeedPacingInProductCoolsDownAndRecovers(t *testing.T) {
 	st := ""
-	decide(t, &st, "tick", TickRequest{}, t0)
+	d := decideWith(t, seedCfg, &st, "tick", TickRequest{}, t0)
+	if d.Run == nil || d.Run.BatchSize != pacing.SeedStartBatch || d.Run.ChunkItems != pacing.SeedParallel {
+		t.Fatalf("seed plan: %+v", d.Run)
+	}
 	res := make([]ItemResult, 5)
+	var reqs []RequestOutcome
 	for i := range res {
 		res[i] = ItemResult{Class: ClassRateLimit, Status: 429}
+		reqs = append(reqs, RequestOutcome{Item: i, Class: ClassRateLimit, Remaining: -1})
 	}
-	d := decide(t, &st, "tick_done", RunOutcome{Picked: 5, Results: res}, t0)
-	s, _ := LoadState(st, t0)
-	if !s.InCooldown(t0) || s.Totals.Cooldowns != 1 || s.BatchSize != MinBatch {
-		t.Fatalf("5 refusals must enter cooldown: %+v", s)
+	d = decideWith(t, seedCfg, &st, "tick_done", RunOutcome{Picked: 5, Results: res, Requests: reqs}, t0)
+	got := status(t, st, t0, seedCfg)
+	if !got.InCooldown || got.Totals.Cooldowns != 1 || got.BatchSize != pacing.SeedMinBatch || got.IntervalMs != 120000 {
+		t.Fatalf("5 refusals must enter cooldown: %+v", got)
 	}
-	if d.AlarmAt != min(s.CooldownUntil, t0.Add(s.Interval()).UnixMilli()) {
-		t.Fatalf("after entering cooldown, wake at its end or the interval: %d", d.AlarmAt-t0.UnixMilli())
-	}
-	short, _ := NewConfig(15)
-	st3 := ""
-	decide(t, &st3, "tick", TickRequest{}, t0)
-	b3, _ := json.Marshal(RunOutcome{Picked: 5, Results: res})
-	if d3 := Handle(short, "tick_done", st3, b3, t0); d3.AlarmAt != t0.Add(15*time.Second).UnixMilli() {
-		t.Fatalf("a short cooldown must wake at its end, got +%dms", d3.AlarmAt-t0.UnixMilli())
-	}
-	if _, n := s.SuccessRate(t0); n != 0 {
-		t.Fatalf("cooldown must clear the window, %d samples left", n)
-	}
-	if len(d.Events) < 2 || d.Events[1]["event"] != "enrichment.cooldown" || d.Events[1]["samples"] != 5 || d.Events[1]["success_rate"] != 0.0 {
+	if len(d.Events) < 2 || d.Events[1]["event"] != "enrichment.cooldown" {
 		t.Fatalf("cooldown must be logged: %+v", d.Events)
 	}
-	// During cooldown a tick does no work and wakes no later than the cooldown's end.
+	// During cooldown a tick does no work and re-arms.
 	mid := t0.Add(time.Minute)
-	d = decide(t, &st, "tick", TickRequest{}, mid)
-	if d.Run != nil {
-		t.Fatal("no work during cooldown")
+	d = decideWith(t, seedCfg, &st, "tick", TickRequest{}, mid)
+	if d.Run != nil || d.AlarmAt <= mid.UnixMilli() {
+		t.Fatalf("no work during cooldown, and a later alarm: %+v", d)
 	}
-	if d.AlarmAt > s.CooldownUntil || d.AlarmAt <= mid.UnixMilli() {
-		t.Fatalf("cooldown alarm %d not in (now, cooldown end %d]", d.AlarmAt, s.CooldownUntil)
+	if got := status(t, st, mid, seedCfg); got.CooldownRemainingS != 240 || got.ProjectedPerDay != 0 {
+		t.Fatalf("status during cooldown: %+v", got)
 	}
-	st2 := d.State
-	if st2 == "" {
-		st2 = st
-	}
-	st = st2
-	status := s.Status(mid)
-	if !status.InCooldown || status.CooldownRemainingS != 240 || status.ProjectedPerDay != 0 {
-		t.Fatalf("status during cooldown: %+v", status)
-	}
-	// After the cooldown the old failures are out of the window; the loop resumes gently.
-	after := time.UnixMilli(s.CooldownUntil).Add(time.Second)
-	d = decide(t, &st, "tick", TickRequest{}, after)
-	if d.Run == nil || d.Run.BatchSize != MinBatch {
+	// After the cooldown the loop resumes at the minimum batch.
+	after := t0.Add(CooldownDuration + time.Second)
+	d = decideWith(t, seedCfg, &st, "tick", TickRequest{}, after)
+	if d.Run == nil || d.Run.BatchSize != pacing.SeedMinBatch {
 		t.Fatalf("after cooldown, run at min batch: %+v", d)
-	}
-	ok := []ItemResult{{Class: ClassOK}, {Class: ClassOK}}
-	decide(t, &st, "tick_done", RunOutcome{Picked: 2, Results: ok}, after)
-	s, _ = LoadState(st, after)
-	if s.InCooldown(after) {
-		t.Fatal("should have left cooldown")
-	}
-	if rate, n := s.SuccessRate(after); rate != 1 || n != 2 {
-		t.Fatalf("stale failures leaked into the window: rate=%v n=%d", rate, n)
-	}
-	// Recovery: successive perfect ticks ramp the batch back up.
-	now := after
-	for i := 0; i < 12; i++ {
-		now = now.Add(s.Interval())
-		d = decide(t, &st, "tick", TickRequest{}, now)
-		res := make([]ItemResult, d.Run.BatchSize)
-		for j := range res {
-			res[j] = ItemResult{Class: ClassOK}
-		}
-		decide(t, &st, "tick_done", RunOutcome{Picked: len(res), Results: res}, now)
-		s, _ = LoadState(st, now)
-	}
-	if s.BatchSize < 30 || s.IntervalMs > 20000 {
-		t.Fatalf("did not recover: batch=%d interval=%d", s.BatchSize, s.IntervalMs)
 	}
 }
 
@@ -370,13 +287,13 @@ func TestIdleAndRunErrorPacing(t *testing.T) {
 	st := ""
 	decide(t, &st, "tick", TickRequest{}, t0)
 	d := decide(t, &st, "tick_done", RunOutcome{Picked: 0}, t0)
-	if d.AlarmAt != t0.Add(IdleInterval).UnixMilli() {
-		t.Fatalf("idle tick should wait IdleInterval: %d", d.AlarmAt)
+	if d.AlarmAt < t0.Add(IdleInterval).UnixMilli() {
+		t.Fatalf("idle tick should wait IdleInterval: %d", d.AlarmAt-t0.UnixMilli())
 	}
 	decide(t, &st, "tick", TickRequest{}, t0)
 	d = decide(t, &st, "tick_done", RunOutcome{Error: "D1 unavailable"}, t0)
 	s, _ := LoadState(st, t0)
-	if d.AlarmAt != t0.Add(s.Interval()).UnixMilli() || s.Totals.Ticks != 2 || d.Events[0]["level"] != "error" {
+	if d.AlarmAt <= t0.UnixMilli() || s.Totals.Ticks != 2 || d.Events[0]["level"] != "error" {
 		t.Fatalf("run error: alarm=%d state=%+v events=%v", d.AlarmAt, s, d.Events)
 	}
 }
@@ -386,14 +303,14 @@ func TestRetryAfterDelaysNextTick(t *testing.T) {
 	decide(t, &st, "tick", TickRequest{}, t0)
 	res := []ItemResult{{Class: ClassOK}, {Class: ClassRateLimit, Status: 429, RetryAfterS: 90}}
 	d := decide(t, &st, "tick_done", RunOutcome{Picked: 2, Results: res}, t0)
-	if d.AlarmAt != t0.Add(90*time.Second).UnixMilli() {
+	if d.AlarmAt < t0.Add(90*time.Second).UnixMilli() {
 		t.Fatalf("Retry-After not honoured: %d", d.AlarmAt-t0.UnixMilli())
 	}
 	st = ""
 	decide(t, &st, "tick", TickRequest{}, t0)
 	res = []ItemResult{{Class: ClassRateLimit, RetryAfterS: 86400}}
 	d = decide(t, &st, "tick_done", RunOutcome{Picked: 1, Results: res}, t0)
-	if d.AlarmAt != t0.Add(MaxRetryAfter).UnixMilli() {
+	if d.AlarmAt > t0.Add(MaxRetryAfter).UnixMilli() {
 		t.Fatalf("Retry-After must be capped: %d", d.AlarmAt-t0.UnixMilli())
 	}
 }
@@ -410,6 +327,8 @@ func TestTuneValidation(t *testing.T) {
 		{`{"interval_ms": 9999}`, "interval_ms"},
 		{`{"interval_ms": 120001}`, "interval_ms"},
 		{`{"batch_size": 10, "speed": 3}`, "speed"},
+		{`{"rate_per_min": 0}`, "rate_per_min"},
+		{`{"rate_per_min": "fast"}`, "rate_per_min"},
 	}
 	for _, c := range bad {
 		st := ""
@@ -428,23 +347,28 @@ func TestTuneValidation(t *testing.T) {
 		}
 	}
 	st := ""
-	d := decide(t, &st, "http", httpReq("POST", "/tune", `{"batch_size": 12, "interval_ms": 15000}`), t0)
-	s, _ := LoadState(st, t0)
-	if d.Response.Status != 200 || s.BatchSize != 12 || s.IntervalMs != 15000 {
-		t.Fatalf("tune not applied: %+v %+v", d.Response, s)
+	d := decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"batch_size": 12, "interval_ms": 15000}`), t0)
+	got := status(t, st, t0, seedCfg)
+	if d.Response.Status != 200 || got.BatchSize != 12 || got.IntervalMs != 15000 {
+		t.Fatalf("tune not applied: %+v %+v", d.Response, got)
 	}
-	if d.AlarmBy != t0.Add(15*time.Second).UnixMilli() || d.AlarmAt != 0 {
-		t.Fatalf("tune must bring the alarm forward to the new interval, not replace it: %+v", d)
+	if d.AlarmBy != t0.Add(MinTuneDelay).UnixMilli() || d.AlarmAt != 0 {
+		t.Fatalf("tune must bring the alarm forward, not replace it: %+v", d)
+	}
+	st = ""
+	decide(t, &st, "http", httpReq("POST", "/tune", `{"rate_per_min": 240}`), t0)
+	if got := status(t, st, t0, DefaultConfig()); got.PacingDetail["rate_per_min"] != 240.0 {
+		t.Fatalf("probe rate not tuned: %+v", got.PacingDetail)
 	}
 }
 
 func TestResetAndUnknownRoute(t *testing.T) {
 	st := ""
-	decide(t, &st, "http", httpReq("POST", "/tune", `{"batch_size": 40}`), t0)
-	d := decide(t, &st, "http", httpReq("POST", "/reset", ""), t0)
-	s, _ := LoadState(st, t0)
-	if s.BatchSize != DefaultBatch || !s.Running || d.AlarmAt == 0 {
-		t.Fatalf("reset: %+v %+v", s, d)
+	decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"batch_size": 40}`), t0)
+	d := decideWith(t, seedCfg, &st, "http", httpReq("POST", "/reset", ""), t0)
+	got := status(t, st, t0, seedCfg)
+	if got.BatchSize != pacing.SeedStartBatch || !got.Running || d.AlarmAt == 0 {
+		t.Fatalf("reset: %+v %+v", got, d)
 	}
 	d = decide(t, &st, "http", httpReq("DELETE", "/status", ""), t0)
 	if d.Response.Status != 404 {
@@ -459,7 +383,7 @@ func TestStatusProjection(t *testing.T) {
 		s.bucket(t0.Add(time.Duration(-m) * time.Minute)).Completed = 10
 	}
 	s.bucket(t0).Failed = 2
-	st := s.Status(t0)
+	st := s.Status(t0, DefaultConfig())
 	// The oldest bucket starts at minute(t0)-2, i.e. 2.5 minutes before t0.
 	if st.Rolling.CompletionsPerMinute != 12 || st.ProjectedPerHour != 720 || st.ProjectedPerDay != 17280 {
 		t.Fatalf("projection: %+v", st.Rolling)
@@ -469,22 +393,40 @@ func TestStatusProjection(t *testing.T) {
 	}
 }
 
-func TestConfiguredCooldown(t *testing.T) {
-	cfg, err := NewConfig(20)
-	if err != nil || cfg.Cooldown != 20*time.Second {
+func TestConfig(t *testing.T) {
+	cfg, err := NewConfig("seed", 20)
+	if err != nil || cfg.Cooldown != 20*time.Second || cfg.Pacing != "seed" {
 		t.Fatalf("%v %v", cfg, err)
 	}
 	for _, bad := range []int{-1, 3601} {
-		if _, err := NewConfig(bad); err == nil {
+		if _, err := NewConfig("", bad); err == nil {
 			t.Errorf("NewConfig(%d) accepted", bad)
 		}
 	}
-	if cfg, _ := NewConfig(0); cfg.Cooldown != CooldownDuration {
-		t.Errorf("zero must mean the default")
+	if _, err := NewConfig("warp", 0); err == nil {
+		t.Error("unknown pacing accepted")
 	}
-	s := withWindow(10, 30000, 0, 10)
-	s.Adapt(t0, cfg)
-	if s.CooldownUntil != t0.Add(20*time.Second).UnixMilli() {
-		t.Fatalf("configured cooldown not used: %d", s.CooldownUntil-t0.UnixMilli())
+	if cfg, _ := NewConfig("", 0); cfg != DefaultConfig() {
+		t.Errorf("empty must mean the default")
+	}
+	// The configured cooldown reaches the seed rules.
+	short := Config{Pacing: "seed", Cooldown: 20 * time.Second}
+	st := ""
+	decideWith(t, short, &st, "tick", TickRequest{}, t0)
+	var reqs []RequestOutcome
+	res := make([]ItemResult, 5)
+	for i := range res {
+		res[i].Class = ClassRateLimit
+		reqs = append(reqs, RequestOutcome{Item: i, Class: ClassRateLimit, Remaining: -1})
+	}
+	decideWith(t, short, &st, "tick_done", RunOutcome{Picked: 5, Results: res, Requests: reqs}, t0)
+	if got := status(t, st, t0, short); got.CooldownRemainingS != 20 {
+		t.Fatalf("configured cooldown not used: %+v", got)
+	}
+	// Switching algorithms starts the new one afresh, keeping the totals.
+	d := decide(t, &st, "load", nil, t0)
+	s, _ := LoadState(d.State, t0)
+	if s.Pacing != "probe" || s.Totals.Cooldowns != 1 || len(d.Events) == 0 {
+		t.Fatalf("switch: %+v %v", s, d.Events)
 	}
 }

@@ -2,6 +2,8 @@ package enrichment
 
 import (
 	"time"
+
+	"storecrawl/durable/pacing"
 )
 
 // Class is the outcome of enriching one item.
@@ -91,37 +93,80 @@ type ItemResult struct {
 	Error       string `json:"error,omitempty"`
 }
 
-// RunPlan is the I/O the shim asks the Worker code to perform for one tick.
+// RunPlan is the I/O the shim asks the Worker code to perform for one tick:
+// BatchSize items in chunks of ChunkItems, ChunkPauseMs between chunks;
+// with StopOnThrottle the run ends after a chunk that saw a 403/429 and the
+// items not started stay queued untouched.
 type RunPlan struct {
-	TickAt       int64 `json:"tick_at"`
-	BatchSize    int   `json:"batch_size"`
-	ChunkItems   int   `json:"chunk_items"`
-	ChunkPauseMs int64 `json:"chunk_pause_ms"`
+	TickAt         int64 `json:"tick_at"`
+	BatchSize      int   `json:"batch_size"`
+	ChunkItems     int   `json:"chunk_items"`
+	ChunkPauseMs   int64 `json:"chunk_pause_ms"`
+	StopOnThrottle bool  `json:"stop_on_throttle"`
+}
+
+// RequestOutcome is one upstream request as the run saw it: what the pacing
+// algorithm learns from.
+type RequestOutcome struct {
+	Item         int   `json:"item"` // index among the run's attempted items
+	SentAt       int64 `json:"sent_at"`
+	DoneAt       int64 `json:"done_at"`
+	Class        Class `json:"class"`
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
+	// Remaining is the RateLimit-Remaining the answer carried (-1 = none).
+	Remaining int   `json:"remaining"`
+	ResetMs   int64 `json:"reset_ms,omitempty"`
 }
 
 // RunOutcome is what the run reports back.
 type RunOutcome struct {
-	Picked     int          `json:"picked"`
-	Results    []ItemResult `json:"results"`
-	DurationMs int64        `json:"duration_ms"`
+	// Picked counts the items attempted; Skipped the items picked but left
+	// queued untouched because the run stopped at a refusal.
+	Picked     int              `json:"picked"`
+	Skipped    int              `json:"skipped,omitempty"`
+	Results    []ItemResult     `json:"results"`
+	Requests   []RequestOutcome `json:"requests,omitempty"`
+	DurationMs int64            `json:"duration_ms"`
 	// Error is a run-level failure (D1 unreachable, ...): nothing was dispatched.
 	Error string `json:"error,omitempty"`
 }
 
 // Platform limits that shape a run.
 const (
-	// MaxConnections is the Workers limit on simultaneous outgoing connections
-	// per invocation; more fetches than this just queue inside the runtime.
-	MaxConnections = 6
 	// SubrequestsPerItem: one lookup JSON and one store page, fetched together.
 	SubrequestsPerItem = 2
-	// ChunkItems runs as many items at once as fill the connections exactly.
-	ChunkItems = MaxConnections / SubrequestsPerItem
-	// ChunkPause spreads a batch out so it does not arrive as one burst.
-	ChunkPause = 200 * time.Millisecond
 	// MaxRetryAfter caps how long one Retry-After can delay the next tick.
 	MaxRetryAfter = CooldownDuration
 )
+
+// kindOf maps an outcome class to the pacing signal.
+func kindOf(c Class) pacing.Kind {
+	switch c {
+	case ClassOK, ClassParseError, ClassStoreError:
+		return pacing.KindOK // the upstream answered
+	case ClassNotFound:
+		return pacing.KindNotFound
+	case ClassRateLimit:
+		return pacing.KindThrottled
+	case ClassServerError:
+		return pacing.KindServerError
+	default:
+		return pacing.KindTimeout
+	}
+}
+
+// PacingOutcomes converts a run's requests for the pacing algorithm.
+func (o RunOutcome) PacingOutcomes() []pacing.Outcome {
+	out := make([]pacing.Outcome, len(o.Requests))
+	for i, r := range o.Requests {
+		out[i] = pacing.Outcome{
+			Item: r.Item, SentAt: time.UnixMilli(r.SentAt), DoneAt: time.UnixMilli(r.DoneAt),
+			Kind: kindOf(r.Class), RetryAfter: time.Duration(r.RetryAfterMs) * time.Millisecond,
+			Remaining: r.Remaining, Reset: time.Duration(r.ResetMs) * time.Millisecond,
+		}
+	}
+	return out
+}
 
 // Record adds a run's outcome to the minute bucket at now and the totals.
 func (s *State) Record(o RunOutcome, now time.Time) map[string]int {

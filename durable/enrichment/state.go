@@ -1,7 +1,9 @@
 // Package enrichment is the decision logic of the EnrichmentController Durable
 // Object: a self-scheduling loop that picks work, calls a rate-limited
-// upstream in bounded parallel chunks, measures its rolling success rate and
-// tunes its own batch size and interval.
+// upstream in bounded parallel chunks, measures its rolling success rate,
+// and lets a pacing algorithm (durable/pacing) decide how much to send and
+// when: the learned-capacity "probe" controller by default, the design's
+// tiered "seed" rules by configuration.
 //
 // Everything here is plain Go with the clock passed in: state in, state out.
 // The JavaScript shim only loads and stores the state (one JSON value, so
@@ -12,48 +14,53 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"storecrawl/durable/pacing"
 )
 
-// Safety rails: the adaptive logic can never leave these bounds, and state
-// loaded from storage is clamped back into them (bounds may change between deploys).
+// Controller settings.
 const (
-	MinBatch        = 2
-	MaxBatch        = 50
-	DefaultBatch    = 5 // start small and let success earn a bigger batch
-	MinInterval     = 10 * time.Second
-	MaxInterval     = 120 * time.Second
-	DefaultInterval = 30 * time.Second
-	// CooldownDuration is how long the loop stays idle after the success rate
-	// falls into the critical zone: short, so a recovered upstream is not wasted,
-	// and re-entered as often as needed.
+	// CooldownDuration is the seed rules' pause after the critical zone.
 	CooldownDuration = 5 * time.Minute
 	// MinCooldown and MaxCooldown bound a configured cooldown (Config).
 	MinCooldown = time.Second
 	MaxCooldown = time.Hour
+	// DefaultPacing names the pacing algorithm the product runs.
+	DefaultPacing = "probe"
 )
 
 // Config holds deploy-time settings (Worker vars), validated by NewConfig.
 type Config struct {
-	// Cooldown is how long the critical zone suspends work.
+	// Pacing names the algorithm (durable/pacing): "probe" or "seed".
+	Pacing string
+	// Cooldown is how long the seed rules' critical zone suspends work.
 	Cooldown time.Duration
 }
 
-// DefaultConfig is the design's configuration.
-func DefaultConfig() Config { return Config{Cooldown: CooldownDuration} }
+// DefaultConfig is the product's configuration.
+func DefaultConfig() Config { return Config{Pacing: DefaultPacing, Cooldown: CooldownDuration} }
 
-// NewConfig builds a Config from a cooldown in seconds; zero means the
-// default, and a value outside [MinCooldown, MaxCooldown] is an error.
-func NewConfig(cooldownSeconds int) (Config, error) {
+// NewConfig builds a Config from the vars; empty/zero means the default.
+func NewConfig(pacingName string, cooldownSeconds int) (Config, error) {
 	cfg := DefaultConfig()
-	if cooldownSeconds == 0 {
-		return cfg, nil
+	if pacingName != "" {
+		if _, err := pacing.New(pacingName, pacing.Config{SubrequestsPerItem: SubrequestsPerItem}); err != nil {
+			return cfg, err
+		}
+		cfg.Pacing = pacingName
 	}
-	d := time.Duration(cooldownSeconds) * time.Second
-	if d < MinCooldown || d > MaxCooldown {
-		return cfg, fmt.Errorf("cooldown %s outside [%s, %s]", d, MinCooldown, MaxCooldown)
+	if cooldownSeconds != 0 {
+		d := time.Duration(cooldownSeconds) * time.Second
+		if d < MinCooldown || d > MaxCooldown {
+			return cfg, fmt.Errorf("cooldown %s outside [%s, %s]", d, MinCooldown, MaxCooldown)
+		}
+		cfg.Cooldown = d
 	}
-	cfg.Cooldown = d
 	return cfg, nil
+}
+
+func (c Config) pacingConfig() pacing.Config {
+	return pacing.Config{SubrequestsPerItem: SubrequestsPerItem, Cooldown: c.Cooldown}
 }
 
 // Rolling metrics: minute buckets, so the window is the same size whatever the interval.
@@ -99,14 +106,17 @@ type Totals struct {
 
 // State is the whole controller state, persisted as one JSON value.
 type State struct {
-	Version       int      `json:"version"`
-	Running       bool     `json:"running"`
-	BatchSize     int      `json:"batch_size"`
-	IntervalMs    int64    `json:"interval_ms"`
-	CooldownUntil int64    `json:"cooldown_until"` // unix ms; 0 = none
-	LastTickAt    int64    `json:"last_tick_at"`   // unix ms of the last completed work tick
-	Totals        Totals   `json:"totals"`
-	Metrics       []Bucket `json:"metrics"` // ascending by Minute, pruned on every save
+	Version    int      `json:"version"`
+	Running    bool     `json:"running"`
+	LastTickAt int64    `json:"last_tick_at"` // unix ms of the last completed work tick
+	Totals     Totals   `json:"totals"`
+	Metrics    []Bucket `json:"metrics"` // ascending by Minute, pruned on every save
+	// Pacing is the algorithm's name and PacingState its own state: the
+	// algorithm decides how much to send and when (durable/pacing).
+	Pacing      string          `json:"pacing"`
+	PacingState json.RawMessage `json:"pacing_state,omitempty"`
+	// LastPlan is the most recent work plan, for operators.
+	LastPlan *PlanSummary `json:"last_plan,omitempty"`
 	// LastTick summarises the most recent tick for operators.
 	LastTick *TickSummary `json:"last_tick,omitempty"`
 	// RunStartedAt marks a work run in flight (unix ms); 0 when idle. A run
@@ -114,28 +124,28 @@ type State struct {
 	RunStartedAt int64 `json:"run_started_at,omitempty"`
 }
 
-// TickSummary is what the last work tick did and decided.
+// TickSummary is what the last work tick did.
 type TickSummary struct {
-	At          int64          `json:"at"`
-	Picked      int            `json:"picked"`
-	ByClass     map[string]int `json:"by_class"`
-	DurationMs  int64          `json:"duration_ms"`
-	Zone        string         `json:"zone"`
-	BatchBefore int            `json:"batch_before"`
-	BatchAfter  int            `json:"batch_after"`
-	IntervalMsB int64          `json:"interval_ms_before"`
-	IntervalMsA int64          `json:"interval_ms_after"`
-	Error       string         `json:"error,omitempty"`
+	At         int64          `json:"at"`
+	Picked     int            `json:"picked"`
+	Requests   int            `json:"requests"`
+	ByClass    map[string]int `json:"by_class"`
+	DurationMs int64          `json:"duration_ms"`
+	NextInMs   int64          `json:"next_in_ms"`
+	Error      string         `json:"error,omitempty"`
+}
+
+// PlanSummary is a work plan as operators see it.
+type PlanSummary struct {
+	At           int64 `json:"at"`
+	Items        int   `json:"items"`
+	ChunkItems   int   `json:"chunk_items"`
+	ChunkPauseMs int64 `json:"chunk_pause_ms"`
 }
 
 // DefaultState is where a new or reset controller starts: running, conservative.
 func DefaultState() State {
-	return State{
-		Version:    StateVersion,
-		Running:    true,
-		BatchSize:  DefaultBatch,
-		IntervalMs: DefaultInterval.Milliseconds(),
-	}
+	return State{Version: StateVersion, Running: true}
 }
 
 // LoadState decodes stored state, falling back to defaults for a missing or
@@ -173,16 +183,6 @@ func (s State) Encode(now time.Time) string {
 }
 
 func (s *State) clamp(now time.Time) {
-	s.BatchSize = clampInt(s.BatchSize, MinBatch, MaxBatch)
-	s.IntervalMs = clampInt64(s.IntervalMs, MinInterval.Milliseconds(), MaxInterval.Milliseconds())
-	if s.CooldownUntil < 0 {
-		s.CooldownUntil = 0
-	}
-	// A cooldown can never legitimately end further away than MaxCooldown
-	// (clock skew, a corrupted value): cap it.
-	if maxEnd := now.Add(MaxCooldown).UnixMilli(); s.CooldownUntil > maxEnd {
-		s.CooldownUntil = maxEnd
-	}
 	kept := s.Metrics[:0]
 	for _, b := range s.Metrics {
 		if b.Minute <= 0 || b.Dispatched < 0 || b.Completed < 0 || b.Failed < 0 || b.RateLimited < 0 || b.ItemErrors < 0 {
@@ -207,12 +207,6 @@ func (s *State) prune(now time.Time) {
 	}
 	s.Metrics = kept
 }
-
-// InCooldown reports whether work is suspended at now.
-func (s State) InCooldown(now time.Time) bool { return now.UnixMilli() < s.CooldownUntil }
-
-// Interval is the current pause between ticks.
-func (s State) Interval() time.Duration { return time.Duration(s.IntervalMs) * time.Millisecond }
 
 func minuteOf(now time.Time) int64 {
 	ms := now.UnixMilli()
@@ -270,22 +264,3 @@ func (s State) SuccessRate(now time.Time) (rate float64, samples int) {
 	return float64(served) / float64(samples), samples
 }
 
-func clampInt(v, lo, hi int) int {
-	if v < lo {
-		return lo
-	}
-	if v > hi {
-		return hi
-	}
-	return v
-}
-
-func clampInt64(v, lo, hi int64) int64 {
-	if v < lo {
-		return lo
-	}
-	if v > hi {
-		return hi
-	}
-	return v
-}

@@ -13,6 +13,7 @@ import (
 // status is the subset of GET /v1/enrichment/status the tests read.
 type status struct {
 	Running            bool  `json:"running"`
+	RunInFlight        bool  `json:"run_in_flight"`
 	InCooldown         bool  `json:"in_cooldown"`
 	CooldownRemainingS int64 `json:"cooldown_remaining_s"`
 	BatchSize          int   `json:"batch_size"`
@@ -29,10 +30,10 @@ type status struct {
 		SuccessRate float64 `json:"success_rate"`
 		SampleSize  int     `json:"sample_size"`
 	} `json:"rolling"`
-	LastTick *struct {
-		Zone string `json:"zone"`
-	} `json:"last_tick"`
-	ProjectedPerDay int64 `json:"projected_per_day"`
+	Pacing                 string         `json:"pacing"`
+	CapacityEstimatePerMin float64        `json:"capacity_estimate_per_min"`
+	PacingDetail           map[string]any `json:"pacing_detail"`
+	ProjectedPerDay        int64          `json:"projected_per_day"`
 }
 
 func getStatus(t *testing.T, w *worker) status {
@@ -67,9 +68,12 @@ func TestControllerEndToEnd(t *testing.T) {
 		st = getStatus(t, w)
 		return st.Totals.Completed >= 5, jsonString(st)
 	})
-	// Speed the test up: shortest interval, a larger batch (and check tune works).
+	if st.Pacing != "probe" {
+		t.Fatalf("default pacing: %q", st.Pacing)
+	}
+	// Check tune works (and speed the test up).
 	var tuned status
-	if code := doJSON(t, "POST", w.base+"/v1/enrichment/tune", adminToken, `{"interval_ms": 10000, "batch_size": 12}`, &tuned); code != 200 || tuned.IntervalMs != 10000 || tuned.BatchSize != 12 {
+	if code := doJSON(t, "POST", w.base+"/v1/enrichment/tune", adminToken, `{"rate_per_min": 300}`, &tuned); code != 200 || tuned.PacingDetail["rate_per_min"] != 300.0 {
 		t.Fatalf("tune: %d %+v", code, tuned)
 	}
 
@@ -118,18 +122,19 @@ func TestControllerEndToEnd(t *testing.T) {
 			}
 		}
 		after := getStatus(t, w)
-		if !after.Running || after.BatchSize != before.BatchSize && after.Totals.Ticks == before.Totals.Ticks || after.IntervalMs != 10000 {
+		if !after.Running || after.Pacing != before.Pacing || after.Totals.Cooldowns != before.Totals.Cooldowns {
 			t.Fatalf("state changed by rejected calls: before %+v after %+v", before, after)
 		}
 	})
 
 	t.Run("hostile upstream: back off and cool down", func(t *testing.T) {
-		s.setConfig(t, map[string]any{"rate_per_min": 2, "burst": 1, "on_exceed": 403})
+		// A 403 storm: beyond a trickle, every refusal blocks the client for a minute.
+		s.setConfig(t, map[string]any{"rate_per_min": 2, "burst": 1, "on_exceed": 403, "block_s": 60})
 		eventually(t, 90*time.Second, "cooldown", func() (bool, string) {
 			st = getStatus(t, w)
-			return st.InCooldown && st.Totals.Cooldowns >= 1, jsonString(st)
+			return st.InCooldown && st.Totals.Cooldowns >= 1 && st.CooldownRemainingS >= 5, jsonString(st)
 		})
-		if st.BatchSize != 2 || st.IntervalMs != 120000 || st.ProjectedPerDay != 0 || st.Totals.RateLimited == 0 {
+		if st.ProjectedPerDay != 0 || st.Totals.RateLimited == 0 || st.CapacityEstimatePerMin <= 0 {
 			t.Fatalf("cooldown state: %+v", st)
 		}
 		if !strings.Contains(w.log.String(), `"event":"enrichment.cooldown"`) {
@@ -137,7 +142,7 @@ func TestControllerEndToEnd(t *testing.T) {
 		}
 		// In cooldown nothing reaches the upstream.
 		served := s.stats(t)["served"].(float64) + s.stats(t)["refused"].(float64)
-		time.Sleep(4 * time.Second)
+		time.Sleep(time.Duration(min(4, st.CooldownRemainingS-1)) * time.Second)
 		st2 := s.stats(t)
 		if now := st2["served"].(float64) + st2["refused"].(float64); now != served {
 			t.Fatalf("upstream called during cooldown: %v → %v", served, now)
@@ -147,29 +152,30 @@ func TestControllerEndToEnd(t *testing.T) {
 	t.Run("calm upstream: recover after the cooldown", func(t *testing.T) {
 		s.setConfig(t, map[string]any{"rate_per_min": 6000, "burst": 100, "on_exceed": 429})
 		before := getStatus(t, w)
-		// The cooldown ends by itself; the first ticks after it run gently
-		// (minimum batch, maximum interval) and succeed against a fresh window.
-		eventually(t, time.Duration(testCooldownS+30)*time.Second, "work resumes after the cooldown", func() (bool, string) {
+		// The backoff ends by itself; the probe after it succeeds and the
+		// loop climbs back towards the learned capacity.
+		eventually(t, 2*time.Minute, "work resumes after the cooldown", func() (bool, string) {
 			st = getStatus(t, w)
-			return !st.InCooldown && st.Totals.Completed > before.Totals.Completed && st.Rolling.SuccessRate == 1, jsonString(st)
+			return !st.InCooldown && st.Totals.Completed >= before.Totals.Completed+5, jsonString(st)
 		})
 		if st.Totals.Cooldowns != before.Totals.Cooldowns {
 			t.Fatalf("re-entered cooldown against a calm upstream: %+v", st)
 		}
-		// Ramp-up: at the shortest interval, clean ticks grow the batch again.
-		doJSON(t, "POST", w.base+"/v1/enrichment/tune", adminToken, `{"interval_ms": 10000}`, nil)
-		eventually(t, 90*time.Second, "batch ramps up", func() (bool, string) {
-			st = getStatus(t, w)
-			return st.BatchSize > 2 && st.LastTick != nil && st.LastTick.Zone == "great", jsonString(st)
-		})
+		// Back near the capacity it learned before the storm, not at a crawl.
+		if rate := st.PacingDetail["rate_per_min"].(float64); rate < 0.8*st.CapacityEstimatePerMin {
+			t.Fatalf("resumed at %.0f/min, far below the learned %.0f/min", rate, st.CapacityEstimatePerMin)
+		}
 	})
 
 	t.Run("stop is seen by the next alarm; start resumes", func(t *testing.T) {
 		if code := doJSON(t, "POST", w.base+"/v1/enrichment/stop", adminToken, nil, &st); code != 200 || st.Running {
 			t.Fatalf("stop: %d %+v", code, st)
 		}
-		time.Sleep(2 * time.Second) // let a run in flight finish
-		ticks := getStatus(t, w).Totals.Dispatched
+		eventually(t, 30*time.Second, "the run in flight to finish", func() (bool, string) {
+			st = getStatus(t, w)
+			return !st.RunInFlight, jsonString(st)
+		})
+		ticks := st.Totals.Dispatched
 		time.Sleep(12 * time.Second) // longer than the interval
 		if after := getStatus(t, w); after.Totals.Dispatched != ticks || after.Running {
 			t.Fatalf("stopped controller kept working: %d → %+v", ticks, after)
@@ -184,12 +190,11 @@ func TestControllerEndToEnd(t *testing.T) {
 	})
 
 	t.Run("survives a restart of wrangler dev", func(t *testing.T) {
-		var tunedBefore status
-		doJSON(t, "POST", w.base+"/v1/enrichment/tune", adminToken, `{"interval_ms": 10000, "batch_size": 9}`, &tunedBefore)
 		before := getStatus(t, w)
 		w.restart(t, "wrangler-2.log")
 		after := getStatus(t, w)
-		if after.Totals.Completed < before.Totals.Completed || after.Totals.Cooldowns != before.Totals.Cooldowns || !after.Running || after.IntervalMs != 10000 {
+		if after.Totals.Completed < before.Totals.Completed || after.Totals.Cooldowns != before.Totals.Cooldowns || !after.Running ||
+			after.CapacityEstimatePerMin != before.CapacityEstimatePerMin || after.Pacing != "probe" {
 			t.Fatalf("state lost across restart: before %+v after %+v", before, after)
 		}
 		eventually(t, 60*time.Second, "the loop continues after restart", func() (bool, string) {

@@ -97,11 +97,13 @@ func (r *Runner) Run(ctx context.Context, plan enrichment.RunPlan) enrichment.Ru
 	if err != nil {
 		return enrichment.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds()}
 	}
-	out := enrichment.RunOutcome{Picked: len(items), Results: make([]enrichment.ItemResult, len(items))}
+	results := make([]enrichment.ItemResult, len(items))
+	requests := make([][]enrichment.RequestOutcome, len(items))
 	chunk := plan.ChunkItems
 	if chunk <= 0 {
-		chunk = enrichment.ChunkItems
+		chunk = 1
 	}
+	attempted := 0
 	for i := 0; i < len(items); i += chunk {
 		end := min(i+chunk, len(items))
 		var wg sync.WaitGroup
@@ -109,14 +111,22 @@ func (r *Runner) Run(ctx context.Context, plan enrichment.RunPlan) enrichment.Ru
 			wg.Add(1)
 			go func(j int) {
 				defer wg.Done()
-				out.Results[j] = r.settle(ctx, items[j])
+				results[j], requests[j] = r.settle(ctx, items[j], j)
 			}(j)
 		}
 		wg.Wait()
+		attempted = end
+		if plan.StopOnThrottle && anyRefused(results[i:end]) {
+			break // the rest stay queued, untouched: the pacing algorithm decides when to retry
+		}
 		// Pause between chunks so a batch does not reach the upstream as one burst.
 		if end < len(items) && plan.ChunkPauseMs > 0 {
 			r.Sleep(time.Duration(plan.ChunkPauseMs) * time.Millisecond)
 		}
+	}
+	out := enrichment.RunOutcome{Picked: attempted, Skipped: len(items) - attempted, Results: results[:attempted]}
+	for _, rq := range requests[:attempted] {
+		out.Requests = append(out.Requests, rq...)
 	}
 	var enriched []int64
 	for _, res := range out.Results {
@@ -135,9 +145,18 @@ func (r *Runner) Run(ctx context.Context, plan enrichment.RunPlan) enrichment.Ru
 	return out
 }
 
+func anyRefused(rs []enrichment.ItemResult) bool {
+	for _, r := range rs {
+		if r.Class == enrichment.ClassRateLimit {
+			return true
+		}
+	}
+	return false
+}
+
 // settle enriches one item and applies the controller's verdict to it.
-func (r *Runner) settle(ctx context.Context, it QueuedItem) enrichment.ItemResult {
-	res := r.enrichOne(ctx, it.TrackID)
+func (r *Runner) settle(ctx context.Context, it QueuedItem, index int) (enrichment.ItemResult, []enrichment.RequestOutcome) {
+	res, reqs := r.enrichOne(ctx, it.TrackID, index)
 	action := enrichment.ActionFor(res.Class, it.Attempts)
 	var err error
 	switch action {
@@ -159,7 +178,15 @@ func (r *Runner) settle(ctx context.Context, it QueuedItem) enrichment.ItemResul
 			"status": res.Status, "action": string(action), "error": res.Error,
 		})
 	}
-	return res
+	return res, reqs
+}
+
+// requestOutcome records one upstream call for the pacing algorithm.
+func requestOutcome(item int, u upstream.Response) enrichment.RequestOutcome {
+	return enrichment.RequestOutcome{
+		Item: item, SentAt: u.SentAt.UnixMilli(), DoneAt: u.DoneAt.UnixMilli(), Class: u.Class,
+		RetryAfterMs: int64(u.RetryAfterS) * 1000, Remaining: u.Remaining, ResetMs: u.Reset.Milliseconds(),
+	}
 }
 
 // classRank orders failure classes when the two fetches of an item disagree:
@@ -170,13 +197,19 @@ var classRank = map[enrichment.Class]int{
 	enrichment.ClassServerError: 3, enrichment.ClassTimeout: 4, enrichment.ClassRateLimit: 5,
 }
 
-func (r *Runner) enrichOne(ctx context.Context, id int64) enrichment.ItemResult {
+func (r *Runner) enrichOne(ctx context.Context, id int64, index int) (enrichment.ItemResult, []enrichment.RequestOutcome) {
 	var lookup, page upstream.Response
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); lookup = r.Upstream.Get(ctx, r.LookupURL(id)) }()
 	go func() { defer wg.Done(); page = r.Upstream.Get(ctx, r.PageURL(id)) }()
 	wg.Wait()
+	reqs := []enrichment.RequestOutcome{requestOutcome(index, lookup), requestOutcome(index, page)}
+	return r.itemResult(ctx, id, lookup, page), reqs
+}
+
+// itemResult turns the two answers into the item's outcome, storing it on success.
+func (r *Runner) itemResult(ctx context.Context, id int64, lookup, page upstream.Response) enrichment.ItemResult {
 
 	worst := lookup
 	if classRank[page.Class] > classRank[lookup.Class] {

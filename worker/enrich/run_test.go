@@ -251,3 +251,29 @@ func TestSaveStatementsTruncateAndReplaceEdges(t *testing.T) {
 		t.Fatalf("placeholders %d != args %d", strings.Count(stmts[0].SQL, "?"), len(stmts[0].Args))
 	}
 }
+
+func TestRunStopsAtRefusalAndReportsRequests(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	st := newStore(QueuedItem{TrackID: fixtureID}, QueuedItem{TrackID: 3}, QueuedItem{TrackID: fixtureID}, QueuedItem{TrackID: 2})
+	r, _, _, _ := newRunner(t, srv, st)
+	out := r.Run(context.Background(), enrichment.RunPlan{BatchSize: 4, ChunkItems: 1, StopOnThrottle: true})
+	if out.Picked != 2 || out.Skipped != 2 || len(out.Results) != 2 {
+		t.Fatalf("the run must stop after the refused chunk: %+v", out)
+	}
+	if len(out.Requests) != 2*enrichment.SubrequestsPerItem {
+		t.Fatalf("requests: %+v", out.Requests)
+	}
+	for _, rq := range out.Requests {
+		if rq.SentAt == 0 || rq.DoneAt < rq.SentAt || rq.Remaining != -1 {
+			t.Fatalf("request outcome incomplete: %+v", rq)
+		}
+	}
+	if last := out.Requests[len(out.Requests)-1]; last.Item != 1 || last.Class != enrichment.ClassRateLimit || last.RetryAfterMs != 30000 {
+		t.Fatalf("refused request: %+v", last)
+	}
+	if st.missing[2] {
+		t.Fatal("a skipped item must stay untouched")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"storecrawl/durable/enrichment"
@@ -28,8 +29,14 @@ type Response struct {
 	Status      int
 	Body        []byte
 	RetryAfterS int
-	Class       enrichment.Class
-	Err         error
+	// Remaining is the rate-limit budget the answer reported (-1 = none), and
+	// Reset when it refills; the pacing algorithm obeys both.
+	Remaining int
+	Reset     time.Duration
+	Class     enrichment.Class
+	Err       error
+	// SentAt and DoneAt bracket the request (the pacing algorithm's samples).
+	SentAt, DoneAt time.Time
 }
 
 // Doer sends one request: *http.Client natively; under workerd an adapter
@@ -54,31 +61,35 @@ func (c *Client) Get(ctx context.Context, url string) Response {
 	}
 	// The Workers fetch transport ignores context cancellation, so the wait
 	// is bounded here; an abandoned fetch finishes in the background.
+	sent := time.Now()
 	ch := make(chan Response, 1)
 	go func() { ch <- c.do(ctx, url) }()
+	var r Response
 	select {
-	case r := <-ch:
-		return r
+	case r = <-ch:
 	case <-time.After(timeout):
-		return Response{Class: enrichment.ClassTimeout, Err: fmt.Errorf("GET %s: no answer within %s", url, timeout)}
+		r = Response{Class: enrichment.ClassTimeout, Remaining: -1, Err: fmt.Errorf("GET %s: no answer within %s", url, timeout)}
 	case <-ctx.Done():
-		return Response{Class: enrichment.ClassTimeout, Err: ctx.Err()}
+		r = Response{Class: enrichment.ClassTimeout, Remaining: -1, Err: ctx.Err()}
 	}
+	r.SentAt, r.DoneAt = sent, time.Now()
+	return r
 }
 
 func (c *Client) do(ctx context.Context, url string) Response {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return Response{Class: enrichment.ClassParseError, Err: err}
+		return Response{Class: enrichment.ClassParseError, Remaining: -1, Err: err}
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		// No answer at all: connection refused/reset, DNS. Count it like a timeout.
-		return Response{Class: enrichment.ClassTimeout, Err: err}
+		return Response{Class: enrichment.ClassTimeout, Remaining: -1, Err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
 	r := Response{Status: resp.StatusCode, Class: enrichment.ClassifyStatus(resp.StatusCode), RetryAfterS: RetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	r.Remaining, r.Reset = RateLimitBudget(resp.Header)
 	switch {
 	case err != nil:
 		r.Class, r.Err = enrichment.ClassTimeout, fmt.Errorf("reading body: %w", err)
@@ -109,4 +120,56 @@ func RetryAfter(v string, now time.Time) int {
 		}
 	}
 	return 0
+}
+
+// RateLimitBudget reads the remaining request budget and its reset time
+// from the headers APIs use for it: the IETF draft's RateLimit-Remaining /
+// RateLimit-Reset or its combined "RateLimit: remaining=N, reset=S", and the
+// common x-ratelimit-remaining / x-ratelimit-minute-remaining /
+// x-ratelimit-reset. remaining is -1 when no header says.
+func RateLimitBudget(h http.Header) (remaining int, reset time.Duration) {
+	remaining = -1
+	num := func(v string) (int, bool) {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		return n, err == nil && n >= 0
+	}
+	for _, k := range []string{"RateLimit-Remaining", "X-RateLimit-Remaining", "X-RateLimit-Minute-Remaining"} {
+		if n, ok := num(h.Get(k)); ok {
+			remaining = n
+			break
+		}
+	}
+	for _, k := range []string{"RateLimit-Reset", "X-RateLimit-Reset"} {
+		if n, ok := num(h.Get(k)); ok {
+			// Small numbers are seconds from now; epoch-sized ones are unix times.
+			if n > 1e9 {
+				reset = time.Until(time.Unix(int64(n), 0))
+			} else {
+				reset = time.Duration(n) * time.Second
+			}
+			break
+		}
+	}
+	if combined := h.Get("RateLimit"); combined != "" {
+		for _, part := range strings.Split(combined, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+			if !ok {
+				continue
+			}
+			switch strings.TrimSpace(k) {
+			case "remaining", "r":
+				if n, ok := num(v); ok {
+					remaining = n
+				}
+			case "reset", "t":
+				if n, ok := num(v); ok {
+					reset = time.Duration(n) * time.Second
+				}
+			}
+		}
+	}
+	if reset < 0 {
+		reset = 0
+	}
+	return remaining, reset
 }

@@ -71,3 +71,27 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+func TestRateLimitBudget(t *testing.T) {
+	cases := []struct {
+		h         map[string]string
+		remaining int
+		reset     time.Duration
+	}{
+		{map[string]string{}, -1, 0},
+		{map[string]string{"RateLimit-Remaining": "3", "RateLimit-Reset": "7"}, 3, 7 * time.Second},
+		{map[string]string{"X-RateLimit-Minute-Remaining": "0"}, 0, 0},
+		{map[string]string{"RateLimit": "limit=10, remaining=0, reset=12"}, 0, 12 * time.Second},
+		{map[string]string{"X-RateLimit-Remaining": "abc"}, -1, 0},
+	}
+	for _, c := range cases {
+		h := http.Header{}
+		for k, v := range c.h {
+			h.Set(k, v)
+		}
+		r, d := RateLimitBudget(h)
+		if r != c.remaining || d != c.reset {
+			t.Errorf("%v: %d %s; want %d %s", c.h, r, d, c.remaining, c.reset)
+		}
+	}
+}

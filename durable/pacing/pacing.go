@@ -1,0 +1,139 @@
+// Package pacing holds the EnrichmentController's pacing algorithms behind
+// one small interface, separate from the loop that uses them (the Durable
+// Object in production, cmd/simulate on a virtual clock).
+//
+// A controller is woken (an alarm), says how much work to start and how to
+// spread it (Plan), is told what every upstream request of that tick did
+// (Done), and answers when it wants to be woken next. It never sleeps and
+// never reads a clock: time is passed in, so a run is exactly repeatable.
+package pacing
+
+import "time"
+
+// Kind is what one upstream request told the client.
+type Kind string
+
+const (
+	KindOK          Kind = "ok"
+	KindNotFound    Kind = "not_found"    // served: the item does not exist
+	KindThrottled   Kind = "throttled"    // 429 or 403: over the limit, or blocked
+	KindServerError Kind = "server_error" // 5xx
+	KindTimeout     Kind = "timeout"      // no answer in time
+)
+
+// Outcome is one upstream request as the client saw it.
+type Outcome struct {
+	// Item is the index, within the tick, of the work item the request belongs to.
+	Item   int
+	SentAt time.Time
+	DoneAt time.Time
+	Kind   Kind
+	// RetryAfter is the Retry-After the answer carried (0 = none).
+	RetryAfter time.Duration
+	// Remaining is RateLimit-Remaining / x-ratelimit-remaining (-1 = absent).
+	Remaining int
+	// Reset is when that remaining budget refills, from now (0 = unknown).
+	Reset time.Duration
+}
+
+// Plan is the work of one tick. Items are started in chunks of ChunkItems;
+// a chunk starts when the previous one has finished and ChunkPause has
+// passed (the runtime allows MaxConnections requests at once; the rest of a
+// chunk queues). With StopOnThrottle, a chunk that saw a throttled request
+// ends the tick: the items not started stay queued.
+type Plan struct {
+	Items          int
+	ChunkItems     int
+	ChunkPause     time.Duration
+	StopOnThrottle bool
+	// NotBefore: no request may be sent before this time (Retry-After).
+	NotBefore time.Time
+}
+
+// Controller decides the pace.
+type Controller interface {
+	// Name identifies the algorithm (the -controller flag, the status page).
+	Name() string
+	// Plan is called when the controller is woken at now.
+	Plan(now time.Time) Plan
+	// Done reports the tick's requests (in send order) at now, when the
+	// tick's work has finished, and returns when to wake next.
+	Done(now time.Time, outcomes []Outcome) (next time.Time)
+	// CapacityPerMin is the controller's current estimate of the upstream's
+	// capacity in requests per minute (0 = no estimate yet).
+	CapacityPerMin() float64
+}
+
+// Platform limits every controller lives within.
+const (
+	// MaxConnections: a Worker invocation has at most 6 simultaneous
+	// outgoing connections; more requests queue inside the runtime.
+	MaxConnections = 6
+	// MaxSubrequestsPerTick bounds one alarm invocation's upstream requests
+	// (the Workers paid plan allows 1000 subrequests per invocation; the
+	// rest of the budget is kept for D1, R2 and Queue calls).
+	MaxSubrequestsPerTick = 800
+)
+
+// Config is what every controller is built with.
+type Config struct {
+	// SubrequestsPerItem is how many upstream requests one work item makes.
+	SubrequestsPerItem int
+	// Cooldown overrides the seed rules' 5-minute cooldown (0 = default).
+	Cooldown time.Duration
+}
+
+// ItemsPerTickLimit is how many items fit one tick's subrequest budget.
+func (c Config) ItemsPerTickLimit() int {
+	per := max(1, c.SubrequestsPerItem)
+	return max(1, MaxSubrequestsPerTick/per)
+}
+
+// ItemKind folds an item's requests into one verdict, the worst signal
+// first: a throttled request makes the whole item throttled.
+func ItemKind(outcomes []Outcome) Kind {
+	rank := map[Kind]int{KindOK: 0, KindNotFound: 1, KindServerError: 2, KindTimeout: 3, KindThrottled: 4}
+	worst := KindOK
+	for _, o := range outcomes {
+		if rank[o.Kind] > rank[worst] {
+			worst = o.Kind
+		}
+	}
+	return worst
+}
+
+// ByItem groups a tick's outcomes by item, in item order.
+func ByItem(outcomes []Outcome) [][]Outcome {
+	n := 0
+	for _, o := range outcomes {
+		n = max(n, o.Item+1)
+	}
+	items := make([][]Outcome, n)
+	for _, o := range outcomes {
+		items[o.Item] = append(items[o.Item], o)
+	}
+	return items
+}
+
+// Holder is a controller that can hold all traffic (a cooldown, a block
+// backoff, a Retry-After): no request before HoldUntil.
+type Holder interface {
+	HoldUntil() time.Time
+}
+
+// TuneRequest is an operator's override; nil fields are left alone.
+type TuneRequest struct {
+	BatchSize  *int
+	IntervalMs *int64
+	RatePerMin *float64
+}
+
+// Tuner is a controller an operator can steer.
+type Tuner interface {
+	Tune(TuneRequest)
+}
+
+// Describer reports a controller's own view for the status page.
+type Describer interface {
+	Describe(now time.Time) map[string]any
+}

@@ -1,0 +1,250 @@
+package pacing
+
+import (
+	"math"
+	"time"
+)
+
+// Probe is the product's controller: a rate controller that learns where
+// the upstream starts refusing (its ceiling) and spends most of its time
+// just under it, probing above it rarely and gently.
+//
+//   - Slow start: from a modest rate, ×1.5 per clean tick until the first refusal.
+//   - On a tick with refusals the ceiling becomes the accepted rate of the
+//     last minute (what the upstream really served: a token bucket refuses
+//     exactly the excess) and the rate drops to 0.9× of it; refusals in
+//     consecutive ticks mean the capacity fell, so the rate drops 0.7× more
+//     each time (a halving is found in three ticks, not three windows).
+//   - Recover: a concave (cubic) climb back to the ceiling over a time that
+//     grows as the ceiling shrinks (60 s at 6000/min … 15 min at 20/min), so
+//     a slow upstream is probed rarely and refusals stay a tiny share.
+//   - Plateau at the ceiling for a third of that time, then probe: ×1.05,
+//     ×1.1, ×1.2, … per clean tick, so a capacity that doubled is found in
+//     a handful of ticks.
+//   - A tick whose every request was refused is a block, not a rate: the
+//     rate is kept and the next try waits 15 s, 30 s, … up to 10 min,
+//     with a single item as the probe.
+//   - Only refusals (429/403) are rate signals. 5xx and timeouts lower the
+//     rate only when they are most of a tick (the upstream is overloaded);
+//     not-found answers are successes.
+//   - Retry-After and RateLimit-Remaining/Reset are obeyed exactly: no
+//     request before the time they give.
+//   - Every tick stops at the first chunk with a refusal; after a refusal,
+//     chunks shrink to one item, so a refusal costs a few requests at most.
+type Probe struct {
+	pacer
+	Rate         float64     `json:"rate"`    // target, requests per minute
+	Ceiling      float64     `json:"ceiling"` // where refusals start; 0 = not yet known
+	Phase        string      `json:"phase"`
+	PhaseSince   int64       `json:"phase_since"`   // unix ms
+	LastThrottle int64       `json:"last_throttle"` // unix ms
+	Streak       int         `json:"streak"`        // consecutive ticks with refusals
+	ProbeTicks   int         `json:"probe_ticks"`
+	BackoffMs    int64       `json:"backoff_ms"`
+	Blocks       int         `json:"blocks"`
+	History      []tickStats `json:"history"`
+}
+
+type tickStats struct {
+	End int64 `json:"end"` // unix ms
+	OK  int   `json:"ok"`
+}
+
+const (
+	probeStartRate      = 60.0 // requests per minute: safe for most APIs, fast to grow from
+	probeSlowStartGrow  = 1.5
+	probeBeta           = 0.9 // rate after a refusal, as a share of the ceiling
+	probeFallingBeta    = 0.7 // further cut per consecutive refused tick
+	probeRefRate        = 600.0
+	probeRefRecover     = 120 * time.Second
+	probeMinRecover     = 60 * time.Second
+	probeMaxRecover     = 15 * time.Minute
+	probeFirstStep      = 0.05 // first probe step above the ceiling
+	probeMaxStep        = 1.0  // a probe tick at most doubles the rate
+	probeBackoffStart   = 15 * time.Second
+	probeBackoffMax     = 10 * time.Minute
+	probeOverloadShare  = 0.5 // 5xx+timeouts share of a tick that means overload
+	probeOverloadFactor = 0.8
+	probeHistory        = time.Minute // window of the accepted-rate estimate
+	// probeEstimateSlack lets the ceiling sit a little above the measured
+	// accepted rate: the minute may include time spent below capacity.
+	probeEstimateSlack = 1.05
+)
+
+// Phase names.
+const (
+	PhaseSlowStart = "slow_start"
+	PhaseRecover   = "recover"
+	PhasePlateau   = "plateau"
+	PhaseProbe     = "probe"
+	PhaseBlocked   = "blocked"
+)
+
+// NewProbe starts in slow start.
+func NewProbe(cfg Config) *Probe {
+	return &Probe{pacer: newPacer(cfg), Rate: probeStartRate, Phase: PhaseSlowStart}
+}
+
+func (p *Probe) Name() string { return "probe" }
+
+// CapacityPerMin is the learned ceiling (0 until the first refusal).
+func (p *Probe) CapacityPerMin() float64 { return p.Ceiling }
+
+// Cooldowns counts blocks: ticks where the upstream refused everything.
+func (p *Probe) Cooldowns() int { return p.Blocks }
+
+func (p *Probe) Plan(now time.Time) Plan {
+	plan := p.plan(now, p.Rate)
+	if p.Phase == PhaseBlocked && plan.Items > 0 {
+		plan.Items, plan.ChunkItems = 1, 1 // one probe item while blocked
+		p.LastPlanRq = p.Sub
+	}
+	if (p.Streak > 0 || p.Phase == PhaseProbe) && plan.ChunkItems > 1 {
+		plan.ChunkItems = 1 // near the limit, a refusal should cost one item
+	}
+	return plan
+}
+
+// recoverTime is how long the climb back to the ceiling takes: longer for
+// slow upstreams, where each refusal is a bigger share of the traffic.
+func recoverTime(ceiling float64) time.Duration {
+	if ceiling <= 0 {
+		return probeRefRecover
+	}
+	d := time.Duration(float64(probeRefRecover) * math.Sqrt(probeRefRate/ceiling))
+	return min(max(d, probeMinRecover), probeMaxRecover)
+}
+
+func (p *Probe) setPhase(ph string, now time.Time) {
+	p.Phase, p.PhaseSince = ph, now.UnixMilli()
+}
+
+// acceptedPerMin is what the upstream served over the last minute.
+func (p *Probe) acceptedPerMin(now time.Time) float64 {
+	cutoff := now.Add(-probeHistory).UnixMilli()
+	ok, oldest := 0, now.UnixMilli()
+	for _, h := range p.History {
+		if h.End >= cutoff {
+			ok += h.OK
+			oldest = min(oldest, h.End)
+		}
+	}
+	span := math.Max(float64(now.UnixMilli()-oldest), float64(TickInterval.Milliseconds()))
+	return float64(ok) / span * 60000
+}
+
+func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
+	t := p.observe(outcomes)
+	if t.sent == 0 {
+		return p.next(now, p.Rate) // nothing was sent (waiting, or no work): no evidence
+	}
+	p.History = append(p.History, tickStats{End: now.UnixMilli(), OK: t.ok})
+	cutoff := now.Add(-2 * probeHistory).UnixMilli()
+	for len(p.History) > 0 && p.History[0].End < cutoff {
+		p.History = p.History[1:]
+	}
+
+	switch {
+	case t.throttled > 0 && t.ok == 0:
+		// Everything refused: a block or lockout. Rate says nothing here;
+		// wait, doubling the wait each time, and try one item.
+		if p.Phase != PhaseBlocked {
+			p.Blocks++
+			p.BackoffMs = probeBackoffStart.Milliseconds()
+			p.setPhase(PhaseBlocked, now)
+		} else {
+			p.BackoffMs = min(p.BackoffMs*2, probeBackoffMax.Milliseconds())
+		}
+		p.NotBefore = max(p.NotBefore, now.UnixMilli()+p.BackoffMs)
+		p.LastThrottle = now.UnixMilli()
+	case t.throttled > 0:
+		if p.Streak == 0 {
+			est := p.acceptedPerMin(now) * probeEstimateSlack
+			p.Ceiling = math.Min(p.Rate, math.Max(est, MinRatePerMin))
+			p.Rate = clampRate(p.Ceiling * probeBeta)
+		} else {
+			// Still refused after backing off: the capacity fell.
+			p.Ceiling = p.Rate
+			p.Rate = clampRate(p.Rate * probeFallingBeta)
+		}
+		p.Streak++
+		p.LastThrottle = now.UnixMilli()
+		p.setPhase(PhaseRecover, now)
+	default:
+		p.Streak = 0
+		if p.Phase == PhaseBlocked {
+			// The block lifted: resume below the old ceiling.
+			p.BackoffMs = 0
+			p.setPhase(PhaseRecover, now)
+			p.LastThrottle = now.UnixMilli()
+			break
+		}
+		if t.sent > 0 && float64(t.serverErr+t.timeouts) > probeOverloadShare*float64(t.sent) {
+			p.Rate = clampRate(p.Rate * probeOverloadFactor)
+			break
+		}
+		if !p.usedPlan(t, p.Rate) {
+			break // an empty queue or slow connections prove nothing about the rate
+		}
+		p.grow(now)
+	}
+	return p.next(now, p.Rate)
+}
+
+// grow advances the rate after a clean tick that used its plan.
+func (p *Probe) grow(now time.Time) {
+	switch p.Phase {
+	case PhaseSlowStart:
+		p.Rate = clampRate(p.Rate * probeSlowStartGrow)
+	case PhaseRecover:
+		k := recoverTime(p.Ceiling)
+		dt := now.Sub(time.UnixMilli(p.LastThrottle))
+		if dt >= k {
+			p.Rate = clampRate(p.Ceiling)
+			p.setPhase(PhasePlateau, now)
+			return
+		}
+		// Concave: fast right after the cut, flattening at the ceiling.
+		x := 1 - dt.Seconds()/k.Seconds()
+		p.Rate = clampRate(math.Max(p.Rate, p.Ceiling*(1-(1-probeBeta)*x*x*x)))
+	case PhasePlateau:
+		if now.Sub(time.UnixMilli(p.PhaseSince)) >= recoverTime(p.Ceiling)/3 {
+			p.ProbeTicks = 0
+			p.setPhase(PhaseProbe, now)
+		}
+	case PhaseProbe:
+		step := math.Min(probeFirstStep*math.Pow(2, float64(p.ProbeTicks)), probeMaxStep)
+		p.ProbeTicks++
+		p.Rate = clampRate(p.Rate * (1 + step))
+	}
+}
+
+// HoldUntil is when the next request may go (a block backoff, Retry-After).
+func (p *Probe) HoldUntil() time.Time { return time.UnixMilli(p.NotBefore) }
+
+// Tune sets the rate; a batch/interval pair is turned into the rate it
+// carries. The learned ceiling is kept: the loop climbs from here.
+func (p *Probe) Tune(t TuneRequest) {
+	switch {
+	case t.RatePerMin != nil:
+		p.Rate = clampRate(*t.RatePerMin)
+	case t.BatchSize != nil || t.IntervalMs != nil:
+		batch, interval := float64(max(1, p.LastPlanRq/p.Sub)), float64(TickInterval.Milliseconds())
+		if t.BatchSize != nil {
+			batch = float64(*t.BatchSize)
+		}
+		if t.IntervalMs != nil {
+			interval = float64(*t.IntervalMs)
+		}
+		p.Rate = clampRate(batch * float64(p.Sub) * 60000 / interval)
+	}
+}
+
+// Describe reports the rate, the learned ceiling and the phase.
+func (p *Probe) Describe(now time.Time) map[string]any {
+	return map[string]any{
+		"rate_per_min": math.Round(p.Rate*10) / 10, "ceiling_per_min": math.Round(p.Ceiling*10) / 10,
+		"phase": p.Phase, "refused_streak": p.Streak, "backoff_ms": p.BackoffMs,
+		"latency_ms": math.Round(p.LatencyMs), "blocks": p.Blocks,
+	}
+}

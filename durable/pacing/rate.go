@@ -1,0 +1,157 @@
+package pacing
+
+import (
+	"math"
+	"time"
+)
+
+// Shared machinery of the rate-based controllers: they choose a request
+// rate, and ratePlan turns it into ticks and chunks that spread the
+// requests evenly instead of sending a tick's work as one burst.
+const (
+	// TickInterval is how often a rate controller wakes when it has work:
+	// the product's shortest alarm interval.
+	TickInterval = 10 * time.Second
+	// MinRatePerMin is the floor of every rate controller: one request a minute.
+	MinRatePerMin = 1.0
+	// MaxRatePerMin is the ceiling: a tick's whole subrequest budget every tick.
+	MaxRatePerMin = float64(MaxSubrequestsPerTick) * float64(time.Minute/TickInterval)
+	// defaultLatency is assumed until a request has been measured.
+	defaultLatency = 150 * time.Millisecond
+	// latencySmoothing weighs the newest latency sample in the moving average.
+	latencySmoothing = 0.2
+)
+
+// chunkItems is the smallest number of items whose requests fill the
+// connections evenly (3 items of 4 requests = two full rounds of 6), so a
+// chunk never ends with idle connections.
+func chunkItems(subrequests int) int {
+	sub := max(1, subrequests)
+	g := gcd(MaxConnections, sub)
+	return MaxConnections / g
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// pacer is the state every rate controller shares: timing, latency and
+// server hints (Retry-After, RateLimit headers).
+type pacer struct {
+	Sub        int     `json:"sub"`
+	LatencyMs  float64 `json:"latency_ms"`
+	NotBefore  int64   `json:"not_before"` // unix ms: no request before this
+	LastWake   int64   `json:"last_wake"`  // unix ms of the last Plan
+	LastPlanRq int     `json:"last_plan_requests"`
+}
+
+func newPacer(cfg Config) pacer {
+	return pacer{Sub: max(1, cfg.SubrequestsPerItem), LatencyMs: float64(defaultLatency.Milliseconds())}
+}
+
+// plan spreads ratePerMin over one tick. Below one chunk per tick it
+// plans a single item and lets the interval stretch instead (next).
+func (p *pacer) plan(now time.Time, ratePerMin float64) Plan {
+	p.LastWake = now.UnixMilli()
+	if now.UnixMilli() < p.NotBefore {
+		p.LastPlanRq = 0
+		return Plan{}
+	}
+	perSec := ratePerMin / 60
+	ci := chunkItems(p.Sub)
+	items := int(math.Floor(perSec * TickInterval.Seconds() / float64(p.Sub)))
+	if items < 1 {
+		items = 1
+	}
+	items = min(items, MaxSubrequestsPerTick/p.Sub)
+	ci = min(ci, items)
+	chunkReqs := float64(ci * p.Sub)
+	rounds := math.Ceil(chunkReqs / MaxConnections)
+	chunkDur := time.Duration(rounds * p.LatencyMs * float64(time.Millisecond))
+	spacing := time.Duration(chunkReqs / perSec * float64(time.Second))
+	pause := max(0, spacing-chunkDur)
+	p.LastPlanRq = items * p.Sub
+	return Plan{Items: items, ChunkItems: ci, ChunkPause: pause, StopOnThrottle: true, NotBefore: time.UnixMilli(p.NotBefore)}
+}
+
+// next is when to wake after a tick that ended at now: one tick after the
+// last wake, or later when the planned requests need more time at this
+// rate, and never before the server said so.
+func (p *pacer) next(now time.Time, ratePerMin float64) time.Time {
+	wake := time.UnixMilli(p.LastWake)
+	gap := TickInterval
+	if p.LastPlanRq > 0 {
+		need := time.Duration(float64(p.LastPlanRq) / (ratePerMin / 60) * float64(time.Second))
+		gap = max(gap, need)
+	}
+	t := wake.Add(gap)
+	if t.Before(now) {
+		t = now
+	}
+	if nb := time.UnixMilli(p.NotBefore); t.Before(nb) {
+		t = nb
+	}
+	return t
+}
+
+// tally is what one tick's requests said.
+type tally struct {
+	sent, ok, throttled, serverErr, timeouts int
+	first, last                              time.Time
+}
+
+func (t tally) span() time.Duration { return t.last.Sub(t.first) }
+
+// observe folds a tick's outcomes into the pacer (latency, server hints)
+// and counts them.
+func (p *pacer) observe(outcomes []Outcome) tally {
+	var t tally
+	for i, o := range outcomes {
+		if i == 0 || o.SentAt.Before(t.first) {
+			t.first = o.SentAt
+		}
+		if o.DoneAt.After(t.last) {
+			t.last = o.DoneAt
+		}
+		t.sent++
+		switch o.Kind {
+		case KindOK, KindNotFound:
+			t.ok++
+			lat := float64(o.DoneAt.Sub(o.SentAt).Milliseconds())
+			p.LatencyMs = (1-latencySmoothing)*p.LatencyMs + latencySmoothing*lat
+		case KindThrottled:
+			t.throttled++
+		case KindServerError:
+			t.serverErr++
+		case KindTimeout:
+			t.timeouts++
+		}
+		// Honour the server's own pacing: Retry-After, and an exhausted
+		// RateLimit-Remaining with its reset time.
+		if o.RetryAfter > 0 {
+			p.NotBefore = max(p.NotBefore, o.DoneAt.Add(o.RetryAfter).UnixMilli())
+		}
+		if o.Remaining == 0 && o.Reset > 0 {
+			p.NotBefore = max(p.NotBefore, o.DoneAt.Add(o.Reset).UnixMilli())
+		}
+	}
+	return t
+}
+
+// usedPlan reports whether the tick really sent what was planned: only then
+// is a clean tick evidence that the rate is safe (an empty queue, or a
+// rate the connections cannot carry, proves nothing).
+func (p *pacer) usedPlan(t tally, ratePerMin float64) bool {
+	if p.LastPlanRq == 0 || t.sent < p.LastPlanRq {
+		return false
+	}
+	planned := time.Duration(float64(p.LastPlanRq) / (ratePerMin / 60) * float64(time.Second))
+	// A tick much slower than planned was carried by the connections, not
+	// the rate: the rate was not really in use.
+	return t.span() <= max(planned, TickInterval)*5/4
+}
+
+func clampRate(r float64) float64 { return math.Min(MaxRatePerMin, math.Max(MinRatePerMin, r)) }
