@@ -263,4 +263,3 @@ func (s State) SuccessRate(now time.Time) (rate float64, samples int) {
 	}
 	return float64(served) / float64(samples), samples
 }
-
