@@ -1,0 +1,159 @@
+// Package limiter is the decision logic of the OmniLimiter Durable Object: a
+// global rate limiter with one object per key, exact under any concurrency
+// (the object is single-threaded and decides in memory) and across restarts
+// (every admission is persisted before it is answered).
+//
+// Three algorithms, all admitting `cost` units against `limit` per `window`:
+//   - sliding_window (default, the seed's contract): no interval of length
+//     window ever holds more than limit admitted units. Admissions are kept
+//     in a ring of at most limit entries, so memory is bounded by limit and
+//     each admission is one row written over the oldest (never a rewritten
+//     array).
+//   - gcra: the generic cell rate algorithm, one timestamp of state. Any
+//     interval t admits at most limit + t·limit/window units (burst = limit).
+//   - token_bucket: limit tokens refilled at limit/window, one (tokens,
+//     time) pair of state. Same bound as gcra.
+//
+// State in, decision out; the clock is passed in.
+package limiter
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+	"unicode"
+)
+
+// Algorithm names.
+type Algorithm string
+
+const (
+	SlidingWindow Algorithm = "sliding_window"
+	GCRA          Algorithm = "gcra"
+	TokenBucket   Algorithm = "token_bucket"
+	// DefaultAlgorithm is exact over any window, the seed's contract.
+	DefaultAlgorithm = SlidingWindow
+)
+
+// Request bounds.
+const (
+	MaxKeyLen = 128
+	MinLimit  = 1
+	MaxLimit  = 1_000_000
+	MinWindow = time.Millisecond
+	MaxWindow = 24 * time.Hour
+	MaxWait   = 60 * time.Second // longest a caller may ask to be held
+)
+
+// Policy is what a key is limited to.
+type Policy struct {
+	Limit     int       `json:"limit"`
+	Window    float64   `json:"windowInSeconds"`
+	Algorithm Algorithm `json:"algorithm"`
+}
+
+func (p Policy) window() time.Duration { return time.Duration(p.Window * float64(time.Second)) }
+
+// Acquire is a validated acquire request.
+type Acquire struct {
+	Key    string
+	Policy Policy
+	Cost   int
+	Wait   time.Duration
+}
+
+// FieldError is a 400 body naming the offending field.
+type FieldError struct {
+	Error string `json:"error"`
+	Field string `json:"field"`
+}
+
+// ParseAcquire validates an acquire body. Bad input changes nothing: the
+// caller must not touch any limiter state when this returns an error.
+func ParseAcquire(body []byte) (Acquire, *FieldError) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return Acquire{}, &FieldError{Error: "body must be a JSON object", Field: "body"}
+	}
+	a := Acquire{Cost: 1, Policy: Policy{Algorithm: DefaultAlgorithm}}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		raw := fields[k]
+		switch k {
+		case "key":
+			if err := json.Unmarshal(raw, &a.Key); err != nil || !validKey(a.Key) {
+				return Acquire{}, &FieldError{Field: k, Error: fmt.Sprintf("key must be 1–%d printable characters", MaxKeyLen)}
+			}
+		case "limit":
+			v, ok := intField(raw)
+			if !ok || v < MinLimit || v > MaxLimit {
+				return Acquire{}, &FieldError{Field: k, Error: fmt.Sprintf("limit must be an integer from %d to %d", MinLimit, MaxLimit)}
+			}
+			a.Policy.Limit = int(v)
+		case "windowInSeconds":
+			var f float64
+			if err := json.Unmarshal(raw, &f); err != nil || f < MinWindow.Seconds() || f > MaxWindow.Seconds() || math.IsNaN(f) {
+				return Acquire{}, &FieldError{Field: k, Error: fmt.Sprintf("windowInSeconds must be from %g to %g", MinWindow.Seconds(), MaxWindow.Seconds())}
+			}
+			a.Policy.Window = f
+		case "cost":
+			v, ok := intField(raw)
+			if !ok || v < 1 || v > MaxLimit {
+				return Acquire{}, &FieldError{Field: k, Error: fmt.Sprintf("cost must be an integer from 1 to %d", MaxLimit)}
+			}
+			a.Cost = int(v)
+		case "algorithm":
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil || (s != string(SlidingWindow) && s != string(GCRA) && s != string(TokenBucket)) {
+				return Acquire{}, &FieldError{Field: k, Error: "algorithm must be sliding_window, gcra or token_bucket"}
+			}
+			a.Policy.Algorithm = Algorithm(s)
+		case "waitMs":
+			v, ok := intField(raw)
+			if !ok || v < 0 || v > MaxWait.Milliseconds() {
+				return Acquire{}, &FieldError{Field: k, Error: fmt.Sprintf("waitMs must be an integer from 0 to %d", MaxWait.Milliseconds())}
+			}
+			a.Wait = time.Duration(v) * time.Millisecond
+		default:
+			return Acquire{}, &FieldError{Field: k, Error: "unknown field " + strconv.Quote(k)}
+		}
+	}
+	switch {
+	case a.Key == "":
+		return Acquire{}, &FieldError{Field: "key", Error: "key is required"}
+	case a.Policy.Limit == 0:
+		return Acquire{}, &FieldError{Field: "limit", Error: "limit is required"}
+	case a.Policy.Window == 0:
+		return Acquire{}, &FieldError{Field: "windowInSeconds", Error: "windowInSeconds is required"}
+	case a.Cost > a.Policy.Limit:
+		return Acquire{}, &FieldError{Field: "cost", Error: "cost exceeds limit: it could never be admitted"}
+	}
+	return a, nil
+}
+
+func validKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxKeyLen {
+		return false
+	}
+	for _, r := range k {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func intField(raw json.RawMessage) (int64, bool) {
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	return int64(f), true
+}
