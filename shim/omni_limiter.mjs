@@ -1,10 +1,97 @@
 import { DurableObject } from "cloudflare:workers";
+import { goBinding } from "./go.mjs";
 
-// OmniLimiter: the global rate limiter (issue: OmniLimiter). Bound and
-// migrated now so the storage class exists from the first deploy; it answers
-// 501 until its Go logic lands.
+// OmniLimiter: one object per rate-limit key (idFromName("limiter_" + key)).
+// Plumbing only: Go (durable/limiter) decides in memory; this class keeps
+// the object's SQLite storage in step with one small write per admission:
+//   ring(slot, at, cost)  sliding-window admissions, at most `limit` rows, overwritten in place
+//   meta(k, v)            gcra "tat", token bucket "tokens"/"last_ms", and the key's "policy"
+// and holds a caller that asked to wait (waitMs) until a slot frees.
 export class OmniLimiter extends DurableObject {
-  async fetch() {
-    return Response.json({ error: "OmniLimiter is not implemented yet" }, { status: 501 });
+  constructor(ctx, env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.sql.exec("CREATE TABLE IF NOT EXISTS ring (slot INTEGER PRIMARY KEY, at INTEGER NOT NULL, cost INTEGER NOT NULL)");
+    this.sql.exec("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)");
+    this.id = ctx.id.toString();
+  }
+
+  meta(k) {
+    const row = this.sql.exec("SELECT v FROM meta WHERE k = ?", k).toArray()[0];
+    return row ? row.v : null;
+  }
+
+  // restore hands Go what storage holds, under the policy given.
+  restore(go, policy) {
+    const entries = this.sql.exec("SELECT slot, at, cost FROM ring").toArray();
+    const input = {
+      policy,
+      entries,
+      tat: Number(this.meta("tat") ?? 0),
+      tokens: Number(this.meta("tokens") ?? 0),
+      last_ms: Number(this.meta("last_ms") ?? 0),
+    };
+    const policyJSON = JSON.stringify(policy);
+    if (this.meta("policy") !== policyJSON) {
+      this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('policy', ?)", policyJSON);
+    }
+    go.limiterRestore(this.id, JSON.stringify(input), Date.now());
+  }
+
+  persist(w) {
+    if (!w) return;
+    if (w.entry) {
+      this.sql.exec("INSERT OR REPLACE INTO ring (slot, at, cost) VALUES (?, ?, ?)", w.entry.slot, w.entry.at, w.entry.cost);
+    } else if (w.tat !== undefined) {
+      this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('tat', ?)", String(w.tat));
+    } else if (w.tokens !== undefined) {
+      this.sql.exec(
+        "INSERT OR REPLACE INTO meta (k, v) VALUES ('tokens', ?), ('last_ms', ?)",
+        String(w.tokens),
+        String(w.last_ms),
+      );
+    }
+  }
+
+  async fetch(request) {
+    const url = new URL(request.url);
+    const go = await goBinding(this.env, this.ctx);
+    if (request.method === "GET" && url.pathname === "/status") {
+      let usage = JSON.parse(go.limiterStatus(this.id, Date.now()));
+      const policy = this.meta("policy");
+      if (usage.known === false && policy) {
+        this.restore(go, JSON.parse(policy));
+        usage = JSON.parse(go.limiterStatus(this.id, Date.now()));
+      }
+      return Response.json(usage, { status: usage.known === false ? 404 : 200 });
+    }
+    if (request.method !== "POST" || url.pathname !== "/acquire") {
+      return Response.json({ error: "no such route", field: "path" }, { status: 404 });
+    }
+    const body = await request.text();
+    const waitMs = Math.max(0, Number(JSON.parse(body).waitMs ?? 0));
+    const deadline = Date.now() + waitMs;
+    let waited = false;
+    for (;;) {
+      let a = JSON.parse(go.limiterAcquire(this.id, body, Date.now(), waited));
+      if (a.field) return Response.json(a, { status: 400 });
+      if (a.need_restore) {
+        this.restore(go, a.policy);
+        a = JSON.parse(go.limiterAcquire(this.id, body, Date.now(), waited));
+      }
+      if (a.allowed) {
+        this.persist(a.write); // the output gate holds the answer until this is durable
+        delete a.write;
+        return Response.json(a);
+      }
+      // Hold the caller instead of refusing, while its wait budget lasts:
+      // one subrequest instead of a retry loop of them.
+      if (Date.now() + a.retryAfterMs > deadline) {
+        delete a.write;
+        return Response.json(a);
+      }
+      waited = true;
+      await new Promise((resolve) => setTimeout(resolve, a.retryAfterMs));
+    }
   }
 }

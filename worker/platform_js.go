@@ -31,6 +31,10 @@ const (
 	bindingKV         = "CACHE"
 	bindingEvents     = "EVENTS"
 	bindingController = "ENRICHMENT_CONTROLLER"
+	bindingLimiter    = "OMNI_LIMITER"
+	// limiterPrefix names one OmniLimiter object per key; a regional
+	// deployment can prefix the region as well (idFromName(region + key)).
+	limiterPrefix = "limiter_"
 	// controllerName addresses the singleton for the default crawl target.
 	controllerName = "main"
 	// cronRunsKey holds the last run of every cron expression.
@@ -293,22 +297,35 @@ func (p Platform) WakeController(ctx context.Context) (bool, error) {
 	return st.Running, nil
 }
 
+// --- LimiterCaller --------------------------------------------------------
+
+// CallLimiter reaches the key's own OmniLimiter object, so keys scale with
+// objects and one hot key cannot slow another.
+func (Platform) CallLimiter(_ context.Context, key, method, path string, body []byte) (int, []byte, error) {
+	return callDO(bindingLimiter, limiterPrefix+key, "", method, path, body)
+}
+
 // --- ControllerCaller -----------------------------------------------------
 
 // CallController reaches the EnrichmentController singleton, created near the
 // upstream (location hint) on first use.
 func (Platform) CallController(_ context.Context, method, path string, body []byte) (int, []byte, error) {
-	ns := cloudflare.GetBinding(bindingController)
+	return callDO(bindingController, controllerName, cloudflare.Getenv("ENRICHMENT_LOCATION_HINT"), method, path, body)
+}
+
+// callDO sends one request to the named object of a Durable Object binding.
+func callDO(bindingName, objectName, locationHint, method, path string, body []byte) (int, []byte, error) {
+	ns := cloudflare.GetBinding(bindingName)
 	if ns.IsUndefined() {
-		return 0, nil, fmt.Errorf("durable object binding %s missing", bindingController)
+		return 0, nil, fmt.Errorf("durable object binding %s missing", bindingName)
 	}
-	id, err := jsx.Call(ns, "idFromName", controllerName)
+	id, err := jsx.Call(ns, "idFromName", objectName)
 	if err != nil {
 		return 0, nil, err
 	}
 	opts := jsx.Object(map[string]any{})
-	if hint := cloudflare.Getenv("ENRICHMENT_LOCATION_HINT"); hint != "" {
-		opts.Set("locationHint", hint)
+	if locationHint != "" {
+		opts.Set("locationHint", locationHint)
 	}
 	stub, err := jsx.Call(ns, "get", id, opts)
 	if err != nil {
@@ -319,7 +336,7 @@ func (Platform) CallController(_ context.Context, method, path string, body []by
 		init.Set("body", string(body))
 		init.Set("headers", jsx.Object(map[string]any{"content-type": "application/json"}))
 	}
-	p, err := jsx.Call(stub, "fetch", "https://enrichment-controller"+path, init)
+	p, err := jsx.Call(stub, "fetch", "https://"+strings.ToLower(bindingName)+".internal"+path, init)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -35,6 +35,7 @@ func Register() {
 	p := Platform{}
 	srv := NewServer(&Server{
 		Controller: p,
+		Limiter:    p,
 		Apps:       p,
 		Cron:       p,
 		AdminToken: func() string { return cloudflare.Getenv("ADMIN_TOKEN") },
@@ -69,6 +70,9 @@ func Register() {
 	})
 	binding.Set("enrichmentDecide", jsx.SyncFunc(enrichmentDecide))
 	binding.Set("enrichmentRun", jsx.AsyncFunc(enrichmentRun))
+	binding.Set("limiterAcquire", jsx.SyncFunc(limiterAcquire))
+	binding.Set("limiterRestore", jsx.SyncFunc(limiterRestore))
+	binding.Set("limiterStatus", jsx.SyncFunc(limiterStatus))
 	workers.Ready()
 }
 

@@ -9,7 +9,9 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,12 +21,18 @@ import (
 	"github.com/google/uuid"
 
 	"storecrawl/durable/enrichment"
+	"storecrawl/durable/limiter"
 	"storecrawl/worker/logx"
 )
 
 // ControllerCaller forwards one control-plane call to the EnrichmentController.
 type ControllerCaller interface {
 	CallController(ctx context.Context, method, path string, body []byte) (status int, respBody []byte, err error)
+}
+
+// LimiterCaller forwards one call to the OmniLimiter object of a key.
+type LimiterCaller interface {
+	CallLimiter(ctx context.Context, key, method, path string, body []byte) (status int, respBody []byte, err error)
 }
 
 // AppReader reads enriched records.
@@ -47,6 +55,7 @@ const MaxControlBody = 4 << 10
 // Server routes the Worker's HTTP API.
 type Server struct {
 	Controller ControllerCaller
+	Limiter    LimiterCaller
 	Apps       AppReader
 	Cron       CronLog
 	// AdminToken returns the configured token; empty means mutating calls are refused.
@@ -69,6 +78,8 @@ func NewServer(s *Server) *Server {
 	for _, action := range []string{"start", "stop", "reset", "tune"} {
 		mux.HandleFunc("POST /v1/enrichment/"+action, s.requireAdmin(s.forward("/"+action)))
 	}
+	mux.HandleFunc("POST /v1/limiter/acquire", s.limiterAcquire)
+	mux.HandleFunc("GET /v1/limiter/status", s.limiterStatus)
 	mux.HandleFunc("GET /v1/apps/{id}", s.app)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -221,4 +232,71 @@ func toString(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// limiterAcquire validates the request (a bad one never reaches, or changes,
+// the key's limiter) and forwards it to the key's OmniLimiter object.
+func (s *Server) limiterAcquire(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r, MaxControlBody)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "body", err.Error())
+		return
+	}
+	a, fe := limiter.ParseAcquire(body)
+	if fe != nil {
+		writeJSON(w, http.StatusBadRequest, fe)
+		return
+	}
+	status, resp, err := s.Limiter.CallLimiter(r.Context(), a.Key, "POST", "/acquire", body)
+	if err != nil {
+		logx.Err("limiter.call_failed", err, map[string]any{"key": a.Key})
+		writeError(w, http.StatusBadGateway, "", "limiter unavailable")
+		return
+	}
+	if status == http.StatusOK {
+		var d struct {
+			Allowed      bool  `json:"allowed"`
+			RetryAfterMs int64 `json:"retryAfterMs"`
+			Remaining    int   `json:"remaining"`
+			ResetMs      int64 `json:"resetMs"`
+		}
+		if json.Unmarshal(resp, &d) == nil {
+			SetRateLimitHeaders(w.Header(), a.Key, a.Policy.Limit, a.Policy.Window, d.Remaining, d.ResetMs, d.Allowed, d.RetryAfterMs)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(resp)
+}
+
+// SetRateLimitHeaders writes the IETF RateLimit-Policy / RateLimit fields
+// (draft-ietf-httpapi-ratelimit-headers) and, on a refusal, Retry-After.
+func SetRateLimitHeaders(h http.Header, key string, limit int, windowS float64, remaining int, resetMs int64, allowed bool, retryAfterMs int64) {
+	name := strconv.Quote(key)
+	h.Set("RateLimit-Policy", fmt.Sprintf("%s;q=%d;w=%d", name, limit, int64(math.Ceil(windowS))))
+	h.Set("RateLimit", fmt.Sprintf("%s;r=%d;t=%d", name, max(0, remaining), (resetMs+999)/1000))
+	if !allowed {
+		h.Set("Retry-After", strconv.FormatInt(max(1, (retryAfterMs+999)/1000), 10))
+	}
+}
+
+func (s *Server) limiterStatus(w http.ResponseWriter, r *http.Request) {
+	key := r.URL.Query().Get("key")
+	if _, fe := limiter.ParseAcquire([]byte(fmt.Sprintf(`{"key":%s,"limit":1,"windowInSeconds":1}`, strconv.Quote(key)))); fe != nil {
+		writeError(w, http.StatusBadRequest, "key", fe.Error)
+		return
+	}
+	status, resp, err := s.Limiter.CallLimiter(r.Context(), key, "GET", "/status", nil)
+	if err != nil {
+		logx.Err("limiter.call_failed", err, map[string]any{"key": key})
+		writeError(w, http.StatusBadGateway, "", "limiter unavailable")
+		return
+	}
+	if status == http.StatusNotFound {
+		writeError(w, http.StatusNotFound, "key", "no acquire has been made for this key")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(resp)
 }
