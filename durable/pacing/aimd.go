@@ -20,7 +20,7 @@ func NewAIMD(cfg Config) *AIMD { return &AIMD{pacer: newPacer(cfg), Limit: aimdS
 
 func (a *AIMD) Name() string { return "aimd" }
 
-func (a *AIMD) Plan(now time.Time) Plan { return a.plan(now, a.Limit) }
+func (a *AIMD) Plan(now time.Time) Plan { return a.plan(now, a.Limit, 0) }
 
 func (a *AIMD) Done(now time.Time, outcomes []Outcome) time.Time {
 	t := a.observe(outcomes)
@@ -30,7 +30,7 @@ func (a *AIMD) Done(now time.Time, outcomes []Outcome) time.Time {
 	case a.usedPlan(t, a.Limit):
 		a.Limit = clampRate(a.Limit + float64(t.ok))
 	}
-	return a.next(now, a.Limit)
+	return a.next(now, a.Limit, t.sent)
 }
 
 func (a *AIMD) CapacityPerMin() float64 { return a.Limit }

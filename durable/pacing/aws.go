@@ -33,7 +33,7 @@ func NewAWSAdaptive(cfg Config) *AWSAdaptive {
 
 func (a *AWSAdaptive) Name() string { return "aws-adaptive" }
 
-func (a *AWSAdaptive) Plan(now time.Time) Plan { return a.plan(now, a.Rate) }
+func (a *AWSAdaptive) Plan(now time.Time) Plan { return a.plan(now, a.Rate, 0) }
 
 func (a *AWSAdaptive) Done(now time.Time, outcomes []Outcome) time.Time {
 	t := a.observe(outcomes)
@@ -55,7 +55,7 @@ func (a *AWSAdaptive) Done(now time.Time, outcomes []Outcome) time.Time {
 		cubic := (awsScale*math.Pow(dt-k, 3) + wmax) * 60
 		a.Rate = clampRate(math.Min(cubic, 2*math.Max(a.MeasuredRate, MinRatePerMin)))
 	}
-	return a.next(now, a.Rate)
+	return a.next(now, a.Rate, t.sent)
 }
 
 func (a *AWSAdaptive) CapacityPerMin() float64 { return a.LastMaxRate }

@@ -19,12 +19,12 @@ func (o *Oracle) Name() string { return "oracle" }
 
 func (o *Oracle) Plan(now time.Time) Plan {
 	o.rate = clampRate(o.capacity(now))
-	return o.plan(now, o.rate)
+	return o.plan(now, o.rate, 0)
 }
 
 func (o *Oracle) Done(now time.Time, outcomes []Outcome) time.Time {
-	o.observe(outcomes)
-	return o.next(now, o.rate)
+	t := o.observe(outcomes)
+	return o.next(now, o.rate, t.sent)
 }
 
 func (o *Oracle) CapacityPerMin() float64 { return o.rate }

@@ -33,16 +33,23 @@ import (
 //     chunks shrink to one item, so a refusal costs a few requests at most.
 type Probe struct {
 	pacer
-	Rate         float64     `json:"rate"`    // target, requests per minute
-	Ceiling      float64     `json:"ceiling"` // where refusals start; 0 = not yet known
-	Phase        string      `json:"phase"`
-	PhaseSince   int64       `json:"phase_since"`   // unix ms
-	LastThrottle int64       `json:"last_throttle"` // unix ms
-	Streak       int         `json:"streak"`        // consecutive ticks with refusals
-	ProbeTicks   int         `json:"probe_ticks"`
-	BackoffMs    int64       `json:"backoff_ms"`
-	Blocks       int         `json:"blocks"`
-	History      []tickStats `json:"history"`
+	Rate         float64 `json:"rate"`    // target, requests per minute
+	Ceiling      float64 `json:"ceiling"` // where refusals start; 0 = not yet known
+	Phase        string  `json:"phase"`
+	PhaseSince   int64   `json:"phase_since"`   // unix ms
+	LastThrottle int64   `json:"last_throttle"` // unix ms
+	Streak       int     `json:"streak"`        // consecutive ticks with refusals
+	ProbeTicks   int     `json:"probe_ticks"`
+	BackoffMs    int64   `json:"backoff_ms"`
+	Blocks       int     `json:"blocks"`
+	// Penalized: refusals here are expensive (Retry-After, blocks), so the
+	// ceiling is probed far more rarely.
+	Penalized bool `json:"penalized"`
+	// Careful: the upstream paces clients itself (Retry-After or RateLimit
+	// headers seen), so chunks are sized to be in flight at once: no request
+	// waits in the runtime's queue to be sent after the answer that said stop.
+	Careful bool        `json:"careful"`
+	History []tickStats `json:"history"`
 }
 
 type tickStats struct {
@@ -51,24 +58,40 @@ type tickStats struct {
 }
 
 const (
-	probeStartRate      = 60.0 // requests per minute: safe for most APIs, fast to grow from
-	probeSlowStartGrow  = 1.5
-	probeBeta           = 0.9 // rate after a refusal, as a share of the ceiling
-	probeFallingBeta    = 0.7 // further cut per consecutive refused tick
-	probeRefRate        = 600.0
-	probeRefRecover     = 120 * time.Second
-	probeMinRecover     = 60 * time.Second
-	probeMaxRecover     = 15 * time.Minute
-	probeFirstStep      = 0.05 // first probe step above the ceiling
-	probeMaxStep        = 1.0  // a probe tick at most doubles the rate
-	probeBackoffStart   = 15 * time.Second
-	probeBackoffMax     = 10 * time.Minute
+	probeStartRate     = 60.0 // requests per minute: safe for most APIs, fast to grow from
+	probeSlowStartGrow = 1.5
+	probeBeta          = 0.9 // rate after a refusal, as a share of the ceiling
+	probeFallingBeta   = 0.7 // further cut per consecutive refused tick
+	probeRefRate       = 600.0
+	probeRefRecover    = 80 * time.Second
+	probeMinRecover    = 40 * time.Second
+	probeMaxRecover    = 15 * time.Minute
+	// probeRefusalShare sets how long the climb back to the ceiling takes:
+	// long enough that the refusals one probe costs (about one item's
+	// requests) are this share of the traffic sent meanwhile. A 20/min
+	// upstream is thus probed every ~15 min, a 600/min one every ~40 s.
+	probeRefusalShare = 0.01
+	// probePenaltyFactor stretches the probing cycle once refusals have
+	// proven expensive (they came with a Retry-After or led to a block).
+	probePenaltyFactor = 3
+	// probePenaltyRetryAfter is the Retry-After from which a refusal counts as expensive.
+	probePenaltyRetryAfter = 5 * time.Second
+	// probePenaltyMargin: where refusals are penalised the loop cruises this
+	// far under the ceiling, and probes in single small steps.
+	probePenaltyMargin = 0.93
+	probeFirstStep     = 0.05 // first probe step above the ceiling
+	probeMaxStep       = 1.0  // a probe tick at most doubles the rate
+	probeBackoffStart  = 15 * time.Second
+	// probeBackoffMax caps the wait between probes of a block: longer waits
+	// would waste more of the time after the block lifts than the probes cost.
+	probeBackoffMax     = time.Minute
 	probeOverloadShare  = 0.5 // 5xx+timeouts share of a tick that means overload
 	probeOverloadFactor = 0.8
 	probeHistory        = time.Minute // window of the accepted-rate estimate
-	// probeEstimateSlack lets the ceiling sit a little above the measured
-	// accepted rate: the minute may include time spent below capacity.
-	probeEstimateSlack = 1.05
+	// probeEstimateSlack scales the measured accepted rate into the ceiling:
+	// a little under it, since an over-estimate costs refusals at every
+	// cycle while an under-estimate is corrected by the next probe.
+	probeEstimateSlack = 0.98
 )
 
 // Phase names.
@@ -94,25 +117,33 @@ func (p *Probe) CapacityPerMin() float64 { return p.Ceiling }
 func (p *Probe) Cooldowns() int { return p.Blocks }
 
 func (p *Probe) Plan(now time.Time) Plan {
-	plan := p.plan(now, p.Rate)
+	chunk := 0
+	if p.Streak > 0 || p.Phase == PhaseProbe {
+		chunk = 1 // near the limit, a refusal should cost one item
+	}
+	if p.Careful {
+		chunk = max(1, MaxConnections/p.Sub)
+	}
+	plan := p.plan(now, p.Rate, chunk)
 	if p.Phase == PhaseBlocked && plan.Items > 0 {
 		plan.Items, plan.ChunkItems = 1, 1 // one probe item while blocked
 		p.LastPlanRq = p.Sub
-	}
-	if (p.Streak > 0 || p.Phase == PhaseProbe) && plan.ChunkItems > 1 {
-		plan.ChunkItems = 1 // near the limit, a refusal should cost one item
 	}
 	return plan
 }
 
 // recoverTime is how long the climb back to the ceiling takes: longer for
-// slow upstreams, where each refusal is a bigger share of the traffic.
-func recoverTime(ceiling float64) time.Duration {
-	if ceiling <= 0 {
-		return probeRefRecover
+// slow upstreams, where each refusal is a bigger share of the traffic, and
+// far longer where refusals are penalised.
+func (p *Probe) recoverTime() time.Duration {
+	d := probeRefRecover
+	if p.Ceiling > 0 {
+		d = time.Duration(float64(p.Sub) / (probeRefusalShare * p.Ceiling) * float64(time.Minute))
 	}
-	d := time.Duration(float64(probeRefRecover) * math.Sqrt(probeRefRate/ceiling))
-	return min(max(d, probeMinRecover), probeMaxRecover)
+	if p.Penalized {
+		d *= probePenaltyFactor
+	}
+	return min(max(d, probeMinRecover), probeMaxRecover*probePenaltyFactor)
 }
 
 func (p *Probe) setPhase(ph string, now time.Time) {
@@ -136,7 +167,7 @@ func (p *Probe) acceptedPerMin(now time.Time) float64 {
 func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 	t := p.observe(outcomes)
 	if t.sent == 0 {
-		return p.next(now, p.Rate) // nothing was sent (waiting, or no work): no evidence
+		return p.next(now, p.Rate, 0) // nothing was sent (waiting, or no work): no evidence
 	}
 	p.History = append(p.History, tickStats{End: now.UnixMilli(), OK: t.ok})
 	cutoff := now.Add(-2 * probeHistory).UnixMilli()
@@ -144,12 +175,21 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		p.History = p.History[1:]
 	}
 
+	for _, o := range outcomes {
+		if o.RetryAfter > 0 || o.Remaining >= 0 {
+			p.Careful = true
+		}
+		if o.Kind == KindThrottled && o.RetryAfter >= probePenaltyRetryAfter {
+			p.Penalized = true
+		}
+	}
 	switch {
 	case t.throttled > 0 && t.ok == 0:
 		// Everything refused: a block or lockout. Rate says nothing here;
 		// wait, doubling the wait each time, and try one item.
 		if p.Phase != PhaseBlocked {
 			p.Blocks++
+			p.Penalized = true
 			p.BackoffMs = probeBackoffStart.Milliseconds()
 			p.setPhase(PhaseBlocked, now)
 		} else {
@@ -188,7 +228,7 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		}
 		p.grow(now)
 	}
-	return p.next(now, p.Rate)
+	return p.next(now, p.Rate, t.sent)
 }
 
 // grow advances the rate after a clean tick that used its plan.
@@ -197,23 +237,35 @@ func (p *Probe) grow(now time.Time) {
 	case PhaseSlowStart:
 		p.Rate = clampRate(p.Rate * probeSlowStartGrow)
 	case PhaseRecover:
-		k := recoverTime(p.Ceiling)
+		k := p.recoverTime()
+		target := p.Ceiling
+		if p.Penalized {
+			target *= probePenaltyMargin
+		}
 		dt := now.Sub(time.UnixMilli(p.LastThrottle))
 		if dt >= k {
-			p.Rate = clampRate(p.Ceiling)
+			p.Rate = clampRate(math.Max(p.Rate, target))
 			p.setPhase(PhasePlateau, now)
 			return
 		}
-		// Concave: fast right after the cut, flattening at the ceiling.
+		// Concave: fast right after the cut, flattening at the target.
 		x := 1 - dt.Seconds()/k.Seconds()
-		p.Rate = clampRate(math.Max(p.Rate, p.Ceiling*(1-(1-probeBeta)*x*x*x)))
+		p.Rate = clampRate(math.Max(p.Rate, target*(1-(1-probeBeta)*x*x*x)))
 	case PhasePlateau:
-		if now.Sub(time.UnixMilli(p.PhaseSince)) >= recoverTime(p.Ceiling)/3 {
+		if now.Sub(time.UnixMilli(p.PhaseSince)) >= p.recoverTime()/4 {
 			p.ProbeTicks = 0
 			p.setPhase(PhaseProbe, now)
 		}
 	case PhaseProbe:
 		step := math.Min(probeFirstStep*math.Pow(2, float64(p.ProbeTicks)), probeMaxStep)
+		if p.Penalized {
+			// One small step, then cruise again: an over-probe costs a block.
+			p.Rate = clampRate(p.Rate * (1 + probeFirstStep))
+			p.Ceiling = math.Max(p.Ceiling, p.Rate/probePenaltyMargin)
+			p.LastThrottle = now.UnixMilli()
+			p.setPhase(PhaseRecover, now)
+			return
+		}
 		p.ProbeTicks++
 		p.Rate = clampRate(p.Rate * (1 + step))
 	}

@@ -31,6 +31,21 @@ func chunkItems(subrequests int) int {
 	return MaxConnections / g
 }
 
+// chunkSpan is how much sending one chunk should cover: every chunk waits
+// for its slowest request, so chunks of about a second's worth of requests
+// keep that wait a small share at high rates. A chunk always fills the
+// connections (a tick at a slow rate has fewer items than that anyway).
+const chunkSpan = time.Second
+
+// chunkForRate sizes a chunk to chunkSpan of requests at ratePerMin, in
+// whole multiples of chunkItems.
+func chunkForRate(ratePerMin float64, subrequests int) int {
+	sub := max(1, subrequests)
+	items := int(math.Round(ratePerMin / 60 * chunkSpan.Seconds() / float64(sub)))
+	base := chunkItems(sub)
+	return max(base, items/base*base)
+}
+
 func gcd(a, b int) int {
 	for b != 0 {
 		a, b = b, a%b
@@ -52,21 +67,24 @@ func newPacer(cfg Config) pacer {
 	return pacer{Sub: max(1, cfg.SubrequestsPerItem), LatencyMs: float64(defaultLatency.Milliseconds())}
 }
 
-// plan spreads ratePerMin over one tick. Below one chunk per tick it
-// plans a single item and lets the interval stretch instead (next).
-func (p *pacer) plan(now time.Time, ratePerMin float64) Plan {
+// plan spreads ratePerMin over one tick of at least TickInterval: the
+// items that rate carries in a tick, rounded up, with the interval
+// stretched to match (next), so the rate is kept exactly rather than
+// rounded down. chunk overrides the items per chunk (0 = fill the
+// connections evenly).
+func (p *pacer) plan(now time.Time, ratePerMin float64, chunk int) Plan {
 	p.LastWake = now.UnixMilli()
 	if now.UnixMilli() < p.NotBefore {
 		p.LastPlanRq = 0
 		return Plan{}
 	}
 	perSec := ratePerMin / 60
-	ci := chunkItems(p.Sub)
-	items := int(math.Floor(perSec * TickInterval.Seconds() / float64(p.Sub)))
-	if items < 1 {
-		items = 1
+	ci := chunk
+	if ci <= 0 {
+		ci = chunkForRate(ratePerMin, p.Sub)
 	}
-	items = min(items, MaxSubrequestsPerTick/p.Sub)
+	items := int(math.Ceil(perSec * TickInterval.Seconds() / float64(p.Sub)))
+	items = min(max(items, 1), MaxSubrequestsPerTick/p.Sub)
 	ci = min(ci, items)
 	chunkReqs := float64(ci * p.Sub)
 	rounds := math.Ceil(chunkReqs / MaxConnections)
@@ -77,15 +95,15 @@ func (p *pacer) plan(now time.Time, ratePerMin float64) Plan {
 	return Plan{Items: items, ChunkItems: ci, ChunkPause: pause, StopOnThrottle: true, NotBefore: time.UnixMilli(p.NotBefore)}
 }
 
-// next is when to wake after a tick that ended at now: one tick after the
-// last wake, or later when the planned requests need more time at this
-// rate, and never before the server said so.
-func (p *pacer) next(now time.Time, ratePerMin float64) time.Time {
+// next is when to wake after a tick that ended at now: when the requests
+// the tick actually sent are paid for at this rate (a tick cut short by a
+// refusal does not wait out its whole plan), and never before the server
+// said so.
+func (p *pacer) next(now time.Time, ratePerMin float64, sent int) time.Time {
 	wake := time.UnixMilli(p.LastWake)
 	gap := TickInterval
-	if p.LastPlanRq > 0 {
-		need := time.Duration(float64(p.LastPlanRq) / (ratePerMin / 60) * float64(time.Second))
-		gap = max(gap, need)
+	if sent > 0 {
+		gap = time.Duration(float64(sent) / (ratePerMin / 60) * float64(time.Second))
 	}
 	t := wake.Add(gap)
 	if t.Before(now) {
@@ -132,10 +150,10 @@ func (p *pacer) observe(outcomes []Outcome) tally {
 		// Honour the server's own pacing: Retry-After, and an exhausted
 		// RateLimit-Remaining with its reset time.
 		if o.RetryAfter > 0 {
-			p.NotBefore = max(p.NotBefore, o.DoneAt.Add(o.RetryAfter).UnixMilli())
+			p.NotBefore = max(p.NotBefore, ceilMs(o.DoneAt.Add(o.RetryAfter)))
 		}
 		if o.Remaining == 0 && o.Reset > 0 {
-			p.NotBefore = max(p.NotBefore, o.DoneAt.Add(o.Reset).UnixMilli())
+			p.NotBefore = max(p.NotBefore, ceilMs(o.DoneAt.Add(o.Reset)))
 		}
 	}
 	return t
@@ -155,3 +173,13 @@ func (p *pacer) usedPlan(t tally, ratePerMin float64) bool {
 }
 
 func clampRate(r float64) float64 { return math.Min(MaxRatePerMin, math.Max(MinRatePerMin, r)) }
+
+// ceilMs is t in unix milliseconds, rounded up: a "not before" stored in
+// whole milliseconds must never fall before the instant the server gave.
+func ceilMs(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = cli(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCLIAllTable(t *testing.T) {
+	code, out, errs := runCLI(t, "-scenario", "all", "-controller", "seed,no-such")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	shipped, _ := loadShipped()
+	var rows []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && (f[1] == "seed" || f[1] == "no-such") {
+			rows = append(rows, f[0]+" "+f[1])
+			if f[1] == "no-such" && !strings.Contains(line, "error: unknown controller") {
+				t.Errorf("unknown controller row: %q", line)
+			}
+			if f[1] == "seed" && len(f) != 10 {
+				t.Errorf("seed row has %d columns: %q", len(f), line)
+			}
+		}
+	}
+	var want []string
+	for _, sc := range shipped {
+		want = append(want, sc.Name+" seed", sc.Name+" no-such")
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("rows:\n%v\nwant:\n%v", rows, want)
+	}
+	if !strings.Contains(out, "summary") || !strings.Contains(out, "capacity_allowed") {
+		t.Errorf("no summary or header:\n%s", out)
+	}
+}
+
+func TestCLISingleJSONKeys(t *testing.T) {
+	code, out, errs := runCLI(t, "-scenario", "halved", "-controller", "aimd", "-json", "-trace")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"algorithm", "attempts_per_success", "capacity_allowed", "controller", "cooldowns",
+		"goodput_ratio", "item_attempts", "items_completed", "lockouts", "recovery_s", "refused_ratio",
+		"requests_ok", "requests_refused", "requests_sent", "retry_after_violations", "scenario",
+		"server_errors", "simulated_s", "ticks", "timeouts", "trace"}
+	var got []string
+	for k := range m {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("keys %v\nwant %v", got, want)
+	}
+	var trace []TraceRow
+	if err := json.Unmarshal(m["trace"], &trace); err != nil || len(trace) != 60 {
+		t.Errorf("trace: %d minutes, %v", len(trace), err)
+	}
+	var rec []int
+	if err := json.Unmarshal(m["recovery_s"], &rec); err != nil || len(rec) != 1 {
+		t.Errorf("recovery_s %s: %v", m["recovery_s"], err)
+	}
+}
+
+func TestCLISingleText(t *testing.T) {
+	code, out, _ := runCLI(t, "-scenario", "steady-20", "-controller", "oracle", "-trace")
+	if code != exitOK || !strings.Contains(out, "goodput_ratio") || !strings.Contains(out, "chunk_pause_ms") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	if code, _, errs := runCLI(t, "-scenario", "steady-20", "-controller", "no-such"); code != exitError || !strings.Contains(errs, "unknown controller") {
+		t.Errorf("unknown controller: exit %d, %q", code, errs)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"duration_s": 60, "itemz": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "-scenario", bad, "-controller", "seed"); code != exitError || !strings.Contains(errs, `"itemz"`) {
+		t.Errorf("bad file: exit %d, %q", code, errs)
+	}
+	if code, _, _ := runCLI(t, "-controller", " , "); code != exitUsage {
+		t.Errorf("no controllers: exit %d", code)
+	}
+}
