@@ -1,86 +1,16 @@
+// Command simulate runs the EnrichmentController's pacing algorithms
+// against a simulated rate-limited upstream on a virtual clock; see
+// durable/pacing/sim for the model, the scenario format and the metrics.
+//
+//	go run ./cmd/simulate -scenario all
+//	go run ./cmd/simulate -scenario halved -controller default -trace
+//	go run ./cmd/simulate -scenario my.json -controller seed -json
 package main
 
 import (
-	"flag"
-	"fmt"
-	"io"
 	"os"
+
+	"storecrawl/durable/pacing/sim"
 )
 
-// Exit codes.
-const (
-	exitOK    = 0
-	exitError = 1 // a scenario or the single run failed
-	exitUsage = 2
-)
-
-func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
-
-// cli runs the command with args, writing to stdout and stderr.
-func cli(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", allFlag, `scenario JSON file, name of a shipped scenario, or "all" (every shipped scenario)`)
-	list := fs.String("controller", defaultControllers, "comma-separated controllers (pacing.New names, \"default\", \"oracle\")")
-	asJSON := fs.Bool("json", false, "print JSON: one object for one run, an array for several")
-	trace := fs.Bool("trace", false, "include a per-minute trace")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "simulate: unexpected arguments %q\n", fs.Args())
-		return exitUsage
-	}
-	controllers := splitNames(*list)
-	if len(controllers) == 0 {
-		fmt.Fprintln(stderr, "simulate: -controller names no controller")
-		return exitUsage
-	}
-	scenarios, err := loadScenarios(*scenario)
-	if err != nil {
-		fmt.Fprintf(stderr, "simulate: %v\n", err)
-		return exitError
-	}
-	var runs []Metrics
-	for _, sc := range scenarios {
-		for _, name := range controllers {
-			runs = append(runs, runOne(sc, name, *trace))
-		}
-	}
-	if err := report(stdout, runs, controllers, *scenario == allFlag, *asJSON); err != nil {
-		fmt.Fprintf(stderr, "simulate: %v\n", err)
-		return exitError
-	}
-	if len(runs) == 1 && runs[0].Error != "" {
-		fmt.Fprintf(stderr, "simulate: %s\n", runs[0].Error)
-		return exitError
-	}
-	return exitOK
-}
-
-// report prints one run in full, several as a table (or JSON).
-func report(w io.Writer, runs []Metrics, controllers []string, all, asJSON bool) error {
-	single := len(runs) == 1 && !all
-	switch {
-	case single && runs[0].Error != "":
-		return nil // reported on stderr
-	case single && asJSON:
-		return writeJSON(w, runs[0])
-	case single:
-		return writeDetails(w, runs[0])
-	case asJSON:
-		return writeJSON(w, runs)
-	}
-	if err := writeTable(w, runs, controllers); err != nil {
-		return err
-	}
-	for _, m := range runs {
-		if m.Trace != nil {
-			fmt.Fprintf(w, "\n%s × %s\n", m.Scenario, label(m))
-			if err := writeTrace(w, m.Trace); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+func main() { os.Exit(sim.CLI(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -1,4 +1,4 @@
-// Command simulate runs the EnrichmentController's pacing algorithms
+// Package sim is the engine of cmd/simulate: it runs the EnrichmentController's pacing algorithms
 // (durable/pacing) against a simulated rate-limited upstream on a virtual
 // clock: a deterministic discrete-event simulation, so an hour of traffic
 // takes milliseconds and the same scenario and seed give the same numbers.
@@ -87,4 +87,4 @@
 //   - trace (-trace): per simulated minute, requests sent, OK and refused
 //     (by send time), the controller's CapacityPerMin and its last plan, as
 //     of the end of the minute.
-package main
+package sim

@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = cli(args, &out, &errb)
+	code = CLI(args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
