@@ -2,7 +2,7 @@
 #   make dev    install, build, migrate, seed, run the upstream simulator + wrangler dev
 #   make test   everything: native Go tests, then integration tests under wrangler dev
 #   make build  build/app.wasm + build/wasm_exec.js (what shim/ imports)
-#   make bench  request-path and size benchmarks (prints figures)
+#   make bench  pacing table (simulator), request-path and size benchmarks (prints figures)
 
 SHELL := /bin/bash
 # wrangler 4 needs Node >= 22.12: the pinned `node` devDependency provides it.
@@ -75,6 +75,7 @@ test-integration: install build
 	$(GO) test -count=1 -tags integration -timeout 20m ./worker/e2e/...
 
 bench: install build
+	$(GO) run ./cmd/simulate -scenario all
 	$(GO) run ./cmd/bench
 
 clean:
