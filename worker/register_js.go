@@ -5,6 +5,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"storecrawl/worker/enrich"
 	"storecrawl/worker/jsx"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/upstream"
 )
 
@@ -96,6 +98,14 @@ func enrichmentDecide(args []js.Value) any {
 	return string(b)
 }
 
+// upstreamLimit names the global limit every catalogue call goes through
+// (ratelimit.Limits), and enrichLimitWait bounds how long an alarm's item
+// waits for it: the pacing algorithm, not a long wait, should slow the loop.
+const (
+	upstreamLimit   = "upstream-catalogue"
+	enrichLimitWait = 5 * time.Second
+)
+
 // enrichmentRun(planJSON) → Promise<outcome JSON>.
 func enrichmentRun(args []js.Value) (any, error) {
 	var plan enrichment.RunPlan
@@ -115,6 +125,14 @@ func enrichmentRun(args []js.Value) (any, error) {
 		Country:   country,
 		Now:       time.Now,
 		Sleep:     time.Sleep,
+	}
+	limits := &ratelimit.Client{Caller: p, MaxWait: enrichLimitWait}
+	r.Limit = func(ctx context.Context, cost int, fn func(context.Context) error) error {
+		err := limits.Schedule(ctx, upstreamLimit, cost, fn)
+		if errors.Is(err, ratelimit.ErrRateLimited) {
+			return enrich.ErrLimited
+		}
+		return err
 	}
 	out := r.Run(context.Background(), plan)
 	b, err := json.Marshal(out)

@@ -87,6 +87,14 @@ func TestControllerEndToEnd(t *testing.T) {
 		if app["enrichment_source"] != "itunes+store" || app["subtitle"] == nil || app["name"] == nil || app["demand_score"] == nil {
 			t.Fatalf("enriched record incomplete: %v", app)
 		}
+		// Every upstream call went through the global limiter.
+		var lim map[string]any
+		if code := doJSON(t, "GET", w.base+"/v1/limiter/status?key=upstream-catalogue", "", nil, &lim); code != 200 {
+			t.Fatalf("limiter status: %d %v", code, lim)
+		}
+		if c := lim["counters"].(map[string]any); c["allowed"].(float64) < 5 {
+			t.Fatalf("enrichment did not acquire through the OmniLimiter: %v", lim)
+		}
 		hist, _ := app["rating_histogram"].([]any)
 		if len(hist) != 5 {
 			t.Fatalf("rating histogram: %v", app["rating_histogram"])

@@ -73,7 +73,13 @@ type Runner struct {
 	Country   string
 	Now       func() time.Time
 	Sleep     func(time.Duration)
+	// Limit, when set, runs fn once the global limit (the OmniLimiter)
+	// admits cost upstream requests; ErrLimited means it did not in time.
+	Limit func(ctx context.Context, cost int, fn func(context.Context) error) error
 }
+
+// ErrLimited is what Limit returns when the global limit had no room.
+var ErrLimited = errors.New("global rate limit: no slot in time")
 
 // LookupURL and PageURL build the two upstream addresses for an app.
 func (r *Runner) LookupURL(id int64) string {
@@ -199,11 +205,27 @@ var classRank = map[enrichment.Class]int{
 
 func (r *Runner) enrichOne(ctx context.Context, id int64, index int) (enrichment.ItemResult, []enrichment.RequestOutcome) {
 	var lookup, page upstream.Response
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); lookup = r.Upstream.Get(ctx, r.LookupURL(id)) }()
-	go func() { defer wg.Done(); page = r.Upstream.Get(ctx, r.PageURL(id)) }()
-	wg.Wait()
+	fetch := func(ctx context.Context) error {
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); lookup = r.Upstream.Get(ctx, r.LookupURL(id)) }()
+		go func() { defer wg.Done(); page = r.Upstream.Get(ctx, r.PageURL(id)) }()
+		wg.Wait()
+		return nil
+	}
+	if r.Limit == nil {
+		fetch(ctx)
+	} else if err := r.Limit(ctx, enrichment.SubrequestsPerItem, fetch); err != nil {
+		// Nothing reached the upstream. Our own global cap is a rate signal
+		// for the pacing algorithm; a limiter we cannot reach is our failure.
+		now := r.Now()
+		res := enrichment.ItemResult{TrackID: id, Class: enrichment.ClassStoreError, Error: "rate limiter: " + err.Error()}
+		if errors.Is(err, ErrLimited) {
+			res.Class = enrichment.ClassRateLimit
+			return res, []enrichment.RequestOutcome{{Item: index, SentAt: now.UnixMilli(), DoneAt: now.UnixMilli(), Class: enrichment.ClassRateLimit, Remaining: -1}}
+		}
+		return res, nil
+	}
 	reqs := []enrichment.RequestOutcome{requestOutcome(index, lookup), requestOutcome(index, page)}
 	return r.itemResult(ctx, id, lookup, page), reqs
 }

@@ -277,3 +277,31 @@ func TestRunStopsAtRefusalAndReportsRequests(t *testing.T) {
 		t.Fatal("a skipped item must stay untouched")
 	}
 }
+
+func TestRunGoesThroughTheGlobalLimit(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	st := newStore(QueuedItem{TrackID: fixtureID}, QueuedItem{TrackID: fixtureID + 1})
+	r, _, _, _ := newRunner(t, srv, st)
+	var costs []int
+	admitted := 0
+	r.Limit = func(ctx context.Context, cost int, fn func(context.Context) error) error {
+		costs = append(costs, cost)
+		if admitted == 1 {
+			return ErrLimited
+		}
+		admitted++
+		return fn(ctx)
+	}
+	out := r.Run(context.Background(), enrichment.RunPlan{BatchSize: 2, ChunkItems: 1})
+	if len(costs) != 2 || costs[0] != enrichment.SubrequestsPerItem {
+		t.Fatalf("one acquire per item of %d units, got %v", enrichment.SubrequestsPerItem, costs)
+	}
+	if out.Results[0].Class != enrichment.ClassOK || out.Results[1].Class != enrichment.ClassRateLimit {
+		t.Fatalf("results %+v", out.Results)
+	}
+	if len(st.requeued)+len(st.gaveUp) != 0 {
+		t.Fatal("a globally limited item must stay queued without using an attempt")
+	}
+}
