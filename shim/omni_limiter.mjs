@@ -14,15 +14,20 @@ export class OmniLimiter extends DurableObject {
     this.sql.exec("CREATE TABLE IF NOT EXISTS ring (slot INTEGER PRIMARY KEY, at INTEGER NOT NULL, cost INTEGER NOT NULL)");
     this.sql.exec("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)");
     this.id = ctx.id.toString();
+    // Storage operations since this object started, reported by /status so
+    // the benchmark can check the cost per acquire.
+    this.ops = { writes: 0, reads: 0 };
   }
 
   meta(k) {
+    this.ops.reads++;
     const row = this.sql.exec("SELECT v FROM meta WHERE k = ?", k).toArray()[0];
     return row ? row.v : null;
   }
 
   // restore hands Go what storage holds, under the policy given.
   restore(go, policy) {
+    this.ops.reads++;
     const entries = this.sql.exec("SELECT slot, at, cost FROM ring").toArray();
     const input = {
       policy,
@@ -33,6 +38,7 @@ export class OmniLimiter extends DurableObject {
     };
     const policyJSON = JSON.stringify(policy);
     if (this.meta("policy") !== policyJSON) {
+      this.ops.writes++;
       this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('policy', ?)", policyJSON);
     }
     go.limiterRestore(this.id, JSON.stringify(input), Date.now());
@@ -40,6 +46,7 @@ export class OmniLimiter extends DurableObject {
 
   persist(w) {
     if (!w) return;
+    this.ops.writes++;
     if (w.entry) {
       this.sql.exec("INSERT OR REPLACE INTO ring (slot, at, cost) VALUES (?, ?, ?)", w.entry.slot, w.entry.at, w.entry.cost);
     } else if (w.tat !== undefined) {
@@ -55,40 +62,52 @@ export class OmniLimiter extends DurableObject {
 
   async fetch(request) {
     const url = new URL(request.url);
+    const body = request.method === "POST" ? await request.text() : "";
+    const { status, json } = await this.call(request.method, url.pathname, body);
+    return new Response(json, { status, headers: { "content-type": "application/json" } });
+  }
+
+  // call is the RPC entry the Worker uses (no Request/Response objects on
+  // the hot path); fetch wraps it for HTTP callers.
+  async call(method, path, body) {
     const go = await goBinding(this.env, this.ctx);
-    if (request.method === "GET" && url.pathname === "/status") {
+    if (method === "GET" && path === "/status") {
       let usage = JSON.parse(go.limiterStatus(this.id, Date.now()));
-      const policy = this.meta("policy");
-      if (usage.known === false && policy) {
+      const policy = usage.known === false ? this.meta("policy") : null;
+      if (policy) {
         this.restore(go, JSON.parse(policy));
         usage = JSON.parse(go.limiterStatus(this.id, Date.now()));
       }
-      return Response.json(usage, { status: usage.known === false ? 404 : 200 });
+      usage.storage = this.ops;
+      return { status: usage.known === false ? 404 : 200, json: JSON.stringify(usage) };
     }
-    if (request.method !== "POST" || url.pathname !== "/acquire") {
-      return Response.json({ error: "no such route", field: "path" }, { status: 404 });
+    if (method !== "POST" || path !== "/acquire") {
+      return { status: 404, json: JSON.stringify({ error: "no such route", field: "path" }) };
     }
-    const body = await request.text();
-    const waitMs = Math.max(0, Number(JSON.parse(body).waitMs ?? 0));
+    let waitMs = 0;
+    try {
+      waitMs = Math.max(0, Number(JSON.parse(body).waitMs ?? 0) || 0);
+    } catch {
+      // Go rejects the malformed body below with a 400 naming it.
+    }
     const deadline = Date.now() + waitMs;
     let waited = false;
     for (;;) {
-      let a = JSON.parse(go.limiterAcquire(this.id, body, Date.now(), waited));
-      if (a.field) return Response.json(a, { status: 400 });
+      let out = go.limiterAcquire(this.id, body, Date.now(), waited);
+      let a = JSON.parse(out);
+      if (a.field) return { status: 400, json: out };
       if (a.need_restore) {
         this.restore(go, a.policy);
         a = JSON.parse(go.limiterAcquire(this.id, body, Date.now(), waited));
       }
       if (a.allowed) {
         this.persist(a.write); // the output gate holds the answer until this is durable
-        delete a.write;
-        return Response.json(a);
       }
       // Hold the caller instead of refusing, while its wait budget lasts:
       // one subrequest instead of a retry loop of them.
-      if (Date.now() + a.retryAfterMs > deadline) {
+      if (a.allowed || Date.now() + a.retryAfterMs > deadline) {
         delete a.write;
-        return Response.json(a);
+        return { status: 200, json: JSON.stringify(a) };
       }
       waited = true;
       await new Promise((resolve) => setTimeout(resolve, a.retryAfterMs));

@@ -302,7 +302,28 @@ func (p Platform) WakeController(ctx context.Context) (bool, error) {
 // CallLimiter reaches the key's own OmniLimiter object, so keys scale with
 // objects and one hot key cannot slow another.
 func (Platform) CallLimiter(_ context.Context, key, method, path string, body []byte) (int, []byte, error) {
-	return callDO(bindingLimiter, limiterPrefix+key, "", method, path, body)
+	ns := cloudflare.GetBinding(bindingLimiter)
+	if ns.IsUndefined() {
+		return 0, nil, fmt.Errorf("durable object binding %s missing", bindingLimiter)
+	}
+	id, err := jsx.Call(ns, "idFromName", limiterPrefix+key)
+	if err != nil {
+		return 0, nil, err
+	}
+	stub, err := jsx.Call(ns, "get", id)
+	if err != nil {
+		return 0, nil, err
+	}
+	// RPC, not fetch: no Request/Response objects on the limiter's hot path.
+	p, err := jsx.Call(stub, "call", method, path, string(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	out, err := jsx.Await(p)
+	if err != nil {
+		return 0, nil, err
+	}
+	return out.Get("status").Int(), []byte(out.Get("json").String()), nil
 }
 
 // --- ControllerCaller -----------------------------------------------------

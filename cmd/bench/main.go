@@ -61,6 +61,7 @@ func main() {
 		goR.print(c, "go")
 		fmt.Printf("%-11d %-10s %10.2f   (go req/s ÷ js-ref req/s; goal ≥ 0.70)\n", c, "ratio", goR.rps()/refR.rps())
 	}
+	benchLimiter(gow, ref, *duration)
 	afterGo := health(gow)
 	fmt.Printf("\nGo instance reuse: instance_id %s before and %s after (same = one instance served every request); requests_served %v → %v\n",
 		short(beforeGo["instance_id"]), short(afterGo["instance_id"]), beforeGo["requests_served"], afterGo["requests_served"])
@@ -108,6 +109,12 @@ func (r result) print(c int, name string) {
 
 // load runs c clients against url for d and collects latencies.
 func load(url string, c int, d time.Duration) result {
+	return loadReq(func(int, int) (*http.Request, error) { return http.NewRequest("GET", url, nil) }, c, d, nil)
+}
+
+// loadReq runs c clients for d; mk builds each request (client, sequence);
+// check, when set, sees every 200 body.
+func loadReq(mk func(client, seq int) (*http.Request, error), c int, d time.Duration, check func(body []byte)) result {
 	tr := &http.Transport{MaxIdleConnsPerHost: c, MaxConnsPerHost: c, DisableCompression: true}
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	defer tr.CloseIdleConnections()
@@ -119,16 +126,23 @@ func load(url string, c int, d time.Duration) result {
 	var wg sync.WaitGroup
 	for i := 0; i < c; i++ {
 		wg.Add(1)
-		go func() {
+		go func(ci int) {
 			defer wg.Done()
 			var lat []time.Duration
 			n, errs := 0, 0
-			for ctx.Err() == nil {
+			for seq := 0; ctx.Err() == nil; seq++ {
+				req, err := mk(ci, seq)
+				if err != nil {
+					fail("request: %v", err)
+				}
 				t0 := time.Now()
-				resp, err := client.Get(url)
+				resp, err := client.Do(req)
 				if err == nil {
-					io.Copy(io.Discard, resp.Body)
+					body, _ := io.ReadAll(resp.Body)
 					resp.Body.Close()
+					if check != nil && resp.StatusCode == 200 {
+						check(body)
+					}
 				}
 				if err != nil || resp.StatusCode != 200 {
 					if ctx.Err() == nil {
@@ -144,7 +158,7 @@ func load(url string, c int, d time.Duration) result {
 			res.errs += errs
 			res.lat = append(res.lat, lat...)
 			mu.Unlock()
-		}()
+		}(i)
 	}
 	wg.Wait()
 	res.secs = time.Since(start).Seconds()
@@ -225,4 +239,78 @@ func startWrangler(root, config string) (string, func()) {
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
 	os.Exit(1)
+}
+
+// benchLimiter measures POST /v1/limiter/acquire: one key and 64 keys at
+// several concurrencies (next to the reference worker's /health at the same
+// concurrency), storage operations per acquire, and over-admissions.
+func benchLimiter(gow, ref string, d time.Duration) {
+	run := time.Now().UnixNano()
+	acquire := func(key string, limit int, window float64) func(int, int) (*http.Request, error) {
+		return func(ci, seq int) (*http.Request, error) {
+			k := key
+			if strings.Contains(key, "%d") {
+				k = fmt.Sprintf(key, ci%64)
+			}
+			body := fmt.Sprintf(`{"key":%q,"limit":%d,"windowInSeconds":%g}`, k, limit, window)
+			return http.NewRequest("POST", gow+"/v1/limiter/acquire", strings.NewReader(body))
+		}
+	}
+	fmt.Printf("\nPOST /v1/limiter/acquire (sliding_window), %s per run; js-ref = the reference worker's /health at the same concurrency\n", d)
+	fmt.Printf("%-9s %-11s %10s %9s %9s   %s\n", "keys", "concurrency", "req/s", "p50 ms", "p99 ms", "vs js-ref req/s, p99")
+	for _, c := range []int{1, 16, 64} {
+		refR := load(ref+"/health", c, d)
+		oneKey := fmt.Sprintf("bench-%d-one-%d", run, c)
+		r := loadReq(acquire(oneKey, 1_000_000, 3600), c, d, nil)
+		fmt.Printf("%-9s %-11d %10.0f %9.2f %9.2f   %.2f×, %.2f× (goal at 16: ≥0.5×, ≤2×)\n", "1", c, r.rps(), r.pct(0.5), r.pct(0.99), r.rps()/refR.rps(), r.pct(0.99)/refR.pct(0.99))
+		if c == 64 {
+			many := fmt.Sprintf("bench-%d-many-%%d", run)
+			rm := loadReq(acquire(many, 1_000_000, 3600), c, d, nil)
+			fmt.Printf("%-9s %-11d %10.0f %9.2f %9.2f   %.2f× of one key (goal ≥ 1×)\n", "64", c, rm.rps(), rm.pct(0.5), rm.pct(0.99), rm.rps()/r.rps())
+		}
+		st := limiterStatus(gow, oneKey)
+		if storage, ok := st["storage"].(map[string]any); ok {
+			allowed := st["counters"].(map[string]any)["allowed"].(float64)
+			fmt.Printf("%-9s %-11s storage: %.0f writes, %.0f reads for %.0f allowed acquires = %.3f writes per allowed acquire (goal ≤ 1)\n",
+				"", "", storage["writes"], storage["reads"], allowed, storage["writes"].(float64)/allowed)
+		}
+	}
+	// Over-admission: a fresh key with a small limit, hammered by 64 callers
+	// for the whole run; the window outlasts the run, so exactly `limit`
+	// must be admitted.
+	for _, alg := range []string{"sliding_window", "gcra", "token_bucket"} {
+		const limit = 500
+		key := fmt.Sprintf("bench-%d-exact-%s", run, alg)
+		var mu sync.Mutex
+		allowed := 0
+		mk := func(int, int) (*http.Request, error) {
+			body := fmt.Sprintf(`{"key":%q,"limit":%d,"windowInSeconds":3600,"algorithm":%q}`, key, limit, alg)
+			return http.NewRequest("POST", gow+"/v1/limiter/acquire", strings.NewReader(body))
+		}
+		r := loadReq(mk, 64, d/2, func(b []byte) {
+			if strings.Contains(string(b), `"allowed":true`) {
+				mu.Lock()
+				allowed++
+				mu.Unlock()
+			}
+		})
+		// gcra/token bucket may also admit the refill over the run: limit + t·rate.
+		bound := limit
+		if alg != "sliding_window" {
+			bound = limit + int(r.secs*limit/3600) + 1
+		}
+		fmt.Printf("over-admission %-14s %d acquires by 64 callers, %d admitted, bound %d: over-admissions %d\n",
+			alg, r.n, allowed, bound, max(0, allowed-bound))
+	}
+}
+
+func limiterStatus(base, key string) map[string]any {
+	resp, err := http.Get(base + "/v1/limiter/status?key=" + key)
+	if err != nil {
+		fail("limiter status: %v", err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	return m
 }
