@@ -246,33 +246,37 @@ func fail(format string, args ...any) {
 // concurrency), storage operations per acquire, and over-admissions.
 func benchLimiter(gow, ref string, d time.Duration) {
 	run := time.Now().UnixNano()
-	acquire := func(key string, limit int, window float64) func(int, int) (*http.Request, error) {
+	acquire := func(url, key string, limit int, window float64) func(int, int) (*http.Request, error) {
 		return func(ci, seq int) (*http.Request, error) {
 			k := key
 			if strings.Contains(key, "%d") {
 				k = fmt.Sprintf(key, ci%64)
 			}
 			body := fmt.Sprintf(`{"key":%q,"limit":%d,"windowInSeconds":%g}`, k, limit, window)
-			return http.NewRequest("POST", gow+"/v1/limiter/acquire", strings.NewReader(body))
+			return http.NewRequest("POST", url, strings.NewReader(body))
 		}
 	}
-	fmt.Printf("\nPOST /v1/limiter/acquire (sliding_window), %s per run; js-ref = the reference worker's /health at the same concurrency\n", d)
-	fmt.Printf("%-9s %-11s %10s %9s %9s   %s\n", "keys", "concurrency", "req/s", "p50 ms", "p99 ms", "vs js-ref req/s, p99")
+	goURL, refURL := gow+"/v1/limiter/acquire", ref+"/acquire"
+	fmt.Printf("\nPOST /v1/limiter/acquire (sliding_window), %s per run. js-ref = the reference worker's /health at the same\n", d)
+	fmt.Printf("concurrency; js-do = its pure-JS Durable Object counter (RPC, one SQLite write per call): the platform's floor.\n")
+	fmt.Printf("%-9s %-11s %-8s %10s %9s %9s   %s\n", "keys", "concurrency", "worker", "req/s", "p50 ms", "p99 ms", "go vs js-ref req/s, p99")
 	for _, c := range []int{1, 16, 64} {
 		refR := load(ref+"/health", c, d)
 		oneKey := fmt.Sprintf("bench-%d-one-%d", run, c)
-		r := loadReq(acquire(oneKey, 1_000_000, 3600), c, d, nil)
-		fmt.Printf("%-9s %-11d %10.0f %9.2f %9.2f   %.2f×, %.2f× (goal at 16: ≥0.5×, ≤2×)\n", "1", c, r.rps(), r.pct(0.5), r.pct(0.99), r.rps()/refR.rps(), r.pct(0.99)/refR.pct(0.99))
+		jsDO := loadReq(acquire(refURL, oneKey, 1_000_000, 3600), c, d, nil)
+		r := loadReq(acquire(goURL, oneKey, 1_000_000, 3600), c, d, nil)
+		fmt.Printf("%-9s %-11d %-8s %10.0f %9.2f %9.2f\n", "1", c, "js-do", jsDO.rps(), jsDO.pct(0.5), jsDO.pct(0.99))
+		fmt.Printf("%-9s %-11d %-8s %10.0f %9.2f %9.2f   %.2f×, %.2f× (goal at 16: ≥0.5×, ≤2×); %.2f× of js-do\n", "1", c, "go", r.rps(), r.pct(0.5), r.pct(0.99), r.rps()/refR.rps(), r.pct(0.99)/refR.pct(0.99), r.rps()/jsDO.rps())
 		if c == 64 {
 			many := fmt.Sprintf("bench-%d-many-%%d", run)
-			rm := loadReq(acquire(many, 1_000_000, 3600), c, d, nil)
-			fmt.Printf("%-9s %-11d %10.0f %9.2f %9.2f   %.2f× of one key (goal ≥ 1×)\n", "64", c, rm.rps(), rm.pct(0.5), rm.pct(0.99), rm.rps()/r.rps())
+			rm := loadReq(acquire(goURL, many, 1_000_000, 3600), c, d, nil)
+			fmt.Printf("%-9s %-11d %-8s %10.0f %9.2f %9.2f   %.2f× of one key (goal ≥ 1×)\n", "64", c, "go", rm.rps(), rm.pct(0.5), rm.pct(0.99), rm.rps()/r.rps())
 		}
 		st := limiterStatus(gow, oneKey)
 		if storage, ok := st["storage"].(map[string]any); ok {
 			allowed := st["counters"].(map[string]any)["allowed"].(float64)
-			fmt.Printf("%-9s %-11s storage: %.0f writes, %.0f reads for %.0f allowed acquires = %.3f writes per allowed acquire (goal ≤ 1)\n",
-				"", "", storage["writes"], storage["reads"], allowed, storage["writes"].(float64)/allowed)
+			fmt.Printf("%-9s %-11s %-8s storage: %.0f writes, %.0f reads for %.0f allowed acquires = %.3f writes per allowed acquire (goal ≤ 1)\n",
+				"", "", "go", storage["writes"], storage["reads"], allowed, storage["writes"].(float64)/allowed)
 		}
 	}
 	// Over-admission: a fresh key with a small limit, hammered by 64 callers
