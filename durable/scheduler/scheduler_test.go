@@ -1,0 +1,178 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+var registry = []Task{
+	{Name: "charts", Every: 5 * time.Minute, Jitter: 20 * time.Second},
+	{Name: "sweep", Every: 15 * time.Minute},
+}
+
+func TestNextSlotIsEpochAnchoredAndJitterOnlyDelays(t *testing.T) {
+	sweep := registry[1]
+	for _, after := range []time.Time{t0, t0.Add(time.Second), t0.Add(14*time.Minute + 59*time.Second)} {
+		if got := NextSlot(sweep, after); !got.Equal(t0.Add(15 * time.Minute)) {
+			t.Fatalf("after %s: %s", after, got)
+		}
+	}
+	// A run that took 3 minutes does not push the cadence.
+	if got := NextSlot(sweep, t0.Add(15*time.Minute+3*time.Minute)); !got.Equal(t0.Add(30 * time.Minute)) {
+		t.Fatalf("drifted: %s", got)
+	}
+	charts := registry[0]
+	seen := map[time.Duration]bool{}
+	for i := 0; i < 50; i++ {
+		slot := t0.Add(time.Duration(i+1) * 5 * time.Minute)
+		got := NextSlot(charts, slot.Add(-time.Millisecond))
+		d := got.Sub(slot)
+		if d < 0 || d >= charts.Jitter {
+			t.Fatalf("jitter %s outside [0, %s)", d, charts.Jitter)
+		}
+		if again := NextSlot(charts, slot.Add(-time.Millisecond)); !again.Equal(got) {
+			t.Fatal("jitter must be stable for a slot")
+		}
+		seen[d] = true
+	}
+	if len(seen) < 10 {
+		t.Fatalf("jitter barely varies: %d distinct values", len(seen))
+	}
+}
+
+func TestDueRunsEachOnceAndCollapsesMissedSlots(t *testing.T) {
+	s := New(registry, t0)
+	if start, _ := s.Due(registry, t0); len(start) != 0 {
+		t.Fatalf("nothing is due at start: %v", start)
+	}
+	// Asleep for an hour: the sweep missed 3 slots after its first; one run.
+	later := t0.Add(time.Hour + time.Minute)
+	start, _ := s.Due(registry, later)
+	if len(start) != 2 {
+		t.Fatalf("both tasks due: %v", start)
+	}
+	if ms := s.Tasks["sweep"].MissedCount; ms != 3 {
+		t.Fatalf("sweep missed %d slots, want 3 collapsed", ms)
+	}
+	if again, skipped := s.Due(registry, later); len(again) != 0 || len(skipped) != 0 {
+		t.Fatalf("started twice: %v %v", again, skipped)
+	}
+	if next := time.UnixMilli(s.Tasks["sweep"].NextDue); !next.Equal(t0.Add(75 * time.Minute)) {
+		t.Fatalf("next sweep %s", next)
+	}
+}
+
+func TestLeasePreventsOverlapUntilHung(t *testing.T) {
+	s := New(registry, t0)
+	now := t0.Add(15 * time.Minute)
+	s.Due(registry, now)
+	s.RunNow("sweep", now.Add(time.Second))
+	start, skipped := s.Due(registry, now.Add(time.Second))
+	if len(start) != 0 || skipped["sweep"] != SkipRunning || s.Tasks["sweep"].SkippedStarts != 1 {
+		t.Fatalf("a running task started again: %v %v", start, skipped)
+	}
+	// A hung run releases its lease after LeaseTimeout.
+	if start, _ := s.Due(registry, now.Add(LeaseTimeout+time.Second)); len(start) == 0 {
+		t.Fatal("hung lease never released")
+	}
+}
+
+func TestBackoffFromEachSignalAndNeverStuck(t *testing.T) {
+	cases := []struct {
+		name string
+		r    Result
+		prev int
+		want time.Duration
+	}{
+		{"Retry-After", Result{Error: "429", RateLimited: true, RetryAfter: 90 * time.Second}, 0, 90 * time.Second},
+		{"429 without a time: min backoff", Result{Error: "429", RateLimited: true}, 0, MinBackoff},
+		{"remaining=0, third in a row: doubled twice", Result{Error: "remaining 0", RateLimited: true}, 2, 4 * MinBackoff},
+		{"huge Retry-After capped", Result{Error: "429", RetryAfter: 48 * time.Hour}, 0, MaxBackoff},
+		{"many failures capped", Result{Error: "429", RateLimited: true}, 40, MaxBackoff},
+	}
+	for _, c := range cases {
+		s := New(registry, t0)
+		s.BreakerThreshold = 1000
+		s.Tasks["charts"].ConsecutiveFailures = c.prev
+		ev := s.Finish("charts", c.r, t0)
+		if got := time.UnixMilli(s.Tasks["charts"].NextRunAfter).Sub(t0); got != c.want {
+			t.Errorf("%s: wait %s, want %s", c.name, got, c.want)
+		}
+		if ev[len(ev)-1]["event"] != "scheduler.task.backoff" {
+			t.Errorf("%s: no backoff event: %v", c.name, ev)
+		}
+	}
+	// The backing-off task is skipped; the other keeps its cadence.
+	s := New(registry, t0)
+	s.Finish("charts", Result{Error: "429", RetryAfter: time.Hour}, t0)
+	start, skipped := s.Due(registry, t0.Add(15*time.Minute))
+	if skipped["charts"] != SkipBackoff || len(start) != 1 || start[0] != "sweep" {
+		t.Fatalf("start %v skipped %v", start, skipped)
+	}
+	s.Resume("charts")
+	if start, _ := s.Due(registry, t0.Add(16*time.Minute)); len(start) != 1 || start[0] != "charts" {
+		t.Fatalf("resume must clear the backoff: %v", start)
+	}
+}
+
+func TestCircuitBreakerPausesAfterConsecutiveFailures(t *testing.T) {
+	s := New(registry, t0)
+	var ev []Event
+	for i := 0; i < DefaultBreakerThreshold; i++ {
+		ev = s.Finish("sweep", Result{Error: "parse error"}, t0)
+	}
+	ts := s.Tasks["sweep"]
+	if ts.Pause == nil || !strings.Contains(ts.Pause.Reason, "circuit breaker") || ev[len(ev)-1]["level"] != "critical" {
+		t.Fatalf("breaker did not open: %+v %v", ts.Pause, ev)
+	}
+	if _, skipped := s.Due(registry, t0.Add(24*time.Hour)); skipped["sweep"] != SkipPaused {
+		t.Fatalf("paused task ran: %v", skipped)
+	}
+	s.Finish("sweep", Result{OK: true}, t0) // a success alone does not resume
+	if s.Tasks["sweep"].Pause == nil {
+		t.Fatal("the breaker needs an explicit resume")
+	}
+	s.Resume("sweep")
+	if s.Tasks["sweep"].Pause != nil || s.Tasks["sweep"].ConsecutiveFailures != 0 {
+		t.Fatal("resume did not reset")
+	}
+}
+
+func TestPausesAndNextAlarm(t *testing.T) {
+	s := New(registry, t0)
+	first := s.NextAlarm(registry, t0)
+	if first.Before(t0.Add(5*time.Minute)) || first.After(t0.Add(5*time.Minute+20*time.Second)) {
+		t.Fatalf("first alarm %s", first)
+	}
+	s.PauseTask("charts", "maintenance", time.Time{}, t0)
+	if got := s.NextAlarm(registry, t0); !got.Equal(t0.Add(15 * time.Minute)) {
+		t.Fatalf("with charts paused the alarm is the sweep's: %s", got)
+	}
+	s.PauseTask("", "deploy", t0.Add(20*time.Minute), t0)
+	if got := s.NextAlarm(registry, t0); !got.Equal(t0.Add(20 * time.Minute)) {
+		t.Fatalf("global pause until: %s", got)
+	}
+	if _, skipped := s.Due(registry, t0.Add(16*time.Minute)); skipped["sweep"] != SkipGlobalPause {
+		t.Fatalf("global pause ignored: %v", skipped)
+	}
+	s.Resume("")
+	// Overdue: the alarm is re-armed a moment ahead, never in the past.
+	if got := s.NextAlarm(registry, t0.Add(time.Hour)); !got.Equal(t0.Add(time.Hour + MinRearm)) {
+		t.Fatalf("overdue alarm %s", got)
+	}
+	s.PauseTask("sweep", "x", time.Time{}, t0)
+	if got := s.NextAlarm(registry, t0); !got.IsZero() {
+		t.Fatalf("everything paused: %s", got)
+	}
+}
+
+func TestSyncFollowsTheRegistry(t *testing.T) {
+	s := New(registry[:1], t0)
+	s.Sync(registry[1:], t0)
+	if _, ok := s.Tasks["charts"]; ok || s.Tasks["sweep"] == nil {
+		t.Fatalf("sync: %v", s.Tasks)
+	}
+}
