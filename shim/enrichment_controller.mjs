@@ -25,8 +25,10 @@ export class EnrichmentController extends DurableObject {
     if (out instanceof Error) throw out;
     const d = JSON.parse(out);
     if (d.state && d.state !== this.state) {
-      await this.ctx.storage.put(STATE_KEY, d.state);
+      // Take the new state before awaiting the write, so a call that
+      // interleaves at that await decides on it, not on the old one.
       this.state = d.state;
+      await this.ctx.storage.put(STATE_KEY, d.state);
     }
     if (d.alarm_at) {
       await this.ctx.storage.setAlarm(d.alarm_at);

@@ -32,6 +32,9 @@ const (
 	bindingEvents     = "EVENTS"
 	bindingController = "ENRICHMENT_CONTROLLER"
 	bindingLimiter    = "OMNI_LIMITER"
+	bindingScheduler  = "SCHEDULER"
+	// schedulerName is the versioned singleton (a new version starts afresh).
+	schedulerName = "v1"
 	// limiterPrefix names one OmniLimiter object per key; a regional
 	// deployment can prefix the region as well (idFromName(region + key)).
 	limiterPrefix = "limiter_"

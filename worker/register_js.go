@@ -38,6 +38,8 @@ func Register() {
 	srv := NewServer(&Server{
 		Controller: p,
 		Limiter:    p,
+		Scheduler:  p,
+		Charts:     p,
 		Apps:       p,
 		Cron:       p,
 		AdminToken: func() string { return cloudflare.Getenv("ADMIN_TOKEN") },
@@ -72,6 +74,8 @@ func Register() {
 	})
 	binding.Set("enrichmentDecide", jsx.SyncFunc(enrichmentDecide))
 	binding.Set("enrichmentRun", jsx.AsyncFunc(enrichmentRun))
+	binding.Set("schedulerDecide", jsx.SyncFunc(schedulerDecide))
+	binding.Set("schedulerRunTask", jsx.AsyncFunc(schedulerRunTask))
 	binding.Set("limiterAcquire", jsx.SyncFunc(limiterAcquire))
 	binding.Set("limiterRestore", jsx.SyncFunc(limiterRestore))
 	binding.Set("limiterStatus", jsx.SyncFunc(limiterStatus))

@@ -22,6 +22,7 @@ import (
 
 	"storecrawl/durable/enrichment"
 	"storecrawl/durable/limiter"
+	"storecrawl/durable/scheduler"
 	"storecrawl/worker/logx"
 )
 
@@ -33,6 +34,16 @@ type ControllerCaller interface {
 // LimiterCaller forwards one call to the OmniLimiter object of a key.
 type LimiterCaller interface {
 	CallLimiter(ctx context.Context, key, method, path string, body []byte) (status int, respBody []byte, err error)
+}
+
+// SchedulerCaller forwards one call to the SchedulerDO.
+type SchedulerCaller interface {
+	CallScheduler(ctx context.Context, method, path string, body []byte) (status int, respBody []byte, err error)
+}
+
+// ChartReader reads a chart kept in KV ("" when not fetched yet).
+type ChartReader interface {
+	Chart(ctx context.Context, key string) (string, error)
 }
 
 // AppReader reads enriched records.
@@ -56,6 +67,8 @@ const MaxControlBody = 4 << 10
 type Server struct {
 	Controller ControllerCaller
 	Limiter    LimiterCaller
+	Scheduler  SchedulerCaller
+	Charts     ChartReader
 	Apps       AppReader
 	Cron       CronLog
 	// AdminToken returns the configured token; empty means mutating calls are refused.
@@ -80,6 +93,11 @@ func NewServer(s *Server) *Server {
 	}
 	mux.HandleFunc("POST /v1/limiter/acquire", s.limiterAcquire)
 	mux.HandleFunc("GET /v1/limiter/status", s.limiterStatus)
+	mux.HandleFunc("GET /v1/scheduler/status", s.schedulerCall("/status"))
+	for _, action := range []string{"pause", "resume", "run-now"} {
+		mux.HandleFunc("POST /v1/scheduler/"+action, s.requireAdmin(s.schedulerCall("/"+action)))
+	}
+	mux.HandleFunc("GET /v1/charts", s.chart)
 	mux.HandleFunc("GET /v1/apps/{id}", s.app)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -299,4 +317,73 @@ func (s *Server) limiterStatus(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(resp)
+}
+
+// schedulerCall validates a control call here (a bad one never reaches, or
+// changes, the scheduler) and forwards it.
+func (s *Server) schedulerCall(path string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var body []byte
+		if r.Method == http.MethodPost {
+			b, err := readBody(r, MaxControlBody)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "body", err.Error())
+				return
+			}
+			if _, _, fe := scheduler.ParseControl(path, string(b), time.Now()); fe != nil {
+				writeJSON(w, http.StatusBadRequest, fe)
+				return
+			}
+			body = b
+		}
+		status, resp, err := s.Scheduler.CallScheduler(r.Context(), r.Method, path, body)
+		if err != nil {
+			logx.Err("scheduler.call_failed", err, map[string]any{"path": path})
+			writeError(w, http.StatusBadGateway, "", "scheduler unavailable")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(resp)
+	}
+}
+
+// chart serves a top chart straight from KV: the upstream is never called
+// on a user's request path.
+func (s *Server) chart(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	country, collection, category := q.Get("country"), q.Get("collection"), q.Get("category")
+	if category == "" {
+		category = "all"
+	}
+	for _, c := range []struct {
+		field, value string
+		allowed      []string
+	}{{"country", country, ChartCountries}, {"collection", collection, ChartCollections}, {"category", category, ChartCategories}} {
+		if !contains(c.allowed, c.value) {
+			writeError(w, http.StatusBadRequest, c.field, fmt.Sprintf("%s must be one of %v", c.field, c.allowed))
+			return
+		}
+	}
+	v, err := s.Charts.Chart(r.Context(), ChartKey(country, collection, category))
+	switch {
+	case err != nil:
+		logx.Err("charts.read_failed", err, nil)
+		writeError(w, http.StatusInternalServerError, "", "read failed")
+	case v == "":
+		writeError(w, http.StatusNotFound, "", "chart not fetched yet; the charts-refresh task fills it every ~5 min")
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=60")
+		io.WriteString(w, v)
+	}
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }

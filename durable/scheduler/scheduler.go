@@ -231,7 +231,14 @@ func (s *State) Finish(name string, r Result, now time.Time) []Event {
 		ts.LastError = ""
 		ts.LastSummary = r.Summary
 		ts.NextRunAfter = 0
-		return []Event{{"event": "scheduler.task.ok", "task": name, "duration_ms": ts.LastDurationMs, "summary": r.Summary}}
+		ev := []Event{{"event": "scheduler.task.ok", "task": name, "duration_ms": ts.LastDurationMs, "summary": r.Summary}}
+		if r.RetryAfter > 0 {
+			// Served, but the budget is spent (remaining = 0): wait for its reset.
+			wait := min(r.RetryAfter, MaxBackoff)
+			ts.NextRunAfter = now.Add(wait).UnixMilli()
+			ev = append(ev, Event{"event": "scheduler.task.backoff", "level": "warn", "task": name, "wait_ms": wait.Milliseconds()})
+		}
+		return ev
 	}
 	ts.ConsecutiveFailures++
 	ts.LastError = r.Error

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +175,69 @@ func TestSyncFollowsTheRegistry(t *testing.T) {
 	s.Sync(registry[1:], t0)
 	if _, ok := s.Tasks["charts"]; ok || s.Tasks["sweep"] == nil {
 		t.Fatalf("sync: %v", s.Tasks)
+	}
+}
+
+func decide(t *testing.T, st *string, op string, arg any, now time.Time) Decision {
+	t.Helper()
+	b, _ := json.Marshal(arg)
+	d := Handle(op, *st, b, now)
+	if d.State != "" {
+		*st = d.State
+	}
+	return d
+}
+
+func TestHandleAlarmCycle(t *testing.T) {
+	st := ""
+	d := decide(t, &st, "load", nil, t0)
+	if d.EnsureAlarmAt == 0 {
+		t.Fatal("load must ensure an alarm")
+	}
+	due := time.UnixMilli(d.EnsureAlarmAt)
+	d = decide(t, &st, "tick", map[string]int{"retry_count": 0}, due)
+	if len(d.Run) != 1 || d.Run[0] != "charts-refresh" || d.AlarmAt <= due.UnixMilli() {
+		t.Fatalf("tick: %+v", d)
+	}
+	d = decide(t, &st, "finish", ResultMsg{Task: "charts-refresh", Error: "429", RateLimited: true, RetryAfterS: 600}, due)
+	if len(d.Events) < 2 || d.Events[1]["event"] != "scheduler.task.backoff" {
+		t.Fatalf("finish events: %v", d.Events)
+	}
+	d = decide(t, &st, "rearm", nil, due)
+	if d.AlarmAt <= due.UnixMilli() {
+		t.Fatalf("rearm: %+v", d)
+	}
+}
+
+func TestHandleControl(t *testing.T) {
+	st := ""
+	bad := []struct{ path, body, field string }{
+		{"/pause", `{"task":"nope"}`, "task"},
+		{"/pause", `{"task":"rating-sweep","until":"yesterday"}`, "until"},
+		{"/pause", `{"task":"rating-sweep","extra":1}`, "body"},
+		{"/run-now", `{}`, "task"},
+	}
+	for _, c := range bad {
+		before := st
+		d := decide(t, &st, "http", Request{Method: "POST", Path: c.path, Body: c.body}, t0)
+		if d.Response.Status != 400 || d.Response.Body.(*FieldError).Field != c.field {
+			t.Errorf("%s %s: %+v", c.path, c.body, d.Response)
+		}
+		if before != "" && st != before {
+			t.Errorf("%s %s: a rejected call changed state", c.path, c.body)
+		}
+	}
+	d := decide(t, &st, "http", Request{Method: "POST", Path: "/pause", Body: `{"task":"rating-sweep","reason":"backfill"}`}, t0)
+	v := d.Response.Body.(StatusView)
+	if v.Tasks[1].Pause == nil || v.Tasks[1].Pause.Reason != "backfill" {
+		t.Fatalf("pause: %+v", v.Tasks[1])
+	}
+	d = decide(t, &st, "http", Request{Method: "POST", Path: "/run-now", Body: `{"task":"charts-refresh"}`}, t0)
+	if d.AlarmAt != t0.Add(MinRearm).UnixMilli() {
+		t.Fatalf("run-now must arm the alarm now: %+v", d)
+	}
+	d = decide(t, &st, "tick", nil, t0.Add(time.Second))
+	if len(d.Run) != 1 || d.Run[0] != "charts-refresh" {
+		t.Fatalf("run-now task not started: %v", d.Run)
 	}
 }

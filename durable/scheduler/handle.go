@@ -1,0 +1,256 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Registry is every periodic task of the system. The run functions live in
+// the Worker (worker/tasks.go); the names here are their keys.
+var Registry = []Task{
+	// Top charts into KV, read by every user alike: fresh every ~5 min.
+	{Name: "charts-refresh", Every: 5 * time.Minute, Jitter: 30 * time.Second},
+	// Cursor sweep over D1: rating velocity from snapshots and data-quality gaps.
+	{Name: "rating-sweep", Every: 15 * time.Minute, Jitter: time.Minute},
+}
+
+// Decision is what the SchedulerDO shim must do after one call.
+type Decision struct {
+	State         string    `json:"state,omitempty"`
+	AlarmAt       int64     `json:"alarm_at,omitempty"`
+	EnsureAlarmAt int64     `json:"ensure_alarm_at,omitempty"`
+	Run           []string  `json:"run,omitempty"` // tasks to run now, each in its own error boundary
+	Response      *Response `json:"response,omitempty"`
+	Events        []Event   `json:"events,omitempty"`
+}
+
+// Response answers an HTTP call.
+type Response struct {
+	Status int `json:"status"`
+	Body   any `json:"body"`
+}
+
+// Request is an HTTP call forwarded to the scheduler.
+type Request struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Body   string `json:"body"`
+}
+
+// FieldError is a 400 body naming the offending field.
+type FieldError struct {
+	Error string `json:"error"`
+	Field string `json:"field"`
+}
+
+// ResultMsg is a task's result as the shim passes it back.
+type ResultMsg struct {
+	Task        string `json:"task"`
+	OK          bool   `json:"ok"`
+	Summary     string `json:"summary,omitempty"`
+	Error       string `json:"error,omitempty"`
+	DurationMs  int64  `json:"duration_ms"`
+	RateLimited bool   `json:"rate_limited,omitempty"`
+	RetryAfterS int    `json:"retry_after_s,omitempty"`
+}
+
+// Load decodes stored state (defaults for missing or corrupt) and syncs it
+// with the registry.
+func Load(raw string, now time.Time) (*State, bool) {
+	s := &State{}
+	corrupt := false
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), s); err != nil {
+			s, corrupt = &State{}, true
+		}
+	}
+	s.Sync(Registry, now)
+	return s, corrupt
+}
+
+func (s *State) encode() string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic("scheduler: encode: " + err.Error())
+	}
+	return string(b)
+}
+
+// alarm returns the alarm decision fields for the state at now.
+func (s *State) alarm(d *Decision, now time.Time) {
+	if t := s.NextAlarm(Registry, now); !t.IsZero() {
+		d.AlarmAt = t.UnixMilli()
+	}
+}
+
+// Handle runs one operation. Ops: "load", "tick" (alarm fired), "finish"
+// (arg: ResultMsg), "rearm" (after the tick's tasks), "http" (arg: Request).
+func Handle(op, raw string, arg []byte, now time.Time) Decision {
+	s, corrupt := Load(raw, now)
+	var d Decision
+	if corrupt {
+		d.Events = append(d.Events, Event{"event": "scheduler.state_corrupt", "level": "error"})
+	}
+	switch op {
+	case "load":
+		// Every wake checks an alarm is set when something is due.
+		if t := s.NextAlarm(Registry, now); !t.IsZero() {
+			d.EnsureAlarmAt = t.UnixMilli()
+		}
+	case "tick":
+		var info struct {
+			RetryCount int `json:"retry_count"`
+		}
+		json.Unmarshal(arg, &info)
+		start, skipped := s.Due(Registry, now)
+		d.Run = start
+		ev := Event{"event": "scheduler.tick", "start": start, "retry_count": info.RetryCount}
+		if info.RetryCount > 0 {
+			ev["runtime_retry"] = true // the runtime retried a failed alarm
+		}
+		if len(skipped) > 0 {
+			ev["skipped"] = skipped
+		}
+		d.Events = append(d.Events, ev)
+		s.alarm(&d, now) // a safety alarm while the tasks run; rearm replaces it
+	case "finish":
+		var r ResultMsg
+		if err := json.Unmarshal(arg, &r); err != nil {
+			r = ResultMsg{Error: "undecodable result"}
+		}
+		d.Events = append(d.Events, s.Finish(r.Task, Result{
+			OK: r.OK, Summary: r.Summary, Error: r.Error, Duration: time.Duration(r.DurationMs) * time.Millisecond,
+			RateLimited: r.RateLimited, RetryAfter: time.Duration(r.RetryAfterS) * time.Second,
+		}, now)...)
+	case "rearm":
+		s.alarm(&d, now)
+	case "http":
+		var req Request
+		if err := json.Unmarshal(arg, &req); err != nil {
+			d.Response = &Response{Status: 400, Body: FieldError{Error: "malformed forwarded request", Field: "request"}}
+			return d
+		}
+		d.Response = s.http(req, now, &d)
+		if t := s.NextAlarm(Registry, now); !t.IsZero() {
+			d.EnsureAlarmAt = t.UnixMilli()
+		}
+	default:
+		d.Response = &Response{Status: 500, Body: FieldError{Error: "unknown op " + strconv.Quote(op), Field: "op"}}
+	}
+	d.State = s.encode()
+	return d
+}
+
+// Control is a pause/resume/run-now body.
+type Control struct {
+	Task   string `json:"task"`
+	Reason string `json:"reason"`
+	Until  string `json:"until"` // RFC 3339; empty = until resumed
+}
+
+// ParseControl validates a control body; task "" means the whole scheduler
+// (pause/resume only).
+func ParseControl(path, body string, now time.Time) (Control, time.Time, *FieldError) {
+	var c Control
+	if body != "" {
+		dec := json.NewDecoder(strings.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return c, time.Time{}, &FieldError{Error: "body must be a JSON object with task, reason, until: " + err.Error(), Field: "body"}
+		}
+	}
+	if c.Task != "" && !known(c.Task) {
+		return c, time.Time{}, &FieldError{Error: fmt.Sprintf("unknown task %q (have: %v)", c.Task, names()), Field: "task"}
+	}
+	if path == "/run-now" && c.Task == "" {
+		return c, time.Time{}, &FieldError{Error: "run-now needs a task", Field: "task"}
+	}
+	var until time.Time
+	if c.Until != "" {
+		t, err := time.Parse(time.RFC3339, c.Until)
+		if err != nil || !t.After(now) {
+			return c, time.Time{}, &FieldError{Error: "until must be a future RFC 3339 time", Field: "until"}
+		}
+		until = t
+	}
+	if len(c.Reason) > 500 {
+		return c, time.Time{}, &FieldError{Error: "reason is at most 500 characters", Field: "reason"}
+	}
+	return c, until, nil
+}
+
+func (s *State) http(req Request, now time.Time, d *Decision) *Response {
+	switch {
+	case req.Method == "GET" && req.Path == "/status":
+		return &Response{Status: 200, Body: s.Status(now)}
+	case req.Method == "POST" && (req.Path == "/pause" || req.Path == "/resume" || req.Path == "/run-now"):
+		c, until, fe := ParseControl(req.Path, req.Body, now)
+		if fe != nil {
+			return &Response{Status: 400, Body: fe}
+		}
+		switch req.Path {
+		case "/pause":
+			reason := c.Reason
+			if reason == "" {
+				reason = "paused by operator"
+			}
+			s.PauseTask(c.Task, reason, until, now)
+		case "/resume":
+			s.Resume(c.Task)
+		case "/run-now":
+			s.RunNow(c.Task, now)
+			d.AlarmAt = now.Add(MinRearm).UnixMilli()
+		}
+		d.Events = append(d.Events, Event{"event": "scheduler.control", "action": req.Path[1:], "task": c.Task, "reason": c.Reason})
+		return &Response{Status: 200, Body: s.Status(now)}
+	}
+	return &Response{Status: 404, Body: FieldError{Error: "no such scheduler route: " + req.Method + " " + req.Path, Field: "path"}}
+}
+
+// TaskStatus is one task for operators.
+type TaskStatus struct {
+	Name    string `json:"name"`
+	EveryS  int64  `json:"every_s"`
+	NextDue string `json:"next_due"`
+	*TaskState
+}
+
+// StatusView is GET /v1/scheduler/status.
+type StatusView struct {
+	Pause *Pause       `json:"pause,omitempty"`
+	Tasks []TaskStatus `json:"tasks"`
+	Now   string       `json:"now"`
+}
+
+// Status reports every task.
+func (s *State) Status(now time.Time) StatusView {
+	v := StatusView{Pause: s.Pause, Now: now.UTC().Format(time.RFC3339)}
+	for _, t := range Registry {
+		ts := s.Tasks[t.Name]
+		v.Tasks = append(v.Tasks, TaskStatus{Name: t.Name, EveryS: int64(t.Every.Seconds()),
+			NextDue: time.UnixMilli(ts.NextDue).UTC().Format(time.RFC3339), TaskState: ts})
+	}
+	return v
+}
+
+func known(name string) bool {
+	for _, t := range Registry {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func names() []string {
+	var out []string
+	for _, t := range Registry {
+		out = append(out, t.Name)
+	}
+	sort.Strings(out)
+	return out
+}

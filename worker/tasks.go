@@ -1,0 +1,252 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/url"
+	"strings"
+	"time"
+
+	"storecrawl/durable/enrichment"
+	"storecrawl/durable/scheduler"
+	"storecrawl/worker/appstore"
+	"storecrawl/worker/logx"
+	"storecrawl/worker/upstream"
+)
+
+// The closed set of charts the charts-refresh task keeps in KV.
+var (
+	ChartCountries   = []string{"us"}
+	ChartCollections = []string{"topfreeapplications", "toppaidapplications", "topgrossingapplications"}
+	// ChartCategories: "all" or a genre id.
+	ChartCategories = []string{"all", "6014"}
+)
+
+// ChartLimit is how many ranks each chart keeps.
+const ChartLimit = 50
+
+// ChartKey is where one chart lives in KV.
+func ChartKey(country, collection, category string) string {
+	return "chart:" + country + ":" + collection + ":" + category
+}
+
+// ChartRecord is the KV value of a chart.
+type ChartRecord struct {
+	Items     []appstore.ChartEntry `json:"items"`
+	FetchedAt string                `json:"fetchedAt"`
+	RateLimit ChartRateLimit        `json:"rateLimit"`
+}
+
+// ChartRateLimit is what the upstream said of its budget when the chart was fetched.
+type ChartRateLimit struct {
+	Remaining *int `json:"remaining"`
+	ResetS    int  `json:"resetS,omitempty"`
+}
+
+// TaskDeps is what the periodic tasks need from the platform.
+type TaskDeps interface {
+	// Fetch calls the upstream through the global limiter.
+	Fetch(ctx context.Context, url string) upstream.Response
+	PutKV(ctx context.Context, key, value string) error
+	// SweepBatch reads up to n enriched apps past the named cursor, with
+	// each one's latest snapshot.
+	SweepBatch(ctx context.Context, cursorName string, n int) (cursor int64, rows []SweepRow, err error)
+	// SaveSweep writes snapshots, velocities and the new cursor in one batch.
+	SaveSweep(ctx context.Context, cursorName string, newCursor int64, rows []SweepRow, at time.Time) error
+}
+
+// RunTask runs a registered task in its own error boundary: a panic or a
+// failure becomes the task's result, never the alarm's.
+func RunTask(ctx context.Context, name string, deps TaskDeps, apiBase string, now func() time.Time) (res scheduler.ResultMsg) {
+	start := now()
+	res.Task = name
+	defer func() {
+		if p := recover(); p != nil {
+			res.OK, res.Error = false, fmt.Sprintf("panic: %v", p)
+		}
+		res.DurationMs = now().Sub(start).Milliseconds()
+		if !res.OK {
+			logx.Event("scheduler.task.error_detail", map[string]any{"level": logx.Error, "task": name, "error": res.Error})
+		}
+	}()
+	switch name {
+	case "charts-refresh":
+		return refreshCharts(ctx, deps, apiBase, now)
+	case "rating-sweep":
+		return ratingSweep(ctx, deps, now)
+	}
+	return scheduler.ResultMsg{Task: name, Error: "no run function for task"}
+}
+
+func refreshCharts(ctx context.Context, deps TaskDeps, apiBase string, now func() time.Time) scheduler.ResultMsg {
+	res := scheduler.ResultMsg{Task: "charts-refresh"}
+	written := 0
+	for _, country := range ChartCountries {
+		for _, coll := range ChartCollections {
+			for _, cat := range ChartCategories {
+				q := url.Values{"country": {country}, "collection": {coll}, "limit": {fmt.Sprint(ChartLimit)}}
+				if cat != "all" {
+					q.Set("genre", cat)
+				}
+				r := deps.Fetch(ctx, apiBase+"/charts?"+q.Encode())
+				if r.Class == enrichment.ClassRateLimit {
+					// Stop at once: the other charts would be refused too.
+					res.RateLimited, res.RetryAfterS = true, r.RetryAfterS
+					res.Error = fmt.Sprintf("rate limited (HTTP %d) after %d charts", r.Status, written)
+					return res
+				}
+				if r.Class != enrichment.ClassOK {
+					res.Error = fmt.Sprintf("chart %s/%s/%s: %v", country, coll, cat, r.Err)
+					return res
+				}
+				items, err := appstore.ParseChart(r.Body)
+				if err != nil {
+					res.Error = fmt.Sprintf("chart %s/%s/%s: %v", country, coll, cat, err)
+					return res
+				}
+				rec := ChartRecord{Items: items, FetchedAt: now().UTC().Format(time.RFC3339)}
+				if r.Remaining >= 0 {
+					rem := r.Remaining
+					rec.RateLimit = ChartRateLimit{Remaining: &rem, ResetS: int(r.Reset.Seconds())}
+				}
+				b, _ := json.Marshal(rec)
+				if err := deps.PutKV(ctx, ChartKey(country, coll, cat), string(b)); err != nil {
+					res.Error = "kv put: " + err.Error()
+					return res
+				}
+				written++
+				if r.Remaining == 0 {
+					// The budget is spent: honour its reset before the next call.
+					res.OK, res.RetryAfterS = true, max(1, int(r.Reset.Seconds()))
+					res.Summary = fmt.Sprintf("%d charts (budget spent)", written)
+					return res
+				}
+			}
+		}
+	}
+	res.OK, res.Summary = true, fmt.Sprintf("%d charts", written)
+	return res
+}
+
+// SweepRow is one app in a rating sweep.
+type SweepRow struct {
+	TrackID       int64
+	RatingCount   int64
+	AverageRating float64
+	HasSubtitle   bool
+	HasHistogram  bool
+	HasDesc       bool
+	// PrevCount/PrevAt are the latest snapshot (PrevAt zero if none).
+	PrevCount int64
+	PrevAt    time.Time
+	// Velocity is computed by the sweep: ratings per day, NaN if unknown.
+	Velocity float64
+}
+
+// Sweep bounds.
+const (
+	SweepBatch = 200
+	// Field coverage below these shares is a data-quality gap.
+	MinSubtitleCoverage  = 0.5
+	MinHistogramCoverage = 0.8
+	MinDescCoverage      = 0.9
+	sweepCursor          = "rating-sweep"
+)
+
+// Velocity is ratings gained per day between a snapshot and now (NaN when
+// there is no earlier snapshot to compare with).
+func Velocity(count, prevCount int64, prevAt, now time.Time) float64 {
+	days := now.Sub(prevAt).Hours() / 24
+	if prevAt.IsZero() || days <= 0 {
+		return math.NaN()
+	}
+	return math.Round(float64(count-prevCount)/days*1000) / 1000
+}
+
+// Coverage is the share of rows with each field filled.
+type Coverage struct {
+	Rows      int     `json:"rows"`
+	Subtitle  float64 `json:"subtitle"`
+	Histogram float64 `json:"histogram"`
+	Desc      float64 `json:"description"`
+}
+
+// Gaps lists the fields under their coverage thresholds.
+func (c Coverage) Gaps() []string {
+	var g []string
+	if c.Rows == 0 {
+		return nil
+	}
+	if c.Subtitle < MinSubtitleCoverage {
+		g = append(g, "subtitle")
+	}
+	if c.Histogram < MinHistogramCoverage {
+		g = append(g, "rating_histogram")
+	}
+	if c.Desc < MinDescCoverage {
+		g = append(g, "description")
+	}
+	return g
+}
+
+// CoverageOf measures field coverage over rows.
+func CoverageOf(rows []SweepRow) Coverage {
+	c := Coverage{Rows: len(rows)}
+	if len(rows) == 0 {
+		return c
+	}
+	for _, r := range rows {
+		if r.HasSubtitle {
+			c.Subtitle++
+		}
+		if r.HasHistogram {
+			c.Histogram++
+		}
+		if r.HasDesc {
+			c.Desc++
+		}
+	}
+	n := float64(len(rows))
+	c.Subtitle, c.Histogram, c.Desc = c.Subtitle/n, c.Histogram/n, c.Desc/n
+	return c
+}
+
+func ratingSweep(ctx context.Context, deps TaskDeps, now func() time.Time) scheduler.ResultMsg {
+	res := scheduler.ResultMsg{Task: "rating-sweep"}
+	cursor, rows, err := deps.SweepBatch(ctx, sweepCursor, SweepBatch)
+	if err != nil {
+		res.Error = "read: " + err.Error()
+		return res
+	}
+	at := now()
+	known := 0
+	for i := range rows {
+		rows[i].Velocity = Velocity(rows[i].RatingCount, rows[i].PrevCount, rows[i].PrevAt, at)
+		if !math.IsNaN(rows[i].Velocity) {
+			known++
+		}
+	}
+	// Reading only rows past the cursor; a short batch means the end: wrap.
+	next := int64(0)
+	if len(rows) == SweepBatch {
+		next = rows[len(rows)-1].TrackID
+	}
+	if err := deps.SaveSweep(ctx, sweepCursor, next, rows, at); err != nil {
+		res.Error = "write: " + err.Error()
+		return res
+	}
+	cov := CoverageOf(rows)
+	if gaps := cov.Gaps(); len(gaps) > 0 {
+		logx.Event("scheduler.data_quality_gap", map[string]any{"level": logx.Warn, "fields": gaps, "coverage": cov, "from_cursor": cursor})
+		b, _ := json.Marshal(map[string]any{"coverage": cov, "gaps": gaps, "at": at.UTC().Format(time.RFC3339)})
+		if err := deps.PutKV(ctx, "quality:latest", string(b)); err != nil {
+			res.Error = "kv put: " + err.Error()
+			return res
+		}
+	}
+	res.OK = true
+	res.Summary = fmt.Sprintf("%d apps from cursor %d, %d velocities, next cursor %d, gaps %s", len(rows), cursor, known, next, strings.Join(cov.Gaps(), ","))
+	return res
+}

@@ -1,0 +1,118 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"storecrawl/durable/enrichment"
+	"storecrawl/worker/upstream"
+)
+
+type fakeTaskDeps struct {
+	kv       map[string]string
+	fetches  []string
+	answer   func(n int, url string) upstream.Response
+	rows     []SweepRow
+	cursor   int64
+	saved    []SweepRow
+	newCur   int64
+	readFail bool
+}
+
+func (f *fakeTaskDeps) Fetch(_ context.Context, u string) upstream.Response {
+	f.fetches = append(f.fetches, u)
+	return f.answer(len(f.fetches), u)
+}
+func (f *fakeTaskDeps) PutKV(_ context.Context, k, v string) error { f.kv[k] = v; return nil }
+func (f *fakeTaskDeps) SweepBatch(context.Context, string, int) (int64, []SweepRow, error) {
+	if f.readFail {
+		return 0, nil, errors.New("D1 down")
+	}
+	return f.cursor, f.rows, nil
+}
+func (f *fakeTaskDeps) SaveSweep(_ context.Context, _ string, next int64, rows []SweepRow, _ time.Time) error {
+	f.newCur, f.saved = next, rows
+	return nil
+}
+
+var chartBody = []byte(`{"feed":{"entry":[{"id":100000001,"name":"A","rank":1}]}}`)
+
+func okChart(int, string) upstream.Response {
+	return upstream.Response{Status: 200, Class: enrichment.ClassOK, Body: chartBody, Remaining: -1}
+}
+
+func TestChartsRefreshWritesEveryChart(t *testing.T) {
+	f := &fakeTaskDeps{kv: map[string]string{}, answer: okChart}
+	res := RunTask(context.Background(), "charts-refresh", f, "http://up", time.Now)
+	want := len(ChartCountries) * len(ChartCollections) * len(ChartCategories)
+	if !res.OK || len(f.kv) != want {
+		t.Fatalf("%+v, %d keys", res, len(f.kv))
+	}
+	var rec ChartRecord
+	json.Unmarshal([]byte(f.kv[ChartKey("us", "topfreeapplications", "6014")]), &rec)
+	if len(rec.Items) != 1 || rec.FetchedAt == "" || rec.RateLimit.Remaining != nil {
+		t.Fatalf("record %+v", rec)
+	}
+	if !strings.Contains(f.fetches[1], "genre=6014") || strings.Contains(f.fetches[0], "genre=") {
+		t.Fatalf("urls %v", f.fetches[:2])
+	}
+}
+
+func TestChartsRefreshHonoursRateLimits(t *testing.T) {
+	f := &fakeTaskDeps{kv: map[string]string{}, answer: func(n int, u string) upstream.Response {
+		if n == 3 {
+			return upstream.Response{Status: 429, Class: enrichment.ClassRateLimit, RetryAfterS: 120, Remaining: -1, Err: errors.New("429")}
+		}
+		return okChart(n, u)
+	}}
+	res := RunTask(context.Background(), "charts-refresh", f, "http://up", time.Now)
+	if res.OK || !res.RateLimited || res.RetryAfterS != 120 || len(f.fetches) != 3 || len(f.kv) != 2 {
+		t.Fatalf("429 must stop the task and carry Retry-After: %+v, %d fetches", res, len(f.fetches))
+	}
+	f = &fakeTaskDeps{kv: map[string]string{}, answer: func(n int, u string) upstream.Response {
+		return upstream.Response{Status: 200, Class: enrichment.ClassOK, Body: chartBody, Remaining: 0, Reset: 40 * time.Second}
+	}}
+	res = RunTask(context.Background(), "charts-refresh", f, "http://up", time.Now)
+	if !res.OK || res.RetryAfterS != 40 || len(f.fetches) != 1 {
+		t.Fatalf("remaining=0 must stop and wait for the reset: %+v", res)
+	}
+}
+
+func TestRatingSweep(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	if v := Velocity(150, 100, now.Add(-48*time.Hour), now); v != 25 {
+		t.Fatalf("velocity %v", v)
+	}
+	if v := Velocity(150, 0, time.Time{}, now); !math.IsNaN(v) {
+		t.Fatalf("no snapshot: %v", v)
+	}
+	rows := make([]SweepRow, SweepBatch)
+	for i := range rows {
+		rows[i] = SweepRow{TrackID: int64(1000 + i), RatingCount: 10, HasHistogram: true, HasDesc: true, PrevCount: 4, PrevAt: now.Add(-24 * time.Hour)}
+	}
+	f := &fakeTaskDeps{kv: map[string]string{}, rows: rows, cursor: 999}
+	res := RunTask(context.Background(), "rating-sweep", f, "", func() time.Time { return now })
+	if !res.OK || f.newCur != 1000+SweepBatch-1 || f.saved[0].Velocity != 6 {
+		t.Fatalf("%+v cursor %d", res, f.newCur)
+	}
+	if !strings.Contains(f.kv["quality:latest"], "subtitle") {
+		t.Fatalf("missing subtitles must be flagged: %v", f.kv)
+	}
+	f = &fakeTaskDeps{kv: map[string]string{}, rows: rows[:3], cursor: 5000}
+	RunTask(context.Background(), "rating-sweep", f, "", func() time.Time { return now })
+	if f.newCur != 0 {
+		t.Fatalf("a short batch must wrap the cursor, got %d", f.newCur)
+	}
+	f = &fakeTaskDeps{readFail: true}
+	if res := RunTask(context.Background(), "rating-sweep", f, "", time.Now); res.OK || res.Error == "" {
+		t.Fatalf("%+v", res)
+	}
+	if res := RunTask(context.Background(), "nope", f, "", time.Now); res.OK {
+		t.Fatal("unknown task ran")
+	}
+}
