@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"syscall/js"
 	"time"
@@ -26,7 +27,7 @@ import (
 // schedulerDecide(op, state, argJSON, nowMs) → decision JSON.
 func schedulerDecide(args []js.Value) any {
 	now := time.UnixMilli(int64(args[3].Float()))
-	d := scheduler.Handle(args[0].String(), args[1].String(), []byte(args[2].String()), now)
+	d := scheduler.Handle(schedulerConfig(), args[0].String(), args[1].String(), []byte(args[2].String()), now)
 	for _, ev := range d.Events {
 		name, _ := ev["event"].(string)
 		delete(ev, "event")
@@ -163,4 +164,20 @@ func (Platform) Chart(_ context.Context, key string) (string, error) {
 		return "", err
 	}
 	return v, nil
+}
+
+// schedulerConfig reads SCHEDULER_BREAKER_THRESHOLD; an invalid value is
+// logged and the default used.
+func schedulerConfig() scheduler.Config {
+	raw := cloudflare.Getenv("SCHEDULER_BREAKER_THRESHOLD")
+	if raw == "" {
+		return scheduler.Config{}
+	}
+	n, err := strconv.Atoi(raw)
+	cfg, cerr := scheduler.NewConfig(n)
+	if err != nil || cerr != nil {
+		logx.Event("scheduler.bad_config", map[string]any{"level": logx.Error, "SCHEDULER_BREAKER_THRESHOLD": raw})
+		return scheduler.Config{}
+	}
+	return cfg
 }

@@ -87,10 +87,31 @@ func (s *State) alarm(d *Decision, now time.Time) {
 	}
 }
 
+// Config holds deploy-time settings (Worker vars).
+type Config struct {
+	// BreakerThreshold: consecutive failures that pause a task (0 = default).
+	BreakerThreshold int
+}
+
+// MaxBreakerThreshold bounds a configured threshold.
+const MaxBreakerThreshold = 1000
+
+// NewConfig validates a breaker threshold from a var (0 = default).
+func NewConfig(threshold int) (Config, error) {
+	if threshold < 0 || threshold > MaxBreakerThreshold {
+		return Config{}, fmt.Errorf("breaker threshold %d outside [1, %d]", threshold, MaxBreakerThreshold)
+	}
+	return Config{BreakerThreshold: threshold}, nil
+}
+
 // Handle runs one operation. Ops: "load", "tick" (alarm fired), "finish"
 // (arg: ResultMsg), "rearm" (after the tick's tasks), "http" (arg: Request).
-func Handle(op, raw string, arg []byte, now time.Time) Decision {
+func Handle(cfg Config, op, raw string, arg []byte, now time.Time) Decision {
 	s, corrupt := Load(raw, now)
+	s.BreakerThreshold = DefaultBreakerThreshold
+	if cfg.BreakerThreshold > 0 {
+		s.BreakerThreshold = cfg.BreakerThreshold
+	}
 	var d Decision
 	if corrupt {
 		d.Events = append(d.Events, Event{"event": "scheduler.state_corrupt", "level": "error"})

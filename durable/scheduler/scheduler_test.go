@@ -181,7 +181,7 @@ func TestSyncFollowsTheRegistry(t *testing.T) {
 func decide(t *testing.T, st *string, op string, arg any, now time.Time) Decision {
 	t.Helper()
 	b, _ := json.Marshal(arg)
-	d := Handle(op, *st, b, now)
+	d := Handle(Config{}, op, *st, b, now)
 	if d.State != "" {
 		*st = d.State
 	}
@@ -239,5 +239,25 @@ func TestHandleControl(t *testing.T) {
 	d = decide(t, &st, "tick", nil, t0.Add(time.Second))
 	if len(d.Run) != 1 || d.Run[0] != "charts-refresh" {
 		t.Fatalf("run-now task not started: %v", d.Run)
+	}
+}
+
+func TestBreakerThresholdIsConfigurable(t *testing.T) {
+	cfg, err := NewConfig(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewConfig(-1); err == nil {
+		t.Fatal("negative threshold accepted")
+	}
+	st := ""
+	b, _ := json.Marshal(ResultMsg{Task: "rating-sweep", Error: "boom"})
+	for i := 0; i < 2; i++ {
+		d := Handle(cfg, "finish", st, b, t0)
+		st = d.State
+	}
+	s, _ := Load(st, t0)
+	if s.Tasks["rating-sweep"].Pause == nil {
+		t.Fatal("a threshold of 2 must open the breaker after 2 failures")
 	}
 }
