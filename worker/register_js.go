@@ -89,13 +89,23 @@ func enrichmentDecide(args []js.Value) any {
 	}
 	now := time.UnixMilli(int64(args[3].Float()))
 	d := enrichment.Handle(controllerConfig(), args[0].String(), args[1].String(), []byte(args[2].String()), now)
-	for _, ev := range d.Events {
+	emit(d.Events)
+	d.Events = nil
+	return mustJSON(d)
+}
+
+// emit logs the events a decision carries, one JSON line each.
+func emit[E ~map[string]any](events []E) {
+	for _, ev := range events {
 		name, _ := ev["event"].(string)
 		delete(ev, "event")
 		logx.Event(name, ev)
 	}
-	d.Events = nil
-	b, err := json.Marshal(d)
+}
+
+// mustJSON encodes a decision (plain values only: it cannot fail).
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
 	}

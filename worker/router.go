@@ -175,15 +175,20 @@ func (s *Server) forward(doPath string) http.HandlerFunc {
 			body = b
 		}
 		status, resp, err := s.Controller.CallController(r.Context(), r.Method, doPath, body)
-		if err != nil {
-			logx.Err("enrichment.controller_call_failed", err, map[string]any{"path": doPath})
-			writeError(w, http.StatusBadGateway, "", "controller unavailable")
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		w.Write(resp)
+		relay(w, status, resp, err, "enrichment.controller_call_failed", doPath)
 	}
+}
+
+// relay answers with what a Durable Object answered, or a logged 502.
+func relay(w http.ResponseWriter, status int, resp []byte, err error, failEvent, path string) {
+	if err != nil {
+		logx.Err(failEvent, err, map[string]any{"path": path})
+		writeError(w, http.StatusBadGateway, "", "durable object unavailable")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(resp)
 }
 
 func (s *Server) app(w http.ResponseWriter, r *http.Request) {
@@ -337,14 +342,7 @@ func (s *Server) schedulerCall(path string) http.HandlerFunc {
 			body = b
 		}
 		status, resp, err := s.Scheduler.CallScheduler(r.Context(), r.Method, path, body)
-		if err != nil {
-			logx.Err("scheduler.call_failed", err, map[string]any{"path": path})
-			writeError(w, http.StatusBadGateway, "", "scheduler unavailable")
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		w.Write(resp)
+		relay(w, status, resp, err, "scheduler.call_failed", path)
 	}
 }
 

@@ -28,17 +28,9 @@ import (
 func schedulerDecide(args []js.Value) any {
 	now := time.UnixMilli(int64(args[3].Float()))
 	d := scheduler.Handle(schedulerConfig(), args[0].String(), args[1].String(), []byte(args[2].String()), now)
-	for _, ev := range d.Events {
-		name, _ := ev["event"].(string)
-		delete(ev, "event")
-		logx.Event(name, ev)
-	}
+	emit(d.Events)
 	d.Events = nil
-	b, err := json.Marshal(d)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
+	return mustJSON(d)
 }
 
 // schedulerRunTask(name) → Promise<result JSON>. Task-level failures are in
