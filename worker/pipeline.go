@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"storecrawl/worker/logx"
@@ -100,11 +101,12 @@ const (
 
 // CronRun is what one cron invocation did, kept in KV for operators.
 type CronRun struct {
-	Cron          string `json:"cron"`
-	ScheduledTime string `json:"scheduled_time"`
-	RanAt         string `json:"ran_at"`
-	Result        string `json:"result"`
-	Error         string `json:"error,omitempty"`
+	Cron          string       `json:"cron"`
+	ScheduledTime string       `json:"scheduled_time"`
+	RanAt         string       `json:"ran_at"`
+	Result        string       `json:"result"`
+	Crawl         *CrawlResult `json:"crawl,omitempty"`
+	Error         string       `json:"error,omitempty"`
 }
 
 // CronTasks runs the work of one cron expression.
@@ -112,6 +114,8 @@ type CronTasks interface {
 	// WakeController touches the EnrichmentController so a broken alarm
 	// loop is restarted, and reports whether it is running.
 	WakeController(ctx context.Context) (running bool, err error)
+	// Crawl runs one discovery cycle.
+	Crawl(ctx context.Context) CrawlResult
 }
 
 // RunCron executes the task for expr. It never returns an error to the
@@ -120,11 +124,18 @@ func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTa
 	run := CronRun{Cron: expr, ScheduledTime: scheduled.UTC().Format(time.RFC3339)}
 	switch expr {
 	case CronCrawlCycle:
+		// Independent steps, each with its own error handling: one failing
+		// cannot sink the other.
 		running, err := tasks.WakeController(ctx)
 		if err != nil {
 			run.Result, run.Error = "controller_wake_failed", err.Error()
 		} else {
 			run.Result = fmt.Sprintf("controller_awake running=%v", running)
+		}
+		crawl := tasks.Crawl(ctx)
+		run.Crawl = &crawl
+		if crawl.Error != "" {
+			run.Error = strings.TrimPrefix(run.Error+"; crawl: "+crawl.Error, "; ")
 		}
 	case CronClustering, CronDaily:
 		// Clustering, snapshots and data-quality stages are not built yet.

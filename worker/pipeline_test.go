@@ -66,11 +66,12 @@ func TestNewAppEnrichedEventsSplits(t *testing.T) {
 type wakeFn func() (bool, error)
 
 func (f wakeFn) WakeController(context.Context) (bool, error) { return f() }
+func (f wakeFn) Crawl(context.Context) CrawlResult            { return CrawlResult{Action: "idle"} }
 
 func TestRunCron(t *testing.T) {
 	now := func() time.Time { return time.Date(2026, 1, 1, 0, 5, 1, 0, time.UTC) }
 	run := RunCron(context.Background(), CronCrawlCycle, now(), wakeFn(func() (bool, error) { return true, nil }), now)
-	if run.Result != "controller_awake running=true" || run.Error != "" {
+	if run.Result != "controller_awake running=true" || run.Error != "" || run.Crawl == nil || run.Crawl.Action != "idle" {
 		t.Fatalf("%+v", run)
 	}
 	run = RunCron(context.Background(), CronCrawlCycle, now(), wakeFn(func() (bool, error) { return false, errors.New("x") }), now)

@@ -223,5 +223,10 @@ func TestControllerEndToEnd(t *testing.T) {
 			r := runs["*/5 * * * *"]
 			return r != nil && r["result"] == "controller_awake running=true", jsonString(runs)
 		})
+		// The crawl cycle scanned one category and queued what it found.
+		crawl, _ := runs["*/5 * * * *"]["crawl"].(map[string]any)
+		if crawl["action"] != "category_scan" || crawl["apps"].(float64) < 1 {
+			t.Fatalf("crawl cycle: %v", runs)
+		}
 	})
 }
