@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
+	"sync"
 	"time"
 
 	"storecrawl/durable/enrichment"
@@ -52,10 +54,20 @@ func PickTier(due map[string]bool, r float64) string {
 	return ""
 }
 
+// Gaps is what the crawl cycle's existence checks found.
+type Gaps struct {
+	Tiers           map[string]bool // tiers with a category due for a scan
+	PendingKeywords bool
+}
+
 // DiscoveryStore is the D1 side of the crawl cycle.
 type DiscoveryStore interface {
-	// DueTiers runs the cheap existence checks (LIMIT 1 each).
-	DueTiers(ctx context.Context, now time.Time) (map[string]bool, error)
+	// Gaps runs the cheap existence checks (LIMIT 1 each, in one round).
+	Gaps(ctx context.Context, now time.Time) (Gaps, error)
+	// PendingKeywords returns up to n keywords never searched.
+	PendingKeywords(ctx context.Context, n int) ([]string, error)
+	// SaveRankings records one keyword's search results (and queues the apps).
+	SaveRankings(ctx context.Context, keyword string, apps []appstore.App, now time.Time) error
 	// NextCategory is the most overdue category of a tier (never scanned first).
 	NextCategory(ctx context.Context, tier string, now time.Time) (genreID int, name string, err error)
 	// SaveScan upserts the discovered apps and chart positions and marks the
@@ -80,12 +92,16 @@ type CrawlResult struct {
 // due; otherwise scan one category, chosen by weighted tier, and queue what
 // it finds for the EnrichmentController.
 func CrawlCycle(ctx context.Context, store DiscoveryStore, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, r float64, now time.Time) CrawlResult {
-	due, err := store.DueTiers(ctx, now)
+	gaps, err := store.Gaps(ctx, now)
 	if err != nil {
-		return CrawlResult{Action: "error", Error: "due check: " + err.Error()}
+		return CrawlResult{Action: "error", Error: "gap check: " + err.Error()}
 	}
-	tier := PickTier(due, r)
+	// One primary task, by priority: category scan, then keyword mapping.
+	tier := PickTier(gaps.Tiers, r)
 	if tier == "" {
+		if gaps.PendingKeywords {
+			return mapKeywords(ctx, store, fetch, apiBase, country, now)
+		}
 		return CrawlResult{Action: "idle"}
 	}
 	genre, _, err := store.NextCategory(ctx, tier, now)
@@ -119,6 +135,107 @@ func CrawlCycle(ctx context.Context, store DiscoveryStore, fetch func(ctx contex
 	return res
 }
 
+// Keyword mapping bounds.
+const (
+	KeywordsPerCycle  = 12
+	KeywordChunk      = 3 // searches at once
+	KeywordChunkPause = 200 * time.Millisecond
+	KeywordSearchSize = 50
+)
+
+// mapKeywords searches pending keywords in bounded parallel chunks and
+// records where apps rank; each keyword is settled on its own.
+func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, now time.Time) CrawlResult {
+	res := CrawlResult{Action: "keyword_mapping"}
+	kws, err := store.PendingKeywords(ctx, KeywordsPerCycle)
+	if err != nil {
+		return CrawlResult{Action: "error", Error: "pending keywords: " + err.Error()}
+	}
+	type found struct {
+		kw   string
+		apps []appstore.App
+		err  error
+	}
+	for i := 0; i < len(kws); i += KeywordChunk {
+		chunk := kws[i:min(i+KeywordChunk, len(kws))]
+		results := make([]found, len(chunk))
+		var wg sync.WaitGroup
+		for j, kw := range chunk {
+			wg.Add(1)
+			go func(j int, kw string) {
+				defer wg.Done()
+				q := url.Values{"term": {kw}, "country": {country}, "limit": {fmt.Sprint(KeywordSearchSize)}}
+				resp := fetch(ctx, apiBase+"/search?"+q.Encode())
+				if resp.Class != enrichment.ClassOK {
+					results[j] = found{kw: kw, err: fmt.Errorf("search: %v", resp.Err)}
+					return
+				}
+				apps, err := appstore.ParseSearch(resp.Body)
+				results[j] = found{kw: kw, apps: apps, err: err}
+			}(j, kw)
+		}
+		wg.Wait()
+		for _, f := range results {
+			if f.err == nil {
+				f.err = store.SaveRankings(ctx, f.kw, f.apps, now)
+			}
+			if f.err != nil {
+				// The keyword stays pending for a later cycle.
+				res.Error = strings.TrimPrefix(res.Error+"; "+f.kw+": "+f.err.Error(), "; ")
+				continue
+			}
+			res.Found++
+			res.Apps += len(f.apps)
+		}
+		if i+KeywordChunk < len(kws) {
+			time.Sleep(KeywordChunkPause)
+		}
+	}
+	return res
+}
+
+// RankingStatements records one keyword search: the apps (queued if new),
+// where each ranks, and the keyword marked searched.
+func RankingStatements(keyword string, apps []appstore.App, now time.Time) []enrich.Stmt {
+	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	stmts := []enrich.Stmt{{SQL: `DELETE FROM crawl_rankings WHERE keyword = ?`, Args: []any{keyword}}}
+	for i, a := range apps {
+		stmts = append(stmts,
+			enrich.Stmt{
+				SQL:  `INSERT INTO app_registry (track_id, name, genre_id) VALUES (?,?,?) ON CONFLICT (track_id) DO NOTHING`,
+				Args: []any{a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.GenreID},
+			},
+			enrich.Stmt{
+				SQL:  `INSERT OR REPLACE INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?,?,?,?)`,
+				Args: []any{keyword, a.TrackID, i + 1, ts},
+			})
+	}
+	return append(stmts, enrich.Stmt{
+		SQL:  `UPDATE crawl_keywords SET searched_at = ?, result_count = ? WHERE keyword = ?`,
+		Args: []any{ts, len(apps), keyword},
+	})
+}
+
+// KeywordStatements queues keywords derived from titles as pending.
+func KeywordStatements(source string, texts []string, now time.Time) []enrich.Stmt {
+	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	seen := map[string]bool{}
+	var stmts []enrich.Stmt
+	for _, t := range texts {
+		for _, kw := range appstore.DeriveKeywords(t, "") {
+			if seen[kw] {
+				continue
+			}
+			seen[kw] = true
+			stmts = append(stmts, enrich.Stmt{
+				SQL:  `INSERT OR IGNORE INTO crawl_keywords (keyword, source, created_at) VALUES (?,?,?)`,
+				Args: []any{kw, source, ts},
+			})
+		}
+	}
+	return stmts
+}
+
 // ScanStatements writes one category scan: apps queued for enrichment
 // (existing rows untouched), current chart positions, their history, and
 // the category's scan mark. Idempotent: a replay changes nothing.
@@ -146,6 +263,13 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 				})
 		}
 	}
+	var titles []string
+	for _, coll := range ChartCollections {
+		for _, e := range charts[coll] {
+			titles = append(titles, e.Name)
+		}
+	}
+	stmts = append(stmts, KeywordStatements("title", titles, now)...)
 	stmts = append(stmts, enrich.Stmt{
 		SQL:  `UPDATE category_scans SET last_scanned_at = ?, apps_found = ?, scans = scans + 1 WHERE genre_id = ?`,
 		Args: []any{ts, len(seen), genreID},

@@ -4,6 +4,7 @@ package worker
 
 import (
 	"context"
+	"database/sql"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -27,21 +28,80 @@ func cutoff(now time.Time, age time.Duration) string {
 	return now.Add(-age).UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-func (p Platform) DueTiers(ctx context.Context, now time.Time) (map[string]bool, error) {
+// pendingKeywordSQL is served by the partial index idx_crawl_keywords_pending.
+const pendingKeywordSQL = `SELECT keyword FROM crawl_keywords WHERE searched_at IS NULL LIMIT ?`
+
+// exists runs one LIMIT 1 check.
+func exists(ctx context.Context, db *sql.DB, q string, args ...any) (bool, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	return rows.Next(), rows.Err()
+}
+
+// Gaps runs the existence checks (one row read each at most) in one
+// parallel round.
+func (p Platform) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
+	db, err := p.db()
+	if err != nil {
+		return Gaps{}, err
+	}
+	type check struct {
+		tier string
+		ok   bool
+		err  error
+	}
+	ch := make(chan check, len(Tiers)+1)
+	for _, t := range Tiers {
+		go func(t Tier) {
+			ok, err := exists(ctx, db, dueTierSQL, t.Name, cutoff(now, t.Rescan))
+			ch <- check{t.Name, ok, err}
+		}(t)
+	}
+	go func() {
+		ok, err := exists(ctx, db, pendingKeywordSQL, 1)
+		ch <- check{"", ok, err}
+	}()
+	g := Gaps{Tiers: map[string]bool{}}
+	for range len(Tiers) + 1 {
+		c := <-ch
+		if c.err != nil {
+			return Gaps{}, c.err
+		}
+		if c.tier == "" {
+			g.PendingKeywords = c.ok
+		} else {
+			g.Tiers[c.tier] = c.ok
+		}
+	}
+	return g, nil
+}
+
+func (p Platform) PendingKeywords(ctx context.Context, n int) ([]string, error) {
 	db, err := p.db()
 	if err != nil {
 		return nil, err
 	}
-	due := map[string]bool{}
-	for _, t := range Tiers {
-		rows, err := db.QueryContext(ctx, dueTierSQL, t.Name, cutoff(now, t.Rescan))
-		if err != nil {
+	rows, err := db.QueryContext(ctx, pendingKeywordSQL, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
 			return nil, err
 		}
-		due[t.Name] = rows.Next()
-		rows.Close()
+		out = append(out, k)
 	}
-	return due, nil
+	return out, rows.Err()
+}
+
+func (p Platform) SaveRankings(_ context.Context, keyword string, apps []appstore.App, now time.Time) error {
+	return p.exec(RankingStatements(keyword, apps, now))
 }
 
 func (p Platform) NextCategory(ctx context.Context, tier string, now time.Time) (int, string, error) {

@@ -30,14 +30,26 @@ func TestPickTierWeightsAndFallbacks(t *testing.T) {
 }
 
 type fakeDiscovery struct {
-	due     map[string]bool
-	saved   map[string][]appstore.ChartEntry
-	dueErr  error
-	scanned int
+	due      map[string]bool
+	pending  []string
+	saved    map[string][]appstore.ChartEntry
+	rankings map[string]int
+	dueErr   error
+	scanned  int
 }
 
-func (f *fakeDiscovery) DueTiers(context.Context, time.Time) (map[string]bool, error) {
-	return f.due, f.dueErr
+func (f *fakeDiscovery) Gaps(context.Context, time.Time) (Gaps, error) {
+	return Gaps{Tiers: f.due, PendingKeywords: len(f.pending) > 0}, f.dueErr
+}
+func (f *fakeDiscovery) PendingKeywords(_ context.Context, n int) ([]string, error) {
+	return f.pending[:min(n, len(f.pending))], nil
+}
+func (f *fakeDiscovery) SaveRankings(_ context.Context, kw string, apps []appstore.App, _ time.Time) error {
+	if f.rankings == nil {
+		f.rankings = map[string]int{}
+	}
+	f.rankings[kw] = len(apps)
+	return nil
 }
 func (f *fakeDiscovery) NextCategory(_ context.Context, tier string, _ time.Time) (int, string, error) {
 	return 6014, "Games", nil
@@ -88,7 +100,31 @@ func TestScanStatementsDedupeAndMark(t *testing.T) {
 		}
 	}
 	last := stmts[len(stmts)-1]
-	if apps != 2 || len(stmts) != 2+3*2+1 || !strings.HasPrefix(last.SQL, "UPDATE category_scans") || last.Args[1] != 2 {
+	if apps != 2 || !strings.HasPrefix(last.SQL, "UPDATE category_scans") || last.Args[1] != 2 {
 		t.Fatalf("%d apps, %d statements, last %q %v", apps, len(stmts), last.SQL, last.Args)
+	}
+}
+
+func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
+	var urls []string
+	fetch := func(_ context.Context, u string) upstream.Response {
+		urls = append(urls, u)
+		if strings.Contains(u, "term=bad") {
+			return upstream.Response{Class: enrichment.ClassServerError, Err: errors.New("503"), Remaining: -1}
+		}
+		return upstream.Response{Class: enrichment.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":5,"trackName":"x"}]}`), Remaining: -1}
+	}
+	f := &fakeDiscovery{due: map[string]bool{}, pending: []string{"budget", "bad", "fitness", "photo"}}
+	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", 0.5, time.Now())
+	if r.Action != "keyword_mapping" || r.Found != 3 || r.Apps != 3 || len(urls) != 4 || f.rankings["bad"] != 0 || !strings.Contains(r.Error, "bad") {
+		t.Fatalf("%+v %v %v", r, urls, f.rankings)
+	}
+	stmts := RankingStatements("budget", []appstore.App{{TrackID: 5}, {TrackID: 6}}, time.Now())
+	if len(stmts) != 1+2*2+1 || !strings.HasPrefix(stmts[len(stmts)-1].SQL, "UPDATE crawl_keywords") {
+		t.Fatalf("ranking statements: %d", len(stmts))
+	}
+	kw := KeywordStatements("title", []string{"Budget Planner", "Budget Planner Pro"}, time.Now())
+	if len(kw) != 5 { // budget, budget planner, planner, planner pro, budget planner pro
+		t.Fatalf("keyword statements: %d", len(kw))
 	}
 }
