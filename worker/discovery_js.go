@@ -14,22 +14,9 @@ import (
 	"storecrawl/worker/appstore"
 )
 
-// dueTierSQL is one existence check: served by idx_category_scans_due, it
-// reads at most one row.
-const dueTierSQL = `SELECT 1 FROM category_scans WHERE tier = ? AND (last_scanned_at IS NULL OR last_scanned_at < ?) LIMIT 1`
-
-// nextCategorySQL is the most overdue category of a tier (NULLs, never
-// scanned, sort first), also from idx_category_scans_due.
-const nextCategorySQL = `SELECT genre_id, name FROM category_scans
-WHERE tier = ? AND (last_scanned_at IS NULL OR last_scanned_at < ?)
-ORDER BY last_scanned_at LIMIT 1`
-
 func cutoff(now time.Time, age time.Duration) string {
 	return now.Add(-age).UTC().Format("2006-01-02T15:04:05.000Z")
 }
-
-// pendingKeywordSQL is served by the partial index idx_crawl_keywords_pending.
-const pendingKeywordSQL = `SELECT keyword FROM crawl_keywords WHERE searched_at IS NULL LIMIT ?`
 
 // exists runs one LIMIT 1 check.
 func exists(ctx context.Context, db *sql.DB, q string, args ...any) (bool, error) {

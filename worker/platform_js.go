@@ -191,8 +191,7 @@ func (p Platform) ScoreInputs(ctx context.Context, ids []int64) ([]ScoreInput, e
 	for i, id := range ids {
 		args[i] = id
 	}
-	q := `SELECT track_id, COALESCE(average_rating, 0), COALESCE(rating_count, 0) FROM app_registry WHERE track_id IN (?` +
-		strings.Repeat(",?", len(ids)-1) + `)`
+	q := ScoreInputsSQL(len(ids))
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -222,23 +221,6 @@ func (p Platform) SaveDemandScores(_ context.Context, scores map[int64]float64, 
 }
 
 // --- AppReader ------------------------------------------------------------
-
-// appJSONSQL builds the record in SQLite, so NULLs and JSON columns come out right.
-const appJSONSQL = `SELECT json_object(
-  'track_id', track_id, 'name', name, 'bundle_id', bundle_id, 'developer_id', developer_id,
-  'developer_name', developer_name, 'genre', genre, 'genre_id', genre_id, 'price', price,
-  'currency', currency, 'average_rating', average_rating, 'rating_count', rating_count,
-  'version', version, 'release_date', release_date,
-  'current_version_release_date', current_version_release_date, 'description', description,
-  'content_rating', content_rating, 'artwork_url', artwork_url, 'file_size_bytes', file_size_bytes,
-  'languages', json(languages), 'subtitle', subtitle, 'rating_histogram', json(rating_histogram),
-  'iap_count', iap_count, 'in_app_purchases', json(in_app_purchases),
-  'similar_app_ids', json(similar_app_ids), 'html_r2_key', html_r2_key,
-  'enrich_priority', enrich_priority, 'enrich_attempts', enrich_attempts,
-  'enrichment_source', enrichment_source, 'enrich_error', enrich_error,
-  'enriched_at', enriched_at, 'analyzed_at', analyzed_at, 'demand_score', demand_score,
-  'discovered_at', discovered_at, 'updated_at', updated_at)
-FROM app_registry WHERE track_id = ?`
 
 func (p Platform) App(ctx context.Context, id int64) (json.RawMessage, error) {
 	db, err := p.db()

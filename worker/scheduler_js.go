@@ -71,24 +71,13 @@ func (Platform) PutKV(_ context.Context, key, value string) error {
 	return ns.PutString(key, value, nil)
 }
 
-// sweepSQL reads enriched apps past the cursor by primary key, each with
-// its latest snapshot (the snapshots' primary key serves the subqueries).
-const sweepSQL = `SELECT r.track_id, COALESCE(r.rating_count, 0), COALESCE(r.average_rating, 0),
-  (r.subtitle IS NOT NULL AND r.subtitle != ''), (r.rating_histogram IS NOT NULL),
-  (r.description IS NOT NULL AND r.description != ''),
-  (SELECT s.rating_count FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1),
-  (SELECT s.taken_at FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1)
-FROM app_registry r
-WHERE r.track_id > ? AND r.enrichment_source = 'itunes+store'
-ORDER BY r.track_id LIMIT ?`
-
 func (p Platform) SweepBatch(ctx context.Context, cursorName string, n int) (int64, []SweepRow, error) {
 	db, err := p.db()
 	if err != nil {
 		return 0, nil, err
 	}
 	var cur sql.NullInt64
-	err = db.QueryRowContext(ctx, `SELECT cursor FROM sweep_cursors WHERE name = ?`, cursorName).Scan(&cur)
+	err = db.QueryRowContext(ctx, sweepCursorSQL, cursorName).Scan(&cur)
 	if err != nil && err != sql.ErrNoRows {
 		return 0, nil, err
 	}

@@ -1,0 +1,81 @@
+package worker
+
+import (
+	"strings"
+
+	"storecrawl/worker/enrich"
+)
+
+// The SQL of the cron and queue paths, in one place so a test can check
+// every plan (EXPLAIN QUERY PLAN: no full-table scans).
+
+// dueTierSQL is one existence check: served by idx_category_scans_due, it
+// reads at most one row.
+const dueTierSQL = `SELECT 1 FROM category_scans WHERE tier = ? AND (last_scanned_at IS NULL OR last_scanned_at < ?) LIMIT 1`
+
+// nextCategorySQL is the most overdue category of a tier (NULLs, never
+// scanned, sort first), also from idx_category_scans_due.
+const nextCategorySQL = `SELECT genre_id, name FROM category_scans
+WHERE tier = ? AND (last_scanned_at IS NULL OR last_scanned_at < ?)
+ORDER BY last_scanned_at LIMIT 1`
+
+// pendingKeywordSQL is served by the partial index idx_crawl_keywords_pending.
+const pendingKeywordSQL = `SELECT keyword FROM crawl_keywords WHERE searched_at IS NULL LIMIT ?`
+
+// sweepSQL reads enriched apps past the cursor by primary key, each with
+// its latest snapshot (the snapshots' primary key serves the subqueries).
+const sweepSQL = `SELECT r.track_id, COALESCE(r.rating_count, 0), COALESCE(r.average_rating, 0),
+  (r.subtitle IS NOT NULL AND r.subtitle != ''), (r.rating_histogram IS NOT NULL),
+  (r.description IS NOT NULL AND r.description != ''),
+  (SELECT s.rating_count FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1),
+  (SELECT s.taken_at FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1)
+FROM app_registry r
+WHERE r.track_id > ? AND r.enrichment_source = 'itunes+store'
+ORDER BY r.track_id LIMIT ?`
+
+// appJSONSQL builds the record in SQLite, so NULLs and JSON columns come out right.
+const appJSONSQL = `SELECT json_object(
+  'track_id', track_id, 'name', name, 'bundle_id', bundle_id, 'developer_id', developer_id,
+  'developer_name', developer_name, 'genre', genre, 'genre_id', genre_id, 'price', price,
+  'currency', currency, 'average_rating', average_rating, 'rating_count', rating_count,
+  'version', version, 'release_date', release_date,
+  'current_version_release_date', current_version_release_date, 'description', description,
+  'content_rating', content_rating, 'artwork_url', artwork_url, 'file_size_bytes', file_size_bytes,
+  'languages', json(languages), 'subtitle', subtitle, 'rating_histogram', json(rating_histogram),
+  'iap_count', iap_count, 'in_app_purchases', json(in_app_purchases),
+  'similar_app_ids', json(similar_app_ids), 'html_r2_key', html_r2_key,
+  'enrich_priority', enrich_priority, 'enrich_attempts', enrich_attempts,
+  'enrichment_source', enrichment_source, 'enrich_error', enrich_error,
+  'enriched_at', enriched_at, 'analyzed_at', analyzed_at, 'demand_score', demand_score,
+  'discovered_at', discovered_at, 'updated_at', updated_at)
+FROM app_registry WHERE track_id = ?`
+
+// ScoreInputsSQL reads the demand-scoring inputs of n apps by primary key.
+func ScoreInputsSQL(n int) string {
+	return `SELECT track_id, COALESCE(average_rating, 0), COALESCE(rating_count, 0) FROM app_registry WHERE track_id IN (?` +
+		strings.Repeat(",?", n-1) + `)`
+}
+
+// HotQuery is a query of a cron or queue path with sample arguments.
+type HotQuery struct {
+	Name string
+	SQL  string
+	Args []any
+}
+
+// HotQueries lists the cron and queue path reads, for the query-plan test.
+func HotQueries() []HotQuery {
+	return []HotQuery{
+		{"enrichment pick", enrich.PickSQL, []any{50}},
+		{"due tier check", dueTierSQL, []any{"high", "2026-01-01T00:00:00.000Z"}},
+		{"next category", nextCategorySQL, []any{"high", "2026-01-01T00:00:00.000Z"}},
+		{"pending keywords", pendingKeywordSQL, []any{12}},
+		{"rating sweep", sweepSQL, []any{0, 200}},
+		{"score inputs", ScoreInputsSQL(3), []any{1, 2, 3}},
+		{"app record", appJSONSQL, []any{100000001}},
+		{"sweep cursor", sweepCursorSQL, []any{"rating-sweep"}},
+	}
+}
+
+// sweepCursorSQL reads a sweep's cursor by primary key.
+const sweepCursorSQL = `SELECT cursor FROM sweep_cursors WHERE name = ?`
