@@ -116,6 +116,8 @@ type CronTasks interface {
 	WakeController(ctx context.Context) (running bool, err error)
 	// Crawl runs one discovery cycle.
 	Crawl(ctx context.Context) CrawlResult
+	// Cluster runs one batch of market clustering and opportunity scoring.
+	Cluster(ctx context.Context) (summary string, err error)
 }
 
 // RunCron executes the task for expr. It never returns an error to the
@@ -137,8 +139,16 @@ func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTa
 		if crawl.Error != "" {
 			run.Error = strings.TrimPrefix(run.Error+"; crawl: "+crawl.Error, "; ")
 		}
-	case CronClustering, CronDaily:
-		// Clustering, snapshots and data-quality stages are not built yet.
+	case CronClustering:
+		summary, err := tasks.Cluster(ctx)
+		if err != nil {
+			run.Result, run.Error = "clustering_failed", err.Error()
+		} else {
+			run.Result = "clustered: " + summary
+		}
+	case CronDaily:
+		// Snapshots and the data-quality check run on the SchedulerDO's
+		// rating-sweep; the daily stages of the pipeline are not built yet.
 		run.Result = "no_stage_registered"
 	default:
 		run.Result, run.Error = "unknown_cron", "no task for this expression"

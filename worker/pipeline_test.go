@@ -67,6 +67,7 @@ type wakeFn func() (bool, error)
 
 func (f wakeFn) WakeController(context.Context) (bool, error) { return f() }
 func (f wakeFn) Crawl(context.Context) CrawlResult            { return CrawlResult{Action: "idle"} }
+func (f wakeFn) Cluster(context.Context) (string, error)      { return "3 clusters", nil }
 
 func TestRunCron(t *testing.T) {
 	now := func() time.Time { return time.Date(2026, 1, 1, 0, 5, 1, 0, time.UTC) }

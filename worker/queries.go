@@ -56,6 +56,29 @@ func ScoreInputsSQL(n int) string {
 		strings.Repeat(",?", n-1) + `)`
 }
 
+// clusterBatchSQL reads one batch of keyword rankings past a keyword cursor
+// (crawl_rankings' primary key), with what scoring needs (app_registry's).
+const clusterBatchSQL = `SELECT k.keyword, k.track_id, k.rank, COALESCE(a.rating_count, 0), COALESCE(a.average_rating, 0)
+FROM crawl_rankings k JOIN app_registry a ON a.track_id = k.track_id
+WHERE k.keyword IN (SELECT keyword FROM crawl_keywords WHERE keyword > ? AND searched_at IS NOT NULL ORDER BY keyword LIMIT ?)`
+
+// marketJSON renders one market (a cluster, its score and its members).
+const marketJSON = `SELECT json_object('cluster_id', o.cluster_id, 'opportunity_score', o.score, 'demand', o.demand,
+  'fragmentation', o.fragmentation, 'quality_gap', o.quality_gap, 'app_count', c.app_count,
+  'total_ratings', c.total_ratings, 'avg_rating', c.avg_rating, 'computed_at', o.computed_at,
+  'members', (SELECT json_group_array(json_object('track_id', m.track_id, 'position', m.position,
+      'name', (SELECT name FROM app_registry WHERE track_id = m.track_id)))
+    FROM market_cluster_members m WHERE m.cluster_id = o.cluster_id))
+FROM opportunity_scores o JOIN market_clusters c ON c.cluster_id = o.cluster_id`
+
+// opportunitiesSQL lists markets by opportunity score (idx_opportunity_scores_score).
+const opportunitiesSQL = marketJSON + `
+ORDER BY o.score DESC LIMIT ? OFFSET ?`
+
+// clustersSQL lists markets by size (idx_market_clusters_size).
+const clustersSQL = marketJSON + `
+ORDER BY c.total_ratings DESC LIMIT ? OFFSET ?`
+
 // HotQuery is a query of a cron or queue path with sample arguments.
 type HotQuery struct {
 	Name string
@@ -74,6 +97,9 @@ func HotQueries() []HotQuery {
 		{"score inputs", ScoreInputsSQL(3), []any{1, 2, 3}},
 		{"app record", appJSONSQL, []any{100000001}},
 		{"sweep cursor", sweepCursorSQL, []any{"rating-sweep"}},
+		{"cluster batch", clusterBatchSQL, []any{"", 200}},
+		{"opportunities", opportunitiesSQL, []any{20, 0}},
+		{"clusters", clustersSQL, []any{20, 0}},
 	}
 }
 

@@ -40,6 +40,7 @@ func Register() {
 		Limiter:    p,
 		Scheduler:  p,
 		Charts:     p,
+		Markets:    p,
 		Apps:       p,
 		Cron:       p,
 		AdminToken: func() string { return cloudflare.Getenv("ADMIN_TOKEN") },

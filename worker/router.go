@@ -46,6 +46,11 @@ type ChartReader interface {
 	Chart(ctx context.Context, key string) (string, error)
 }
 
+// MarketReader lists market clusters as JSON objects, by score or by size.
+type MarketReader interface {
+	Markets(ctx context.Context, byScore bool, limit, offset int) ([]json.RawMessage, error)
+}
+
 // AppReader reads enriched records.
 type AppReader interface {
 	// App returns the record as JSON, or ErrNotFound.
@@ -69,6 +74,7 @@ type Server struct {
 	Limiter    LimiterCaller
 	Scheduler  SchedulerCaller
 	Charts     ChartReader
+	Markets    MarketReader
 	Apps       AppReader
 	Cron       CronLog
 	// AdminToken returns the configured token; empty means mutating calls are refused.
@@ -98,6 +104,8 @@ func NewServer(s *Server) *Server {
 		mux.HandleFunc("POST /v1/scheduler/"+action, s.requireAdmin(s.schedulerCall("/"+action)))
 	}
 	mux.HandleFunc("GET /v1/charts", s.chart)
+	mux.HandleFunc("GET /v1/clusters", s.markets(false))
+	mux.HandleFunc("GET /v1/opportunities", s.markets(true))
 	mux.HandleFunc("GET /v1/apps/{id}", s.app)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -384,4 +392,56 @@ func contains(list []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// Pagination bounds of the market listings.
+const (
+	DefaultPageSize = 20
+	MaxPageSize     = 100
+	MaxOffset       = 10_000
+)
+
+// pageParams reads limit/offset, naming the bad one.
+func pageParams(r *http.Request) (limit, offset int, field string) {
+	limit, offset = DefaultPageSize, 0
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxPageSize {
+			return 0, 0, "limit"
+		}
+		limit = n
+	}
+	if v := r.URL.Query().Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > MaxOffset {
+			return 0, 0, "offset"
+		}
+		offset = n
+	}
+	return limit, offset, ""
+}
+
+// markets serves /v1/clusters (by size) and /v1/opportunities (by score).
+func (s *Server) markets(byScore bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		limit, offset, field := pageParams(r)
+		if field != "" {
+			writeError(w, http.StatusBadRequest, field, fmt.Sprintf("%s must be an integer (limit 1–%d, offset 0–%d)", field, MaxPageSize, MaxOffset))
+			return
+		}
+		items, err := s.Markets.Markets(r.Context(), byScore, limit, offset)
+		if err != nil {
+			logx.Err("markets.read_failed", err, nil)
+			writeError(w, http.StatusInternalServerError, "", "read failed")
+			return
+		}
+		if items == nil {
+			items = []json.RawMessage{}
+		}
+		next := any(nil)
+		if len(items) == limit {
+			next = offset + limit
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"items": items, "limit": limit, "offset": offset, "next_offset": next})
+	}
 }

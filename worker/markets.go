@@ -1,0 +1,109 @@
+package worker
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"storecrawl/worker/enrich"
+)
+
+// A market cluster is the set of apps that rank for one keyword: apps a
+// user searching that term chooses between. Clustering reads keyword
+// rankings in primary-key batches (a cursor over keywords, never a scan),
+// so each run costs what the batch reads.
+
+// Clustering bounds.
+const (
+	// MinClusterApps: fewer apps than this is not a market.
+	MinClusterApps = 3
+	// ClusterBatchKeywords is how many keywords one clustering run reads.
+	ClusterBatchKeywords = 200
+	// QualityBar is the rating under which users are underserved.
+	QualityBar = 4.5
+)
+
+// RankedApp is one app ranking for a keyword, with what scoring needs.
+type RankedApp struct {
+	Keyword     string
+	TrackID     int64
+	Rank        int
+	RatingCount int64
+	Rating      float64
+}
+
+// Cluster is one keyword market and its opportunity score.
+type Cluster struct {
+	ID           string  `json:"cluster_id"`
+	Apps         int     `json:"app_count"`
+	TotalRatings int64   `json:"total_ratings"`
+	AvgRating    float64 `json:"avg_rating"` // weighted by rating count
+	TopShare     float64 `json:"top_share"`  // the leader's share of ratings: high = concentrated
+	Demand       float64 `json:"demand"`
+	Quality      float64 `json:"quality_gap"`
+	Score        float64 `json:"opportunity_score"` // 0–100
+	Members      []int64 `json:"members"`           // in rank order
+}
+
+// BuildClusters groups rankings by keyword and scores each market:
+// demand (log of total ratings) × fragmentation (1 − leader's share) ×
+// quality gap (how far the weighted rating is under QualityBar), scaled to
+// 0–100. Big, fragmented, poorly served markets score highest.
+func BuildClusters(rows []RankedApp) []Cluster {
+	byKw := map[string][]RankedApp{}
+	for _, r := range rows {
+		byKw[r.Keyword] = append(byKw[r.Keyword], r)
+	}
+	var out []Cluster
+	for kw, apps := range byKw {
+		if len(apps) < MinClusterApps {
+			continue
+		}
+		sort.Slice(apps, func(i, j int) bool { return apps[i].Rank < apps[j].Rank })
+		c := Cluster{ID: kw, Apps: len(apps)}
+		var top int64
+		var weighted float64
+		for _, a := range apps {
+			c.TotalRatings += a.RatingCount
+			top = max(top, a.RatingCount)
+			weighted += a.Rating * float64(a.RatingCount)
+			c.Members = append(c.Members, a.TrackID)
+		}
+		if c.TotalRatings > 0 {
+			c.AvgRating = round3(weighted / float64(c.TotalRatings))
+			c.TopShare = round3(float64(top) / float64(c.TotalRatings))
+		}
+		c.Demand = round3(math.Log10(1 + float64(c.TotalRatings)))
+		c.Quality = round3(math.Max(0, QualityBar-c.AvgRating) / QualityBar)
+		// Demand saturates near 10^7 ratings; the floor on quality keeps a
+		// well-served but huge, fragmented market from scoring zero.
+		score := math.Min(c.Demand/7, 1) * (1 - c.TopShare) * (0.2 + 0.8*c.Quality)
+		c.Score = round3(100 * score)
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// ClusterStatements replaces each cluster, its members and its score.
+func ClusterStatements(cs []Cluster, now time.Time) []enrich.Stmt {
+	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	var stmts []enrich.Stmt
+	for _, c := range cs {
+		stmts = append(stmts,
+			enrich.Stmt{SQL: `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at) VALUES (?,?,?,?,?,?)
+ON CONFLICT (cluster_id) DO UPDATE SET app_count = excluded.app_count, total_ratings = excluded.total_ratings, avg_rating = excluded.avg_rating, top_share = excluded.top_share, computed_at = excluded.computed_at`,
+				Args: []any{c.ID, c.Apps, c.TotalRatings, c.AvgRating, c.TopShare, ts}},
+			enrich.Stmt{SQL: `DELETE FROM market_cluster_members WHERE cluster_id = ?`, Args: []any{c.ID}},
+			enrich.Stmt{SQL: `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES (?,?,?,?,?,?)
+ON CONFLICT (cluster_id) DO UPDATE SET score = excluded.score, demand = excluded.demand, fragmentation = excluded.fragmentation, quality_gap = excluded.quality_gap, computed_at = excluded.computed_at`,
+				Args: []any{c.ID, c.Score, c.Demand, round3(1 - c.TopShare), c.Quality, ts}},
+		)
+		for i, id := range c.Members {
+			stmts = append(stmts, enrich.Stmt{SQL: `INSERT OR IGNORE INTO market_cluster_members (cluster_id, track_id, position) VALUES (?,?,?)`, Args: []any{c.ID, id, i + 1}})
+		}
+	}
+	return stmts
+}
