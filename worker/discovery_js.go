@@ -4,7 +4,7 @@ package worker
 
 import (
 	"context"
-	"database/sql"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -18,23 +18,9 @@ func cutoff(now time.Time, age time.Duration) string {
 	return now.Add(-age).UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-// exists runs one LIMIT 1 check.
-func exists(ctx context.Context, db *sql.DB, q string, args ...any) (bool, error) {
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	return rows.Next(), rows.Err()
-}
-
 // Gaps runs the existence checks (one row read each at most) in one
 // parallel round.
 func (p Platform) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
-	db, err := p.db()
-	if err != nil {
-		return Gaps{}, err
-	}
 	type check struct {
 		tier string
 		ok   bool
@@ -43,19 +29,20 @@ func (p Platform) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 	ch := make(chan check, len(Tiers)+1)
 	for _, t := range Tiers {
 		go func(t Tier) {
-			ok, err := exists(ctx, db, dueTierSQL, t.Name, cutoff(now, t.Rescan))
-			ch <- check{t.Name, ok, err}
+			rows, err := queryAll(ctx, dueTierSQL, t.Name, cutoff(now, t.Rescan))
+			ch <- check{t.Name, len(rows) > 0, err}
 		}(t)
 	}
 	go func() {
-		ok, err := exists(ctx, db, pendingKeywordSQL, 1)
-		ch <- check{"", ok, err}
+		rows, err := queryAll(ctx, pendingKeywordSQL, 1)
+		ch <- check{"", len(rows) > 0, err}
 	}()
 	g := Gaps{Tiers: map[string]bool{}}
+	var firstErr error
 	for range len(Tiers) + 1 {
 		c := <-ch
-		if c.err != nil {
-			return Gaps{}, c.err
+		if c.err != nil && firstErr == nil {
+			firstErr = c.err
 		}
 		if c.tier == "" {
 			g.PendingKeywords = c.ok
@@ -63,52 +50,43 @@ func (p Platform) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 			g.Tiers[c.tier] = c.ok
 		}
 	}
-	return g, nil
+	return g, firstErr
 }
 
 func (p Platform) PendingKeywords(ctx context.Context, n int) ([]string, error) {
-	db, err := p.db()
+	rows, err := queryAll(ctx, pendingKeywordSQL, n)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.QueryContext(ctx, pendingKeywordSQL, n)
-	if err != nil {
-		return nil, err
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Get("keyword").String()
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
-func (p Platform) SaveRankings(_ context.Context, keyword string, apps []appstore.App, now time.Time) error {
-	return p.exec(RankingStatements(keyword, apps, now))
+func (p Platform) SaveRankings(ctx context.Context, keyword string, apps []appstore.App, now time.Time) error {
+	return p.execCtx(ctx, RankingStatements(keyword, apps, now))
 }
 
 func (p Platform) NextCategory(ctx context.Context, tier string, now time.Time) (int, string, error) {
-	db, err := p.db()
-	if err != nil {
-		return 0, "", err
-	}
 	rescan := Tiers[0].Rescan
 	for _, t := range Tiers {
 		if t.Name == tier {
 			rescan = t.Rescan
 		}
 	}
-	var id float64
-	var name string
-	err = db.QueryRowContext(ctx, nextCategorySQL, tier, cutoff(now, rescan)).Scan(&id, &name)
-	return int(id), name, err
+	rows, err := queryAll(ctx, nextCategorySQL, tier, cutoff(now, rescan))
+	if err != nil {
+		return 0, "", err
+	}
+	if len(rows) == 0 {
+		return 0, "", fmt.Errorf("no %s category due", tier)
+	}
+	return rows[0].Get("genre_id").Int(), rows[0].Get("name").String(), nil
 }
 
-func (p Platform) SaveScan(_ context.Context, genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) (int, error) {
+func (p Platform) SaveScan(ctx context.Context, genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) (int, error) {
 	stmts := ScanStatements(genreID, country, charts, now)
 	apps := 0
 	for _, s := range stmts {
@@ -116,7 +94,7 @@ func (p Platform) SaveScan(_ context.Context, genreID int, country string, chart
 			apps++
 		}
 	}
-	return apps, p.exec(stmts)
+	return apps, p.execCtx(ctx, stmts)
 }
 
 func (p Platform) Crawl(ctx context.Context) CrawlResult {

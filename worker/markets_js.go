@@ -4,7 +4,6 @@ package worker
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -43,44 +42,33 @@ func (p Platform) Markets(ctx context.Context, byScore bool, limit, offset int) 
 // Cluster runs one clustering batch: the next ClusterBatchKeywords searched
 // keywords past the cursor, scored and written; the cursor wraps at the end.
 func (p Platform) Cluster(ctx context.Context) (string, error) {
-	db, err := p.db()
+	curRows, err := queryAll(ctx, `SELECT CAST(cursor AS TEXT) AS cursor FROM sweep_cursors WHERE name = ?`, clusterCursor)
 	if err != nil {
 		return "", err
 	}
-	var cur sql.NullString
-	err = db.QueryRowContext(ctx, `SELECT CAST(cursor AS TEXT) FROM sweep_cursors WHERE name = ?`, clusterCursor).Scan(&cur)
-	if err != nil && err != sql.ErrNoRows {
-		return "", err
+	from := ""
+	if len(curRows) > 0 && curRows[0].Get("cursor").String() != "0" {
+		from = curRows[0].Get("cursor").String()
 	}
-	from := cur.String
-	if from == "0" {
-		from = ""
-	}
-	rows, err := db.QueryContext(ctx, clusterBatchSQL, from, ClusterBatchKeywords)
+	rows, err := queryAll(ctx, clusterBatchSQL, from, ClusterBatchKeywords)
 	if err != nil {
 		return "", err
 	}
-	var ranked []RankedApp
-	last := from
-	for rows.Next() {
-		var r RankedApp
-		var id, rank, count float64
-		if err := rows.Scan(&r.Keyword, &id, &rank, &count, &r.Rating); err != nil {
-			rows.Close()
-			return "", err
-		}
-		r.TrackID, r.Rank, r.RatingCount = int64(id), int(rank), int64(count)
-		ranked = append(ranked, r)
-		if r.Keyword > last {
-			last = r.Keyword
-		}
-	}
-	rows.Close()
-	clusters := BuildClusters(ranked)
+	ranked := make([]RankedApp, 0, len(rows))
 	keywords := map[string]bool{}
-	for _, r := range ranked {
-		keywords[r.Keyword] = true
+	last := from
+	for _, r := range rows {
+		a := RankedApp{
+			Keyword: r.Get("keyword").String(), TrackID: int64(r.Get("track_id").Float()), Rank: r.Get("rank").Int(),
+			RatingCount: int64(r.Get("ratings").Float()), Rating: r.Get("rating").Float(),
+		}
+		ranked = append(ranked, a)
+		keywords[a.Keyword] = true
+		if a.Keyword > last {
+			last = a.Keyword
+		}
 	}
+	clusters := BuildClusters(ranked)
 	next := last
 	if len(keywords) < ClusterBatchKeywords {
 		next = "" // the end: start over next time
@@ -91,7 +79,7 @@ func (p Platform) Cluster(ctx context.Context) (string, error) {
 		SQL:  `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
 		Args: []any{clusterCursor, next, now.UTC().Format(time.RFC3339)},
 	})
-	if err := p.exec(stmts); err != nil {
+	if err := p.execCtx(ctx, stmts); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%d keywords from %q, %d clusters", len(keywords), from, len(clusters)), nil

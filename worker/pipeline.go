@@ -106,7 +106,9 @@ type CronRun struct {
 	RanAt         string       `json:"ran_at"`
 	Result        string       `json:"result"`
 	Crawl         *CrawlResult `json:"crawl,omitempty"`
-	Error         string       `json:"error,omitempty"`
+	// D1 is what the run cost in D1, from D1's own result metadata.
+	D1    *D1CostView `json:"d1,omitempty"`
+	Error string      `json:"error,omitempty"`
 }
 
 // CronTasks runs the work of one cron expression.
@@ -124,6 +126,7 @@ type CronTasks interface {
 // runtime (that would kill the shared Go instance); failures are in the run.
 func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTasks, now func() time.Time) CronRun {
 	run := CronRun{Cron: expr, ScheduledTime: scheduled.UTC().Format(time.RFC3339)}
+	ctx, cost := WithD1Cost(ctx)
 	switch expr {
 	case CronCrawlCycle:
 		// Independent steps, each with its own error handling: one failing
@@ -134,7 +137,7 @@ func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTa
 		} else {
 			run.Result = fmt.Sprintf("controller_awake running=%v", running)
 		}
-		crawl := tasks.Crawl(ctx)
+		crawl := tasks.Crawl(ctx) // counted: the controller wake above is a DO call, not D1
 		run.Crawl = &crawl
 		if crawl.Error != "" {
 			run.Error = strings.TrimPrefix(run.Error+"; crawl: "+crawl.Error, "; ")
@@ -154,7 +157,9 @@ func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTa
 		run.Result, run.Error = "unknown_cron", "no task for this expression"
 	}
 	run.RanAt = now().UTC().Format(time.RFC3339Nano)
-	fields := map[string]any{"cron": expr, "result": run.Result}
+	d1 := cost.View()
+	run.D1 = &d1
+	fields := map[string]any{"cron": expr, "result": run.Result, "d1": d1}
 	if run.Error != "" {
 		fields["level"] = logx.Error
 		fields["error"] = run.Error

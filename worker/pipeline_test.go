@@ -72,7 +72,7 @@ func (f wakeFn) Cluster(context.Context) (string, error)      { return "3 cluste
 func TestRunCron(t *testing.T) {
 	now := func() time.Time { return time.Date(2026, 1, 1, 0, 5, 1, 0, time.UTC) }
 	run := RunCron(context.Background(), CronCrawlCycle, now(), wakeFn(func() (bool, error) { return true, nil }), now)
-	if run.Result != "controller_awake running=true" || run.Error != "" || run.Crawl == nil || run.Crawl.Action != "idle" {
+	if run.Result != "controller_awake running=true" || run.Error != "" || run.Crawl == nil || run.Crawl.Action != "idle" || run.D1 == nil {
 		t.Fatalf("%+v", run)
 	}
 	run = RunCron(context.Background(), CronCrawlCycle, now(), wakeFn(func() (bool, error) { return false, errors.New("x") }), now)

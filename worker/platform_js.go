@@ -62,7 +62,12 @@ func (Platform) db() (*sql.DB, error) {
 
 // exec runs statements as one D1 batch (one implicit transaction), in chunks
 // of D1's per-batch statement limit.
-func (Platform) exec(stmts []enrich.Stmt) error {
+func (p Platform) exec(stmts []enrich.Stmt) error {
+	return p.execCtx(context.Background(), stmts)
+}
+
+// execCtx is exec, counting D1's reported rows against ctx's D1Cost.
+func (Platform) execCtx(ctx context.Context, stmts []enrich.Stmt) error {
 	db := cloudflare.GetBinding(bindingDB)
 	if db.IsUndefined() {
 		return fmt.Errorf("D1 binding %s missing", bindingDB)
@@ -89,11 +94,64 @@ func (Platform) exec(stmts []enrich.Stmt) error {
 		if err != nil {
 			return err
 		}
-		if _, err := jsx.Await(p); err != nil {
+		results, err := jsx.Await(p)
+		if err != nil {
 			return err
+		}
+		for i := 0; i < results.Length(); i++ {
+			meta := results.Index(i).Get("meta")
+			addD1Cost(ctx, metaInt(meta, "rows_read"), metaInt(meta, "rows_written"))
 		}
 	}
 	return nil
+}
+
+func metaInt(meta js.Value, key string) int64 {
+	if meta.Type() != js.TypeObject {
+		return 0
+	}
+	v := meta.Get(key)
+	if v.Type() != js.TypeNumber {
+		return 0
+	}
+	return int64(v.Float())
+}
+
+// queryAll runs one read with D1's all(), counting its reported rows
+// against ctx's D1Cost, and returns the rows as JS objects.
+func queryAll(ctx context.Context, q string, args ...any) ([]js.Value, error) {
+	db := cloudflare.GetBinding(bindingDB)
+	if db.IsUndefined() {
+		return nil, fmt.Errorf("D1 binding %s missing", bindingDB)
+	}
+	vals := make([]any, len(args))
+	for i, a := range args {
+		vals[i] = jsValue(a)
+	}
+	prepared, err := jsx.Call(db, "prepare", q)
+	if err != nil {
+		return nil, err
+	}
+	bound, err := jsx.Call(prepared, "bind", vals...)
+	if err != nil {
+		return nil, err
+	}
+	p, err := jsx.Call(bound, "all")
+	if err != nil {
+		return nil, err
+	}
+	res, err := jsx.Await(p)
+	if err != nil {
+		return nil, err
+	}
+	meta := res.Get("meta")
+	addD1Cost(ctx, metaInt(meta, "rows_read"), metaInt(meta, "rows_written"))
+	rows := res.Get("results")
+	out := make([]js.Value, rows.Length())
+	for i := range out {
+		out[i] = rows.Index(i)
+	}
+	return out, nil
 }
 
 // jsValue converts a statement argument to what D1's bind accepts.

@@ -58,7 +58,8 @@ func ScoreInputsSQL(n int) string {
 
 // clusterBatchSQL reads one batch of keyword rankings past a keyword cursor
 // (crawl_rankings' primary key), with what scoring needs (app_registry's).
-const clusterBatchSQL = `SELECT k.keyword, k.track_id, k.rank, COALESCE(a.rating_count, 0), COALESCE(a.average_rating, 0)
+const clusterBatchSQL = `SELECT k.keyword AS keyword, k.track_id AS track_id, k.rank AS rank,
+  COALESCE(a.rating_count, 0) AS ratings, COALESCE(a.average_rating, 0) AS rating
 FROM crawl_rankings k JOIN app_registry a ON a.track_id = k.track_id
 WHERE k.keyword IN (SELECT keyword FROM crawl_keywords WHERE keyword > ? AND searched_at IS NOT NULL ORDER BY keyword LIMIT ?)`
 

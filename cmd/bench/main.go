@@ -31,6 +31,7 @@ const startupTimeout = 120 * time.Second
 
 func main() {
 	duration := flag.Duration("duration", 8*time.Second, "load duration per measurement")
+	pipeline := flag.Bool("pipeline", true, "also measure the crawl cycle's D1 cost on 100,000 seeded apps")
 	concList := flag.String("concurrency", "1,16,64", "comma-separated concurrent client counts")
 	rounds := flag.Int("rounds", 2, "interleaved rounds (reference, go) per concurrency")
 	wasm := flag.String("wasm", "build/app.wasm", "wasm module to size")
@@ -63,6 +64,11 @@ func main() {
 	}
 	benchLimiter(gow, ref, *duration)
 	afterGo := health(gow)
+	if *pipeline {
+		stopRef()
+		stopGo()
+		benchPipeline(root)
+	}
 	fmt.Printf("\nGo instance reuse: instance_id %s before and %s after (same = one instance served every request); requests_served %v → %v\n",
 		short(beforeGo["instance_id"]), short(afterGo["instance_id"]), beforeGo["requests_served"], afterGo["requests_served"])
 }
@@ -193,13 +199,21 @@ func freePort() int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startWrangler runs `wrangler dev -c config` on a free loopback port.
+// startWrangler runs `wrangler dev -c config` on a free loopback port with
+// its own fresh state.
 func startWrangler(root, config string) (string, func()) {
-	port := freePort()
 	persist, _ := os.MkdirTemp("", "bench-state-")
-	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "wrangler"), "dev", "-c", config,
+	base, stop := startWranglerWith(root, config, persist)
+	return base, func() { stop(); os.RemoveAll(persist) }
+}
+
+// startWranglerWith runs `wrangler dev -c config` on persisted state.
+func startWranglerWith(root, config, persist string, extra ...string) (string, func()) {
+	port := freePort()
+	args := append([]string{"dev", "-c", config,
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--inspector-port", strconv.Itoa(freePort()),
-		"--persist-to", persist, "--show-interactive-dev-session=false", "--log-level", "warn")
+		"--persist-to", persist, "--show-interactive-dev-session=false", "--log-level", "warn"}, extra...)
+	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "wrangler"), args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(root, "node_modules", ".bin")+":"+os.Getenv("PATH"),
 		"WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
@@ -218,7 +232,6 @@ func startWrangler(root, config string) (string, func()) {
 		case <-time.After(10 * time.Second):
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
-		os.RemoveAll(persist)
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(startupTimeout)

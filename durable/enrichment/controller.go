@@ -181,11 +181,23 @@ func cooldownsOf(c pacing.Controller) int {
 func (s State) onLoad(now time.Time, cfg Config) Decision {
 	c, ev := s.controller(cfg)
 	s.store(c)
-	d := Decision{State: s.Encode(now), EnsureAlarmAt: s.ensure(now)}
+	var events []Event
 	if ev != nil {
-		d.Events = append(d.Events, *ev)
+		events = append(events, *ev)
 	}
-	return d
+	if s.RunStartedAt != 0 {
+		// A new instance of the object: the run the old one had in flight
+		// died with it (its items stayed queued). Resume now instead of
+		// waiting out the safety alarm.
+		events = append(events, Event{"event": "enrichment.run_abandoned", "level": "warn", "run_started_at": s.RunStartedAt})
+		s.RunStartedAt = 0
+		d := Decision{State: s.Encode(now), Events: events}
+		if s.Running {
+			d.AlarmAt = now.Add(StartDelay).UnixMilli()
+		}
+		return d
+	}
+	return Decision{State: s.Encode(now), EnsureAlarmAt: s.ensure(now), Events: events}
 }
 
 func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {

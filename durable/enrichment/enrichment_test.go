@@ -430,3 +430,20 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("switch: %+v %v", s, d.Events)
 	}
 }
+
+func TestRestartAbandonsTheDeadRun(t *testing.T) {
+	st := ""
+	d := decide(t, &st, "tick", TickRequest{}, t0)
+	if d.Run == nil {
+		t.Fatal("expected a run")
+	}
+	// The object restarts mid-run: the new instance loads the state.
+	later := t0.Add(20 * time.Second)
+	d = decide(t, &st, "load", nil, later)
+	if d.AlarmAt != later.Add(StartDelay).UnixMilli() || len(d.Events) == 0 || d.Events[len(d.Events)-1]["event"] != "enrichment.run_abandoned" {
+		t.Fatalf("load after a dead run must resume soon: %+v", d)
+	}
+	if d = decide(t, &st, "tick", TickRequest{}, later.Add(StartDelay)); d.Run == nil {
+		t.Fatalf("the loop must continue: %+v", d)
+	}
+}

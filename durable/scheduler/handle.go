@@ -118,6 +118,14 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) Decision {
 	}
 	switch op {
 	case "load":
+		// A new instance of the object: runs the old one had in flight died
+		// with it, so their leases must not hold the tasks back.
+		for name, ts := range s.Tasks {
+			if ts.LeaseUntil != 0 {
+				ts.LeaseUntil = 0
+				d.Events = append(d.Events, Event{"event": "scheduler.task.abandoned", "level": "warn", "task": name})
+			}
+		}
 		// Every wake checks an alarm is set when something is due.
 		if t := s.NextAlarm(Registry, now); !t.IsZero() {
 			d.EnsureAlarmAt = t.UnixMilli()

@@ -261,3 +261,20 @@ func TestBreakerThresholdIsConfigurable(t *testing.T) {
 		t.Fatal("a threshold of 2 must open the breaker after 2 failures")
 	}
 }
+
+func TestLoadReleasesLeasesOfADeadInstance(t *testing.T) {
+	st := ""
+	due := NextSlot(Registry[0], t0)
+	decide(t, &st, "load", nil, t0)
+	if d := decide(t, &st, "tick", nil, due); len(d.Run) != 1 {
+		t.Fatalf("tick: %+v", d)
+	}
+	d := decide(t, &st, "load", nil, due.Add(time.Second))
+	if len(d.Events) == 0 || d.Events[0]["event"] != "scheduler.task.abandoned" {
+		t.Fatalf("load must release the dead run's lease: %+v", d.Events)
+	}
+	decide(t, &st, "http", Request{Method: "POST", Path: "/run-now", Body: `{"task":"charts-refresh"}`}, due.Add(2*time.Second))
+	if d := decide(t, &st, "tick", nil, due.Add(3*time.Second)); len(d.Run) != 1 {
+		t.Fatalf("the task must be startable again: %+v", d)
+	}
+}
