@@ -9,15 +9,15 @@ import (
 // The SQL of the cron and queue paths, in one place so a test can check
 // every plan (EXPLAIN QUERY PLAN: no full-table scans).
 
-// dueTierSQL is one existence check: served by idx_category_scans_due, it
+// dueTierSQL is one existence check: served by idx_category_scans_due_at, it
 // reads at most one row.
-const dueTierSQL = `SELECT 1 FROM category_scans WHERE tier = ? AND (last_scanned_at IS NULL OR last_scanned_at < ?) LIMIT 1`
+const dueTierSQL = `SELECT 1 FROM category_scans WHERE tier = ? AND COALESCE(last_scanned_at, '') < ? LIMIT 1`
 
 // nextCategorySQL is the most overdue category of a tier (NULLs, never
-// scanned, sort first), also from idx_category_scans_due.
+// scanned, sort first), also from idx_category_scans_due_at.
 const nextCategorySQL = `SELECT genre_id, name FROM category_scans
-WHERE tier = ? AND (last_scanned_at IS NULL OR last_scanned_at < ?)
-ORDER BY last_scanned_at LIMIT 1`
+WHERE tier = ? AND COALESCE(last_scanned_at, '') < ?
+ORDER BY COALESCE(last_scanned_at, '') LIMIT 1`
 
 // pendingKeywordSQL is served by the partial index idx_crawl_keywords_pending.
 const pendingKeywordSQL = `SELECT keyword FROM crawl_keywords WHERE searched_at IS NULL LIMIT ?`
