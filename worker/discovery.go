@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +69,8 @@ type DiscoveryStore interface {
 	PendingKeywords(ctx context.Context, n int) ([]string, error)
 	// SaveRankings records one keyword's search results (and queues the apps).
 	SaveRankings(ctx context.Context, keyword string, apps []appstore.App, now time.Time) error
+	// SaveDevelopers upserts developers (already deduplicated).
+	SaveDevelopers(ctx context.Context, developers map[int64]string, now time.Time) error
 	// NextCategory is the most overdue category of a tier (never scanned first).
 	NextCategory(ctx context.Context, tier string, now time.Time) (genreID int, name string, err error)
 	// SaveScan upserts the discovered apps and chart positions and marks the
@@ -145,8 +148,8 @@ const (
 
 // mapKeywords searches pending keywords in bounded parallel chunks and
 // records where apps rank; each keyword is settled on its own.
-func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, now time.Time) CrawlResult {
-	res := CrawlResult{Action: "keyword_mapping"}
+func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, now time.Time) (res CrawlResult) {
+	res = CrawlResult{Action: "keyword_mapping"}
 	kws, err := store.PendingKeywords(ctx, KeywordsPerCycle)
 	if err != nil {
 		return CrawlResult{Action: "error", Error: "pending keywords: " + err.Error()}
@@ -156,6 +159,16 @@ func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx conte
 		apps []appstore.App
 		err  error
 	}
+	// Developers repeat across searches: collect them once per cycle.
+	developers := map[int64]string{}
+	defer func() {
+		if len(developers) == 0 {
+			return
+		}
+		if err := store.SaveDevelopers(ctx, developers, now); err != nil {
+			res.Error = strings.TrimPrefix(res.Error+"; developers: "+err.Error(), "; ")
+		}
+	}()
 	for i := 0; i < len(kws); i += KeywordChunk {
 		chunk := kws[i:min(i+KeywordChunk, len(kws))]
 		results := make([]found, len(chunk))
@@ -186,6 +199,11 @@ func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx conte
 			}
 			res.Found++
 			res.Apps += len(f.apps)
+			for _, a := range f.apps {
+				if a.DeveloperID > 0 {
+					developers[a.DeveloperID] = a.DeveloperName
+				}
+			}
 		}
 		if i+KeywordChunk < len(kws) {
 			time.Sleep(KeywordChunkPause)
@@ -274,5 +292,20 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 		SQL:  `UPDATE category_scans SET last_scanned_at = ?, apps_found = ?, scans = scans + 1 WHERE genre_id = ?`,
 		Args: []any{ts, len(seen), genreID},
 	})
+	return stmts
+}
+
+// DeveloperStatements upserts each developer once.
+func DeveloperStatements(developers map[int64]string, now time.Time) []enrich.Stmt {
+	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	ids := make([]int64, 0, len(developers))
+	for id := range developers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	stmts := make([]enrich.Stmt, 0, len(ids))
+	for _, id := range ids {
+		stmts = append(stmts, enrich.DeveloperStmt(id, developers[id], ts))
+	}
 	return stmts
 }

@@ -104,3 +104,7 @@ func (p Platform) Crawl(ctx context.Context) CrawlResult {
 	}
 	return CrawlCycle(ctx, p, p.Fetch, strings.TrimRight(cloudflare.Getenv("UPSTREAM_API_BASE"), "/"), country, rand.Float64(), time.Now())
 }
+
+func (p Platform) SaveDevelopers(ctx context.Context, developers map[int64]string, now time.Time) error {
+	return p.execCtx(ctx, DeveloperStatements(developers, now))
+}

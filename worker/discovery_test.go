@@ -30,12 +30,13 @@ func TestPickTierWeightsAndFallbacks(t *testing.T) {
 }
 
 type fakeDiscovery struct {
-	due      map[string]bool
-	pending  []string
-	saved    map[string][]appstore.ChartEntry
-	rankings map[string]int
-	dueErr   error
-	scanned  int
+	due        map[string]bool
+	pending    []string
+	saved      map[string][]appstore.ChartEntry
+	rankings   map[string]int
+	developers int
+	dueErr     error
+	scanned    int
 }
 
 func (f *fakeDiscovery) Gaps(context.Context, time.Time) (Gaps, error) {
@@ -44,6 +45,11 @@ func (f *fakeDiscovery) Gaps(context.Context, time.Time) (Gaps, error) {
 func (f *fakeDiscovery) PendingKeywords(_ context.Context, n int) ([]string, error) {
 	return f.pending[:min(n, len(f.pending))], nil
 }
+func (f *fakeDiscovery) SaveDevelopers(_ context.Context, d map[int64]string, _ time.Time) error {
+	f.developers = len(d)
+	return nil
+}
+
 func (f *fakeDiscovery) SaveRankings(_ context.Context, kw string, apps []appstore.App, _ time.Time) error {
 	if f.rankings == nil {
 		f.rankings = map[string]int{}
@@ -112,11 +118,11 @@ func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 		if strings.Contains(u, "term=bad") {
 			return upstream.Response{Class: enrichment.ClassServerError, Err: errors.New("503"), Remaining: -1}
 		}
-		return upstream.Response{Class: enrichment.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":5,"trackName":"x"}]}`), Remaining: -1}
+		return upstream.Response{Class: enrichment.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":5,"trackName":"x","artistId":77,"artistName":"Dev"}]}`), Remaining: -1}
 	}
 	f := &fakeDiscovery{due: map[string]bool{}, pending: []string{"budget", "bad", "fitness", "photo"}}
 	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", 0.5, time.Now())
-	if r.Action != "keyword_mapping" || r.Found != 3 || r.Apps != 3 || len(urls) != 4 || f.rankings["bad"] != 0 || !strings.Contains(r.Error, "bad") {
+	if r.Action != "keyword_mapping" || r.Found != 3 || r.Apps != 3 || len(urls) != 4 || f.rankings["bad"] != 0 || !strings.Contains(r.Error, "bad") || f.developers != 1 {
 		t.Fatalf("%+v %v %v", r, urls, f.rankings)
 	}
 	stmts := RankingStatements("budget", []appstore.App{{TrackID: 5}, {TrackID: 6}}, time.Now())

@@ -88,6 +88,9 @@ ON CONFLICT (track_id) DO UPDATE SET
 		SQL:  `DELETE FROM app_similar WHERE app_id = ?`,
 		Args: []any{a.TrackID},
 	}}
+	if a.DeveloperID > 0 {
+		stmts = append(stmts, DeveloperStmt(a.DeveloperID, a.DeveloperName, now))
+	}
 	for i, sid := range similar {
 		stmts = append(stmts, Stmt{
 			SQL:  `INSERT OR IGNORE INTO app_similar (app_id, similar_id, position) VALUES (?,?,?)`,
@@ -118,5 +121,14 @@ func GiveUpStmt(id int64, attempts int, errText string, at time.Time) Stmt {
 	return Stmt{
 		SQL:  `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ?, enrichment_source = ?, enriched_at = ?, updated_at = ? WHERE track_id = ?`,
 		Args: []any{attempts, appstore.Truncate(errText, appstore.MaxTextLen), SourceFailed, ts(at), ts(at), id},
+	}
+}
+
+// DeveloperStmt upserts one developer.
+func DeveloperStmt(id int64, name, ts string) Stmt {
+	return Stmt{
+		SQL: `INSERT INTO developers (developer_id, name, first_seen_at, updated_at) VALUES (?,?,?,?)
+ON CONFLICT (developer_id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at`,
+		Args: []any{id, appstore.Truncate(name, appstore.MaxTextLen), ts, ts},
 	}
 }
