@@ -88,7 +88,9 @@ type CrawlResult struct {
 	GenreID int    `json:"genre_id,omitempty"`
 	Found   int    `json:"found,omitempty"`
 	Apps    int    `json:"apps,omitempty"` // distinct apps upserted (queued if new)
-	Error   string `json:"error,omitempty"`
+	// Keywords mapped this cycle (for the rankings-updated event).
+	Keywords []string `json:"-"`
+	Error    string   `json:"error,omitempty"`
 }
 
 // CrawlCycle is the 5-minute discovery step: exit early when nothing is
@@ -199,6 +201,7 @@ func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx conte
 			}
 			res.Found++
 			res.Apps += len(f.apps)
+			res.Keywords = append(res.Keywords, f.kw)
 			for _, a := range f.apps {
 				if a.DeveloperID > 0 {
 					developers[a.DeveloperID] = a.DeveloperName

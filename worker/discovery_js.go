@@ -102,7 +102,16 @@ func (p Platform) Crawl(ctx context.Context) CrawlResult {
 	if country == "" {
 		country = "us"
 	}
-	return CrawlCycle(ctx, p, p.Fetch, strings.TrimRight(cloudflare.Getenv("UPSTREAM_API_BASE"), "/"), country, rand.Float64(), time.Now())
+	now := time.Now()
+	res := CrawlCycle(ctx, p, p.Fetch, strings.TrimRight(cloudflare.Getenv("UPSTREAM_API_BASE"), "/"), country, rand.Float64(), now)
+	// Rankings changed: the consumer re-clusters those keywords.
+	for i := 0; i < len(res.Keywords); i += MaxEventKeys {
+		ev := QueueEvent{Type: EventRankingsUpdated, Keywords: res.Keywords[i:min(i+MaxEventKeys, len(res.Keywords))], At: now.UTC().Format(time.RFC3339)}
+		if err := p.Emit(ctx, ev); err != nil {
+			res.Error = strings.TrimPrefix(res.Error+"; emit rankings-updated: "+err.Error(), "; ")
+		}
+	}
+	return res
 }
 
 func (p Platform) SaveDevelopers(ctx context.Context, developers map[int64]string, now time.Time) error {

@@ -34,15 +34,15 @@ type RankedApp struct {
 
 // Cluster is one keyword market and its opportunity score.
 type Cluster struct {
-	ID           string  `json:"cluster_id"`
-	Apps         int     `json:"app_count"`
-	TotalRatings int64   `json:"total_ratings"`
-	AvgRating    float64 `json:"avg_rating"` // weighted by rating count
-	TopShare     float64 `json:"top_share"`  // the leader's share of ratings: high = concentrated
-	Demand       float64 `json:"demand"`
-	Quality      float64 `json:"quality_gap"`
-	Score        float64 `json:"opportunity_score"` // 0–100
-	Members      []int64 `json:"members"`           // in rank order
+	ID               string  `json:"cluster_id"`
+	Apps             int     `json:"app_count"`
+	TotalRatings     int64   `json:"total_ratings"`
+	AvgRating        float64 `json:"avg_rating"` // weighted by rating count
+	TopShare         float64 `json:"top_share"`  // the leader's share of ratings: high = concentrated
+	Demand           float64 `json:"demand"`
+	Quality          float64 `json:"quality_gap"`
+	OpportunityScore float64 `json:"opportunity_score"` // 0–100
+	Members          []int64 `json:"members"`           // in rank order
 }
 
 // BuildClusters groups rankings by keyword and scores each market:
@@ -73,21 +73,40 @@ func BuildClusters(rows []RankedApp) []Cluster {
 			c.AvgRating = round3(weighted / float64(c.TotalRatings))
 			c.TopShare = round3(float64(top) / float64(c.TotalRatings))
 		}
-		c.Demand = round3(math.Log10(1 + float64(c.TotalRatings)))
-		c.Quality = round3(math.Max(0, QualityBar-c.AvgRating) / QualityBar)
-		// Demand saturates near 10^7 ratings; the floor on quality keeps a
-		// well-served but huge, fragmented market from scoring zero.
-		score := math.Min(c.Demand/7, 1) * (1 - c.TopShare) * (0.2 + 0.8*c.Quality)
-		c.Score = round3(100 * score)
+		c.Score()
 		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
+// Score fills Demand, Quality and the opportunity score from the cluster's
+// aggregates (so it can be recomputed from the stored cluster alone).
+func (c *Cluster) Score() {
+	c.Demand = round3(math.Log10(1 + float64(c.TotalRatings)))
+	c.Quality = round3(math.Max(0, QualityBar-c.AvgRating) / QualityBar)
+	// Demand saturates near 10^7 ratings; the floor on quality keeps a
+	// well-served but huge, fragmented market from scoring zero.
+	score := math.Min(c.Demand/7, 1) * (1 - c.TopShare) * (0.2 + 0.8*c.Quality)
+	c.OpportunityScore = round3(100 * score)
+}
+
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
-// ClusterStatements replaces each cluster, its members and its score.
+// ScoreStatements writes the opportunity scores of clusters.
+func ScoreStatements(cs []Cluster, now time.Time) []enrich.Stmt {
+	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	stmts := make([]enrich.Stmt, 0, len(cs))
+	for _, c := range cs {
+		stmts = append(stmts, enrich.Stmt{SQL: `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES (?,?,?,?,?,?)
+ON CONFLICT (cluster_id) DO UPDATE SET score = excluded.score, demand = excluded.demand, fragmentation = excluded.fragmentation, quality_gap = excluded.quality_gap, computed_at = excluded.computed_at`,
+			Args: []any{c.ID, c.OpportunityScore, c.Demand, round3(1 - c.TopShare), c.Quality, ts}})
+	}
+	return stmts
+}
+
+// ClusterStatements replaces each cluster and its members; scores follow
+// from the clusters-ready event (ScoreStatements).
 func ClusterStatements(cs []Cluster, now time.Time) []enrich.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
 	var stmts []enrich.Stmt
@@ -97,9 +116,6 @@ func ClusterStatements(cs []Cluster, now time.Time) []enrich.Stmt {
 ON CONFLICT (cluster_id) DO UPDATE SET app_count = excluded.app_count, total_ratings = excluded.total_ratings, avg_rating = excluded.avg_rating, top_share = excluded.top_share, computed_at = excluded.computed_at`,
 				Args: []any{c.ID, c.Apps, c.TotalRatings, c.AvgRating, c.TopShare, ts}},
 			enrich.Stmt{SQL: `DELETE FROM market_cluster_members WHERE cluster_id = ?`, Args: []any{c.ID}},
-			enrich.Stmt{SQL: `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES (?,?,?,?,?,?)
-ON CONFLICT (cluster_id) DO UPDATE SET score = excluded.score, demand = excluded.demand, fragmentation = excluded.fragmentation, quality_gap = excluded.quality_gap, computed_at = excluded.computed_at`,
-				Args: []any{c.ID, c.Score, c.Demand, round3(1 - c.TopShare), c.Quality, ts}},
 		)
 		for i, id := range c.Members {
 			stmts = append(stmts, enrich.Stmt{SQL: `INSERT OR IGNORE INTO market_cluster_members (cluster_id, track_id, position) VALUES (?,?,?)`, Args: []any{c.ID, id, i + 1}})

@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"syscall/js"
 	"time"
+
+	"github.com/syumai/workers/cloudflare/queues"
 
 	"storecrawl/worker/enrich"
 )
@@ -54,15 +57,10 @@ func (p Platform) Cluster(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ranked := make([]RankedApp, 0, len(rows))
+	ranked := rankedApps(rows)
 	keywords := map[string]bool{}
 	last := from
-	for _, r := range rows {
-		a := RankedApp{
-			Keyword: r.Get("keyword").String(), TrackID: int64(r.Get("track_id").Float()), Rank: r.Get("rank").Int(),
-			RatingCount: int64(r.Get("ratings").Float()), Rating: r.Get("rating").Float(),
-		}
-		ranked = append(ranked, a)
+	for _, a := range ranked {
 		keywords[a.Keyword] = true
 		if a.Keyword > last {
 			last = a.Keyword
@@ -82,5 +80,84 @@ func (p Platform) Cluster(ctx context.Context) (string, error) {
 	if err := p.execCtx(ctx, stmts); err != nil {
 		return "", err
 	}
+	if err := p.clustersReady(ctx, clusters, now); err != nil {
+		return "", err
+	}
 	return fmt.Sprintf("%d keywords from %q, %d clusters", len(keywords), from, len(clusters)), nil
+}
+
+func rankedApps(rows []js.Value) []RankedApp {
+	out := make([]RankedApp, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, RankedApp{
+			Keyword: r.Get("keyword").String(), TrackID: int64(r.Get("track_id").Float()), Rank: r.Get("rank").Int(),
+			RatingCount: int64(r.Get("ratings").Float()), Rating: r.Get("rating").Float(),
+		})
+	}
+	return out
+}
+
+// clustersReady announces written clusters so the consumer scores them.
+func (p Platform) clustersReady(ctx context.Context, clusters []Cluster, now time.Time) error {
+	for i := 0; i < len(clusters); i += MaxEventKeys {
+		var ids []string
+		for _, c := range clusters[i:min(i+MaxEventKeys, len(clusters))] {
+			ids = append(ids, c.ID)
+		}
+		if err := p.Emit(ctx, QueueEvent{Type: EventClustersReady, Clusters: ids, At: now.UTC().Format(time.RFC3339)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ClusterKeywords rebuilds the clusters of keywords from their rankings.
+func (p Platform) ClusterKeywords(ctx context.Context, keywords []string, now time.Time) ([]string, error) {
+	args := make([]any, len(keywords))
+	for i, k := range keywords {
+		args[i] = k
+	}
+	rows, err := queryAll(ctx, keywordRankingsSQL(len(keywords)), args...)
+	if err != nil {
+		return nil, err
+	}
+	clusters := BuildClusters(rankedApps(rows))
+	if err := p.execCtx(ctx, ClusterStatements(clusters, now)); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(clusters))
+	for i, c := range clusters {
+		ids[i] = c.ID
+	}
+	return ids, nil
+}
+
+// ScoreClusters recomputes opportunity scores from stored clusters.
+func (p Platform) ScoreClusters(ctx context.Context, ids []string, now time.Time) error {
+	args := make([]any, len(ids))
+	for i, k := range ids {
+		args[i] = k
+	}
+	rows, err := queryAll(ctx, clusterAggregatesSQL(len(ids)), args...)
+	if err != nil {
+		return err
+	}
+	cs := make([]Cluster, 0, len(rows))
+	for _, r := range rows {
+		c := Cluster{ID: r.Get("cluster_id").String(), Apps: r.Get("app_count").Int(),
+			TotalRatings: int64(r.Get("total_ratings").Float()), AvgRating: r.Get("avg_rating").Float(), TopShare: r.Get("top_share").Float()}
+		c.Score()
+		cs = append(cs, c)
+	}
+	return p.execCtx(ctx, ScoreStatements(cs, now))
+}
+
+// Emit sends one event to the EVENTS queue.
+func (Platform) Emit(_ context.Context, ev QueueEvent) error {
+	q, err := queues.NewProducer(bindingEvents)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(ev)
+	return q.SendText(string(b))
 }

@@ -23,8 +23,8 @@ func TestBuildClustersScoresMarkets(t *testing.T) {
 	if budget.Apps != 3 || budget.TotalRatings != 12000 || budget.Members[0] != 1 {
 		t.Fatalf("budget %+v", budget)
 	}
-	if budget.Score <= chat.Score || chat.TopShare < 0.99 || budget.Score > 100 || chat.Score < 0 {
-		t.Fatalf("fragmented, underserved budget (%.1f) must beat concentrated chat (%.1f)", budget.Score, chat.Score)
+	if budget.OpportunityScore <= chat.OpportunityScore || chat.TopShare < 0.99 || budget.OpportunityScore > 100 || chat.OpportunityScore < 0 {
+		t.Fatalf("fragmented, underserved budget (%.1f) must beat concentrated chat (%.1f)", budget.OpportunityScore, chat.OpportunityScore)
 	}
 	stmts := ClusterStatements(cs, time.Now())
 	members := 0
@@ -38,5 +38,14 @@ func TestBuildClustersScoresMarkets(t *testing.T) {
 	}
 	if members != 6 {
 		t.Fatalf("member rows %d", members)
+	}
+}
+
+func TestScoreIsRecomputableFromAggregates(t *testing.T) {
+	c := Cluster{ID: "x", TotalRatings: 12000, AvgRating: 3.9, TopShare: 0.4}
+	c.Score()
+	built := BuildClusters([]RankedApp{{"x", 1, 1, 4800, 3.9}, {"x", 2, 2, 3600, 3.9}, {"x", 3, 3, 3600, 3.9}})[0]
+	if c.OpportunityScore != built.OpportunityScore || len(ScoreStatements([]Cluster{c}, time.Now())) != 1 {
+		t.Fatalf("%v vs %v", c.OpportunityScore, built.OpportunityScore)
 	}
 }

@@ -12,17 +12,25 @@ import (
 	"storecrawl/worker/logx"
 )
 
-// Queue event types.
+// Queue event types: each stage announces what it changed; the consumer
+// routes each type to the stage that depends on it.
 const (
-	EventAppEnriched = "app-enriched"
+	EventAppEnriched     = "app-enriched"     // → demand scores of those apps
+	EventRankingsUpdated = "rankings-updated" // → clustering of those keywords
+	EventClustersReady   = "clusters-ready"   // → opportunity scores of those clusters
 )
 
 // QueueEvent is a message on the EVENTS queue.
 type QueueEvent struct {
-	Type     string  `json:"type"`
-	TrackIDs []int64 `json:"track_ids,omitempty"`
-	At       string  `json:"at"`
+	Type     string   `json:"type"`
+	TrackIDs []int64  `json:"track_ids,omitempty"`
+	Keywords []string `json:"keywords,omitempty"`
+	Clusters []string `json:"clusters,omitempty"`
+	At       string   `json:"at"`
 }
+
+// MaxEventKeys bounds the keywords or clusters of one message.
+const MaxEventKeys = 100
 
 // MaxEventTrackIDs bounds one message (and so one consumer statement batch).
 const MaxEventTrackIDs = 50
@@ -47,6 +55,13 @@ type ScoreInput struct {
 type Analyzer interface {
 	ScoreInputs(ctx context.Context, ids []int64) ([]ScoreInput, error)
 	SaveDemandScores(ctx context.Context, scores map[int64]float64, at time.Time) error
+	// ClusterKeywords rebuilds the clusters of these keywords from their
+	// current rankings and returns the clusters written.
+	ClusterKeywords(ctx context.Context, keywords []string, at time.Time) ([]string, error)
+	// ScoreClusters recomputes the opportunity scores of these clusters.
+	ScoreClusters(ctx context.Context, clusters []string, at time.Time) error
+	// Emit sends a follow-up event.
+	Emit(ctx context.Context, ev QueueEvent) error
 }
 
 // DemandScore rewards both quality and proven demand: rating × log10(1+ratings).
@@ -86,6 +101,29 @@ func HandleEvent(ctx context.Context, body string, a Analyzer, now time.Time) er
 			return err
 		}
 		logx.Event("queue.app_enriched_scored", map[string]any{"apps": len(scores)})
+		return nil
+	case EventRankingsUpdated:
+		if len(ev.Keywords) == 0 || len(ev.Keywords) > MaxEventKeys {
+			return fmt.Errorf("%w: rankings-updated needs 1..%d keywords", ErrBadEvent, MaxEventKeys)
+		}
+		clusters, err := a.ClusterKeywords(ctx, ev.Keywords, now)
+		if err != nil {
+			return err
+		}
+		logx.Event("queue.clustered", map[string]any{"keywords": len(ev.Keywords), "clusters": len(clusters)})
+		if len(clusters) == 0 {
+			return nil
+		}
+		// Redelivery re-sends this: harmless, scoring is idempotent.
+		return a.Emit(ctx, QueueEvent{Type: EventClustersReady, Clusters: clusters, At: now.UTC().Format(time.RFC3339)})
+	case EventClustersReady:
+		if len(ev.Clusters) == 0 || len(ev.Clusters) > MaxEventKeys {
+			return fmt.Errorf("%w: clusters-ready needs 1..%d clusters", ErrBadEvent, MaxEventKeys)
+		}
+		if err := a.ScoreClusters(ctx, ev.Clusters, now); err != nil {
+			return err
+		}
+		logx.Event("queue.opportunities_scored", map[string]any{"clusters": len(ev.Clusters)})
 		return nil
 	default:
 		return fmt.Errorf("%w: unknown type %q", ErrBadEvent, ev.Type)

@@ -2,15 +2,19 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
 )
 
 type memAnalyzer struct {
-	inputs map[int64]ScoreInput
-	scores map[int64]float64
-	fail   bool
+	inputs    map[int64]ScoreInput
+	scores    map[int64]float64
+	fail      bool
+	clustered []string
+	scored    []string
+	emitted   []QueueEvent
 }
 
 func (m *memAnalyzer) ScoreInputs(_ context.Context, ids []int64) ([]ScoreInput, error) {
@@ -24,6 +28,21 @@ func (m *memAnalyzer) ScoreInputs(_ context.Context, ids []int64) ([]ScoreInput,
 		}
 	}
 	return out, nil
+}
+
+func (m *memAnalyzer) ClusterKeywords(_ context.Context, kws []string, _ time.Time) ([]string, error) {
+	m.clustered = append(m.clustered, kws...)
+	return kws[:1], nil
+}
+
+func (m *memAnalyzer) ScoreClusters(_ context.Context, cs []string, _ time.Time) error {
+	m.scored = append(m.scored, cs...)
+	return nil
+}
+
+func (m *memAnalyzer) Emit(_ context.Context, ev QueueEvent) error {
+	m.emitted = append(m.emitted, ev)
+	return nil
 }
 
 func (m *memAnalyzer) SaveDemandScores(_ context.Context, s map[int64]float64, _ time.Time) error {
@@ -81,5 +100,24 @@ func TestRunCron(t *testing.T) {
 	}
 	if run = RunCron(context.Background(), "1 2 3 4 5", now(), nil, now); run.Result != "unknown_cron" {
 		t.Fatalf("%+v", run)
+	}
+}
+
+func TestEventsRouteToTheirStages(t *testing.T) {
+	a := &memAnalyzer{scores: map[int64]float64{}}
+	if err := HandleEvent(context.Background(), `{"type":"rankings-updated","keywords":["budget","chat"]}`, a, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.clustered) != 2 || len(a.emitted) != 1 || a.emitted[0].Type != EventClustersReady || a.emitted[0].Clusters[0] != "budget" {
+		t.Fatalf("rankings-updated: %+v", a)
+	}
+	b, _ := json.Marshal(a.emitted[0])
+	if err := HandleEvent(context.Background(), string(b), a, time.Now()); err != nil || len(a.scored) != 1 {
+		t.Fatalf("clusters-ready: %v %+v", err, a)
+	}
+	for _, bad := range []string{`{"type":"rankings-updated"}`, `{"type":"clusters-ready","clusters":[]}`} {
+		if err := HandleEvent(context.Background(), bad, a, time.Now()); !errors.Is(err, ErrBadEvent) {
+			t.Errorf("%s: %v", bad, err)
+		}
 	}
 }

@@ -63,6 +63,20 @@ const clusterBatchSQL = `SELECT k.keyword AS keyword, k.track_id AS track_id, k.
 FROM crawl_rankings k JOIN app_registry a ON a.track_id = k.track_id
 WHERE k.keyword IN (SELECT keyword FROM crawl_keywords WHERE keyword > ? AND searched_at IS NOT NULL ORDER BY keyword LIMIT ?)`
 
+// keywordRankingsSQL reads the rankings of n keywords by primary key.
+func keywordRankingsSQL(n int) string {
+	return `SELECT k.keyword AS keyword, k.track_id AS track_id, k.rank AS rank,
+  COALESCE(a.rating_count, 0) AS ratings, COALESCE(a.average_rating, 0) AS rating
+FROM crawl_rankings k JOIN app_registry a ON a.track_id = k.track_id
+WHERE k.keyword IN (?` + strings.Repeat(",?", n-1) + `)`
+}
+
+// clusterAggregatesSQL reads n stored clusters by primary key.
+func clusterAggregatesSQL(n int) string {
+	return `SELECT cluster_id, app_count, total_ratings, COALESCE(avg_rating, 0) AS avg_rating, COALESCE(top_share, 1) AS top_share
+FROM market_clusters WHERE cluster_id IN (?` + strings.Repeat(",?", n-1) + `)`
+}
+
 // marketJSON renders one market (a cluster, its score and its members).
 const marketJSON = `SELECT json_object('cluster_id', o.cluster_id, 'opportunity_score', o.score, 'demand', o.demand,
   'fragmentation', o.fragmentation, 'quality_gap', o.quality_gap, 'app_count', c.app_count,
@@ -101,6 +115,8 @@ func HotQueries() []HotQuery {
 		{"cluster batch", clusterBatchSQL, []any{"", 200}},
 		{"opportunities", opportunitiesSQL, []any{20, 0}},
 		{"clusters", clustersSQL, []any{20, 0}},
+		{"keyword rankings", keywordRankingsSQL(2), []any{"budget", "chat"}},
+		{"cluster aggregates", clusterAggregatesSQL(2), []any{"budget", "chat"}},
 	}
 }
 
