@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command bench prints the request-path and size figures of the Worker:
 // req/s and p50/p99 latency of GET /health through the Go Worker, against a
 // minimal pure-JS reference worker served by wrangler dev in the same run,
