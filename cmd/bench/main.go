@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,8 +24,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"storecrawl/internal/devstack"
 )
 
 const startupTimeout = 120 * time.Second
@@ -193,12 +193,11 @@ func short(v any) string {
 }
 
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := devstack.FreePort()
 	if err != nil {
 		fail("listen: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // startWrangler runs `wrangler dev -c config` on a free loopback port with
@@ -215,40 +214,21 @@ func startWranglerWith(root, config, persist string, extra ...string) (string, f
 	args := append([]string{"dev", "-c", config,
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--inspector-port", strconv.Itoa(freePort()),
 		"--persist-to", persist, "--show-interactive-dev-session=false", "--log-level", "warn"}, extra...)
-	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "wrangler"), args...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(root, "node_modules", ".bin")+":"+os.Getenv("PATH"),
-		"WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
+	cmd := exec.Command(devstack.Wrangler(root), args...)
+	cmd.Dir, cmd.Env = root, devstack.ToolEnv(root)
 	logf, _ := os.CreateTemp("", "bench-wrangler-*.log")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	devstack.InGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		fail("wrangler dev: %v", err)
 	}
-	stop := func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
-	}
+	stop := func() { devstack.StopGroup(cmd) }
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(startupTimeout)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base + "/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return base, stop
-			}
-		}
-		time.Sleep(300 * time.Millisecond)
+	if err := devstack.WaitHealthy(base, startupTimeout); err != nil {
+		stop()
+		fail("wrangler dev (%s) did not start: %v; see %s", config, err, logf.Name())
 	}
-	stop()
-	fail("wrangler dev (%s) did not start; see %s", config, logf.Name())
-	return "", nil
+	return base, stop
 }
 
 func fail(format string, args ...any) {

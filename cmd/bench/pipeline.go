@@ -11,8 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
+
+	"storecrawl/internal/devstack"
 )
 
 // pipelineApps is the catalogue the cost benchmark seeds.
@@ -23,10 +24,10 @@ const pipelineApps = 100_000
 // D1 seeded with pipelineApps apps: busy cycles (category scans), then an
 // idle one (nothing due).
 func benchPipeline(root string) {
-	wranglerBin := filepath.Join(root, "node_modules", ".bin", "wrangler")
+	wranglerBin := devstack.Wrangler(root)
 	persist, _ := os.MkdirTemp("", "bench-pipeline-")
 	defer os.RemoveAll(persist)
-	env := append(os.Environ(), "PATH="+filepath.Join(root, "node_modules", ".bin")+":"+os.Getenv("PATH"), "WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
+	env := devstack.ToolEnv(root)
 	run := func(args ...string) string {
 		cmd := exec.Command(wranglerBin, append(args, "--persist-to", persist)...)
 		cmd.Dir, cmd.Env = root, env
@@ -122,7 +123,7 @@ func startSim(root string) (string, func()) {
 	}
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-apps", strconv.Itoa(pipelineApps), "-rate-per-min", "60000", "-burst", "1000")
 	out, _ := cmd.StdoutPipe()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	devstack.InGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		fail("sim: %v", err)
 	}
@@ -134,7 +135,7 @@ func startSim(root string) (string, func()) {
 				for sc.Scan() {
 				}
 			}()
-			return "http://" + ev.Addr, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM); cmd.Wait() }
+			return "http://" + ev.Addr, func() { devstack.StopGroup(cmd) }
 		}
 	}
 	fail("sim did not start")

@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"storecrawl/internal/devstack"
 )
 
 // TestDeployDryRun bundles the Worker exactly as `wrangler deploy` would,
 // offline, and checks every binding made it into the upload.
 func TestDeployDryRun(t *testing.T) {
 	dir := outputDir(t)
-	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "wrangler"), "deploy", "--dry-run", "--outdir", filepath.Join(dir, "dist"))
+	cmd := exec.Command(devstack.Wrangler(root), "deploy", "--dry-run", "--outdir", filepath.Join(dir, "dist"))
 	cmd.Dir = root
 	cmd.Env = toolEnv()
 	out, err := cmd.CombinedOutput()

@@ -11,16 +11,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"storecrawl/internal/devstack"
 )
 
 const (
@@ -50,24 +50,14 @@ func outputDir(t *testing.T) string {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := devstack.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
-func toolEnv() []string {
-	env := os.Environ()
-	env = append(env,
-		"PATH="+filepath.Join(root, "node_modules", ".bin")+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"WRANGLER_SEND_METRICS=false",
-		"CI=true",
-		"NO_COLOR=1",
-	)
-	return env
-}
+func toolEnv() []string { return devstack.ToolEnv(root) }
 
 // syncBuffer collects a process's output for assertions on log lines.
 type syncBuffer struct {
@@ -97,7 +87,7 @@ func startProcess(t *testing.T, cmd *exec.Cmd, logPath string) *syncBuffer {
 	}
 	cmd.Stdout = io.MultiWriter(out, f)
 	cmd.Stderr = io.MultiWriter(out, f)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	devstack.InGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -108,20 +98,7 @@ func startProcess(t *testing.T, cmd *exec.Cmd, logPath string) *syncBuffer {
 	return out
 }
 
-func stopGroup(cmd *exec.Cmd) {
-	if cmd.Process == nil {
-		return
-	}
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
-}
+func stopGroup(cmd *exec.Cmd) { devstack.StopGroup(cmd) }
 
 // sim is a running cmd/upstream-sim.
 type sim struct {
@@ -143,7 +120,7 @@ func startSim(t *testing.T, dir string, args ...string) *sim {
 	cmd.Stdout = pw
 	errBuf := &syncBuffer{}
 	cmd.Stderr = io.MultiWriter(errBuf, logf)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	devstack.InGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +177,7 @@ type worker struct {
 // wrangler runs a one-off wrangler command against the persisted local state.
 func wrangler(t *testing.T, persist string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "wrangler"), append(args, "--persist-to", persist)...)
+	cmd := exec.Command(devstack.Wrangler(root), append(args, "--persist-to", persist)...)
 	cmd.Dir = root
 	cmd.Env = toolEnv()
 	out, err := cmd.CombinedOutput()
@@ -237,7 +214,7 @@ func startWorker(t *testing.T, dir, persist, simBase string) *worker {
 func (w *worker) start(t *testing.T, logName string) {
 	t.Helper()
 	port := freePort(t)
-	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "wrangler"), "dev",
+	cmd := exec.Command(devstack.Wrangler(root), "dev",
 		"--ip", "127.0.0.1", "--port", fmt.Sprint(port),
 		"--inspector-port", fmt.Sprint(freePort(t)),
 		"--persist-to", w.persist,
@@ -258,18 +235,9 @@ func (w *worker) start(t *testing.T, logName string) {
 	}
 	w.log = startProcess(owner, cmd, filepath.Join(w.dir, logName))
 	w.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(startupTimeout)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(w.base + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(300 * time.Millisecond)
+	if err := devstack.WaitHealthy(w.base, startupTimeout); err != nil {
+		t.Fatalf("wrangler dev did not become healthy: %v; log:\n%s", err, tail(w.log.String(), 4000))
 	}
-	t.Fatalf("wrangler dev did not become healthy; log:\n%s", tail(w.log.String(), 4000))
 }
 
 // restart stops wrangler dev and starts it again on the same persisted state.
