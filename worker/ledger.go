@@ -120,6 +120,8 @@ type LedgerSources interface {
 	FactTotals(ctx context.Context, source string) (map[string]int64, error)
 	// LedgerReport asks the writer object for its counters and unsent facts.
 	LedgerReport(ctx context.Context, source string) (ledger.Report, error)
+	// SourcesInD1 lists every writer D1 has facts from (ad-hoc limiter keys too).
+	SourcesInD1(ctx context.Context) ([]string, error)
 }
 
 // LedgerSourceNames are every ledger writer: the controller of each crawl
@@ -143,7 +145,13 @@ func LedgerSourceNames() []string {
 // with status "error", not skipped.
 func ReconcileLedgers(ctx context.Context, src LedgerSources, now func() time.Time) []ledger.Result {
 	var out []ledger.Result
-	for _, name := range LedgerSourceNames() {
+	names := LedgerSourceNames()
+	if inD1, err := src.SourcesInD1(ctx); err != nil {
+		logx.Err("ledger.reconcile_sources_failed", err, nil)
+	} else {
+		names = mergeSources(names, inD1)
+	}
+	for _, name := range names {
 		d1, err := src.FactTotals(ctx, name)
 		var rep ledger.Report
 		if err == nil {
@@ -155,6 +163,7 @@ func ReconcileLedgers(ctx context.Context, src LedgerSources, now func() time.Ti
 			continue
 		}
 		r := ledger.Reconcile(rep, d1, now())
+		r.Source = name
 		fields := map[string]any{"source": name, "status": r.Status, "facts_in_d1": r.FactsInD1, "appended": r.Appended, "pending_facts": r.PendingFacts}
 		if r.Status == ledger.StatusMismatch {
 			fields["level"] = logx.Error
@@ -164,6 +173,22 @@ func ReconcileLedgers(ctx context.Context, src LedgerSources, now func() time.Ti
 			logx.Event("ledger.reconciled", fields)
 		}
 		out = append(out, r)
+	}
+	return out
+}
+
+// mergeSources adds the writers D1 knows to the configured ones, in order.
+func mergeSources(configured, inD1 []string) []string {
+	seen := map[string]bool{}
+	for _, s := range configured {
+		seen[s] = true
+	}
+	out := configured
+	for _, s := range inD1 {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
 	}
 	return out
 }
@@ -370,6 +395,9 @@ const (
 	// historyLimitersSQL: every limiter key's facts in a window, a range of
 	// idx_facts_source_at ('limiter;' is the next string after 'limiter:…').
 	historyLimitersSQL = `SELECT source, counters FROM facts WHERE source >= 'limiter:' AND source < 'limiter;' AND at >= ? AND at <= ?`
+	// sourcesSQL: every writer D1 has facts from; fact_totals holds a few
+	// rows per writer, so reading it whole is cheap by design.
+	sourcesSQL = `SELECT source FROM fact_totals WHERE counter = '_facts' ORDER BY source`
 	// pipelineCountsSQL: the trigger-kept counters (five rows).
 	pipelineCountsSQL = `SELECT name, n FROM pipeline_counters`
 )

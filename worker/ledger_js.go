@@ -71,6 +71,18 @@ func (Platform) FactTotals(ctx context.Context, source string) (map[string]int64
 	return out, nil
 }
 
+func (Platform) SourcesInD1(ctx context.Context) ([]string, error) {
+	rows, err := queryAll(ctx, sourcesSQL)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Get("source").String()
+	}
+	return out, nil
+}
+
 // LedgerReport asks a writer object for its side (GET /ledger).
 func (p Platform) LedgerReport(ctx context.Context, source string) (ledger.Report, error) {
 	var status int

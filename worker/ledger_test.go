@@ -146,3 +146,57 @@ func TestBuildHistoryBucketsTicks(t *testing.T) {
 		t.Fatalf("limiters %+v", h.Limiters)
 	}
 }
+
+// fakeWriters answers reconciliation from maps: one writer consistent, one
+// short in D1 long after its last send, one unreachable.
+type fakeWriters struct {
+	d1      map[string]map[string]int64
+	reports map[string]ledger.Report
+}
+
+func (f fakeWriters) FactTotals(_ context.Context, s string) (map[string]int64, error) {
+	return f.d1[s], nil
+}
+func (f fakeWriters) LedgerReport(_ context.Context, s string) (ledger.Report, error) {
+	r, ok := f.reports[s]
+	if !ok {
+		return r, errors.New("object unreachable")
+	}
+	return r, nil
+}
+func (f fakeWriters) SourcesInD1(context.Context) ([]string, error) {
+	return []string{"limiter:adhoc", "scheduler:v1"}, nil
+}
+
+func TestReconcileLedgersCoversConfiguredAndKnownWriters(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000)
+	f := fakeWriters{
+		d1: map[string]map[string]int64{
+			"controller:main": {"completed": 5, ledger.FactsCounter: 2},
+			"scheduler:v1":    {"runs.charts-refresh": 1, ledger.FactsCounter: 1},
+			"limiter:adhoc":   {"allowed": 3, ledger.FactsCounter: 1},
+		},
+		reports: map[string]ledger.Report{
+			"controller:main": {Counters: map[string]int64{"completed": 5}, Appended: 2},
+			"scheduler:v1":    {Counters: map[string]int64{"runs.charts-refresh": 2}, Appended: 2, LastSentAt: now.Add(-time.Hour).UnixMilli()},
+			"limiter:adhoc":   {Counters: map[string]int64{"allowed": 3}, Appended: 1},
+		},
+	}
+	rs := ReconcileLedgers(context.Background(), f, func() time.Time { return now })
+	got := map[string]string{}
+	for _, r := range rs {
+		got[r.Source] = r.Status
+	}
+	want := map[string]string{"controller:main": "ok", "scheduler:v1": "mismatch", "limiter:upstream-catalogue": "error", "limiter:adhoc": "ok"}
+	if len(got) != len(want) {
+		t.Fatalf("writers %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s, want %s", k, got[k], v)
+		}
+	}
+	if summary, ok := ReconcileSummary(rs); ok || summary != "4 writers: 2 ok, 0 settling, 1 mismatch, 1 error" {
+		t.Fatalf("summary %q ok=%v", summary, ok)
+	}
+}
