@@ -22,6 +22,22 @@ ORDER BY COALESCE(last_scanned_at, '') LIMIT 1`
 // pendingKeywordSQL is served by the partial index idx_crawl_keywords_pending.
 const pendingKeywordSQL = `SELECT keyword FROM crawl_keywords WHERE searched_at IS NULL LIMIT ?`
 
+// fillDueSQL is the ranking-fill existence check: served by the partial
+// index idx_app_registry_fill_due, it reads at most one row.
+const fillDueSQL = `SELECT 1 FROM app_registry
+WHERE enrichment_source = 'itunes+store' AND COALESCE(rankings_filled_at, '') < ? LIMIT 1`
+
+// fillCandidatesSQL picks the most overdue enriched apps (never filled
+// first) from the same index.
+const fillCandidatesSQL = `SELECT track_id, COALESCE(name, '') AS name, COALESCE(subtitle, '') AS subtitle FROM app_registry
+WHERE enrichment_source = 'itunes+store' AND COALESCE(rankings_filled_at, '') < ?
+ORDER BY COALESCE(rankings_filled_at, '') LIMIT ?`
+
+// keywordsSearchedSQL reads n keywords' search times by primary key.
+func keywordsSearchedSQL(n int) string {
+	return `SELECT keyword, COALESCE(searched_at, '') AS searched_at FROM crawl_keywords WHERE keyword IN (?` + strings.Repeat(",?", n-1) + `)`
+}
+
 // sweepSQL reads enriched apps past the cursor by primary key, each with
 // its latest snapshot (the snapshots' primary key serves the subqueries).
 const sweepSQL = `SELECT r.track_id, COALESCE(r.rating_count, 0), COALESCE(r.average_rating, 0),
@@ -108,6 +124,9 @@ func HotQueries() []HotQuery {
 		{"due tier check", dueTierSQL, []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{"next category", nextCategorySQL, []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{"pending keywords", pendingKeywordSQL, []any{12}},
+		{"ranking fill check", fillDueSQL, []any{"2026-01-01T00:00:00.000Z"}},
+		{"ranking fill candidates", fillCandidatesSQL, []any{"2026-01-01T00:00:00.000Z", RankingFillApps}},
+		{"keywords searched", keywordsSearchedSQL(2), []any{"budget", "chat"}},
 		{"rating sweep", sweepSQL, []any{0, 200}},
 		{"score inputs", ScoreInputsSQL(3), []any{1, 2, 3}},
 		{"app record", appJSONSQL, []any{100000001}},

@@ -1,0 +1,12 @@
+-- Ranking fill (the crawl cycle's third-priority task): when an enriched
+-- app's keywords (title + subtitle) were last searched for rankings.
+-- NULL = never; older than the refresh age = stale.
+ALTER TABLE app_registry ADD COLUMN rankings_filled_at TEXT;
+
+-- Hot queries (crawl cycle): the ranking-fill existence check and pick,
+--   WHERE enrichment_source = 'itunes+store' AND COALESCE(rankings_filled_at, '') < ?
+--   [ORDER BY COALESCE(rankings_filled_at, '')] LIMIT ?
+-- One range over enriched apps only (never filled sorts first as ''), so
+-- the check reads one row at most.
+CREATE INDEX IF NOT EXISTS idx_app_registry_fill_due
+  ON app_registry (COALESCE(rankings_filled_at, '')) WHERE enrichment_source = 'itunes+store';
