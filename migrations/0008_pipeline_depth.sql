@@ -10,3 +10,11 @@ ALTER TABLE app_registry ADD COLUMN rankings_filled_at TEXT;
 -- the check reads one row at most.
 CREATE INDEX IF NOT EXISTS idx_app_registry_fill_due
   ON app_registry (COALESCE(rankings_filled_at, '')) WHERE enrichment_source = 'itunes+store';
+
+-- Fragmentation analysis (the clusters-ready stage): how spread a market's
+-- demand is across its member apps. hhi is the Herfindahl index of their
+-- rating shares, fragmentation = 1 − hhi; NULL = not analysed since the
+-- cluster's members were last rebuilt. Read by primary key only.
+ALTER TABLE market_clusters ADD COLUMN hhi REAL;
+ALTER TABLE market_clusters ADD COLUMN fragmentation REAL;
+ALTER TABLE market_clusters ADD COLUMN fragmented_at TEXT;

@@ -17,7 +17,9 @@ import (
 const (
 	EventAppEnriched     = "app-enriched"     // → demand scores of those apps
 	EventRankingsUpdated = "rankings-updated" // → clustering of those keywords
-	EventClustersReady   = "clusters-ready"   // → opportunity scores of those clusters
+	EventClustersReady   = "clusters-ready"   // → fragmentation analysis of those clusters
+	// EventFragmentationDone → opportunity scores of those clusters.
+	EventFragmentationDone = "fragmentation-done"
 )
 
 // QueueEvent is a message on the EVENTS queue.
@@ -58,6 +60,9 @@ type Analyzer interface {
 	// ClusterKeywords rebuilds the clusters of these keywords from their
 	// current rankings and returns the clusters written.
 	ClusterKeywords(ctx context.Context, keywords []string, at time.Time) ([]string, error)
+	// AnalyzeFragmentation measures how spread each cluster's demand is
+	// across its members, stores it, and returns the clusters analysed.
+	AnalyzeFragmentation(ctx context.Context, clusters []string, at time.Time) ([]string, error)
 	// ScoreClusters recomputes the opportunity scores of these clusters.
 	ScoreClusters(ctx context.Context, clusters []string, at time.Time) error
 	// Emit sends a follow-up event.
@@ -119,6 +124,20 @@ func HandleEvent(ctx context.Context, body string, a Analyzer, now time.Time) er
 	case EventClustersReady:
 		if len(ev.Clusters) == 0 || len(ev.Clusters) > MaxEventKeys {
 			return fmt.Errorf("%w: clusters-ready needs 1..%d clusters", ErrBadEvent, MaxEventKeys)
+		}
+		analyzed, err := a.AnalyzeFragmentation(ctx, ev.Clusters, now)
+		if err != nil {
+			return err
+		}
+		logx.Event("queue.fragmentation_analyzed", map[string]any{"clusters": len(ev.Clusters), "analyzed": len(analyzed)})
+		if len(analyzed) == 0 {
+			return nil
+		}
+		// Redelivery re-sends this: harmless, scoring is idempotent.
+		return a.Emit(ctx, QueueEvent{Type: EventFragmentationDone, Clusters: analyzed, At: now.UTC().Format(time.RFC3339)})
+	case EventFragmentationDone:
+		if len(ev.Clusters) == 0 || len(ev.Clusters) > MaxEventKeys {
+			return fmt.Errorf("%w: fragmentation-done needs 1..%d clusters", ErrBadEvent, MaxEventKeys)
 		}
 		if err := a.ScoreClusters(ctx, ev.Clusters, now); err != nil {
 			return err

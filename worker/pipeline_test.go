@@ -13,6 +13,7 @@ type memAnalyzer struct {
 	scores    map[int64]float64
 	fail      bool
 	clustered []string
+	analyzed  []string
 	scored    []string
 	emitted   []QueueEvent
 }
@@ -33,6 +34,14 @@ func (m *memAnalyzer) ScoreInputs(_ context.Context, ids []int64) ([]ScoreInput,
 func (m *memAnalyzer) ClusterKeywords(_ context.Context, kws []string, _ time.Time) ([]string, error) {
 	m.clustered = append(m.clustered, kws...)
 	return kws[:1], nil
+}
+
+func (m *memAnalyzer) AnalyzeFragmentation(_ context.Context, cs []string, _ time.Time) ([]string, error) {
+	if m.fail {
+		return nil, errors.New("D1 unavailable")
+	}
+	m.analyzed = append(m.analyzed, cs...)
+	return cs, nil
 }
 
 func (m *memAnalyzer) ScoreClusters(_ context.Context, cs []string, _ time.Time) error {
@@ -111,11 +120,24 @@ func TestEventsRouteToTheirStages(t *testing.T) {
 	if len(a.clustered) != 2 || len(a.emitted) != 1 || a.emitted[0].Type != EventClustersReady || a.emitted[0].Clusters[0] != "budget" {
 		t.Fatalf("rankings-updated: %+v", a)
 	}
+	// clusters-ready → fragmentation analysis → fragmentation-done, not scores yet.
 	b, _ := json.Marshal(a.emitted[0])
-	if err := HandleEvent(context.Background(), string(b), a, time.Now()); err != nil || len(a.scored) != 1 {
+	if err := HandleEvent(context.Background(), string(b), a, time.Now()); err != nil || len(a.analyzed) != 1 || len(a.scored) != 0 ||
+		len(a.emitted) != 2 || a.emitted[1].Type != EventFragmentationDone || a.emitted[1].Clusters[0] != "budget" {
 		t.Fatalf("clusters-ready: %v %+v", err, a)
 	}
-	for _, bad := range []string{`{"type":"rankings-updated"}`, `{"type":"clusters-ready","clusters":[]}`} {
+	// fragmentation-done → opportunity scores; a redelivery scores again, nothing else.
+	b, _ = json.Marshal(a.emitted[1])
+	for i := 0; i < 2; i++ {
+		if err := HandleEvent(context.Background(), string(b), a, time.Now()); err != nil || len(a.scored) != i+1 || len(a.emitted) != 2 {
+			t.Fatalf("fragmentation-done: %v %+v", err, a)
+		}
+	}
+	a.fail = true
+	if err := HandleEvent(context.Background(), `{"type":"clusters-ready","clusters":["x"]}`, a, time.Now()); err == nil || errors.Is(err, ErrBadEvent) || len(a.emitted) != 2 {
+		t.Fatalf("a failed analysis must retry and announce nothing: %v", err)
+	}
+	for _, bad := range []string{`{"type":"rankings-updated"}`, `{"type":"clusters-ready","clusters":[]}`, `{"type":"fragmentation-done"}`} {
 		if err := HandleEvent(context.Background(), bad, a, time.Now()); !errors.Is(err, ErrBadEvent) {
 			t.Errorf("%s: %v", bad, err)
 		}

@@ -87,15 +87,25 @@ FROM crawl_rankings k JOIN app_registry a ON a.track_id = k.track_id
 WHERE k.keyword IN (?` + strings.Repeat(",?", n-1) + `)`
 }
 
-// clusterAggregatesSQL reads n stored clusters by primary key.
+// clusterAggregatesSQL reads n stored clusters by primary key. A cluster
+// whose fragmentation is not analysed yet falls back to 1 − the leader's share.
 func clusterAggregatesSQL(n int) string {
-	return `SELECT cluster_id, app_count, total_ratings, COALESCE(avg_rating, 0) AS avg_rating, COALESCE(top_share, 1) AS top_share
+	return `SELECT cluster_id, app_count, total_ratings, COALESCE(avg_rating, 0) AS avg_rating, COALESCE(top_share, 1) AS top_share,
+  COALESCE(hhi, 1) AS hhi, COALESCE(fragmentation, 1 - COALESCE(top_share, 1)) AS fragmentation
 FROM market_clusters WHERE cluster_id IN (?` + strings.Repeat(",?", n-1) + `)`
+}
+
+// clusterMemberRatingsSQL reads the member apps' rating counts of n
+// clusters (market_cluster_members' primary key, then app_registry's).
+func clusterMemberRatingsSQL(n int) string {
+	return `SELECT m.cluster_id AS cluster_id, COALESCE(a.rating_count, 0) AS ratings
+FROM market_cluster_members m JOIN app_registry a ON a.track_id = m.track_id
+WHERE m.cluster_id IN (?` + strings.Repeat(",?", n-1) + `)`
 }
 
 // marketJSON renders one market (a cluster, its score and its members).
 const marketJSON = `SELECT json_object('cluster_id', o.cluster_id, 'opportunity_score', o.score, 'demand', o.demand,
-  'fragmentation', o.fragmentation, 'quality_gap', o.quality_gap, 'app_count', c.app_count,
+  'fragmentation', o.fragmentation, 'hhi', c.hhi, 'quality_gap', o.quality_gap, 'app_count', c.app_count,
   'total_ratings', c.total_ratings, 'avg_rating', c.avg_rating, 'computed_at', o.computed_at,
   'members', (SELECT json_group_array(json_object('track_id', m.track_id, 'position', m.position,
       'name', (SELECT name FROM app_registry WHERE track_id = m.track_id)))
@@ -136,6 +146,7 @@ func HotQueries() []HotQuery {
 		{"clusters", clustersSQL, []any{20, 0}},
 		{"keyword rankings", keywordRankingsSQL(2), []any{"budget", "chat"}},
 		{"cluster aggregates", clusterAggregatesSQL(2), []any{"budget", "chat"}},
+		{"cluster member ratings", clusterMemberRatingsSQL(2), []any{"budget", "chat"}},
 	}
 }
 
