@@ -18,3 +18,10 @@ CREATE INDEX IF NOT EXISTS idx_app_registry_fill_due
 ALTER TABLE market_clusters ADD COLUMN hhi REAL;
 ALTER TABLE market_clusters ADD COLUMN fragmentation REAL;
 ALTER TABLE market_clusters ADD COLUMN fragmented_at TEXT;
+
+-- Hot query (the rating sweep and the daily snapshots): enriched apps past a cursor,
+--   WHERE r.track_id > ? AND r.enrichment_source = 'itunes+store' ORDER BY r.track_id LIMIT ?
+-- By primary key alone this reads every queued or failed app in between;
+-- the partial index holds enriched apps only, so it reads what it returns.
+CREATE INDEX IF NOT EXISTS idx_app_registry_enriched
+  ON app_registry (track_id) WHERE enrichment_source = 'itunes+store';

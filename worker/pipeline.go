@@ -163,6 +163,7 @@ type CronRun struct {
 	RanAt         string       `json:"ran_at"`
 	Result        string       `json:"result"`
 	Crawl         *CrawlResult `json:"crawl,omitempty"`
+	Daily         *DailyResult `json:"daily,omitempty"`
 	// D1 is what the run cost in D1, from D1's own result metadata.
 	D1    *D1CostView `json:"d1,omitempty"`
 	Error string      `json:"error,omitempty"`
@@ -177,6 +178,8 @@ type CronTasks interface {
 	Crawl(ctx context.Context) CrawlResult
 	// Cluster runs one batch of market clustering and opportunity scoring.
 	Cluster(ctx context.Context) (summary string, err error)
+	// Daily takes the day's snapshots and runs the data-quality check.
+	Daily(ctx context.Context) DailyResult
 }
 
 // RunCron executes the task for expr. It never returns an error to the
@@ -207,9 +210,12 @@ func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTa
 			run.Result = "clustered: " + summary
 		}
 	case CronDaily:
-		// Snapshots and the data-quality check run on the SchedulerDO's
-		// rating-sweep; the daily stages of the pipeline are not built yet.
-		run.Result = "no_stage_registered"
+		daily := tasks.Daily(ctx)
+		run.Daily = &daily
+		run.Result = "daily: " + daily.Summary()
+		if daily.Error != "" {
+			run.Error = daily.Error
+		}
 	default:
 		run.Result, run.Error = "unknown_cron", "no task for this expression"
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -96,6 +97,9 @@ type wakeFn func() (bool, error)
 func (f wakeFn) WakeController(context.Context) (bool, error) { return f() }
 func (f wakeFn) Crawl(context.Context) CrawlResult            { return CrawlResult{Action: "idle"} }
 func (f wakeFn) Cluster(context.Context) (string, error)      { return "3 clusters", nil }
+func (f wakeFn) Daily(context.Context) DailyResult {
+	return DailyResult{Apps: 7, Batches: 1, Wrapped: true}
+}
 
 func TestRunCron(t *testing.T) {
 	now := func() time.Time { return time.Date(2026, 1, 1, 0, 5, 1, 0, time.UTC) }
@@ -106,6 +110,10 @@ func TestRunCron(t *testing.T) {
 	run = RunCron(context.Background(), CronCrawlCycle, now(), wakeFn(func() (bool, error) { return false, errors.New("x") }), now)
 	if run.Error != "x" {
 		t.Fatalf("%+v", run)
+	}
+	run = RunCron(context.Background(), CronDaily, now(), wakeFn(nil), now)
+	if run.Daily == nil || run.Daily.Apps != 7 || run.Error != "" || !strings.HasPrefix(run.Result, "daily: 7 apps") {
+		t.Fatalf("daily: %+v", run)
 	}
 	if run = RunCron(context.Background(), "1 2 3 4 5", now(), nil, now); run.Result != "unknown_cron" {
 		t.Fatalf("%+v", run)
