@@ -149,7 +149,11 @@ func enrichmentRun(args []js.Value) (any, error) {
 		}
 		return err
 	}
-	out := r.Run(context.Background(), plan)
+	// The run's D1 cost, from D1's result metadata, goes to the controller's totals.
+	ctx, cost := WithD1Cost(context.Background())
+	out := r.Run(ctx, plan)
+	d1 := cost.View()
+	out.D1RowsRead, out.D1RowsWritten = d1.RowsRead, d1.RowsWritten
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, err
