@@ -25,3 +25,17 @@ ALTER TABLE market_clusters ADD COLUMN fragmented_at TEXT;
 -- the partial index holds enriched apps only, so it reads what it returns.
 CREATE INDEX IF NOT EXISTS idx_app_registry_enriched
   ON app_registry (track_id) WHERE enrichment_source = 'itunes+store';
+
+-- Dead letters: EVENTS messages that failed max_retries deliveries, recorded
+-- by the dead-letter queue's consumer (this Worker) for inspection. Keyed by
+-- message id, so a redelivered dead letter is recorded once.
+CREATE TABLE IF NOT EXISTS dead_letters (
+  message_id  TEXT PRIMARY KEY,
+  queue       TEXT NOT NULL,
+  event_type  TEXT,               -- NULL when the body is not a decodable event
+  body        TEXT NOT NULL,      -- truncated to 2,000 chars
+  received_at TEXT NOT NULL
+);
+
+-- Hot query (GET /v1/system/dead-letters): ORDER BY received_at DESC LIMIT ? OFFSET ?
+CREATE INDEX IF NOT EXISTS idx_dead_letters_received ON dead_letters (received_at DESC);

@@ -273,16 +273,20 @@ func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx conte
 	return res
 }
 
-// RankingStatements records one keyword search: the apps (queued if new),
-// where each ranks, and the keyword marked searched.
+// RankingStatements records one keyword search: the apps (queued if new,
+// with the ratings the search showed), where each ranks, and the keyword
+// marked searched.
 func RankingStatements(keyword string, apps []appstore.App, now time.Time) []enrich.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
 	stmts := []enrich.Stmt{{SQL: `DELETE FROM crawl_rankings WHERE keyword = ?`, Args: []any{keyword}}}
 	for i, a := range apps {
 		stmts = append(stmts,
 			enrich.Stmt{
-				SQL:  `INSERT INTO app_registry (track_id, name, genre_id) VALUES (?,?,?) ON CONFLICT (track_id) DO NOTHING`,
-				Args: []any{a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.GenreID},
+				// A new app starts with the search result's ratings, so its
+				// markets can be scored before it is enriched; a known app is
+				// left alone (no write).
+				SQL:  `INSERT INTO app_registry (track_id, name, genre_id, rating_count, average_rating) VALUES (?,?,?,?,?) ON CONFLICT (track_id) DO NOTHING`,
+				Args: []any{a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.GenreID, a.RatingCount, a.AverageRating},
 			},
 			enrich.Stmt{
 				SQL:  `INSERT OR REPLACE INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?,?,?,?)`,

@@ -65,6 +65,7 @@ const appJSONSQL = `SELECT json_object(
   'enrich_priority', enrich_priority, 'enrich_attempts', enrich_attempts,
   'enrichment_source', enrichment_source, 'enrich_error', enrich_error,
   'enriched_at', enriched_at, 'analyzed_at', analyzed_at, 'demand_score', demand_score,
+  'rankings_filled_at', rankings_filled_at,
   'discovered_at', discovered_at, 'updated_at', updated_at)
 FROM app_registry WHERE track_id = ?`
 
@@ -150,6 +151,7 @@ func HotQueries() []HotQuery {
 		{"keyword rankings", keywordRankingsSQL(2), []any{"budget", "chat"}},
 		{"cluster aggregates", clusterAggregatesSQL(2), []any{"budget", "chat"}},
 		{"cluster member ratings", clusterMemberRatingsSQL(2), []any{"budget", "chat"}},
+		{"dead letters", deadLettersSQL, []any{20, 0}},
 	}
 }
 

@@ -43,6 +43,9 @@ func Register() {
 		Markets:    p,
 		Apps:       p,
 		Cron:       p,
+		Dead:       p,
+		Events:     p,
+		TestRoutes: func() bool { return cloudflare.Getenv("TEST_ROUTES") == "1" },
 		AdminToken: func() string { return cloudflare.Getenv("ADMIN_TOKEN") },
 	})
 	workers.ServeNonBlock(bufferedResponses(srv))
@@ -59,6 +62,10 @@ func Register() {
 		return nil // an error here would panic the shared Go instance
 	})
 	queues.ConsumeNonBlock(func(batch *queues.MessageBatch) error {
+		if batch.Queue == DeadLetterQueue {
+			p.consumeDeadLetters(batch)
+			return nil
+		}
 		for _, m := range batch.Messages {
 			body, err := m.StringBody()
 			if err == nil {
