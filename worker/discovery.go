@@ -59,6 +59,8 @@ func PickTier(due map[string]bool, r float64) string {
 type Gaps struct {
 	Tiers           map[string]bool // tiers with a category due for a scan
 	PendingKeywords bool
+	// RankingFill: an enriched app whose rankings were never filled or are stale.
+	RankingFill bool
 }
 
 // DiscoveryStore is the D1 side of the crawl cycle.
@@ -76,6 +78,17 @@ type DiscoveryStore interface {
 	// SaveScan upserts the discovered apps and chart positions and marks the
 	// category scanned, in statement batches.
 	SaveScan(ctx context.Context, genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) (apps int, err error)
+	// FillCandidates returns up to n enriched apps whose rankings were never
+	// filled or were filled RankingRefreshAge or more before now, most overdue first.
+	FillCandidates(ctx context.Context, n int, now time.Time) ([]FillApp, error)
+	// KeywordsSearchedAt says when each of kws that is known was last
+	// searched (the zero time: pending); unknown keywords are absent.
+	KeywordsSearchedAt(ctx context.Context, kws []string) (map[string]time.Time, error)
+	// SaveFillRankings records one ranking-fill search: the keyword
+	// (inserted if new) and where the apps rank.
+	SaveFillRankings(ctx context.Context, keyword string, apps []appstore.App, now time.Time) error
+	// MarkFilled records that these apps' rankings were filled at now.
+	MarkFilled(ctx context.Context, ids []int64, now time.Time) error
 }
 
 // CategoryScanLimit is how many ranks of each chart a scan reads.
@@ -83,32 +96,59 @@ const CategoryScanLimit = 200
 
 // CrawlResult is what one crawl cycle did.
 type CrawlResult struct {
-	Action  string `json:"action"` // idle | category_scan | error
+	Action  string `json:"action"` // idle | category_scan | keyword_mapping | ranking_fill | error
 	Tier    string `json:"tier,omitempty"`
 	GenreID int    `json:"genre_id,omitempty"`
 	Found   int    `json:"found,omitempty"`
-	Apps    int    `json:"apps,omitempty"` // distinct apps upserted (queued if new)
+	Apps    int    `json:"apps,omitempty"`   // distinct apps upserted (queued if new)
+	Filled  int    `json:"filled,omitempty"` // apps whose rankings were filled
 	// Keywords mapped this cycle (for the rankings-updated event).
 	Keywords []string `json:"-"`
-	Error    string   `json:"error,omitempty"`
+	// Side is the task run alongside the primary one, if any.
+	Side  *CrawlResult `json:"side,omitempty"`
+	Error string       `json:"error,omitempty"`
 }
 
 // CrawlCycle is the 5-minute discovery step: exit early when nothing is
-// due; otherwise scan one category, chosen by weighted tier, and queue what
-// it finds for the EnrichmentController.
+// due; otherwise run one primary task by priority: a category scan (tier by
+// weighted choice) queuing what it finds for the EnrichmentController, else
+// keyword mapping, else ranking fill. Ranking fill also runs as a side task
+// next to keyword mapping (each with its own error handling; 2 × KeywordChunk
+// searches in flight at most, within the 6 connections of an invocation).
 func CrawlCycle(ctx context.Context, store DiscoveryStore, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, r float64, now time.Time) CrawlResult {
 	gaps, err := store.Gaps(ctx, now)
 	if err != nil {
 		return CrawlResult{Action: "error", Error: "gap check: " + err.Error()}
 	}
-	// One primary task, by priority: category scan, then keyword mapping.
 	tier := PickTier(gaps.Tiers, r)
-	if tier == "" {
-		if gaps.PendingKeywords {
-			return mapKeywords(ctx, store, fetch, apiBase, country, now)
+	switch {
+	case tier != "":
+		return scanCategory(ctx, store, fetch, apiBase, country, tier, now)
+	case gaps.PendingKeywords && gaps.RankingFill:
+		var side CrawlResult
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			side = fillRankings(ctx, store, fetch, apiBase, country, now)
+		}()
+		res := mapKeywords(ctx, store, fetch, apiBase, country, now)
+		<-done
+		res.Side = &side
+		res.Keywords = append(res.Keywords, side.Keywords...)
+		if side.Error != "" {
+			res.Error = strings.TrimPrefix(res.Error+"; ranking_fill: "+side.Error, "; ")
 		}
-		return CrawlResult{Action: "idle"}
+		return res
+	case gaps.PendingKeywords:
+		return mapKeywords(ctx, store, fetch, apiBase, country, now)
+	case gaps.RankingFill:
+		return fillRankings(ctx, store, fetch, apiBase, country, now)
 	}
+	return CrawlResult{Action: "idle"}
+}
+
+// scanCategory scans the most overdue category of tier.
+func scanCategory(ctx context.Context, store DiscoveryStore, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country, tier string, now time.Time) CrawlResult {
 	genre, _, err := store.NextCategory(ctx, tier, now)
 	if err != nil {
 		return CrawlResult{Action: "error", Tier: tier, Error: "pick: " + err.Error()}
@@ -148,32 +188,21 @@ const (
 	KeywordSearchSize = 50
 )
 
-// mapKeywords searches pending keywords in bounded parallel chunks and
-// records where apps rank; each keyword is settled on its own.
-func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, now time.Time) (res CrawlResult) {
-	res = CrawlResult{Action: "keyword_mapping"}
-	kws, err := store.PendingKeywords(ctx, KeywordsPerCycle)
-	if err != nil {
-		return CrawlResult{Action: "error", Error: "pending keywords: " + err.Error()}
-	}
-	type found struct {
-		kw   string
-		apps []appstore.App
-		err  error
-	}
-	// Developers repeat across searches: collect them once per cycle.
-	developers := map[int64]string{}
-	defer func() {
-		if len(developers) == 0 {
-			return
-		}
-		if err := store.SaveDevelopers(ctx, developers, now); err != nil {
-			res.Error = strings.TrimPrefix(res.Error+"; developers: "+err.Error(), "; ")
-		}
-	}()
+// searched is one keyword search, saved or failed.
+type searched struct {
+	kw   string
+	apps []appstore.App
+	err  error
+}
+
+// searchKeywords searches kws in parallel chunks of KeywordChunk with a
+// pause between chunks, and saves each result as it settles.
+func searchKeywords(ctx context.Context, kws []string, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string,
+	save func(ctx context.Context, kw string, apps []appstore.App, now time.Time) error, now time.Time) []searched {
+	out := make([]searched, 0, len(kws))
 	for i := 0; i < len(kws); i += KeywordChunk {
 		chunk := kws[i:min(i+KeywordChunk, len(kws))]
-		results := make([]found, len(chunk))
+		results := make([]searched, len(chunk))
 		var wg sync.WaitGroup
 		for j, kw := range chunk {
 			wg.Add(1)
@@ -182,49 +211,82 @@ func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx conte
 				q := url.Values{"term": {kw}, "country": {country}, "limit": {fmt.Sprint(KeywordSearchSize)}}
 				resp := fetch(ctx, apiBase+"/search?"+q.Encode())
 				if resp.Class != enrichment.ClassOK {
-					results[j] = found{kw: kw, err: fmt.Errorf("search: %v", resp.Err)}
+					results[j] = searched{kw: kw, err: fmt.Errorf("search: %v", resp.Err)}
 					return
 				}
 				apps, err := appstore.ParseSearch(resp.Body)
-				results[j] = found{kw: kw, apps: apps, err: err}
+				results[j] = searched{kw: kw, apps: apps, err: err}
 			}(j, kw)
 		}
 		wg.Wait()
 		for _, f := range results {
 			if f.err == nil {
-				f.err = store.SaveRankings(ctx, f.kw, f.apps, now)
+				f.err = save(ctx, f.kw, f.apps, now)
 			}
-			if f.err != nil {
-				// The keyword stays pending for a later cycle.
-				res.Error = strings.TrimPrefix(res.Error+"; "+f.kw+": "+f.err.Error(), "; ")
-				continue
-			}
-			res.Found++
-			res.Apps += len(f.apps)
-			res.Keywords = append(res.Keywords, f.kw)
-			for _, a := range f.apps {
-				if a.DeveloperID > 0 {
-					developers[a.DeveloperID] = a.DeveloperName
-				}
-			}
+			out = append(out, f)
 		}
 		if i+KeywordChunk < len(kws) {
 			time.Sleep(KeywordChunkPause)
 		}
 	}
+	return out
+}
+
+// settleSearches adds the searches to res: saved keywords (for the
+// rankings-updated event), failures (the work stays due) and the developers
+// seen, which are upserted once.
+func settleSearches(ctx context.Context, store DiscoveryStore, res *CrawlResult, results []searched, now time.Time) {
+	// Developers repeat across searches: collect them once per cycle.
+	developers := map[int64]string{}
+	for _, f := range results {
+		if f.err != nil {
+			res.Error = strings.TrimPrefix(res.Error+"; "+f.kw+": "+f.err.Error(), "; ")
+			continue
+		}
+		res.Found++
+		res.Apps += len(f.apps)
+		res.Keywords = append(res.Keywords, f.kw)
+		for _, a := range f.apps {
+			if a.DeveloperID > 0 {
+				developers[a.DeveloperID] = a.DeveloperName
+			}
+		}
+	}
+	if len(developers) == 0 {
+		return
+	}
+	if err := store.SaveDevelopers(ctx, developers, now); err != nil {
+		res.Error = strings.TrimPrefix(res.Error+"; developers: "+err.Error(), "; ")
+	}
+}
+
+// mapKeywords searches pending keywords in bounded parallel chunks and
+// records where apps rank; each keyword is settled on its own (a failed one
+// stays pending for a later cycle).
+func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, now time.Time) CrawlResult {
+	res := CrawlResult{Action: "keyword_mapping"}
+	kws, err := store.PendingKeywords(ctx, KeywordsPerCycle)
+	if err != nil {
+		return CrawlResult{Action: "error", Error: "pending keywords: " + err.Error()}
+	}
+	settleSearches(ctx, store, &res, searchKeywords(ctx, kws, fetch, apiBase, country, store.SaveRankings, now), now)
 	return res
 }
 
-// RankingStatements records one keyword search: the apps (queued if new),
-// where each ranks, and the keyword marked searched.
+// RankingStatements records one keyword search: the apps (queued if new,
+// with the ratings the search showed), where each ranks, and the keyword
+// marked searched.
 func RankingStatements(keyword string, apps []appstore.App, now time.Time) []enrich.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
 	stmts := []enrich.Stmt{{SQL: `DELETE FROM crawl_rankings WHERE keyword = ?`, Args: []any{keyword}}}
 	for i, a := range apps {
 		stmts = append(stmts,
 			enrich.Stmt{
-				SQL:  `INSERT INTO app_registry (track_id, name, genre_id) VALUES (?,?,?) ON CONFLICT (track_id) DO NOTHING`,
-				Args: []any{a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.GenreID},
+				// A new app starts with the search result's ratings, so its
+				// markets can be scored before it is enriched; a known app is
+				// left alone (no write).
+				SQL:  `INSERT INTO app_registry (track_id, name, genre_id, rating_count, average_rating) VALUES (?,?,?,?,?) ON CONFLICT (track_id) DO NOTHING`,
+				Args: []any{a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.GenreID, a.RatingCount, a.AverageRating},
 			},
 			enrich.Stmt{
 				SQL:  `INSERT OR REPLACE INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?,?,?,?)`,

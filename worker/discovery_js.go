@@ -22,11 +22,13 @@ func cutoff(now time.Time, age time.Duration) string {
 // parallel round.
 func (p Platform) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 	type check struct {
-		tier string
+		name string // a tier, "keywords" or "fill"
 		ok   bool
 		err  error
 	}
-	ch := make(chan check, len(Tiers)+1)
+	// The tier checks, the pending-keyword check and the ranking-fill check.
+	checks := len(Tiers) + 2
+	ch := make(chan check, checks)
 	for _, t := range Tiers {
 		go func(t Tier) {
 			rows, err := queryAll(ctx, dueTierSQL, t.Name, cutoff(now, t.Rescan))
@@ -35,19 +37,26 @@ func (p Platform) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 	}
 	go func() {
 		rows, err := queryAll(ctx, pendingKeywordSQL, 1)
-		ch <- check{"", len(rows) > 0, err}
+		ch <- check{"keywords", len(rows) > 0, err}
+	}()
+	go func() {
+		rows, err := queryAll(ctx, fillDueSQL, cutoff(now, RankingRefreshAge))
+		ch <- check{"fill", len(rows) > 0, err}
 	}()
 	g := Gaps{Tiers: map[string]bool{}}
 	var firstErr error
-	for range len(Tiers) + 1 {
+	for range checks {
 		c := <-ch
 		if c.err != nil && firstErr == nil {
 			firstErr = c.err
 		}
-		if c.tier == "" {
+		switch c.name {
+		case "keywords":
 			g.PendingKeywords = c.ok
-		} else {
-			g.Tiers[c.tier] = c.ok
+		case "fill":
+			g.RankingFill = c.ok
+		default:
+			g.Tiers[c.name] = c.ok
 		}
 	}
 	return g, firstErr
@@ -116,4 +125,52 @@ func (p Platform) Crawl(ctx context.Context) CrawlResult {
 
 func (p Platform) SaveDevelopers(ctx context.Context, developers map[int64]string, now time.Time) error {
 	return p.execCtx(ctx, DeveloperStatements(developers, now))
+}
+
+func (p Platform) FillCandidates(ctx context.Context, n int, now time.Time) ([]FillApp, error) {
+	rows, err := queryAll(ctx, fillCandidatesSQL, cutoff(now, RankingRefreshAge), n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]FillApp, len(rows))
+	for i, r := range rows {
+		out[i] = FillApp{TrackID: int64(r.Get("track_id").Float()), Name: r.Get("name").String(), Subtitle: r.Get("subtitle").String()}
+	}
+	return out, nil
+}
+
+// KeywordsSearchedAt reads the keywords by primary key, in chunks of
+// MaxEventKeys bound parameters.
+func (p Platform) KeywordsSearchedAt(ctx context.Context, kws []string) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	for i := 0; i < len(kws); i += MaxEventKeys {
+		chunk := kws[i:min(i+MaxEventKeys, len(kws))]
+		args := make([]any, len(chunk))
+		for j, k := range chunk {
+			args[j] = k
+		}
+		rows, err := queryAll(ctx, keywordsSearchedSQL(len(chunk)), args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			var t time.Time
+			if s := r.Get("searched_at").String(); s != "" {
+				if t, err = time.Parse("2006-01-02T15:04:05.000Z", s); err != nil {
+					// Unreadable: treat as stale, so it is searched again and rewritten.
+					t = time.Unix(0, 0)
+				}
+			}
+			out[r.Get("keyword").String()] = t
+		}
+	}
+	return out, nil
+}
+
+func (p Platform) SaveFillRankings(ctx context.Context, keyword string, apps []appstore.App, now time.Time) error {
+	return p.execCtx(ctx, FillRankingStatements(keyword, apps, now))
+}
+
+func (p Platform) MarkFilled(ctx context.Context, ids []int64, now time.Time) error {
+	return p.execCtx(ctx, MarkFilledStatements(ids, now))
 }

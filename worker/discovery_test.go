@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,8 +31,13 @@ func TestPickTierWeightsAndFallbacks(t *testing.T) {
 }
 
 type fakeDiscovery struct {
+	mu         sync.Mutex // the fill side task runs next to keyword mapping
 	due        map[string]bool
 	pending    []string
+	fillApps   []FillApp
+	searchedAt map[string]time.Time
+	filled     []int64
+	fillSaved  []string
 	saved      map[string][]appstore.ChartEntry
 	rankings   map[string]int
 	developers int
@@ -40,17 +46,43 @@ type fakeDiscovery struct {
 }
 
 func (f *fakeDiscovery) Gaps(context.Context, time.Time) (Gaps, error) {
-	return Gaps{Tiers: f.due, PendingKeywords: len(f.pending) > 0}, f.dueErr
+	return Gaps{Tiers: f.due, PendingKeywords: len(f.pending) > 0, RankingFill: len(f.fillApps) > 0}, f.dueErr
+}
+func (f *fakeDiscovery) FillCandidates(_ context.Context, n int, _ time.Time) ([]FillApp, error) {
+	return f.fillApps[:min(n, len(f.fillApps))], nil
+}
+func (f *fakeDiscovery) KeywordsSearchedAt(_ context.Context, kws []string) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	for _, k := range kws {
+		if t, ok := f.searchedAt[k]; ok {
+			out[k] = t
+		}
+	}
+	return out, nil
+}
+func (f *fakeDiscovery) SaveFillRankings(_ context.Context, kw string, _ []appstore.App, _ time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fillSaved = append(f.fillSaved, kw)
+	return nil
+}
+func (f *fakeDiscovery) MarkFilled(_ context.Context, ids []int64, _ time.Time) error {
+	f.filled = append(f.filled, ids...)
+	return nil
 }
 func (f *fakeDiscovery) PendingKeywords(_ context.Context, n int) ([]string, error) {
 	return f.pending[:min(n, len(f.pending))], nil
 }
 func (f *fakeDiscovery) SaveDevelopers(_ context.Context, d map[int64]string, _ time.Time) error {
-	f.developers = len(d)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.developers += len(d)
 	return nil
 }
 
 func (f *fakeDiscovery) SaveRankings(_ context.Context, kw string, apps []appstore.App, _ time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.rankings == nil {
 		f.rankings = map[string]int{}
 	}
@@ -113,8 +145,11 @@ func TestScanStatementsDedupeAndMark(t *testing.T) {
 
 func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 	var urls []string
+	var mu sync.Mutex
 	fetch := func(_ context.Context, u string) upstream.Response {
+		mu.Lock()
 		urls = append(urls, u)
+		mu.Unlock()
 		if strings.Contains(u, "term=bad") {
 			return upstream.Response{Class: enrichment.ClassServerError, Err: errors.New("503"), Remaining: -1}
 		}

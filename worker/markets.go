@@ -37,8 +37,10 @@ type Cluster struct {
 	ID               string  `json:"cluster_id"`
 	Apps             int     `json:"app_count"`
 	TotalRatings     int64   `json:"total_ratings"`
-	AvgRating        float64 `json:"avg_rating"` // weighted by rating count
-	TopShare         float64 `json:"top_share"`  // the leader's share of ratings: high = concentrated
+	AvgRating        float64 `json:"avg_rating"`    // weighted by rating count
+	TopShare         float64 `json:"top_share"`     // the leader's share of ratings: high = concentrated
+	HHI              float64 `json:"hhi"`           // Herfindahl index of the members' rating shares
+	Fragmentation    float64 `json:"fragmentation"` // 1 − HHI: high = demand spread over many apps
 	Demand           float64 `json:"demand"`
 	Quality          float64 `json:"quality_gap"`
 	OpportunityScore float64 `json:"opportunity_score"` // 0–100
@@ -46,7 +48,7 @@ type Cluster struct {
 }
 
 // BuildClusters groups rankings by keyword and scores each market:
-// demand (log of total ratings) × fragmentation (1 − leader's share) ×
+// demand (log of total ratings) × fragmentation (1 − Herfindahl index) ×
 // quality gap (how far the weighted rating is under QualityBar), scaled to
 // 0–100. Big, fragmented, poorly served markets score highest.
 func BuildClusters(rows []RankedApp) []Cluster {
@@ -63,12 +65,16 @@ func BuildClusters(rows []RankedApp) []Cluster {
 		c := Cluster{ID: kw, Apps: len(apps)}
 		var top int64
 		var weighted float64
+		counts := make([]int64, 0, len(apps))
 		for _, a := range apps {
 			c.TotalRatings += a.RatingCount
 			top = max(top, a.RatingCount)
 			weighted += a.Rating * float64(a.RatingCount)
 			c.Members = append(c.Members, a.TrackID)
+			counts = append(counts, a.RatingCount)
 		}
+		c.HHI = Herfindahl(counts)
+		c.Fragmentation = FragmentationOf(c.HHI)
 		if c.TotalRatings > 0 {
 			c.AvgRating = round3(weighted / float64(c.TotalRatings))
 			c.TopShare = round3(float64(top) / float64(c.TotalRatings))
@@ -81,13 +87,14 @@ func BuildClusters(rows []RankedApp) []Cluster {
 }
 
 // Score fills Demand, Quality and the opportunity score from the cluster's
-// aggregates (so it can be recomputed from the stored cluster alone).
+// aggregates and its fragmentation (so it can be recomputed from the stored
+// cluster alone).
 func (c *Cluster) Score() {
 	c.Demand = round3(math.Log10(1 + float64(c.TotalRatings)))
 	c.Quality = round3(math.Max(0, QualityBar-c.AvgRating) / QualityBar)
 	// Demand saturates near 10^7 ratings; the floor on quality keeps a
 	// well-served but huge, fragmented market from scoring zero.
-	score := math.Min(c.Demand/7, 1) * (1 - c.TopShare) * (0.2 + 0.8*c.Quality)
+	score := math.Min(c.Demand/7, 1) * c.Fragmentation * (0.2 + 0.8*c.Quality)
 	c.OpportunityScore = round3(100 * score)
 }
 
@@ -100,26 +107,91 @@ func ScoreStatements(cs []Cluster, now time.Time) []enrich.Stmt {
 	for _, c := range cs {
 		stmts = append(stmts, enrich.Stmt{SQL: `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES (?,?,?,?,?,?)
 ON CONFLICT (cluster_id) DO UPDATE SET score = excluded.score, demand = excluded.demand, fragmentation = excluded.fragmentation, quality_gap = excluded.quality_gap, computed_at = excluded.computed_at`,
-			Args: []any{c.ID, c.OpportunityScore, c.Demand, round3(1 - c.TopShare), c.Quality, ts}})
+			Args: []any{c.ID, c.OpportunityScore, c.Demand, c.Fragmentation, c.Quality, ts}})
 	}
 	return stmts
 }
 
-// ClusterStatements replaces each cluster and its members; scores follow
-// from the clusters-ready event (ScoreStatements).
+// ClusterStatements replaces each cluster and its members; fragmentation
+// and scores follow from the clusters-ready event. The stored fragmentation
+// is cleared (not yet analysed): it described the old members.
 func ClusterStatements(cs []Cluster, now time.Time) []enrich.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
 	var stmts []enrich.Stmt
 	for _, c := range cs {
 		stmts = append(stmts,
 			enrich.Stmt{SQL: `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at) VALUES (?,?,?,?,?,?)
-ON CONFLICT (cluster_id) DO UPDATE SET app_count = excluded.app_count, total_ratings = excluded.total_ratings, avg_rating = excluded.avg_rating, top_share = excluded.top_share, computed_at = excluded.computed_at`,
+ON CONFLICT (cluster_id) DO UPDATE SET app_count = excluded.app_count, total_ratings = excluded.total_ratings, avg_rating = excluded.avg_rating, top_share = excluded.top_share, computed_at = excluded.computed_at,
+  hhi = NULL, fragmentation = NULL, fragmented_at = NULL`,
 				Args: []any{c.ID, c.Apps, c.TotalRatings, c.AvgRating, c.TopShare, ts}},
 			enrich.Stmt{SQL: `DELETE FROM market_cluster_members WHERE cluster_id = ?`, Args: []any{c.ID}},
 		)
 		for i, id := range c.Members {
 			stmts = append(stmts, enrich.Stmt{SQL: `INSERT OR IGNORE INTO market_cluster_members (cluster_id, track_id, position) VALUES (?,?,?)`, Args: []any{c.ID, id, i + 1}})
 		}
+	}
+	return stmts
+}
+
+// Herfindahl is the Herfindahl–Hirschman index of the apps' shares of a
+// market's ratings, Σ sᵢ²: 1 when one app holds them all, 1/n for n equal
+// apps. With no ratings at all nothing shows concentration, so the shares
+// are taken as equal (1/n). No apps: 1 (no competition to speak of).
+func Herfindahl(counts []int64) float64 {
+	if len(counts) == 0 {
+		return 1
+	}
+	var total float64
+	for _, c := range counts {
+		total += float64(max(c, 0))
+	}
+	if total == 0 {
+		return round3(1 / float64(len(counts)))
+	}
+	var hhi float64
+	for _, c := range counts {
+		s := float64(max(c, 0)) / total
+		hhi += s * s
+	}
+	return round3(hhi)
+}
+
+// FragmentationOf is 1 − HHI: the chance that two ratings picked at random
+// belong to different apps. 0 for a monopoly, near 1 for many equal apps.
+func FragmentationOf(hhi float64) float64 {
+	return round3(math.Max(0, 1-hhi))
+}
+
+// ClusterFragmentation is the fragmentation analysis of one cluster.
+type ClusterFragmentation struct {
+	ClusterID     string
+	Apps          int
+	HHI           float64
+	Fragmentation float64
+}
+
+// AnalyzeFragmentation measures how spread each cluster's demand is across
+// its member apps, from their current rating counts (by cluster id).
+func AnalyzeFragmentation(members map[string][]int64) []ClusterFragmentation {
+	out := make([]ClusterFragmentation, 0, len(members))
+	for id, counts := range members {
+		h := Herfindahl(counts)
+		out = append(out, ClusterFragmentation{ClusterID: id, Apps: len(counts), HHI: h, Fragmentation: FragmentationOf(h)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ClusterID < out[j].ClusterID })
+	return out
+}
+
+// FragmentationStatements store the analysis on each cluster (an update by
+// primary key: replaying it writes the same values).
+func FragmentationStatements(fs []ClusterFragmentation, now time.Time) []enrich.Stmt {
+	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	stmts := make([]enrich.Stmt, 0, len(fs))
+	for _, f := range fs {
+		stmts = append(stmts, enrich.Stmt{
+			SQL:  `UPDATE market_clusters SET hhi = ?, fragmentation = ?, fragmented_at = ? WHERE cluster_id = ?`,
+			Args: []any{f.HHI, f.Fragmentation, ts, f.ClusterID},
+		})
 	}
 	return stmts
 }

@@ -145,11 +145,39 @@ func (p Platform) ScoreClusters(ctx context.Context, ids []string, now time.Time
 	cs := make([]Cluster, 0, len(rows))
 	for _, r := range rows {
 		c := Cluster{ID: r.Get("cluster_id").String(), Apps: r.Get("app_count").Int(),
-			TotalRatings: int64(r.Get("total_ratings").Float()), AvgRating: r.Get("avg_rating").Float(), TopShare: r.Get("top_share").Float()}
+			TotalRatings: int64(r.Get("total_ratings").Float()), AvgRating: r.Get("avg_rating").Float(), TopShare: r.Get("top_share").Float(),
+			HHI: r.Get("hhi").Float(), Fragmentation: r.Get("fragmentation").Float()}
 		c.Score()
 		cs = append(cs, c)
 	}
 	return p.execCtx(ctx, ScoreStatements(cs, now))
+}
+
+// AnalyzeFragmentation measures and stores the fragmentation of the
+// clusters that exist (with members) and returns their ids.
+func (p Platform) AnalyzeFragmentation(ctx context.Context, ids []string, now time.Time) ([]string, error) {
+	args := make([]any, len(ids))
+	for i, k := range ids {
+		args[i] = k
+	}
+	rows, err := queryAll(ctx, clusterMemberRatingsSQL(len(ids)), args...)
+	if err != nil {
+		return nil, err
+	}
+	members := map[string][]int64{}
+	for _, r := range rows {
+		id := r.Get("cluster_id").String()
+		members[id] = append(members[id], int64(r.Get("ratings").Float()))
+	}
+	fs := AnalyzeFragmentation(members)
+	if err := p.execCtx(ctx, FragmentationStatements(fs, now)); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.ClusterID
+	}
+	return out, nil
 }
 
 // Emit sends one event to the EVENTS queue.

@@ -17,7 +17,9 @@ import (
 const (
 	EventAppEnriched     = "app-enriched"     // → demand scores of those apps
 	EventRankingsUpdated = "rankings-updated" // → clustering of those keywords
-	EventClustersReady   = "clusters-ready"   // → opportunity scores of those clusters
+	EventClustersReady   = "clusters-ready"   // → fragmentation analysis of those clusters
+	// EventFragmentationDone → opportunity scores of those clusters.
+	EventFragmentationDone = "fragmentation-done"
 )
 
 // QueueEvent is a message on the EVENTS queue.
@@ -58,6 +60,9 @@ type Analyzer interface {
 	// ClusterKeywords rebuilds the clusters of these keywords from their
 	// current rankings and returns the clusters written.
 	ClusterKeywords(ctx context.Context, keywords []string, at time.Time) ([]string, error)
+	// AnalyzeFragmentation measures how spread each cluster's demand is
+	// across its members, stores it, and returns the clusters analysed.
+	AnalyzeFragmentation(ctx context.Context, clusters []string, at time.Time) ([]string, error)
 	// ScoreClusters recomputes the opportunity scores of these clusters.
 	ScoreClusters(ctx context.Context, clusters []string, at time.Time) error
 	// Emit sends a follow-up event.
@@ -120,6 +125,20 @@ func HandleEvent(ctx context.Context, body string, a Analyzer, now time.Time) er
 		if len(ev.Clusters) == 0 || len(ev.Clusters) > MaxEventKeys {
 			return fmt.Errorf("%w: clusters-ready needs 1..%d clusters", ErrBadEvent, MaxEventKeys)
 		}
+		analyzed, err := a.AnalyzeFragmentation(ctx, ev.Clusters, now)
+		if err != nil {
+			return err
+		}
+		logx.Event("queue.fragmentation_analyzed", map[string]any{"clusters": len(ev.Clusters), "analyzed": len(analyzed)})
+		if len(analyzed) == 0 {
+			return nil
+		}
+		// Redelivery re-sends this: harmless, scoring is idempotent.
+		return a.Emit(ctx, QueueEvent{Type: EventFragmentationDone, Clusters: analyzed, At: now.UTC().Format(time.RFC3339)})
+	case EventFragmentationDone:
+		if len(ev.Clusters) == 0 || len(ev.Clusters) > MaxEventKeys {
+			return fmt.Errorf("%w: fragmentation-done needs 1..%d clusters", ErrBadEvent, MaxEventKeys)
+		}
 		if err := a.ScoreClusters(ctx, ev.Clusters, now); err != nil {
 			return err
 		}
@@ -144,6 +163,7 @@ type CronRun struct {
 	RanAt         string       `json:"ran_at"`
 	Result        string       `json:"result"`
 	Crawl         *CrawlResult `json:"crawl,omitempty"`
+	Daily         *DailyResult `json:"daily,omitempty"`
 	// D1 is what the run cost in D1, from D1's own result metadata.
 	D1    *D1CostView `json:"d1,omitempty"`
 	Error string      `json:"error,omitempty"`
@@ -158,6 +178,8 @@ type CronTasks interface {
 	Crawl(ctx context.Context) CrawlResult
 	// Cluster runs one batch of market clustering and opportunity scoring.
 	Cluster(ctx context.Context) (summary string, err error)
+	// Daily takes the day's snapshots and runs the data-quality check.
+	Daily(ctx context.Context) DailyResult
 }
 
 // RunCron executes the task for expr. It never returns an error to the
@@ -188,9 +210,12 @@ func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTa
 			run.Result = "clustered: " + summary
 		}
 	case CronDaily:
-		// Snapshots and the data-quality check run on the SchedulerDO's
-		// rating-sweep; the daily stages of the pipeline are not built yet.
-		run.Result = "no_stage_registered"
+		daily := tasks.Daily(ctx)
+		run.Daily = &daily
+		run.Result = "daily: " + daily.Summary()
+		if daily.Error != "" {
+			run.Error = daily.Error
+		}
 	default:
 		run.Result, run.Error = "unknown_cron", "no task for this expression"
 	}

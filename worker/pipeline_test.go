@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -13,6 +14,7 @@ type memAnalyzer struct {
 	scores    map[int64]float64
 	fail      bool
 	clustered []string
+	analyzed  []string
 	scored    []string
 	emitted   []QueueEvent
 }
@@ -33,6 +35,14 @@ func (m *memAnalyzer) ScoreInputs(_ context.Context, ids []int64) ([]ScoreInput,
 func (m *memAnalyzer) ClusterKeywords(_ context.Context, kws []string, _ time.Time) ([]string, error) {
 	m.clustered = append(m.clustered, kws...)
 	return kws[:1], nil
+}
+
+func (m *memAnalyzer) AnalyzeFragmentation(_ context.Context, cs []string, _ time.Time) ([]string, error) {
+	if m.fail {
+		return nil, errors.New("D1 unavailable")
+	}
+	m.analyzed = append(m.analyzed, cs...)
+	return cs, nil
 }
 
 func (m *memAnalyzer) ScoreClusters(_ context.Context, cs []string, _ time.Time) error {
@@ -87,6 +97,9 @@ type wakeFn func() (bool, error)
 func (f wakeFn) WakeController(context.Context) (bool, error) { return f() }
 func (f wakeFn) Crawl(context.Context) CrawlResult            { return CrawlResult{Action: "idle"} }
 func (f wakeFn) Cluster(context.Context) (string, error)      { return "3 clusters", nil }
+func (f wakeFn) Daily(context.Context) DailyResult {
+	return DailyResult{Apps: 7, Batches: 1, Wrapped: true}
+}
 
 func TestRunCron(t *testing.T) {
 	now := func() time.Time { return time.Date(2026, 1, 1, 0, 5, 1, 0, time.UTC) }
@@ -97,6 +110,10 @@ func TestRunCron(t *testing.T) {
 	run = RunCron(context.Background(), CronCrawlCycle, now(), wakeFn(func() (bool, error) { return false, errors.New("x") }), now)
 	if run.Error != "x" {
 		t.Fatalf("%+v", run)
+	}
+	run = RunCron(context.Background(), CronDaily, now(), wakeFn(nil), now)
+	if run.Daily == nil || run.Daily.Apps != 7 || run.Error != "" || !strings.HasPrefix(run.Result, "daily: 7 apps") {
+		t.Fatalf("daily: %+v", run)
 	}
 	if run = RunCron(context.Background(), "1 2 3 4 5", now(), nil, now); run.Result != "unknown_cron" {
 		t.Fatalf("%+v", run)
@@ -111,11 +128,24 @@ func TestEventsRouteToTheirStages(t *testing.T) {
 	if len(a.clustered) != 2 || len(a.emitted) != 1 || a.emitted[0].Type != EventClustersReady || a.emitted[0].Clusters[0] != "budget" {
 		t.Fatalf("rankings-updated: %+v", a)
 	}
+	// clusters-ready → fragmentation analysis → fragmentation-done, not scores yet.
 	b, _ := json.Marshal(a.emitted[0])
-	if err := HandleEvent(context.Background(), string(b), a, time.Now()); err != nil || len(a.scored) != 1 {
+	if err := HandleEvent(context.Background(), string(b), a, time.Now()); err != nil || len(a.analyzed) != 1 || len(a.scored) != 0 ||
+		len(a.emitted) != 2 || a.emitted[1].Type != EventFragmentationDone || a.emitted[1].Clusters[0] != "budget" {
 		t.Fatalf("clusters-ready: %v %+v", err, a)
 	}
-	for _, bad := range []string{`{"type":"rankings-updated"}`, `{"type":"clusters-ready","clusters":[]}`} {
+	// fragmentation-done → opportunity scores; a redelivery scores again, nothing else.
+	b, _ = json.Marshal(a.emitted[1])
+	for i := 0; i < 2; i++ {
+		if err := HandleEvent(context.Background(), string(b), a, time.Now()); err != nil || len(a.scored) != i+1 || len(a.emitted) != 2 {
+			t.Fatalf("fragmentation-done: %v %+v", err, a)
+		}
+	}
+	a.fail = true
+	if err := HandleEvent(context.Background(), `{"type":"clusters-ready","clusters":["x"]}`, a, time.Now()); err == nil || errors.Is(err, ErrBadEvent) || len(a.emitted) != 2 {
+		t.Fatalf("a failed analysis must retry and announce nothing: %v", err)
+	}
+	for _, bad := range []string{`{"type":"rankings-updated"}`, `{"type":"clusters-ready","clusters":[]}`, `{"type":"fragmentation-done"}`} {
 		if err := HandleEvent(context.Background(), bad, a, time.Now()); !errors.Is(err, ErrBadEvent) {
 			t.Errorf("%s: %v", bad, err)
 		}

@@ -183,42 +183,31 @@ func jsValue(a any) any {
 // --- enrich.Store ---------------------------------------------------------
 
 func (p Platform) PickQueued(ctx context.Context, n int) ([]enrich.QueuedItem, error) {
-	db, err := p.db()
+	rows, err := queryAll(ctx, enrich.PickSQL, n)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.QueryContext(ctx, enrich.PickSQL, n)
-	if err != nil {
-		return nil, err
+	out := make([]enrich.QueuedItem, len(rows))
+	for i, r := range rows {
+		out[i] = enrich.QueuedItem{TrackID: int64(r.Get("track_id").Float()), Attempts: r.Get("enrich_attempts").Int()}
 	}
-	defer rows.Close()
-	var out []enrich.QueuedItem
-	for rows.Next() {
-		var it enrich.QueuedItem
-		var id, attempts float64
-		if err := rows.Scan(&id, &attempts); err != nil {
-			return nil, err
-		}
-		it.TrackID, it.Attempts = int64(id), int(attempts)
-		out = append(out, it)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
-func (p Platform) SaveEnriched(_ context.Context, r enrich.Record) error {
-	return p.exec(enrich.SaveStatements(r))
+func (p Platform) SaveEnriched(ctx context.Context, r enrich.Record) error {
+	return p.execCtx(ctx, enrich.SaveStatements(r))
 }
 
-func (p Platform) MarkMissing(_ context.Context, id int64, at time.Time) error {
-	return p.exec([]enrich.Stmt{enrich.MarkMissingStmt(id, at)})
+func (p Platform) MarkMissing(ctx context.Context, id int64, at time.Time) error {
+	return p.execCtx(ctx, []enrich.Stmt{enrich.MarkMissingStmt(id, at)})
 }
 
-func (p Platform) Requeue(_ context.Context, id int64, attempts int, errText string) error {
-	return p.exec([]enrich.Stmt{enrich.RequeueStmt(id, attempts, errText)})
+func (p Platform) Requeue(ctx context.Context, id int64, attempts int, errText string) error {
+	return p.execCtx(ctx, []enrich.Stmt{enrich.RequeueStmt(id, attempts, errText)})
 }
 
-func (p Platform) GiveUp(_ context.Context, id int64, attempts int, errText string, at time.Time) error {
-	return p.exec([]enrich.Stmt{enrich.GiveUpStmt(id, attempts, errText, at)})
+func (p Platform) GiveUp(ctx context.Context, id int64, attempts int, errText string, at time.Time) error {
+	return p.execCtx(ctx, []enrich.Stmt{enrich.GiveUpStmt(id, attempts, errText, at)})
 }
 
 // --- enrich.HTMLCache -----------------------------------------------------

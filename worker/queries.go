@@ -22,13 +22,31 @@ ORDER BY COALESCE(last_scanned_at, '') LIMIT 1`
 // pendingKeywordSQL is served by the partial index idx_crawl_keywords_pending.
 const pendingKeywordSQL = `SELECT keyword FROM crawl_keywords WHERE searched_at IS NULL LIMIT ?`
 
-// sweepSQL reads enriched apps past the cursor by primary key, each with
-// its latest snapshot (the snapshots' primary key serves the subqueries).
-const sweepSQL = `SELECT r.track_id, COALESCE(r.rating_count, 0), COALESCE(r.average_rating, 0),
-  (r.subtitle IS NOT NULL AND r.subtitle != ''), (r.rating_histogram IS NOT NULL),
-  (r.description IS NOT NULL AND r.description != ''),
-  (SELECT s.rating_count FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1),
-  (SELECT s.taken_at FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1)
+// fillDueSQL is the ranking-fill existence check: served by the partial
+// index idx_app_registry_fill_due, it reads at most one row.
+const fillDueSQL = `SELECT 1 FROM app_registry
+WHERE enrichment_source = 'itunes+store' AND COALESCE(rankings_filled_at, '') < ? LIMIT 1`
+
+// fillCandidatesSQL picks the most overdue enriched apps (never filled
+// first) from the same index.
+const fillCandidatesSQL = `SELECT track_id, COALESCE(name, '') AS name, COALESCE(subtitle, '') AS subtitle FROM app_registry
+WHERE enrichment_source = 'itunes+store' AND COALESCE(rankings_filled_at, '') < ?
+ORDER BY COALESCE(rankings_filled_at, '') LIMIT ?`
+
+// keywordsSearchedSQL reads n keywords' search times by primary key.
+func keywordsSearchedSQL(n int) string {
+	return `SELECT keyword, COALESCE(searched_at, '') AS searched_at FROM crawl_keywords WHERE keyword IN (?` + strings.Repeat(",?", n-1) + `)`
+}
+
+// sweepSQL reads enriched apps past the cursor (the rating sweep and the
+// daily snapshots): idx_app_registry_enriched holds only enriched apps, so
+// it reads the rows it returns; the snapshots' primary key serves the
+// subqueries.
+const sweepSQL = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS ratings, COALESCE(r.average_rating, 0) AS rating,
+  (r.subtitle IS NOT NULL AND r.subtitle != '') AS has_subtitle, (r.rating_histogram IS NOT NULL) AS has_histogram,
+  (r.description IS NOT NULL AND r.description != '') AS has_description,
+  (SELECT s.rating_count FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1) AS prev_ratings,
+  (SELECT s.taken_at FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1) AS prev_at
 FROM app_registry r
 WHERE r.track_id > ? AND r.enrichment_source = 'itunes+store'
 ORDER BY r.track_id LIMIT ?`
@@ -47,6 +65,7 @@ const appJSONSQL = `SELECT json_object(
   'enrich_priority', enrich_priority, 'enrich_attempts', enrich_attempts,
   'enrichment_source', enrichment_source, 'enrich_error', enrich_error,
   'enriched_at', enriched_at, 'analyzed_at', analyzed_at, 'demand_score', demand_score,
+  'rankings_filled_at', rankings_filled_at,
   'discovered_at', discovered_at, 'updated_at', updated_at)
 FROM app_registry WHERE track_id = ?`
 
@@ -71,15 +90,25 @@ FROM crawl_rankings k JOIN app_registry a ON a.track_id = k.track_id
 WHERE k.keyword IN (?` + strings.Repeat(",?", n-1) + `)`
 }
 
-// clusterAggregatesSQL reads n stored clusters by primary key.
+// clusterAggregatesSQL reads n stored clusters by primary key. A cluster
+// whose fragmentation is not analysed yet falls back to 1 − the leader's share.
 func clusterAggregatesSQL(n int) string {
-	return `SELECT cluster_id, app_count, total_ratings, COALESCE(avg_rating, 0) AS avg_rating, COALESCE(top_share, 1) AS top_share
+	return `SELECT cluster_id, app_count, total_ratings, COALESCE(avg_rating, 0) AS avg_rating, COALESCE(top_share, 1) AS top_share,
+  COALESCE(hhi, 1) AS hhi, COALESCE(fragmentation, 1 - COALESCE(top_share, 1)) AS fragmentation
 FROM market_clusters WHERE cluster_id IN (?` + strings.Repeat(",?", n-1) + `)`
+}
+
+// clusterMemberRatingsSQL reads the member apps' rating counts of n
+// clusters (market_cluster_members' primary key, then app_registry's).
+func clusterMemberRatingsSQL(n int) string {
+	return `SELECT m.cluster_id AS cluster_id, COALESCE(a.rating_count, 0) AS ratings
+FROM market_cluster_members m JOIN app_registry a ON a.track_id = m.track_id
+WHERE m.cluster_id IN (?` + strings.Repeat(",?", n-1) + `)`
 }
 
 // marketJSON renders one market (a cluster, its score and its members).
 const marketJSON = `SELECT json_object('cluster_id', o.cluster_id, 'opportunity_score', o.score, 'demand', o.demand,
-  'fragmentation', o.fragmentation, 'quality_gap', o.quality_gap, 'app_count', c.app_count,
+  'fragmentation', o.fragmentation, 'hhi', c.hhi, 'quality_gap', o.quality_gap, 'app_count', c.app_count,
   'total_ratings', c.total_ratings, 'avg_rating', c.avg_rating, 'computed_at', o.computed_at,
   'members', (SELECT json_group_array(json_object('track_id', m.track_id, 'position', m.position,
       'name', (SELECT name FROM app_registry WHERE track_id = m.track_id)))
@@ -108,17 +137,27 @@ func HotQueries() []HotQuery {
 		{"due tier check", dueTierSQL, []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{"next category", nextCategorySQL, []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{"pending keywords", pendingKeywordSQL, []any{12}},
+		{"ranking fill check", fillDueSQL, []any{"2026-01-01T00:00:00.000Z"}},
+		{"ranking fill candidates", fillCandidatesSQL, []any{"2026-01-01T00:00:00.000Z", RankingFillApps}},
+		{"keywords searched", keywordsSearchedSQL(2), []any{"budget", "chat"}},
 		{"rating sweep", sweepSQL, []any{0, 200}},
 		{"score inputs", ScoreInputsSQL(3), []any{1, 2, 3}},
 		{"app record", appJSONSQL, []any{100000001}},
 		{"sweep cursor", sweepCursorSQL, []any{"rating-sweep"}},
+		{"daily snapshot check", snapshotTodaySQL, []any{100000001, "2026-01-01T00:00:00.000Z"}},
 		{"cluster batch", clusterBatchSQL, []any{"", 200}},
 		{"opportunities", opportunitiesSQL, []any{20, 0}},
 		{"clusters", clustersSQL, []any{20, 0}},
 		{"keyword rankings", keywordRankingsSQL(2), []any{"budget", "chat"}},
 		{"cluster aggregates", clusterAggregatesSQL(2), []any{"budget", "chat"}},
+		{"cluster member ratings", clusterMemberRatingsSQL(2), []any{"budget", "chat"}},
+		{"dead letters", deadLettersSQL, []any{20, 0}},
 	}
 }
+
+// snapshotTodaySQL is the daily snapshot's once-a-day check (inside its
+// INSERT): app_snapshots' primary key, one row at most.
+const snapshotTodaySQL = `SELECT 1 FROM app_snapshots WHERE track_id = ? AND taken_at >= ?`
 
 // sweepCursorSQL reads a sweep's cursor by primary key.
 const sweepCursorSQL = `SELECT cursor FROM sweep_cursors WHERE name = ?`

@@ -44,6 +44,9 @@ func Register() {
 		Apps:       p,
 		Cron:       p,
 		Ledger:     p,
+		Dead:       p,
+		Events:     p,
+		TestRoutes: func() bool { return cloudflare.Getenv("TEST_ROUTES") == "1" },
 		AdminToken: func() string { return cloudflare.Getenv("ADMIN_TOKEN") },
 	})
 	workers.ServeNonBlock(bufferedResponses(srv))
@@ -60,6 +63,10 @@ func Register() {
 		return nil // an error here would panic the shared Go instance
 	})
 	queues.ConsumeNonBlock(func(batch *queues.MessageBatch) error {
+		if batch.Queue == DeadLetterQueue {
+			p.consumeDeadLetters(batch)
+			return nil
+		}
 		for _, m := range batch.Messages {
 			body, err := m.StringBody()
 			if err == nil && IsFactsMessage(body) {
@@ -155,7 +162,11 @@ func enrichmentRun(args []js.Value) (any, error) {
 		}
 		return err
 	}
-	out := r.Run(context.Background(), plan)
+	// The run's D1 cost, from D1's result metadata, goes to the controller's totals.
+	ctx, cost := WithD1Cost(context.Background())
+	out := r.Run(ctx, plan)
+	d1 := cost.View()
+	out.D1RowsRead, out.D1RowsWritten = d1.RowsRead, d1.RowsWritten
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, err

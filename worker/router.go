@@ -72,6 +72,16 @@ type LedgerReader interface {
 	ConsumerStats() map[string]int64
 }
 
+// DeadLetterReader lists recorded dead letters as JSON objects, newest first.
+type DeadLetterReader interface {
+	DeadLetters(ctx context.Context, limit, offset int) ([]json.RawMessage, error)
+}
+
+// EventSender puts one raw message on the EVENTS queue.
+type EventSender interface {
+	SendRawEvent(ctx context.Context, body string) error
+}
+
 // ErrNotFound is returned by readers for a missing record.
 var ErrNotFound = errors.New("not found")
 
@@ -88,6 +98,13 @@ type Server struct {
 	Apps       AppReader
 	Cron       CronLog
 	Ledger     LedgerReader
+	Dead       DeadLetterReader
+	// Events and TestRoutes serve the test-only POST /__test/events, which
+	// puts a raw message on the EVENTS queue (e.g. one no handler accepts, to
+	// watch it reach the dead-letter queue). It exists only while
+	// TestRoutes() is true (the TEST_ROUTES var, never set in wrangler.jsonc).
+	Events     EventSender
+	TestRoutes func() bool
 	// AdminToken returns the configured token; empty means mutating calls are refused.
 	AdminToken func() string
 
@@ -122,6 +139,8 @@ func NewServer(s *Server) *Server {
 	mux.HandleFunc("GET /v1/history", s.history)
 	mux.HandleFunc("GET /v1/pipeline/counts", s.pipelineCounts)
 	mux.HandleFunc("GET /v1/ledger", s.ledgerStatus)
+	mux.HandleFunc("GET /v1/system/dead-letters", s.deadLetters)
+	mux.HandleFunc("POST /__test/events", s.testOnly(s.requireAdmin(s.injectEvent)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "path", "no route for "+r.Method+" "+r.URL.Path)
 	})
@@ -503,4 +522,61 @@ func (s *Server) markets(byScore bool) http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"items": items, "limit": limit, "offset": offset, "next_offset": next})
 	}
+}
+
+// deadLetters serves GET /v1/system/dead-letters: the EVENTS messages that
+// failed every retry, newest first.
+func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
+	limit, offset, field := pageParams(r)
+	if field != "" {
+		writeError(w, http.StatusBadRequest, field, fmt.Sprintf("%s must be an integer (limit 1–%d, offset 0–%d)", field, MaxPageSize, MaxOffset))
+		return
+	}
+	items, err := s.Dead.DeadLetters(r.Context(), limit, offset)
+	if err != nil {
+		logx.Err("dead_letters.read_failed", err, nil)
+		writeError(w, http.StatusInternalServerError, "", "read failed")
+		return
+	}
+	if items == nil {
+		items = []json.RawMessage{}
+	}
+	next := any(nil)
+	if len(items) == limit {
+		next = offset + limit
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items, "limit": limit, "offset": offset, "next_offset": next})
+}
+
+// testOnly answers 404, as for any unknown path, unless test routes are on.
+func (s *Server) testOnly(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.TestRoutes == nil || !s.TestRoutes() || s.Events == nil {
+			writeError(w, http.StatusNotFound, "path", "no route for "+r.Method+" "+r.URL.Path)
+			return
+		}
+		next(w, r)
+	}
+}
+
+// injectEvent is the test-only POST /__test/events: the body (a JSON
+// object, not checked further: the queue consumer judges it) goes to the
+// EVENTS queue as it is.
+func (s *Server) injectEvent(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r, MaxControlBody)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "body", err.Error())
+		return
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		writeError(w, http.StatusBadRequest, "body", "body must be a JSON object")
+		return
+	}
+	if err := s.Events.SendRawEvent(r.Context(), string(body)); err != nil {
+		logx.Err("test.event_send_failed", err, nil)
+		writeError(w, http.StatusBadGateway, "", "queue send failed")
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"queued": true})
 }

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 type recordingController struct {
@@ -162,5 +163,63 @@ func TestHistoryRoutesValidateBeforeReading(t *testing.T) {
 	code, body = call(t, s, "GET", "/v1/pipeline/counts", "", "")
 	if code != 200 || body["apps_known"] != float64(7) || body["clusters"] != float64(0) || body["as_of"] == nil {
 		t.Fatalf("counts: %d %v", code, body)
+	}
+}
+
+type deadLetters struct{ limit, offset int }
+
+func (d *deadLetters) DeadLetters(_ context.Context, limit, offset int) ([]json.RawMessage, error) {
+	d.limit, d.offset = limit, offset
+	return []json.RawMessage{json.RawMessage(`{"message_id":"m1"}`)}, nil
+}
+
+type sentEvents []string
+
+func (s *sentEvents) SendRawEvent(_ context.Context, body string) error {
+	*s = append(*s, body)
+	return nil
+}
+
+func TestDeadLettersAndTestOnlyEventInjection(t *testing.T) {
+	dl := &deadLetters{}
+	sent := &sentEvents{}
+	on := false
+	s := NewServer(&Server{Dead: dl, Events: sent, TestRoutes: func() bool { return on }, AdminToken: func() string { return "secret" }})
+
+	if code, out := call(t, s, "GET", "/v1/system/dead-letters?limit=0", "", ""); code != 400 || out["field"] != "limit" {
+		t.Fatalf("bad limit: %d %v", code, out)
+	}
+	code, out := call(t, s, "GET", "/v1/system/dead-letters?limit=1&offset=3", "", "")
+	if items, _ := out["items"].([]any); code != 200 || len(items) != 1 || out["next_offset"] != 4.0 || dl.limit != 1 || dl.offset != 3 {
+		t.Fatalf("list: %d %v", code, out)
+	}
+
+	// Off (production): the route does not exist, even with the token.
+	if code, _ := call(t, s, "POST", "/__test/events", "secret", `{"type":"x"}`); code != 404 || len(*sent) != 0 {
+		t.Fatalf("test route must be absent when off: %d", code)
+	}
+	on = true
+	if code, _ := call(t, s, "POST", "/__test/events", "", `{"type":"x"}`); code != 401 || len(*sent) != 0 {
+		t.Fatalf("unauthenticated: %d", code)
+	}
+	if code, out := call(t, s, "POST", "/__test/events", "secret", `[1]`); code != 400 || out["field"] != "body" || len(*sent) != 0 {
+		t.Fatalf("not an object: %d %v", code, out)
+	}
+	if code, _ := call(t, s, "POST", "/__test/events", "secret", `{"type":"e2e-poison"}`); code != 202 || len(*sent) != 1 || (*sent)[0] != `{"type":"e2e-poison"}` {
+		t.Fatalf("sent %v", *sent)
+	}
+}
+
+func TestDeadLetterRecordsWhatItCanRead(t *testing.T) {
+	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	d := NewDeadLetter("m1", DeadLetterQueue, `{"type":"clusters-ready","clusters":[]}`, at)
+	if d.EventType != "clusters-ready" || d.Queue != DeadLetterQueue {
+		t.Fatalf("%+v", d)
+	}
+	junk := NewDeadLetter("m2", DeadLetterQueue, strings.Repeat("x", 5000), at)
+	stmts := DeadLetterStatements([]DeadLetter{d, junk})
+	if junk.EventType != "" || len([]rune(junk.Body)) > 2000 || len(stmts) != 2 || stmts[1].Args[2] != nil ||
+		!strings.HasPrefix(stmts[0].SQL, "INSERT OR IGNORE INTO dead_letters") || strings.Count(stmts[0].SQL, "?") != len(stmts[0].Args) {
+		t.Fatalf("%+v", stmts)
 	}
 }

@@ -4,7 +4,6 @@ package worker
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -71,39 +70,45 @@ func (Platform) PutKV(_ context.Context, key, value string) error {
 	return ns.PutString(key, value, nil)
 }
 
+// SweepBatch reads through queryAll, so a cron run's D1 cost counts it.
 func (p Platform) SweepBatch(ctx context.Context, cursorName string, n int) (int64, []SweepRow, error) {
-	db, err := p.db()
+	curRows, err := queryAll(ctx, sweepCursorSQL, cursorName)
 	if err != nil {
 		return 0, nil, err
 	}
-	var cur sql.NullInt64
-	err = db.QueryRowContext(ctx, sweepCursorSQL, cursorName).Scan(&cur)
-	if err != nil && err != sql.ErrNoRows {
-		return 0, nil, err
+	var cur int64
+	if len(curRows) > 0 {
+		if c := curRows[0].Get("cursor"); c.Type() == js.TypeNumber {
+			cur = int64(c.Float())
+		}
 	}
-	rows, err := db.QueryContext(ctx, sweepSQL, cur.Int64, n)
+	rows, err := queryAll(ctx, sweepSQL, cur, n)
 	if err != nil {
 		return 0, nil, err
 	}
-	defer rows.Close()
-	var out []SweepRow
-	for rows.Next() {
-		var r SweepRow
-		var id, count, sub, hist, desc float64
-		var prevCount sql.NullFloat64
-		var prevAt sql.NullString
-		if err := rows.Scan(&id, &count, &r.AverageRating, &sub, &hist, &desc, &prevCount, &prevAt); err != nil {
-			return 0, nil, err
+	out := make([]SweepRow, 0, len(rows))
+	for _, r := range rows {
+		row := SweepRow{
+			TrackID: int64(r.Get("track_id").Float()), RatingCount: int64(r.Get("ratings").Float()), AverageRating: r.Get("rating").Float(),
+			HasSubtitle: r.Get("has_subtitle").Float() != 0, HasHistogram: r.Get("has_histogram").Float() != 0, HasDesc: r.Get("has_description").Float() != 0,
 		}
-		r.TrackID, r.RatingCount = int64(id), int64(count)
-		r.HasSubtitle, r.HasHistogram, r.HasDesc = sub != 0, hist != 0, desc != 0
-		if prevCount.Valid && prevAt.Valid {
-			r.PrevCount = int64(prevCount.Float64)
-			r.PrevAt, _ = time.Parse("2006-01-02T15:04:05.000Z", prevAt.String)
+		if pc, pa := r.Get("prev_ratings"), r.Get("prev_at"); pc.Type() == js.TypeNumber && pa.Type() == js.TypeString {
+			row.PrevCount = int64(pc.Float())
+			row.PrevAt, _ = time.Parse("2006-01-02T15:04:05.000Z", pa.String())
 		}
-		out = append(out, r)
+		out = append(out, row)
 	}
-	return cur.Int64, out, rows.Err()
+	return cur, out, nil
+}
+
+// SaveDailySnapshots writes the day's snapshots and the cursor (counted).
+func (p Platform) SaveDailySnapshots(ctx context.Context, cursorName string, next int64, rows []SweepRow, at time.Time) error {
+	return p.execCtx(ctx, DailySnapshotStatements(cursorName, next, rows, at))
+}
+
+// Daily runs the daily cron's snapshots and data-quality check.
+func (p Platform) Daily(ctx context.Context) DailyResult {
+	return RunDaily(ctx, p, time.Now)
 }
 
 func (p Platform) SaveSweep(_ context.Context, cursorName string, next int64, rows []SweepRow, at time.Time) error {
@@ -120,10 +125,7 @@ func (p Platform) SaveSweep(_ context.Context, cursorName string, next int64, ro
 		}
 		stmts = append(stmts, enrich.Stmt{SQL: `UPDATE app_registry SET rating_velocity = ? WHERE track_id = ?`, Args: []any{v, r.TrackID}})
 	}
-	stmts = append(stmts, enrich.Stmt{
-		SQL:  `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
-		Args: []any{cursorName, next, ts},
-	})
+	stmts = append(stmts, CursorStmt(cursorName, next, at))
 	return p.exec(stmts)
 }
 

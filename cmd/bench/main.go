@@ -5,7 +5,7 @@
 // minimal pure-JS reference worker served by wrangler dev in the same run,
 // and the wasm module's raw and gzip size. Figures, not pass/fail.
 //
-//	go run ./cmd/bench [-duration 10s] [-concurrency 1,16,64] [-rounds 2]
+//	go run ./cmd/bench [-duration 10s] [-concurrency 1,16,64] [-rounds 2] [-only-pipeline]
 package main
 
 import (
@@ -37,10 +37,15 @@ func main() {
 	concList := flag.String("concurrency", "1,16,64", "comma-separated concurrent client counts")
 	rounds := flag.Int("rounds", 2, "interleaved rounds (reference, go) per concurrency")
 	wasm := flag.String("wasm", "build/app.wasm", "wasm module to size")
+	onlyPipeline := flag.Bool("only-pipeline", false, "measure only the pipeline's D1 costs (skip the request-path runs)")
 	flag.Parse()
 
 	root, _ := os.Getwd()
 	printSize(*wasm)
+	if *onlyPipeline {
+		benchPipeline(root)
+		return
+	}
 
 	ref, stopRef := startWrangler(root, filepath.Join(root, "cmd", "bench", "refworker", "wrangler.jsonc"))
 	defer stopRef()

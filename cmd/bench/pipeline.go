@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"storecrawl/internal/devstack"
@@ -51,7 +52,8 @@ func benchPipeline(root string) {
 	simBase, stopSim := startSim(root)
 	defer stopSim()
 	base, stop := startWranglerWith(root, filepath.Join(root, "wrangler.jsonc"), persist,
-		"--test-scheduled", "--var", "UPSTREAM_API_BASE:"+simBase, "--var", "UPSTREAM_STORE_BASE:"+simBase)
+		"--test-scheduled", "--var", "UPSTREAM_API_BASE:"+simBase, "--var", "UPSTREAM_STORE_BASE:"+simBase,
+		"--var", "ADMIN_TOKEN:"+benchAdminToken)
 	defer stop()
 
 	fmt.Printf("\nD1 cost of the 5-minute crawl cycle on %d seeded apps (rows from D1's result metadata)\n", pipelineApps)
@@ -61,11 +63,83 @@ func benchPipeline(root string) {
 		fmt.Printf("%-6s %-16s %6v %10d %13d %8d   %.2f\n", "busy", r.Crawl.Action, r.Crawl.Apps, r.D1.RowsRead, r.D1.RowsWritten, r.D1.Queries,
 			float64(r.D1.RowsRead)/max(1, float64(r.D1.RowsWritten)))
 	}
-	// Nothing due: every category freshly scanned, no pending keyword.
+	// Nothing due: every category freshly scanned, no pending keyword, and
+	// every app stamped ranking-filled (the controller keeps enriching, and
+	// an app it enriches keeps its stamp, so it does not become due).
 	run("d1", "execute", "DB", "--local", "--command",
-		"UPDATE category_scans SET last_scanned_at = strftime('%Y-%m-%dT%H:%M:%fZ','now'); UPDATE crawl_keywords SET searched_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE searched_at IS NULL")
+		"UPDATE category_scans SET last_scanned_at = strftime('%Y-%m-%dT%H:%M:%fZ','now'); UPDATE crawl_keywords SET searched_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE searched_at IS NULL; "+
+			"UPDATE app_registry SET rankings_filled_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')")
 	r := fireCron(base)
 	fmt.Printf("%-6s %-16s %6v %10d %13d %8d   (goal: ≤ 5 rows read)\n", "idle", r.Crawl.Action, r.Crawl.Apps, r.D1.RowsRead, r.D1.RowsWritten, r.D1.Queries)
+	benchEnrichmentCost(base)
+	// The daily cron over the apps enriched so far: snapshots + data-quality check.
+	control(base, "stop", "")
+	d := fireCronExpr(base, "0 3 * * *")
+	if d.Daily == nil {
+		fail("daily cron recorded no result: %+v", d)
+	}
+	fmt.Printf("\nDaily cron (snapshots + data-quality check): %d apps, %d rows read, %d rows written, %d queries\n",
+		d.Daily.Apps, d.D1.RowsRead, d.D1.RowsWritten, d.D1.Queries)
+}
+
+const benchAdminToken = "bench-admin-token"
+
+// enrichSample is how many enriched apps the per-app cost is averaged over.
+const enrichSample = 300
+
+type enrichmentStatus struct {
+	Totals struct {
+		Dispatched    int64 `json:"dispatched"`
+		Completed     int64 `json:"completed"`
+		D1RowsRead    int64 `json:"d1_rows_read"`
+		D1RowsWritten int64 `json:"d1_rows_written"`
+	} `json:"totals"`
+}
+
+func enrichStatus(base string) enrichmentStatus {
+	var st enrichmentStatus
+	getJSON(base+"/v1/enrichment/status", &st)
+	return st
+}
+
+// control sends an admin call to the EnrichmentController.
+func control(base, action, body string) {
+	req, _ := http.NewRequest("POST", base+"/v1/enrichment/"+action, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+benchAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fail("enrichment %s: %v", action, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		fail("enrichment %s: HTTP %d", action, resp.StatusCode)
+	}
+}
+
+// benchEnrichmentCost measures the EnrichmentController's D1 rows per
+// enriched app (pick, record upsert, similar-app edges, developer, requeues),
+// from the runs' D1 result metadata the controller adds to its totals.
+func benchEnrichmentCost(base string) {
+	control(base, "start", "")
+	control(base, "tune", `{"rate_per_min": 1200}`)
+	before := enrichStatus(base)
+	after := before
+	deadline := time.Now().Add(3 * time.Minute)
+	for after.Totals.Completed-before.Totals.Completed < enrichSample && time.Now().Before(deadline) {
+		time.Sleep(time.Second)
+		after = enrichStatus(base)
+	}
+	n := after.Totals.Completed - before.Totals.Completed
+	if n == 0 {
+		fail("no app enriched in 3 minutes: %+v", after)
+	}
+	read := after.Totals.D1RowsRead - before.Totals.D1RowsRead
+	written := after.Totals.D1RowsWritten - before.Totals.D1RowsWritten
+	fmt.Printf("\nD1 cost per enriched app (EnrichmentController runs, D1 result metadata; %d apps enriched of %d dispatched)\n",
+		n, after.Totals.Dispatched-before.Totals.Dispatched)
+	fmt.Printf("%-22s %10s %13s\n", "", "rows read", "rows written")
+	fmt.Printf("%-22s %10d %13d\n", "total", read, written)
+	fmt.Printf("%-22s %10.1f %13.1f\n", "per enriched app", float64(read)/float64(n), float64(written)/float64(n))
 }
 
 type cronRun struct {
@@ -79,14 +153,20 @@ type cronRun struct {
 		RowsWritten int64 `json:"rows_written"`
 		Queries     int64 `json:"queries"`
 	} `json:"d1"`
+	Daily *struct {
+		Apps int `json:"apps"`
+	} `json:"daily"`
 	RanAt string `json:"ran_at"`
 }
 
 // fireCron triggers the 5-minute cron and returns the run it recorded.
-func fireCron(base string) cronRun {
+func fireCron(base string) cronRun { return fireCronExpr(base, "*/5 * * * *") }
+
+// fireCronExpr triggers a cron expression and returns the run it recorded.
+func fireCronExpr(base, expr string) cronRun {
 	var before map[string]cronRun
 	getJSON(base+"/v1/system/cron", &before)
-	resp, err := http.Get(base + "/__scheduled?cron=*/5+*+*+*+*")
+	resp, err := http.Get(base + "/__scheduled?cron=" + strings.ReplaceAll(expr, " ", "+"))
 	if err != nil {
 		fail("scheduled: %v", err)
 	}
@@ -95,7 +175,7 @@ func fireCron(base string) cronRun {
 	for time.Now().Before(deadline) {
 		var runs map[string]cronRun
 		getJSON(base+"/v1/system/cron", &runs)
-		if r, ok := runs["*/5 * * * *"]; ok && r.RanAt != before["*/5 * * * *"].RanAt {
+		if r, ok := runs[expr]; ok && r.RanAt != before[expr].RanAt {
 			return r
 		}
 		time.Sleep(300 * time.Millisecond)

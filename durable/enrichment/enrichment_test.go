@@ -26,6 +26,19 @@ func TestItemErrorsCountAsServed(t *testing.T) {
 	}
 }
 
+func TestD1CostAccumulatesAcrossRuns(t *testing.T) {
+	s := DefaultState()
+	s.Record(RunOutcome{Picked: 1, Results: []ItemResult{{Class: ClassOK}}, D1RowsRead: 7, D1RowsWritten: 20}, t0)
+	s.Record(RunOutcome{Picked: 1, Results: []ItemResult{{Class: ClassOK}}, D1RowsRead: 5, D1RowsWritten: 18}, t0.Add(time.Second))
+	if s.Totals.D1RowsRead != 12 || s.Totals.D1RowsWritten != 38 || s.Totals.Completed != 2 {
+		t.Fatalf("totals %+v", s.Totals)
+	}
+	b, _ := json.Marshal(s.Totals)
+	if !strings.Contains(string(b), `"d1_rows_read":12`) {
+		t.Fatalf("status JSON %s", b)
+	}
+}
+
 func TestClassifyStatus(t *testing.T) {
 	cases := map[int]Class{
 		200: ClassOK, 204: ClassOK, 403: ClassRateLimit, 429: ClassRateLimit,

@@ -129,6 +129,10 @@ type RunOutcome struct {
 	DurationMs int64            `json:"duration_ms"`
 	// Error is a run-level failure (D1 unreachable, ...): nothing was dispatched.
 	Error string `json:"error,omitempty"`
+	// D1RowsRead and D1RowsWritten are what the run cost in D1, from D1's
+	// own result metadata (pick, saves, requeues).
+	D1RowsRead    int64 `json:"d1_rows_read,omitempty"`
+	D1RowsWritten int64 `json:"d1_rows_written,omitempty"`
 }
 
 // Platform limits that shape a run.
@@ -174,6 +178,8 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 	b := s.bucket(now)
 	b.Dispatched += o.Picked
 	s.Totals.Dispatched += int64(o.Picked)
+	s.Totals.D1RowsRead += o.D1RowsRead
+	s.Totals.D1RowsWritten += o.D1RowsWritten
 	for _, r := range o.Results {
 		byClass[string(r.Class)]++
 		switch {

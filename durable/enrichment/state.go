@@ -147,6 +147,10 @@ type Totals struct {
 	Ticks  int64 `json:"ticks"`
 	// Cooldowns counts entries into the critical zone.
 	Cooldowns int64 `json:"cooldowns"`
+	// D1RowsRead/D1RowsWritten: the runs' D1 cost (rows per completed app
+	// is the enrichment path's cost per enriched app).
+	D1RowsRead    int64 `json:"d1_rows_read"`
+	D1RowsWritten int64 `json:"d1_rows_written"`
 }
 
 // State is the whole controller state, persisted as one JSON value.

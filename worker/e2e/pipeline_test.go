@@ -1,0 +1,227 @@
+//go:build integration
+
+package e2e
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cronRunView is the subset of one /v1/system/cron entry the tests read.
+type cronRunView struct {
+	Result string `json:"result"`
+	RanAt  string `json:"ran_at"`
+	Error  string `json:"error"`
+	Crawl  *struct {
+		Action   string `json:"action"`
+		Found    int    `json:"found"`
+		Filled   int    `json:"filled"`
+		Keywords []any  `json:"keywords"`
+		Side     *struct {
+			Action string `json:"action"`
+			Found  int    `json:"found"`
+			Filled int    `json:"filled"`
+		} `json:"side"`
+	} `json:"crawl"`
+	Daily *struct {
+		Apps     int `json:"apps"`
+		Batches  int `json:"batches"`
+		Coverage struct {
+			Rows int `json:"rows"`
+		} `json:"coverage"`
+	} `json:"daily"`
+	D1 struct {
+		RowsRead    int64 `json:"rows_read"`
+		RowsWritten int64 `json:"rows_written"`
+		Queries     int64 `json:"queries"`
+	} `json:"d1"`
+}
+
+// fireCron triggers expr and returns the run it recorded.
+func fireCron(t *testing.T, w *worker, expr string) cronRunView {
+	t.Helper()
+	var before map[string]cronRunView
+	doJSON(t, "GET", w.base+"/v1/system/cron", "", nil, &before)
+	if code := doJSON(t, "GET", w.base+"/__scheduled?cron="+strings.ReplaceAll(expr, " ", "+"), "", nil, nil); code != 200 {
+		t.Fatalf("scheduled %q: HTTP %d", expr, code)
+	}
+	var run cronRunView
+	eventually(t, 60*time.Second, "cron "+expr+" recorded", func() (bool, string) {
+		var runs map[string]cronRunView
+		doJSON(t, "GET", w.base+"/v1/system/cron", "", nil, &runs)
+		r, ok := runs[expr]
+		run = r
+		return ok && r.RanAt != before[expr].RanAt, jsonString(runs)
+	})
+	return run
+}
+
+// market is one item of /v1/opportunities.
+type market struct {
+	ClusterID     string   `json:"cluster_id"`
+	Score         float64  `json:"opportunity_score"`
+	Fragmentation float64  `json:"fragmentation"`
+	HHI           *float64 `json:"hhi"`
+	AppCount      int      `json:"app_count"`
+	Members       []struct {
+		TrackID float64 `json:"track_id"`
+	} `json:"members"`
+}
+
+// TestPipelineEndToEnd runs the event-driven pipeline on one stack:
+//   - a crawl cycle maps pending keywords (and fills an enriched app's
+//     rankings beside it); rankings-updated → clustering → clusters-ready →
+//     fragmentation → fragmentation-done → opportunity scores on the API;
+//   - the daily cron snapshots enriched apps once a day and logs the
+//     data-quality check;
+//   - an idle crawl cycle reads at most 5 rows;
+//   - a message no handler accepts is retried, then recorded from the
+//     dead-letter queue.
+func TestPipelineEndToEnd(t *testing.T) {
+	dir := outputDir(t)
+	s := startSim(t, dir, "-apps", "3000", "-rate-per-min", "6000", "-burst", "100")
+	persist := filepath.Join(dir, "state")
+	prepareDB(t, persist, dir, 0)
+	// No category is due (so keyword mapping is the primary task), two
+	// pending keywords, and one enriched app never ranking-filled.
+	seed := `UPDATE category_scans SET last_scanned_at = strftime('%Y-%m-%dT%H:%M:%fZ','now');
+INSERT INTO crawl_keywords (keyword, source, created_at) VALUES ('budget','title','2026-01-01T00:00:00.000Z'), ('chess','title','2026-01-01T00:00:00.000Z');
+INSERT INTO app_registry (track_id, name, subtitle, rating_count, average_rating, enrichment_source, enriched_at)
+  VALUES (300000001, 'Zen Garden', 'Relax, breathe & sleep better', 1200, 4.1, 'itunes+store', '2026-01-01T00:00:00.000Z');
+`
+	f := filepath.Join(dir, "pipeline.sql")
+	os.WriteFile(f, []byte(seed), 0o644)
+	wrangler(t, persist, "d1", "execute", "DB", "--local", "--file", f)
+
+	w := &worker{persist: persist, simBase: s.base, dir: dir, vars: []string{"TEST_ROUTES:1"}, owner: t}
+	w.start(t, "wrangler-1.log")
+
+	t.Run("rankings flow to fragmentation and opportunities", func(t *testing.T) {
+		run := fireCron(t, w, "*/5 * * * *")
+		if run.Crawl == nil || run.Crawl.Action != "keyword_mapping" || run.Crawl.Found != 2 {
+			t.Fatalf("crawl: %s", jsonString(run))
+		}
+		// Ranking fill ran beside it: the enriched app's title+subtitle keywords.
+		if sd := run.Crawl.Side; sd == nil || sd.Action != "ranking_fill" || sd.Found < 5 || sd.Filled != 1 {
+			t.Fatalf("ranking fill side task: %s", jsonString(run))
+		}
+		var app map[string]any
+		doJSON(t, "GET", w.base+"/v1/apps/300000001", "", nil, &app)
+		if app["rankings_filled_at"] == nil {
+			t.Fatalf("app not marked filled: %v", app)
+		}
+		var page struct {
+			Items []market `json:"items"`
+		}
+		found := map[string]market{}
+		eventually(t, 90*time.Second, "budget and chess markets scored from their fragmentation", func() (bool, string) {
+			page.Items = nil
+			doJSON(t, "GET", w.base+"/v1/opportunities?limit=100", "", nil, &page)
+			for _, m := range page.Items {
+				found[m.ClusterID] = m
+			}
+			b, c := found["budget"], found["chess"]
+			return b.HHI != nil && c.HHI != nil, jsonString(page)
+		})
+		for _, id := range []string{"budget", "chess", "garden"} {
+			m, ok := found[id]
+			if !ok || m.HHI == nil {
+				t.Fatalf("market %q missing: %s", id, jsonString(page))
+			}
+			// The score used the stored Herfindahl analysis: fragmentation = 1 − HHI.
+			if m.AppCount < 3 || len(m.Members) != m.AppCount || *m.HHI <= 0 || *m.HHI > 1 ||
+				math.Abs(m.Fragmentation-(1-*m.HHI)) > 0.0011 || m.Score <= 0 || m.Score > 100 {
+				t.Fatalf("market %q: %s", id, jsonString(m))
+			}
+		}
+		log := w.log.String()
+		for _, ev := range []string{`"event":"queue.clustered"`, `"event":"queue.fragmentation_analyzed"`, `"event":"queue.opportunities_scored"`} {
+			if !strings.Contains(log, ev) {
+				t.Fatalf("no %s in the worker log", ev)
+			}
+		}
+	})
+
+	t.Run("daily snapshots and data-quality check", func(t *testing.T) {
+		first := fireCron(t, w, "0 3 * * *")
+		if first.Daily == nil || first.Daily.Apps < 1 || first.Daily.Coverage.Rows != first.Daily.Apps || first.Error != "" {
+			t.Fatalf("daily: %s", jsonString(first))
+		}
+		if !strings.Contains(w.log.String(), `"event":"pipeline.data_quality"`) {
+			t.Fatal("no pipeline.data_quality event")
+		}
+		// Same day again: every app already has today's snapshot. Only apps
+		// enriched since the first run (the controller keeps going) and the
+		// cursor are written.
+		second := fireCron(t, w, "0 3 * * *")
+		newApps := int64(second.Daily.Apps - first.Daily.Apps)
+		if second.Daily == nil || second.D1.RowsWritten > newApps+int64(second.Daily.Batches)*2 || second.D1.RowsWritten >= first.D1.RowsWritten+newApps {
+			t.Fatalf("rerun wrote snapshots again: first %s second %s", jsonString(first), jsonString(second))
+		}
+		t.Logf("daily: first %d apps %d rows written; rerun %d apps %d rows written", first.Daily.Apps, first.D1.RowsWritten, second.Daily.Apps, second.D1.RowsWritten)
+	})
+
+	t.Run("idle cycle reads at most 5 rows", func(t *testing.T) {
+		// Make nothing due. The controller may still be enriching apps the
+		// searches found; stamping every app (not only the enriched ones) as
+		// ranking-filled keeps those out of the fill check whenever their
+		// enrichment lands.
+		doJSON(t, "POST", w.base+"/v1/enrichment/stop", adminToken, nil, nil)
+		wrangler(t, persist, "d1", "execute", "DB", "--local", "--command",
+			"UPDATE category_scans SET last_scanned_at = strftime('%Y-%m-%dT%H:%M:%fZ','now'); "+
+				"UPDATE crawl_keywords SET searched_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE searched_at IS NULL; "+
+				"UPDATE app_registry SET rankings_filled_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')")
+		run := fireCron(t, w, "*/5 * * * *")
+		if run.Crawl == nil || run.Crawl.Action != "idle" || run.D1.RowsRead > 5 || run.D1.RowsWritten != 0 {
+			t.Fatalf("idle cycle: %s", jsonString(run))
+		}
+		t.Logf("idle cycle: %d rows read in %d queries", run.D1.RowsRead, run.D1.Queries)
+	})
+
+	t.Run("a failing message lands in the dead-letter queue", func(t *testing.T) {
+		var out map[string]any
+		if code := doJSON(t, "POST", w.base+"/__test/events", "", `{"type":"e2e-poison"}`, &out); code != 401 {
+			t.Fatalf("unauthenticated injection: %d %v", code, out)
+		}
+		if code := doJSON(t, "POST", w.base+"/__test/events", adminToken, `{"type":"e2e-poison","note":"no handler accepts this"}`, &out); code != 202 {
+			t.Fatalf("inject: %d %v", code, out)
+		}
+		var page struct {
+			Items []struct {
+				MessageID string `json:"message_id"`
+				Queue     string `json:"queue"`
+				EventType string `json:"event_type"`
+				Body      string `json:"body"`
+			} `json:"items"`
+		}
+		eventually(t, 90*time.Second, "the poison message recorded from the dead-letter queue", func() (bool, string) {
+			page.Items = nil
+			doJSON(t, "GET", w.base+"/v1/system/dead-letters?limit=10", "", nil, &page)
+			for _, it := range page.Items {
+				if it.EventType == "e2e-poison" {
+					return true, ""
+				}
+			}
+			return false, jsonString(page)
+		})
+		it := page.Items[0]
+		if it.Queue != "storecrawl-events-dlq" || !strings.Contains(it.Body, "no handler accepts this") || it.MessageID == "" {
+			t.Fatalf("dead letter: %s", jsonString(page))
+		}
+		log := w.log.String()
+		// max_retries 3: four failed deliveries, then the dead letter is logged once.
+		if n := strings.Count(log, `unknown type \"e2e-poison\"`); n != 4 {
+			t.Fatalf("want 4 failed deliveries of the poison message, got %d", n)
+		}
+		if !strings.Contains(log, `"event":"queue.dead_letter"`) {
+			t.Fatal("no queue.dead_letter event")
+		}
+		if code := doJSON(t, "GET", w.base+"/v1/system/dead-letters?offset=x", "", nil, &out); code != 400 || out["field"] != "offset" {
+			t.Fatalf("bad offset: %d %v", code, out)
+		}
+	})
+}
