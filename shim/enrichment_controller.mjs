@@ -9,7 +9,8 @@ export class EnrichmentController extends DecisionObject {
     super(ctx, env, "enrichmentDecide");
   }
 
-  async alarm(alarmInfo) {
+  // work runs when the work alarm is due (DecisionObject.alarm).
+  async work(alarmInfo) {
     const d = await this.decide("tick", { retry_count: alarmInfo?.retryCount ?? 0 });
     if (!d.run) return;
     const go = await goBinding(this.env, this.ctx);

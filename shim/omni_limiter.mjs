@@ -1,12 +1,16 @@
 import { DurableObject } from "cloudflare:workers";
 import { goBinding } from "./go.mjs";
+import { Ledger } from "./ledger.mjs";
 
 // OmniLimiter: one object per rate-limit key (idFromName("limiter_" + key)).
 // Plumbing only: Go (durable/limiter) decides in memory; this class keeps
 // the object's SQLite storage in step with one small write per admission:
 //   ring(slot, at, cost)  sliding-window admissions, at most `limit` rows, overwritten in place
-//   meta(k, v)            gcra "tat", token bucket "tokens"/"last_ms", and the key's "policy"
-// and holds a caller that asked to wait (waitMs) until a slot frees.
+//   meta(k, v)            gcra "tat", token bucket "tokens"/"last_ms", the key's "policy",
+//                         and "closed": its lifetime counters as of the last minute fact
+// and holds a caller that asked to wait (waitMs) until a slot frees. Its
+// ledger gets one fact per minute of traffic (allowed, refused, waited); the
+// alarm closes the minute of a key that went quiet and sends the facts.
 export class OmniLimiter extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
@@ -17,6 +21,8 @@ export class OmniLimiter extends DurableObject {
     // Storage operations since this object started, reported by /status so
     // the benchmark can check the cost per acquire.
     this.ops = { writes: 0, reads: 0 };
+    this.ledger = new Ledger(ctx, env);
+    this.alarmAt = null; // the runtime alarm as last set here (saves a read per acquire)
   }
 
   meta(k) {
@@ -35,6 +41,7 @@ export class OmniLimiter extends DurableObject {
       tat: Number(this.meta("tat") ?? 0),
       tokens: Number(this.meta("tokens") ?? 0),
       last_ms: Number(this.meta("last_ms") ?? 0),
+      closed: JSON.parse(this.meta("closed") ?? "null"),
     };
     const policyJSON = JSON.stringify(policy);
     if (this.meta("policy") !== policyJSON) {
@@ -60,6 +67,34 @@ export class OmniLimiter extends DurableObject {
     }
   }
 
+  // record applies the ledger part of a Go answer: a closed minute's fact
+  // and the counters it brings (one transaction: no await in between).
+  async record(go, a) {
+    if (a.fact) {
+      this.ops.writes++;
+      this.ledger.append(go, [a.fact]);
+      this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('closed', ?)", JSON.stringify(a.closed));
+    }
+    const times = [a.open_until || null, this.ledger.dueAt()].filter((t) => t !== null);
+    const want = times.length ? Math.min(...times) : null;
+    if (want !== null && (this.alarmAt === null || this.alarmAt > want || this.alarmAt < Date.now())) {
+      this.alarmAt = want;
+      await this.ctx.storage.setAlarm(want);
+    }
+  }
+
+  async alarm() {
+    const go = await goBinding(this.env, this.ctx);
+    this.alarmAt = null;
+    const a = JSON.parse(go.limiterRoll(this.id, Date.now()));
+    if (a.fact) {
+      this.ledger.append(go, [a.fact]);
+      this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('closed', ?)", JSON.stringify(a.closed));
+    }
+    await this.ledger.flush(go);
+    await this.record(go, { open_until: a.open_until });
+  }
+
   async fetch(request) {
     const url = new URL(request.url);
     const body = request.method === "POST" ? await request.text() : "";
@@ -71,6 +106,11 @@ export class OmniLimiter extends DurableObject {
   // the hot path); fetch wraps it for HTTP callers.
   async call(method, path, body) {
     const go = await goBinding(this.env, this.ctx);
+    if (method === "GET" && path === "/ledger") {
+      const key = JSON.parse(body || "{}").key ?? "";
+      const closed = JSON.parse(this.meta("closed") ?? '{"allowed":0,"refused":0,"waited":0}');
+      return { status: 200, json: JSON.stringify(this.ledger.report("limiter:" + key, closed)) };
+    }
     if (method === "GET" && path === "/status") {
       let usage = JSON.parse(go.limiterStatus(this.id, Date.now()));
       const policy = usage.known === false ? this.meta("policy") : null;
@@ -103,10 +143,14 @@ export class OmniLimiter extends DurableObject {
       if (a.allowed) {
         this.persist(a.write); // the output gate holds the answer until this is durable
       }
+      await this.record(go, a);
       // Hold the caller instead of refusing, while its wait budget lasts:
       // one subrequest instead of a retry loop of them.
       if (a.allowed || Date.now() + a.retryAfterMs > deadline) {
         delete a.write;
+        delete a.fact;
+        delete a.closed;
+        delete a.open_until;
         return { status: 200, json: JSON.stringify(a) };
       }
       waited = true;

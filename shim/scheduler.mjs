@@ -9,7 +9,8 @@ export class SchedulerDO extends DecisionObject {
     super(ctx, env, "schedulerDecide");
   }
 
-  async alarm(alarmInfo) {
+  // work runs when the work alarm is due (DecisionObject.alarm).
+  async work(alarmInfo) {
     const d = await this.decide("tick", { retry_count: alarmInfo?.retryCount ?? 0 });
     const go = await goBinding(this.env, this.ctx);
     // Each task in its own error boundary: one task's failure is its result,

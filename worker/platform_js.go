@@ -67,10 +67,19 @@ func (p Platform) exec(stmts []enrich.Stmt) error {
 }
 
 // execCtx is exec, counting D1's reported rows against ctx's D1Cost.
-func (Platform) execCtx(ctx context.Context, stmts []enrich.Stmt) error {
+func (p Platform) execCtx(ctx context.Context, stmts []enrich.Stmt) error {
+	_, err := p.execReturning(ctx, stmts)
+	return err
+}
+
+// execReturning is execCtx, also counting the rows the statements
+// returned (an INSERT ... RETURNING returns the rows it inserted; D1's
+// meta.changes would count the rows its triggers wrote too).
+func (Platform) execReturning(ctx context.Context, stmts []enrich.Stmt) (int64, error) {
+	var changes int64
 	db := cloudflare.GetBinding(bindingDB)
 	if db.IsUndefined() {
-		return fmt.Errorf("D1 binding %s missing", bindingDB)
+		return 0, fmt.Errorf("D1 binding %s missing", bindingDB)
 	}
 	for i := 0; i < len(stmts); i += maxBatchStatements {
 		chunk := stmts[i:min(i+maxBatchStatements, len(stmts))]
@@ -82,28 +91,31 @@ func (Platform) execCtx(ctx context.Context, stmts []enrich.Stmt) error {
 			}
 			prepared, err := jsx.Call(db, "prepare", s.SQL)
 			if err != nil {
-				return err
+				return changes, err
 			}
 			bound, err := jsx.Call(prepared, "bind", args...)
 			if err != nil {
-				return err
+				return changes, err
 			}
 			arr.Call("push", bound)
 		}
 		p, err := jsx.Call(db, "batch", arr)
 		if err != nil {
-			return err
+			return changes, err
 		}
 		results, err := jsx.Await(p)
 		if err != nil {
-			return err
+			return changes, err
 		}
 		for i := 0; i < results.Length(); i++ {
 			meta := results.Index(i).Get("meta")
 			addD1Cost(ctx, metaInt(meta, "rows_read"), metaInt(meta, "rows_written"))
+			if rows := results.Index(i).Get("results"); rows.Type() == js.TypeObject {
+				changes += int64(rows.Length())
+			}
 		}
 	}
-	return nil
+	return changes, nil
 }
 
 func metaInt(meta js.Value, key string) int64 {

@@ -43,6 +43,7 @@ func Register() {
 		Markets:    p,
 		Apps:       p,
 		Cron:       p,
+		Ledger:     p,
 		AdminToken: func() string { return cloudflare.Getenv("ADMIN_TOKEN") },
 	})
 	workers.ServeNonBlock(bufferedResponses(srv))
@@ -61,7 +62,10 @@ func Register() {
 	queues.ConsumeNonBlock(func(batch *queues.MessageBatch) error {
 		for _, m := range batch.Messages {
 			body, err := m.StringBody()
-			if err == nil {
+			if err == nil && IsFactsMessage(body) {
+				armLedgerFaults()
+				err = HandleFacts(context.Background(), body, p, &FactsConsumer, time.Now())
+			} else if err == nil {
 				err = HandleEvent(context.Background(), body, p, time.Now())
 			}
 			if err != nil {
@@ -78,6 +82,8 @@ func Register() {
 	binding.Set("schedulerDecide", jsx.SyncFunc(schedulerDecide))
 	binding.Set("schedulerRunTask", jsx.AsyncFunc(schedulerRunTask))
 	binding.Set("limiterAcquire", jsx.SyncFunc(limiterAcquire))
+	binding.Set("limiterRoll", jsx.SyncFunc(limiterRoll))
+	binding.Set("ledgerPlan", jsx.SyncFunc(ledgerPlan))
 	binding.Set("limiterRestore", jsx.SyncFunc(limiterRestore))
 	binding.Set("limiterStatus", jsx.SyncFunc(limiterStatus))
 	workers.Ready()

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"storecrawl/durable/enrichment"
+	"storecrawl/durable/ledger"
 	"storecrawl/durable/limiter"
 	"storecrawl/durable/scheduler"
 	"storecrawl/worker/logx"
@@ -62,6 +63,15 @@ type CronLog interface {
 	LastCronRuns(ctx context.Context) (json.RawMessage, error)
 }
 
+// LedgerReader serves the run history and the dashboard's counts.
+type LedgerReader interface {
+	History(ctx context.Context, q HistoryQuery) (History, error)
+	PipelineCounts(ctx context.Context) (map[string]int64, error)
+	// Reconcile compares every ledger writer with D1 now.
+	Reconcile(ctx context.Context) []ledger.Result
+	ConsumerStats() map[string]int64
+}
+
 // ErrNotFound is returned by readers for a missing record.
 var ErrNotFound = errors.New("not found")
 
@@ -77,6 +87,7 @@ type Server struct {
 	Markets    MarketReader
 	Apps       AppReader
 	Cron       CronLog
+	Ledger     LedgerReader
 	// AdminToken returns the configured token; empty means mutating calls are refused.
 	AdminToken func() string
 
@@ -109,6 +120,9 @@ func NewServer(s *Server) *Server {
 	mux.HandleFunc("GET /v1/opportunities", s.markets(true))
 	mux.HandleFunc("GET /v1/apps/{id}", s.app)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
+	mux.HandleFunc("GET /v1/history", s.history)
+	mux.HandleFunc("GET /v1/pipeline/counts", s.pipelineCounts)
+	mux.HandleFunc("GET /v1/ledger", s.ledgerStatus)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "path", "no route for "+r.Method+" "+r.URL.Path)
 	})
@@ -244,6 +258,43 @@ func (s *Server) cronRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(rec)
+}
+
+// history serves /v1/history?target=&since=&bucket_s=.
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	q, field, msg := ParseHistoryQuery(r.URL.Query().Get, time.Now())
+	if field != "" {
+		writeError(w, http.StatusBadRequest, field, msg)
+		return
+	}
+	h, err := s.Ledger.History(r.Context(), q)
+	if err != nil {
+		logx.Err("history.read_failed", err, nil)
+		writeError(w, http.StatusInternalServerError, "", "read failed")
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+// pipelineCounts serves /v1/pipeline/counts from trigger-kept counters.
+func (s *Server) pipelineCounts(w http.ResponseWriter, r *http.Request) {
+	c, err := s.Ledger.PipelineCounts(r.Context())
+	if err != nil {
+		logx.Err("pipeline_counts.read_failed", err, nil)
+		writeError(w, http.StatusInternalServerError, "", "read failed")
+		return
+	}
+	out := map[string]any{"as_of": time.Now().UTC().Format(time.RFC3339)}
+	for _, k := range []string{"apps_known", "apps_enriched", "apps_pending", "clusters", "opportunities"} {
+		out[k] = c[k]
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ledgerStatus serves /v1/ledger: every writer reconciled with D1 now, and
+// this isolate's consumer counts.
+func (s *Server) ledgerStatus(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"writers": s.Ledger.Reconcile(r.Context()), "consumer": s.Ledger.ConsumerStats()})
 }
 
 func readBody(r *http.Request, max int64) ([]byte, error) {

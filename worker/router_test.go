@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"storecrawl/durable/ledger"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -124,5 +126,41 @@ func TestHealthCountsRequests(t *testing.T) {
 	_, b := call(t, s, "GET", "/health", "", "")
 	if a["ok"] != true || a["instance_id"] != b["instance_id"] || b["requests_served"].(float64) != a["requests_served"].(float64)+1 {
 		t.Fatalf("%v %v", a, b)
+	}
+}
+
+// fakeLedger records the history queries it was asked.
+type fakeLedger struct{ asked []HistoryQuery }
+
+func (f *fakeLedger) History(_ context.Context, q HistoryQuery) (History, error) {
+	f.asked = append(f.asked, q)
+	return BuildHistory(q, nil, nil), nil
+}
+func (f *fakeLedger) PipelineCounts(context.Context) (map[string]int64, error) {
+	return map[string]int64{"apps_known": 7, "apps_pending": 2}, nil
+}
+func (f *fakeLedger) Reconcile(context.Context) []ledger.Result { return nil }
+func (f *fakeLedger) ConsumerStats() map[string]int64           { return map[string]int64{} }
+
+func TestHistoryRoutesValidateBeforeReading(t *testing.T) {
+	l := &fakeLedger{}
+	s := NewServer(&Server{Ledger: l})
+	for _, bad := range []struct{ query, field string }{
+		{"target=elsewhere", "target"}, {"since=tomorrow", "since"}, {"bucket_s=0", "bucket_s"},
+	} {
+		if code, body := call(t, s, "GET", "/v1/history?"+bad.query, "", ""); code != 400 || body["field"] != bad.field {
+			t.Errorf("%s: %d %v", bad.query, code, body)
+		}
+	}
+	if len(l.asked) != 0 {
+		t.Fatalf("a bad request reached the store: %+v", l.asked)
+	}
+	code, body := call(t, s, "GET", "/v1/history?bucket_s=300", "", "")
+	if code != 200 || body["bucket_s"] != float64(300) || body["points"] == nil || len(l.asked) != 1 {
+		t.Fatalf("history: %d %v", code, body)
+	}
+	code, body = call(t, s, "GET", "/v1/pipeline/counts", "", "")
+	if code != 200 || body["apps_known"] != float64(7) || body["clusters"] != float64(0) || body["as_of"] == nil {
+		t.Fatalf("counts: %d %v", code, body)
 	}
 }

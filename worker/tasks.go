@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"storecrawl/durable/enrichment"
+	"storecrawl/durable/ledger"
 	"storecrawl/durable/scheduler"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/logx"
@@ -57,6 +58,12 @@ type TaskDeps interface {
 	SaveSweep(ctx context.Context, cursorName string, newCursor int64, rows []SweepRow, at time.Time) error
 }
 
+// LedgerReconciler compares every ledger writer with D1 (ledger-reconcile).
+// A mismatch is logged and summarised, not a task failure: the check ran.
+type LedgerReconciler interface {
+	Reconcile(ctx context.Context) []ledger.Result
+}
+
 // RunTask runs a registered task in its own error boundary: a panic or a
 // failure becomes the task's result, never the alarm's.
 func RunTask(ctx context.Context, name string, deps TaskDeps, apiBase string, now func() time.Time) (res scheduler.ResultMsg) {
@@ -76,6 +83,17 @@ func RunTask(ctx context.Context, name string, deps TaskDeps, apiBase string, no
 		return refreshCharts(ctx, deps, apiBase, now)
 	case "rating-sweep":
 		return ratingSweep(ctx, deps, now)
+	case "ledger-reconcile":
+		r, ok := deps.(LedgerReconciler)
+		if !ok {
+			return scheduler.ResultMsg{Task: name, Error: "platform cannot reconcile ledgers"}
+		}
+		summary, allRead := ReconcileSummary(r.Reconcile(ctx))
+		res := scheduler.ResultMsg{Task: name, OK: allRead, Summary: summary}
+		if !allRead {
+			res.Error = summary
+		}
+		return res
 	}
 	return scheduler.ResultMsg{Task: name, Error: "no run function for task"}
 }

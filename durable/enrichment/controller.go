@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"storecrawl/durable/ledger"
 	"storecrawl/durable/pacing"
 )
 
@@ -44,6 +45,9 @@ type Decision struct {
 	Response *Response `json:"response,omitempty"`
 	// Events are log events (one JSON line each) describing what happened.
 	Events []Event `json:"events,omitempty"`
+	// Facts go to the object's ledger (durable/ledger), in the same storage
+	// transaction as State: the counters and their history never disagree.
+	Facts []ledger.Fact `json:"facts,omitempty"`
 }
 
 // Response is an HTTP answer: a status and a JSON body.
@@ -124,6 +128,7 @@ func (d *Decision) merge(o Decision) {
 		d.Response = o.Response
 	}
 	d.Events = append(d.Events, o.Events...)
+	d.Facts = append(d.Facts, o.Facts...)
 }
 
 // ensure returns the self-start alarm for a running loop.
@@ -185,19 +190,26 @@ func (s State) onLoad(now time.Time, cfg Config) Decision {
 	if ev != nil {
 		events = append(events, *ev)
 	}
+	var facts []ledger.Fact
+	if s.LedgerSince == 0 {
+		// The ledger starts here: a baseline fact carries the counters so
+		// far, so the facts always sum to the counters.
+		s.LedgerSince = now.UnixMilli()
+		facts = append(facts, ledger.New(cfg.Source(), "controller.baseline", now, s.Totals.Counters(), nil))
+	}
 	if s.RunStartedAt != 0 {
 		// A new instance of the object: the run the old one had in flight
 		// died with it (its items stayed queued). Resume now instead of
 		// waiting out the safety alarm.
 		events = append(events, Event{"event": "enrichment.run_abandoned", "level": "warn", "run_started_at": s.RunStartedAt})
 		s.RunStartedAt = 0
-		d := Decision{State: s.Encode(now), Events: events}
+		d := Decision{State: s.Encode(now), Events: events, Facts: facts}
 		if s.Running {
 			d.AlarmAt = now.Add(StartDelay).UnixMilli()
 		}
 		return d
 	}
-	return Decision{State: s.Encode(now), EnsureAlarmAt: s.ensure(now), Events: events}
+	return Decision{State: s.Encode(now), EnsureAlarmAt: s.ensure(now), Events: events, Facts: facts}
 }
 
 func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
@@ -252,11 +264,17 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 }
 
 func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
+	totalsBefore := s.Totals
+	batch := 0
+	if s.LastPlan != nil {
+		batch = s.LastPlan.Items
+	}
 	s.RunStartedAt = 0
 	s.Totals.Ticks++
 	byClass := s.Record(o, now)
 	c, _ := s.controller(cfg)
 	cooldownsBefore := cooldownsOf(c)
+	capacityBefore := c.CapacityPerMin()
 	next := c.Done(now, o.PacingOutcomes())
 	if ra := retryAfter(o); now.Add(ra).After(next) {
 		next = now.Add(ra) // the upstream told us when it will take requests again
@@ -292,7 +310,16 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		ev["error"] = o.Error
 	}
 	events = append([]Event{ev}, events...)
-	d := Decision{State: s.Encode(now), Events: events}
+	fact := ledger.New(cfg.Source(), "controller.tick", now, DiffCounters(s.Totals.Counters(), totalsBefore.Counters()), map[string]any{
+		"picked": o.Picked, "requests": len(o.Requests), "by_class": byClass, "batch": batch,
+		"capacity_before": round3(capacityBefore), "capacity_after": round3(c.CapacityPerMin()),
+		"next_in_ms": next.Sub(now).Milliseconds(), "success_rate": round3(rate), "samples": samples,
+		"duration_ms": o.DurationMs, "cooldown": s.Totals.Cooldowns > totalsBefore.Cooldowns, "pacing": c.Name(),
+	})
+	if o.Error != "" {
+		fact.Data["error"] = truncate(o.Error, maxFactError)
+	}
+	d := Decision{State: s.Encode(now), Events: events, Facts: []ledger.Fact{fact}}
 	if s.Running { // a stop during the run is honoured here
 		d.AlarmAt = max(next.UnixMilli(), now.UnixMilli()+1)
 	}
@@ -310,6 +337,9 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 	switch {
 	case req.Method == "GET" && req.Path == "/status":
 		return Decision{Response: &Response{Status: 200, Body: s.Status(now, cfg)}, EnsureAlarmAt: s.ensure(now)}
+	case req.Method == "GET" && req.Path == "/ledger":
+		// The counters the ledger's facts sum to (reconciliation).
+		return Decision{Response: &Response{Status: 200, Body: map[string]any{"source": cfg.Source(), "counters": s.Totals.Counters()}}}
 	case req.Method == "POST" && req.Path == "/start":
 		s.Running = true
 		c, _ := s.controller(cfg)
@@ -322,10 +352,15 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 		s.Running = false
 		return s.mutated(now, cfg, "stop", 0)
 	case req.Method == "POST" && req.Path == "/reset":
+		old := s
 		s = DefaultState()
+		s.LedgerSince = old.LedgerSince
 		c, _ := s.controller(cfg)
 		s.store(c)
-		return s.mutated(now, cfg, "reset", now.Add(StartDelay).UnixMilli())
+		d := s.mutated(now, cfg, "reset", now.Add(StartDelay).UnixMilli())
+		// The counters start again from zero: the fact says so.
+		d.Facts = []ledger.Fact{ledger.New(cfg.Source(), "controller.reset", now, DiffCounters(Totals{}.Counters(), old.Totals.Counters()), nil)}
+		return d
 	case req.Method == "POST" && req.Path == "/tune":
 		t, ferr := ParseTune([]byte(req.Body))
 		if ferr != nil {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"time"
 
+	"storecrawl/durable/ledger"
 	"storecrawl/durable/pacing"
 )
 
@@ -27,10 +28,16 @@ const (
 	MaxCooldown = time.Hour
 	// DefaultPacing names the pacing algorithm the product runs.
 	DefaultPacing = "probe"
+	// DefaultTarget is the one crawl target today (the object's name).
+	DefaultTarget = "main"
+	// maxFactError bounds an error text kept in a ledger fact.
+	maxFactError = 300
 )
 
 // Config holds deploy-time settings (Worker vars), validated by NewConfig.
 type Config struct {
+	// Target names the crawl target (the object's name); "" = DefaultTarget.
+	Target string
 	// Pacing names the algorithm (durable/pacing): "probe" or "seed".
 	Pacing string
 	// Cooldown is how long the seed rules' critical zone suspends work.
@@ -57,6 +64,44 @@ func NewConfig(pacingName string, cooldownSeconds int) (Config, error) {
 		cfg.Cooldown = d
 	}
 	return cfg, nil
+}
+
+// Source is this controller's name in the ledger.
+func (c Config) Source() string {
+	if c.Target == "" {
+		return ledger.SourceControllerPrefix + DefaultTarget
+	}
+	return ledger.SourceControllerPrefix + c.Target
+}
+
+// Counters are the totals as ledger counters.
+func (t Totals) Counters() map[string]int64 {
+	return map[string]int64{
+		"dispatched": t.Dispatched, "completed": t.Completed, "failed": t.Failed,
+		"rate_limited": t.RateLimited, "item_errors": t.ItemErrors, "gave_up": t.GaveUp,
+		"ticks": t.Ticks, "cooldowns": t.Cooldowns,
+	}
+}
+
+// DiffCounters is after − before, per counter.
+func DiffCounters(after, before map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range after {
+		out[k] = v - before[k]
+	}
+	for k, v := range before {
+		if _, ok := after[k]; !ok {
+			out[k] = -v
+		}
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }
 
 func (c Config) pacingConfig() pacing.Config {
@@ -122,6 +167,9 @@ type State struct {
 	// RunStartedAt marks a work run in flight (unix ms); 0 when idle. A run
 	// that never reports back is abandoned after runTimeout.
 	RunStartedAt int64 `json:"run_started_at,omitempty"`
+	// LedgerSince is when this controller's ledger began (unix ms); its
+	// first fact is a baseline of the counters then.
+	LedgerSince int64 `json:"ledger_since,omitempty"`
 }
 
 // TickSummary is what the last work tick did.

@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"encoding/json"
+
 	"fmt"
 	"sort"
+	"storecrawl/durable/ledger"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +18,8 @@ var Registry = []Task{
 	{Name: "charts-refresh", Every: 5 * time.Minute, Jitter: 30 * time.Second},
 	// Cursor sweep over D1: rating velocity from snapshots and data-quality gaps.
 	{Name: "rating-sweep", Every: 15 * time.Minute, Jitter: time.Minute},
+	// Every ledger writer's counters against the sum of its facts in D1.
+	{Name: "ledger-reconcile", Every: 15 * time.Minute, Jitter: 2 * time.Minute},
 }
 
 // Decision is what the SchedulerDO shim must do after one call.
@@ -26,6 +30,8 @@ type Decision struct {
 	Run           []string  `json:"run,omitempty"` // tasks to run now, each in its own error boundary
 	Response      *Response `json:"response,omitempty"`
 	Events        []Event   `json:"events,omitempty"`
+	// Facts go to the object's ledger, in the same storage transaction as State.
+	Facts []ledger.Fact `json:"facts,omitempty"`
 }
 
 // Response answers an HTTP call.
@@ -106,16 +112,35 @@ func NewConfig(threshold int) (Config, error) {
 
 // Handle runs one operation. Ops: "load", "tick" (alarm fired), "finish"
 // (arg: ResultMsg), "rearm" (after the tick's tasks), "http" (arg: Request).
-func Handle(cfg Config, op, raw string, arg []byte, now time.Time) Decision {
+func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) {
 	s, corrupt := Load(raw, now)
 	s.BreakerThreshold = DefaultBreakerThreshold
 	if cfg.BreakerThreshold > 0 {
 		s.BreakerThreshold = cfg.BreakerThreshold
 	}
-	var d Decision
 	if corrupt {
 		d.Events = append(d.Events, Event{"event": "scheduler.state_corrupt", "level": "error"})
 	}
+	before := s.Counters()
+	if s.LedgerSince == 0 {
+		// The ledger starts here: a baseline fact carries the counters so far.
+		s.LedgerSince = now.UnixMilli()
+		d.Facts = append(d.Facts, ledger.New(ledger.SourceScheduler, "scheduler.baseline", now, before, nil))
+	}
+	defer func() {
+		if delta := diffCounters(s.Counters(), before); len(delta) > 0 {
+			kind, data := "scheduler.adjust", map[string]any{"op": op}
+			if op == "finish" {
+				var r ResultMsg
+				json.Unmarshal(arg, &r)
+				kind = "scheduler.task_run"
+				data = map[string]any{"task": r.Task, "ok": r.OK, "duration_ms": r.DurationMs,
+					"summary": truncate(r.Summary, maxFactText), "error": truncate(r.Error, maxFactText), "rate_limited": r.RateLimited}
+			}
+			d.Facts = append(d.Facts, ledger.New(ledger.SourceScheduler, kind, now, delta, data))
+			d.State = s.encode()
+		}
+	}()
 	switch op {
 	case "load":
 		// A new instance of the object: runs the old one had in flight died
@@ -174,6 +199,49 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) Decision {
 	return d
 }
 
+// maxFactText bounds a summary or error kept in a ledger fact.
+const maxFactText = 300
+
+// Counters are the scheduler's lifetime counters as the ledger sums them:
+// runs and failures per task (retired tasks included).
+func (s *State) Counters() map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range s.Retired {
+		out[k] += v
+	}
+	for name, ts := range s.Tasks {
+		out[runsCounter(name)] += ts.Runs
+		out[failuresCounter(name)] += ts.Failures
+	}
+	return out
+}
+
+func runsCounter(task string) string     { return "runs." + task }
+func failuresCounter(task string) string { return "failures." + task }
+
+// diffCounters is after − before, keeping only the counters that changed.
+func diffCounters(after, before map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	for k, v := range before {
+		if _, ok := after[k]; !ok && v != 0 {
+			out[k] = -v
+		}
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
 // Control is a pause/resume/run-now body.
 type Control struct {
 	Task   string `json:"task"`
@@ -216,6 +284,9 @@ func (s *State) http(req Request, now time.Time, d *Decision) *Response {
 	switch {
 	case req.Method == "GET" && req.Path == "/status":
 		return &Response{Status: 200, Body: s.Status(now)}
+	case req.Method == "GET" && req.Path == "/ledger":
+		// The counters the ledger's facts sum to (reconciliation).
+		return &Response{Status: 200, Body: map[string]any{"source": ledger.SourceScheduler, "counters": s.Counters()}}
 	case req.Method == "POST" && (req.Path == "/pause" || req.Path == "/resume" || req.Path == "/run-now"):
 		c, until, fe := ParseControl(req.Path, req.Body, now)
 		if fe != nil {

@@ -66,6 +66,7 @@ type TaskState struct {
 	LastError           string `json:"last_error,omitempty"`
 	LastSummary         string `json:"last_summary,omitempty"`
 	Runs                int64  `json:"runs"`
+	Failures            int64  `json:"failures"` // lifetime failed runs
 	ConsecutiveFailures int    `json:"consecutive_failures"`
 	LeaseUntil          int64  `json:"lease_until,omitempty"` // unix ms: a run is in progress
 	SkippedStarts       int64  `json:"skipped_starts"`
@@ -78,6 +79,11 @@ type State struct {
 	Tasks            map[string]*TaskState `json:"tasks"`
 	Pause            *Pause                `json:"pause,omitempty"` // global
 	BreakerThreshold int                   `json:"breaker_threshold"`
+	// LedgerSince is when the scheduler's ledger began (unix ms).
+	LedgerSince int64 `json:"ledger_since,omitempty"`
+	// Retired keeps the counters of tasks dropped from the registry, so the
+	// lifetime counters (and the facts that sum to them) never shrink.
+	Retired map[string]int64 `json:"retired,omitempty"`
 }
 
 // New returns a state with every registered task scheduled from now.
@@ -102,8 +108,13 @@ func (s *State) Sync(tasks []Task, now time.Time) {
 			s.Tasks[t.Name] = &TaskState{NextDue: NextSlot(t, now).UnixMilli()}
 		}
 	}
-	for name := range s.Tasks {
+	for name, ts := range s.Tasks {
 		if !known[name] {
+			if s.Retired == nil {
+				s.Retired = map[string]int64{}
+			}
+			s.Retired[runsCounter(name)] += ts.Runs
+			s.Retired[failuresCounter(name)] += ts.Failures
 			delete(s.Tasks, name)
 		}
 	}
@@ -241,6 +252,7 @@ func (s *State) Finish(name string, r Result, now time.Time) []Event {
 		return ev
 	}
 	ts.ConsecutiveFailures++
+	ts.Failures++
 	ts.LastError = r.Error
 	events := []Event{{"event": "scheduler.task.failed", "level": "error", "task": name, "error": r.Error,
 		"consecutive_failures": ts.ConsecutiveFailures, "duration_ms": ts.LastDurationMs}}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"storecrawl/durable/ledger"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -276,5 +278,53 @@ func TestLoadReleasesLeasesOfADeadInstance(t *testing.T) {
 	decide(t, &st, "http", Request{Method: "POST", Path: "/run-now", Body: `{"task":"charts-refresh"}`}, due.Add(2*time.Second))
 	if d := decide(t, &st, "tick", nil, due.Add(3*time.Second)); len(d.Run) != 1 {
 		t.Fatalf("the task must be startable again: %+v", d)
+	}
+}
+
+// The scheduler's facts always sum to its counters: a baseline, one fact
+// per finished run, and nothing for calls that change no counter.
+func TestSchedulerFactsSumToCounters(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000)
+	var facts []ledger.Fact
+	st := ""
+	step := func(op string, arg any) {
+		b, _ := json.Marshal(arg)
+		d := Handle(Config{}, op, st, b, now)
+		st = d.State
+		facts = append(facts, d.Facts...)
+	}
+	step("load", nil)
+	if len(facts) != 1 || facts[0].Kind != "scheduler.baseline" {
+		t.Fatalf("baseline: %+v", facts)
+	}
+	step("tick", nil)
+	step("finish", ResultMsg{Task: "charts-refresh", OK: true, Summary: "10 charts", DurationMs: 30})
+	step("finish", ResultMsg{Task: "rating-sweep", OK: false, Error: "D1 down", DurationMs: 5})
+	step("rearm", nil)
+	step("http", Request{Method: "GET", Path: "/status"})
+	if len(facts) != 3 {
+		t.Fatalf("want baseline + 2 runs, got %d: %+v", len(facts), facts)
+	}
+	run := facts[2]
+	if run.Kind != "scheduler.task_run" || run.Counters["runs.rating-sweep"] != 1 || run.Counters["failures.rating-sweep"] != 1 || run.Data["error"] != "D1 down" {
+		t.Fatalf("run fact %+v", run)
+	}
+	s, _ := Load(st, now)
+	var cs []map[string]int64
+	for _, f := range facts {
+		cs = append(cs, f.Counters)
+	}
+	sum := ledger.SumCounters(cs)
+	for k, v := range s.Counters() {
+		if sum[k] != v {
+			t.Fatalf("%s: facts %d, counters %d", k, sum[k], v)
+		}
+	}
+	// A task dropped from the registry keeps its counters (retired).
+	s.Tasks["gone"] = &TaskState{Runs: 4, Failures: 1}
+	before := s.Counters()
+	s.Sync(Registry, now)
+	if after := s.Counters(); after["runs.gone"] != 4 || len(diffCounters(after, before)) != 0 {
+		t.Fatalf("retired counters lost: %v", after)
 	}
 }

@@ -1,0 +1,211 @@
+// Package ledger is each Durable Object's run history: an append-only list
+// of immutable facts the object writes to its own storage (so it stays the
+// single writer of its history) and replicates to D1 through a queue.
+//
+// A fact carries the changes it made to its writer's lifetime counters
+// (Counters, as deltas), so the counters can always be rebuilt from the
+// facts; Reconcile checks exactly that against what arrived in D1.
+//
+// Replication is at-least-once on the wire and exactly-once in D1: the
+// writer marks a fact replicated only after the queue accepted it (a failed
+// send loses nothing and is retried with backoff), and D1 inserts with
+// ON CONFLICT (id) DO NOTHING (a redelivered batch changes nothing). Facts
+// leave the writer's storage only once replicated and older than the
+// retention period.
+//
+// Plain Go, clock passed in; the shim (shim/ledger.mjs) does the storage and
+// the sending and asks Plan what to do next.
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Fact is one immutable record of something an object did.
+type Fact struct {
+	ID     string `json:"id"`     // random UUID: unique without coordination
+	Source string `json:"source"` // the writer, e.g. "controller:main"
+	Kind   string `json:"kind"`   // e.g. "controller.tick"
+	At     int64  `json:"at"`     // unix ms, from the runtime clock
+	// Counters are the deltas this fact applied to its writer's lifetime
+	// counters (absent counters did not change).
+	Counters map[string]int64 `json:"counters,omitempty"`
+	// Data describes the event (sizes, rates, errors); not summed.
+	Data map[string]any `json:"data,omitempty"`
+}
+
+// New makes a fact with a fresh id. Zero counters are dropped.
+func New(source, kind string, at time.Time, counters map[string]int64, data map[string]any) Fact {
+	f := Fact{ID: uuid.NewString(), Source: source, Kind: kind, At: at.UnixMilli(), Data: data}
+	for k, v := range counters {
+		if v != 0 {
+			if f.Counters == nil {
+				f.Counters = map[string]int64{}
+			}
+			f.Counters[k] = v
+		}
+	}
+	return f
+}
+
+// Source names, one per writer object.
+const (
+	SourceControllerPrefix = "controller:"
+	SourceLimiterPrefix    = "limiter:"
+	SourceScheduler        = "scheduler:v1"
+)
+
+// Limits of a fact and a batch.
+const (
+	// MaxBatchFacts bounds one queue message: it is also D1's limit of
+	// statements per batch, so the consumer writes a message in one batch.
+	MaxBatchFacts = 100
+	// MaxFactBytes bounds one encoded fact, so a full batch stays well
+	// under the queue's 128 KB message limit.
+	MaxFactBytes = 1024
+	maxNameLen   = 100
+)
+
+// BatchType is the queue message type of a replication batch.
+const BatchType = "facts"
+
+// Batch is one replication message: facts of one writer.
+type Batch struct {
+	Type   string `json:"type"`
+	Source string `json:"source"`
+	Facts  []Fact `json:"facts"`
+}
+
+// ErrBadBatch marks a message that can never be stored (it goes to the
+// dead-letter queue for inspection, never dropped).
+var ErrBadBatch = errors.New("bad facts batch")
+
+// ParseBatch decodes and validates a replication message.
+func ParseBatch(body []byte) (Batch, error) {
+	var b Batch
+	if err := json.Unmarshal(body, &b); err != nil {
+		return b, fmt.Errorf("%w: %v", ErrBadBatch, err)
+	}
+	if b.Type != BatchType {
+		return b, fmt.Errorf("%w: type %q", ErrBadBatch, b.Type)
+	}
+	if len(b.Facts) == 0 || len(b.Facts) > MaxBatchFacts {
+		return b, fmt.Errorf("%w: %d facts, want 1..%d", ErrBadBatch, len(b.Facts), MaxBatchFacts)
+	}
+	for i, f := range b.Facts {
+		if err := f.Validate(); err != nil {
+			return b, fmt.Errorf("%w: fact %d: %v", ErrBadBatch, i, err)
+		}
+		if f.Source != b.Source {
+			return b, fmt.Errorf("%w: fact %d from %q in a batch of %q", ErrBadBatch, i, f.Source, b.Source)
+		}
+	}
+	return b, nil
+}
+
+// Validate checks the fields D1 relies on.
+func (f Fact) Validate() error {
+	if _, err := uuid.Parse(f.ID); err != nil {
+		return fmt.Errorf("id %q is not a UUID", f.ID)
+	}
+	if f.Source == "" || len(f.Source) > maxNameLen || f.Kind == "" || len(f.Kind) > maxNameLen {
+		return errors.New("source and kind must be 1..100 characters")
+	}
+	if f.At <= 0 {
+		return errors.New("at must be a unix ms time")
+	}
+	for k := range f.Counters {
+		if k == "" || len(k) > maxNameLen || strings.HasPrefix(k, "_") {
+			return fmt.Errorf("counter name %q", k)
+		}
+	}
+	return nil
+}
+
+// Replication policy of a writer.
+const (
+	// DebounceDelay coalesces the facts of a burst into one send: the first
+	// unsent fact arms the flush, later ones ride along.
+	DebounceDelay = 5 * time.Second
+	// NextBatchDelay: more pending than one batch holds goes out this soon.
+	NextBatchDelay = time.Second
+	// RetryMin and RetryMax bound the backoff after a failed send
+	// (doubling per consecutive failure).
+	RetryMin = 5 * time.Second
+	RetryMax = 5 * time.Minute
+	// DefaultRetention keeps replicated facts in the writer's storage this
+	// long (LEDGER_RETENTION_DAYS overrides it).
+	DefaultRetention = 7 * 24 * time.Hour
+	MinRetention     = time.Hour
+	MaxRetention     = 90 * 24 * time.Hour
+)
+
+// Writer is the replication state of one object, kept by the shim.
+type Writer struct {
+	DueAt    int64 `json:"due_at"`   // unix ms of the next flush; 0 = nothing to send
+	Failures int   `json:"failures"` // consecutive failed sends
+}
+
+// Step is what happened since the last plan.
+type Step struct {
+	Op string `json:"op"` // "append", "sent", "failed"
+	// Remaining is how many facts are still unsent (after "sent"/"failed").
+	Remaining int `json:"remaining"`
+}
+
+// Plan is what the writer does next.
+type Plan struct {
+	Writer
+	// BatchLimit is how many facts the next send takes.
+	BatchLimit int `json:"batch_limit"`
+	// PruneBefore: replicated facts older than this (unix ms) may go.
+	PruneBefore int64 `json:"prune_before"`
+}
+
+// Next advances the writer's replication state.
+func Next(w Writer, st Step, retention time.Duration, now time.Time) Plan {
+	ms := now.UnixMilli()
+	switch st.Op {
+	case "append":
+		if w.DueAt == 0 {
+			w.DueAt = now.Add(DebounceDelay).UnixMilli()
+		}
+	case "sent":
+		w.Failures = 0
+		w.DueAt = 0
+		if st.Remaining > 0 {
+			w.DueAt = now.Add(NextBatchDelay).UnixMilli()
+		}
+	case "failed":
+		w.Failures++
+		w.DueAt = now.Add(Backoff(w.Failures)).UnixMilli()
+	}
+	return Plan{Writer: w, BatchLimit: MaxBatchFacts, PruneBefore: ms - retention.Milliseconds()}
+}
+
+// Backoff is the wait after the n-th consecutive failed send.
+func Backoff(n int) time.Duration {
+	if n < 1 {
+		return 0
+	}
+	d := RetryMin << min(n-1, 16)
+	return min(d, RetryMax)
+}
+
+// RetentionFromDays validates the LEDGER_RETENTION_DAYS setting ("" = default).
+func RetentionFromDays(days float64) (time.Duration, error) {
+	if days == 0 {
+		return DefaultRetention, nil
+	}
+	d := time.Duration(days * float64(24*time.Hour))
+	if d < MinRetention || d > MaxRetention {
+		return DefaultRetention, fmt.Errorf("retention %s outside [%s, %s]", d, MinRetention, MaxRetention)
+	}
+	return d, nil
+}

@@ -1,0 +1,158 @@
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.UnixMilli(1_800_000_000_000)
+
+func TestNewFactHasUniqueIDsAndDropsZeroCounters(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		f := New("controller:main", "controller.tick", t0, map[string]int64{"completed": 3, "failed": 0}, nil)
+		if err := f.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if seen[f.ID] {
+			t.Fatalf("duplicate id %s", f.ID)
+		}
+		seen[f.ID] = true
+		if _, ok := f.Counters["failed"]; ok || f.Counters["completed"] != 3 {
+			t.Fatalf("counters %v", f.Counters)
+		}
+	}
+}
+
+func TestNextDebouncesABurstIntoOneFlush(t *testing.T) {
+	p := Next(Writer{}, Step{Op: "append"}, DefaultRetention, t0)
+	if want := t0.Add(DebounceDelay).UnixMilli(); p.DueAt != want {
+		t.Fatalf("due %d, want %d", p.DueAt, want)
+	}
+	// Later appends of the burst do not push the flush out.
+	p2 := Next(p.Writer, Step{Op: "append"}, DefaultRetention, t0.Add(3*time.Second))
+	if p2.DueAt != p.DueAt {
+		t.Fatalf("append moved the flush: %d → %d", p.DueAt, p2.DueAt)
+	}
+	if p2.BatchLimit != MaxBatchFacts || p2.PruneBefore != t0.Add(3*time.Second).Add(-DefaultRetention).UnixMilli() {
+		t.Fatalf("plan %+v", p2)
+	}
+}
+
+func TestNextAfterSendAndFailure(t *testing.T) {
+	w := Writer{DueAt: t0.UnixMilli()}
+	p := Next(w, Step{Op: "sent", Remaining: 0}, DefaultRetention, t0)
+	if p.DueAt != 0 || p.Failures != 0 {
+		t.Fatalf("all sent: %+v", p)
+	}
+	p = Next(w, Step{Op: "sent", Remaining: 250}, DefaultRetention, t0)
+	if p.DueAt != t0.Add(NextBatchDelay).UnixMilli() {
+		t.Fatalf("more pending: %+v", p)
+	}
+	// Failures back off, doubling, capped; a success clears them.
+	var waits []time.Duration
+	for i := 0; i < 10; i++ {
+		p = Next(p.Writer, Step{Op: "failed", Remaining: 5}, DefaultRetention, t0)
+		waits = append(waits, time.Duration(p.DueAt-t0.UnixMilli())*time.Millisecond)
+	}
+	if waits[0] != RetryMin || waits[1] != 2*RetryMin || waits[9] != RetryMax {
+		t.Fatalf("backoff %v", waits)
+	}
+	if p = Next(p.Writer, Step{Op: "sent"}, DefaultRetention, t0); p.Failures != 0 || p.DueAt != 0 {
+		t.Fatalf("after success %+v", p)
+	}
+}
+
+func TestParseBatch(t *testing.T) {
+	f := New("scheduler:v1", "scheduler.task_run", t0, map[string]int64{"runs.charts-refresh": 1}, map[string]any{"ok": true})
+	good, _ := json.Marshal(Batch{Type: BatchType, Source: "scheduler:v1", Facts: []Fact{f}})
+	b, err := ParseBatch(good)
+	if err != nil || len(b.Facts) != 1 || b.Facts[0].ID != f.ID {
+		t.Fatalf("good batch: %v %+v", err, b)
+	}
+	other := f
+	other.Source = "limiter:x"
+	noID := f
+	noID.ID = "7"
+	reserved := f
+	reserved.Counters = map[string]int64{"_facts": 1}
+	var many []Fact
+	for i := 0; i <= MaxBatchFacts; i++ {
+		many = append(many, f)
+	}
+	for name, body := range map[string]any{
+		"not json":      "{",
+		"wrong type":    Batch{Type: "app-enriched", Source: "scheduler:v1", Facts: []Fact{f}},
+		"empty":         Batch{Type: BatchType, Source: "scheduler:v1"},
+		"too many":      Batch{Type: BatchType, Source: "scheduler:v1", Facts: many},
+		"mixed sources": Batch{Type: BatchType, Source: "scheduler:v1", Facts: []Fact{f, other}},
+		"bad id":        Batch{Type: BatchType, Source: "scheduler:v1", Facts: []Fact{noID}},
+		"reserved name": Batch{Type: BatchType, Source: "scheduler:v1", Facts: []Fact{reserved}},
+	} {
+		raw, _ := json.Marshal(body)
+		if s, ok := body.(string); ok {
+			raw = []byte(s)
+		}
+		if _, err := ParseBatch(raw); !errors.Is(err, ErrBadBatch) {
+			t.Errorf("%s: err %v, want ErrBadBatch", name, err)
+		}
+	}
+}
+
+func TestFullBatchFitsAQueueMessage(t *testing.T) {
+	data := map[string]any{"error": strings.Repeat("x", 300), "pacing": "probe", "batch_before": 12, "batch_after": 14}
+	counters := map[string]int64{"dispatched": 9, "completed": 7, "failed": 1, "rate_limited": 1, "item_errors": 1, "gave_up": 0, "ticks": 1, "cooldowns": 1}
+	var facts []Fact
+	for i := 0; i < MaxBatchFacts; i++ {
+		facts = append(facts, New("controller:main", "controller.tick", t0, counters, data))
+	}
+	raw, _ := json.Marshal(Batch{Type: BatchType, Source: "controller:main", Facts: facts})
+	if len(raw) > 128<<10 {
+		t.Fatalf("full batch is %d bytes, over the 128 KB queue message limit", len(raw))
+	}
+}
+
+func TestReconcile(t *testing.T) {
+	report := Report{
+		Source: "controller:main", Counters: map[string]int64{"completed": 10, "failed": 2},
+		Pending: map[string]int64{"completed": 3}, PendingFacts: 1, Appended: 4, LastSentAt: t0.UnixMilli(),
+	}
+	d1 := map[string]int64{"completed": 7, "failed": 2, FactsCounter: 3}
+	if r := Reconcile(report, d1, t0.Add(time.Hour)); r.Status != StatusOK || r.Diff != nil {
+		t.Fatalf("consistent: %+v", r)
+	}
+	// A batch in flight: D1 short by whole facts right after a send.
+	short := map[string]int64{"completed": 5, "failed": 2, FactsCounter: 2}
+	if r := Reconcile(report, short, t0.Add(10*time.Second)); r.Status != StatusSettling || r.Diff["completed"] != 2 {
+		t.Fatalf("in flight: %+v", r)
+	}
+	// The same long after the last send: lost facts.
+	if r := Reconcile(report, short, t0.Add(SettleWindow+time.Second)); r.Status != StatusMismatch {
+		t.Fatalf("lost: %+v", r)
+	}
+	// Duplicates are never "in flight".
+	dup := map[string]int64{"completed": 9, "failed": 2, FactsCounter: 4}
+	if r := Reconcile(report, dup, t0); r.Status != StatusMismatch || r.Diff[FactsCounter] != -1 {
+		t.Fatalf("duplicate: %+v", r)
+	}
+	// Every fact there, a counter off: the writer's counter drifted.
+	drift := map[string]int64{"completed": 7, "failed": 1, FactsCounter: 3}
+	if r := Reconcile(report, drift, t0); r.Status != StatusMismatch || r.Diff["failed"] != 1 {
+		t.Fatalf("drift: %+v", r)
+	}
+}
+
+func TestRetentionFromDays(t *testing.T) {
+	if d, err := RetentionFromDays(0); err != nil || d != DefaultRetention {
+		t.Fatal(d, err)
+	}
+	if d, err := RetentionFromDays(2); err != nil || d != 48*time.Hour {
+		t.Fatal(d, err)
+	}
+	if _, err := RetentionFromDays(1000); err == nil {
+		t.Fatal("1000 days accepted")
+	}
+}

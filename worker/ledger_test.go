@@ -1,0 +1,148 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"testing"
+	"time"
+
+	"storecrawl/durable/ledger"
+	"storecrawl/worker/enrich"
+)
+
+// memFacts is D1's facts table in memory: the id is the key, a conflicting
+// insert does nothing (as ON CONFLICT (id) DO NOTHING).
+type memFacts struct {
+	rows map[string]enrich.Stmt
+	fail error
+}
+
+func (m *memFacts) WriteFacts(_ context.Context, stmts []enrich.Stmt) (int64, error) {
+	if m.fail != nil {
+		return 0, m.fail
+	}
+	var n int64
+	for _, s := range stmts {
+		id := s.Args[0].(string)
+		if _, ok := m.rows[id]; !ok {
+			m.rows[id] = s
+			n++
+		}
+	}
+	return n, nil
+}
+
+func batchBody(t *testing.T, n int) string {
+	var facts []ledger.Fact
+	for i := 0; i < n; i++ {
+		facts = append(facts, ledger.New("controller:main", "controller.tick", time.UnixMilli(1_800_000_000_000+int64(i)), map[string]int64{"completed": 2}, nil))
+	}
+	b, _ := json.Marshal(ledger.Batch{Type: ledger.BatchType, Source: "controller:main", Facts: facts})
+	return string(b)
+}
+
+func TestHandleFactsIsIdempotentAcrossAFailedDelivery(t *testing.T) {
+	db := &memFacts{rows: map[string]enrich.Stmt{}}
+	var stats ConsumerStats
+	stats.ArmFaults(1)
+	stats.ArmFaults(5) // armed once per isolate: the second call changes nothing
+	body := batchBody(t, 40)
+	if !IsFactsMessage(body) || IsFactsMessage(`{"type":"app-enriched"}`) {
+		t.Fatal("IsFactsMessage")
+	}
+	now := time.UnixMilli(1_800_000_100_000)
+	// First delivery: written, then the injected failure (the queue retries).
+	if err := HandleFacts(context.Background(), body, db, &stats, now); !errors.Is(err, errInjected) {
+		t.Fatalf("first delivery: %v", err)
+	}
+	// Redelivery: nothing new, acked.
+	if err := HandleFacts(context.Background(), body, db, &stats, now); err != nil {
+		t.Fatalf("redelivery: %v", err)
+	}
+	v := stats.View()
+	if len(db.rows) != 40 || v["inserted"] != 40 || v["duplicates"] != 40 || v["faults_injected"] != 1 || v["batches"] != 2 {
+		t.Fatalf("rows %d, stats %v", len(db.rows), v)
+	}
+	// A D1 failure is retried (an error that is not a bad batch), nothing lost.
+	db.fail = errors.New("D1 unavailable")
+	if err := HandleFacts(context.Background(), batchBody(t, 3), db, &stats, now); err == nil || errors.Is(err, ledger.ErrBadBatch) {
+		t.Fatalf("D1 failure: %v", err)
+	}
+	// A malformed batch goes to the dead-letter queue.
+	if err := HandleFacts(context.Background(), `{"type":"facts","source":"x","facts":[]}`, db, &stats, now); !errors.Is(err, ledger.ErrBadBatch) {
+		t.Fatalf("bad batch: %v", err)
+	}
+	// Statements are chunkable inserts keyed by id.
+	b, _ := ledger.ParseBatch([]byte(body))
+	st := FactStatements(b, now)
+	if len(st) != 40 || st[0].Args[0] != b.Facts[0].ID || st[0].Args[4] != `{"completed":2}` {
+		t.Fatalf("statements %+v", st[0])
+	}
+}
+
+func TestParseHistoryQuery(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	parse := func(raw string) (HistoryQuery, string) {
+		v, _ := url.ParseQuery(raw)
+		q, field, _ := ParseHistoryQuery(v.Get, now)
+		return q, field
+	}
+	q, field := parse("")
+	if field != "" || q.Target != "main" || !q.Since.Equal(now.Add(-6*time.Hour)) || q.Bucket != time.Minute {
+		t.Fatalf("defaults %+v %s", q, field)
+	}
+	q, field = parse("since=2026-11-22T10:00:00Z&bucket_s=300")
+	if field != "" || !q.Since.Equal(now.Add(-2*time.Hour)) || q.Bucket != 5*time.Minute {
+		t.Fatalf("explicit %+v %s", q, field)
+	}
+	if q, field = parse("since=" + "1795000000000"); field != "" || q.Since.UnixMilli() != 1795000000000 {
+		t.Fatalf("unix ms %+v %s", q, field)
+	}
+	for raw, want := range map[string]string{
+		"target=other": "target", "since=soon": "since", "since=2026-11-23T00:00:00Z": "since",
+		"since=2026-01-01T00:00:00Z": "since", "bucket_s=59": "bucket_s", "bucket_s=7200": "bucket_s",
+	} {
+		if _, field := parse(raw); field != want {
+			t.Errorf("%s: field %q, want %q", raw, field, want)
+		}
+	}
+}
+
+func TestBuildHistoryBucketsTicks(t *testing.T) {
+	until := time.UnixMilli(1_800_000_000_000).Truncate(time.Minute).Add(10 * time.Minute)
+	q := HistoryQuery{Target: "main", Since: until.Add(-10 * time.Minute), Until: until, Bucket: time.Minute}
+	m0 := q.Since.UnixMilli()
+	tick := func(at int64, c map[string]int64, capacity float64) HistoryFact {
+		return HistoryFact{Kind: "controller.tick", At: at, Counters: c, Data: map[string]any{"capacity_after": capacity}}
+	}
+	ticks := []HistoryFact{
+		{Kind: "controller.baseline", At: m0, Counters: map[string]int64{"completed": 1000}},
+		tick(m0+1000, map[string]int64{"ticks": 1, "dispatched": 10, "completed": 8, "failed": 2, "rate_limited": 2}, 100),
+		tick(m0+30000, map[string]int64{"ticks": 1, "dispatched": 10, "completed": 10}, 120),
+		tick(m0+9*60000, map[string]int64{"ticks": 1, "dispatched": 0, "cooldowns": 1}, 60),
+	}
+	lims := []HistoryFact{
+		{Source: "limiter:upstream-catalogue", Counters: map[string]int64{"allowed": 50, "refused": 2}},
+		{Source: "limiter:upstream-catalogue", Counters: map[string]int64{"allowed": 30, "waited": 1}},
+	}
+	h := BuildHistory(q, ticks, lims)
+	if len(h.Points) != 2 {
+		t.Fatalf("points %+v", h.Points)
+	}
+	p := h.Points[0]
+	if p.T != m0 || p.Dispatched != 20 || p.Completed != 18 || *p.SuccessRate != 0.9 || p.PacePerMin != 18 || *p.CapacityMin != 120 || p.Cooldown {
+		t.Fatalf("first bucket %+v", p)
+	}
+	if last := h.Points[1]; last.SuccessRate != nil || !last.Cooldown || len(h.Cooldowns) != 1 {
+		t.Fatalf("cooldown bucket %+v %v", last, h.Cooldowns)
+	}
+	// 18 completed in the last 10 minutes of a 10-minute window: 1.8/min.
+	if h.ThroughputPerMin != 1.8 || h.ProjectedPerDay != 2592 {
+		t.Fatalf("throughput %v/min, %v/day", h.ThroughputPerMin, h.ProjectedPerDay)
+	}
+	if len(h.Limiters) != 1 || h.Limiters[0] != (LimiterSummary{Key: "upstream-catalogue", Allowed: 80, Refused: 2, Waited: 1}) {
+		t.Fatalf("limiters %+v", h.Limiters)
+	}
+}
