@@ -112,10 +112,15 @@ try {
   const st0 = await api("/v1/enrichment/status");
   if (!st0.body || st0.body.running !== true) fail("the controller is not running before the test: " + JSON.stringify(st0.body));
   await page.locator("#ctl-running", { hasText: /^running$/ }).waitFor();
-  const limRow = page.locator('#limiters tr[data-key="upstream-catalogue"]');
-  await limRow.waitFor();
-  const allowed = Number((await limRow.locator("td").nth(2).textContent()).replace(/,/g, ""));
-  if (!(allowed > 0)) fail("limiter upstream-catalogue shows no admissions: " + (await limRow.textContent()));
+  const num = async (testid) => Number((await page.locator(`[data-testid="${testid}"]`).textContent()).replace(/,/g, ""));
+  await page.locator('[data-testid="lim-allowed-upstream-catalogue"]').waitFor();
+  const allowed = await num("lim-allowed-upstream-catalogue");
+  if (!(allowed > 0)) fail("limiter upstream-catalogue shows no admissions: " + (await page.locator("#limiters").textContent()));
+  const lim6h = hist.status === 200 && (hist.body.limiters || []).find((l) => l.key === "upstream-catalogue");
+  if (lim6h) {
+    await page.waitForFunction(() => /^[\d,]+$/.test(document.querySelector('[data-testid="lim6h-allowed-upstream-catalogue"]').textContent));
+    log(`limiter upstream-catalogue: ${allowed} allowed since start, ${await num("lim6h-allowed-upstream-catalogue")} in the last 6 h (API: ${lim6h.allowed})`);
+  }
   for (const task of ["charts-refresh", "rating-sweep"]) await page.locator(`#scheduler tr[data-task="${task}"]`).waitFor();
   const counts = await api("/v1/pipeline/counts");
   if (counts.status === 200) {
