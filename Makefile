@@ -35,7 +35,8 @@ node_modules/.stamp: package.json package-lock.json
 install: node_modules/.stamp
 	$(GO) mod download
 
-GO_SOURCES := $(shell find cmd worker durable -name '*.go' -not -name '*_test.go') go.mod go.sum
+# Go sources and the files they embed (worker/dashboard.html).
+GO_SOURCES := $(shell find cmd worker durable \( -name '*.go' -not -name '*_test.go' \) -o -name '*.html') go.mod go.sum
 
 build/app.wasm: $(GO_SOURCES)
 	@mkdir -p build

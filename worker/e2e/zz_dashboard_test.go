@@ -48,7 +48,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		st = getStatus(t, w)
 		return st.Totals.Completed >= 40, jsonString(st)
 	})
-	time.Sleep(30 * time.Second) // a second minute bucket of calm work
+	time.Sleep(75 * time.Second) // more minute buckets of calm work
 	s.setConfig(t, map[string]any{"rate_per_min": 2, "burst": 1, "on_exceed": 403, "block_s": 60})
 	eventually(t, 90*time.Second, "a cooldown", func() (bool, string) {
 		st = getStatus(t, w)
@@ -61,6 +61,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		return !st.InCooldown && st.Totals.Completed >= before+10, jsonString(st)
 	})
 	doJSON(t, "POST", ctl+"run-now", adminToken, `{"task":"rating-sweep"}`, nil)
+	time.Sleep(20 * time.Second) // work after the recovery
 	t.Logf("activity: %s, %d completed, %d cooldowns", time.Since(activityStart).Round(time.Second), st.Totals.Completed, st.Totals.Cooldowns)
 
 	// --- the browser test.
@@ -75,7 +76,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	eventually(t, 90*time.Second, "the activity in /v1/history", func() (bool, string) {
 		hist.Points, hist.Cooldowns = nil, nil
 		code := doJSON(t, "GET", w.base+"/v1/history?target=main", "", nil, &hist)
-		return code == 200 && len(hist.Points) >= 2 && len(hist.Cooldowns) >= 1, jsonString(hist)
+		return code == 200 && len(hist.Points) >= 3 && len(hist.Cooldowns) >= 1, jsonString(hist)
 	})
 	cmd := exec.Command(node, filepath.Join(root, "worker", "e2e", "browser", "dashboard.mjs"),
 		"--base", w.base, "--token", adminToken, "--out", dir, "--chromium", chromiumPath)
