@@ -41,13 +41,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	if code := doJSON(t, "POST", w.base+"/v1/enrichment/tune", adminToken, `{"rate_per_min": 300}`, nil); code != 200 {
 		t.Fatalf("tune: %d", code)
 	}
-	ctl := w.base + "/v1/scheduler/"
-	doJSON(t, "POST", ctl+"run-now", adminToken, `{"task":"charts-refresh"}`, nil)
 	var st status
 	eventually(t, 90*time.Second, "calm completions", func() (bool, string) {
 		st = getStatus(t, w)
 		return st.Totals.Completed >= 40, jsonString(st)
 	})
+	ctl := w.base + "/v1/scheduler/"
+	doJSON(t, "POST", ctl+"run-now", adminToken, `{"task":"charts-refresh"}`, nil)
 	time.Sleep(75 * time.Second) // more minute buckets of calm work
 	s.setConfig(t, map[string]any{"rate_per_min": 2, "burst": 1, "on_exceed": 403, "block_s": 60})
 	eventually(t, 90*time.Second, "a cooldown", func() (bool, string) {
