@@ -24,7 +24,7 @@ DEV_PORT ?= 8787
 SIM_ADDR ?= 127.0.0.1:8790
 SEED_APPS ?= 2000
 
-.PHONY: all install build dev test test-go test-integration bench clean seed migrate-local
+.PHONY: all install build dev test test-go test-integration bench clean seed migrate-local chromium
 
 all: build
 
@@ -35,7 +35,8 @@ node_modules/.stamp: package.json package-lock.json
 install: node_modules/.stamp
 	$(GO) mod download
 
-GO_SOURCES := $(shell find cmd worker durable -name '*.go' -not -name '*_test.go') go.mod go.sum
+# Go sources and the files they embed (worker/dashboard.html).
+GO_SOURCES := $(shell find cmd worker durable \( -name '*.go' -not -name '*_test.go' \) -o -name '*.html') go.mod go.sum
 
 build/app.wasm: $(GO_SOURCES)
 	@mkdir -p build
@@ -71,8 +72,19 @@ test-go:
 	$(GO) vet ./...
 	$(GO) test ./...
 
-test-integration: install build
+test-integration: install build chromium
 	$(GO) test -count=1 -tags integration -timeout 20m ./worker/e2e/...
+
+# The dashboard's browser test drives Debian's Chromium (/usr/bin/chromium) with
+# playwright-core; Playwright's own browser download does not work offline.
+CHROMIUM ?= /usr/bin/chromium
+chromium:
+	@if [ -x $(CHROMIUM) ]; then echo "chromium: $$($(CHROMIUM) --version 2>/dev/null)"; \
+	else echo "installing Debian's chromium (needs root and the Debian mirror)"; \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends chromium && \
+		$(CHROMIUM) --version; fi
 
 bench: install build
 	$(GO) run ./cmd/simulate -scenario all

@@ -121,6 +121,7 @@ func NewServer(s *Server) *Server {
 	s.started = time.Now()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /v1/dashboard", s.dashboard)
 	mux.HandleFunc("GET /v1/enrichment/status", s.forward("/status"))
 	for _, action := range []string{"start", "stop", "reset", "tune"} {
 		mux.HandleFunc("POST /v1/enrichment/"+action, s.requireAdmin(s.forward("/"+action)))
