@@ -226,7 +226,7 @@ func searchKeywords(ctx context.Context, kws []string, fetch func(ctx context.Co
 			out = append(out, f)
 		}
 		if i+KeywordChunk < len(kws) {
-			time.Sleep(KeywordChunkPause)
+			Sleep(KeywordChunkPause)
 		}
 	}
 	return out

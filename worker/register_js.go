@@ -152,9 +152,9 @@ func enrichmentRun(args []js.Value) (any, error) {
 		StoreBase: strings.TrimRight(cloudflare.Getenv("UPSTREAM_STORE_BASE"), "/"),
 		Country:   country,
 		Now:       time.Now,
-		Sleep:     time.Sleep,
+		Sleep:     Sleep,
 	}
-	limits := &ratelimit.Client{Caller: p, MaxWait: enrichLimitWait}
+	limits := &ratelimit.Client{Caller: p, MaxWait: enrichLimitWait, Sleep: Sleep}
 	r.Limit = func(ctx context.Context, cost int, fn func(context.Context) error) error {
 		err := limits.Schedule(ctx, upstreamLimit, cost, fn)
 		if errors.Is(err, ratelimit.ErrRateLimited) {

@@ -50,7 +50,7 @@ func schedulerRunTask(args []js.Value) (any, error) {
 // Fetch calls the upstream through the global limiter.
 func (p Platform) Fetch(ctx context.Context, url string) upstream.Response {
 	client := &upstream.Client{HTTP: fetchDoer{fetch.NewClient()}}
-	limits := &ratelimit.Client{Caller: p, MaxWait: enrichLimitWait}
+	limits := &ratelimit.Client{Caller: p, MaxWait: enrichLimitWait, Sleep: Sleep}
 	var r upstream.Response
 	err := limits.Schedule(ctx, upstreamLimit, 1, func(ctx context.Context) error {
 		r = client.Get(ctx, url)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall/js"
+	"time"
 )
 
 // Await blocks the calling goroutine until p settles (the Go scheduler runs
@@ -114,4 +115,24 @@ func SyncFunc(fn func(args []js.Value) any) js.Func {
 		}()
 		return fn(args)
 	})
+}
+
+// Sleep pauses the calling goroutine on a JS timer, not a Go one. One Go
+// instance serves every request of the isolate, and a Go timer wakes its
+// goroutine on whatever call next enters the instance: possibly another
+// request, whose context then owns the goroutine's next I/O and cancels it
+// when that request ends (a run that never finishes). A JS timer belongs to
+// the request running the goroutine now, so the goroutine resumes in it.
+func Sleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	var executor js.Func
+	executor = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		js.Global().Call("setTimeout", args[0], d.Milliseconds())
+		return nil
+	})
+	p := js.Global().Get("Promise").New(executor)
+	executor.Release()
+	Await(p)
 }
