@@ -46,17 +46,26 @@ func NewAppEnrichedEvents(ids []int64, at time.Time) []QueueEvent {
 	return out
 }
 
-// ScoreInput is what demand scoring reads for one app.
+// ScoreInput is what the per-app scores read for one app.
 type ScoreInput struct {
 	TrackID       int64
 	AverageRating float64
 	RatingCount   int64
+	// CurrentVersionReleaseDate is the last update (RFC 3339; "" = unknown).
+	CurrentVersionReleaseDate string
+}
+
+// AppScores are the per-app scores the app-enriched stage writes.
+type AppScores struct {
+	Demand          float64
+	Competitiveness float64
 }
 
 // Analyzer reads current state and writes derived scores (D1).
 type Analyzer interface {
 	ScoreInputs(ctx context.Context, ids []int64) ([]ScoreInput, error)
-	SaveDemandScores(ctx context.Context, scores map[int64]float64, at time.Time) error
+	// SaveAppScores writes demand and competitiveness scores.
+	SaveAppScores(ctx context.Context, scores map[int64]AppScores, at time.Time) error
 	// ClusterKeywords rebuilds the clusters of these keywords from their
 	// current rankings and returns the clusters written.
 	ClusterKeywords(ctx context.Context, keywords []string, at time.Time) ([]string, error)
@@ -75,6 +84,40 @@ func DemandScore(avgRating float64, ratingCount int64) float64 {
 		ratingCount = 0
 	}
 	return math.Round(avgRating*math.Log10(1+float64(ratingCount))*1000) / 1000
+}
+
+// Competitiveness weights and bounds: how entrenched an app is, i.e. what a
+// newcomer to its market would be up against.
+const (
+	// proofWeight: social proof, log-scaled ratings; saturates at proofRatings.
+	proofWeight  = 0.5
+	proofRatings = 1_000_000
+	// qualityWeight: the average rating out of 5.
+	qualityWeight = 0.3
+	// freshnessWeight: an app updated within freshFor is fully maintained;
+	// the credit falls linearly to 0 at staleAfter (an abandoned app is
+	// easier to beat).
+	freshnessWeight = 0.2
+	freshFor        = 30 * 24 * time.Hour
+	staleAfter      = 365 * 24 * time.Hour
+)
+
+// CompetitivenessScore rates, 0–100, how hard an app is to compete with:
+// its social proof, its quality and how actively it is maintained.
+func CompetitivenessScore(in ScoreInput, now time.Time) float64 {
+	proof := math.Min(1, math.Log10(1+float64(max(in.RatingCount, 0)))/math.Log10(1+proofRatings))
+	quality := math.Max(0, math.Min(1, in.AverageRating/5))
+	fresh := 0.0
+	if t, err := time.Parse(time.RFC3339, in.CurrentVersionReleaseDate); err == nil {
+		age := now.Sub(t)
+		switch {
+		case age <= freshFor:
+			fresh = 1
+		case age < staleAfter:
+			fresh = 1 - float64(age-freshFor)/float64(staleAfter-freshFor)
+		}
+	}
+	return math.Round(1000*(proofWeight*proof+qualityWeight*quality+freshnessWeight*fresh)) / 10
 }
 
 // ErrBadEvent marks a message that can never be processed; it is retried to
@@ -98,11 +141,12 @@ func HandleEvent(ctx context.Context, body string, a Analyzer, now time.Time) er
 		if err != nil {
 			return err
 		}
-		scores := make(map[int64]float64, len(inputs))
+		// Enriched apps → competitiveness scoring (and their demand score).
+		scores := make(map[int64]AppScores, len(inputs))
 		for _, in := range inputs {
-			scores[in.TrackID] = DemandScore(in.AverageRating, in.RatingCount)
+			scores[in.TrackID] = AppScores{Demand: DemandScore(in.AverageRating, in.RatingCount), Competitiveness: CompetitivenessScore(in, now)}
 		}
-		if err := a.SaveDemandScores(ctx, scores, now); err != nil {
+		if err := a.SaveAppScores(ctx, scores, now); err != nil {
 			return err
 		}
 		logx.Event("queue.app_enriched_scored", map[string]any{"apps": len(scores)})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ type memAnalyzer struct {
 	analyzed  []string
 	scored    []string
 	emitted   []QueueEvent
+
+	competitiveness map[int64]float64
 }
 
 func (m *memAnalyzer) ScoreInputs(_ context.Context, ids []int64) ([]ScoreInput, error) {
@@ -55,15 +58,19 @@ func (m *memAnalyzer) Emit(_ context.Context, ev QueueEvent) error {
 	return nil
 }
 
-func (m *memAnalyzer) SaveDemandScores(_ context.Context, s map[int64]float64, _ time.Time) error {
+func (m *memAnalyzer) SaveAppScores(_ context.Context, s map[int64]AppScores, _ time.Time) error {
 	for k, v := range s {
-		m.scores[k] = v
+		m.scores[k] = v.Demand
+		if m.competitiveness == nil {
+			m.competitiveness = map[int64]float64{}
+		}
+		m.competitiveness[k] = v.Competitiveness
 	}
 	return nil
 }
 
 func TestHandleEventIsIdempotentAndRejectsBadMessages(t *testing.T) {
-	a := &memAnalyzer{inputs: map[int64]ScoreInput{1: {1, 4.5, 999}, 2: {2, 0, 0}}, scores: map[int64]float64{}}
+	a := &memAnalyzer{inputs: map[int64]ScoreInput{1: {TrackID: 1, AverageRating: 4.5, RatingCount: 999}, 2: {TrackID: 2}}, scores: map[int64]float64{}}
 	body := `{"type":"app-enriched","track_ids":[1,2,3]}`
 	for i := 0; i < 2; i++ { // redelivery changes nothing
 		if err := HandleEvent(context.Background(), body, a, time.Now()); err != nil {
@@ -72,6 +79,9 @@ func TestHandleEventIsIdempotentAndRejectsBadMessages(t *testing.T) {
 	}
 	if a.scores[1] != 13.5 || a.scores[2] != 0 || len(a.scores) != 2 {
 		t.Fatalf("scores %v", a.scores)
+	}
+	if c := a.competitiveness; len(c) != 2 || c[1] <= c[2] || c[2] != 0 {
+		t.Fatalf("competitiveness %v", c)
 	}
 	for _, bad := range []string{`nope`, `{"type":"mystery"}`, `{"type":"app-enriched"}`} {
 		if err := HandleEvent(context.Background(), bad, a, time.Now()); !errors.Is(err, ErrBadEvent) {
@@ -149,5 +159,32 @@ func TestEventsRouteToTheirStages(t *testing.T) {
 		if err := HandleEvent(context.Background(), bad, a, time.Now()); !errors.Is(err, ErrBadEvent) {
 			t.Errorf("%s: %v", bad, err)
 		}
+	}
+}
+
+func TestCompetitivenessScore(t *testing.T) {
+	now := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	day := func(d int) string { return now.Add(-time.Duration(d) * 24 * time.Hour).Format(time.RFC3339) }
+	giant := ScoreInput{AverageRating: 5, RatingCount: 5_000_000, CurrentVersionReleaseDate: day(3)}
+	if got := CompetitivenessScore(giant, now); got != 100 {
+		t.Fatalf("a maintained 5-star app with millions of ratings: %v, want 100", got)
+	}
+	if got := CompetitivenessScore(ScoreInput{}, now); got != 0 {
+		t.Fatalf("nothing known: %v, want 0", got)
+	}
+	// Freshness decays linearly from 30 to 365 days, then counts nothing.
+	fresh := CompetitivenessScore(ScoreInput{AverageRating: 4, RatingCount: 1000, CurrentVersionReleaseDate: day(10)}, now)
+	mid := CompetitivenessScore(ScoreInput{AverageRating: 4, RatingCount: 1000, CurrentVersionReleaseDate: day(197)}, now)
+	stale := CompetitivenessScore(ScoreInput{AverageRating: 4, RatingCount: 1000, CurrentVersionReleaseDate: day(400)}, now)
+	unknown := CompetitivenessScore(ScoreInput{AverageRating: 4, RatingCount: 1000}, now)
+	if !(fresh > mid && mid > stale) || stale != unknown || fresh-stale != 20 || math.Abs(mid-stale-10) > 0.11 {
+		t.Fatalf("freshness: fresh %v mid %v stale %v unknown %v", fresh, mid, stale, unknown)
+	}
+	// More ratings, more entrenched; bad data cannot leave 0–100.
+	if CompetitivenessScore(ScoreInput{AverageRating: 4, RatingCount: 10}, now) >= CompetitivenessScore(ScoreInput{AverageRating: 4, RatingCount: 10000}, now) {
+		t.Fatal("ratings must raise the score")
+	}
+	if got := CompetitivenessScore(ScoreInput{AverageRating: 9, RatingCount: -5}, now); got < 0 || got > 100 {
+		t.Fatalf("out of range: %v", got)
 	}
 }

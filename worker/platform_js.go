@@ -259,21 +259,22 @@ func (p Platform) ScoreInputs(ctx context.Context, ids []int64) ([]ScoreInput, e
 	var out []ScoreInput
 	for rows.Next() {
 		var id, avg, count float64
-		if err := rows.Scan(&id, &avg, &count); err != nil {
+		var updated string
+		if err := rows.Scan(&id, &avg, &count, &updated); err != nil {
 			return nil, err
 		}
-		out = append(out, ScoreInput{TrackID: int64(id), AverageRating: avg, RatingCount: int64(count)})
+		out = append(out, ScoreInput{TrackID: int64(id), AverageRating: avg, RatingCount: int64(count), CurrentVersionReleaseDate: updated})
 	}
 	return out, rows.Err()
 }
 
-func (p Platform) SaveDemandScores(_ context.Context, scores map[int64]float64, at time.Time) error {
+func (p Platform) SaveAppScores(_ context.Context, scores map[int64]AppScores, at time.Time) error {
 	stmts := make([]enrich.Stmt, 0, len(scores))
 	now := at.UTC().Format("2006-01-02T15:04:05.000Z")
 	for id, s := range scores {
 		stmts = append(stmts, enrich.Stmt{
-			SQL:  `UPDATE app_registry SET demand_score = ?, analyzed_at = ? WHERE track_id = ?`,
-			Args: []any{s, now, id},
+			SQL:  `UPDATE app_registry SET demand_score = ?, competitiveness_score = ?, analyzed_at = ? WHERE track_id = ?`,
+			Args: []any{s.Demand, s.Competitiveness, now, id},
 		})
 	}
 	return p.exec(stmts)

@@ -64,14 +64,15 @@ const appJSONSQL = `SELECT json_object(
   'similar_app_ids', json(similar_app_ids), 'html_r2_key', html_r2_key,
   'enrich_priority', enrich_priority, 'enrich_attempts', enrich_attempts,
   'enrichment_source', enrichment_source, 'enrich_error', enrich_error,
-  'enriched_at', enriched_at, 'analyzed_at', analyzed_at, 'demand_score', demand_score,
+  'enriched_at', enriched_at, 'analyzed_at', analyzed_at, 'demand_score', demand_score, 'competitiveness_score', competitiveness_score,
   'rankings_filled_at', rankings_filled_at,
   'discovered_at', discovered_at, 'updated_at', updated_at)
 FROM app_registry WHERE track_id = ?`
 
 // ScoreInputsSQL reads the demand-scoring inputs of n apps by primary key.
 func ScoreInputsSQL(n int) string {
-	return `SELECT track_id, COALESCE(average_rating, 0), COALESCE(rating_count, 0) FROM app_registry WHERE track_id IN (?` +
+	return `SELECT track_id, COALESCE(average_rating, 0), COALESCE(rating_count, 0), COALESCE(current_version_release_date, '')
+FROM app_registry WHERE track_id IN (?` +
 		strings.Repeat(",?", n-1) + `)`
 }
 

@@ -87,6 +87,9 @@ func TestControllerEndToEnd(t *testing.T) {
 		if app["enrichment_source"] != "itunes+store" || app["subtitle"] == nil || app["name"] == nil || app["demand_score"] == nil {
 			t.Fatalf("enriched record incomplete: %v", app)
 		}
+		if c, ok := app["competitiveness_score"].(float64); !ok || c <= 0 || c > 100 {
+			t.Fatalf("competitiveness_score %v, want a score in (0, 100]", app["competitiveness_score"])
+		}
 		// Every upstream call went through the global limiter.
 		var lim map[string]any
 		if code := doJSON(t, "GET", w.base+"/v1/limiter/status?key=upstream-catalogue", "", nil, &lim); code != 200 {
