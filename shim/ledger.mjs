@@ -1,7 +1,7 @@
 // Ledger: a Durable Object's own append-only history (durable/ledger).
 // Plumbing only: Go makes the facts and decides when to send (ledgerPlan);
 // this class keeps them in the object's SQLite storage and sends them:
-//   ledger_facts(id, at, body, counters, sent_at)  one row per fact; sent_at NULL = not replicated yet
+//   ledger_facts(id, at, body, counters, replicated_at)  one row per fact; replicated_at NULL = not replicated yet
 //   ledger_meta(k, v)                              writer state, last_sent_at, appended
 // A fact is marked sent only after the queue accepted its batch, so a failed
 // send loses nothing; D1 ignores a fact it already has, so a resend is harmless.
@@ -10,10 +10,10 @@ export class Ledger {
     this.env = env;
     this.sql = ctx.storage.sql;
     this.sql.exec(
-      "CREATE TABLE IF NOT EXISTS ledger_facts (id TEXT PRIMARY KEY, at INTEGER NOT NULL, body TEXT NOT NULL, counters TEXT NOT NULL, sent_at INTEGER)",
+      "CREATE TABLE IF NOT EXISTS ledger_facts (id TEXT PRIMARY KEY, at INTEGER NOT NULL, body TEXT NOT NULL, counters TEXT NOT NULL, replicated_at INTEGER)",
     );
     // The unsent facts, oldest first: what each send reads.
-    this.sql.exec("CREATE INDEX IF NOT EXISTS ledger_unsent ON ledger_facts (at) WHERE sent_at IS NULL");
+    this.sql.exec("CREATE INDEX IF NOT EXISTS ledger_unsent ON ledger_facts (at) WHERE replicated_at IS NULL");
     this.sql.exec("CREATE TABLE IF NOT EXISTS ledger_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)");
     this.writer = JSON.parse(this.meta("writer") ?? '{"due_at":0,"failures":0}');
   }
@@ -45,7 +45,7 @@ export class Ledger {
     if (!facts || facts.length === 0) return;
     for (const f of facts) {
       this.sql.exec(
-        "INSERT OR IGNORE INTO ledger_facts (id, at, body, counters, sent_at) VALUES (?, ?, ?, ?, NULL)",
+        "INSERT OR IGNORE INTO ledger_facts (id, at, body, counters, replicated_at) VALUES (?, ?, ?, ?, NULL)",
         f.id,
         f.at,
         JSON.stringify(f),
@@ -57,7 +57,7 @@ export class Ledger {
   }
 
   unsentCount() {
-    return this.sql.exec("SELECT COUNT(*) AS n FROM ledger_facts WHERE sent_at IS NULL").one().n;
+    return this.sql.exec("SELECT COUNT(*) AS n FROM ledger_facts WHERE replicated_at IS NULL").one().n;
   }
 
   // flush sends one batch if a send is due, then prunes what retention allows.
@@ -65,7 +65,7 @@ export class Ledger {
     const due = this.dueAt();
     if (due === null || due > Date.now()) return;
     const limit = JSON.parse(go.ledgerPlan(JSON.stringify({ writer: this.writer, step: { op: "" } }), Date.now())).batch_limit;
-    const rows = this.sql.exec("SELECT id, body FROM ledger_facts WHERE sent_at IS NULL ORDER BY at LIMIT ?", limit).toArray();
+    const rows = this.sql.exec("SELECT id, body FROM ledger_facts WHERE replicated_at IS NULL ORDER BY at LIMIT ?", limit).toArray();
     let p;
     if (rows.length === 0) {
       p = this.plan(go, "sent", 0);
@@ -81,19 +81,19 @@ export class Ledger {
         return;
       }
       const now = Date.now();
-      for (const r of rows) this.sql.exec("UPDATE ledger_facts SET sent_at = ? WHERE id = ?", now, r.id);
+      for (const r of rows) this.sql.exec("UPDATE ledger_facts SET replicated_at = ? WHERE id = ?", now, r.id);
       this.setMeta("last_sent_at", now);
       p = this.plan(go, "sent", this.unsentCount());
     }
     // Only replicated facts past retention leave the object's storage.
-    this.sql.exec("DELETE FROM ledger_facts WHERE sent_at IS NOT NULL AND at < ?", p.prune_before);
+    this.sql.exec("DELETE FROM ledger_facts WHERE replicated_at IS NOT NULL AND at < ?", p.prune_before);
   }
 
   // report is the writer's side of reconciliation (durable/ledger.Report).
   report(source, counters) {
     const pending = {};
     for (const row of this.sql.exec(
-      "SELECT j.key AS k, SUM(j.value) AS v FROM ledger_facts f, json_each(f.counters) j WHERE f.sent_at IS NULL GROUP BY j.key",
+      "SELECT j.key AS k, SUM(j.value) AS v FROM ledger_facts f, json_each(f.counters) j WHERE f.replicated_at IS NULL GROUP BY j.key",
     )) {
       pending[row.k] = row.v;
     }
