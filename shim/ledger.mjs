@@ -35,6 +35,7 @@ export class Ledger {
   plan(go, op, remaining) {
     const p = JSON.parse(go.ledgerPlan(JSON.stringify({ writer: this.writer, step: { op, remaining } }), Date.now()));
     this.writer = { due_at: p.due_at, failures: p.failures };
+    this.batchLimit = p.batch_limit;
     this.setMeta("writer", JSON.stringify(this.writer));
     return p;
   }
@@ -64,8 +65,9 @@ export class Ledger {
   async flush(go) {
     const due = this.dueAt();
     if (due === null || due > Date.now()) return;
-    const limit = JSON.parse(go.ledgerPlan(JSON.stringify({ writer: this.writer, step: { op: "" } }), Date.now())).batch_limit;
-    const rows = this.sql.exec("SELECT id, body FROM ledger_facts WHERE replicated_at IS NULL ORDER BY at LIMIT ?", limit).toArray();
+    // The batch size is Go's; a send after a restart asks for it once.
+    if (this.batchLimit === undefined) this.plan(go, "", 0);
+    const rows = this.sql.exec("SELECT id, body FROM ledger_facts WHERE replicated_at IS NULL ORDER BY at LIMIT ?", this.batchLimit).toArray();
     let p;
     if (rows.length === 0) {
       p = this.plan(go, "sent", 0);

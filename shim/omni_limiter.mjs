@@ -69,13 +69,16 @@ export class OmniLimiter extends DurableObject {
 
   // record applies the ledger part of a Go answer: a closed minute's fact
   // and the counters it brings (one transaction: no await in between).
-  async record(go, a) {
-    if (a.fact) {
-      this.ops.writes++;
-      this.ledger.append(go, [a.fact]);
-      this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('closed', ?)", JSON.stringify(a.closed));
-    }
-    const times = [a.open_until || null, this.ledger.dueAt()].filter((t) => t !== null);
+  record(go, a) {
+    if (!a.fact) return;
+    this.ops.writes++;
+    this.ledger.append(go, [a.fact]);
+    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('closed', ?)", JSON.stringify(a.closed));
+  }
+
+  // arm keeps the alarm due by the open minute's end and the ledger's next send.
+  async arm(openUntil) {
+    const times = [openUntil || null, this.ledger.dueAt()].filter((t) => t !== null);
     const want = times.length ? Math.min(...times) : null;
     if (want !== null && (this.alarmAt === null || this.alarmAt > want || this.alarmAt < Date.now())) {
       this.alarmAt = want;
@@ -83,16 +86,14 @@ export class OmniLimiter extends DurableObject {
     }
   }
 
+  // alarm closes the minute of a key that went quiet and sends the ledger.
   async alarm() {
     const go = await goBinding(this.env, this.ctx);
     this.alarmAt = null;
     const a = JSON.parse(go.limiterRoll(this.id, Date.now()));
-    if (a.fact) {
-      this.ledger.append(go, [a.fact]);
-      this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('closed', ?)", JSON.stringify(a.closed));
-    }
+    this.record(go, a);
     await this.ledger.flush(go);
-    await this.record(go, { open_until: a.open_until });
+    await this.arm(a.open_until);
   }
 
   async fetch(request) {
@@ -143,7 +144,8 @@ export class OmniLimiter extends DurableObject {
       if (a.allowed) {
         this.persist(a.write); // the output gate holds the answer until this is durable
       }
-      await this.record(go, a);
+      this.record(go, a);
+      await this.arm(a.open_until);
       // Hold the caller instead of refusing, while its wait budget lasts:
       // one subrequest instead of a retry loop of them.
       if (a.allowed || Date.now() + a.retryAfterMs > deadline) {

@@ -502,15 +502,31 @@ func pageParams(r *http.Request) (limit, offset int, field string) {
 
 // markets serves /v1/clusters (by size) and /v1/opportunities (by score).
 func (s *Server) markets(byScore bool) http.HandlerFunc {
+	return pagedList("markets", func(ctx context.Context, limit, offset int) ([]json.RawMessage, error) {
+		return s.Markets.Markets(ctx, byScore, limit, offset)
+	})
+}
+
+// deadLetters serves GET /v1/system/dead-letters: the EVENTS messages that
+// failed every retry, newest first.
+func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
+	pagedList("dead_letters", func(ctx context.Context, limit, offset int) ([]json.RawMessage, error) {
+		return s.Dead.DeadLetters(ctx, limit, offset)
+	})(w, r)
+}
+
+// pagedList serves one page of a list read by read: limit/offset validated
+// (400 naming the field), {items, limit, offset, next_offset} answered.
+func pagedList(what string, read func(ctx context.Context, limit, offset int) ([]json.RawMessage, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		limit, offset, field := pageParams(r)
 		if field != "" {
 			writeError(w, http.StatusBadRequest, field, fmt.Sprintf("%s must be an integer (limit 1–%d, offset 0–%d)", field, MaxPageSize, MaxOffset))
 			return
 		}
-		items, err := s.Markets.Markets(r.Context(), byScore, limit, offset)
+		items, err := read(r.Context(), limit, offset)
 		if err != nil {
-			logx.Err("markets.read_failed", err, nil)
+			logx.Err(what+".read_failed", err, nil)
 			writeError(w, http.StatusInternalServerError, "", "read failed")
 			return
 		}
@@ -523,30 +539,6 @@ func (s *Server) markets(byScore bool) http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"items": items, "limit": limit, "offset": offset, "next_offset": next})
 	}
-}
-
-// deadLetters serves GET /v1/system/dead-letters: the EVENTS messages that
-// failed every retry, newest first.
-func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
-	limit, offset, field := pageParams(r)
-	if field != "" {
-		writeError(w, http.StatusBadRequest, field, fmt.Sprintf("%s must be an integer (limit 1–%d, offset 0–%d)", field, MaxPageSize, MaxOffset))
-		return
-	}
-	items, err := s.Dead.DeadLetters(r.Context(), limit, offset)
-	if err != nil {
-		logx.Err("dead_letters.read_failed", err, nil)
-		writeError(w, http.StatusInternalServerError, "", "read failed")
-		return
-	}
-	if items == nil {
-		items = []json.RawMessage{}
-	}
-	next := any(nil)
-	if len(items) == limit {
-		next = offset + limit
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items, "limit": limit, "offset": offset, "next_offset": next})
 }
 
 // testOnly answers 404, as for any unknown path, unless test routes are on.

@@ -310,14 +310,14 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		ev["error"] = o.Error
 	}
 	events = append([]Event{ev}, events...)
-	fact := ledger.New(cfg.Source(), "controller.tick", now, DiffCounters(s.Totals.Counters(), totalsBefore.Counters()), map[string]any{
+	fact := ledger.New(cfg.Source(), "controller.tick", now, ledger.Diff(s.Totals.Counters(), totalsBefore.Counters()), map[string]any{
 		"picked": o.Picked, "requests": len(o.Requests), "by_class": byClass, "batch": batch,
 		"capacity_before": round3(capacityBefore), "capacity_after": round3(c.CapacityPerMin()),
 		"next_in_ms": next.Sub(now).Milliseconds(), "success_rate": round3(rate), "samples": samples,
 		"duration_ms": o.DurationMs, "cooldown": s.Totals.Cooldowns > totalsBefore.Cooldowns, "pacing": c.Name(),
 	})
 	if o.Error != "" {
-		fact.Data["error"] = truncate(o.Error, maxFactError)
+		fact.Data["error"] = ledger.Truncate(o.Error, maxFactError)
 	}
 	d := Decision{State: s.Encode(now), Events: events, Facts: []ledger.Fact{fact}}
 	if s.Running { // a stop during the run is honoured here
@@ -359,7 +359,7 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 		s.store(c)
 		d := s.mutated(now, cfg, "reset", now.Add(StartDelay).UnixMilli())
 		// The counters start again from zero: the fact says so.
-		d.Facts = []ledger.Fact{ledger.New(cfg.Source(), "controller.reset", now, DiffCounters(Totals{}.Counters(), old.Totals.Counters()), nil)}
+		d.Facts = []ledger.Fact{ledger.New(cfg.Source(), "controller.reset", now, ledger.Diff(Totals{}.Counters(), old.Totals.Counters()), nil)}
 		return d
 	case req.Method == "POST" && req.Path == "/tune":
 		t, ferr := ParseTune([]byte(req.Body))

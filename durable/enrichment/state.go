@@ -83,27 +83,6 @@ func (t Totals) Counters() map[string]int64 {
 	}
 }
 
-// DiffCounters is after − before, per counter.
-func DiffCounters(after, before map[string]int64) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range after {
-		out[k] = v - before[k]
-	}
-	for k, v := range before {
-		if _, ok := after[k]; !ok {
-			out[k] = -v
-		}
-	}
-	return out
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
 func (c Config) pacingConfig() pacing.Config {
 	return pacing.Config{SubrequestsPerItem: SubrequestsPerItem, Cooldown: c.Cooldown}
 }

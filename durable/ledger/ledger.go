@@ -54,6 +54,31 @@ func New(source, kind string, at time.Time, counters map[string]int64, data map[
 	return f
 }
 
+// Diff is after − before per counter, keeping only the counters that
+// changed: the deltas a fact carries.
+func Diff(after, before map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	for k, v := range before {
+		if _, ok := after[k]; !ok && v != 0 {
+			out[k] = -v
+		}
+	}
+	return out
+}
+
+// Truncate bounds a text kept in a fact's data to n bytes.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
 // Source names, one per writer object.
 const (
 	SourceControllerPrefix = "controller:"

@@ -128,14 +128,14 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) 
 		d.Facts = append(d.Facts, ledger.New(ledger.SourceScheduler, "scheduler.baseline", now, before, nil))
 	}
 	defer func() {
-		if delta := diffCounters(s.Counters(), before); len(delta) > 0 {
+		if delta := ledger.Diff(s.Counters(), before); len(delta) > 0 {
 			kind, data := "scheduler.adjust", map[string]any{"op": op}
 			if op == "finish" {
 				var r ResultMsg
 				json.Unmarshal(arg, &r)
 				kind = "scheduler.task_run"
 				data = map[string]any{"task": r.Task, "ok": r.OK, "duration_ms": r.DurationMs,
-					"summary": truncate(r.Summary, maxFactText), "error": truncate(r.Error, maxFactText), "rate_limited": r.RateLimited}
+					"summary": ledger.Truncate(r.Summary, maxFactText), "error": ledger.Truncate(r.Error, maxFactText), "rate_limited": r.RateLimited}
 			}
 			d.Facts = append(d.Facts, ledger.New(ledger.SourceScheduler, kind, now, delta, data))
 			d.State = s.encode()
@@ -218,29 +218,6 @@ func (s *State) Counters() map[string]int64 {
 
 func runsCounter(task string) string     { return "runs." + task }
 func failuresCounter(task string) string { return "failures." + task }
-
-// diffCounters is after − before, keeping only the counters that changed.
-func diffCounters(after, before map[string]int64) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range after {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	for k, v := range before {
-		if _, ok := after[k]; !ok && v != 0 {
-			out[k] = -v
-		}
-	}
-	return out
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
 
 // Control is a pause/resume/run-now body.
 type Control struct {
