@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { goBinding } from "./go.mjs";
+import { callGo, goBinding } from "./go.mjs";
 import { Ledger } from "./ledger.mjs";
 
 // DecisionObject is the plumbing the Go-decided Durable Objects share: the
@@ -38,9 +38,7 @@ export class DecisionObject extends DurableObject {
   // alarm retry is right.
   async decide(op, arg) {
     const go = await goBinding(this.env, this.ctx);
-    const out = go[this.goDecide](op, this.state, JSON.stringify(arg), Date.now());
-    if (out instanceof Error) throw out;
-    const d = JSON.parse(out);
+    const d = callGo(go, this.goDecide, op, this.state, JSON.stringify(arg), Date.now());
     let stored = null;
     if (d.state && d.state !== this.state) {
       // Take the new state before awaiting the write, so a call that

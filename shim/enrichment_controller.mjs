@@ -1,5 +1,5 @@
 import { DecisionObject } from "./decision_object.mjs";
-import { goBinding } from "./go.mjs";
+import { callGoAsync, goBinding } from "./go.mjs";
 
 // EnrichmentController: the adaptive crawl loop, one object per crawl
 // target. Go (durable/enrichment, durable/pacing) decides; Go
@@ -15,8 +15,8 @@ export class EnrichmentController extends DecisionObject {
     if (!d.run) return;
     const go = await goBinding(this.env, this.ctx);
     // The run settles every item and reports a run-level failure inside the
-    // outcome; it only rejects on a bug, and then the runtime retries the alarm.
-    const outcome = await go.enrichmentRun(JSON.stringify(d.run));
-    await this.decide("tick_done", JSON.parse(outcome));
+    // outcome; it only throws on a bug, and then the runtime retries the alarm.
+    const outcome = await callGoAsync(go, "enrichmentRun", JSON.stringify(d.run));
+    await this.decide("tick_done", outcome);
   }
 }

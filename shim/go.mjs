@@ -56,3 +56,26 @@ export async function goBinding(env, ctx) {
   await starting;
   return runtimeContext.binding;
 }
+
+// callGo calls a Go export and unwraps its JSON answer: every export answers
+// {"ok": value} or {"error": "..."} (worker/jsx.Export). This is the one
+// place a Go failure becomes a thrown Error, with Go's own message.
+export function callGo(go, name, ...args) {
+  return unwrap(name, go[name](...args));
+}
+
+// callGoAsync is callGo for the exports that return a Promise of the answer.
+export async function callGoAsync(go, name, ...args) {
+  return unwrap(name, await go[name](...args));
+}
+
+function unwrap(name, out) {
+  let answer;
+  try {
+    answer = JSON.parse(out);
+  } catch {
+    throw new Error(`go ${name}: unreadable answer: ${String(out).slice(0, 200)}`);
+  }
+  if (answer.error !== undefined) throw new Error(`go ${name}: ${answer.error}`);
+  return answer.ok;
+}

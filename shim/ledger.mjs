@@ -1,3 +1,5 @@
+import { callGo } from "./go.mjs";
+
 // Ledger: a Durable Object's own append-only history (durable/ledger).
 // Plumbing only: Go makes the facts and decides when to send (ledgerPlan);
 // this class keeps them in the object's SQLite storage and sends them:
@@ -33,7 +35,7 @@ export class Ledger {
   }
 
   plan(go, op, remaining) {
-    const p = JSON.parse(go.ledgerPlan(JSON.stringify({ writer: this.writer, step: { op, remaining } }), Date.now()));
+    const p = callGo(go, "ledgerPlan", JSON.stringify({ writer: this.writer, step: { op, remaining } }), Date.now());
     this.writer = { due_at: p.due_at, failures: p.failures };
     this.batchLimit = p.batch_limit;
     this.setMeta("writer", JSON.stringify(this.writer));

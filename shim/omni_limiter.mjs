@@ -1,9 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
-import { goBinding } from "./go.mjs";
+import { callGo, goBinding } from "./go.mjs";
 import { Ledger } from "./ledger.mjs";
 
 // OmniLimiter: one object per rate-limit key (idFromName("limiter_" + key)).
-// Plumbing only: Go (durable/limiter) decides in memory; this class keeps
+// Plumbing only: Go (durable/limiter.Objects) routes every call and decides
+// in memory; this class keeps
 // the object's SQLite storage in step with one small write per admission:
 //   ring(slot, at, cost)  sliding-window admissions, at most `limit` rows, overwritten in place
 //   meta(k, v)            gcra "tat", token bucket "tokens"/"last_ms", the key's "policy",
@@ -48,7 +49,7 @@ export class OmniLimiter extends DurableObject {
       this.ops.writes++;
       this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('policy', ?)", policyJSON);
     }
-    go.limiterRestore(this.id, JSON.stringify(input), Date.now());
+    callGo(go, "limiterRestore", this.id, JSON.stringify(input), Date.now());
   }
 
   persist(w) {
@@ -90,7 +91,7 @@ export class OmniLimiter extends DurableObject {
   async alarm() {
     const go = await goBinding(this.env, this.ctx);
     this.alarmAt = null;
-    const a = JSON.parse(go.limiterRoll(this.id, Date.now()));
+    const a = callGo(go, "limiterRoll", this.id, Date.now());
     this.record(go, a);
     await this.ledger.flush(go);
     await this.arm(a.open_until);
@@ -104,59 +105,39 @@ export class OmniLimiter extends DurableObject {
   }
 
   // call is the RPC entry the Worker uses (no Request/Response objects on
-  // the hot path); fetch wraps it for HTTP callers.
+  // the hot path); fetch wraps it for HTTP callers. Go answers what to do
+  // (durable/limiter.Answer): restore, persist, record, arm, hold, answer.
   async call(method, path, body) {
     const go = await goBinding(this.env, this.ctx);
-    if (method === "GET" && path === "/ledger") {
-      const key = JSON.parse(body || "{}").key ?? "";
-      const closed = JSON.parse(this.meta("closed") ?? '{"allowed":0,"refused":0,"waited":0}');
-      return { status: 200, json: JSON.stringify(this.ledger.report("limiter:" + key, closed)) };
-    }
-    if (method === "GET" && path === "/status") {
-      let usage = JSON.parse(go.limiterStatus(this.id, Date.now()));
-      const policy = usage.known === false ? this.meta("policy") : null;
-      if (policy) {
-        this.restore(go, JSON.parse(policy));
-        usage = JSON.parse(go.limiterStatus(this.id, Date.now()));
-      }
-      usage.storage = this.ops;
-      return { status: usage.known === false ? 404 : 200, json: JSON.stringify(usage) };
-    }
-    if (method !== "POST" || path !== "/acquire") {
-      return { status: 404, json: JSON.stringify({ error: "no such route", field: "path" }) };
-    }
-    let waitMs = 0;
-    try {
-      waitMs = Math.max(0, Number(JSON.parse(body).waitMs ?? 0) || 0);
-    } catch {
-      // Go rejects the malformed body below with a 400 naming it.
-    }
-    const deadline = Date.now() + waitMs;
+    const started = Date.now();
     let waited = false;
     for (;;) {
-      let out = go.limiterAcquire(this.id, body, Date.now(), waited);
-      let a = JSON.parse(out);
-      if (a.field) return { status: 400, json: out };
-      if (a.need_restore) {
-        this.restore(go, a.policy);
-        a = JSON.parse(go.limiterAcquire(this.id, body, Date.now(), waited));
+      const a = callGo(go, "limiterCall", this.id, method, path, body, started, waited, Date.now(), this.ops.writes, this.ops.reads);
+      if (a.restore) {
+        this.restore(go, a.restore);
+        continue;
       }
-      if (a.allowed) {
-        this.persist(a.write); // the output gate holds the answer until this is durable
+      if (a.restore_stored) {
+        const policy = this.meta("policy");
+        if (policy) {
+          this.restore(go, JSON.parse(policy));
+          continue;
+        }
       }
+      this.persist(a.write); // the output gate holds the answer until this is durable
       this.record(go, a);
       await this.arm(a.open_until);
-      // Hold the caller instead of refusing, while its wait budget lasts:
-      // one subrequest instead of a retry loop of them.
-      if (a.allowed || Date.now() + a.retryAfterMs > deadline) {
-        delete a.write;
-        delete a.fact;
-        delete a.closed;
-        delete a.open_until;
-        return { status: 200, json: JSON.stringify(a) };
+      if (a.wait_ms) {
+        // Held instead of refused, while the caller's wait budget lasts.
+        waited = true;
+        await new Promise((resolve) => setTimeout(resolve, a.wait_ms));
+        continue;
       }
-      waited = true;
-      await new Promise((resolve) => setTimeout(resolve, a.retryAfterMs));
+      if (a.report) {
+        const closed = JSON.parse(this.meta("closed") ?? '{"allowed":0,"refused":0,"waited":0}');
+        return { status: 200, json: JSON.stringify(this.ledger.report(a.report, closed)) };
+      }
+      return { status: a.response.status, json: JSON.stringify(a.response.body) };
     }
   }
 }

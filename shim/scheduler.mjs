@@ -1,5 +1,5 @@
 import { DecisionObject } from "./decision_object.mjs";
-import { goBinding } from "./go.mjs";
+import { callGoAsync, goBinding } from "./go.mjs";
 
 // SchedulerDO: one alarm for every periodic task (idFromName("v1")). Go
 // (durable/scheduler) decides what is due and when to wake; Go
@@ -19,7 +19,7 @@ export class SchedulerDO extends DecisionObject {
       (d.run ?? []).map(async (task) => {
         let result;
         try {
-          result = JSON.parse(await go.schedulerRunTask(task));
+          result = await callGoAsync(go, "schedulerRunTask", task);
         } catch (e) {
           result = { task, ok: false, error: String(e?.message ?? e) };
         }

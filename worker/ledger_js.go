@@ -21,15 +21,15 @@ import (
 
 // ledgerPlan({writer, step}, nowMs) → ledger.Plan JSON: the shim's Ledger
 // asks what to do after each append, send and failure.
-func ledgerPlan(args []js.Value) any {
+func ledgerPlan(args []js.Value) (any, error) {
 	var in struct {
 		Writer ledger.Writer `json:"writer"`
 		Step   ledger.Step   `json:"step"`
 	}
 	if err := json.Unmarshal([]byte(args[0].String()), &in); err != nil {
-		panic("ledgerPlan: " + err.Error())
+		return nil, fmt.Errorf("ledgerPlan: %w", err)
 	}
-	return mustJSON(ledger.Next(in.Writer, in.Step, ledgerRetention(), time.UnixMilli(int64(args[1].Float()))))
+	return ledger.Next(in.Writer, in.Step, ledgerRetention(), time.UnixMilli(int64(args[1].Float()))), nil
 }
 
 // ledgerRetention reads LEDGER_RETENTION_DAYS; a bad value is logged and

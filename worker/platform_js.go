@@ -21,7 +21,7 @@ import (
 	"github.com/syumai/workers/cloudflare/r2"
 
 	"storecrawl/worker/enrich"
-	"storecrawl/worker/jsx"
+	"storecrawl/worker/cf"
 )
 
 // Binding names from wrangler.jsonc.
@@ -89,21 +89,21 @@ func (Platform) execReturning(ctx context.Context, stmts []enrich.Stmt) (int64, 
 			for j, a := range s.Args {
 				args[j] = jsValue(a)
 			}
-			prepared, err := jsx.Call(db, "prepare", s.SQL)
+			prepared, err := cf.Call(db, "prepare", s.SQL)
 			if err != nil {
 				return changes, err
 			}
-			bound, err := jsx.Call(prepared, "bind", args...)
+			bound, err := cf.Call(prepared, "bind", args...)
 			if err != nil {
 				return changes, err
 			}
 			arr.Call("push", bound)
 		}
-		p, err := jsx.Call(db, "batch", arr)
+		p, err := cf.Call(db, "batch", arr)
 		if err != nil {
 			return changes, err
 		}
-		results, err := jsx.Await(p)
+		results, err := cf.Await(p)
 		if err != nil {
 			return changes, err
 		}
@@ -140,19 +140,19 @@ func queryAll(ctx context.Context, q string, args ...any) ([]js.Value, error) {
 	for i, a := range args {
 		vals[i] = jsValue(a)
 	}
-	prepared, err := jsx.Call(db, "prepare", q)
+	prepared, err := cf.Call(db, "prepare", q)
 	if err != nil {
 		return nil, err
 	}
-	bound, err := jsx.Call(prepared, "bind", vals...)
+	bound, err := cf.Call(prepared, "bind", vals...)
 	if err != nil {
 		return nil, err
 	}
-	p, err := jsx.Call(bound, "all")
+	p, err := cf.Call(bound, "all")
 	if err != nil {
 		return nil, err
 	}
-	res, err := jsx.Await(p)
+	res, err := cf.Await(p)
 	if err != nil {
 		return nil, err
 	}
@@ -351,20 +351,20 @@ func (Platform) CallLimiter(_ context.Context, key, method, path string, body []
 	if ns.IsUndefined() {
 		return 0, nil, fmt.Errorf("durable object binding %s missing", bindingLimiter)
 	}
-	id, err := jsx.Call(ns, "idFromName", limiterPrefix+key)
+	id, err := cf.Call(ns, "idFromName", limiterPrefix+key)
 	if err != nil {
 		return 0, nil, err
 	}
-	stub, err := jsx.Call(ns, "get", id)
+	stub, err := cf.Call(ns, "get", id)
 	if err != nil {
 		return 0, nil, err
 	}
 	// RPC, not fetch: no Request/Response objects on the limiter's hot path.
-	p, err := jsx.Call(stub, "call", method, path, string(body))
+	p, err := cf.Call(stub, "call", method, path, string(body))
 	if err != nil {
 		return 0, nil, err
 	}
-	out, err := jsx.Await(p)
+	out, err := cf.Await(p)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -385,36 +385,36 @@ func callDO(bindingName, objectName, locationHint, method, path string, body []b
 	if ns.IsUndefined() {
 		return 0, nil, fmt.Errorf("durable object binding %s missing", bindingName)
 	}
-	id, err := jsx.Call(ns, "idFromName", objectName)
+	id, err := cf.Call(ns, "idFromName", objectName)
 	if err != nil {
 		return 0, nil, err
 	}
-	opts := jsx.Object(map[string]any{})
+	opts := cf.Object(map[string]any{})
 	if locationHint != "" {
 		opts.Set("locationHint", locationHint)
 	}
-	stub, err := jsx.Call(ns, "get", id, opts)
+	stub, err := cf.Call(ns, "get", id, opts)
 	if err != nil {
 		return 0, nil, err
 	}
-	init := jsx.Object(map[string]any{"method": method})
+	init := cf.Object(map[string]any{"method": method})
 	if body != nil {
 		init.Set("body", string(body))
-		init.Set("headers", jsx.Object(map[string]any{"content-type": "application/json"}))
+		init.Set("headers", cf.Object(map[string]any{"content-type": "application/json"}))
 	}
-	p, err := jsx.Call(stub, "fetch", "https://"+strings.ToLower(bindingName)+".internal"+path, init)
+	p, err := cf.Call(stub, "fetch", "https://"+strings.ToLower(bindingName)+".internal"+path, init)
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := jsx.Await(p)
+	resp, err := cf.Await(p)
 	if err != nil {
 		return 0, nil, err
 	}
-	textP, err := jsx.Call(resp, "text")
+	textP, err := cf.Call(resp, "text")
 	if err != nil {
 		return 0, nil, err
 	}
-	text, err := jsx.Await(textP)
+	text, err := cf.Await(textP)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -21,7 +21,7 @@ import (
 
 	"storecrawl/durable/enrichment"
 	"storecrawl/worker/enrich"
-	"storecrawl/worker/jsx"
+	"storecrawl/worker/cf"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/upstream"
@@ -49,7 +49,7 @@ func Register() {
 		TestRoutes: func() bool { return cloudflare.Getenv("TEST_ROUTES") == "1" },
 		AdminToken: func() string { return cloudflare.Getenv("ADMIN_TOKEN") },
 	})
-	workers.ServeNonBlock(bufferedResponses(srv))
+	workers.ServeNonBlock(cf.BufferedResponses(srv))
 	cron.ScheduleTaskNonBlock(func(ctx context.Context) error {
 		ev, err := cron.NewEvent(ctx)
 		if err != nil {
@@ -84,28 +84,28 @@ func Register() {
 		}
 		return nil
 	})
-	binding.Set("enrichmentDecide", jsx.SyncFunc(enrichmentDecide))
-	binding.Set("enrichmentRun", jsx.AsyncFunc(enrichmentRun))
-	binding.Set("schedulerDecide", jsx.SyncFunc(schedulerDecide))
-	binding.Set("schedulerRunTask", jsx.AsyncFunc(schedulerRunTask))
-	binding.Set("limiterAcquire", jsx.SyncFunc(limiterAcquire))
-	binding.Set("limiterRoll", jsx.SyncFunc(limiterRoll))
-	binding.Set("ledgerPlan", jsx.SyncFunc(ledgerPlan))
-	binding.Set("limiterRestore", jsx.SyncFunc(limiterRestore))
-	binding.Set("limiterStatus", jsx.SyncFunc(limiterStatus))
+	// Every export answers JSON: {"ok": ...} or {"error": ...} (cf.Export).
+	binding.Set("enrichmentDecide", cf.Export(enrichmentDecide))
+	binding.Set("enrichmentRun", cf.ExportAsync(enrichmentRun))
+	binding.Set("schedulerDecide", cf.Export(schedulerDecide))
+	binding.Set("schedulerRunTask", cf.ExportAsync(schedulerRunTask))
+	binding.Set("limiterCall", cf.Export(limiterCall))
+	binding.Set("limiterRoll", cf.Export(limiterRoll))
+	binding.Set("limiterRestore", cf.Export(limiterRestore))
+	binding.Set("ledgerPlan", cf.Export(ledgerPlan))
 	workers.Ready()
 }
 
-// enrichmentDecide(op, state, argJSON, nowMs) → decision JSON.
-func enrichmentDecide(args []js.Value) any {
+// enrichmentDecide(op, state, argJSON, nowMs) → enrichment.Decision.
+func enrichmentDecide(args []js.Value) (any, error) {
 	if len(args) != 4 {
-		panic(fmt.Sprintf("enrichmentDecide: want 4 args, got %d", len(args)))
+		return nil, fmt.Errorf("enrichmentDecide: want 4 args, got %d", len(args))
 	}
 	now := time.UnixMilli(int64(args[3].Float()))
 	d := enrichment.Handle(controllerConfig(), args[0].String(), args[1].String(), []byte(args[2].String()), now)
 	emit(d.Events)
 	d.Events = nil
-	return mustJSON(d)
+	return d, nil
 }
 
 // emit logs the events a decision carries, one JSON line each.
@@ -117,15 +117,6 @@ func emit[E ~map[string]any](events []E) {
 	}
 }
 
-// mustJSON encodes a decision (plain values only: it cannot fail).
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
 // upstreamLimit names the global limit every catalogue call goes through
 // (ratelimit.Limits), and enrichLimitWait bounds how long an alarm's item
 // waits for it: the pacing algorithm, not a long wait, should slow the loop.
@@ -134,7 +125,7 @@ const (
 	enrichLimitWait = 5 * time.Second
 )
 
-// enrichmentRun(planJSON) → Promise<outcome JSON>.
+// enrichmentRun(planJSON) → Promise of enrichment.RunOutcome.
 func enrichmentRun(args []js.Value) (any, error) {
 	var plan enrichment.RunPlan
 	if err := json.Unmarshal([]byte(args[0].String()), &plan); err != nil {
@@ -167,11 +158,7 @@ func enrichmentRun(args []js.Value) (any, error) {
 	out := r.Run(ctx, plan)
 	d1 := cost.View()
 	out.D1RowsRead, out.D1RowsWritten = d1.RowsRead, d1.RowsWritten
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
+	return out, nil
 }
 
 // fetchDoer adapts the Workers fetch API to upstream.Doer.

@@ -4,7 +4,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -23,26 +22,21 @@ import (
 	"storecrawl/worker/upstream"
 )
 
-// schedulerDecide(op, state, argJSON, nowMs) → decision JSON.
-func schedulerDecide(args []js.Value) any {
+// schedulerDecide(op, state, argJSON, nowMs) → scheduler.Decision.
+func schedulerDecide(args []js.Value) (any, error) {
 	now := time.UnixMilli(int64(args[3].Float()))
 	d := scheduler.Handle(schedulerConfig(), args[0].String(), args[1].String(), []byte(args[2].String()), now)
 	emit(d.Events)
 	d.Events = nil
-	return mustJSON(d)
+	return d, nil
 }
 
-// schedulerRunTask(name) → Promise<result JSON>. Task-level failures are in
+// schedulerRunTask(name) → Promise of scheduler.ResultMsg. Task-level failures are in
 // the result; the promise rejects only for a bug, so the runtime's alarm
 // retry stays for transport-level failures.
 func schedulerRunTask(args []js.Value) (any, error) {
 	name := args[0].String()
-	res := RunTask(context.Background(), name, Platform{}, strings.TrimRight(cloudflare.Getenv("UPSTREAM_API_BASE"), "/"), time.Now)
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
+	return RunTask(context.Background(), name, Platform{}, strings.TrimRight(cloudflare.Getenv("UPSTREAM_API_BASE"), "/"), time.Now), nil
 }
 
 // --- TaskDeps -------------------------------------------------------------

@@ -2,6 +2,6 @@
 
 package worker
 
-import "storecrawl/worker/jsx"
+import "storecrawl/worker/cf"
 
-func init() { Sleep = jsx.Sleep }
+func init() { Sleep = cf.Sleep }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"storecrawl/durable/ledger"
+	"storecrawl/durable/object"
 	"storecrawl/durable/pacing"
 )
 
@@ -26,45 +27,14 @@ const (
 	IdleInterval = MaxInterval
 )
 
-// Decision is what the shim must do after one call into the controller.
-type Decision struct {
-	// State, when set, is the new state to persist (one storage put).
-	State string `json:"state,omitempty"`
-	// AlarmAt, when set, replaces the alarm.
-	AlarmAt int64 `json:"alarm_at,omitempty"`
-	// EnsureAlarmAt, when set, is used only if no alarm is set: the loop
-	// restarts itself after eviction or a lost alarm, without racing a set one.
-	EnsureAlarmAt int64 `json:"ensure_alarm_at,omitempty"`
-	// AlarmBy, when set, brings the alarm forward to this time if it is
-	// unset or later (a tune to a shorter interval takes effect now, not
-	// after the old, longer interval).
-	AlarmBy int64 `json:"alarm_by,omitempty"`
-	// Run, when set, is the I/O to perform; its outcome comes back as "tick_done".
-	Run *RunPlan `json:"run,omitempty"`
-	// Response answers an HTTP call.
-	Response *Response `json:"response,omitempty"`
-	// Events are log events (one JSON line each) describing what happened.
-	Events []Event `json:"events,omitempty"`
-	// Facts go to the object's ledger (durable/ledger), in the same storage
-	// transaction as State: the counters and their history never disagree.
-	Facts []ledger.Fact `json:"facts,omitempty"`
-}
-
-// Response is an HTTP answer: a status and a JSON body.
-type Response struct {
-	Status int `json:"status"`
-	Body   any `json:"body"`
-}
-
-// Event is one structured log line.
-type Event map[string]any
-
-// Request is an HTTP call forwarded to the controller.
-type Request struct {
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	Body   string `json:"body"`
-}
+// The Go⇄JS protocol (durable/object), with the controller's run plan.
+type (
+	Decision   = object.Decision[*RunPlan]
+	Request    = object.Request
+	Response   = object.Response
+	FieldError = object.FieldError
+	Event      = object.Event
+)
 
 // TickRequest carries alarm metadata.
 type TickRequest struct {
@@ -83,52 +53,29 @@ func Handle(cfg Config, op, rawState string, arg []byte, now time.Time) Decision
 	}
 	switch op {
 	case "load":
-		d.merge(s.onLoad(now, cfg))
+		d.Merge(s.onLoad(now, cfg))
 	case "http":
 		var req Request
 		if err := json.Unmarshal(arg, &req); err != nil {
 			d.Response = errorResponse(400, "request", "malformed forwarded request")
 			return d
 		}
-		d.merge(s.onHTTP(req, now, cfg))
+		d.Merge(s.onHTTP(req, now, cfg))
 	case "tick":
 		var tr TickRequest
 		_ = json.Unmarshal(arg, &tr) // metadata only; absent is fine
-		d.merge(s.onTick(tr, now, cfg))
+		d.Merge(s.onTick(tr, now, cfg))
 	case "tick_done":
 		var o RunOutcome
 		if err := json.Unmarshal(arg, &o); err != nil {
 			o = RunOutcome{Error: "undecodable run outcome: " + err.Error()}
 		}
-		d.merge(s.onTickDone(o, now, cfg))
+		d.Merge(s.onTickDone(o, now, cfg))
 	default:
 		d.Events = append(d.Events, Event{"event": "enrichment.unknown_op", "level": "error", "op": op})
 		d.Response = errorResponse(500, "op", "unknown operation "+strconv.Quote(op))
 	}
 	return d
-}
-
-func (d *Decision) merge(o Decision) {
-	if o.State != "" {
-		d.State = o.State
-	}
-	if o.AlarmAt != 0 {
-		d.AlarmAt = o.AlarmAt
-	}
-	if o.EnsureAlarmAt != 0 {
-		d.EnsureAlarmAt = o.EnsureAlarmAt
-	}
-	if o.AlarmBy != 0 {
-		d.AlarmBy = o.AlarmBy
-	}
-	if o.Run != nil {
-		d.Run = o.Run
-	}
-	if o.Response != nil {
-		d.Response = o.Response
-	}
-	d.Events = append(d.Events, o.Events...)
-	d.Facts = append(d.Facts, o.Facts...)
 }
 
 // ensure returns the self-start alarm for a running loop.
@@ -415,15 +362,7 @@ const (
 	MinTuneDelay = time.Second
 )
 
-// FieldError is a 400 body naming the offending field.
-type FieldError struct {
-	Error string `json:"error"`
-	Field string `json:"field"`
-}
-
-func errorResponse(status int, field, msg string) *Response {
-	return &Response{Status: status, Body: &FieldError{Error: msg, Field: field}}
-}
+var errorResponse = object.ErrorResponse
 
 // ParseTune validates a tune body: a JSON object with batch_size and/or
 // interval_ms, integers within the controller's bounds. Out-of-range values

@@ -3,50 +3,26 @@ package enrichment
 import (
 	"time"
 
+	"storecrawl/durable/object"
 	"storecrawl/durable/pacing"
 )
 
-// Class is the outcome of enriching one item.
-type Class string
+// Class is the outcome of one upstream request or item (the protocol's
+// vocabulary, shared with worker/upstream).
+type Class = object.Class
 
 const (
-	ClassOK Class = "ok"
-	// Upstream-level failures: they lower the success rate.
-	ClassRateLimit   Class = "rate_limit"   // 403, 429
-	ClassServerError Class = "server_error" // 5xx
-	ClassTimeout     Class = "timeout"      // no answer in time, or the connection failed
-	// Item-level failures: the upstream answered; the item is the problem.
-	ClassNotFound   Class = "not_found"   // 404, or a lookup with no result
-	ClassParseError Class = "parse_error" // the answer could not be parsed
-	// ClassStoreError is our own failure to persist the result (D1/R2): neither
-	// the upstream's fault nor the item's, so the item is simply retried.
-	ClassStoreError Class = "store_error"
+	ClassOK          = object.ClassOK
+	ClassRateLimit   = object.ClassRateLimit
+	ClassServerError = object.ClassServerError
+	ClassTimeout     = object.ClassTimeout
+	ClassNotFound    = object.ClassNotFound
+	ClassParseError  = object.ClassParseError
+	ClassStoreError  = object.ClassStoreError
 )
 
-// CountsAgainstUpstream reports whether a class lowers the success rate.
-func (c Class) CountsAgainstUpstream() bool {
-	return c == ClassRateLimit || c == ClassServerError || c == ClassTimeout
-}
-
-// ClassifyStatus maps an upstream HTTP status to an outcome class. 2xx is OK;
-// 403 is treated like 429 because that is how this upstream says "go away".
-func ClassifyStatus(status int) Class {
-	switch {
-	case status >= 200 && status < 300:
-		return ClassOK
-	case status == 403 || status == 429:
-		return ClassRateLimit
-	case status == 404 || status == 410:
-		return ClassNotFound
-	case status == 408 || status == 504:
-		return ClassTimeout
-	case status >= 500:
-		return ClassServerError
-	default:
-		// Other 4xx: our request is wrong for this item; retrying will not help.
-		return ClassParseError
-	}
-}
+// ClassifyStatus maps an upstream HTTP status to a class (object.ClassifyStatus).
+var ClassifyStatus = object.ClassifyStatus
 
 // MaxItemAttempts bounds how often one item is tried before it is marked
 // permanently failed, so no item is retried forever. Rate-limited attempts

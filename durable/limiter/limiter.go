@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"time"
 	"unicode"
+
+	"storecrawl/durable/object"
 )
 
 // Algorithm names.
@@ -65,11 +67,8 @@ type Acquire struct {
 	Wait   time.Duration
 }
 
-// FieldError is a 400 body naming the offending field.
-type FieldError struct {
-	Error string `json:"error"`
-	Field string `json:"field"`
-}
+// FieldError is a 400 body naming the offending field (durable/object).
+type FieldError = object.FieldError
 
 // ParseAcquire validates an acquire body. Bad input changes nothing: the
 // caller must not touch any limiter state when this returns an error.

@@ -2,13 +2,14 @@ package scheduler
 
 import (
 	"encoding/json"
-
 	"fmt"
 	"sort"
-	"storecrawl/durable/ledger"
 	"strconv"
 	"strings"
 	"time"
+
+	"storecrawl/durable/ledger"
+	"storecrawl/durable/object"
 )
 
 // Registry is every periodic task of the system. The run functions live in
@@ -22,36 +23,15 @@ var Registry = []Task{
 	{Name: "ledger-reconcile", Every: 15 * time.Minute, Jitter: 2 * time.Minute},
 }
 
-// Decision is what the SchedulerDO shim must do after one call.
-type Decision struct {
-	State         string    `json:"state,omitempty"`
-	AlarmAt       int64     `json:"alarm_at,omitempty"`
-	EnsureAlarmAt int64     `json:"ensure_alarm_at,omitempty"`
-	Run           []string  `json:"run,omitempty"` // tasks to run now, each in its own error boundary
-	Response      *Response `json:"response,omitempty"`
-	Events        []Event   `json:"events,omitempty"`
-	// Facts go to the object's ledger, in the same storage transaction as State.
-	Facts []ledger.Fact `json:"facts,omitempty"`
-}
-
-// Response answers an HTTP call.
-type Response struct {
-	Status int `json:"status"`
-	Body   any `json:"body"`
-}
-
-// Request is an HTTP call forwarded to the scheduler.
-type Request struct {
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	Body   string `json:"body"`
-}
-
-// FieldError is a 400 body naming the offending field.
-type FieldError struct {
-	Error string `json:"error"`
-	Field string `json:"field"`
-}
+// The Go⇄JS protocol (durable/object); Run lists the tasks to start now,
+// each in its own error boundary.
+type (
+	Decision   = object.Decision[[]string]
+	Request    = object.Request
+	Response   = object.Response
+	FieldError = object.FieldError
+	Event      = object.Event
+)
 
 // ResultMsg is a task's result as the shim passes it back.
 type ResultMsg struct {

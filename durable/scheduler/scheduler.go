@@ -222,9 +222,6 @@ type Result struct {
 	RetryAfter  time.Duration // the upstream's own wait, if it gave one
 }
 
-// Event is a structured log line the caller writes.
-type Event map[string]any
-
 // Finish records a run and applies the failure policy.
 func (s *State) Finish(name string, r Result, now time.Time) []Event {
 	ts, ok := s.Tasks[name]

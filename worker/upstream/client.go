@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"storecrawl/durable/enrichment"
+	"storecrawl/durable/object"
 )
 
 const (
@@ -33,7 +33,7 @@ type Response struct {
 	// Reset when it refills; the pacing algorithm obeys both.
 	Remaining int
 	Reset     time.Duration
-	Class     enrichment.Class
+	Class     object.Class
 	Err       error
 	// SentAt and DoneAt bracket the request (the pacing algorithm's samples).
 	SentAt, DoneAt time.Time
@@ -68,9 +68,9 @@ func (c *Client) Get(ctx context.Context, url string) Response {
 	select {
 	case r = <-ch:
 	case <-time.After(timeout):
-		r = Response{Class: enrichment.ClassTimeout, Remaining: -1, Err: fmt.Errorf("GET %s: no answer within %s", url, timeout)}
+		r = Response{Class: object.ClassTimeout, Remaining: -1, Err: fmt.Errorf("GET %s: no answer within %s", url, timeout)}
 	case <-ctx.Done():
-		r = Response{Class: enrichment.ClassTimeout, Remaining: -1, Err: ctx.Err()}
+		r = Response{Class: object.ClassTimeout, Remaining: -1, Err: ctx.Err()}
 	}
 	r.SentAt, r.DoneAt = sent, time.Now()
 	return r
@@ -79,23 +79,23 @@ func (c *Client) Get(ctx context.Context, url string) Response {
 func (c *Client) do(ctx context.Context, url string) Response {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return Response{Class: enrichment.ClassParseError, Remaining: -1, Err: err}
+		return Response{Class: object.ClassParseError, Remaining: -1, Err: err}
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		// No answer at all: connection refused/reset, DNS. Count it like a timeout.
-		return Response{Class: enrichment.ClassTimeout, Remaining: -1, Err: err}
+		return Response{Class: object.ClassTimeout, Remaining: -1, Err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
-	r := Response{Status: resp.StatusCode, Class: enrichment.ClassifyStatus(resp.StatusCode), RetryAfterS: RetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	r := Response{Status: resp.StatusCode, Class: object.ClassifyStatus(resp.StatusCode), RetryAfterS: RetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	r.Remaining, r.Reset = RateLimitBudget(resp.Header)
 	switch {
 	case err != nil:
-		r.Class, r.Err = enrichment.ClassTimeout, fmt.Errorf("reading body: %w", err)
+		r.Class, r.Err = object.ClassTimeout, fmt.Errorf("reading body: %w", err)
 	case len(body) > MaxBodyBytes:
-		r.Class, r.Err = enrichment.ClassParseError, errors.New("body exceeds MaxBodyBytes")
-	case r.Class != enrichment.ClassOK:
+		r.Class, r.Err = object.ClassParseError, errors.New("body exceeds MaxBodyBytes")
+	case r.Class != object.ClassOK:
 		r.Err = fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
 	}
 	r.Body = body

@@ -1,6 +1,6 @@
 //go:build js && wasm
 
-package worker
+package cf
 
 import (
 	"bytes"
@@ -15,9 +15,9 @@ type rawBodyWriter interface {
 	WriteRawJSBody(body js.Value)
 }
 
-// bufferedResponses buffers each (small, JSON) response and hands it to the
+// BufferedResponses buffers each (small, JSON) response and hands it to the
 // runtime in one piece: several JS↔Go round trips fewer per request.
-func bufferedResponses(h http.Handler) http.Handler {
+func BufferedResponses(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, ok := w.(rawBodyWriter)
 		if !ok {

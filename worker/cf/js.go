@@ -1,15 +1,17 @@
 //go:build js && wasm
 
-// Package jsx holds the few syscall/js helpers the Worker code needs beyond
-// syumai/workers: awaiting promises, building plain objects, and exporting Go
-// functions to the JS shim.
-package jsx
+// (See doc.go.) The syscall/js helpers the clients and the Go exports need
+// beyond syumai/workers: awaiting promises, building plain objects, and
+// exporting Go functions to the JS shim.
+package cf
 
 import (
 	"errors"
 	"fmt"
 	"syscall/js"
 	"time"
+
+	"storecrawl/durable/object"
 )
 
 // Await blocks the calling goroutine until p settles (the Go scheduler runs
@@ -77,44 +79,44 @@ func Call(obj js.Value, method string, args ...any) (v js.Value, err error) {
 	return obj.Call(method, args...), nil
 }
 
-// AsyncFunc exports fn to JS as a function returning a Promise: fn runs in
-// its own goroutine; a returned error or a panic rejects the promise instead
-// of killing the shared Go instance.
-func AsyncFunc(fn func(args []js.Value) (any, error)) js.Func {
+// Export exports fn to JS as a plain function answering JSON: {"ok": v}
+// with what fn returned, or {"error": "..."} when it returned an error or
+// panicked (the panic never reaches the shared Go instance). The shim
+// unwraps every answer in one place (shim/go.mjs), throwing the error.
+func Export(fn func(args []js.Value) (any, error)) js.Func {
+	return js.FuncOf(func(_ js.Value, args []js.Value) any {
+		return answer(fn, args)
+	})
+}
+
+// ExportAsync is Export for work that awaits I/O: fn runs in its own
+// goroutine and the returned Promise resolves with the same JSON answer.
+// It never rejects: a failure is an {"error"} answer like Export's.
+func ExportAsync(fn func(args []js.Value) (any, error)) js.Func {
 	return js.FuncOf(func(_ js.Value, args []js.Value) any {
 		var executor js.Func
 		executor = js.FuncOf(func(_ js.Value, p []js.Value) any {
 			executor.Release()
-			resolve, reject := p[0], p[1]
-			go func() {
-				defer func() {
-					if r := recover(); r != nil {
-						reject.Invoke(js.Global().Get("Error").New(fmt.Sprintf("go panic: %v", r)))
-					}
-				}()
-				v, err := fn(args)
-				if err != nil {
-					reject.Invoke(js.Global().Get("Error").New(err.Error()))
-					return
-				}
-				resolve.Invoke(v)
-			}()
+			resolve := p[0]
+			go func() { resolve.Invoke(answer(fn, args)) }()
 			return nil
 		})
 		return js.Global().Get("Promise").New(executor)
 	})
 }
 
-// SyncFunc exports fn to JS as a plain function; a panic becomes a thrown Error.
-func SyncFunc(fn func(args []js.Value) any) js.Func {
-	return js.FuncOf(func(_ js.Value, args []js.Value) (out any) {
-		defer func() {
-			if r := recover(); r != nil {
-				out = js.Global().Get("Error").New(fmt.Sprintf("go panic: %v", r))
-			}
-		}()
-		return fn(args)
-	})
+// answer runs fn and renders its result as the protocol's JSON answer.
+func answer(fn func(args []js.Value) (any, error), args []js.Value) (out string) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = object.Fail(fmt.Sprintf("go panic: %v", r))
+		}
+	}()
+	v, err := fn(args)
+	if err != nil {
+		return object.Fail(err.Error())
+	}
+	return object.Envelope(v)
 }
 
 // Sleep pauses the calling goroutine on a JS timer, not a Go one. One Go

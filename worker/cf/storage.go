@@ -1,0 +1,65 @@
+//go:build js && wasm
+
+package cf
+
+import (
+	"bytes"
+	"context"
+	"io"
+
+	"github.com/syumai/workers/cloudflare/kv"
+	"github.com/syumai/workers/cloudflare/queues"
+	"github.com/syumai/workers/cloudflare/r2"
+)
+
+// KV is the KV namespace bound under that name.
+type KV string
+
+// Get reads a value ("" when absent).
+func (b KV) Get(_ context.Context, key string) (string, error) {
+	ns, err := kv.NewNamespace(string(b))
+	if err != nil {
+		return "", err
+	}
+	v, err := ns.GetString(key, nil)
+	if err != nil || v == "<null>" {
+		return "", err
+	}
+	return v, nil
+}
+
+// Put writes a value.
+func (b KV) Put(_ context.Context, key, value string) error {
+	ns, err := kv.NewNamespace(string(b))
+	if err != nil {
+		return err
+	}
+	return ns.PutString(key, value, nil)
+}
+
+// R2 is the R2 bucket bound under that name.
+type R2 string
+
+// Put stores an object with its content type.
+func (b R2) Put(_ context.Context, key string, body []byte, contentType string) error {
+	bucket, err := r2.NewBucket(string(b))
+	if err != nil {
+		return err
+	}
+	_, err = bucket.Put(key, io.NopCloser(bytes.NewReader(body)), &r2.PutOptions{
+		HTTPMetadata: r2.HTTPMetadata{ContentType: contentType},
+	})
+	return err
+}
+
+// Queue is the queue producer bound under that name.
+type Queue string
+
+// Send puts one text message on the queue.
+func (b Queue) Send(_ context.Context, body string) error {
+	q, err := queues.NewProducer(string(b))
+	if err != nil {
+		return err
+	}
+	return q.SendText(body)
+}

@@ -1,0 +1,161 @@
+// Package config is the Worker's configuration, loaded once from its env
+// (wrangler.jsonc vars and secrets): binding names, cron expressions, vars
+// with their defaults. A var that does not parse is reported as a
+// config.bad_config event and its default used, so a typo cannot stop the
+// system. Pure Go: Load takes the getenv function.
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"storecrawl/durable/enrichment"
+	"storecrawl/durable/ledger"
+	"storecrawl/durable/scheduler"
+)
+
+// Binding names, as wrangler.jsonc binds them (a test checks they agree).
+const (
+	BindingDB         = "DB"
+	BindingHTML       = "HTML_CACHE"
+	BindingKV         = "CACHE"
+	BindingEvents     = "EVENTS"
+	BindingController = "ENRICHMENT_CONTROLLER"
+	BindingLimiter    = "OMNI_LIMITER"
+	BindingScheduler  = "SCHEDULER"
+)
+
+// Queue names: the EVENTS queue and its dead-letter queue.
+const (
+	QueueEvents     = "storecrawl-events"
+	DeadLetterQueue = "storecrawl-events-dlq"
+)
+
+// Cron expressions, as wrangler.jsonc triggers them.
+const (
+	CronCrawlCycle = "*/5 * * * *"
+	CronClustering = "0 */6 * * *"
+	CronDaily      = "0 3 * * *"
+)
+
+// Crons is every cron trigger the Worker handles.
+var Crons = []string{CronCrawlCycle, CronClustering, CronDaily}
+
+// Object names.
+const (
+	// SchedulerName is the versioned scheduler singleton (a new version starts afresh).
+	SchedulerName = "v1"
+	// LimiterPrefix names one OmniLimiter object per key; a regional
+	// deployment can prefix the region as well (idFromName(region + key)).
+	LimiterPrefix = "limiter_"
+	// ControllerName addresses the controller of the default crawl target.
+	ControllerName = enrichment.DefaultTarget
+)
+
+// Defaults of the vars.
+const (
+	DefaultCountry = "us"
+)
+
+// Config is every setting, parsed.
+type Config struct {
+	// APIBase and StoreBase are the upstream's base URLs, without a trailing slash.
+	APIBase   string
+	StoreBase string
+	Country   string
+	// LocationHint is where the EnrichmentController is created.
+	LocationHint string
+	Enrichment   enrichment.Config
+	Scheduler    scheduler.Config
+	// LedgerRetention is how long an object keeps its replicated facts.
+	LedgerRetention time.Duration
+	// AdminToken guards the mutating routes; empty refuses them all.
+	AdminToken string
+	// TestRoutes mounts the test-only routes (never set in wrangler.jsonc).
+	TestRoutes bool
+	// LedgerFaultFailAfterWrite makes the facts consumer fail its first N
+	// batches after writing them (the exactly-once integration test).
+	LedgerFaultFailAfterWrite int64
+}
+
+// Problem is a var that did not parse; its default is used.
+type Problem struct {
+	Var   string `json:"var"`
+	Value string `json:"value"`
+	Error string `json:"error"`
+}
+
+// Load reads every setting with getenv.
+func Load(getenv func(string) string) (Config, []Problem) {
+	var probs []Problem
+	bad := func(name, value string, err error) {
+		probs = append(probs, Problem{Var: name, Value: value, Error: err.Error()})
+	}
+	c := Config{
+		APIBase:      strings.TrimRight(getenv("UPSTREAM_API_BASE"), "/"),
+		StoreBase:    strings.TrimRight(getenv("UPSTREAM_STORE_BASE"), "/"),
+		Country:      getenv("UPSTREAM_COUNTRY"),
+		LocationHint: getenv("ENRICHMENT_LOCATION_HINT"),
+		AdminToken:   getenv("ADMIN_TOKEN"),
+		TestRoutes:   getenv("TEST_ROUTES") == "1",
+	}
+	if c.Country == "" {
+		c.Country = DefaultCountry
+	}
+
+	c.Enrichment = enrichment.DefaultConfig()
+	cooldown, pacingName := getenv("ENRICHMENT_COOLDOWN_S"), getenv("ENRICHMENT_PACING")
+	secs, err := intVar(cooldown)
+	if err == nil {
+		var cfg enrichment.Config
+		if cfg, err = enrichment.NewConfig(pacingName, secs); err == nil {
+			c.Enrichment = cfg
+		}
+	}
+	if err != nil {
+		bad("ENRICHMENT_COOLDOWN_S/ENRICHMENT_PACING", cooldown+"/"+pacingName, err)
+	}
+
+	if raw := getenv("SCHEDULER_BREAKER_THRESHOLD"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err == nil {
+			c.Scheduler, err = scheduler.NewConfig(n)
+		}
+		if err != nil {
+			c.Scheduler = scheduler.Config{}
+			bad("SCHEDULER_BREAKER_THRESHOLD", raw, err)
+		}
+	}
+
+	c.LedgerRetention = ledger.DefaultRetention
+	if raw := getenv("LEDGER_RETENTION_DAYS"); raw != "" {
+		days, err := strconv.ParseFloat(raw, 64)
+		if err == nil {
+			c.LedgerRetention, err = ledger.RetentionFromDays(days)
+		}
+		if err != nil {
+			c.LedgerRetention = ledger.DefaultRetention
+			bad("LEDGER_RETENTION_DAYS", raw, err)
+		}
+	}
+
+	if raw := getenv("LEDGER_FAULT_FAIL_AFTER_WRITE"); raw != "" {
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < 0 {
+			bad("LEDGER_FAULT_FAIL_AFTER_WRITE", raw, fmt.Errorf("want a count ≥ 0"))
+		} else {
+			c.LedgerFaultFailAfterWrite = n
+		}
+	}
+	return c, probs
+}
+
+// intVar parses an optional integer var ("" is 0: the default).
+func intVar(raw string) (int, error) {
+	if raw == "" {
+		return 0, nil
+	}
+	return strconv.Atoi(raw)
+}

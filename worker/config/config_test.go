@@ -1,0 +1,109 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"storecrawl/durable/enrichment"
+	"storecrawl/durable/ledger"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadParsesVarsAndDefaults(t *testing.T) {
+	c, probs := Load(env(map[string]string{
+		"UPSTREAM_API_BASE": "http://127.0.0.1:1/", "UPSTREAM_STORE_BASE": "http://s//",
+		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": "seed", "SCHEDULER_BREAKER_THRESHOLD": "4",
+		"LEDGER_RETENTION_DAYS": "2", "ADMIN_TOKEN": "t", "TEST_ROUTES": "1",
+	}))
+	if len(probs) != 0 {
+		t.Fatalf("problems: %+v", probs)
+	}
+	if c.APIBase != "http://127.0.0.1:1" || c.StoreBase != "http://s" || c.Country != DefaultCountry {
+		t.Fatalf("bases: %+v", c)
+	}
+	if c.Enrichment.Pacing != "seed" || c.Enrichment.Cooldown != time.Minute || c.Scheduler.BreakerThreshold != 4 ||
+		c.LedgerRetention != 48*time.Hour || c.AdminToken != "t" || !c.TestRoutes {
+		t.Fatalf("parsed: %+v", c)
+	}
+}
+
+func TestBadVarsAreReportedAndDefaulted(t *testing.T) {
+	c, probs := Load(env(map[string]string{
+		"ENRICHMENT_COOLDOWN_S": "soon", "SCHEDULER_BREAKER_THRESHOLD": "-3", "LEDGER_RETENTION_DAYS": "x",
+		"LEDGER_FAULT_FAIL_AFTER_WRITE": "-1",
+	}))
+	if len(probs) != 4 {
+		t.Fatalf("want 4 problems, got %+v", probs)
+	}
+	if c.Enrichment != enrichment.DefaultConfig() || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention || c.LedgerFaultFailAfterWrite != 0 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if c, probs := Load(env(nil)); len(probs) != 0 || c.Enrichment != enrichment.DefaultConfig() {
+		t.Fatalf("empty env: %+v %+v", c, probs)
+	}
+}
+
+// TestBindingsAndCronsMatchWrangler keeps the names in Go and in
+// wrangler.jsonc from drifting apart.
+func TestBindingsAndCronsMatchWrangler(t *testing.T) {
+	raw, err := os.ReadFile("../../wrangler.jsonc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// JSONC: drop // comments (none of our strings hold "//" after a space) and trailing commas.
+	text := regexp.MustCompile(`(?m)^\s*//.*$|\s//\s.*$`).ReplaceAllString(string(raw), "")
+	text = regexp.MustCompile(`,(\s*[}\]])`).ReplaceAllString(text, "$1")
+	var w struct {
+		D1  []struct{ Binding string } `json:"d1_databases"`
+		R2  []struct{ Binding string } `json:"r2_buckets"`
+		KV  []struct{ Binding string } `json:"kv_namespaces"`
+		Que struct {
+			Producers []struct{ Binding, Queue string }
+			Consumers []struct {
+				Queue           string
+				DeadLetterQueue string `json:"dead_letter_queue"`
+			}
+		} `json:"queues"`
+		DO struct {
+			Bindings []struct{ Name string } `json:"bindings"`
+		} `json:"durable_objects"`
+		Triggers struct{ Crons []string }
+	}
+	if err := json.Unmarshal([]byte(text), &w); err != nil {
+		t.Fatalf("wrangler.jsonc: %v", err)
+	}
+	if len(w.D1) != 1 || w.D1[0].Binding != BindingDB || len(w.R2) != 1 || w.R2[0].Binding != BindingHTML || len(w.KV) != 1 || w.KV[0].Binding != BindingKV {
+		t.Fatalf("D1/R2/KV bindings: %+v %+v %+v", w.D1, w.R2, w.KV)
+	}
+	if len(w.Que.Producers) != 1 || w.Que.Producers[0].Binding != BindingEvents || w.Que.Producers[0].Queue != QueueEvents {
+		t.Fatalf("queue producer: %+v", w.Que.Producers)
+	}
+	var consumed []string
+	for _, c := range w.Que.Consumers {
+		consumed = append(consumed, c.Queue)
+		if c.Queue == QueueEvents && c.DeadLetterQueue != DeadLetterQueue {
+			t.Fatalf("dead-letter queue: %+v", c)
+		}
+	}
+	if !slices.Contains(consumed, QueueEvents) || !slices.Contains(consumed, DeadLetterQueue) {
+		t.Fatalf("consumers: %v", consumed)
+	}
+	var dos []string
+	for _, b := range w.DO.Bindings {
+		dos = append(dos, b.Name)
+	}
+	slices.Sort(dos)
+	want := []string{BindingController, BindingLimiter, BindingScheduler}
+	slices.Sort(want)
+	if !slices.Equal(dos, want) {
+		t.Fatalf("durable object bindings: %v, want %v", dos, want)
+	}
+	if !slices.Equal(w.Triggers.Crons, Crons) {
+		t.Fatalf("crons: %v, want %v", w.Triggers.Crons, Crons)
+	}
+}
