@@ -1,0 +1,40 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"storecrawl/durable/object"
+	"storecrawl/worker/ratelimit"
+)
+
+// CatalogueLimit names the global limit every catalogue call goes through
+// (ratelimit.Limits), and LimitWait bounds how long one call waits for it:
+// the callers' own pacing, not a long wait, should slow them.
+const (
+	CatalogueLimit = "upstream-catalogue"
+	LimitWait      = 5 * time.Second
+)
+
+// Limited fetches through a global limit: Get waits for a slot of Key,
+// then calls the upstream. No slot in time is a rate_limit answer (nothing
+// reached the upstream).
+type Limited struct {
+	Client *Client
+	Limits *ratelimit.Client
+	Key    string
+}
+
+// Get fetches url once the limit admits it.
+func (l Limited) Get(ctx context.Context, url string) Response {
+	var r Response
+	err := l.Limits.Schedule(ctx, l.Key, 1, func(ctx context.Context) error {
+		r = l.Client.Get(ctx, url)
+		return nil
+	})
+	if err != nil {
+		return Response{Class: object.ClassRateLimit, Remaining: -1, Err: fmt.Errorf("global limit: %w", err)}
+	}
+	return r
+}
