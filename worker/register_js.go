@@ -34,6 +34,7 @@ var binding = js.Global().Get("context").Get("binding")
 // signals that the instance is ready: HTTP (syumai/workers), cron, queue,
 // and the EnrichmentController's decide/run functions.
 func Register() {
+	loadConfig()
 	p := Platform{}
 	srv := NewServer(&Server{
 		Controller: p,

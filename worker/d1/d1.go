@@ -106,3 +106,12 @@ func (db *DB) Exec(ctx context.Context, stmts ...Stmt) (returned int64, err erro
 	}
 	return returned, nil
 }
+
+// NamedQuery is a read of a hot path with sample arguments: every feature
+// lists its own (HotQueries), and an integration test checks each plan
+// (EXPLAIN QUERY PLAN: no full-table scans).
+type NamedQuery struct {
+	Name string
+	SQL  string
+	Args []any
+}

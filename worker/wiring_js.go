@@ -1,0 +1,56 @@
+//go:build js && wasm
+
+package worker
+
+import (
+	"context"
+
+	"github.com/syumai/workers/cloudflare"
+
+	"storecrawl/worker/cf"
+	"storecrawl/worker/config"
+	"storecrawl/worker/d1"
+	"storecrawl/worker/logx"
+	"storecrawl/worker/ratelimit"
+	"storecrawl/worker/upstream"
+)
+
+// The Worker's clients over its bindings, made once per Go instance
+// (bindings are looked up per call, so they serve every isolate's call).
+var (
+	db           = &d1.DB{Driver: cf.D1(config.BindingDB)}
+	kvCache      = cf.KV(config.BindingKV)
+	htmlBucket   = cf.R2(config.BindingHTML)
+	eventQueue   = cf.Queue(config.BindingEvents)
+	schedulerDO  = cf.Namespace{Binding: config.BindingScheduler}
+	limiterDO    = cf.Namespace{Binding: config.BindingLimiter}
+	controllerNS cf.Namespace // needs cfg.LocationHint: set by loadConfig
+	cfg          config.Config
+)
+
+// loadConfig reads the env once; a bad var is logged and its default used.
+func loadConfig() {
+	var probs []config.Problem
+	cfg, probs = config.Load(cloudflare.Getenv)
+	for _, p := range probs {
+		logx.Event("config.bad_config", map[string]any{"level": logx.Error, "var": p.Var, "value": p.Value, "error": p.Error})
+	}
+	controllerNS = cf.Namespace{Binding: config.BindingController, LocationHint: cfg.LocationHint}
+}
+
+// limiterCaller reaches the key's own OmniLimiter object (ratelimit.Caller),
+// so keys scale with objects and one hot key cannot slow another.
+type limiterCaller struct{}
+
+func (limiterCaller) CallLimiter(ctx context.Context, key, method, path string, body []byte) (int, []byte, error) {
+	return limiterDO.Call(ctx, config.LimiterPrefix+key, method, path, body)
+}
+
+// catalogue fetches from the upstream through the global catalogue limit.
+func catalogue() upstream.Limited {
+	return upstream.Limited{
+		Client: &upstream.Client{HTTP: cf.Fetcher{}},
+		Limits: &ratelimit.Client{Caller: limiterCaller{}, MaxWait: upstream.LimitWait, Sleep: cf.Sleep},
+		Key:    upstream.CatalogueLimit,
+	}
+}
