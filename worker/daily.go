@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"storecrawl/worker/enrich"
+	"storecrawl/worker/d1"
 	"storecrawl/worker/logx"
 )
 
@@ -103,12 +103,12 @@ func DayStart(t time.Time) time.Time {
 // DailySnapshotStatements write one snapshot per app per UTC day: an app
 // that already has one that day (from an earlier run or the rating sweep)
 // is left alone, so a rerun writes nothing. Then the cursor.
-func DailySnapshotStatements(cursorName string, next int64, rows []SweepRow, at time.Time) []enrich.Stmt {
+func DailySnapshotStatements(cursorName string, next int64, rows []SweepRow, at time.Time) []d1.Stmt {
 	ts := at.UTC().Format("2006-01-02T15:04:05.000Z")
 	day := DayStart(at).Format("2006-01-02T15:04:05.000Z")
-	stmts := make([]enrich.Stmt, 0, len(rows)+1)
+	stmts := make([]d1.Stmt, 0, len(rows)+1)
 	for _, r := range rows {
-		stmts = append(stmts, enrich.Stmt{
+		stmts = append(stmts, d1.Stmt{
 			SQL: `INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating)
 SELECT ?, ?, ?, ? WHERE NOT EXISTS (` + snapshotTodaySQL + `)`,
 			Args: []any{r.TrackID, ts, r.RatingCount, r.AverageRating, r.TrackID, day},
@@ -118,8 +118,8 @@ SELECT ?, ?, ?, ? WHERE NOT EXISTS (` + snapshotTodaySQL + `)`,
 }
 
 // CursorStmt upserts a named cursor in sweep_cursors.
-func CursorStmt(name string, cursor any, at time.Time) enrich.Stmt {
-	return enrich.Stmt{
+func CursorStmt(name string, cursor any, at time.Time) d1.Stmt {
+	return d1.Stmt{
 		SQL:  `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
 		Args: []any{name, cursor, at.UTC().Format("2006-01-02T15:04:05.000Z")},
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"storecrawl/worker/appstore"
-	"storecrawl/worker/enrich"
+	"storecrawl/worker/d1"
 )
 
 // DeadLetterQueue is the EVENTS queue's dead-letter queue (wrangler.jsonc).
@@ -35,14 +35,14 @@ func NewDeadLetter(id, queue, body string, at time.Time) DeadLetter {
 
 // DeadLetterStatements record dead letters once each (keyed by message id,
 // so a redelivered dead letter changes nothing).
-func DeadLetterStatements(ds []DeadLetter) []enrich.Stmt {
-	stmts := make([]enrich.Stmt, 0, len(ds))
+func DeadLetterStatements(ds []DeadLetter) []d1.Stmt {
+	stmts := make([]d1.Stmt, 0, len(ds))
 	for _, d := range ds {
 		var typ any
 		if d.EventType != "" {
 			typ = d.EventType
 		}
-		stmts = append(stmts, enrich.Stmt{
+		stmts = append(stmts, d1.Stmt{
 			SQL:  `INSERT OR IGNORE INTO dead_letters (message_id, queue, event_type, body, received_at) VALUES (?,?,?,?,?)`,
 			Args: []any{d.MessageID, d.Queue, typ, d.Body, d.At.UTC().Format("2006-01-02T15:04:05.000Z")},
 		})

@@ -11,7 +11,8 @@ import (
 
 	"storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
-	"storecrawl/worker/enrich"
+	"storecrawl/worker/d1"
+	enrichrun "storecrawl/worker/enrichment"
 	"storecrawl/worker/upstream"
 )
 
@@ -276,41 +277,41 @@ func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx conte
 // RankingStatements records one keyword search: the apps (queued if new,
 // with the ratings the search showed), where each ranks, and the keyword
 // marked searched.
-func RankingStatements(keyword string, apps []appstore.App, now time.Time) []enrich.Stmt {
+func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
-	stmts := []enrich.Stmt{{SQL: `DELETE FROM crawl_rankings WHERE keyword = ?`, Args: []any{keyword}}}
+	stmts := []d1.Stmt{{SQL: `DELETE FROM crawl_rankings WHERE keyword = ?`, Args: []any{keyword}}}
 	for i, a := range apps {
 		stmts = append(stmts,
-			enrich.Stmt{
+			d1.Stmt{
 				// A new app starts with the search result's ratings, so its
 				// markets can be scored before it is enriched; a known app is
 				// left alone (no write).
 				SQL:  `INSERT INTO app_registry (track_id, name, genre_id, rating_count, average_rating) VALUES (?,?,?,?,?) ON CONFLICT (track_id) DO NOTHING`,
 				Args: []any{a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.GenreID, a.RatingCount, a.AverageRating},
 			},
-			enrich.Stmt{
+			d1.Stmt{
 				SQL:  `INSERT OR REPLACE INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?,?,?,?)`,
 				Args: []any{keyword, a.TrackID, i + 1, ts},
 			})
 	}
-	return append(stmts, enrich.Stmt{
+	return append(stmts, d1.Stmt{
 		SQL:  `UPDATE crawl_keywords SET searched_at = ?, result_count = ? WHERE keyword = ?`,
 		Args: []any{ts, len(apps), keyword},
 	})
 }
 
 // KeywordStatements queues keywords derived from titles as pending.
-func KeywordStatements(source string, texts []string, now time.Time) []enrich.Stmt {
+func KeywordStatements(source string, texts []string, now time.Time) []d1.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
 	seen := map[string]bool{}
-	var stmts []enrich.Stmt
+	var stmts []d1.Stmt
 	for _, t := range texts {
 		for _, kw := range appstore.DeriveKeywords(t, "") {
 			if seen[kw] {
 				continue
 			}
 			seen[kw] = true
-			stmts = append(stmts, enrich.Stmt{
+			stmts = append(stmts, d1.Stmt{
 				SQL:  `INSERT OR IGNORE INTO crawl_keywords (keyword, source, created_at) VALUES (?,?,?)`,
 				Args: []any{kw, source, ts},
 			})
@@ -322,25 +323,25 @@ func KeywordStatements(source string, texts []string, now time.Time) []enrich.St
 // ScanStatements writes one category scan: apps queued for enrichment
 // (existing rows untouched), current chart positions, their history, and
 // the category's scan mark. Idempotent: a replay changes nothing.
-func ScanStatements(genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) []enrich.Stmt {
+func ScanStatements(genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) []d1.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
-	var stmts []enrich.Stmt
+	var stmts []d1.Stmt
 	seen := map[int64]bool{}
 	for _, coll := range ChartCollections {
 		for _, e := range charts[coll] {
 			if !seen[e.TrackID] {
 				seen[e.TrackID] = true
-				stmts = append(stmts, enrich.Stmt{
+				stmts = append(stmts, d1.Stmt{
 					SQL:  `INSERT INTO app_registry (track_id, name, genre_id) VALUES (?,?,?) ON CONFLICT (track_id) DO NOTHING`,
 					Args: []any{e.TrackID, appstore.Truncate(e.Name, appstore.MaxTextLen), genreID},
 				})
 			}
 			stmts = append(stmts,
-				enrich.Stmt{
+				d1.Stmt{
 					SQL:  `INSERT INTO chart_positions (country, collection, genre_id, rank, track_id, seen_at) VALUES (?,?,?,?,?,?) ON CONFLICT (country, collection, genre_id, rank) DO UPDATE SET track_id = excluded.track_id, seen_at = excluded.seen_at`,
 					Args: []any{country, coll, genreID, e.Rank, e.TrackID, ts},
 				},
-				enrich.Stmt{
+				d1.Stmt{
 					SQL:  `INSERT OR IGNORE INTO chart_position_history (country, collection, genre_id, track_id, seen_at, rank) VALUES (?,?,?,?,?,?)`,
 					Args: []any{country, coll, genreID, e.TrackID, ts, e.Rank},
 				})
@@ -353,7 +354,7 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 		}
 	}
 	stmts = append(stmts, KeywordStatements("title", titles, now)...)
-	stmts = append(stmts, enrich.Stmt{
+	stmts = append(stmts, d1.Stmt{
 		SQL:  `UPDATE category_scans SET last_scanned_at = ?, apps_found = ?, scans = scans + 1 WHERE genre_id = ?`,
 		Args: []any{ts, len(seen), genreID},
 	})
@@ -361,16 +362,16 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 }
 
 // DeveloperStatements upserts each developer once.
-func DeveloperStatements(developers map[int64]string, now time.Time) []enrich.Stmt {
+func DeveloperStatements(developers map[int64]string, now time.Time) []d1.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
 	ids := make([]int64, 0, len(developers))
 	for id := range developers {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	stmts := make([]enrich.Stmt, 0, len(ids))
+	stmts := make([]d1.Stmt, 0, len(ids))
 	for _, id := range ids {
-		stmts = append(stmts, enrich.DeveloperStmt(id, developers[id], ts))
+		stmts = append(stmts, enrichrun.DeveloperStmt(id, developers[id], ts))
 	}
 	return stmts
 }

@@ -11,7 +11,7 @@ import (
 
 	"storecrawl/durable/enrichment"
 	"storecrawl/durable/ledger"
-	"storecrawl/worker/enrich"
+	"storecrawl/worker/d1"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/ratelimit"
 )
@@ -21,8 +21,8 @@ import (
 // FactStatements stores a batch: one idempotent insert per fact (a
 // redelivered batch inserts nothing; the facts_add_totals trigger fires only
 // for rows actually inserted). RETURNING names the rows inserted.
-func FactStatements(b ledger.Batch, now time.Time) []enrich.Stmt {
-	stmts := make([]enrich.Stmt, 0, len(b.Facts))
+func FactStatements(b ledger.Batch, now time.Time) []d1.Stmt {
+	stmts := make([]d1.Stmt, 0, len(b.Facts))
 	for _, f := range b.Facts {
 		counters, _ := json.Marshal(f.Counters)
 		if f.Counters == nil {
@@ -32,7 +32,7 @@ func FactStatements(b ledger.Batch, now time.Time) []enrich.Stmt {
 		if f.Data == nil {
 			data = []byte("{}")
 		}
-		stmts = append(stmts, enrich.Stmt{
+		stmts = append(stmts, d1.Stmt{
 			SQL: `INSERT INTO facts (id, source, kind, at, counters, data, received_at) VALUES (?,?,?,?,?,?,?)
 ON CONFLICT (id) DO NOTHING RETURNING id`,
 			Args: []any{f.ID, f.Source, f.Kind, f.At, string(counters), string(data), now.UnixMilli()},
@@ -43,7 +43,7 @@ ON CONFLICT (id) DO NOTHING RETURNING id`,
 
 // FactWriter runs a batch of statements and reports the rows they inserted.
 type FactWriter interface {
-	WriteFacts(ctx context.Context, stmts []enrich.Stmt) (inserted int64, err error)
+	WriteFacts(ctx context.Context, stmts []d1.Stmt) (inserted int64, err error)
 }
 
 // ConsumerStats count what this isolate's consumer did with facts batches.

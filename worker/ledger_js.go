@@ -15,7 +15,7 @@ import (
 	"github.com/syumai/workers/cloudflare"
 
 	"storecrawl/durable/ledger"
-	"storecrawl/worker/enrich"
+	"storecrawl/worker/d1"
 	"storecrawl/worker/logx"
 )
 
@@ -55,7 +55,7 @@ func armLedgerFaults() {
 }
 
 // WriteFacts runs the inserts and returns how many rows they added.
-func (p Platform) WriteFacts(ctx context.Context, stmts []enrich.Stmt) (int64, error) {
+func (p Platform) WriteFacts(ctx context.Context, stmts []d1.Stmt) (int64, error) {
 	return p.execReturning(ctx, stmts)
 }
 

@@ -9,17 +9,17 @@ import (
 	"time"
 
 	"storecrawl/durable/ledger"
-	"storecrawl/worker/enrich"
+	"storecrawl/worker/d1"
 )
 
 // memFacts is D1's facts table in memory: the id is the key, a conflicting
 // insert does nothing (as ON CONFLICT (id) DO NOTHING).
 type memFacts struct {
-	rows map[string]enrich.Stmt
+	rows map[string]d1.Stmt
 	fail error
 }
 
-func (m *memFacts) WriteFacts(_ context.Context, stmts []enrich.Stmt) (int64, error) {
+func (m *memFacts) WriteFacts(_ context.Context, stmts []d1.Stmt) (int64, error) {
 	if m.fail != nil {
 		return 0, m.fail
 	}
@@ -44,7 +44,7 @@ func batchBody(t *testing.T, n int) string {
 }
 
 func TestHandleFactsIsIdempotentAcrossAFailedDelivery(t *testing.T) {
-	db := &memFacts{rows: map[string]enrich.Stmt{}}
+	db := &memFacts{rows: map[string]d1.Stmt{}}
 	var stats ConsumerStats
 	stats.ArmFaults(1)
 	stats.ArmFaults(5) // armed once per isolate: the second call changes nothing

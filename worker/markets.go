@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"storecrawl/worker/enrich"
+	"storecrawl/worker/d1"
 )
 
 // A market cluster is the set of apps that rank for one keyword: apps a
@@ -101,11 +101,11 @@ func (c *Cluster) Score() {
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
 // ScoreStatements writes the opportunity scores of clusters.
-func ScoreStatements(cs []Cluster, now time.Time) []enrich.Stmt {
+func ScoreStatements(cs []Cluster, now time.Time) []d1.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
-	stmts := make([]enrich.Stmt, 0, len(cs))
+	stmts := make([]d1.Stmt, 0, len(cs))
 	for _, c := range cs {
-		stmts = append(stmts, enrich.Stmt{SQL: `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES (?,?,?,?,?,?)
+		stmts = append(stmts, d1.Stmt{SQL: `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES (?,?,?,?,?,?)
 ON CONFLICT (cluster_id) DO UPDATE SET score = excluded.score, demand = excluded.demand, fragmentation = excluded.fragmentation, quality_gap = excluded.quality_gap, computed_at = excluded.computed_at`,
 			Args: []any{c.ID, c.OpportunityScore, c.Demand, c.Fragmentation, c.Quality, ts}})
 	}
@@ -115,19 +115,19 @@ ON CONFLICT (cluster_id) DO UPDATE SET score = excluded.score, demand = excluded
 // ClusterStatements replaces each cluster and its members; fragmentation
 // and scores follow from the clusters-ready event. The stored fragmentation
 // is cleared (not yet analysed): it described the old members.
-func ClusterStatements(cs []Cluster, now time.Time) []enrich.Stmt {
+func ClusterStatements(cs []Cluster, now time.Time) []d1.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
-	var stmts []enrich.Stmt
+	var stmts []d1.Stmt
 	for _, c := range cs {
 		stmts = append(stmts,
-			enrich.Stmt{SQL: `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at) VALUES (?,?,?,?,?,?)
+			d1.Stmt{SQL: `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at) VALUES (?,?,?,?,?,?)
 ON CONFLICT (cluster_id) DO UPDATE SET app_count = excluded.app_count, total_ratings = excluded.total_ratings, avg_rating = excluded.avg_rating, top_share = excluded.top_share, computed_at = excluded.computed_at,
   hhi = NULL, fragmentation = NULL, fragmented_at = NULL`,
 				Args: []any{c.ID, c.Apps, c.TotalRatings, c.AvgRating, c.TopShare, ts}},
-			enrich.Stmt{SQL: `DELETE FROM market_cluster_members WHERE cluster_id = ?`, Args: []any{c.ID}},
+			d1.Stmt{SQL: `DELETE FROM market_cluster_members WHERE cluster_id = ?`, Args: []any{c.ID}},
 		)
 		for i, id := range c.Members {
-			stmts = append(stmts, enrich.Stmt{SQL: `INSERT OR IGNORE INTO market_cluster_members (cluster_id, track_id, position) VALUES (?,?,?)`, Args: []any{c.ID, id, i + 1}})
+			stmts = append(stmts, d1.Stmt{SQL: `INSERT OR IGNORE INTO market_cluster_members (cluster_id, track_id, position) VALUES (?,?,?)`, Args: []any{c.ID, id, i + 1}})
 		}
 	}
 	return stmts
@@ -184,11 +184,11 @@ func AnalyzeFragmentation(members map[string][]int64) []ClusterFragmentation {
 
 // FragmentationStatements store the analysis on each cluster (an update by
 // primary key: replaying it writes the same values).
-func FragmentationStatements(fs []ClusterFragmentation, now time.Time) []enrich.Stmt {
+func FragmentationStatements(fs []ClusterFragmentation, now time.Time) []d1.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
-	stmts := make([]enrich.Stmt, 0, len(fs))
+	stmts := make([]d1.Stmt, 0, len(fs))
 	for _, f := range fs {
-		stmts = append(stmts, enrich.Stmt{
+		stmts = append(stmts, d1.Stmt{
 			SQL:  `UPDATE market_clusters SET hhi = ?, fragmentation = ?, fragmented_at = ? WHERE cluster_id = ?`,
 			Args: []any{f.HHI, f.Fragmentation, ts, f.ClusterID},
 		})

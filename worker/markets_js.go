@@ -11,7 +11,7 @@ import (
 
 	"github.com/syumai/workers/cloudflare/queues"
 
-	"storecrawl/worker/enrich"
+	"storecrawl/worker/d1"
 )
 
 const clusterCursor = "clustering"
@@ -73,7 +73,7 @@ func (p Platform) Cluster(ctx context.Context) (string, error) {
 	}
 	now := time.Now()
 	stmts := ClusterStatements(clusters, now)
-	stmts = append(stmts, enrich.Stmt{
+	stmts = append(stmts, d1.Stmt{
 		SQL:  `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
 		Args: []any{clusterCursor, next, now.UTC().Format(time.RFC3339)},
 	})

@@ -3,25 +3,21 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"syscall/js"
 	"time"
 
 	"github.com/syumai/workers/cloudflare"
-	"github.com/syumai/workers/cloudflare/d1"
+	sd1 "github.com/syumai/workers/cloudflare/d1"
 	"github.com/syumai/workers/cloudflare/kv"
-	"github.com/syumai/workers/cloudflare/queues"
-	"github.com/syumai/workers/cloudflare/r2"
 
-	"storecrawl/worker/enrich"
 	"storecrawl/worker/cf"
+	"storecrawl/worker/d1"
 )
 
 // Binding names from wrangler.jsonc.
@@ -53,7 +49,7 @@ type Platform struct{}
 
 // db opens database/sql over the D1 binding.
 func (Platform) db() (*sql.DB, error) {
-	c, err := d1.OpenConnector(bindingDB)
+	c, err := sd1.OpenConnector(bindingDB)
 	if err != nil {
 		return nil, fmt.Errorf("D1 binding %s: %w", bindingDB, err)
 	}
@@ -62,12 +58,12 @@ func (Platform) db() (*sql.DB, error) {
 
 // exec runs statements as one D1 batch (one implicit transaction), in chunks
 // of D1's per-batch statement limit.
-func (p Platform) exec(stmts []enrich.Stmt) error {
+func (p Platform) exec(stmts []d1.Stmt) error {
 	return p.execCtx(context.Background(), stmts)
 }
 
 // execCtx is exec, counting D1's reported rows against ctx's D1Cost.
-func (p Platform) execCtx(ctx context.Context, stmts []enrich.Stmt) error {
+func (p Platform) execCtx(ctx context.Context, stmts []d1.Stmt) error {
 	_, err := p.execReturning(ctx, stmts)
 	return err
 }
@@ -75,7 +71,7 @@ func (p Platform) execCtx(ctx context.Context, stmts []enrich.Stmt) error {
 // execReturning is execCtx, also counting the rows the statements
 // returned (an INSERT ... RETURNING returns the rows it inserted; D1's
 // meta.changes would count the rows its triggers wrote too).
-func (Platform) execReturning(ctx context.Context, stmts []enrich.Stmt) (int64, error) {
+func (Platform) execReturning(ctx context.Context, stmts []d1.Stmt) (int64, error) {
 	var changes int64
 	db := cloudflare.GetBinding(bindingDB)
 	if db.IsUndefined() {
@@ -180,65 +176,6 @@ func jsValue(a any) any {
 	}
 }
 
-// --- enrich.Store ---------------------------------------------------------
-
-func (p Platform) PickQueued(ctx context.Context, n int) ([]enrich.QueuedItem, error) {
-	rows, err := queryAll(ctx, enrich.PickSQL, n)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]enrich.QueuedItem, len(rows))
-	for i, r := range rows {
-		out[i] = enrich.QueuedItem{TrackID: int64(r.Get("track_id").Float()), Attempts: r.Get("enrich_attempts").Int()}
-	}
-	return out, nil
-}
-
-func (p Platform) SaveEnriched(ctx context.Context, r enrich.Record) error {
-	return p.execCtx(ctx, enrich.SaveStatements(r))
-}
-
-func (p Platform) MarkMissing(ctx context.Context, id int64, at time.Time) error {
-	return p.execCtx(ctx, []enrich.Stmt{enrich.MarkMissingStmt(id, at)})
-}
-
-func (p Platform) Requeue(ctx context.Context, id int64, attempts int, errText string) error {
-	return p.execCtx(ctx, []enrich.Stmt{enrich.RequeueStmt(id, attempts, errText)})
-}
-
-func (p Platform) GiveUp(ctx context.Context, id int64, attempts int, errText string, at time.Time) error {
-	return p.execCtx(ctx, []enrich.Stmt{enrich.GiveUpStmt(id, attempts, errText, at)})
-}
-
-// --- enrich.HTMLCache -----------------------------------------------------
-
-func (Platform) PutHTML(_ context.Context, key string, html []byte) error {
-	b, err := r2.NewBucket(bindingHTML)
-	if err != nil {
-		return err
-	}
-	_, err = b.Put(key, io.NopCloser(bytes.NewReader(html)), &r2.PutOptions{
-		HTTPMetadata: r2.HTTPMetadata{ContentType: "text/html; charset=utf-8"},
-	})
-	return err
-}
-
-// --- enrich.Events --------------------------------------------------------
-
-func (Platform) AppsEnriched(_ context.Context, ids []int64) error {
-	q, err := queues.NewProducer(bindingEvents)
-	if err != nil {
-		return err
-	}
-	for _, ev := range NewAppEnrichedEvents(ids, time.Now()) {
-		b, _ := json.Marshal(ev)
-		if err := q.SendText(string(b)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // --- Analyzer -------------------------------------------------------------
 
 func (p Platform) ScoreInputs(ctx context.Context, ids []int64) ([]ScoreInput, error) {
@@ -269,10 +206,10 @@ func (p Platform) ScoreInputs(ctx context.Context, ids []int64) ([]ScoreInput, e
 }
 
 func (p Platform) SaveAppScores(_ context.Context, scores map[int64]AppScores, at time.Time) error {
-	stmts := make([]enrich.Stmt, 0, len(scores))
+	stmts := make([]d1.Stmt, 0, len(scores))
 	now := at.UTC().Format("2006-01-02T15:04:05.000Z")
 	for id, s := range scores {
-		stmts = append(stmts, enrich.Stmt{
+		stmts = append(stmts, d1.Stmt{
 			SQL:  `UPDATE app_registry SET demand_score = ?, competitiveness_score = ?, analyzed_at = ? WHERE track_id = ?`,
 			Args: []any{s.Demand, s.Competitiveness, now, id},
 		})

@@ -3,7 +3,7 @@ package worker
 import (
 	"strings"
 
-	"storecrawl/worker/enrich"
+	"storecrawl/worker/enrichment"
 )
 
 // The SQL of the cron and queue paths, in one place so a test can check
@@ -134,7 +134,7 @@ type HotQuery struct {
 // HotQueries lists the cron and queue path reads, for the query-plan test.
 func HotQueries() []HotQuery {
 	return []HotQuery{
-		{"enrichment pick", enrich.PickSQL, []any{50}},
+		{"enrichment pick", enrichment.PickSQL, []any{50}},
 		{"due tier check", dueTierSQL, []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{"next category", nextCategorySQL, []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{"pending keywords", pendingKeywordSQL, []any{12}},

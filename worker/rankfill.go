@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"storecrawl/worker/appstore"
-	"storecrawl/worker/enrich"
+	"storecrawl/worker/d1"
 	"storecrawl/worker/upstream"
 )
 
@@ -163,9 +163,9 @@ func joinErr(a, b string) string {
 
 // FillRankingStatements records one ranking-fill search: the keyword
 // (inserted if new, then marked searched) and where each app ranks.
-func FillRankingStatements(keyword string, apps []appstore.App, now time.Time) []enrich.Stmt {
+func FillRankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
-	return append([]enrich.Stmt{{
+	return append([]d1.Stmt{{
 		SQL:  `INSERT OR IGNORE INTO crawl_keywords (keyword, source, created_at) VALUES (?,?,?)`,
 		Args: []any{keyword, KeywordSourceFill, ts},
 	}}, RankingStatements(keyword, apps, now)...)
@@ -176,11 +176,11 @@ func FillRankingStatements(keyword string, apps []appstore.App, now time.Time) [
 const KeywordSourceFill = "fill"
 
 // MarkFilledStatements stamps the apps' rankings as filled at now.
-func MarkFilledStatements(ids []int64, now time.Time) []enrich.Stmt {
+func MarkFilledStatements(ids []int64, now time.Time) []d1.Stmt {
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
-	stmts := make([]enrich.Stmt, 0, len(ids))
+	stmts := make([]d1.Stmt, 0, len(ids))
 	for _, id := range ids {
-		stmts = append(stmts, enrich.Stmt{SQL: `UPDATE app_registry SET rankings_filled_at = ? WHERE track_id = ?`, Args: []any{ts, id}})
+		stmts = append(stmts, d1.Stmt{SQL: `UPDATE app_registry SET rankings_filled_at = ? WHERE track_id = ?`, Args: []any{ts, id}})
 	}
 	return stmts
 }

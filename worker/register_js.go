@@ -5,25 +5,20 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
 	"syscall/js"
 	"time"
 
 	"github.com/syumai/workers"
 	"github.com/syumai/workers/cloudflare"
 	"github.com/syumai/workers/cloudflare/cron"
-	"github.com/syumai/workers/cloudflare/fetch"
 	"github.com/syumai/workers/cloudflare/queues"
 
-	"storecrawl/durable/enrichment"
-	"storecrawl/worker/enrich"
+	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/cf"
+	"storecrawl/worker/d1"
+	"storecrawl/worker/enrichment"
 	"storecrawl/worker/logx"
-	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/upstream"
 )
 
@@ -97,13 +92,13 @@ func Register() {
 	workers.Ready()
 }
 
-// enrichmentDecide(op, state, argJSON, nowMs) → enrichment.Decision.
+// enrichmentDecide(op, state, argJSON, nowMs) → durable/enrichment.Decision.
 func enrichmentDecide(args []js.Value) (any, error) {
 	if len(args) != 4 {
 		return nil, fmt.Errorf("enrichmentDecide: want 4 args, got %d", len(args))
 	}
 	now := time.UnixMilli(int64(args[3].Float()))
-	d := enrichment.Handle(controllerConfig(), args[0].String(), args[1].String(), []byte(args[2].String()), now)
+	d := controller.Handle(cfg.Enrichment, args[0].String(), args[1].String(), []byte(args[2].String()), now)
 	emit(d.Events)
 	d.Events = nil
 	return d, nil
@@ -118,70 +113,31 @@ func emit[E ~map[string]any](events []E) {
 	}
 }
 
-// upstreamLimit names the global limit every catalogue call goes through
-// (ratelimit.Limits), and enrichLimitWait bounds how long an alarm's item
-// waits for it: the pacing algorithm, not a long wait, should slow the loop.
-const (
-	upstreamLimit   = "upstream-catalogue"
-	enrichLimitWait = 5 * time.Second
-)
-
-// enrichmentRun(planJSON) → Promise of enrichment.RunOutcome.
+// enrichmentRun(planJSON) → Promise of the run's outcome: the I/O of one
+// EnrichmentController tick (worker/enrichment performs what
+// durable/enrichment decided).
 func enrichmentRun(args []js.Value) (any, error) {
-	var plan enrichment.RunPlan
+	var plan controller.RunPlan
 	if err := json.Unmarshal([]byte(args[0].String()), &plan); err != nil {
 		return nil, fmt.Errorf("enrichmentRun: bad plan: %w", err)
 	}
-	p := Platform{}
-	country := cloudflare.Getenv("UPSTREAM_COUNTRY")
-	if country == "" {
-		country = "us"
-	}
-	r := &enrich.Runner{
-		Store: p, HTML: p, Events: p,
-		Upstream:  &upstream.Client{HTTP: fetchDoer{fetch.NewClient()}},
-		APIBase:   strings.TrimRight(cloudflare.Getenv("UPSTREAM_API_BASE"), "/"),
-		StoreBase: strings.TrimRight(cloudflare.Getenv("UPSTREAM_STORE_BASE"), "/"),
-		Country:   country,
+	up := catalogue()
+	r := &enrichment.Runner{
+		Store:     enrichment.D1Store{DB: db},
+		HTML:      enrichment.R2HTML{Bucket: htmlBucket},
+		Events:    enrichment.QueueEvents{Queue: eventQueue, Now: time.Now},
+		Upstream:  up.Client,
+		APIBase:   cfg.APIBase,
+		StoreBase: cfg.StoreBase,
+		Country:   cfg.Country,
 		Now:       time.Now,
-		Sleep:     Sleep,
-	}
-	limits := &ratelimit.Client{Caller: p, MaxWait: enrichLimitWait, Sleep: Sleep}
-	r.Limit = func(ctx context.Context, cost int, fn func(context.Context) error) error {
-		err := limits.Schedule(ctx, upstreamLimit, cost, fn)
-		if errors.Is(err, ratelimit.ErrRateLimited) {
-			return enrich.ErrLimited
-		}
-		return err
+		Sleep:     cf.Sleep,
+		Limit:     enrichment.GlobalLimit(up.Limits, upstream.CatalogueLimit),
 	}
 	// The run's D1 cost, from D1's result metadata, goes to the controller's totals.
-	ctx, cost := WithD1Cost(context.Background())
+	ctx, cost := d1.WithCost(context.Background())
 	out := r.Run(ctx, plan)
-	d1 := cost.View()
-	out.D1RowsRead, out.D1RowsWritten = d1.RowsRead, d1.RowsWritten
+	spent := cost.View()
+	out.D1RowsRead, out.D1RowsWritten = spent.RowsRead, spent.RowsWritten
 	return out, nil
-}
-
-// fetchDoer adapts the Workers fetch API to upstream.Doer.
-type fetchDoer struct{ c *fetch.Client }
-
-func (d fetchDoer) Do(req *http.Request) (*http.Response, error) {
-	return d.c.Do(&fetch.Request{Request: req}, nil)
-}
-
-// controllerConfig reads the controller's deploy-time settings from vars;
-// an invalid value is logged and the default used, so a typo cannot stop the loop.
-func controllerConfig() enrichment.Config {
-	raw := cloudflare.Getenv("ENRICHMENT_COOLDOWN_S")
-	pacingName := cloudflare.Getenv("ENRICHMENT_PACING")
-	secs, err := strconv.Atoi(raw)
-	if raw == "" {
-		secs, err = 0, nil
-	}
-	cfg, cerr := enrichment.NewConfig(pacingName, secs)
-	if err != nil || cerr != nil {
-		logx.Event("enrichment.bad_config", map[string]any{"level": logx.Error, "ENRICHMENT_COOLDOWN_S": raw, "ENRICHMENT_PACING": pacingName})
-		return enrichment.DefaultConfig()
-	}
-	return cfg
 }

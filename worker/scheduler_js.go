@@ -4,28 +4,23 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"syscall/js"
 	"time"
 
 	"github.com/syumai/workers/cloudflare"
-	"github.com/syumai/workers/cloudflare/fetch"
 	"github.com/syumai/workers/cloudflare/kv"
 
 	"storecrawl/durable/scheduler"
-	"storecrawl/worker/enrich"
-	"storecrawl/worker/logx"
-	"storecrawl/worker/ratelimit"
+	"storecrawl/worker/d1"
 	"storecrawl/worker/upstream"
 )
 
 // schedulerDecide(op, state, argJSON, nowMs) → scheduler.Decision.
 func schedulerDecide(args []js.Value) (any, error) {
 	now := time.UnixMilli(int64(args[3].Float()))
-	d := scheduler.Handle(schedulerConfig(), args[0].String(), args[1].String(), []byte(args[2].String()), now)
+	d := scheduler.Handle(cfg.Scheduler, args[0].String(), args[1].String(), []byte(args[2].String()), now)
 	emit(d.Events)
 	d.Events = nil
 	return d, nil
@@ -43,17 +38,7 @@ func schedulerRunTask(args []js.Value) (any, error) {
 
 // Fetch calls the upstream through the global limiter.
 func (p Platform) Fetch(ctx context.Context, url string) upstream.Response {
-	client := &upstream.Client{HTTP: fetchDoer{fetch.NewClient()}}
-	limits := &ratelimit.Client{Caller: p, MaxWait: enrichLimitWait, Sleep: Sleep}
-	var r upstream.Response
-	err := limits.Schedule(ctx, upstreamLimit, 1, func(ctx context.Context) error {
-		r = client.Get(ctx, url)
-		return nil
-	})
-	if err != nil {
-		return upstream.Response{Class: "rate_limit", Remaining: -1, Err: fmt.Errorf("global limit: %w", err)}
-	}
-	return r
+	return catalogue().Get(ctx, url)
 }
 
 func (Platform) PutKV(_ context.Context, key, value string) error {
@@ -107,9 +92,9 @@ func (p Platform) Daily(ctx context.Context) DailyResult {
 
 func (p Platform) SaveSweep(_ context.Context, cursorName string, next int64, rows []SweepRow, at time.Time) error {
 	ts := at.UTC().Format("2006-01-02T15:04:05.000Z")
-	stmts := make([]enrich.Stmt, 0, 2*len(rows)+1)
+	stmts := make([]d1.Stmt, 0, 2*len(rows)+1)
 	for _, r := range rows {
-		stmts = append(stmts, enrich.Stmt{
+		stmts = append(stmts, d1.Stmt{
 			SQL:  `INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating) VALUES (?,?,?,?)`,
 			Args: []any{r.TrackID, ts, r.RatingCount, r.AverageRating},
 		})
@@ -117,7 +102,7 @@ func (p Platform) SaveSweep(_ context.Context, cursorName string, next int64, ro
 		if !math.IsNaN(r.Velocity) {
 			v = r.Velocity
 		}
-		stmts = append(stmts, enrich.Stmt{SQL: `UPDATE app_registry SET rating_velocity = ? WHERE track_id = ?`, Args: []any{v, r.TrackID}})
+		stmts = append(stmts, d1.Stmt{SQL: `UPDATE app_registry SET rating_velocity = ? WHERE track_id = ?`, Args: []any{v, r.TrackID}})
 	}
 	stmts = append(stmts, CursorStmt(cursorName, next, at))
 	return p.exec(stmts)
@@ -141,20 +126,4 @@ func (Platform) Chart(_ context.Context, key string) (string, error) {
 		return "", err
 	}
 	return v, nil
-}
-
-// schedulerConfig reads SCHEDULER_BREAKER_THRESHOLD; an invalid value is
-// logged and the default used.
-func schedulerConfig() scheduler.Config {
-	raw := cloudflare.Getenv("SCHEDULER_BREAKER_THRESHOLD")
-	if raw == "" {
-		return scheduler.Config{}
-	}
-	n, err := strconv.Atoi(raw)
-	cfg, cerr := scheduler.NewConfig(n)
-	if err != nil || cerr != nil {
-		logx.Event("scheduler.bad_config", map[string]any{"level": logx.Error, "SCHEDULER_BREAKER_THRESHOLD": raw})
-		return scheduler.Config{}
-	}
-	return cfg
 }

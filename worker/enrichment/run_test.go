@@ -1,4 +1,4 @@
-package enrich
+package enrichment
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/enrichment"
+	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/upstream"
 )
 
@@ -156,16 +156,16 @@ func TestRunSettlesEveryItem(t *testing.T) {
 	defer srv.Close()
 	st := newStore(
 		QueuedItem{TrackID: fixtureID}, QueuedItem{TrackID: 2}, QueuedItem{TrackID: 3, Attempts: 2},
-		QueuedItem{TrackID: 4}, QueuedItem{TrackID: 5, Attempts: enrichment.MaxItemAttempts - 1},
-		QueuedItem{TrackID: 4, Attempts: enrichment.MaxItemAttempts - 1},
+		QueuedItem{TrackID: 4}, QueuedItem{TrackID: 5, Attempts: controller.MaxItemAttempts - 1},
+		QueuedItem{TrackID: 4, Attempts: controller.MaxItemAttempts - 1},
 	)
 	r, cache, ev, sleeps := newRunner(t, srv, st)
-	out := r.Run(context.Background(), enrichment.RunPlan{BatchSize: 10, ChunkItems: 3, ChunkPauseMs: 200})
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 10, ChunkItems: 3, ChunkPauseMs: 200})
 	if out.Picked != 6 || len(out.Results) != 6 || out.Error != "" {
 		t.Fatalf("outcome %+v", out)
 	}
-	want := []enrichment.Class{enrichment.ClassOK, enrichment.ClassNotFound, enrichment.ClassRateLimit,
-		enrichment.ClassParseError, enrichment.ClassServerError, enrichment.ClassParseError}
+	want := []controller.Class{controller.ClassOK, controller.ClassNotFound, controller.ClassRateLimit,
+		controller.ClassParseError, controller.ClassServerError, controller.ClassParseError}
 	for i, w := range want {
 		if out.Results[i].Class != w {
 			t.Errorf("item %d: %s (%s), want %s", i, out.Results[i].Class, out.Results[i].Error, w)
@@ -190,7 +190,7 @@ func TestRunSettlesEveryItem(t *testing.T) {
 	if st.requeued[4] != 1 {
 		t.Errorf("first parse error must requeue with attempt 1: %v", st.requeued)
 	}
-	if st.gaveUp[5] != enrichment.MaxItemAttempts || !out.Results[4].GaveUp {
+	if st.gaveUp[5] != controller.MaxItemAttempts || !out.Results[4].GaveUp {
 		t.Errorf("an item at its last attempt must be given up: %v", st.gaveUp)
 	}
 	if len(ev.ids) != 1 || ev.ids[0] != fixtureID {
@@ -199,7 +199,7 @@ func TestRunSettlesEveryItem(t *testing.T) {
 	if len(*sleeps) != 1 || (*sleeps)[0] != 200*time.Millisecond {
 		t.Errorf("want one pause between two chunks, got %v", *sleeps)
 	}
-	if peak > 3*enrichment.SubrequestsPerItem {
+	if peak > 3*controller.SubrequestsPerItem {
 		t.Errorf("peak concurrent upstream requests %d exceeds chunk × subrequests", peak)
 	}
 }
@@ -208,11 +208,11 @@ func TestStoreFailureKeepsItemQueued(t *testing.T) {
 	var inflight, peak int
 	srv := fixtureUpstream(t, &inflight, &peak)
 	defer srv.Close()
-	st := newStore(QueuedItem{TrackID: fixtureID, Attempts: enrichment.MaxItemAttempts - 1})
+	st := newStore(QueuedItem{TrackID: fixtureID, Attempts: controller.MaxItemAttempts - 1})
 	st.failSave = true
 	r, _, ev, _ := newRunner(t, srv, st)
-	out := r.Run(context.Background(), enrichment.RunPlan{BatchSize: 5, ChunkItems: 3})
-	if out.Results[0].Class != enrichment.ClassStoreError {
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 5, ChunkItems: 3})
+	if out.Results[0].Class != controller.ClassStoreError {
 		t.Fatalf("class %s", out.Results[0].Class)
 	}
 	if len(st.gaveUp) != 0 || len(st.requeued) != 0 || len(ev.ids) != 0 {
@@ -228,7 +228,7 @@ func (*failingPick) PickQueued(context.Context, int) ([]QueuedItem, error) {
 
 func TestPickFailureIsRunError(t *testing.T) {
 	r := &Runner{Store: &failingPick{}, Now: time.Now}
-	out := r.Run(context.Background(), enrichment.RunPlan{BatchSize: 5})
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 5})
 	if out.Error == "" || out.Picked != 0 {
 		t.Fatalf("%+v", out)
 	}
@@ -258,11 +258,11 @@ func TestRunStopsAtRefusalAndReportsRequests(t *testing.T) {
 	defer srv.Close()
 	st := newStore(QueuedItem{TrackID: fixtureID}, QueuedItem{TrackID: 3}, QueuedItem{TrackID: fixtureID}, QueuedItem{TrackID: 2})
 	r, _, _, _ := newRunner(t, srv, st)
-	out := r.Run(context.Background(), enrichment.RunPlan{BatchSize: 4, ChunkItems: 1, StopOnThrottle: true})
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 4, ChunkItems: 1, StopOnThrottle: true})
 	if out.Picked != 2 || out.Skipped != 2 || len(out.Results) != 2 {
 		t.Fatalf("the run must stop after the refused chunk: %+v", out)
 	}
-	if len(out.Requests) != 2*enrichment.SubrequestsPerItem {
+	if len(out.Requests) != 2*controller.SubrequestsPerItem {
 		t.Fatalf("requests: %+v", out.Requests)
 	}
 	for _, rq := range out.Requests {
@@ -270,7 +270,7 @@ func TestRunStopsAtRefusalAndReportsRequests(t *testing.T) {
 			t.Fatalf("request outcome incomplete: %+v", rq)
 		}
 	}
-	if last := out.Requests[len(out.Requests)-1]; last.Item != 1 || last.Class != enrichment.ClassRateLimit || last.RetryAfterMs != 30000 {
+	if last := out.Requests[len(out.Requests)-1]; last.Item != 1 || last.Class != controller.ClassRateLimit || last.RetryAfterMs != 30000 {
 		t.Fatalf("refused request: %+v", last)
 	}
 	if st.missing[2] {
@@ -294,11 +294,11 @@ func TestRunGoesThroughTheGlobalLimit(t *testing.T) {
 		admitted++
 		return fn(ctx)
 	}
-	out := r.Run(context.Background(), enrichment.RunPlan{BatchSize: 2, ChunkItems: 1})
-	if len(costs) != 2 || costs[0] != enrichment.SubrequestsPerItem {
-		t.Fatalf("one acquire per item of %d units, got %v", enrichment.SubrequestsPerItem, costs)
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 2, ChunkItems: 1})
+	if len(costs) != 2 || costs[0] != controller.SubrequestsPerItem {
+		t.Fatalf("one acquire per item of %d units, got %v", controller.SubrequestsPerItem, costs)
 	}
-	if out.Results[0].Class != enrichment.ClassOK || out.Results[1].Class != enrichment.ClassRateLimit {
+	if out.Results[0].Class != controller.ClassOK || out.Results[1].Class != controller.ClassRateLimit {
 		t.Fatalf("results %+v", out.Results)
 	}
 	if len(st.requeued)+len(st.gaveUp) != 0 {

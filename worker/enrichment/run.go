@@ -1,9 +1,11 @@
-// Package enrich performs one EnrichmentController run: pick queued apps,
-// enrich each (lookup JSON + store page, raw HTML to R2, one D1 batch),
-// settle every item, and report per-item outcomes for the controller to
-// learn from. Storage and the upstream sit behind interfaces, so the runner
-// is tested natively; the Workers implementations live in worker/.
-package enrich
+// Package enrichment performs what the EnrichmentController decides
+// (durable/enrichment decides; this package performs): one run picks queued
+// apps, enriches each (lookup JSON + store page, raw HTML to R2, one D1
+// batch), settles every item, and reports per-item outcomes for the
+// controller to learn from. Storage, the upstream and the queue sit behind
+// small interfaces with plain-Go implementations (D1Store over worker/d1),
+// so the whole run is tested natively.
+package enrichment
 
 import (
 	"context"
@@ -13,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"storecrawl/durable/enrichment"
+	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/upstream"
@@ -97,14 +99,14 @@ func HTMLKey(country string, id int64) string {
 
 // Run executes plan. It never fails as a whole once items are picked: every
 // item is settled and reported; a failure to pick is a run-level error.
-func (r *Runner) Run(ctx context.Context, plan enrichment.RunPlan) enrichment.RunOutcome {
+func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.RunOutcome {
 	start := r.Now()
 	items, err := r.Store.PickQueued(ctx, plan.BatchSize)
 	if err != nil {
-		return enrichment.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds()}
+		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds()}
 	}
-	results := make([]enrichment.ItemResult, len(items))
-	requests := make([][]enrichment.RequestOutcome, len(items))
+	results := make([]controller.ItemResult, len(items))
+	requests := make([][]controller.RequestOutcome, len(items))
 	chunk := plan.ChunkItems
 	if chunk <= 0 {
 		chunk = 1
@@ -130,13 +132,13 @@ func (r *Runner) Run(ctx context.Context, plan enrichment.RunPlan) enrichment.Ru
 			r.Sleep(time.Duration(plan.ChunkPauseMs) * time.Millisecond)
 		}
 	}
-	out := enrichment.RunOutcome{Picked: attempted, Skipped: len(items) - attempted, Results: results[:attempted]}
+	out := controller.RunOutcome{Picked: attempted, Skipped: len(items) - attempted, Results: results[:attempted]}
 	for _, rq := range requests[:attempted] {
 		out.Requests = append(out.Requests, rq...)
 	}
 	var enriched []int64
 	for _, res := range out.Results {
-		if res.Class == enrichment.ClassOK {
+		if res.Class == controller.ClassOK {
 			enriched = append(enriched, res.TrackID)
 		}
 	}
@@ -144,16 +146,16 @@ func (r *Runner) Run(ctx context.Context, plan enrichment.RunPlan) enrichment.Ru
 		// Analysis is derived data: a lost event is recomputed by the next
 		// sweep, so a failed send is logged and does not fail the items.
 		if err := r.Events.AppsEnriched(ctx, enriched); err != nil {
-			logx.Err("enrichment.event_send_failed", err, map[string]any{"count": len(enriched)})
+			logx.Err("controller.event_send_failed", err, map[string]any{"count": len(enriched)})
 		}
 	}
 	out.DurationMs = r.Now().Sub(start).Milliseconds()
 	return out
 }
 
-func anyRefused(rs []enrichment.ItemResult) bool {
+func anyRefused(rs []controller.ItemResult) bool {
 	for _, r := range rs {
-		if r.Class == enrichment.ClassRateLimit {
+		if r.Class == controller.ClassRateLimit {
 			return true
 		}
 	}
@@ -161,25 +163,25 @@ func anyRefused(rs []enrichment.ItemResult) bool {
 }
 
 // settle enriches one item and applies the controller's verdict to it.
-func (r *Runner) settle(ctx context.Context, it QueuedItem, index int) (enrichment.ItemResult, []enrichment.RequestOutcome) {
+func (r *Runner) settle(ctx context.Context, it QueuedItem, index int) (controller.ItemResult, []controller.RequestOutcome) {
 	res, reqs := r.enrichOne(ctx, it.TrackID, index)
-	action := enrichment.ActionFor(res.Class, it.Attempts)
+	action := controller.ActionFor(res.Class, it.Attempts)
 	var err error
 	switch action {
-	case enrichment.ActionMissing:
+	case controller.ActionMissing:
 		err = r.Store.MarkMissing(ctx, it.TrackID, r.Now())
-	case enrichment.ActionRequeue:
+	case controller.ActionRequeue:
 		err = r.Store.Requeue(ctx, it.TrackID, it.Attempts+1, res.Error)
-	case enrichment.ActionGiveUp:
+	case controller.ActionGiveUp:
 		err = r.Store.GiveUp(ctx, it.TrackID, it.Attempts+1, res.Error, r.Now())
 		res.GaveUp = err == nil
 	}
 	if err != nil {
 		// The item stays queued as it was: it will be picked again, never lost.
-		logx.Err("enrichment.settle_failed", err, map[string]any{"track_id": it.TrackID, "action": string(action)})
+		logx.Err("controller.settle_failed", err, map[string]any{"track_id": it.TrackID, "action": string(action)})
 	}
-	if res.Class != enrichment.ClassOK {
-		logx.Event("enrichment.item_failed", map[string]any{
+	if res.Class != controller.ClassOK {
+		logx.Event("controller.item_failed", map[string]any{
 			"level": logx.Warn, "track_id": it.TrackID, "class": string(res.Class),
 			"status": res.Status, "action": string(action), "error": res.Error,
 		})
@@ -188,8 +190,8 @@ func (r *Runner) settle(ctx context.Context, it QueuedItem, index int) (enrichme
 }
 
 // requestOutcome records one upstream call for the pacing algorithm.
-func requestOutcome(item int, u upstream.Response) enrichment.RequestOutcome {
-	return enrichment.RequestOutcome{
+func requestOutcome(item int, u upstream.Response) controller.RequestOutcome {
+	return controller.RequestOutcome{
 		Item: item, SentAt: u.SentAt.UnixMilli(), DoneAt: u.DoneAt.UnixMilli(), Class: u.Class,
 		RetryAfterMs: int64(u.RetryAfterS) * 1000, Remaining: u.Remaining, ResetMs: u.Reset.Milliseconds(),
 	}
@@ -198,12 +200,12 @@ func requestOutcome(item int, u upstream.Response) enrichment.RequestOutcome {
 // classRank orders failure classes when the two fetches of an item disagree:
 // the upstream-level signal wins, so a throttled page is never hidden behind
 // a parse error of the other document.
-var classRank = map[enrichment.Class]int{
-	enrichment.ClassOK: 0, enrichment.ClassParseError: 1, enrichment.ClassNotFound: 2,
-	enrichment.ClassServerError: 3, enrichment.ClassTimeout: 4, enrichment.ClassRateLimit: 5,
+var classRank = map[controller.Class]int{
+	controller.ClassOK: 0, controller.ClassParseError: 1, controller.ClassNotFound: 2,
+	controller.ClassServerError: 3, controller.ClassTimeout: 4, controller.ClassRateLimit: 5,
 }
 
-func (r *Runner) enrichOne(ctx context.Context, id int64, index int) (enrichment.ItemResult, []enrichment.RequestOutcome) {
+func (r *Runner) enrichOne(ctx context.Context, id int64, index int) (controller.ItemResult, []controller.RequestOutcome) {
 	var lookup, page upstream.Response
 	fetch := func(ctx context.Context) error {
 		var wg sync.WaitGroup
@@ -215,55 +217,55 @@ func (r *Runner) enrichOne(ctx context.Context, id int64, index int) (enrichment
 	}
 	if r.Limit == nil {
 		fetch(ctx)
-	} else if err := r.Limit(ctx, enrichment.SubrequestsPerItem, fetch); err != nil {
+	} else if err := r.Limit(ctx, controller.SubrequestsPerItem, fetch); err != nil {
 		// Nothing reached the upstream. Our own global cap is a rate signal
 		// for the pacing algorithm; a limiter we cannot reach is our failure.
 		now := r.Now()
-		res := enrichment.ItemResult{TrackID: id, Class: enrichment.ClassStoreError, Error: "rate limiter: " + err.Error()}
+		res := controller.ItemResult{TrackID: id, Class: controller.ClassStoreError, Error: "rate limiter: " + err.Error()}
 		if errors.Is(err, ErrLimited) {
-			res.Class = enrichment.ClassRateLimit
-			return res, []enrichment.RequestOutcome{{Item: index, SentAt: now.UnixMilli(), DoneAt: now.UnixMilli(), Class: enrichment.ClassRateLimit, Remaining: -1}}
+			res.Class = controller.ClassRateLimit
+			return res, []controller.RequestOutcome{{Item: index, SentAt: now.UnixMilli(), DoneAt: now.UnixMilli(), Class: controller.ClassRateLimit, Remaining: -1}}
 		}
 		return res, nil
 	}
-	reqs := []enrichment.RequestOutcome{requestOutcome(index, lookup), requestOutcome(index, page)}
+	reqs := []controller.RequestOutcome{requestOutcome(index, lookup), requestOutcome(index, page)}
 	return r.itemResult(ctx, id, lookup, page), reqs
 }
 
 // itemResult turns the two answers into the item's outcome, storing it on success.
-func (r *Runner) itemResult(ctx context.Context, id int64, lookup, page upstream.Response) enrichment.ItemResult {
+func (r *Runner) itemResult(ctx context.Context, id int64, lookup, page upstream.Response) controller.ItemResult {
 
 	worst := lookup
 	if classRank[page.Class] > classRank[lookup.Class] {
 		worst = page
 	}
-	res := enrichment.ItemResult{TrackID: id, Class: worst.Class, Status: worst.Status}
+	res := controller.ItemResult{TrackID: id, Class: worst.Class, Status: worst.Status}
 	res.RetryAfterS = max(lookup.RetryAfterS, page.RetryAfterS)
-	if worst.Class != enrichment.ClassOK {
+	if worst.Class != controller.ClassOK {
 		res.Error = errText(worst.Err)
 		return res
 	}
 	app, err := appstore.ParseLookup(lookup.Body)
 	if err != nil {
-		res.Class = enrichment.ClassParseError
+		res.Class = controller.ClassParseError
 		if errors.Is(err, appstore.ErrNotFound) {
-			res.Class = enrichment.ClassNotFound
+			res.Class = controller.ClassNotFound
 		}
 		res.Error = "lookup: " + err.Error()
 		return res
 	}
 	sp, err := appstore.ParseStorePage(page.Body)
 	if err != nil {
-		res.Class, res.Error = enrichment.ClassParseError, "store page: "+err.Error()
+		res.Class, res.Error = controller.ClassParseError, "store page: "+err.Error()
 		return res
 	}
 	key := HTMLKey(r.Country, id)
 	if err := r.HTML.PutHTML(ctx, key, page.Body); err != nil {
-		res.Class, res.Error = enrichment.ClassStoreError, "r2 put: "+err.Error()
+		res.Class, res.Error = controller.ClassStoreError, "r2 put: "+err.Error()
 		return res
 	}
 	if err := r.Store.SaveEnriched(ctx, Record{App: app, Page: sp, HTMLKey: key, FetchedAt: r.Now()}); err != nil {
-		res.Class, res.Error = enrichment.ClassStoreError, "d1 save: "+err.Error()
+		res.Class, res.Error = controller.ClassStoreError, "d1 save: "+err.Error()
 		return res
 	}
 	return res

@@ -1,17 +1,13 @@
-package enrich
+package enrichment
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/d1"
 )
-
-// Stmt is one parameterised D1 statement.
-type Stmt struct {
-	SQL  string
-	Args []any
-}
 
 // PickSQL is the controller's pick; idx_app_registry_queue serves it.
 const PickSQL = `SELECT track_id, enrich_attempts FROM app_registry
@@ -26,7 +22,7 @@ const (
 	SourceFailed   = "failed"
 )
 
-func ts(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+func ts(t time.Time) string { return d1.Time(t) }
 
 func jsonText(v any) string {
 	b, err := json.Marshal(v)
@@ -40,7 +36,7 @@ func jsonText(v any) string {
 // transaction): the registry row (upserted, so a row deleted meanwhile is
 // recreated rather than lost) and its similar-app edges, replaced wholesale
 // so a re-enrichment is idempotent.
-func SaveStatements(r Record) []Stmt {
+func SaveStatements(r Record) []d1.Stmt {
 	a, p := r.App, r.Page
 	langs := a.Languages
 	if langs == nil {
@@ -55,7 +51,7 @@ func SaveStatements(r Record) []Stmt {
 		similar = []int64{}
 	}
 	now := ts(r.FetchedAt)
-	stmts := []Stmt{{
+	stmts := []d1.Stmt{{
 		SQL: `INSERT INTO app_registry (track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
   price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
   description, content_rating, artwork_url, file_size_bytes, languages, subtitle, rating_histogram,
@@ -92,7 +88,7 @@ ON CONFLICT (track_id) DO UPDATE SET
 		stmts = append(stmts, DeveloperStmt(a.DeveloperID, a.DeveloperName, now))
 	}
 	for i, sid := range similar {
-		stmts = append(stmts, Stmt{
+		stmts = append(stmts, d1.Stmt{
 			SQL:  `INSERT OR IGNORE INTO app_similar (app_id, similar_id, position) VALUES (?,?,?)`,
 			Args: []any{a.TrackID, sid, i},
 		})
@@ -101,34 +97,84 @@ ON CONFLICT (track_id) DO UPDATE SET
 }
 
 // MarkMissingStmt dequeues an app the upstream does not know.
-func MarkMissingStmt(id int64, at time.Time) Stmt {
-	return Stmt{
+func MarkMissingStmt(id int64, at time.Time) d1.Stmt {
+	return d1.Stmt{
 		SQL:  `UPDATE app_registry SET enrichment_source = ?, enriched_at = ?, updated_at = ?, enrich_error = NULL WHERE track_id = ?`,
 		Args: []any{SourceNotFound, ts(at), ts(at), id},
 	}
 }
 
 // RequeueStmt records a failed attempt and leaves the app queued.
-func RequeueStmt(id int64, attempts int, errText string) Stmt {
-	return Stmt{
+func RequeueStmt(id int64, attempts int, errText string) d1.Stmt {
+	return d1.Stmt{
 		SQL:  `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ? WHERE track_id = ?`,
 		Args: []any{attempts, appstore.Truncate(errText, appstore.MaxTextLen), id},
 	}
 }
 
 // GiveUpStmt marks the app permanently failed; the row and its last error stay.
-func GiveUpStmt(id int64, attempts int, errText string, at time.Time) Stmt {
-	return Stmt{
+func GiveUpStmt(id int64, attempts int, errText string, at time.Time) d1.Stmt {
+	return d1.Stmt{
 		SQL:  `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ?, enrichment_source = ?, enriched_at = ?, updated_at = ? WHERE track_id = ?`,
 		Args: []any{attempts, appstore.Truncate(errText, appstore.MaxTextLen), SourceFailed, ts(at), ts(at), id},
 	}
 }
 
 // DeveloperStmt upserts one developer.
-func DeveloperStmt(id int64, name, ts string) Stmt {
-	return Stmt{
+func DeveloperStmt(id int64, name, ts string) d1.Stmt {
+	return d1.Stmt{
 		SQL: `INSERT INTO developers (developer_id, name, first_seen_at, updated_at) VALUES (?,?,?,?)
 ON CONFLICT (developer_id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at`,
 		Args: []any{id, appstore.Truncate(name, appstore.MaxTextLen), ts, ts},
 	}
+}
+
+// D1Store is the work queue and the enriched-data store in D1.
+type D1Store struct {
+	DB *d1.DB
+}
+
+// PickQueued implements Store.
+func (s D1Store) PickQueued(ctx context.Context, n int) ([]QueuedItem, error) {
+	var rows []struct {
+		TrackID  int64 `json:"track_id"`
+		Attempts int   `json:"enrich_attempts"`
+	}
+	if err := s.DB.Query(ctx, &rows, PickSQL, n); err != nil {
+		return nil, err
+	}
+	out := make([]QueuedItem, len(rows))
+	for i, r := range rows {
+		out[i] = QueuedItem{TrackID: r.TrackID, Attempts: r.Attempts}
+	}
+	return out, nil
+}
+
+// SaveEnriched implements Store.
+func (s D1Store) SaveEnriched(ctx context.Context, r Record) error {
+	_, err := s.DB.Exec(ctx, SaveStatements(r)...)
+	return err
+}
+
+// MarkMissing implements Store.
+func (s D1Store) MarkMissing(ctx context.Context, id int64, at time.Time) error {
+	_, err := s.DB.Exec(ctx, MarkMissingStmt(id, at))
+	return err
+}
+
+// Requeue implements Store.
+func (s D1Store) Requeue(ctx context.Context, id int64, attempts int, errText string) error {
+	_, err := s.DB.Exec(ctx, RequeueStmt(id, attempts, errText))
+	return err
+}
+
+// GiveUp implements Store.
+func (s D1Store) GiveUp(ctx context.Context, id int64, attempts int, errText string, at time.Time) error {
+	_, err := s.DB.Exec(ctx, GiveUpStmt(id, attempts, errText, at))
+	return err
+}
+
+// HotQueries are the reads of the controller's path.
+func HotQueries() []d1.NamedQuery {
+	return []d1.NamedQuery{{Name: "enrichment pick", SQL: PickSQL, Args: []any{50}}}
 }

@@ -1,0 +1,47 @@
+package enrichment
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"storecrawl/worker/events"
+	"storecrawl/worker/ratelimit"
+)
+
+// Bucket stores objects (R2 under workerd).
+type Bucket interface {
+	Put(ctx context.Context, key string, body []byte, contentType string) error
+}
+
+// R2HTML keeps raw store pages in a bucket.
+type R2HTML struct{ Bucket Bucket }
+
+// PutHTML implements HTMLCache.
+func (h R2HTML) PutHTML(ctx context.Context, key string, html []byte) error {
+	return h.Bucket.Put(ctx, key, html, "text/html; charset=utf-8")
+}
+
+// QueueEvents announces enriched apps on the EVENTS queue.
+type QueueEvents struct {
+	Queue events.Sender
+	Now   func() time.Time
+}
+
+// AppsEnriched implements Events.
+func (q QueueEvents) AppsEnriched(ctx context.Context, ids []int64) error {
+	return events.Send(ctx, q.Queue, events.NewAppEnriched(ids, q.Now())...)
+}
+
+// GlobalLimit is Runner.Limit through the OmniLimiter key: no slot within
+// the client's wait budget is ErrLimited (a rate signal for the pacing
+// algorithm); any other error is the limiter's own failure.
+func GlobalLimit(limits *ratelimit.Client, key string) func(ctx context.Context, cost int, fn func(context.Context) error) error {
+	return func(ctx context.Context, cost int, fn func(context.Context) error) error {
+		err := limits.Schedule(ctx, key, cost, fn)
+		if errors.Is(err, ratelimit.ErrRateLimited) {
+			return ErrLimited
+		}
+		return err
+	}
+}

@@ -1,0 +1,143 @@
+//go:build !js
+
+package enrichment
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	controller "storecrawl/durable/enrichment"
+	"storecrawl/worker/appstore"
+	"storecrawl/worker/d1/d1test"
+	"storecrawl/worker/events"
+)
+
+type sentQueue struct{ bodies []string }
+
+func (q *sentQueue) Send(_ context.Context, body string) error {
+	q.bodies = append(q.bodies, body)
+	return nil
+}
+
+// TestRunAgainstD1 runs a whole tick against the real schema: the pick
+// (priority order), the enriched app's upsert with its similar-app edges
+// and developer, a not-found app dequeued, throttled and failing apps left
+// queued with their attempts, a last attempt given up, and the enriched
+// app announced on the queue.
+func TestRunAgainstD1(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	db, drv := d1test.New(t)
+	for _, r := range []struct {
+		id        int64
+		priority  int
+		attempts  int
+		available bool
+	}{{fixtureID, 9, 0, true}, {2, 8, 0, true}, {3, 7, 1, true}, {5, 6, controller.MaxItemAttempts - 1, true}, {6, 0, 0, true}} {
+		drv.Exec(t, `INSERT INTO app_registry (track_id, enrich_priority, enrich_attempts) VALUES (?,?,?)`, r.id, r.priority, r.attempts)
+	}
+	q := &sentQueue{}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	r, _, _, _ := newRunner(t, srv, nil)
+	r.Store, r.Events, r.Now = D1Store{DB: db}, QueueEvents{Queue: q, Now: func() time.Time { return now }}, func() time.Time { return now }
+	r.HTML = R2HTML{Bucket: bucketFunc(func(string, []byte, string) error { return nil })}
+
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 4, ChunkItems: 2})
+	if out.Error != "" || out.Picked != 4 {
+		t.Fatalf("run: %+v", out)
+	}
+	classes := map[int64]controller.Class{}
+	for _, res := range out.Results {
+		classes[res.TrackID] = res.Class
+	}
+	// Priority order: app 6 (priority 0) was not picked.
+	if _, ok := classes[6]; ok || classes[fixtureID] != controller.ClassOK || classes[2] != controller.ClassNotFound {
+		t.Fatalf("classes: %v", classes)
+	}
+	app := drv.Rows(t, `SELECT enrichment_source, enriched_at, name, developer_id, similar_app_ids, html_r2_key FROM app_registry WHERE track_id = ?`, fixtureID)[0]
+	if app["enrichment_source"] != SourceEnriched || app["enriched_at"] != "2026-11-23T12:00:00.000Z" || app["name"] == nil || app["html_r2_key"] == nil {
+		t.Fatalf("enriched row: %v", app)
+	}
+	var similar []int64
+	json.Unmarshal([]byte(app["similar_app_ids"].(string)), &similar)
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_similar WHERE app_id = ?`, fixtureID); n != int64(len(similar)) || n == 0 {
+		t.Fatalf("similar edges: %d for %v", n, similar)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM developers WHERE developer_id = ?`, app["developer_id"]); n != 1 {
+		t.Fatalf("developer rows: %d", n)
+	}
+	if src := drv.Rows(t, `SELECT enrichment_source FROM app_registry WHERE track_id = 2`)[0]["enrichment_source"]; src != SourceNotFound {
+		t.Fatalf("not found: %v", src)
+	}
+	// Throttled (3): still queued, never lost.
+	if row := drv.Rows(t, `SELECT enriched_at FROM app_registry WHERE track_id = 3`)[0]; row["enriched_at"] != nil {
+		t.Fatalf("a throttled app must stay queued: %v", row)
+	}
+	if row := drv.Rows(t, `SELECT enrichment_source, enrich_attempts FROM app_registry WHERE track_id = 5`)[0]; row["enrichment_source"] != SourceFailed || row["enrich_attempts"] != float64(controller.MaxItemAttempts) {
+		t.Fatalf("last attempt must give up: %v", row)
+	}
+	if len(q.bodies) != 1 {
+		t.Fatalf("events: %v", q.bodies)
+	}
+	var ev events.Event
+	json.Unmarshal([]byte(q.bodies[0]), &ev)
+	if ev.Type != events.AppEnriched || len(ev.TrackIDs) != 1 || ev.TrackIDs[0] != fixtureID {
+		t.Fatalf("event: %+v", ev)
+	}
+	// A re-enrichment replaces the edges, it does not add to them.
+	if _, err := db.Exec(context.Background(), SaveStatements(Record{App: mustLookup(t), FetchedAt: now})...); err != nil {
+		t.Fatal(err)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_similar WHERE app_id = ?`, fixtureID); n != 0 {
+		t.Fatalf("a record without similar apps must clear the edges: %d", n)
+	}
+}
+
+func TestD1FailureLeavesItemsQueued(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	db, drv := d1test.New(t)
+	drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (?)`, fixtureID)
+	r, _, ev, _ := newRunner(t, srv, nil)
+	r.Store = D1Store{DB: db}
+	// The pick succeeds; the save and the requeue fail: the app stays queued as it was.
+	pickThenFail := &failAfter{D1Store: D1Store{DB: db}, drv: drv}
+	r.Store = pickThenFail
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 1, ChunkItems: 1})
+	if len(out.Results) != 1 || out.Results[0].Class != controller.ClassStoreError {
+		t.Fatalf("results: %+v", out.Results)
+	}
+	if row := drv.Rows(t, `SELECT enriched_at, enrich_attempts FROM app_registry WHERE track_id = ?`, fixtureID)[0]; row["enriched_at"] != nil {
+		t.Fatalf("must stay queued: %v", row)
+	}
+	if len(ev.ids) != 0 {
+		t.Fatalf("nothing was enriched: %v", ev.ids)
+	}
+}
+
+type failAfter struct {
+	D1Store
+	drv *d1test.Driver
+}
+
+func (f *failAfter) PickQueued(ctx context.Context, n int) ([]QueuedItem, error) {
+	items, err := f.D1Store.PickQueued(ctx, n)
+	f.drv.FailNext.Store(10)
+	return items, err
+}
+
+type bucketFunc func(key string, body []byte, contentType string) error
+
+func (b bucketFunc) Put(_ context.Context, key string, body []byte, ct string) error { return b(key, body, ct) }
+
+func mustLookup(t *testing.T) appstore.App {
+	a, err := appstore.ParseLookup(fixture(t, "lookup.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
