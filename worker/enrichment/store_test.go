@@ -132,7 +132,9 @@ func (f *failAfter) PickQueued(ctx context.Context, n int) ([]QueuedItem, error)
 
 type bucketFunc func(key string, body []byte, contentType string) error
 
-func (b bucketFunc) Put(_ context.Context, key string, body []byte, ct string) error { return b(key, body, ct) }
+func (b bucketFunc) Put(_ context.Context, key string, body []byte, ct string) error {
+	return b(key, body, ct)
+}
 
 func mustLookup(t *testing.T) appstore.App {
 	a, err := appstore.ParseLookup(fixture(t, "lookup.json"))
