@@ -20,8 +20,8 @@ import (
 	"github.com/syumai/workers/cloudflare/queues"
 	"github.com/syumai/workers/cloudflare/r2"
 
-	"storecrawl/worker/enrich"
 	"storecrawl/worker/cf"
+	"storecrawl/worker/enrich"
 )
 
 // Binding names from wrangler.jsonc.
