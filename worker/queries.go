@@ -3,7 +3,9 @@ package worker
 import (
 	"strings"
 
+	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
+	"storecrawl/worker/history"
 )
 
 // The SQL of the cron and queue paths, in one place so a test can check
@@ -131,9 +133,18 @@ type HotQuery struct {
 	Args []any
 }
 
+// featureQueries converts a feature package's hot queries.
+func featureQueries(qs []d1.NamedQuery) []HotQuery {
+	out := make([]HotQuery, len(qs))
+	for i, q := range qs {
+		out[i] = HotQuery(q)
+	}
+	return out
+}
+
 // HotQueries lists the cron and queue path reads, for the query-plan test.
 func HotQueries() []HotQuery {
-	return []HotQuery{
+	return append([]HotQuery{
 		{"enrichment pick", enrichment.PickSQL, []any{50}},
 		{"due tier check", dueTierSQL, []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{"next category", nextCategorySQL, []any{"high", "2026-01-01T00:00:00.000Z"}},
@@ -152,8 +163,7 @@ func HotQueries() []HotQuery {
 		{"keyword rankings", keywordRankingsSQL(2), []any{"budget", "chat"}},
 		{"cluster aggregates", clusterAggregatesSQL(2), []any{"budget", "chat"}},
 		{"cluster member ratings", clusterMemberRatingsSQL(2), []any{"budget", "chat"}},
-		{"dead letters", deadLettersSQL, []any{20, 0}},
-	}
+	}, featureQueries(history.HotQueries())...)
 }
 
 // snapshotTodaySQL is the daily snapshot's once-a-day check (inside its

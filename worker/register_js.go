@@ -16,8 +16,10 @@ import (
 
 	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/cf"
+	"storecrawl/worker/config"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
+	"storecrawl/worker/history"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/upstream"
 )
@@ -39,8 +41,8 @@ func Register() {
 		Markets:    p,
 		Apps:       p,
 		Cron:       p,
-		Ledger:     p,
-		Dead:       p,
+		Ledger:     historyService,
+		Dead:       historyService,
 		Events:     p,
 		TestRoutes: func() bool { return cloudflare.Getenv("TEST_ROUTES") == "1" },
 		AdminToken: func() string { return cloudflare.Getenv("ADMIN_TOKEN") },
@@ -59,15 +61,14 @@ func Register() {
 		return nil // an error here would panic the shared Go instance
 	})
 	queues.ConsumeNonBlock(func(batch *queues.MessageBatch) error {
-		if batch.Queue == DeadLetterQueue {
-			p.consumeDeadLetters(batch)
+		if batch.Queue == config.DeadLetterQueue {
+			consumeDeadLetters(batch)
 			return nil
 		}
 		for _, m := range batch.Messages {
 			body, err := m.StringBody()
-			if err == nil && IsFactsMessage(body) {
-				armLedgerFaults()
-				err = HandleFacts(context.Background(), body, p, &FactsConsumer, time.Now())
+			if err == nil && history.IsFactsMessage(body) {
+				err = history.HandleFacts(context.Background(), body, factWriter(), &factsConsumer, time.Now())
 			} else if err == nil {
 				err = HandleEvent(context.Background(), body, p, time.Now())
 			}

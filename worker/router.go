@@ -24,6 +24,7 @@ import (
 	"storecrawl/durable/ledger"
 	"storecrawl/durable/limiter"
 	"storecrawl/durable/scheduler"
+	"storecrawl/worker/history"
 	"storecrawl/worker/logx"
 )
 
@@ -65,7 +66,7 @@ type CronLog interface {
 
 // LedgerReader serves the run history and the dashboard's counts.
 type LedgerReader interface {
-	History(ctx context.Context, q HistoryQuery) (History, error)
+	History(ctx context.Context, q history.HistoryQuery) (history.History, error)
 	PipelineCounts(ctx context.Context) (map[string]int64, error)
 	// Reconcile compares every ledger writer with D1 now.
 	Reconcile(ctx context.Context) []ledger.Result
@@ -281,7 +282,7 @@ func (s *Server) cronRuns(w http.ResponseWriter, r *http.Request) {
 
 // history serves /v1/history?target=&since=&bucket_s=.
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {
-	q, field, msg := ParseHistoryQuery(r.URL.Query().Get, time.Now())
+	q, field, msg := history.ParseHistoryQuery(r.URL.Query().Get, time.Now())
 	if field != "" {
 		writeError(w, http.StatusBadRequest, field, msg)
 		return

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"storecrawl/durable/ledger"
+	"storecrawl/worker/history"
 
 	"context"
 	"encoding/json"
@@ -11,7 +12,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 )
 
 type recordingController struct {
@@ -131,11 +131,11 @@ func TestHealthCountsRequests(t *testing.T) {
 }
 
 // fakeLedger records the history queries it was asked.
-type fakeLedger struct{ asked []HistoryQuery }
+type fakeLedger struct{ asked []history.HistoryQuery }
 
-func (f *fakeLedger) History(_ context.Context, q HistoryQuery) (History, error) {
+func (f *fakeLedger) History(_ context.Context, q history.HistoryQuery) (history.History, error) {
 	f.asked = append(f.asked, q)
-	return BuildHistory(q, nil, nil), nil
+	return history.BuildHistory(q, nil, nil), nil
 }
 func (f *fakeLedger) PipelineCounts(context.Context) (map[string]int64, error) {
 	return map[string]int64{"apps_known": 7, "apps_pending": 2}, nil
@@ -207,19 +207,5 @@ func TestDeadLettersAndTestOnlyEventInjection(t *testing.T) {
 	}
 	if code, _ := call(t, s, "POST", "/__test/events", "secret", `{"type":"e2e-poison"}`); code != 202 || len(*sent) != 1 || (*sent)[0] != `{"type":"e2e-poison"}` {
 		t.Fatalf("sent %v", *sent)
-	}
-}
-
-func TestDeadLetterRecordsWhatItCanRead(t *testing.T) {
-	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	d := NewDeadLetter("m1", DeadLetterQueue, `{"type":"clusters-ready","clusters":[]}`, at)
-	if d.EventType != "clusters-ready" || d.Queue != DeadLetterQueue {
-		t.Fatalf("%+v", d)
-	}
-	junk := NewDeadLetter("m2", DeadLetterQueue, strings.Repeat("x", 5000), at)
-	stmts := DeadLetterStatements([]DeadLetter{d, junk})
-	if junk.EventType != "" || len([]rune(junk.Body)) > 2000 || len(stmts) != 2 || stmts[1].Args[2] != nil ||
-		!strings.HasPrefix(stmts[0].SQL, "INSERT OR IGNORE INTO dead_letters") || strings.Count(stmts[0].SQL, "?") != len(stmts[0].Args) {
-		t.Fatalf("%+v", stmts)
 	}
 }

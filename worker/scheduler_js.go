@@ -31,7 +31,11 @@ func schedulerDecide(args []js.Value) (any, error) {
 // retry stays for transport-level failures.
 func schedulerRunTask(args []js.Value) (any, error) {
 	name := args[0].String()
-	return RunTask(context.Background(), name, Platform{}, strings.TrimRight(cloudflare.Getenv("UPSTREAM_API_BASE"), "/"), time.Now), nil
+	deps := struct {
+		Platform
+		LedgerReconciler
+	}{Platform{}, historyService}
+	return RunTask(context.Background(), name, deps, strings.TrimRight(cloudflare.Getenv("UPSTREAM_API_BASE"), "/"), time.Now), nil
 }
 
 // --- TaskDeps -------------------------------------------------------------

@@ -13,6 +13,7 @@ import (
 	"storecrawl/durable/ledger"
 	"storecrawl/durable/scheduler"
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/history"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/upstream"
 )
@@ -88,7 +89,7 @@ func RunTask(ctx context.Context, name string, deps TaskDeps, apiBase string, no
 		if !ok {
 			return scheduler.ResultMsg{Task: name, Error: "platform cannot reconcile ledgers"}
 		}
-		summary, allRead := ReconcileSummary(r.Reconcile(ctx))
+		summary, allRead := history.ReconcileSummary(r.Reconcile(ctx))
 		res := scheduler.ResultMsg{Task: name, OK: allRead, Summary: summary}
 		if !allRead {
 			res.Error = summary

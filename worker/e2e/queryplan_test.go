@@ -22,7 +22,7 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 	dir := outputDir(t)
 	persist := filepath.Join(dir, "state")
 	prepareDB(t, persist, dir, 0)
-	for _, q := range append(sc.HotQueries(), sc.LedgerHotQueries()...) {
+	for _, q := range sc.HotQueries() {
 		sql := q.SQL
 		for _, a := range q.Args {
 			lit := fmt.Sprint(a)

@@ -1,14 +1,16 @@
-package worker
+package history
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"storecrawl/durable/ledger"
+	"storecrawl/worker/config"
 	"storecrawl/worker/d1"
 )
 
@@ -46,19 +48,18 @@ func batchBody(t *testing.T, n int) string {
 func TestHandleFactsIsIdempotentAcrossAFailedDelivery(t *testing.T) {
 	db := &memFacts{rows: map[string]d1.Stmt{}}
 	var stats ConsumerStats
-	stats.ArmFaults(1)
-	stats.ArmFaults(5) // armed once per isolate: the second call changes nothing
+	w := &FailAfterWrite{Writer: db, N: 1}
 	body := batchBody(t, 40)
 	if !IsFactsMessage(body) || IsFactsMessage(`{"type":"app-enriched"}`) {
 		t.Fatal("IsFactsMessage")
 	}
 	now := time.UnixMilli(1_800_000_100_000)
 	// First delivery: written, then the injected failure (the queue retries).
-	if err := HandleFacts(context.Background(), body, db, &stats, now); !errors.Is(err, errInjected) {
+	if err := HandleFacts(context.Background(), body, w, &stats, now); !errors.Is(err, ErrInjected) {
 		t.Fatalf("first delivery: %v", err)
 	}
-	// Redelivery: nothing new, acked.
-	if err := HandleFacts(context.Background(), body, db, &stats, now); err != nil {
+	// Redelivery: nothing new, acked (the writer failed its one batch).
+	if err := HandleFacts(context.Background(), body, w, &stats, now); err != nil {
 		t.Fatalf("redelivery: %v", err)
 	}
 	v := stats.View()
@@ -67,11 +68,11 @@ func TestHandleFactsIsIdempotentAcrossAFailedDelivery(t *testing.T) {
 	}
 	// A D1 failure is retried (an error that is not a bad batch), nothing lost.
 	db.fail = errors.New("D1 unavailable")
-	if err := HandleFacts(context.Background(), batchBody(t, 3), db, &stats, now); err == nil || errors.Is(err, ledger.ErrBadBatch) {
+	if err := HandleFacts(context.Background(), batchBody(t, 3), w, &stats, now); err == nil || errors.Is(err, ledger.ErrBadBatch) || errors.Is(err, ErrInjected) {
 		t.Fatalf("D1 failure: %v", err)
 	}
 	// A malformed batch goes to the dead-letter queue.
-	if err := HandleFacts(context.Background(), `{"type":"facts","source":"x","facts":[]}`, db, &stats, now); !errors.Is(err, ledger.ErrBadBatch) {
+	if err := HandleFacts(context.Background(), `{"type":"facts","source":"x","facts":[]}`, w, &stats, now); !errors.Is(err, ledger.ErrBadBatch) {
 		t.Fatalf("bad batch: %v", err)
 	}
 	// Statements are chunkable inserts keyed by id.
@@ -198,5 +199,20 @@ func TestReconcileLedgersCoversConfiguredAndKnownWriters(t *testing.T) {
 	}
 	if summary, ok := ReconcileSummary(rs); ok || summary != "4 writers: 2 ok, 0 settling, 1 mismatch, 1 error" {
 		t.Fatalf("summary %q ok=%v", summary, ok)
+	}
+}
+
+func TestDeadLetterRecordsWhatItCanRead(t *testing.T) {
+	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	d := NewDeadLetter("m1", config.DeadLetterQueue, `{"type":"clusters-ready","clusters":[]}`, at)
+	if d.EventType != "clusters-ready" || d.Queue != config.DeadLetterQueue {
+		t.Fatalf("%+v", d)
+	}
+	junk := NewDeadLetter("m2", config.DeadLetterQueue, strings.Repeat("x", 5000), at)
+	stmts := DeadLetterStatements([]DeadLetter{d, junk})
+	if junk.EventType != "" || len([]rune(junk.Body)) > 2000 || len(stmts) != 2 || stmts[1].Args[2] != nil ||
+		!strings.HasPrefix(stmts[0].SQL, "INSERT OR IGNORE INTO dead_letters") || strings.Count(stmts[0].SQL, "?") != len(stmts[0].Args) ||
+		stmts[0].Args[4] != "2026-03-01T00:00:00.000Z" {
+		t.Fatalf("%+v", stmts)
 	}
 }
