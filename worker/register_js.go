@@ -15,6 +15,7 @@ import (
 	"github.com/syumai/workers/cloudflare/queues"
 
 	controller "storecrawl/durable/enrichment"
+	"storecrawl/worker/api"
 	"storecrawl/worker/cf"
 	"storecrawl/worker/config"
 	"storecrawl/worker/d1"
@@ -90,6 +91,8 @@ func Register() {
 	binding.Set("limiterRoll", cf.Export(limiterRoll))
 	binding.Set("limiterRestore", cf.Export(limiterRestore))
 	binding.Set("ledgerPlan", cf.Export(ledgerPlan))
+	binding.Set("acquireFront", cf.Export(acquireFront))
+	binding.Set("acquireHeaders", cf.Export(acquireHeaders))
 	workers.Ready()
 }
 
@@ -141,4 +144,16 @@ func enrichmentRun(args []js.Value) (any, error) {
 	spent := cost.View()
 	out.D1RowsRead, out.D1RowsWritten = spent.RowsRead, spent.RowsWritten
 	return out, nil
+}
+
+// acquireFront(body) → api.Front: the shim's fast path of POST
+// /v1/limiter/acquire asks Go to validate the body and name the object.
+func acquireFront(args []js.Value) (any, error) {
+	return api.AcquireFront([]byte(args[0].String())), nil
+}
+
+// acquireHeaders(key, limit, window, answerJSON) → the answer's headers.
+func acquireHeaders(args []js.Value) (any, error) {
+	f := api.Front{Key: args[0].String(), Limit: args[1].Int(), Window: args[2].Float()}
+	return api.AcquireHeaders(f, []byte(args[3].String())), nil
 }
