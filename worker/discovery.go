@@ -156,7 +156,7 @@ func scanCategory(ctx context.Context, store DiscoveryStore, fetch func(ctx cont
 	}
 	res := CrawlResult{Action: "category_scan", Tier: tier, GenreID: genre}
 	charts := map[string][]appstore.ChartEntry{}
-	for _, coll := range ChartCollections {
+	for _, coll := range appstore.ChartCollections {
 		q := url.Values{"country": {country}, "collection": {coll}, "genre": {fmt.Sprint(genre)}, "limit": {fmt.Sprint(CategoryScanLimit)}}
 		resp := fetch(ctx, apiBase+"/charts?"+q.Encode())
 		if resp.Class != enrichment.ClassOK {
@@ -327,7 +327,7 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
 	var stmts []d1.Stmt
 	seen := map[int64]bool{}
-	for _, coll := range ChartCollections {
+	for _, coll := range appstore.ChartCollections {
 		for _, e := range charts[coll] {
 			if !seen[e.TrackID] {
 				seen[e.TrackID] = true
@@ -348,7 +348,7 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 		}
 	}
 	var titles []string
-	for _, coll := range ChartCollections {
+	for _, coll := range appstore.ChartCollections {
 		for _, e := range charts[coll] {
 			titles = append(titles, e.Name)
 		}

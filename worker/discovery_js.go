@@ -112,7 +112,7 @@ func (p Platform) Crawl(ctx context.Context) CrawlResult {
 		country = "us"
 	}
 	now := time.Now()
-	res := CrawlCycle(ctx, p, p.Fetch, strings.TrimRight(cloudflare.Getenv("UPSTREAM_API_BASE"), "/"), country, rand.Float64(), now)
+	res := CrawlCycle(ctx, p, catalogue().Get, strings.TrimRight(cloudflare.Getenv("UPSTREAM_API_BASE"), "/"), country, rand.Float64(), now)
 	// Rankings changed: the consumer re-clusters those keywords.
 	for i := 0; i < len(res.Keywords); i += MaxEventKeys {
 		ev := QueueEvent{Type: EventRankingsUpdated, Keywords: res.Keywords[i:min(i+MaxEventKeys, len(res.Keywords))], At: now.UTC().Format(time.RFC3339)}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"storecrawl/worker/tasks"
 	"strings"
 	"time"
 
@@ -202,12 +203,12 @@ const (
 
 // CronRun is what one cron invocation did, kept in KV for operators.
 type CronRun struct {
-	Cron          string       `json:"cron"`
-	ScheduledTime string       `json:"scheduled_time"`
-	RanAt         string       `json:"ran_at"`
-	Result        string       `json:"result"`
-	Crawl         *CrawlResult `json:"crawl,omitempty"`
-	Daily         *DailyResult `json:"daily,omitempty"`
+	Cron          string             `json:"cron"`
+	ScheduledTime string             `json:"scheduled_time"`
+	RanAt         string             `json:"ran_at"`
+	Result        string             `json:"result"`
+	Crawl         *CrawlResult       `json:"crawl,omitempty"`
+	Daily         *tasks.DailyResult `json:"daily,omitempty"`
 	// D1 is what the run cost in D1, from D1's own result metadata.
 	D1    *D1CostView `json:"d1,omitempty"`
 	Error string      `json:"error,omitempty"`
@@ -223,7 +224,7 @@ type CronTasks interface {
 	// Cluster runs one batch of market clustering and opportunity scoring.
 	Cluster(ctx context.Context) (summary string, err error)
 	// Daily takes the day's snapshots and runs the data-quality check.
-	Daily(ctx context.Context) DailyResult
+	Daily(ctx context.Context) tasks.DailyResult
 }
 
 // RunCron executes the task for expr. It never returns an error to the

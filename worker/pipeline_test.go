@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"storecrawl/worker/tasks"
 	"strings"
 	"testing"
 	"time"
@@ -107,8 +108,8 @@ type wakeFn func() (bool, error)
 func (f wakeFn) WakeController(context.Context) (bool, error) { return f() }
 func (f wakeFn) Crawl(context.Context) CrawlResult            { return CrawlResult{Action: "idle"} }
 func (f wakeFn) Cluster(context.Context) (string, error)      { return "3 clusters", nil }
-func (f wakeFn) Daily(context.Context) DailyResult {
-	return DailyResult{Apps: 7, Batches: 1, Wrapped: true}
+func (f wakeFn) Daily(context.Context) tasks.DailyResult {
+	return tasks.DailyResult{Apps: 7, Batches: 1, Wrapped: true}
 }
 
 func TestRunCron(t *testing.T) {

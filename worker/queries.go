@@ -40,19 +40,6 @@ func keywordsSearchedSQL(n int) string {
 	return `SELECT keyword, COALESCE(searched_at, '') AS searched_at FROM crawl_keywords WHERE keyword IN (?` + strings.Repeat(",?", n-1) + `)`
 }
 
-// sweepSQL reads enriched apps past the cursor (the rating sweep and the
-// daily snapshots): idx_app_registry_enriched holds only enriched apps, so
-// it reads the rows it returns; the snapshots' primary key serves the
-// subqueries.
-const sweepSQL = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS ratings, COALESCE(r.average_rating, 0) AS rating,
-  (r.subtitle IS NOT NULL AND r.subtitle != '') AS has_subtitle, (r.rating_histogram IS NOT NULL) AS has_histogram,
-  (r.description IS NOT NULL AND r.description != '') AS has_description,
-  (SELECT s.rating_count FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1) AS prev_ratings,
-  (SELECT s.taken_at FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1) AS prev_at
-FROM app_registry r
-WHERE r.track_id > ? AND r.enrichment_source = 'itunes+store'
-ORDER BY r.track_id LIMIT ?`
-
 // appJSONSQL builds the record in SQLite, so NULLs and JSON columns come out right.
 const appJSONSQL = `SELECT json_object(
   'track_id', track_id, 'name', name, 'bundle_id', bundle_id, 'developer_id', developer_id,
@@ -152,11 +139,8 @@ func HotQueries() []HotQuery {
 		{"ranking fill check", fillDueSQL, []any{"2026-01-01T00:00:00.000Z"}},
 		{"ranking fill candidates", fillCandidatesSQL, []any{"2026-01-01T00:00:00.000Z", RankingFillApps}},
 		{"keywords searched", keywordsSearchedSQL(2), []any{"budget", "chat"}},
-		{"rating sweep", sweepSQL, []any{0, 200}},
 		{"score inputs", ScoreInputsSQL(3), []any{1, 2, 3}},
 		{"app record", appJSONSQL, []any{100000001}},
-		{"sweep cursor", sweepCursorSQL, []any{"rating-sweep"}},
-		{"daily snapshot check", snapshotTodaySQL, []any{100000001, "2026-01-01T00:00:00.000Z"}},
 		{"cluster batch", clusterBatchSQL, []any{"", 200}},
 		{"opportunities", opportunitiesSQL, []any{20, 0}},
 		{"clusters", clustersSQL, []any{20, 0}},
@@ -165,10 +149,3 @@ func HotQueries() []HotQuery {
 		{"cluster member ratings", clusterMemberRatingsSQL(2), []any{"budget", "chat"}},
 	}, featureQueries(history.HotQueries())...)
 }
-
-// snapshotTodaySQL is the daily snapshot's once-a-day check (inside its
-// INSERT): app_snapshots' primary key, one row at most.
-const snapshotTodaySQL = `SELECT 1 FROM app_snapshots WHERE track_id = ? AND taken_at >= ?`
-
-// sweepCursorSQL reads a sweep's cursor by primary key.
-const sweepCursorSQL = `SELECT cursor FROM sweep_cursors WHERE name = ?`

@@ -13,6 +13,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"storecrawl/worker/appstore"
+	"storecrawl/worker/tasks"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -445,13 +447,13 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) {
 	for _, c := range []struct {
 		field, value string
 		allowed      []string
-	}{{"country", country, ChartCountries}, {"collection", collection, ChartCollections}, {"category", category, ChartCategories}} {
+	}{{"country", country, tasks.ChartCountries}, {"collection", collection, appstore.ChartCollections}, {"category", category, tasks.ChartCategories}} {
 		if !contains(c.allowed, c.value) {
 			writeError(w, http.StatusBadRequest, c.field, fmt.Sprintf("%s must be one of %v", c.field, c.allowed))
 			return
 		}
 	}
-	v, err := s.Charts.Chart(r.Context(), ChartKey(country, collection, category))
+	v, err := s.Charts.Chart(r.Context(), tasks.ChartKey(country, collection, category))
 	switch {
 	case err != nil:
 		logx.Err("charts.read_failed", err, nil)

@@ -5,6 +5,10 @@ import (
 	"fmt"
 )
 
+// ChartCollections are the top charts the crawl scans and the charts-refresh
+// task keeps: the upstream's names for them.
+var ChartCollections = []string{"topfreeapplications", "toppaidapplications", "topgrossingapplications"}
+
 // ChartEntry is one ranked app of a top chart.
 type ChartEntry struct {
 	TrackID int64  `json:"track_id"`

@@ -1,4 +1,4 @@
-package worker
+package tasks
 
 import (
 	"context"
@@ -104,8 +104,8 @@ func DayStart(t time.Time) time.Time {
 // that already has one that day (from an earlier run or the rating sweep)
 // is left alone, so a rerun writes nothing. Then the cursor.
 func DailySnapshotStatements(cursorName string, next int64, rows []SweepRow, at time.Time) []d1.Stmt {
-	ts := at.UTC().Format("2006-01-02T15:04:05.000Z")
-	day := DayStart(at).Format("2006-01-02T15:04:05.000Z")
+	ts := d1.Time(at)
+	day := d1.Time(DayStart(at))
 	stmts := make([]d1.Stmt, 0, len(rows)+1)
 	for _, r := range rows {
 		stmts = append(stmts, d1.Stmt{
@@ -121,6 +121,6 @@ SELECT ?, ?, ?, ? WHERE NOT EXISTS (` + snapshotTodaySQL + `)`,
 func CursorStmt(name string, cursor any, at time.Time) d1.Stmt {
 	return d1.Stmt{
 		SQL:  `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
-		Args: []any{name, cursor, at.UTC().Format("2006-01-02T15:04:05.000Z")},
+		Args: []any{name, cursor, d1.Time(at)},
 	}
 }

@@ -1,4 +1,4 @@
-package worker
+package tasks
 
 import (
 	"context"
@@ -20,8 +20,7 @@ import (
 
 // The closed set of charts the charts-refresh task keeps in KV.
 var (
-	ChartCountries   = []string{"us"}
-	ChartCollections = []string{"topfreeapplications", "toppaidapplications", "topgrossingapplications"}
+	ChartCountries = []string{"us"}
 	// ChartCategories: "all" or a genre id.
 	ChartCategories = []string{"all", "6014"}
 )
@@ -47,8 +46,8 @@ type ChartRateLimit struct {
 	ResetS    int  `json:"resetS,omitempty"`
 }
 
-// TaskDeps is what the periodic tasks need from the platform.
-type TaskDeps interface {
+// Deps is what the periodic tasks need from the platform.
+type Deps interface {
 	// Fetch calls the upstream through the global limiter.
 	Fetch(ctx context.Context, url string) upstream.Response
 	PutKV(ctx context.Context, key, value string) error
@@ -59,15 +58,15 @@ type TaskDeps interface {
 	SaveSweep(ctx context.Context, cursorName string, newCursor int64, rows []SweepRow, at time.Time) error
 }
 
-// LedgerReconciler compares every ledger writer with D1 (ledger-reconcile).
+// Reconciler compares every ledger writer with D1 (ledger-reconcile).
 // A mismatch is logged and summarised, not a task failure: the check ran.
-type LedgerReconciler interface {
+type Reconciler interface {
 	Reconcile(ctx context.Context) []ledger.Result
 }
 
 // RunTask runs a registered task in its own error boundary: a panic or a
 // failure becomes the task's result, never the alarm's.
-func RunTask(ctx context.Context, name string, deps TaskDeps, apiBase string, now func() time.Time) (res scheduler.ResultMsg) {
+func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now func() time.Time) (res scheduler.ResultMsg) {
 	start := now()
 	res.Task = name
 	defer func() {
@@ -85,7 +84,7 @@ func RunTask(ctx context.Context, name string, deps TaskDeps, apiBase string, no
 	case "rating-sweep":
 		return ratingSweep(ctx, deps, now)
 	case "ledger-reconcile":
-		r, ok := deps.(LedgerReconciler)
+		r, ok := deps.(Reconciler)
 		if !ok {
 			return scheduler.ResultMsg{Task: name, Error: "platform cannot reconcile ledgers"}
 		}
@@ -99,11 +98,11 @@ func RunTask(ctx context.Context, name string, deps TaskDeps, apiBase string, no
 	return scheduler.ResultMsg{Task: name, Error: "no run function for task"}
 }
 
-func refreshCharts(ctx context.Context, deps TaskDeps, apiBase string, now func() time.Time) scheduler.ResultMsg {
+func refreshCharts(ctx context.Context, deps Deps, apiBase string, now func() time.Time) scheduler.ResultMsg {
 	res := scheduler.ResultMsg{Task: "charts-refresh"}
 	written := 0
 	for _, country := range ChartCountries {
-		for _, coll := range ChartCollections {
+		for _, coll := range appstore.ChartCollections {
 			for _, cat := range ChartCategories {
 				q := url.Values{"country": {country}, "collection": {coll}, "limit": {fmt.Sprint(ChartLimit)}}
 				if cat != "all" {
@@ -232,7 +231,7 @@ func CoverageOf(rows []SweepRow) Coverage {
 	return c
 }
 
-func ratingSweep(ctx context.Context, deps TaskDeps, now func() time.Time) scheduler.ResultMsg {
+func ratingSweep(ctx context.Context, deps Deps, now func() time.Time) scheduler.ResultMsg {
 	res := scheduler.ResultMsg{Task: "rating-sweep"}
 	cursor, rows, err := deps.SweepBatch(ctx, sweepCursor, SweepBatch)
 	if err != nil {

@@ -1,4 +1,4 @@
-package worker
+package tasks
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"storecrawl/durable/enrichment"
+	"storecrawl/worker/appstore"
 	"storecrawl/worker/upstream"
 )
 
@@ -49,7 +50,7 @@ func okChart(int, string) upstream.Response {
 func TestChartsRefreshWritesEveryChart(t *testing.T) {
 	f := &fakeTaskDeps{kv: map[string]string{}, answer: okChart}
 	res := RunTask(context.Background(), "charts-refresh", f, "http://up", time.Now)
-	want := len(ChartCountries) * len(ChartCollections) * len(ChartCategories)
+	want := len(ChartCountries) * len(appstore.ChartCollections) * len(ChartCategories)
 	if !res.OK || len(f.kv) != want {
 		t.Fatalf("%+v, %d keys", res, len(f.kv))
 	}

@@ -1,0 +1,139 @@
+package tasks
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"storecrawl/durable/ledger"
+	"storecrawl/worker/d1"
+	"storecrawl/worker/upstream"
+)
+
+// sweepSQL reads enriched apps past the cursor (the rating sweep and the
+// daily snapshots): idx_app_registry_enriched holds only enriched apps, so
+// it reads the rows it returns; the snapshots' primary key serves the
+// subqueries.
+const sweepSQL = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS ratings, COALESCE(r.average_rating, 0) AS rating,
+  (r.subtitle IS NOT NULL AND r.subtitle != '') AS has_subtitle, (r.rating_histogram IS NOT NULL) AS has_histogram,
+  (r.description IS NOT NULL AND r.description != '') AS has_description,
+  (SELECT s.rating_count FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1) AS prev_ratings,
+  (SELECT s.taken_at FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1) AS prev_at
+FROM app_registry r
+WHERE r.track_id > ? AND r.enrichment_source = 'itunes+store'
+ORDER BY r.track_id LIMIT ?`
+
+// snapshotTodaySQL is the daily snapshot's once-a-day check (inside its
+// INSERT): app_snapshots' primary key, one row at most.
+const snapshotTodaySQL = `SELECT 1 FROM app_snapshots WHERE track_id = ? AND taken_at >= ?`
+
+// sweepCursorSQL reads a sweep's cursor by primary key.
+const sweepCursorSQL = `SELECT cursor FROM sweep_cursors WHERE name = ?`
+
+// HotQueries are the sweeps' reads.
+func HotQueries() []d1.NamedQuery {
+	return []d1.NamedQuery{
+		{Name: "rating sweep", SQL: sweepSQL, Args: []any{0, 200}},
+		{Name: "sweep cursor", SQL: sweepCursorSQL, Args: []any{"rating-sweep"}},
+		{Name: "daily snapshot check", SQL: snapshotTodaySQL, Args: []any{100000001, "2026-01-01T00:00:00.000Z"}},
+	}
+}
+
+// KV stores values every user reads alike (KV under workerd).
+type KV interface {
+	Put(ctx context.Context, key, value string) error
+}
+
+// D1Store is the sweeps' side of D1.
+type D1Store struct {
+	DB *d1.DB
+}
+
+// SweepBatch reads up to n enriched apps past the named cursor, with each
+// one's latest snapshot (counted in the caller's D1 cost).
+func (s D1Store) SweepBatch(ctx context.Context, cursorName string, n int) (int64, []SweepRow, error) {
+	var cur []struct {
+		Cursor any `json:"cursor"` // a number for these sweeps (the table also keeps text cursors)
+	}
+	if err := s.DB.Query(ctx, &cur, sweepCursorSQL, cursorName); err != nil {
+		return 0, nil, err
+	}
+	var from int64
+	if len(cur) > 0 {
+		if c, ok := cur[0].Cursor.(float64); ok {
+			from = int64(c)
+		}
+	}
+	var rows []struct {
+		TrackID      int64   `json:"track_id"`
+		Ratings      int64   `json:"ratings"`
+		Rating       float64 `json:"rating"`
+		HasSubtitle  int     `json:"has_subtitle"`
+		HasHistogram int     `json:"has_histogram"`
+		HasDesc      int     `json:"has_description"`
+		PrevRatings  *int64  `json:"prev_ratings"`
+		PrevAt       *string `json:"prev_at"`
+	}
+	if err := s.DB.Query(ctx, &rows, sweepSQL, from, n); err != nil {
+		return 0, nil, err
+	}
+	out := make([]SweepRow, 0, len(rows))
+	for _, r := range rows {
+		row := SweepRow{TrackID: r.TrackID, RatingCount: r.Ratings, AverageRating: r.Rating,
+			HasSubtitle: r.HasSubtitle != 0, HasHistogram: r.HasHistogram != 0, HasDesc: r.HasDesc != 0}
+		if r.PrevRatings != nil && r.PrevAt != nil {
+			row.PrevCount = *r.PrevRatings
+			row.PrevAt, _ = d1.ParseTime(*r.PrevAt)
+		}
+		out = append(out, row)
+	}
+	return from, out, nil
+}
+
+// SaveSweep writes the sweep's snapshots, velocities and the new cursor.
+func (s D1Store) SaveSweep(ctx context.Context, cursorName string, next int64, rows []SweepRow, at time.Time) error {
+	ts := d1.Time(at)
+	stmts := make([]d1.Stmt, 0, 2*len(rows)+1)
+	for _, r := range rows {
+		stmts = append(stmts, d1.Stmt{
+			SQL:  `INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating) VALUES (?,?,?,?)`,
+			Args: []any{r.TrackID, ts, r.RatingCount, r.AverageRating},
+		})
+		var v any
+		if !math.IsNaN(r.Velocity) {
+			v = r.Velocity
+		}
+		stmts = append(stmts, d1.Stmt{SQL: `UPDATE app_registry SET rating_velocity = ? WHERE track_id = ?`, Args: []any{v, r.TrackID}})
+	}
+	stmts = append(stmts, CursorStmt(cursorName, next, at))
+	_, err := s.DB.Exec(ctx, stmts...)
+	return err
+}
+
+// SaveDailySnapshots writes the day's snapshots and the cursor.
+func (s D1Store) SaveDailySnapshots(ctx context.Context, cursorName string, next int64, rows []SweepRow, at time.Time) error {
+	_, err := s.DB.Exec(ctx, DailySnapshotStatements(cursorName, next, rows, at)...)
+	return err
+}
+
+// Bindings is Deps (and the ledger-reconcile task's Reconciler) over the
+// Worker's clients: the upstream through the global limiter, KV and D1.
+type Bindings struct {
+	D1Store
+	Get        func(ctx context.Context, url string) upstream.Response
+	Values     KV
+	Reconciler interface {
+		Reconcile(ctx context.Context) []ledger.Result
+	}
+}
+
+// Fetch implements Deps.
+func (p Bindings) Fetch(ctx context.Context, url string) upstream.Response { return p.Get(ctx, url) }
+
+// PutKV implements Deps.
+func (p Bindings) PutKV(ctx context.Context, key, value string) error {
+	return p.Values.Put(ctx, key, value)
+}
+
+// Reconcile implements Reconciler.
+func (p Bindings) Reconcile(ctx context.Context) []ledger.Result { return p.Reconciler.Reconcile(ctx) }

@@ -1,0 +1,98 @@
+//go:build !js
+
+package tasks
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"storecrawl/worker/d1/d1test"
+)
+
+// seedEnriched adds n enriched apps (track ids 1..n) with ratings.
+func seedEnriched(t *testing.T, drv *d1test.Driver, n int) {
+	for i := 1; i <= n; i++ {
+		drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, subtitle, description, enrichment_source, enriched_at)
+VALUES (?, 'app', ?, 4.5, 'sub', 'desc', 'itunes+store', '2026-11-01T00:00:00.000Z')`, i, i*100)
+	}
+}
+
+func TestRatingSweepAgainstD1(t *testing.T) {
+	db, drv := d1test.New(t)
+	seedEnriched(t, drv, SweepBatch+5)
+	// App 1 had 40 ratings a day ago: its velocity is 60 a day.
+	drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating) VALUES (1, '2026-11-22T12:00:00.000Z', 40, 4.5)`)
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	values := mapKV{}
+	deps := Bindings{D1Store: D1Store{DB: db}, Values: values}
+	res := RunTask(context.Background(), "rating-sweep", deps, "", func() time.Time { return now })
+	if !res.OK {
+		t.Fatalf("sweep: %+v", res)
+	}
+	if v := drv.Rows(t, `SELECT rating_velocity FROM app_registry WHERE track_id = 1`)[0]["rating_velocity"]; v != float64(60) {
+		t.Fatalf("velocity: %v", v)
+	}
+	if v := drv.Rows(t, `SELECT rating_velocity FROM app_registry WHERE track_id = 2`)[0]["rating_velocity"]; v != nil {
+		t.Fatalf("no earlier snapshot, no velocity: %v", v)
+	}
+	if values["quality:latest"] == "" {
+		t.Fatal("the histogram gap must be recorded in KV")
+	}
+	if n := drv.Int(t, `SELECT cursor FROM sweep_cursors WHERE name = 'rating-sweep'`); n != SweepBatch {
+		t.Fatalf("cursor after a full batch: %d", n)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE taken_at = ?`, "2026-11-23T12:00:00.000Z"); n != SweepBatch {
+		t.Fatalf("snapshots: %d", n)
+	}
+	// The short last batch wraps the cursor.
+	if res := RunTask(context.Background(), "rating-sweep", deps, "", func() time.Time { return now.Add(time.Minute) }); !res.OK {
+		t.Fatalf("second sweep: %+v", res)
+	}
+	if n := drv.Int(t, `SELECT cursor FROM sweep_cursors WHERE name = 'rating-sweep'`); n != 0 {
+		t.Fatalf("cursor must wrap: %d", n)
+	}
+	// D1 down: the task fails and the cursor does not move.
+	drv.FailNext.Store(1)
+	if res := RunTask(context.Background(), "rating-sweep", deps, "", func() time.Time { return now }); res.OK {
+		t.Fatal("a failed read must fail the task")
+	}
+}
+
+func TestDailySnapshotsAgainstD1(t *testing.T) {
+	db, drv := d1test.New(t)
+	seedEnriched(t, drv, SweepBatch*DailySnapshotMaxBatches+10)
+	store := D1Store{DB: db}
+	day := time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC)
+	res := RunDaily(context.Background(), store, func() time.Time { return day })
+	if res.Error != "" || res.Apps != SweepBatch*DailySnapshotMaxBatches || res.Wrapped {
+		t.Fatalf("first run is bounded: %+v", res)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots`); n != int64(res.Apps) {
+		t.Fatalf("snapshots: %d", n)
+	}
+	// The next run resumes from the cursor and wraps at the end.
+	res = RunDaily(context.Background(), store, func() time.Time { return day.Add(time.Hour) })
+	if res.Apps != 10 || !res.Wrapped {
+		t.Fatalf("second run: %+v", res)
+	}
+	// A rerun the same day writes nothing new.
+	RunDaily(context.Background(), store, func() time.Time { return day.Add(2 * time.Hour) })
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots`); n != SweepBatch*DailySnapshotMaxBatches+10 {
+		t.Fatalf("once per app per day: %d", n)
+	}
+	// A failed write keeps the cursor where it was.
+	before := drv.Int(t, `SELECT cursor FROM sweep_cursors WHERE name = ?`, DailySnapshotCursor)
+	drv.FailNext.Store(1)
+	res = RunDaily(context.Background(), store, func() time.Time { return day.Add(24 * time.Hour) })
+	if res.Error == "" {
+		t.Fatalf("want an error: %+v", res)
+	}
+	if after := drv.Int(t, `SELECT cursor FROM sweep_cursors WHERE name = ?`, DailySnapshotCursor); after != before {
+		t.Fatalf("cursor moved on failure: %d → %d", before, after)
+	}
+}
+
+type mapKV map[string]string
+
+func (m mapKV) Put(_ context.Context, k, v string) error { m[k] = v; return nil }
