@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"storecrawl/worker/tasks"
-	"strings"
 	"time"
 
 	"storecrawl/worker/logx"
@@ -192,86 +190,4 @@ func HandleEvent(ctx context.Context, body string, a Analyzer, now time.Time) er
 	default:
 		return fmt.Errorf("%w: unknown type %q", ErrBadEvent, ev.Type)
 	}
-}
-
-// Cron expressions from wrangler.jsonc.
-const (
-	CronCrawlCycle = "*/5 * * * *"
-	CronClustering = "0 */6 * * *"
-	CronDaily      = "0 3 * * *"
-)
-
-// CronRun is what one cron invocation did, kept in KV for operators.
-type CronRun struct {
-	Cron          string             `json:"cron"`
-	ScheduledTime string             `json:"scheduled_time"`
-	RanAt         string             `json:"ran_at"`
-	Result        string             `json:"result"`
-	Crawl         *CrawlResult       `json:"crawl,omitempty"`
-	Daily         *tasks.DailyResult `json:"daily,omitempty"`
-	// D1 is what the run cost in D1, from D1's own result metadata.
-	D1    *D1CostView `json:"d1,omitempty"`
-	Error string      `json:"error,omitempty"`
-}
-
-// CronTasks runs the work of one cron expression.
-type CronTasks interface {
-	// WakeController touches the EnrichmentController so a broken alarm
-	// loop is restarted, and reports whether it is running.
-	WakeController(ctx context.Context) (running bool, err error)
-	// Crawl runs one discovery cycle.
-	Crawl(ctx context.Context) CrawlResult
-	// Cluster runs one batch of market clustering and opportunity scoring.
-	Cluster(ctx context.Context) (summary string, err error)
-	// Daily takes the day's snapshots and runs the data-quality check.
-	Daily(ctx context.Context) tasks.DailyResult
-}
-
-// RunCron executes the task for expr. It never returns an error to the
-// runtime (that would kill the shared Go instance); failures are in the run.
-func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTasks, now func() time.Time) CronRun {
-	run := CronRun{Cron: expr, ScheduledTime: scheduled.UTC().Format(time.RFC3339)}
-	ctx, cost := WithD1Cost(ctx)
-	switch expr {
-	case CronCrawlCycle:
-		// Independent steps, each with its own error handling: one failing
-		// cannot sink the other.
-		running, err := tasks.WakeController(ctx)
-		if err != nil {
-			run.Result, run.Error = "controller_wake_failed", err.Error()
-		} else {
-			run.Result = fmt.Sprintf("controller_awake running=%v", running)
-		}
-		crawl := tasks.Crawl(ctx) // counted: the controller wake above is a DO call, not D1
-		run.Crawl = &crawl
-		if crawl.Error != "" {
-			run.Error = strings.TrimPrefix(run.Error+"; crawl: "+crawl.Error, "; ")
-		}
-	case CronClustering:
-		summary, err := tasks.Cluster(ctx)
-		if err != nil {
-			run.Result, run.Error = "clustering_failed", err.Error()
-		} else {
-			run.Result = "clustered: " + summary
-		}
-	case CronDaily:
-		daily := tasks.Daily(ctx)
-		run.Daily = &daily
-		run.Result = "daily: " + daily.Summary()
-		if daily.Error != "" {
-			run.Error = daily.Error
-		}
-	default:
-		run.Result, run.Error = "unknown_cron", "no task for this expression"
-	}
-	run.RanAt = now().UTC().Format(time.RFC3339Nano)
-	d1 := cost.View()
-	run.D1 = &d1
-	fields := map[string]any{"cron": expr, "result": run.Result, "d1": d1}
-	if run.Error != "" {
-		fields["level"] = logx.Error
-		fields["error"] = run.Error
-	}
-	logx.Event("cron.run", fields)
-	return run
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"storecrawl/worker/tasks"
-	"strings"
 	"testing"
 	"time"
 )
@@ -100,34 +98,6 @@ func TestNewAppEnrichedEventsSplits(t *testing.T) {
 	evs := NewAppEnrichedEvents(ids, time.Now())
 	if len(evs) != 3 || len(evs[0].TrackIDs) != MaxEventTrackIDs || len(evs[2].TrackIDs) != 20 {
 		t.Fatalf("%d events", len(evs))
-	}
-}
-
-type wakeFn func() (bool, error)
-
-func (f wakeFn) WakeController(context.Context) (bool, error) { return f() }
-func (f wakeFn) Crawl(context.Context) CrawlResult            { return CrawlResult{Action: "idle"} }
-func (f wakeFn) Cluster(context.Context) (string, error)      { return "3 clusters", nil }
-func (f wakeFn) Daily(context.Context) tasks.DailyResult {
-	return tasks.DailyResult{Apps: 7, Batches: 1, Wrapped: true}
-}
-
-func TestRunCron(t *testing.T) {
-	now := func() time.Time { return time.Date(2026, 1, 1, 0, 5, 1, 0, time.UTC) }
-	run := RunCron(context.Background(), CronCrawlCycle, now(), wakeFn(func() (bool, error) { return true, nil }), now)
-	if run.Result != "controller_awake running=true" || run.Error != "" || run.Crawl == nil || run.Crawl.Action != "idle" || run.D1 == nil {
-		t.Fatalf("%+v", run)
-	}
-	run = RunCron(context.Background(), CronCrawlCycle, now(), wakeFn(func() (bool, error) { return false, errors.New("x") }), now)
-	if run.Error != "x" {
-		t.Fatalf("%+v", run)
-	}
-	run = RunCron(context.Background(), CronDaily, now(), wakeFn(nil), now)
-	if run.Daily == nil || run.Daily.Apps != 7 || run.Error != "" || !strings.HasPrefix(run.Result, "daily: 7 apps") {
-		t.Fatalf("daily: %+v", run)
-	}
-	if run = RunCron(context.Background(), "1 2 3 4 5", now(), nil, now); run.Result != "unknown_cron" {
-		t.Fatalf("%+v", run)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/syumai/workers/cloudflare"
 	sd1 "github.com/syumai/workers/cloudflare/d1"
-	"github.com/syumai/workers/cloudflare/kv"
 
 	"storecrawl/worker/cf"
 	"storecrawl/worker/d1"
@@ -233,50 +232,6 @@ func (p Platform) App(ctx context.Context, id int64) (json.RawMessage, error) {
 		return nil, err
 	}
 	return json.RawMessage(rec), nil
-}
-
-// --- CronLog / cron tasks -------------------------------------------------
-
-func (Platform) LastCronRuns(context.Context) (json.RawMessage, error) {
-	ns, err := kv.NewNamespace(bindingKV)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ns.GetString(cronRunsKey, nil)
-	if err != nil || v == "" || v == "<null>" {
-		return json.RawMessage(`{}`), nil
-	}
-	return json.RawMessage(v), nil
-}
-
-// recordCronRun merges run into the KV record of last runs per expression.
-func (p Platform) recordCronRun(ctx context.Context, run CronRun) error {
-	ns, err := kv.NewNamespace(bindingKV)
-	if err != nil {
-		return err
-	}
-	runs := map[string]CronRun{}
-	if raw, err := p.LastCronRuns(ctx); err == nil {
-		json.Unmarshal(raw, &runs)
-	}
-	runs[run.Cron] = run
-	b, _ := json.Marshal(runs)
-	return ns.PutString(cronRunsKey, string(b), nil)
-}
-
-func (p Platform) WakeController(ctx context.Context) (bool, error) {
-	status, body, err := p.CallController(ctx, "GET", "/status", nil)
-	if err != nil {
-		return false, err
-	}
-	if status != 200 {
-		return false, fmt.Errorf("controller status HTTP %d", status)
-	}
-	var st struct {
-		Running bool `json:"running"`
-	}
-	json.Unmarshal(body, &st)
-	return st.Running, nil
 }
 
 // --- LimiterCaller --------------------------------------------------------

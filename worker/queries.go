@@ -11,35 +11,6 @@ import (
 // The SQL of the cron and queue paths, in one place so a test can check
 // every plan (EXPLAIN QUERY PLAN: no full-table scans).
 
-// dueTierSQL is one existence check: served by idx_category_scans_due_at, it
-// reads at most one row.
-const dueTierSQL = `SELECT 1 FROM category_scans WHERE tier = ? AND COALESCE(last_scanned_at, '') < ? LIMIT 1`
-
-// nextCategorySQL is the most overdue category of a tier (NULLs, never
-// scanned, sort first), also from idx_category_scans_due_at.
-const nextCategorySQL = `SELECT genre_id, name FROM category_scans
-WHERE tier = ? AND COALESCE(last_scanned_at, '') < ?
-ORDER BY COALESCE(last_scanned_at, '') LIMIT 1`
-
-// pendingKeywordSQL is served by the partial index idx_crawl_keywords_pending.
-const pendingKeywordSQL = `SELECT keyword FROM crawl_keywords WHERE searched_at IS NULL LIMIT ?`
-
-// fillDueSQL is the ranking-fill existence check: served by the partial
-// index idx_app_registry_fill_due, it reads at most one row.
-const fillDueSQL = `SELECT 1 FROM app_registry
-WHERE enrichment_source = 'itunes+store' AND COALESCE(rankings_filled_at, '') < ? LIMIT 1`
-
-// fillCandidatesSQL picks the most overdue enriched apps (never filled
-// first) from the same index.
-const fillCandidatesSQL = `SELECT track_id, COALESCE(name, '') AS name, COALESCE(subtitle, '') AS subtitle FROM app_registry
-WHERE enrichment_source = 'itunes+store' AND COALESCE(rankings_filled_at, '') < ?
-ORDER BY COALESCE(rankings_filled_at, '') LIMIT ?`
-
-// keywordsSearchedSQL reads n keywords' search times by primary key.
-func keywordsSearchedSQL(n int) string {
-	return `SELECT keyword, COALESCE(searched_at, '') AS searched_at FROM crawl_keywords WHERE keyword IN (?` + strings.Repeat(",?", n-1) + `)`
-}
-
 // appJSONSQL builds the record in SQLite, so NULLs and JSON columns come out right.
 const appJSONSQL = `SELECT json_object(
   'track_id', track_id, 'name', name, 'bundle_id', bundle_id, 'developer_id', developer_id,
@@ -133,12 +104,6 @@ func featureQueries(qs []d1.NamedQuery) []HotQuery {
 func HotQueries() []HotQuery {
 	return append([]HotQuery{
 		{"enrichment pick", enrichment.PickSQL, []any{50}},
-		{"due tier check", dueTierSQL, []any{"high", "2026-01-01T00:00:00.000Z"}},
-		{"next category", nextCategorySQL, []any{"high", "2026-01-01T00:00:00.000Z"}},
-		{"pending keywords", pendingKeywordSQL, []any{12}},
-		{"ranking fill check", fillDueSQL, []any{"2026-01-01T00:00:00.000Z"}},
-		{"ranking fill candidates", fillCandidatesSQL, []any{"2026-01-01T00:00:00.000Z", RankingFillApps}},
-		{"keywords searched", keywordsSearchedSQL(2), []any{"budget", "chat"}},
 		{"score inputs", ScoreInputsSQL(3), []any{1, 2, 3}},
 		{"app record", appJSONSQL, []any{100000001}},
 		{"cluster batch", clusterBatchSQL, []any{"", 200}},

@@ -41,7 +41,7 @@ func Register() {
 		Charts:     p,
 		Markets:    p,
 		Apps:       p,
-		Cron:       p,
+		Cron:       CronLog{KV: kvCache},
 		Ledger:     historyService,
 		Dead:       historyService,
 		Events:     p,
@@ -55,8 +55,8 @@ func Register() {
 			logx.Err("cron.bad_event", err, nil)
 			return nil
 		}
-		run := RunCron(ctx, ev.Cron, ev.ScheduledTime, p, time.Now)
-		if err := p.recordCronRun(ctx, run); err != nil {
+		run := RunCron(ctx, ev.Cron, ev.ScheduledTime, cronTasks{}, time.Now)
+		if err := (CronLog{KV: kvCache}).Record(ctx, run); err != nil {
 			logx.Err("cron.record_failed", err, map[string]any{"cron": ev.Cron})
 		}
 		return nil // an error here would panic the shared Go instance

@@ -61,8 +61,8 @@ type AppReader interface {
 	App(ctx context.Context, trackID int64) (json.RawMessage, error)
 }
 
-// CronLog reads what the cron handler last did.
-type CronLog interface {
+// CronReader reads what the cron handler last did.
+type CronReader interface {
 	LastCronRuns(ctx context.Context) (json.RawMessage, error)
 }
 
@@ -99,7 +99,7 @@ type Server struct {
 	Charts     ChartReader
 	Markets    MarketReader
 	Apps       AppReader
-	Cron       CronLog
+	Cron       CronReader
 	Ledger     LedgerReader
 	Dead       DeadLetterReader
 	// Events and TestRoutes serve the test-only POST /__test/events, which

@@ -29,11 +29,6 @@ func schedulerRunTask(args []js.Value) (any, error) {
 	return tasks.RunTask(context.Background(), args[0].String(), deps, cfg.APIBase, time.Now), nil
 }
 
-// Daily runs the daily cron's snapshots and data-quality check.
-func (p Platform) Daily(ctx context.Context) tasks.DailyResult {
-	return tasks.RunDaily(ctx, tasks.D1Store{DB: db}, time.Now)
-}
-
 // CallScheduler reaches the versioned scheduler singleton.
 func (Platform) CallScheduler(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
 	return schedulerDO.Fetch(ctx, config.SchedulerName, method, path, body)

@@ -1,4 +1,4 @@
-package worker
+package crawl
 
 import (
 	"context"
@@ -95,7 +95,7 @@ func TestCrawlCycleFillsRankingsWhenNothingElseIsDue(t *testing.T) {
 		{TrackID: 1, Name: "Budget Planner", Subtitle: "Track spending"},
 		{TrackID: 2, Name: "Planner Pro"},
 	}, searchedAt: map[string]time.Time{"budget": time.Now()}}
-	r := CrawlCycle(context.Background(), f, searchFetch(&inflight, &peak, &calls, "planner+pro"), "http://up", "us", 0.5, time.Now())
+	r := CrawlCycle(context.Background(), f, searchFetch(&inflight, &peak, &calls, "planner+pro"), "http://up", "us", noSleep, 0.5, time.Now())
 	sort.Strings(f.fillSaved)
 	if r.Action != "ranking_fill" || calls.Load() != 6 || len(f.fillSaved) != 5 || r.Found != 5 || len(r.Keywords) != 5 {
 		t.Fatalf("%+v calls %d saved %q", r, calls.Load(), f.fillSaved)
@@ -113,7 +113,7 @@ func TestRankingFillRunsBesideKeywordMappingWithinTheConnectionLimit(t *testing.
 	var inflight, peak, calls atomic.Int64
 	f := &fakeDiscovery{due: map[string]bool{}, pending: []string{"alpha", "bravo", "charlie", "delta", "echoes", "foxtrot"},
 		fillApps: []FillApp{{TrackID: 1, Name: "Budget Planner", Subtitle: "Track spending"}}}
-	r := CrawlCycle(context.Background(), f, searchFetch(&inflight, &peak, &calls, ""), "http://up", "us", 0.5, time.Now())
+	r := CrawlCycle(context.Background(), f, searchFetch(&inflight, &peak, &calls, ""), "http://up", "us", noSleep, 0.5, time.Now())
 	if r.Action != "keyword_mapping" || r.Side == nil || r.Side.Action != "ranking_fill" || r.Side.Filled != 1 {
 		t.Fatalf("%+v side %+v", r, r.Side)
 	}

@@ -1,4 +1,4 @@
-package worker
+package crawl
 
 import (
 	"context"
@@ -105,11 +105,11 @@ func TestCrawlCycle(t *testing.T) {
 		return upstream.Response{Class: enrichment.ClassOK, Body: []byte(`{"feed":{"entry":[{"id":1,"name":"a","rank":1},{"id":2,"name":"b","rank":2}]}}`), Remaining: -1}
 	}
 	idle := &fakeDiscovery{due: map[string]bool{}}
-	if r := CrawlCycle(context.Background(), idle, fetch, "http://up", "us", 0.5, now); r.Action != "idle" || len(urls) != 0 {
+	if r := CrawlCycle(context.Background(), idle, fetch, "http://up", "us", noSleep, 0.5, now); r.Action != "idle" || len(urls) != 0 {
 		t.Fatalf("no work must mean no upstream call: %+v %v", r, urls)
 	}
 	f := &fakeDiscovery{due: map[string]bool{"high": true}}
-	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", 0.5, now)
+	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, now)
 	if r.Action != "category_scan" || r.GenreID != 6014 || r.Found != 6 || r.Apps != 2 || len(urls) != 3 || !strings.Contains(urls[0], "genre=6014") {
 		t.Fatalf("%+v %v", r, urls)
 	}
@@ -117,7 +117,7 @@ func TestCrawlCycle(t *testing.T) {
 		return upstream.Response{Class: enrichment.ClassRateLimit, Err: errors.New("429"), Remaining: -1}
 	}
 	f = &fakeDiscovery{due: map[string]bool{"high": true}}
-	if r := CrawlCycle(context.Background(), f, failing, "http://up", "us", 0.5, now); r.Action != "error" || f.scanned != 0 {
+	if r := CrawlCycle(context.Background(), f, failing, "http://up", "us", noSleep, 0.5, now); r.Action != "error" || f.scanned != 0 {
 		t.Fatalf("a refused scan must not mark the category scanned: %+v", r)
 	}
 }
@@ -156,7 +156,7 @@ func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 		return upstream.Response{Class: enrichment.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":5,"trackName":"x","artistId":77,"artistName":"Dev"}]}`), Remaining: -1}
 	}
 	f := &fakeDiscovery{due: map[string]bool{}, pending: []string{"budget", "bad", "fitness", "photo"}}
-	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", 0.5, time.Now())
+	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now())
 	if r.Action != "keyword_mapping" || r.Found != 3 || r.Apps != 3 || len(urls) != 4 || f.rankings["bad"] != 0 || !strings.Contains(r.Error, "bad") || f.developers != 1 {
 		t.Fatalf("%+v %v %v", r, urls, f.rankings)
 	}
@@ -169,3 +169,5 @@ func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 		t.Fatalf("keyword statements: %d", len(kw))
 	}
 }
+
+func noSleep(time.Duration) {}

@@ -1,4 +1,4 @@
-package worker
+package crawl
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
-	enrichrun "storecrawl/worker/enrichment"
 	"storecrawl/worker/upstream"
 )
 
@@ -64,8 +63,8 @@ type Gaps struct {
 	RankingFill bool
 }
 
-// DiscoveryStore is the D1 side of the crawl cycle.
-type DiscoveryStore interface {
+// Store is the D1 side of the crawl cycle.
+type Store interface {
 	// Gaps runs the cheap existence checks (LIMIT 1 each, in one round).
 	Gaps(ctx context.Context, now time.Time) (Gaps, error)
 	// PendingKeywords returns up to n keywords never searched.
@@ -95,8 +94,8 @@ type DiscoveryStore interface {
 // CategoryScanLimit is how many ranks of each chart a scan reads.
 const CategoryScanLimit = 200
 
-// CrawlResult is what one crawl cycle did.
-type CrawlResult struct {
+// Result is what one crawl cycle did.
+type Result struct {
 	Action  string `json:"action"` // idle | category_scan | keyword_mapping | ranking_fill | error
 	Tier    string `json:"tier,omitempty"`
 	GenreID int    `json:"genre_id,omitempty"`
@@ -106,8 +105,8 @@ type CrawlResult struct {
 	// Keywords mapped this cycle (for the rankings-updated event).
 	Keywords []string `json:"-"`
 	// Side is the task run alongside the primary one, if any.
-	Side  *CrawlResult `json:"side,omitempty"`
-	Error string       `json:"error,omitempty"`
+	Side  *Result `json:"side,omitempty"`
+	Error string  `json:"error,omitempty"`
 }
 
 // CrawlCycle is the 5-minute discovery step: exit early when nothing is
@@ -116,23 +115,23 @@ type CrawlResult struct {
 // keyword mapping, else ranking fill. Ranking fill also runs as a side task
 // next to keyword mapping (each with its own error handling; 2 × KeywordChunk
 // searches in flight at most, within the 6 connections of an invocation).
-func CrawlCycle(ctx context.Context, store DiscoveryStore, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, r float64, now time.Time) CrawlResult {
+func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), r float64, now time.Time) Result {
 	gaps, err := store.Gaps(ctx, now)
 	if err != nil {
-		return CrawlResult{Action: "error", Error: "gap check: " + err.Error()}
+		return Result{Action: "error", Error: "gap check: " + err.Error()}
 	}
 	tier := PickTier(gaps.Tiers, r)
 	switch {
 	case tier != "":
 		return scanCategory(ctx, store, fetch, apiBase, country, tier, now)
 	case gaps.PendingKeywords && gaps.RankingFill:
-		var side CrawlResult
+		var side Result
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			side = fillRankings(ctx, store, fetch, apiBase, country, now)
+			side = fillRankings(ctx, store, fetch, apiBase, country, sleep, now)
 		}()
-		res := mapKeywords(ctx, store, fetch, apiBase, country, now)
+		res := mapKeywords(ctx, store, fetch, apiBase, country, sleep, now)
 		<-done
 		res.Side = &side
 		res.Keywords = append(res.Keywords, side.Keywords...)
@@ -141,20 +140,20 @@ func CrawlCycle(ctx context.Context, store DiscoveryStore, fetch func(ctx contex
 		}
 		return res
 	case gaps.PendingKeywords:
-		return mapKeywords(ctx, store, fetch, apiBase, country, now)
+		return mapKeywords(ctx, store, fetch, apiBase, country, sleep, now)
 	case gaps.RankingFill:
-		return fillRankings(ctx, store, fetch, apiBase, country, now)
+		return fillRankings(ctx, store, fetch, apiBase, country, sleep, now)
 	}
-	return CrawlResult{Action: "idle"}
+	return Result{Action: "idle"}
 }
 
 // scanCategory scans the most overdue category of tier.
-func scanCategory(ctx context.Context, store DiscoveryStore, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country, tier string, now time.Time) CrawlResult {
+func scanCategory(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country, tier string, now time.Time) Result {
 	genre, _, err := store.NextCategory(ctx, tier, now)
 	if err != nil {
-		return CrawlResult{Action: "error", Tier: tier, Error: "pick: " + err.Error()}
+		return Result{Action: "error", Tier: tier, Error: "pick: " + err.Error()}
 	}
-	res := CrawlResult{Action: "category_scan", Tier: tier, GenreID: genre}
+	res := Result{Action: "category_scan", Tier: tier, GenreID: genre}
 	charts := map[string][]appstore.ChartEntry{}
 	for _, coll := range appstore.ChartCollections {
 		q := url.Values{"country": {country}, "collection": {coll}, "genre": {fmt.Sprint(genre)}, "limit": {fmt.Sprint(CategoryScanLimit)}}
@@ -198,7 +197,7 @@ type searched struct {
 
 // searchKeywords searches kws in parallel chunks of KeywordChunk with a
 // pause between chunks, and saves each result as it settles.
-func searchKeywords(ctx context.Context, kws []string, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string,
+func searchKeywords(ctx context.Context, kws []string, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration),
 	save func(ctx context.Context, kw string, apps []appstore.App, now time.Time) error, now time.Time) []searched {
 	out := make([]searched, 0, len(kws))
 	for i := 0; i < len(kws); i += KeywordChunk {
@@ -227,7 +226,7 @@ func searchKeywords(ctx context.Context, kws []string, fetch func(ctx context.Co
 			out = append(out, f)
 		}
 		if i+KeywordChunk < len(kws) {
-			Sleep(KeywordChunkPause)
+			sleep(KeywordChunkPause)
 		}
 	}
 	return out
@@ -236,7 +235,7 @@ func searchKeywords(ctx context.Context, kws []string, fetch func(ctx context.Co
 // settleSearches adds the searches to res: saved keywords (for the
 // rankings-updated event), failures (the work stays due) and the developers
 // seen, which are upserted once.
-func settleSearches(ctx context.Context, store DiscoveryStore, res *CrawlResult, results []searched, now time.Time) {
+func settleSearches(ctx context.Context, store Store, res *Result, results []searched, now time.Time) {
 	// Developers repeat across searches: collect them once per cycle.
 	developers := map[int64]string{}
 	for _, f := range results {
@@ -264,13 +263,13 @@ func settleSearches(ctx context.Context, store DiscoveryStore, res *CrawlResult,
 // mapKeywords searches pending keywords in bounded parallel chunks and
 // records where apps rank; each keyword is settled on its own (a failed one
 // stays pending for a later cycle).
-func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, now time.Time) CrawlResult {
-	res := CrawlResult{Action: "keyword_mapping"}
+func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), now time.Time) Result {
+	res := Result{Action: "keyword_mapping"}
 	kws, err := store.PendingKeywords(ctx, KeywordsPerCycle)
 	if err != nil {
-		return CrawlResult{Action: "error", Error: "pending keywords: " + err.Error()}
+		return Result{Action: "error", Error: "pending keywords: " + err.Error()}
 	}
-	settleSearches(ctx, store, &res, searchKeywords(ctx, kws, fetch, apiBase, country, store.SaveRankings, now), now)
+	settleSearches(ctx, store, &res, searchKeywords(ctx, kws, fetch, apiBase, country, sleep, store.SaveRankings, now), now)
 	return res
 }
 
@@ -278,7 +277,7 @@ func mapKeywords(ctx context.Context, store DiscoveryStore, fetch func(ctx conte
 // with the ratings the search showed), where each ranks, and the keyword
 // marked searched.
 func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.Stmt {
-	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	ts := d1.Time(now)
 	stmts := []d1.Stmt{{SQL: `DELETE FROM crawl_rankings WHERE keyword = ?`, Args: []any{keyword}}}
 	for i, a := range apps {
 		stmts = append(stmts,
@@ -302,7 +301,7 @@ func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.
 
 // KeywordStatements queues keywords derived from titles as pending.
 func KeywordStatements(source string, texts []string, now time.Time) []d1.Stmt {
-	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	ts := d1.Time(now)
 	seen := map[string]bool{}
 	var stmts []d1.Stmt
 	for _, t := range texts {
@@ -324,7 +323,7 @@ func KeywordStatements(source string, texts []string, now time.Time) []d1.Stmt {
 // (existing rows untouched), current chart positions, their history, and
 // the category's scan mark. Idempotent: a replay changes nothing.
 func ScanStatements(genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) []d1.Stmt {
-	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	ts := d1.Time(now)
 	var stmts []d1.Stmt
 	seen := map[int64]bool{}
 	for _, coll := range appstore.ChartCollections {
@@ -363,7 +362,7 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 
 // DeveloperStatements upserts each developer once.
 func DeveloperStatements(developers map[int64]string, now time.Time) []d1.Stmt {
-	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	ts := d1.Time(now)
 	ids := make([]int64, 0, len(developers))
 	for id := range developers {
 		ids = append(ids, id)
@@ -371,7 +370,7 @@ func DeveloperStatements(developers map[int64]string, now time.Time) []d1.Stmt {
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	stmts := make([]d1.Stmt, 0, len(ids))
 	for _, id := range ids {
-		stmts = append(stmts, enrichrun.DeveloperStmt(id, developers[id], ts))
+		stmts = append(stmts, DeveloperStmt(id, developers[id], ts))
 	}
 	return stmts
 }

@@ -1,4 +1,4 @@
-package worker
+package crawl
 
 import (
 	"context"
@@ -112,11 +112,11 @@ func (p FillPlan) Filled(failed map[string]bool) []int64 {
 // fillRankings runs one ranking fill: pick the most overdue apps, plan
 // their searches, search in bounded parallel chunks, and mark the apps
 // whose searches all succeeded.
-func fillRankings(ctx context.Context, store DiscoveryStore, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, now time.Time) CrawlResult {
-	res := CrawlResult{Action: "ranking_fill"}
+func fillRankings(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), now time.Time) Result {
+	res := Result{Action: "ranking_fill"}
 	apps, err := store.FillCandidates(ctx, RankingFillApps, now)
 	if err != nil {
-		return CrawlResult{Action: "error", Error: "fill candidates: " + err.Error()}
+		return Result{Action: "error", Error: "fill candidates: " + err.Error()}
 	}
 	seen := map[string]bool{}
 	var kws []string
@@ -131,11 +131,11 @@ func fillRankings(ctx context.Context, store DiscoveryStore, fetch func(ctx cont
 	searchedAt := map[string]time.Time{}
 	if len(kws) > 0 {
 		if searchedAt, err = store.KeywordsSearchedAt(ctx, kws); err != nil {
-			return CrawlResult{Action: "error", Error: "keyword check: " + err.Error()}
+			return Result{Action: "error", Error: "keyword check: " + err.Error()}
 		}
 	}
 	plan := PlanRankingFill(apps, searchedAt, now, RankingFillSearches)
-	results := searchKeywords(ctx, plan.Searches, fetch, apiBase, country, store.SaveFillRankings, now)
+	results := searchKeywords(ctx, plan.Searches, fetch, apiBase, country, sleep, store.SaveFillRankings, now)
 	settleSearches(ctx, store, &res, results, now)
 	failed := map[string]bool{}
 	for _, r := range results {
@@ -164,7 +164,7 @@ func joinErr(a, b string) string {
 // FillRankingStatements records one ranking-fill search: the keyword
 // (inserted if new, then marked searched) and where each app ranks.
 func FillRankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.Stmt {
-	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	ts := d1.Time(now)
 	return append([]d1.Stmt{{
 		SQL:  `INSERT OR IGNORE INTO crawl_keywords (keyword, source, created_at) VALUES (?,?,?)`,
 		Args: []any{keyword, KeywordSourceFill, ts},
@@ -177,7 +177,7 @@ const KeywordSourceFill = "fill"
 
 // MarkFilledStatements stamps the apps' rankings as filled at now.
 func MarkFilledStatements(ids []int64, now time.Time) []d1.Stmt {
-	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	ts := d1.Time(now)
 	stmts := make([]d1.Stmt, 0, len(ids))
 	for _, id := range ids {
 		stmts = append(stmts, d1.Stmt{SQL: `UPDATE app_registry SET rankings_filled_at = ? WHERE track_id = ?`, Args: []any{ts, id}})

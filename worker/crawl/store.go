@@ -1,0 +1,253 @@
+package crawl
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"storecrawl/worker/appstore"
+	"storecrawl/worker/d1"
+	"storecrawl/worker/events"
+	"storecrawl/worker/upstream"
+)
+
+// dueTierSQL is one existence check: served by idx_category_scans_due_at, it
+// reads at most one row.
+const dueTierSQL = `SELECT 1 FROM category_scans WHERE tier = ? AND COALESCE(last_scanned_at, '') < ? LIMIT 1`
+
+// nextCategorySQL is the most overdue category of a tier (NULLs, never
+// scanned, sort first), also from idx_category_scans_due_at.
+const nextCategorySQL = `SELECT genre_id, name FROM category_scans
+WHERE tier = ? AND COALESCE(last_scanned_at, '') < ?
+ORDER BY COALESCE(last_scanned_at, '') LIMIT 1`
+
+// pendingKeywordSQL is served by the partial index idx_crawl_keywords_pending.
+const pendingKeywordSQL = `SELECT keyword FROM crawl_keywords WHERE searched_at IS NULL LIMIT ?`
+
+// fillDueSQL is the ranking-fill existence check: served by the partial
+// index idx_app_registry_fill_due, it reads at most one row.
+const fillDueSQL = `SELECT 1 FROM app_registry
+WHERE enrichment_source = 'itunes+store' AND COALESCE(rankings_filled_at, '') < ? LIMIT 1`
+
+// fillCandidatesSQL picks the most overdue enriched apps (never filled
+// first) from the same index.
+const fillCandidatesSQL = `SELECT track_id, COALESCE(name, '') AS name, COALESCE(subtitle, '') AS subtitle FROM app_registry
+WHERE enrichment_source = 'itunes+store' AND COALESCE(rankings_filled_at, '') < ?
+ORDER BY COALESCE(rankings_filled_at, '') LIMIT ?`
+
+// keywordsSearchedSQL reads n keywords' search times by primary key.
+func keywordsSearchedSQL(n int) string {
+	return `SELECT keyword, COALESCE(searched_at, '') AS searched_at FROM crawl_keywords WHERE keyword IN (` + d1.Placeholders(n) + `)`
+}
+
+// HotQueries are the crawl cycle's reads.
+func HotQueries() []d1.NamedQuery {
+	return []d1.NamedQuery{
+		{Name: "due tier check", SQL: dueTierSQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
+		{Name: "next category", SQL: nextCategorySQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
+		{Name: "pending keywords", SQL: pendingKeywordSQL, Args: []any{12}},
+		{Name: "ranking fill check", SQL: fillDueSQL, Args: []any{"2026-01-01T00:00:00.000Z"}},
+		{Name: "ranking fill candidates", SQL: fillCandidatesSQL, Args: []any{"2026-01-01T00:00:00.000Z", RankingFillApps}},
+		{Name: "keywords searched", SQL: keywordsSearchedSQL(2), Args: []any{"budget", "chat"}},
+	}
+}
+
+func cutoff(now time.Time, age time.Duration) string { return d1.Time(now.Add(-age)) }
+
+// D1Store is the crawl's side of D1.
+type D1Store struct {
+	DB *d1.DB
+}
+
+type exists []struct {
+	One int `json:"1"`
+}
+
+// Gaps runs the existence checks (one row read each at most) in one
+// parallel round.
+func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
+	type check struct {
+		name string // a tier, "keywords" or "fill"
+		ok   bool
+		err  error
+	}
+	checks := len(Tiers) + 2
+	ch := make(chan check, checks)
+	ask := func(name, q string, args ...any) {
+		var rows exists
+		err := s.DB.Query(ctx, &rows, q, args...)
+		ch <- check{name, len(rows) > 0, err}
+	}
+	for _, t := range Tiers {
+		go ask(t.Name, dueTierSQL, t.Name, cutoff(now, t.Rescan))
+	}
+	go ask("keywords", pendingKeywordSQL, 1)
+	go ask("fill", fillDueSQL, cutoff(now, RankingRefreshAge))
+	g := Gaps{Tiers: map[string]bool{}}
+	var firstErr error
+	for range checks {
+		c := <-ch
+		if c.err != nil && firstErr == nil {
+			firstErr = c.err
+		}
+		switch c.name {
+		case "keywords":
+			g.PendingKeywords = c.ok
+		case "fill":
+			g.RankingFill = c.ok
+		default:
+			g.Tiers[c.name] = c.ok
+		}
+	}
+	return g, firstErr
+}
+
+// PendingKeywords implements Store.
+func (s D1Store) PendingKeywords(ctx context.Context, n int) ([]string, error) {
+	var rows []struct {
+		Keyword string `json:"keyword"`
+	}
+	if err := s.DB.Query(ctx, &rows, pendingKeywordSQL, n); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Keyword
+	}
+	return out, nil
+}
+
+// SaveRankings implements Store.
+func (s D1Store) SaveRankings(ctx context.Context, keyword string, apps []appstore.App, now time.Time) error {
+	_, err := s.DB.Exec(ctx, RankingStatements(keyword, apps, now)...)
+	return err
+}
+
+// NextCategory implements Store.
+func (s D1Store) NextCategory(ctx context.Context, tier string, now time.Time) (int, string, error) {
+	rescan := Tiers[0].Rescan
+	for _, t := range Tiers {
+		if t.Name == tier {
+			rescan = t.Rescan
+		}
+	}
+	var rows []struct {
+		GenreID int    `json:"genre_id"`
+		Name    string `json:"name"`
+	}
+	if err := s.DB.Query(ctx, &rows, nextCategorySQL, tier, cutoff(now, rescan)); err != nil {
+		return 0, "", err
+	}
+	if len(rows) == 0 {
+		return 0, "", fmt.Errorf("no %s category due", tier)
+	}
+	return rows[0].GenreID, rows[0].Name, nil
+}
+
+// SaveScan implements Store.
+func (s D1Store) SaveScan(ctx context.Context, genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) (int, error) {
+	stmts := ScanStatements(genreID, country, charts, now)
+	apps := 0
+	for _, st := range stmts {
+		if strings.HasPrefix(st.SQL, "INSERT INTO app_registry") {
+			apps++
+		}
+	}
+	_, err := s.DB.Exec(ctx, stmts...)
+	return apps, err
+}
+
+// SaveDevelopers implements Store.
+func (s D1Store) SaveDevelopers(ctx context.Context, developers map[int64]string, now time.Time) error {
+	_, err := s.DB.Exec(ctx, DeveloperStatements(developers, now)...)
+	return err
+}
+
+// FillCandidates implements Store.
+func (s D1Store) FillCandidates(ctx context.Context, n int, now time.Time) ([]FillApp, error) {
+	var rows []struct {
+		TrackID  int64  `json:"track_id"`
+		Name     string `json:"name"`
+		Subtitle string `json:"subtitle"`
+	}
+	if err := s.DB.Query(ctx, &rows, fillCandidatesSQL, cutoff(now, RankingRefreshAge), n); err != nil {
+		return nil, err
+	}
+	out := make([]FillApp, len(rows))
+	for i, r := range rows {
+		out[i] = FillApp{TrackID: r.TrackID, Name: r.Name, Subtitle: r.Subtitle}
+	}
+	return out, nil
+}
+
+// KeywordsSearchedAt reads the keywords by primary key, in chunks of
+// events.MaxKeys bound parameters.
+func (s D1Store) KeywordsSearchedAt(ctx context.Context, kws []string) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	for i := 0; i < len(kws); i += events.MaxKeys {
+		chunk := kws[i:min(i+events.MaxKeys, len(kws))]
+		var rows []struct {
+			Keyword    string `json:"keyword"`
+			SearchedAt string `json:"searched_at"`
+		}
+		if err := s.DB.Query(ctx, &rows, keywordsSearchedSQL(len(chunk)), d1.Args(chunk)...); err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			var t time.Time
+			if r.SearchedAt != "" {
+				var err error
+				if t, err = d1.ParseTime(r.SearchedAt); err != nil {
+					// Unreadable: treat as stale, so it is searched again and rewritten.
+					t = time.Unix(0, 0)
+				}
+			}
+			out[r.Keyword] = t
+		}
+	}
+	return out, nil
+}
+
+// SaveFillRankings implements Store.
+func (s D1Store) SaveFillRankings(ctx context.Context, keyword string, apps []appstore.App, now time.Time) error {
+	_, err := s.DB.Exec(ctx, FillRankingStatements(keyword, apps, now)...)
+	return err
+}
+
+// MarkFilled implements Store.
+func (s D1Store) MarkFilled(ctx context.Context, ids []int64, now time.Time) error {
+	_, err := s.DB.Exec(ctx, MarkFilledStatements(ids, now)...)
+	return err
+}
+
+// DeveloperStmt upserts one developer.
+func DeveloperStmt(id int64, name, ts string) d1.Stmt {
+	return d1.Stmt{
+		SQL: `INSERT INTO developers (developer_id, name, first_seen_at, updated_at) VALUES (?,?,?,?)
+ON CONFLICT (developer_id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at`,
+		Args: []any{id, appstore.Truncate(name, appstore.MaxTextLen), ts, ts},
+	}
+}
+
+// Crawler runs the crawl cycle on the Worker's clients and announces what
+// it changed.
+type Crawler struct {
+	Store   Store
+	Fetch   func(ctx context.Context, url string) upstream.Response
+	Events  events.Sender
+	APIBase string
+	Country string
+	Sleep   func(time.Duration)
+}
+
+// Run runs one cycle (r picks the tier, uniform in [0,1)) and sends
+// rankings-updated for the keywords whose rankings it wrote, so the markets
+// stage re-clusters them.
+func (c *Crawler) Run(ctx context.Context, r float64, now time.Time) Result {
+	res := CrawlCycle(ctx, c.Store, c.Fetch, c.APIBase, c.Country, c.Sleep, r, now)
+	if err := events.Send(ctx, c.Events, events.NewKeyed(events.RankingsUpdated, res.Keywords, now)...); err != nil {
+		res.Error = joinErr(res.Error, "emit rankings-updated: "+err.Error())
+	}
+	return res
+}

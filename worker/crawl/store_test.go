@@ -1,0 +1,135 @@
+//go:build !js
+
+package crawl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"storecrawl/durable/object"
+	"storecrawl/worker/appstore"
+	"storecrawl/worker/d1"
+	"storecrawl/worker/d1/d1test"
+	"storecrawl/worker/events"
+	"storecrawl/worker/upstream"
+)
+
+type queue struct {
+	mu     sync.Mutex
+	events []events.Event
+}
+
+func (q *queue) Send(_ context.Context, body string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var ev events.Event
+	if err := json.Unmarshal([]byte(body), &ev); err != nil {
+		return err
+	}
+	q.events = append(q.events, ev)
+	return nil
+}
+
+// fakeUpstream answers charts (two apps per chart, shared between charts)
+// and searches (three apps per keyword, developer 70).
+func fakeUpstream(ctx context.Context, raw string) upstream.Response {
+	u, _ := url.Parse(raw)
+	q := u.Query()
+	var body string
+	switch u.Path {
+	case "/charts":
+		body = `{"feed":{"entry":[{"id":100000001,"name":"Budget Planner","rank":1},{"id":100000002,"name":"Chat Pro","rank":2}]}}`
+	case "/search":
+		var rs []string
+		for i := 1; i <= 3; i++ {
+			rs = append(rs, fmt.Sprintf(`{"trackId":%d,"trackName":"%s %d","artistId":70,"artistName":"Dev","averageUserRating":4.1,"userRatingCount":%d,"primaryGenreId":6015}`, 200000000+i, q.Get("term"), i, i*10))
+		}
+		body = `{"resultCount":3,"results":[` + strings.Join(rs, ",") + `]}`
+	default:
+		return upstream.Response{Status: 404, Class: object.ClassNotFound, Remaining: -1, Err: fmt.Errorf("404")}
+	}
+	return upstream.Response{Status: 200, Class: object.ClassOK, Body: []byte(body), Remaining: -1}
+}
+
+func TestCategoryScanThenKeywordMappingAgainstD1(t *testing.T) {
+	db, drv := d1test.New(t)
+	q := &queue{}
+	c := &Crawler{Store: D1Store{DB: db}, Fetch: fakeUpstream, Events: q, APIBase: "http://up", Country: "us", Sleep: noSleep}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+	// Every category is due (never scanned): a high-tier scan runs first.
+	res := c.Run(context.Background(), 0.1, now)
+	if res.Action != "category_scan" || res.Tier != "high" || res.Apps != 2 || res.Error != "" {
+		t.Fatalf("scan: %+v", res)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry WHERE enriched_at IS NULL`); n != 2 {
+		t.Fatalf("queued apps: %d", n)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM chart_positions WHERE genre_id = ?`, res.GenreID); n != 6 {
+		t.Fatalf("chart positions (2 per chart × 3 charts): %d", n)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM category_scans WHERE genre_id = ? AND last_scanned_at = ?`, res.GenreID, "2026-11-23T12:00:00.000Z"); n != 1 {
+		t.Fatal("the scanned category must be marked")
+	}
+	pending := drv.Int(t, `SELECT COUNT(*) FROM crawl_keywords WHERE searched_at IS NULL`)
+	if pending == 0 {
+		t.Fatal("titles must queue keywords")
+	}
+	// With every category scanned, pending keywords are mapped.
+	drv.Exec(t, `UPDATE category_scans SET last_scanned_at = ?`, "2026-11-23T12:00:00.000Z")
+	res = c.Run(context.Background(), 0.1, now.Add(5*time.Minute))
+	if res.Action != "keyword_mapping" || res.Error != "" || len(res.Keywords) == 0 {
+		t.Fatalf("mapping: %+v", res)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM crawl_rankings`); n != int64(3*len(res.Keywords)) {
+		t.Fatalf("rankings: %d for %d keywords", n, len(res.Keywords))
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM crawl_keywords WHERE searched_at IS NULL`); n != pending-int64(len(res.Keywords)) {
+		t.Fatalf("searched keywords must leave the pending set: %d left", n)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM developers WHERE developer_id = 70`); n != 1 {
+		t.Fatal("the developer must be upserted once")
+	}
+	if len(q.events) != 1 || q.events[0].Type != events.RankingsUpdated || len(q.events[0].Keywords) != len(res.Keywords) {
+		t.Fatalf("rankings-updated: %+v", q.events)
+	}
+}
+
+func TestD1FailureLeavesTheWorkDue(t *testing.T) {
+	db, drv := d1test.New(t)
+	c := &Crawler{Store: D1Store{DB: db}, Fetch: fakeUpstream, Events: &queue{}, APIBase: "http://up", Country: "us", Sleep: noSleep}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	drv.FailNext.Store(1)
+	if res := c.Run(context.Background(), 0.1, now); res.Action != "error" {
+		t.Fatalf("a failed gap check is an error: %+v", res)
+	}
+	// The save fails (the gap checks and the pick pass): the category stays due.
+	s := &failingSaves{D1Store: D1Store{DB: db}}
+	c.Store = s
+	if res := c.Run(context.Background(), 0.1, now); res.Action != "error" || !strings.Contains(res.Error, "save") {
+		t.Fatalf("a failed save is an error: %+v", res)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM category_scans WHERE last_scanned_at IS NOT NULL`); n != 0 {
+		t.Fatalf("nothing may be marked scanned: %d", n)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry`); n != 0 {
+		t.Fatalf("a failed batch writes nothing: %d", n)
+	}
+}
+
+type failingSaves struct{ D1Store }
+
+func (f *failingSaves) SaveScan(ctx context.Context, genre int, country string, charts map[string][]appstore.ChartEntry, now time.Time) (int, error) {
+	// The batch itself fails inside D1: the real statements plus one that cannot run.
+	stmts := append(ScanStatements(genre, country, charts, now), badStmt)
+	_, err := f.DB.Exec(ctx, stmts...)
+	return 0, err
+}
+
+var badStmt = d1.Stmt{SQL: `INSERT INTO no_such_table VALUES (1)`}

@@ -1,0 +1,62 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"storecrawl/worker/config"
+	"storecrawl/worker/crawl"
+	"storecrawl/worker/tasks"
+)
+
+type wakeFn func() (bool, error)
+
+func (f wakeFn) WakeController(context.Context) (bool, error) { return f() }
+func (f wakeFn) Crawl(context.Context) crawl.Result           { return crawl.Result{Action: "idle"} }
+func (f wakeFn) Cluster(context.Context) (string, error)      { return "3 clusters", nil }
+func (f wakeFn) Daily(context.Context) tasks.DailyResult {
+	return tasks.DailyResult{Apps: 7, Batches: 1, Wrapped: true}
+}
+
+func TestRunCron(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 1, 1, 0, 5, 1, 0, time.UTC) }
+	run := RunCron(context.Background(), config.CronCrawlCycle, now(), wakeFn(func() (bool, error) { return true, nil }), now)
+	if run.Result != "controller_awake running=true" || run.Error != "" || run.Crawl == nil || run.Crawl.Action != "idle" || run.D1 == nil {
+		t.Fatalf("%+v", run)
+	}
+	run = RunCron(context.Background(), config.CronCrawlCycle, now(), wakeFn(func() (bool, error) { return false, errors.New("x") }), now)
+	if run.Error != "x" {
+		t.Fatalf("%+v", run)
+	}
+	run = RunCron(context.Background(), config.CronDaily, now(), wakeFn(nil), now)
+	if run.Daily == nil || run.Daily.Apps != 7 || run.Error != "" || !strings.HasPrefix(run.Result, "daily: 7 apps") {
+		t.Fatalf("daily: %+v", run)
+	}
+	if run = RunCron(context.Background(), "1 2 3 4 5", now(), nil, now); run.Result != "unknown_cron" {
+		t.Fatalf("%+v", run)
+	}
+}
+
+type memKV map[string]string
+
+func (m memKV) Get(_ context.Context, k string) (string, error) { return m[k], nil }
+func (m memKV) Put(_ context.Context, k, v string) error        { m[k] = v; return nil }
+
+func TestCronLogKeepsTheLastRunOfEachExpression(t *testing.T) {
+	log := CronLog{KV: memKV{}}
+	if raw, _ := log.LastCronRuns(context.Background()); string(raw) != "{}" {
+		t.Fatalf("empty: %s", raw)
+	}
+	log.Record(context.Background(), CronRun{Cron: config.CronDaily, Result: "one"})
+	log.Record(context.Background(), CronRun{Cron: config.CronCrawlCycle, Result: "two"})
+	log.Record(context.Background(), CronRun{Cron: config.CronDaily, Result: "three"})
+	raw, _ := log.LastCronRuns(context.Background())
+	var runs map[string]CronRun
+	if err := json.Unmarshal(raw, &runs); err != nil || len(runs) != 2 || runs[config.CronDaily].Result != "three" {
+		t.Fatalf("runs: %s", raw)
+	}
+}
