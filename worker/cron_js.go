@@ -41,7 +41,9 @@ func (cronTasks) Crawl(ctx context.Context) crawl.Result {
 	return c.Run(ctx, rand.Float64(), time.Now())
 }
 
-func (cronTasks) Cluster(ctx context.Context) (string, error) { return Platform{}.Cluster(ctx) }
+func (cronTasks) Cluster(ctx context.Context) (string, error) {
+	return marketsStage.Cluster(ctx, time.Now())
+}
 
 func (cronTasks) Daily(ctx context.Context) tasks.DailyResult {
 	return tasks.RunDaily(ctx, tasks.D1Store{DB: db}, time.Now)

@@ -31,12 +31,3 @@ func consumeDeadLetters(batch *queues.MessageBatch) {
 	}
 	batch.AckAll()
 }
-
-// SendRawEvent puts body on the EVENTS queue as it is.
-func (Platform) SendRawEvent(_ context.Context, body string) error {
-	q, err := queues.NewProducer(bindingEvents)
-	if err != nil {
-		return err
-	}
-	return q.SendText(body)
-}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/syumai/workers"
-	"github.com/syumai/workers/cloudflare"
 	"github.com/syumai/workers/cloudflare/cron"
 	"github.com/syumai/workers/cloudflare/queues"
 
@@ -22,6 +21,7 @@ import (
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/history"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/markets"
 	"storecrawl/worker/upstream"
 )
 
@@ -30,24 +30,26 @@ var binding = js.Global().Get("context").Get("binding")
 
 // Register installs every entry point on the shim's binding object and
 // signals that the instance is ready: HTTP (syumai/workers), cron, queue,
-// and the EnrichmentController's decide/run functions.
+// and the Durable Objects' decide/run functions. Wiring only: every route,
+// task and decision lives in a feature package or in durable/.
 func Register() {
 	loadConfig()
-	p := Platform{}
-	srv := NewServer(&Server{
-		Controller: p,
-		Limiter:    p,
-		Scheduler:  p,
-		Charts:     p,
-		Markets:    p,
-		Apps:       p,
+	s := &api.Server{
+		Controller: controllerCaller{},
+		Limiter:    limiterCaller{},
+		Scheduler:  schedulerCaller{},
+		Charts:     kvCache,
+		Markets:    marketsStage,
+		Apps:       enrichment.D1Store{DB: db},
 		Cron:       CronLog{KV: kvCache},
 		Ledger:     historyService,
 		Dead:       historyService,
-		Events:     p,
-		TestRoutes: func() bool { return cloudflare.Getenv("TEST_ROUTES") == "1" },
-		AdminToken: func() string { return cloudflare.Getenv("ADMIN_TOKEN") },
-	})
+		AdminToken: func() string { return cfg.AdminToken },
+	}
+	if cfg.TestRoutes {
+		s.TestEvents = eventQueue
+	}
+	srv := api.NewServer(s)
 	workers.ServeNonBlock(cf.BufferedResponses(srv))
 	cron.ScheduleTaskNonBlock(func(ctx context.Context) error {
 		ev, err := cron.NewEvent(ctx)
@@ -71,7 +73,7 @@ func Register() {
 			if err == nil && history.IsFactsMessage(body) {
 				err = history.HandleFacts(context.Background(), body, factWriter(), &factsConsumer, time.Now())
 			} else if err == nil {
-				err = HandleEvent(context.Background(), body, p, time.Now())
+				err = markets.HandleEvent(context.Background(), body, marketsStage, time.Now())
 			}
 			if err != nil {
 				logx.Err("queue.message_failed", err, map[string]any{"id": m.ID, "attempts": m.Attempts, "queue": batch.Queue})

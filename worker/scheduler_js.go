@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"storecrawl/durable/scheduler"
-	"storecrawl/worker/config"
 	"storecrawl/worker/tasks"
 )
 
@@ -27,14 +26,4 @@ func schedulerDecide(args []js.Value) (any, error) {
 func schedulerRunTask(args []js.Value) (any, error) {
 	deps := tasks.Bindings{D1Store: tasks.D1Store{DB: db}, Get: catalogue().Get, Values: kvCache, Reconciler: historyService}
 	return tasks.RunTask(context.Background(), args[0].String(), deps, cfg.APIBase, time.Now), nil
-}
-
-// CallScheduler reaches the versioned scheduler singleton.
-func (Platform) CallScheduler(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	return schedulerDO.Fetch(ctx, config.SchedulerName, method, path, body)
-}
-
-// Chart reads one chart from KV ("" when not fetched yet).
-func (Platform) Chart(ctx context.Context, key string) (string, error) {
-	return kvCache.Get(ctx, key)
 }

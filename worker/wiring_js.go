@@ -11,6 +11,7 @@ import (
 	"storecrawl/worker/config"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/markets"
 	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/upstream"
 )
@@ -36,6 +37,25 @@ func loadConfig() {
 		logx.Event("config.bad_config", map[string]any{"level": logx.Error, "var": p.Var, "value": p.Value, "error": p.Error})
 	}
 	controllerNS = cf.Namespace{Binding: config.BindingController, LocationHint: cfg.LocationHint}
+}
+
+// marketsStage runs the markets stage (queue events, the 6-hourly
+// clustering, the market listings).
+var marketsStage = &markets.Markets{DB: db, Events: eventQueue}
+
+// controllerCaller reaches the EnrichmentController of the default crawl
+// target, created near the upstream (location hint) on first use.
+type controllerCaller struct{}
+
+func (controllerCaller) CallController(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	return controllerNS.Fetch(ctx, config.ControllerName, method, path, body)
+}
+
+// schedulerCaller reaches the versioned scheduler singleton.
+type schedulerCaller struct{}
+
+func (schedulerCaller) CallScheduler(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	return schedulerDO.Fetch(ctx, config.SchedulerName, method, path, body)
 }
 
 // limiterCaller reaches the key's own OmniLimiter object (ratelimit.Caller),

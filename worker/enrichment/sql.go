@@ -176,5 +176,37 @@ func (s D1Store) GiveUp(ctx context.Context, id int64, attempts int, errText str
 
 // HotQueries are the reads of the controller's path.
 func HotQueries() []d1.NamedQuery {
-	return []d1.NamedQuery{{Name: "enrichment pick", SQL: PickSQL, Args: []any{50}}}
+	return []d1.NamedQuery{
+		{Name: "enrichment pick", SQL: PickSQL, Args: []any{50}},
+		{Name: "app record", SQL: appJSONSQL, Args: []any{100000001}},
+	}
+}
+
+// appJSONSQL builds the record in SQLite, so NULLs and JSON columns come out right.
+const appJSONSQL = `SELECT json_object(
+  'track_id', track_id, 'name', name, 'bundle_id', bundle_id, 'developer_id', developer_id,
+  'developer_name', developer_name, 'genre', genre, 'genre_id', genre_id, 'price', price,
+  'currency', currency, 'average_rating', average_rating, 'rating_count', rating_count,
+  'version', version, 'release_date', release_date,
+  'current_version_release_date', current_version_release_date, 'description', description,
+  'content_rating', content_rating, 'artwork_url', artwork_url, 'file_size_bytes', file_size_bytes,
+  'languages', json(languages), 'subtitle', subtitle, 'rating_histogram', json(rating_histogram),
+  'iap_count', iap_count, 'in_app_purchases', json(in_app_purchases),
+  'similar_app_ids', json(similar_app_ids), 'html_r2_key', html_r2_key,
+  'enrich_priority', enrich_priority, 'enrich_attempts', enrich_attempts,
+  'enrichment_source', enrichment_source, 'enrich_error', enrich_error,
+  'enriched_at', enriched_at, 'analyzed_at', analyzed_at, 'demand_score', demand_score, 'competitiveness_score', competitiveness_score,
+  'rankings_filled_at', rankings_filled_at,
+  'discovered_at', discovered_at, 'updated_at', updated_at) AS record
+FROM app_registry WHERE track_id = ?`
+
+// App reads the enriched record of an app as JSON (false when there is none).
+func (s D1Store) App(ctx context.Context, id int64) (json.RawMessage, bool, error) {
+	var rows []struct {
+		Record string `json:"record"`
+	}
+	if err := s.DB.Query(ctx, &rows, appJSONSQL, id); err != nil || len(rows) == 0 {
+		return nil, false, err
+	}
+	return json.RawMessage(rows[0].Record), true, nil
 }

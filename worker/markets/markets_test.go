@@ -1,4 +1,4 @@
-package worker
+package markets
 
 import (
 	"strings"

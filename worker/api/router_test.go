@@ -1,4 +1,4 @@
-package worker
+package api
 
 import (
 	"storecrawl/durable/ledger"
@@ -29,11 +29,11 @@ func (c *recordingController) CallController(_ context.Context, method, path str
 
 type oneApp struct{}
 
-func (oneApp) App(_ context.Context, id int64) (json.RawMessage, error) {
+func (oneApp) App(_ context.Context, id int64) (json.RawMessage, bool, error) {
 	if id == 7 {
-		return json.RawMessage(`{"track_id":7}`), nil
+		return json.RawMessage(`{"track_id":7}`), true, nil
 	}
-	return nil, ErrNotFound
+	return nil, false, nil
 }
 
 type noCron struct{}
@@ -175,7 +175,7 @@ func (d *deadLetters) DeadLetters(_ context.Context, limit, offset int) ([]json.
 
 type sentEvents []string
 
-func (s *sentEvents) SendRawEvent(_ context.Context, body string) error {
+func (s *sentEvents) Send(_ context.Context, body string) error {
 	*s = append(*s, body)
 	return nil
 }
@@ -183,8 +183,7 @@ func (s *sentEvents) SendRawEvent(_ context.Context, body string) error {
 func TestDeadLettersAndTestOnlyEventInjection(t *testing.T) {
 	dl := &deadLetters{}
 	sent := &sentEvents{}
-	on := false
-	s := NewServer(&Server{Dead: dl, Events: sent, TestRoutes: func() bool { return on }, AdminToken: func() string { return "secret" }})
+	s := NewServer(&Server{Dead: dl, AdminToken: func() string { return "secret" }})
 
 	if code, out := call(t, s, "GET", "/v1/system/dead-letters?limit=0", "", ""); code != 400 || out["field"] != "limit" {
 		t.Fatalf("bad limit: %d %v", code, out)
@@ -198,7 +197,7 @@ func TestDeadLettersAndTestOnlyEventInjection(t *testing.T) {
 	if code, _ := call(t, s, "POST", "/__test/events", "secret", `{"type":"x"}`); code != 404 || len(*sent) != 0 {
 		t.Fatalf("test route must be absent when off: %d", code)
 	}
-	on = true
+	s = NewServer(&Server{Dead: dl, TestEvents: sent, AdminToken: func() string { return "secret" }})
 	if code, _ := call(t, s, "POST", "/__test/events", "", `{"type":"x"}`); code != 401 || len(*sent) != 0 {
 		t.Fatalf("unauthenticated: %d", code)
 	}

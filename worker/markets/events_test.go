@@ -1,10 +1,11 @@
-package worker
+package markets
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"math"
+	"storecrawl/worker/events"
 	"testing"
 	"time"
 )
@@ -16,7 +17,7 @@ type memAnalyzer struct {
 	clustered []string
 	analyzed  []string
 	scored    []string
-	emitted   []QueueEvent
+	emitted   []events.Event
 
 	competitiveness map[int64]float64
 }
@@ -52,7 +53,7 @@ func (m *memAnalyzer) ScoreClusters(_ context.Context, cs []string, _ time.Time)
 	return nil
 }
 
-func (m *memAnalyzer) Emit(_ context.Context, ev QueueEvent) error {
+func (m *memAnalyzer) Emit(_ context.Context, ev events.Event) error {
 	m.emitted = append(m.emitted, ev)
 	return nil
 }
@@ -93,26 +94,18 @@ func TestHandleEventIsIdempotentAndRejectsBadMessages(t *testing.T) {
 	}
 }
 
-func TestNewAppEnrichedEventsSplits(t *testing.T) {
-	ids := make([]int64, 120)
-	evs := NewAppEnrichedEvents(ids, time.Now())
-	if len(evs) != 3 || len(evs[0].TrackIDs) != MaxEventTrackIDs || len(evs[2].TrackIDs) != 20 {
-		t.Fatalf("%d events", len(evs))
-	}
-}
-
 func TestEventsRouteToTheirStages(t *testing.T) {
 	a := &memAnalyzer{scores: map[int64]float64{}}
 	if err := HandleEvent(context.Background(), `{"type":"rankings-updated","keywords":["budget","chat"]}`, a, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if len(a.clustered) != 2 || len(a.emitted) != 1 || a.emitted[0].Type != EventClustersReady || a.emitted[0].Clusters[0] != "budget" {
+	if len(a.clustered) != 2 || len(a.emitted) != 1 || a.emitted[0].Type != events.ClustersReady || a.emitted[0].Clusters[0] != "budget" {
 		t.Fatalf("rankings-updated: %+v", a)
 	}
 	// clusters-ready → fragmentation analysis → fragmentation-done, not scores yet.
 	b, _ := json.Marshal(a.emitted[0])
 	if err := HandleEvent(context.Background(), string(b), a, time.Now()); err != nil || len(a.analyzed) != 1 || len(a.scored) != 0 ||
-		len(a.emitted) != 2 || a.emitted[1].Type != EventFragmentationDone || a.emitted[1].Clusters[0] != "budget" {
+		len(a.emitted) != 2 || a.emitted[1].Type != events.FragmentationDone || a.emitted[1].Clusters[0] != "budget" {
 		t.Fatalf("clusters-ready: %v %+v", err, a)
 	}
 	// fragmentation-done → opportunity scores; a redelivery scores again, nothing else.

@@ -1,4 +1,4 @@
-package worker
+package api
 
 import (
 	"crypto/sha256"

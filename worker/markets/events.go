@@ -1,4 +1,4 @@
-package worker
+package markets
 
 import (
 	"context"
@@ -8,42 +8,9 @@ import (
 	"math"
 	"time"
 
+	"storecrawl/worker/events"
 	"storecrawl/worker/logx"
 )
-
-// Queue event types: each stage announces what it changed; the consumer
-// routes each type to the stage that depends on it.
-const (
-	EventAppEnriched     = "app-enriched"     // → demand scores of those apps
-	EventRankingsUpdated = "rankings-updated" // → clustering of those keywords
-	EventClustersReady   = "clusters-ready"   // → fragmentation analysis of those clusters
-	// EventFragmentationDone → opportunity scores of those clusters.
-	EventFragmentationDone = "fragmentation-done"
-)
-
-// QueueEvent is a message on the EVENTS queue.
-type QueueEvent struct {
-	Type     string   `json:"type"`
-	TrackIDs []int64  `json:"track_ids,omitempty"`
-	Keywords []string `json:"keywords,omitempty"`
-	Clusters []string `json:"clusters,omitempty"`
-	At       string   `json:"at"`
-}
-
-// MaxEventKeys bounds the keywords or clusters of one message.
-const MaxEventKeys = 100
-
-// MaxEventTrackIDs bounds one message (and so one consumer statement batch).
-const MaxEventTrackIDs = 50
-
-// NewAppEnrichedEvents splits ids into messages of at most MaxEventTrackIDs.
-func NewAppEnrichedEvents(ids []int64, at time.Time) []QueueEvent {
-	var out []QueueEvent
-	for i := 0; i < len(ids); i += MaxEventTrackIDs {
-		out = append(out, QueueEvent{Type: EventAppEnriched, TrackIDs: ids[i:min(i+MaxEventTrackIDs, len(ids))], At: at.UTC().Format(time.RFC3339)})
-	}
-	return out
-}
 
 // ScoreInput is what the per-app scores read for one app.
 type ScoreInput struct {
@@ -74,7 +41,7 @@ type Analyzer interface {
 	// ScoreClusters recomputes the opportunity scores of these clusters.
 	ScoreClusters(ctx context.Context, clusters []string, at time.Time) error
 	// Emit sends a follow-up event.
-	Emit(ctx context.Context, ev QueueEvent) error
+	Emit(ctx context.Context, ev events.Event) error
 }
 
 // DemandScore rewards both quality and proven demand: rating × log10(1+ratings).
@@ -127,14 +94,14 @@ var ErrBadEvent = errors.New("bad event")
 // from D1 and write pure functions of it, so order does not matter and a
 // redelivery changes nothing. A returned error means "retry this message".
 func HandleEvent(ctx context.Context, body string, a Analyzer, now time.Time) error {
-	var ev QueueEvent
+	var ev events.Event
 	if err := json.Unmarshal([]byte(body), &ev); err != nil {
 		return fmt.Errorf("%w: undecodable: %v", ErrBadEvent, err)
 	}
 	switch ev.Type {
-	case EventAppEnriched:
-		if len(ev.TrackIDs) == 0 || len(ev.TrackIDs) > MaxEventTrackIDs {
-			return fmt.Errorf("%w: app-enriched needs 1..%d track_ids", ErrBadEvent, MaxEventTrackIDs)
+	case events.AppEnriched:
+		if len(ev.TrackIDs) == 0 || len(ev.TrackIDs) > events.MaxTrackIDs {
+			return fmt.Errorf("%w: app-enriched needs 1..%d track_ids", ErrBadEvent, events.MaxTrackIDs)
 		}
 		inputs, err := a.ScoreInputs(ctx, ev.TrackIDs)
 		if err != nil {
@@ -150,9 +117,9 @@ func HandleEvent(ctx context.Context, body string, a Analyzer, now time.Time) er
 		}
 		logx.Event("queue.app_enriched_scored", map[string]any{"apps": len(scores)})
 		return nil
-	case EventRankingsUpdated:
-		if len(ev.Keywords) == 0 || len(ev.Keywords) > MaxEventKeys {
-			return fmt.Errorf("%w: rankings-updated needs 1..%d keywords", ErrBadEvent, MaxEventKeys)
+	case events.RankingsUpdated:
+		if len(ev.Keywords) == 0 || len(ev.Keywords) > events.MaxKeys {
+			return fmt.Errorf("%w: rankings-updated needs 1..%d keywords", ErrBadEvent, events.MaxKeys)
 		}
 		clusters, err := a.ClusterKeywords(ctx, ev.Keywords, now)
 		if err != nil {
@@ -163,10 +130,10 @@ func HandleEvent(ctx context.Context, body string, a Analyzer, now time.Time) er
 			return nil
 		}
 		// Redelivery re-sends this: harmless, scoring is idempotent.
-		return a.Emit(ctx, QueueEvent{Type: EventClustersReady, Clusters: clusters, At: now.UTC().Format(time.RFC3339)})
-	case EventClustersReady:
-		if len(ev.Clusters) == 0 || len(ev.Clusters) > MaxEventKeys {
-			return fmt.Errorf("%w: clusters-ready needs 1..%d clusters", ErrBadEvent, MaxEventKeys)
+		return a.Emit(ctx, events.Event{Type: events.ClustersReady, Clusters: clusters, At: now.UTC().Format(time.RFC3339)})
+	case events.ClustersReady:
+		if len(ev.Clusters) == 0 || len(ev.Clusters) > events.MaxKeys {
+			return fmt.Errorf("%w: clusters-ready needs 1..%d clusters", ErrBadEvent, events.MaxKeys)
 		}
 		analyzed, err := a.AnalyzeFragmentation(ctx, ev.Clusters, now)
 		if err != nil {
@@ -177,10 +144,10 @@ func HandleEvent(ctx context.Context, body string, a Analyzer, now time.Time) er
 			return nil
 		}
 		// Redelivery re-sends this: harmless, scoring is idempotent.
-		return a.Emit(ctx, QueueEvent{Type: EventFragmentationDone, Clusters: analyzed, At: now.UTC().Format(time.RFC3339)})
-	case EventFragmentationDone:
-		if len(ev.Clusters) == 0 || len(ev.Clusters) > MaxEventKeys {
-			return fmt.Errorf("%w: fragmentation-done needs 1..%d clusters", ErrBadEvent, MaxEventKeys)
+		return a.Emit(ctx, events.Event{Type: events.FragmentationDone, Clusters: analyzed, At: now.UTC().Format(time.RFC3339)})
+	case events.FragmentationDone:
+		if len(ev.Clusters) == 0 || len(ev.Clusters) > events.MaxKeys {
+			return fmt.Errorf("%w: fragmentation-done needs 1..%d clusters", ErrBadEvent, events.MaxKeys)
 		}
 		if err := a.ScoreClusters(ctx, ev.Clusters, now); err != nil {
 			return err

@@ -1,8 +1,9 @@
-// Package worker is the Worker's Go code: HTTP routing, the cron handler and
-// the queue consumer. Platform access (Durable Object stubs, D1, KV, R2,
-// Queues) sits behind small interfaces implemented in *_js.go files, so the
-// routing and validation here run natively under go test.
-package worker
+// Package api is the Worker's HTTP API: routing, auth, validation (a bad
+// request gets a 400 naming the field and changes nothing) and the operator
+// dashboard. What it reads and calls sits behind small interfaces the
+// feature packages and the wasm wiring satisfy, so every route runs natively
+// under go test.
+package api
 
 import (
 	"context"
@@ -11,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/tasks"
@@ -45,20 +45,20 @@ type SchedulerCaller interface {
 	CallScheduler(ctx context.Context, method, path string, body []byte) (status int, respBody []byte, err error)
 }
 
-// ChartReader reads a chart kept in KV ("" when not fetched yet).
+// ChartReader reads a chart kept in KV by its key ("" when not fetched yet).
 type ChartReader interface {
-	Chart(ctx context.Context, key string) (string, error)
+	Get(ctx context.Context, key string) (string, error)
 }
 
 // MarketReader lists market clusters as JSON objects, by score or by size.
 type MarketReader interface {
-	Markets(ctx context.Context, byScore bool, limit, offset int) ([]json.RawMessage, error)
+	List(ctx context.Context, byScore bool, limit, offset int) ([]json.RawMessage, error)
 }
 
 // AppReader reads enriched records.
 type AppReader interface {
-	// App returns the record as JSON, or ErrNotFound.
-	App(ctx context.Context, trackID int64) (json.RawMessage, error)
+	// App returns the record as JSON (false when there is none).
+	App(ctx context.Context, trackID int64) (json.RawMessage, bool, error)
 }
 
 // CronReader reads what the cron handler last did.
@@ -82,14 +82,8 @@ type DeadLetterReader interface {
 
 // EventSender puts one raw message on the EVENTS queue.
 type EventSender interface {
-	SendRawEvent(ctx context.Context, body string) error
+	Send(ctx context.Context, body string) error
 }
-
-// ErrNotFound is returned by readers for a missing record.
-var ErrNotFound = errors.New("not found")
-
-// MaxControlBody bounds control-plane request bodies.
-const MaxControlBody = 4 << 10
 
 // Server routes the Worker's HTTP API.
 type Server struct {
@@ -102,12 +96,12 @@ type Server struct {
 	Cron       CronReader
 	Ledger     LedgerReader
 	Dead       DeadLetterReader
-	// Events and TestRoutes serve the test-only POST /__test/events, which
+	// TestEvents, when set, mounts the test-only POST /__test/events, which
 	// puts a raw message on the EVENTS queue (e.g. one no handler accepts, to
-	// watch it reach the dead-letter queue). It exists only while
-	// TestRoutes() is true (the TEST_ROUTES var, never set in wrangler.jsonc).
-	Events     EventSender
-	TestRoutes func() bool
+	// watch it reach the dead-letter queue). The wiring sets it only under
+	// the TEST_ROUTES var (never set in wrangler.jsonc): without it the route
+	// does not exist.
+	TestEvents EventSender
 	// AdminToken returns the configured token; empty means mutating calls are refused.
 	AdminToken func() string
 
@@ -144,7 +138,9 @@ func NewServer(s *Server) *Server {
 	mux.HandleFunc("GET /v1/pipeline/counts", s.pipelineCounts)
 	mux.HandleFunc("GET /v1/ledger", s.ledgerStatus)
 	mux.HandleFunc("GET /v1/system/dead-letters", s.deadLetters)
-	mux.HandleFunc("POST /__test/events", s.testOnly(s.requireAdmin(s.injectEvent)))
+	if s.TestEvents != nil {
+		mux.HandleFunc("POST /__test/events", s.requireAdmin(s.injectEvent))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "path", "no route for "+r.Method+" "+r.URL.Path)
 	})
@@ -258,13 +254,13 @@ func (s *Server) app(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "id", "id must be a positive integer track id")
 		return
 	}
-	rec, err := s.Apps.App(r.Context(), id)
+	rec, found, err := s.Apps.App(r.Context(), id)
 	switch {
-	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, "id", "no app with that id")
 	case err != nil:
 		logx.Err("apps.read_failed", err, map[string]any{"track_id": id})
 		writeError(w, http.StatusInternalServerError, "", "read failed")
+	case !found:
+		writeError(w, http.StatusNotFound, "id", "no app with that id")
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(rec)
@@ -363,42 +359,25 @@ func (s *Server) limiterAcquire(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "body", err.Error())
 		return
 	}
-	a, fe := limiter.ParseAcquire(body)
-	if fe != nil {
-		writeJSON(w, http.StatusBadRequest, fe)
+	f := AcquireFront(body)
+	if f.Status != 0 {
+		writeJSON(w, f.Status, f.Body)
 		return
 	}
-	status, resp, err := s.Limiter.CallLimiter(r.Context(), a.Key, "POST", "/acquire", body)
+	status, resp, err := s.Limiter.CallLimiter(r.Context(), f.Key, "POST", "/acquire", body)
 	if err != nil {
-		logx.Err("limiter.call_failed", err, map[string]any{"key": a.Key})
+		logx.Err("limiter.call_failed", err, map[string]any{"key": f.Key})
 		writeError(w, http.StatusBadGateway, "", "limiter unavailable")
 		return
 	}
 	if status == http.StatusOK {
-		var d struct {
-			Allowed      bool  `json:"allowed"`
-			RetryAfterMs int64 `json:"retryAfterMs"`
-			Remaining    int   `json:"remaining"`
-			ResetMs      int64 `json:"resetMs"`
-		}
-		if json.Unmarshal(resp, &d) == nil {
-			SetRateLimitHeaders(w.Header(), a.Key, a.Policy.Limit, a.Policy.Window, d.Remaining, d.ResetMs, d.Allowed, d.RetryAfterMs)
+		for k, v := range AcquireHeaders(f, resp) {
+			w.Header().Set(k, v)
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(resp)
-}
-
-// SetRateLimitHeaders writes the IETF RateLimit-Policy / RateLimit fields
-// (draft-ietf-httpapi-ratelimit-headers) and, on a refusal, Retry-After.
-func SetRateLimitHeaders(h http.Header, key string, limit int, windowS float64, remaining int, resetMs int64, allowed bool, retryAfterMs int64) {
-	name := strconv.Quote(key)
-	h.Set("RateLimit-Policy", fmt.Sprintf("%s;q=%d;w=%d", name, limit, int64(math.Ceil(windowS))))
-	h.Set("RateLimit", fmt.Sprintf("%s;r=%d;t=%d", name, max(0, remaining), (resetMs+999)/1000))
-	if !allowed {
-		h.Set("Retry-After", strconv.FormatInt(max(1, (retryAfterMs+999)/1000), 10))
-	}
 }
 
 func (s *Server) limiterStatus(w http.ResponseWriter, r *http.Request) {
@@ -453,7 +432,7 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	v, err := s.Charts.Chart(r.Context(), tasks.ChartKey(country, collection, category))
+	v, err := s.Charts.Get(r.Context(), tasks.ChartKey(country, collection, category))
 	switch {
 	case err != nil:
 		logx.Err("charts.read_failed", err, nil)
@@ -506,7 +485,7 @@ func pageParams(r *http.Request) (limit, offset int, field string) {
 // markets serves /v1/clusters (by size) and /v1/opportunities (by score).
 func (s *Server) markets(byScore bool) http.HandlerFunc {
 	return pagedList("markets", func(ctx context.Context, limit, offset int) ([]json.RawMessage, error) {
-		return s.Markets.Markets(ctx, byScore, limit, offset)
+		return s.Markets.List(ctx, byScore, limit, offset)
 	})
 }
 
@@ -544,17 +523,6 @@ func pagedList(what string, read func(ctx context.Context, limit, offset int) ([
 	}
 }
 
-// testOnly answers 404, as for any unknown path, unless test routes are on.
-func (s *Server) testOnly(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.TestRoutes == nil || !s.TestRoutes() || s.Events == nil {
-			writeError(w, http.StatusNotFound, "path", "no route for "+r.Method+" "+r.URL.Path)
-			return
-		}
-		next(w, r)
-	}
-}
-
 // injectEvent is the test-only POST /__test/events: the body (a JSON
 // object, not checked further: the queue consumer judges it) goes to the
 // EVENTS queue as it is.
@@ -569,7 +537,7 @@ func (s *Server) injectEvent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "body", "body must be a JSON object")
 		return
 	}
-	if err := s.Events.SendRawEvent(r.Context(), string(body)); err != nil {
+	if err := s.TestEvents.Send(r.Context(), string(body)); err != nil {
 		logx.Err("test.event_send_failed", err, nil)
 		writeError(w, http.StatusBadGateway, "", "queue send failed")
 		return

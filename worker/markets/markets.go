@@ -1,4 +1,4 @@
-package worker
+package markets
 
 import (
 	"math"
@@ -102,7 +102,7 @@ func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
 // ScoreStatements writes the opportunity scores of clusters.
 func ScoreStatements(cs []Cluster, now time.Time) []d1.Stmt {
-	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	ts := d1.Time(now)
 	stmts := make([]d1.Stmt, 0, len(cs))
 	for _, c := range cs {
 		stmts = append(stmts, d1.Stmt{SQL: `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES (?,?,?,?,?,?)
@@ -116,7 +116,7 @@ ON CONFLICT (cluster_id) DO UPDATE SET score = excluded.score, demand = excluded
 // and scores follow from the clusters-ready event. The stored fragmentation
 // is cleared (not yet analysed): it described the old members.
 func ClusterStatements(cs []Cluster, now time.Time) []d1.Stmt {
-	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	ts := d1.Time(now)
 	var stmts []d1.Stmt
 	for _, c := range cs {
 		stmts = append(stmts,
@@ -185,7 +185,7 @@ func AnalyzeFragmentation(members map[string][]int64) []ClusterFragmentation {
 // FragmentationStatements store the analysis on each cluster (an update by
 // primary key: replaying it writes the same values).
 func FragmentationStatements(fs []ClusterFragmentation, now time.Time) []d1.Stmt {
-	ts := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	ts := d1.Time(now)
 	stmts := make([]d1.Stmt, 0, len(fs))
 	for _, f := range fs {
 		stmts = append(stmts, d1.Stmt{
