@@ -9,9 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"storecrawl/durable/enrichment"
+	"storecrawl/durable/object"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/enrichment"
 	"storecrawl/worker/upstream"
 )
 
@@ -158,7 +159,7 @@ func scanCategory(ctx context.Context, store Store, fetch func(ctx context.Conte
 	for _, coll := range appstore.ChartCollections {
 		q := url.Values{"country": {country}, "collection": {coll}, "genre": {fmt.Sprint(genre)}, "limit": {fmt.Sprint(CategoryScanLimit)}}
 		resp := fetch(ctx, apiBase+"/charts?"+q.Encode())
-		if resp.Class != enrichment.ClassOK {
+		if resp.Class != object.ClassOK {
 			// The category stays due; the next cycle tries again.
 			res.Action, res.Error = "error", fmt.Sprintf("chart %s: %v", coll, resp.Err)
 			return res
@@ -210,7 +211,7 @@ func searchKeywords(ctx context.Context, kws []string, fetch func(ctx context.Co
 				defer wg.Done()
 				q := url.Values{"term": {kw}, "country": {country}, "limit": {fmt.Sprint(KeywordSearchSize)}}
 				resp := fetch(ctx, apiBase+"/search?"+q.Encode())
-				if resp.Class != enrichment.ClassOK {
+				if resp.Class != object.ClassOK {
 					results[j] = searched{kw: kw, err: fmt.Errorf("search: %v", resp.Err)}
 					return
 				}
@@ -370,7 +371,7 @@ func DeveloperStatements(developers map[int64]string, now time.Time) []d1.Stmt {
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	stmts := make([]d1.Stmt, 0, len(ids))
 	for _, id := range ids {
-		stmts = append(stmts, DeveloperStmt(id, developers[id], ts))
+		stmts = append(stmts, enrichment.DeveloperStmt(id, developers[id], ts))
 	}
 	return stmts
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/enrichment"
+	"storecrawl/durable/object"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/upstream"
 )
@@ -102,7 +102,7 @@ func TestCrawlCycle(t *testing.T) {
 	var urls []string
 	fetch := func(_ context.Context, u string) upstream.Response {
 		urls = append(urls, u)
-		return upstream.Response{Class: enrichment.ClassOK, Body: []byte(`{"feed":{"entry":[{"id":1,"name":"a","rank":1},{"id":2,"name":"b","rank":2}]}}`), Remaining: -1}
+		return upstream.Response{Class: object.ClassOK, Body: []byte(`{"feed":{"entry":[{"id":1,"name":"a","rank":1},{"id":2,"name":"b","rank":2}]}}`), Remaining: -1}
 	}
 	idle := &fakeDiscovery{due: map[string]bool{}}
 	if r := CrawlCycle(context.Background(), idle, fetch, "http://up", "us", noSleep, 0.5, now); r.Action != "idle" || len(urls) != 0 {
@@ -114,7 +114,7 @@ func TestCrawlCycle(t *testing.T) {
 		t.Fatalf("%+v %v", r, urls)
 	}
 	failing := func(context.Context, string) upstream.Response {
-		return upstream.Response{Class: enrichment.ClassRateLimit, Err: errors.New("429"), Remaining: -1}
+		return upstream.Response{Class: object.ClassRateLimit, Err: errors.New("429"), Remaining: -1}
 	}
 	f = &fakeDiscovery{due: map[string]bool{"high": true}}
 	if r := CrawlCycle(context.Background(), f, failing, "http://up", "us", noSleep, 0.5, now); r.Action != "error" || f.scanned != 0 {
@@ -151,9 +151,9 @@ func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 		urls = append(urls, u)
 		mu.Unlock()
 		if strings.Contains(u, "term=bad") {
-			return upstream.Response{Class: enrichment.ClassServerError, Err: errors.New("503"), Remaining: -1}
+			return upstream.Response{Class: object.ClassServerError, Err: errors.New("503"), Remaining: -1}
 		}
-		return upstream.Response{Class: enrichment.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":5,"trackName":"x","artistId":77,"artistName":"Dev"}]}`), Remaining: -1}
+		return upstream.Response{Class: object.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":5,"trackName":"x","artistId":77,"artistName":"Dev"}]}`), Remaining: -1}
 	}
 	f := &fakeDiscovery{due: map[string]bool{}, pending: []string{"budget", "bad", "fitness", "photo"}}
 	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now())

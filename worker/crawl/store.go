@@ -221,15 +221,6 @@ func (s D1Store) MarkFilled(ctx context.Context, ids []int64, now time.Time) err
 	return err
 }
 
-// DeveloperStmt upserts one developer.
-func DeveloperStmt(id int64, name, ts string) d1.Stmt {
-	return d1.Stmt{
-		SQL: `INSERT INTO developers (developer_id, name, first_seen_at, updated_at) VALUES (?,?,?,?)
-ON CONFLICT (developer_id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at`,
-		Args: []any{id, appstore.Truncate(name, appstore.MaxTextLen), ts, ts},
-	}
-}
-
 // Crawler runs the crawl cycle on the Worker's clients and announces what
 // it changed.
 type Crawler struct {
