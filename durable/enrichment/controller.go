@@ -88,7 +88,7 @@ func (s State) ensure(now time.Time) int64 {
 
 // controller decodes the pacing algorithm's state, or starts it afresh when
 // the configured algorithm changed or its state is unreadable.
-func (s *State) controller(cfg Config) (pacing.Controller, *Event) {
+func (s *State) controller(cfg Config) (pacing.Algorithm, *Event) {
 	c, err := pacing.New(cfg.Pacing, cfg.pacingConfig())
 	if err != nil {
 		c, _ = pacing.New(DefaultPacing, cfg.pacingConfig())
@@ -108,7 +108,7 @@ func (s *State) controller(cfg Config) (pacing.Controller, *Event) {
 	return c, ev
 }
 
-func (s *State) store(c pacing.Controller) {
+func (s *State) store(c pacing.Algorithm) {
 	b, err := json.Marshal(c)
 	if err != nil {
 		panic("enrichment: encode pacing state: " + err.Error())
@@ -116,14 +116,14 @@ func (s *State) store(c pacing.Controller) {
 	s.Pacing, s.PacingState = c.Name(), b
 }
 
-func holdUntil(c pacing.Controller) int64 {
+func holdUntil(c pacing.Algorithm) int64 {
 	if h, ok := c.(pacing.Holder); ok {
 		return h.HoldUntil().UnixMilli()
 	}
 	return 0
 }
 
-func cooldownsOf(c pacing.Controller) int {
+func cooldownsOf(c pacing.Algorithm) int {
 	if cc, ok := c.(interface{ Cooldowns() int }); ok {
 		return cc.Cooldowns()
 	}
@@ -527,7 +527,7 @@ func (s State) completionsPerMinute(now time.Time, w Bucket) float64 {
 }
 
 // plannedWork reports items per tick and the pause between ticks.
-func plannedWork(c pacing.Controller, last *PlanSummary) (int, int64) {
+func plannedWork(c pacing.Algorithm, last *PlanSummary) (int, int64) {
 	if seed, ok := c.(*pacing.Seed); ok {
 		return seed.Batch, seed.IntervalMs
 	}

@@ -1,5 +1,5 @@
-// Package enrichment is the decision logic of the EnrichmentController Durable
-// Object: a self-scheduling loop that picks work, calls a rate-limited
+// Package enrichment decides for the EnrichmentController Durable Object
+// (worker/enrichment performs what it decides): a self-scheduling loop that picks work, calls a rate-limited
 // upstream in bounded parallel chunks, measures its rolling success rate,
 // and lets a pacing algorithm (durable/pacing) decide how much to send and
 // when: the learned-capacity "probe" controller by default, the design's

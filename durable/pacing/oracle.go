@@ -11,7 +11,7 @@ type Oracle struct {
 }
 
 // NewOracle paces at capacityPerMin(now).
-func NewOracle(capacityPerMin func(time.Time) float64, cfg Config) Controller {
+func NewOracle(capacityPerMin func(time.Time) float64, cfg Config) Algorithm {
 	return &Oracle{pacer: newPacer(cfg), capacity: capacityPerMin}
 }
 

@@ -2,7 +2,7 @@
 // one small interface, separate from the loop that uses them (the Durable
 // Object in production, cmd/simulate on a virtual clock).
 //
-// A controller is woken (an alarm), says how much work to start and how to
+// An Algorithm is woken (an alarm), says how much work to start and how to
 // spread it (Plan), is told what every upstream request of that tick did
 // (Done), and answers when it wants to be woken next. It never sleeps and
 // never reads a clock: time is passed in, so a run is exactly repeatable.
@@ -76,8 +76,8 @@ type Plan struct {
 	NotBefore time.Time
 }
 
-// Controller decides the pace.
-type Controller interface {
+// Algorithm decides the pace.
+type Algorithm interface {
 	// Name identifies the algorithm (the -controller flag, the status page).
 	Name() string
 	// Plan is called when the controller is woken at now.

@@ -7,18 +7,18 @@ import (
 
 // constructors lists every controller cmd/simulate and the product can run.
 // The oracle is not here: it needs the simulator's hidden capacity (NewOracle).
-var constructors = map[string]func(Config) Controller{
-	"seed":         func(c Config) Controller { return NewSeed(c) },
-	"aimd":         func(c Config) Controller { return NewAIMD(c) },
-	"aws-adaptive": func(c Config) Controller { return NewAWSAdaptive(c) },
-	"probe":        func(c Config) Controller { return NewProbe(c) },
+var constructors = map[string]func(Config) Algorithm{
+	"seed":         func(c Config) Algorithm { return NewSeed(c) },
+	"aimd":         func(c Config) Algorithm { return NewAIMD(c) },
+	"aws-adaptive": func(c Config) Algorithm { return NewAWSAdaptive(c) },
+	"probe":        func(c Config) Algorithm { return NewProbe(c) },
 }
 
 // DefaultName is the controller the product runs.
 var DefaultName = "probe"
 
 // New builds the named controller; "default" is DefaultName.
-func New(name string, cfg Config) (Controller, error) {
+func New(name string, cfg Config) (Algorithm, error) {
 	if name == "default" {
 		name = DefaultName
 	}

@@ -16,7 +16,7 @@ const (
 )
 
 // newController builds the named controller for sc.
-func newController(name string, sc *Scenario) (pacing.Controller, error) {
+func newController(name string, sc *Scenario) (pacing.Algorithm, error) {
 	cfg := pacing.Config{SubrequestsPerItem: sc.SubrequestsPerItem}
 	if name == oracleName {
 		return newOracle(sc.capacityAt, cfg), nil

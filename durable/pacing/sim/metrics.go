@@ -139,7 +139,7 @@ func (r *recorder) requests(outs []pacing.Outcome, cutoff time.Duration) {
 }
 
 // finish derives the ratios once the run ended at end.
-func (r *recorder) finish(sc *Scenario, end time.Duration, ctl pacing.Controller, lockouts, completed int) Metrics {
+func (r *recorder) finish(sc *Scenario, end time.Duration, ctl pacing.Algorithm, lockouts, completed int) Metrics {
 	m := r.m
 	m.Scenario, m.Algorithm = sc.Name, ctl.Name()
 	m.SimulatedS = end.Seconds()

@@ -17,7 +17,7 @@ const minAlarmGap = time.Millisecond
 type sim struct {
 	sc       *Scenario
 	cfg      pacing.Config
-	ctl      pacing.Controller
+	ctl      pacing.Algorithm
 	up       *upstream
 	q        *queue
 	rec      *recorder
@@ -33,13 +33,13 @@ type tickResult struct {
 }
 
 // simulate runs ctl against sc and measures it.
-func simulate(sc *Scenario, ctl pacing.Controller) Metrics {
+func simulate(sc *Scenario, ctl pacing.Algorithm) Metrics {
 	s := newSim(sc, ctl)
 	end := s.loop()
 	return s.rec.finish(sc, end, ctl, s.up.lockouts, s.q.completed)
 }
 
-func newSim(sc *Scenario, ctl pacing.Controller) *sim {
+func newSim(sc *Scenario, ctl pacing.Algorithm) *sim {
 	return &sim{
 		sc:       sc,
 		cfg:      pacing.Config{SubrequestsPerItem: sc.SubrequestsPerItem},
