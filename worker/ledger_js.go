@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"syscall/js"
 	"time"
@@ -38,7 +37,7 @@ func ledgerRetention() time.Duration { return cfg.LedgerRetention }
 var (
 	historyStore   = history.D1Store{DB: db}
 	factsConsumer  history.ConsumerStats
-	historyService = &history.Service{Store: historyStore, Reports: ledgerReports{}, Consumer: &factsConsumer, Now: time.Now}
+	historyService = &history.Service{Store: historyStore, Reports: ledgerReports, Consumer: &factsConsumer, Now: time.Now}
 )
 
 // factWriter is the facts consumer's writer: D1, failing its first
@@ -52,33 +51,10 @@ var factWriter = sync.OnceValue(func() history.FactWriter {
 })
 
 // ledgerReports asks the writer objects for their side (GET /ledger).
-type ledgerReports struct{}
-
-func (ledgerReports) LedgerReport(ctx context.Context, source string) (ledger.Report, error) {
-	var status int
-	var body []byte
-	var err error
-	switch {
-	case source == ledger.SourceScheduler:
-		status, body, err = schedulerDO.Fetch(ctx, config.SchedulerName, "GET", "/ledger", nil)
-	case strings.HasPrefix(source, ledger.SourceControllerPrefix):
-		status, body, err = controllerNS.Fetch(ctx, strings.TrimPrefix(source, ledger.SourceControllerPrefix), "GET", "/ledger", nil)
-	case strings.HasPrefix(source, ledger.SourceLimiterPrefix):
-		key := strings.TrimPrefix(source, ledger.SourceLimiterPrefix)
-		q, _ := json.Marshal(map[string]string{"key": key})
-		status, body, err = limiterDO.Call(ctx, config.LimiterPrefix+key, "GET", "/ledger", q)
-	default:
-		return ledger.Report{}, fmt.Errorf("unknown ledger source %q", source)
-	}
-	if err != nil {
-		return ledger.Report{}, err
-	}
-	if status != 200 {
-		return ledger.Report{}, fmt.Errorf("%s /ledger: HTTP %d: %s", source, status, body)
-	}
-	var r ledger.Report
-	if err := json.Unmarshal(body, &r); err != nil {
-		return r, fmt.Errorf("%s /ledger: %w", source, err)
-	}
-	return r, nil
+var ledgerReports = history.ObjectReports{
+	Scheduler: schedulerDO.Fetch, SchedulerName: config.SchedulerName,
+	Controller: func(ctx context.Context, name, method, path string, body []byte) (int, []byte, error) {
+		return controllerNS.Fetch(ctx, name, method, path, body) // controllerNS is set by loadConfig
+	},
+	Limiter: limiterDO.Call, LimiterPrefix: config.LimiterPrefix,
 }

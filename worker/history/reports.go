@@ -1,0 +1,54 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"storecrawl/durable/ledger"
+)
+
+// ObjectCall sends one request to a named Durable Object of a namespace.
+type ObjectCall func(ctx context.Context, name, method, path string, body []byte) (status int, respBody []byte, err error)
+
+// ObjectReports is LedgerReports over the writer objects: a source names
+// its object (the scheduler singleton, a crawl target's controller, a
+// limiter key's object), which answers GET /ledger.
+type ObjectReports struct {
+	Scheduler     ObjectCall
+	SchedulerName string
+	Controller    ObjectCall // by crawl target
+	Limiter       ObjectCall // by object name: LimiterPrefix + key
+	LimiterPrefix string
+}
+
+// LedgerReport implements LedgerReports.
+func (o ObjectReports) LedgerReport(ctx context.Context, source string) (ledger.Report, error) {
+	var status int
+	var body []byte
+	var err error
+	switch {
+	case source == ledger.SourceScheduler:
+		status, body, err = o.Scheduler(ctx, o.SchedulerName, "GET", "/ledger", nil)
+	case strings.HasPrefix(source, ledger.SourceControllerPrefix):
+		status, body, err = o.Controller(ctx, strings.TrimPrefix(source, ledger.SourceControllerPrefix), "GET", "/ledger", nil)
+	case strings.HasPrefix(source, ledger.SourceLimiterPrefix):
+		key := strings.TrimPrefix(source, ledger.SourceLimiterPrefix)
+		q, _ := json.Marshal(map[string]string{"key": key})
+		status, body, err = o.Limiter(ctx, o.LimiterPrefix+key, "GET", "/ledger", q)
+	default:
+		return ledger.Report{}, fmt.Errorf("unknown ledger source %q", source)
+	}
+	if err != nil {
+		return ledger.Report{}, err
+	}
+	if status != 200 {
+		return ledger.Report{}, fmt.Errorf("%s /ledger: HTTP %d: %s", source, status, body)
+	}
+	var r ledger.Report
+	if err := json.Unmarshal(body, &r); err != nil {
+		return r, fmt.Errorf("%s /ledger: %w", source, err)
+	}
+	return r, nil
+}
