@@ -123,3 +123,22 @@ func (l CronLog) Record(ctx context.Context, run CronRun) error {
 	b, _ := json.Marshal(runs)
 	return l.KV.Put(ctx, CronRunsKey, string(b))
 }
+
+// WakeController touches the EnrichmentController through fetch (its status
+// call ensures the alarm loop is armed) and reports whether it is running.
+func WakeController(ctx context.Context, fetch func(ctx context.Context, name, method, path string, body []byte) (int, []byte, error)) (bool, error) {
+	status, body, err := fetch(ctx, config.ControllerName, "GET", "/status", nil)
+	if err != nil {
+		return false, err
+	}
+	if status != 200 {
+		return false, fmt.Errorf("controller status HTTP %d", status)
+	}
+	var st struct {
+		Running bool `json:"running"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return false, fmt.Errorf("controller status: %w", err)
+	}
+	return st.Running, nil
+}

@@ -4,8 +4,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -18,21 +16,8 @@ import (
 // cronTasks is CronTasks on the Worker's clients.
 type cronTasks struct{}
 
-// WakeController touches the EnrichmentController (its status call ensures
-// the alarm loop is armed) and reports whether it is running.
 func (cronTasks) WakeController(ctx context.Context) (bool, error) {
-	status, body, err := controllerNS.Fetch(ctx, config.ControllerName, "GET", "/status", nil)
-	if err != nil {
-		return false, err
-	}
-	if status != 200 {
-		return false, fmt.Errorf("controller status HTTP %d", status)
-	}
-	var st struct {
-		Running bool `json:"running"`
-	}
-	json.Unmarshal(body, &st)
-	return st.Running, nil
+	return WakeController(ctx, controllerNS.Fetch)
 }
 
 func (cronTasks) Crawl(ctx context.Context) crawl.Result {

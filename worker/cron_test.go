@@ -60,3 +60,23 @@ func TestCronLogKeepsTheLastRunOfEachExpression(t *testing.T) {
 		t.Fatalf("runs: %s", raw)
 	}
 }
+
+func TestWakeControllerReadsTheStatus(t *testing.T) {
+	answer := func(status int, body string, err error) func(context.Context, string, string, string, []byte) (int, []byte, error) {
+		return func(_ context.Context, name, method, path string, _ []byte) (int, []byte, error) {
+			if name != config.ControllerName || method != "GET" || path != "/status" {
+				t.Fatalf("asked %s %s %s", name, method, path)
+			}
+			return status, []byte(body), err
+		}
+	}
+	if running, err := WakeController(context.Background(), answer(200, `{"running":true}`, nil)); !running || err != nil {
+		t.Fatalf("running: %v %v", running, err)
+	}
+	if _, err := WakeController(context.Background(), answer(503, ``, nil)); err == nil {
+		t.Fatal("a non-200 status is an error")
+	}
+	if _, err := WakeController(context.Background(), answer(0, ``, errors.New("down"))); err == nil {
+		t.Fatal("an unreachable controller is an error")
+	}
+}
