@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"storecrawl/worker/cf"
-	"storecrawl/worker/config"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/tasks"
 )
