@@ -55,14 +55,6 @@ const (
 // ErrRateLimited means no slot was free within the wait budget.
 var ErrRateLimited = errors.New("ratelimit: no slot within the wait budget")
 
-// Decision is the limiter's answer.
-type Decision struct {
-	Allowed      bool  `json:"allowed"`
-	RetryAfterMs int64 `json:"retryAfterMs"`
-	Remaining    int   `json:"remaining"`
-	ResetMs      int64 `json:"resetMs"`
-}
-
 // Schedule runs fn once the named limit admits cost units.
 func (c *Client) Schedule(ctx context.Context, name string, cost int, fn func(context.Context) error) error {
 	p, ok := Limits[name]
@@ -101,21 +93,21 @@ func (c *Client) ScheduleKey(ctx context.Context, key string, p limiter.Policy, 
 	return ErrRateLimited
 }
 
-func (c *Client) acquire(ctx context.Context, key string, p limiter.Policy, cost int, hold time.Duration) (Decision, error) {
+func (c *Client) acquire(ctx context.Context, key string, p limiter.Policy, cost int, hold time.Duration) (limiter.AcquireAnswer, error) {
 	body, _ := json.Marshal(map[string]any{
 		"key": key, "limit": p.Limit, "windowInSeconds": p.Window, "algorithm": p.Algorithm,
 		"cost": cost, "waitMs": hold.Milliseconds(),
 	})
 	status, resp, err := c.Caller.CallLimiter(ctx, key, "POST", "/acquire", body)
 	if err != nil {
-		return Decision{}, fmt.Errorf("ratelimit: acquire %s: %w", key, err)
+		return limiter.AcquireAnswer{}, fmt.Errorf("ratelimit: acquire %s: %w", key, err)
 	}
 	if status != 200 {
-		return Decision{}, fmt.Errorf("ratelimit: acquire %s: HTTP %d: %s", key, status, resp)
+		return limiter.AcquireAnswer{}, fmt.Errorf("ratelimit: acquire %s: HTTP %d: %s", key, status, resp)
 	}
-	var d Decision
+	var d limiter.AcquireAnswer
 	if err := json.Unmarshal(resp, &d); err != nil {
-		return Decision{}, fmt.Errorf("ratelimit: acquire %s: %w", key, err)
+		return limiter.AcquireAnswer{}, fmt.Errorf("ratelimit: acquire %s: %w", key, err)
 	}
 	return d, nil
 }

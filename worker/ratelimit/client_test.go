@@ -38,7 +38,7 @@ func (f *inProcess) CallLimiter(_ context.Context, key, method, path string, bod
 	for {
 		d := s.Acquire(f.now, a.Cost)
 		if d.Allowed || f.now.Add(d.RetryAfter).After(deadline) {
-			b, _ := json.Marshal(Decision{Allowed: d.Allowed, RetryAfterMs: d.RetryAfter.Milliseconds(), Remaining: d.Remaining})
+			b, _ := json.Marshal(limiter.AcquireAnswer{Allowed: d.Allowed, RetryAfterMs: d.RetryAfter.Milliseconds(), Remaining: d.Remaining})
 			return 200, b, nil
 		}
 		f.now = f.now.Add(d.RetryAfter) // the object holds the caller
