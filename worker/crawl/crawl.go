@@ -187,6 +187,9 @@ const (
 	KeywordChunk      = 3 // searches at once
 	KeywordChunkPause = 200 * time.Millisecond
 	KeywordSearchSize = 50
+	// SearchEntity asks the iTunes Search API for iOS apps only: without it
+	// a term also matches songs, films and books, which are not apps.
+	SearchEntity = "software"
 )
 
 // searched is one keyword search, saved or failed.
@@ -209,7 +212,7 @@ func searchKeywords(ctx context.Context, kws []string, fetch func(ctx context.Co
 			wg.Add(1)
 			go func(j int, kw string) {
 				defer wg.Done()
-				q := url.Values{"term": {kw}, "country": {country}, "limit": {fmt.Sprint(KeywordSearchSize)}}
+				q := url.Values{"term": {kw}, "country": {country}, "entity": {SearchEntity}, "limit": {fmt.Sprint(KeywordSearchSize)}}
 				resp := fetch(ctx, apiBase+"/search?"+q.Encode())
 				if resp.Class != object.ClassOK {
 					results[j] = searched{kw: kw, err: fmt.Errorf("search: %v", resp.Err)}

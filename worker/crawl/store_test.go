@@ -46,6 +46,9 @@ func fakeUpstream(ctx context.Context, raw string) upstream.Response {
 	case "/charts":
 		body = `{"feed":{"entry":[{"id":100000001,"name":"Budget Planner","rank":1},{"id":100000002,"name":"Chat Pro","rank":2}]}}`
 	case "/search":
+		if q.Get("entity") != "software" {
+			return upstream.Response{Status: 400, Class: object.ClassParseError, Remaining: -1, Err: fmt.Errorf("search without entity=software: %s", raw)}
+		}
 		var rs []string
 		for i := 1; i <= 3; i++ {
 			rs = append(rs, fmt.Sprintf(`{"trackId":%d,"trackName":"%s %d","artistId":70,"artistName":"Dev","averageUserRating":4.1,"userRatingCount":%d,"primaryGenreId":6015}`, 200000000+i, q.Get("term"), i, i*10))
