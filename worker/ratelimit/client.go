@@ -17,13 +17,17 @@ import (
 	"storecrawl/durable/limiter"
 )
 
+// Catalogue names the limit of the App Store-style catalogue (lookups,
+// searches, charts and store pages).
+const Catalogue = "upstream-catalogue"
+
 // Limits are the named limiter definitions: every upstream the system calls
 // is listed here, once, with the policy all callers share.
 var Limits = map[string]limiter.Policy{
 	// The App Store-style catalogue (lookup JSON and store pages). Shared by
 	// the EnrichmentController and periodic tasks: a hard global cap under
 	// which the controller's own pacing works.
-	"upstream-catalogue": {Limit: 1200, Window: 60, Algorithm: limiter.GCRA},
+	Catalogue: {Limit: 1200, Window: 60, Algorithm: limiter.GCRA},
 }
 
 // Caller sends one request to a key's OmniLimiter object.

@@ -13,7 +13,7 @@ import (
 // (ratelimit.Limits), and LimitWait bounds how long one call waits for it:
 // the callers' own pacing, not a long wait, should slow them.
 const (
-	CatalogueLimit = "upstream-catalogue"
+	CatalogueLimit = ratelimit.Catalogue
 	LimitWait      = 5 * time.Second
 )
 
