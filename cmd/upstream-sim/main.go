@@ -40,8 +40,8 @@ logs JSON events on stderr.
 Routes (limited ones cost one token each):
   GET  /lookup?id=<id>[&country=us]                 iTunes lookup JSON (limited)
   GET  /search?term=<t>[&limit=50][&country=us]     name substring search, limit<=200 (limited)
-  GET  /charts?collection=<c>[&genre=<id>][&limit=50][&country=us]
-       c = topfreeapplications | toppaidapplications | topgrossingapplications (limited)
+  GET  /{country}/rss/<c>/limit=<n>[/genre=<id>]/json  iTunes RSS top chart, n<=200 (limited)
+       c = topfreeapplications | toppaidapplications | topgrossingapplications
   GET  /{country}/app/{slug}/id{id}                 store page HTML (limited)
   GET  /__stats   POST /__stats/reset   POST /__config   GET /health   (never limited)
 

@@ -72,7 +72,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	if err := run(context.Background(), []string{"-h"}, io.Discard, &usage); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v", err)
 	}
-	for _, s := range []string{"100000097", "/charts?collection=", "-rate-per-min", "-retry-after-s"} {
+	for _, s := range []string{"100000097", "/rss/<c>/limit=", "-rate-per-min", "-retry-after-s"} {
 		if !strings.Contains(usage.String(), s) {
 			t.Errorf("usage lacks %q", s)
 		}

@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// List sizes for /search and /charts, as on the iTunes Search API.
+// List sizes for /search, as on the iTunes Search API.
 const (
 	defaultListLimit = 50
 	maxListLimit     = 200
@@ -20,7 +20,7 @@ const (
 	maxMoreByDeveloper = 4
 )
 
-// Chart collections accepted by /charts?collection=.
+// Chart collections of the iTunes RSS feeds (/{cc}/rss/{collection}/...).
 const (
 	chartTopFree     = "topfreeapplications"
 	chartTopPaid     = "toppaidapplications"
@@ -178,80 +178,6 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) bool {
 	c := country(r)
 	for _, a := range hits {
 		resp.Results = append(resp.Results, toLookup(r, c, a))
-	}
-	writeJSON(w, http.StatusOK, resp)
-	return false
-}
-
-type chartEntry struct {
-	ID   int64  `json:"id"`
-	Name string `json:"name"`
-	Rank int    `json:"rank"`
-}
-
-type chartResponse struct {
-	Feed struct {
-		Country    string       `json:"country"`
-		Collection string       `json:"collection"`
-		GenreID    int          `json:"genre_id"`
-		Entry      []chartEntry `json:"entry"`
-	} `json:"feed"`
-}
-
-// chartScore returns an app's sort key in a collection and whether it
-// belongs there at all. Top grossing excludes apps that cannot earn
-// (free and no IAPs).
-func chartScore(collection string, a *App) (int64, bool) {
-	switch collection {
-	case chartTopFree:
-		return a.RatingCount, a.Price == 0
-	case chartTopPaid:
-		return a.RatingCount, a.Price > 0
-	default: // chartTopGrossing
-		return a.RatingCount * int64(1+len(a.IAPs)), a.Price > 0 || len(a.IAPs) > 0
-	}
-}
-
-// GET /charts?collection=<c>[&genre=<id>][&limit=<n>][&country=us]
-func (s *Server) handleCharts(w http.ResponseWriter, r *http.Request) bool {
-	q := r.URL.Query()
-	collection := q.Get("collection")
-	if collection != chartTopFree && collection != chartTopPaid && collection != chartTopGrossing {
-		badParam(w, "collection")
-		return false
-	}
-	genre := 0 // all genres
-	if g := q.Get("genre"); g != "" {
-		var err error
-		if genre, err = strconv.Atoi(g); err != nil || genre < 0 {
-			badParam(w, "genre")
-			return false
-		}
-	}
-	limit, ok := parseLimit(q.Get("limit"))
-	if !ok {
-		badParam(w, "limit")
-		return false
-	}
-	type scored struct {
-		a     *App
-		score int64
-	}
-	var list []scored
-	for i := range s.cat.All() {
-		a := &s.cat.All()[i]
-		if score, in := chartScore(collection, a); in && (genre == 0 || a.Genre.ID == genre) {
-			list = append(list, scored{a, score})
-		}
-	}
-	slices.SortFunc(list, func(x, y scored) int {
-		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.a.ID, y.a.ID))
-	})
-	var resp chartResponse
-	resp.Feed.Country, resp.Feed.Collection, resp.Feed.GenreID = country(r), collection, genre
-	resp.Feed.Entry = make([]chartEntry, 0, min(len(list), limit))
-	for i, x := range list[:min(len(list), limit)] {
-		resp.Feed.Entry = append(resp.Feed.Entry, chartEntry{ID: x.a.ID, Name: x.a.Name, Rank: i + 1})
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return false

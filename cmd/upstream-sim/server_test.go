@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"storecrawl/worker/appstore"
 	"strings"
 	"sync"
 	"testing"
@@ -108,35 +109,40 @@ func TestChartsRoute(t *testing.T) {
 	ts, _ := newTestServer(t, calmConfig())
 	cat := testCatalogue()
 	tests := []struct {
-		query      string
+		path       string
 		wantStatus int
 		member     func(*App) bool
 		score      func(*App) int64
 	}{
-		{"collection=topfreeapplications", http.StatusOK,
+		{"/us/rss/topfreeapplications/limit=50/json", http.StatusOK,
 			func(a *App) bool { return a.Price == 0 }, func(a *App) int64 { return a.RatingCount }},
-		{"collection=toppaidapplications&limit=5", http.StatusOK,
+		{"/us/rss/toppaidapplications/limit=5/json", http.StatusOK,
 			func(a *App) bool { return a.Price > 0 }, func(a *App) int64 { return a.RatingCount }},
-		{"collection=topgrossingapplications&genre=6014", http.StatusOK,
+		{"/gb/rss/topgrossingapplications/limit=50/genre=6014/json", http.StatusOK,
 			func(a *App) bool { return a.Genre.ID == 6014 && (a.Price > 0 || len(a.IAPs) > 0) },
 			func(a *App) int64 { return a.RatingCount * int64(1+len(a.IAPs)) }},
-		{"collection=topfreeapplications&genre=1", http.StatusOK, func(*App) bool { return false }, nil},
-		{"collection=bogus", http.StatusBadRequest, nil, nil},
-		{"", http.StatusBadRequest, nil, nil},
-		{"collection=topfreeapplications&genre=x", http.StatusBadRequest, nil, nil},
+		{"/us/rss/topfreeapplications/limit=50/genre=1/json", http.StatusOK, func(*App) bool { return false }, nil},
+		{"/us/rss/topfreeapplications/json", http.StatusOK,
+			func(a *App) bool { return a.Price == 0 }, func(a *App) int64 { return a.RatingCount }},
+		{"/us/rss/bogus/limit=5/json", http.StatusNotFound, nil, nil},
+		{"/us/rss/topfreeapplications/limit=5/xmlish", http.StatusNotFound, nil, nil},
+		{"/us/rss/topfreeapplications/genre=x/json", http.StatusNotFound, nil, nil},
 	}
 	for _, tt := range tests {
-		t.Run(tt.query, func(t *testing.T) {
-			r := get(t, ts.URL+"/charts?"+tt.query)
+		t.Run(tt.path, func(t *testing.T) {
+			r := get(t, ts.URL+tt.path)
 			if r.status != tt.wantStatus {
 				t.Fatalf("status %d, want %d: %s", r.status, tt.wantStatus, r.body)
 			}
 			if r.status != http.StatusOK {
 				return
 			}
-			limit := defaultListLimit
-			if strings.Contains(tt.query, "limit=5") {
+			limit := 50
+			switch {
+			case strings.Contains(tt.path, "limit=5/"):
 				limit = 5
+			case !strings.Contains(tt.path, "limit="):
+				limit = rssDefaultLimit
 			}
 			members := 0
 			for i := range cat.All() {
@@ -144,17 +150,20 @@ func TestChartsRoute(t *testing.T) {
 					members++
 				}
 			}
-			resp := decodeJSON[chartResponse](t, r.body)
-			if len(resp.Feed.Entry) != min(members, limit) {
-				t.Fatalf("%d entries, want %d", len(resp.Feed.Entry), min(members, limit))
+			entries, err := appstore.ParseChart(r.body)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for i, e := range resp.Feed.Entry {
-				a, ok := cat.Get(e.ID)
+			if len(entries) != min(members, limit) {
+				t.Fatalf("%d entries, want %d", len(entries), min(members, limit))
+			}
+			for i, e := range entries {
+				a, ok := cat.Get(e.TrackID)
 				if !ok || !tt.member(a) || e.Rank != i+1 || e.Name != a.Name {
 					t.Fatalf("bad entry %d: %+v", i, e)
 				}
 				if i > 0 {
-					prev, _ := cat.Get(resp.Feed.Entry[i-1].ID)
+					prev, _ := cat.Get(entries[i-1].TrackID)
 					if tt.score(prev) < tt.score(a) {
 						t.Fatalf("entry %d out of order", i)
 					}
@@ -216,7 +225,7 @@ func TestRefusals(t *testing.T) {
 					t.Fatalf("%s: status %d within burst", p, r.status)
 				}
 			}
-			for _, p := range []string{lookup, page, "/search?term=a", "/charts?collection=topfreeapplications"} {
+			for _, p := range []string{lookup, page, "/search?term=a", "/us/rss/topfreeapplications/limit=10/json"} {
 				r := get(t, ts.URL+p)
 				if r.status != tt.wantStatus || r.header.Get("Retry-After") != tt.wantRetryAfter {
 					t.Fatalf("%s: status %d Retry-After %q, want %d %q", p, r.status,

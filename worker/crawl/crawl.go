@@ -157,8 +157,7 @@ func scanCategory(ctx context.Context, store Store, fetch func(ctx context.Conte
 	res := Result{Action: "category_scan", Tier: tier, GenreID: genre}
 	charts := map[string][]appstore.ChartEntry{}
 	for _, coll := range appstore.ChartCollections {
-		q := url.Values{"country": {country}, "collection": {coll}, "genre": {fmt.Sprint(genre)}, "limit": {fmt.Sprint(CategoryScanLimit)}}
-		resp := fetch(ctx, apiBase+"/charts?"+q.Encode())
+		resp := fetch(ctx, appstore.ChartURL(apiBase, country, coll, genre, CategoryScanLimit))
 		if resp.Class != object.ClassOK {
 			// The category stays due; the next cycle tries again.
 			res.Action, res.Error = "error", fmt.Sprintf("chart %s: %v", coll, resp.Err)

@@ -102,7 +102,7 @@ func TestCrawlCycle(t *testing.T) {
 	var urls []string
 	fetch := func(_ context.Context, u string) upstream.Response {
 		urls = append(urls, u)
-		return upstream.Response{Class: object.ClassOK, Body: []byte(`{"feed":{"entry":[{"id":1,"name":"a","rank":1},{"id":2,"name":"b","rank":2}]}}`), Remaining: -1}
+		return upstream.Response{Class: object.ClassOK, Body: []byte(`{"feed":{"results":[{"id":"1","name":"a"},{"id":"2","name":"b"}]}}`), Remaining: -1}
 	}
 	idle := &fakeDiscovery{due: map[string]bool{}}
 	if r := CrawlCycle(context.Background(), idle, fetch, "http://up", "us", noSleep, 0.5, now); r.Action != "idle" || len(urls) != 0 {

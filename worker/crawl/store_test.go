@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -38,14 +39,19 @@ func (q *queue) Send(_ context.Context, body string) error {
 
 // fakeUpstream answers charts (two apps per chart, shared between charts)
 // and searches (three apps per keyword, developer 70).
+// chartPath is the iTunes RSS chart path a category scan must ask for.
+var chartPath = regexp.MustCompile(`^/us/rss/top(free|paid|grossing)applications/limit=200/genre=\d+/json$`)
+
 func fakeUpstream(ctx context.Context, raw string) upstream.Response {
 	u, _ := url.Parse(raw)
 	q := u.Query()
 	var body string
-	switch u.Path {
-	case "/charts":
-		body = `{"feed":{"entry":[{"id":100000001,"name":"Budget Planner","rank":1},{"id":100000002,"name":"Chat Pro","rank":2}]}}`
-	case "/search":
+	switch {
+	case chartPath.MatchString(u.Path):
+		// The iTunes RSS shape, trimmed to what the chart parser reads.
+		body = `{"feed":{"entry":[{"im:name":{"label":"Budget Planner"},"id":{"label":"https://apps.apple.com/us/app/id100000001","attributes":{"im:id":"100000001"}}},` +
+			`{"im:name":{"label":"Chat Pro"},"id":{"label":"https://apps.apple.com/us/app/id100000002","attributes":{"im:id":"100000002"}}}]}}`
+	case u.Path == "/search":
 		if q.Get("entity") != "software" {
 			return upstream.Response{Status: 400, Class: object.ClassParseError, Remaining: -1, Err: fmt.Errorf("search without entity=software: %s", raw)}
 		}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,11 +104,8 @@ func refreshCharts(ctx context.Context, deps Deps, apiBase string, now func() ti
 	for _, country := range ChartCountries {
 		for _, coll := range appstore.ChartCollections {
 			for _, cat := range ChartCategories {
-				q := url.Values{"country": {country}, "collection": {coll}, "limit": {fmt.Sprint(ChartLimit)}}
-				if cat != "all" {
-					q.Set("genre", cat)
-				}
-				r := deps.Fetch(ctx, apiBase+"/charts?"+q.Encode())
+				genre, _ := strconv.Atoi(cat) // "all" is genre 0
+				r := deps.Fetch(ctx, appstore.ChartURL(apiBase, country, coll, genre, ChartLimit))
 				if r.Class == enrichment.ClassRateLimit {
 					// Stop at once: the other charts would be refused too.
 					res.RateLimited, res.RetryAfterS = true, r.RetryAfterS

@@ -41,7 +41,8 @@ func (f *fakeTaskDeps) SaveSweep(_ context.Context, _ string, next int64, rows [
 	return nil
 }
 
-var chartBody = []byte(`{"feed":{"entry":[{"id":100000001,"name":"A","rank":1}]}}`)
+// chartBody is a one-entry iTunes RSS feed: entry is then an object, not a list.
+var chartBody = []byte(`{"feed":{"entry":{"im:name":{"label":"A"},"id":{"attributes":{"im:id":"100000001"}}},"title":{"label":"iTunes Store: Top Free Applications"}}}`)
 
 func okChart(int, string) upstream.Response {
 	return upstream.Response{Status: 200, Class: enrichment.ClassOK, Body: chartBody, Remaining: -1}
@@ -59,7 +60,7 @@ func TestChartsRefreshWritesEveryChart(t *testing.T) {
 	if len(rec.Items) != 1 || rec.FetchedAt == "" || rec.RateLimit.Remaining != nil {
 		t.Fatalf("record %+v", rec)
 	}
-	if !strings.Contains(f.fetches[1], "genre=6014") || strings.Contains(f.fetches[0], "genre=") {
+	if f.fetches[0] != "http://up/us/rss/topfreeapplications/limit=50/json" || f.fetches[1] != "http://up/us/rss/topfreeapplications/limit=50/genre=6014/json" {
 		t.Fatalf("urls %v", f.fetches[:2])
 	}
 }
