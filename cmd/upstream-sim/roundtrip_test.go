@@ -55,12 +55,30 @@ func TestRoundTripWithParser(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d: ParseStorePage: %v", want.ID, err)
 		}
-		wantPage := appstore.StorePage{Subtitle: want.Subtitle, RatingHistogram: want.Histogram, SimilarAppIDs: want.Similar}
+		wantIAPs := []appstore.IAP{}
 		for _, p := range want.IAPs {
-			wantPage.InAppPurchases = append(wantPage.InAppPurchases, appstore.IAP{Name: p.Name, Price: formattedPrice(p.Price)})
+			wantIAPs = append(wantIAPs, appstore.IAP{Name: p.Name, Price: formattedPrice(p.Price)})
 		}
-		if !reflect.DeepEqual(page, wantPage) {
-			t.Fatalf("%d: page\n got %+v\nwant %+v", want.ID, page, wantPage)
+		wantSimilar := want.Similar
+		if wantSimilar == nil {
+			wantSimilar = []int64{}
+		}
+		if page.Format != appstore.FormatLegacy || page.Subtitle != want.Subtitle || page.Name != want.Name ||
+			!reflect.DeepEqual(page.InAppPurchases, wantIAPs) || !reflect.DeepEqual(page.SimilarAppIDs, wantSimilar) {
+			t.Fatalf("%d: page\n got %+v\nwant subtitle %q iaps %v similar %v", want.ID, page, want.Subtitle, wantIAPs, wantSimilar)
+		}
+		// The legacy page draws bars rounded to whole percents: counts
+		// spread from the lookup's total come back within rounding.
+		got := page.RatingCounts(app.RatingCount)
+		var sum int64
+		for i := range got {
+			sum += got[i]
+			if d := got[i] - want.Histogram[i]; d*d > (want.RatingCount*3/100+1)*(want.RatingCount*3/100+1) {
+				t.Fatalf("%d: counts %v, want about %v", want.ID, got, want.Histogram)
+			}
+		}
+		if sum != want.RatingCount {
+			t.Fatalf("%d: counts %v sum to %d, want %d", want.ID, got, sum, want.RatingCount)
 		}
 
 		if want.Subtitle != "" {

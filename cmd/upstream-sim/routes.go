@@ -196,14 +196,14 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	var buf bytes.Buffer
-	if err := pageTmpl.Execute(&buf, s.pageData(r, r.PathValue("country"), a)); err != nil {
+	if err := legacyTmpl.Execute(&buf, s.pageData(r, r.PathValue("country"), a)); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return false
 	}
 	page := buf.Bytes()
 	if BrokenPage(a.ID) {
-		// Simulate a truncated document: cut right before the header.
-		page = page[:bytes.Index(page, []byte(productHeaderTag))]
+		// Simulate a truncated document: cut before any product data.
+		page = page[:bytes.Index(page, []byte(productDataTag))]
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(page)
@@ -215,10 +215,11 @@ type lockup struct {
 	Name string
 }
 
-type histRow struct {
-	Stars int
-	Count int64
-	Pct   int64
+// barRow is one rating bar: its star class ("" for the 1-star row, as on
+// real pages) and its width, the rounded percentage of all ratings.
+type barRow struct {
+	StarsClass string
+	Width      int64
 }
 
 type iapRow struct {
@@ -228,21 +229,40 @@ type iapRow struct {
 
 type pageData struct {
 	*App
-	URL       string
-	Price     string
-	Rating    string
-	Histogram []histRow
-	IAPs      []iapRow
-	Similar   []lockup
-	MoreBy    []lockup
+	URL           string
+	DevURL        string
+	Price         string
+	Rating        string
+	ShortCount    string
+	Summary       ldSummary
+	Rows          []barRow
+	IAPs          []iapRow
+	Similar       []lockup
+	SeeAllSimilar string
+	MoreBy        []lockup
 }
 
 func (s *Server) pageData(r *http.Request, country string, a *App) pageData {
 	d := pageData{App: a, URL: appURL(r, country, a), Price: formattedPrice(a.Price),
-		Rating: strconv.FormatFloat(a.AverageRating, 'f', 1, 64)}
+		DevURL: fmt.Sprintf("http://%s/%s/developer/id%d", r.Host, country, a.DevID),
+		Rating: strconv.FormatFloat(a.AverageRating, 'f', 1, 64), ShortCount: shortCount(a.RatingCount)}
+	d.SeeAllSimilar = d.URL + "?see-all=customers-also-bought-apps"
+	d.Summary = ldSummary{Context: "http://schema.org", Type: "SoftwareApplication", Name: a.Name,
+		Description: a.Description, Category: a.Genre.Name, DatePublished: a.ReleaseDate,
+		OperatingSystem: "Requires iOS 15.0 or later.",
+		Author:          ldAuthor{Type: "Person", Name: a.DevName, URL: d.DevURL},
+		Offers:          ldOffer{Type: "Offer", Category: "free", Price: a.Price, PriceCurrency: "USD"}}
+	if a.Price > 0 {
+		d.Summary.Offers.Category = "paid"
+	}
 	if a.RatingCount > 0 {
+		d.Summary.AggregateRating = &ldAggregate{Type: "AggregateRating", RatingValue: a.AverageRating, ReviewCount: a.RatingCount}
 		for i, c := range a.Histogram {
-			d.Histogram = append(d.Histogram, histRow{Stars: histogramStars - i, Count: c, Pct: c * 100 / a.RatingCount})
+			row := barRow{Width: (c*100 + a.RatingCount/2) / a.RatingCount}
+			if stars := histogramStars - i; stars > 1 {
+				row.StarsClass = "we-star-bar-graph__stars--" + strconv.Itoa(stars)
+			}
+			d.Rows = append(d.Rows, row)
 		}
 	}
 	for _, p := range a.IAPs {

@@ -195,8 +195,8 @@ func TestPageRouteStatuses(t *testing.T) {
 			if r.status != tt.wantStatus {
 				t.Fatalf("status %d, want %d", r.status, tt.wantStatus)
 			}
-			if got := strings.Contains(string(r.body), productHeaderTag); got != tt.wantHeader {
-				t.Fatalf("has product header = %v, want %v", got, tt.wantHeader)
+			if got := strings.Contains(string(r.body), productDataTag); got != tt.wantHeader {
+				t.Fatalf("has product data = %v, want %v", got, tt.wantHeader)
 			}
 		})
 	}

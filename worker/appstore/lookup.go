@@ -31,8 +31,14 @@ type App struct {
 	Languages                 []string `json:"languages"`
 }
 
+// wrapperSoftware is the wrapperType of an app (iOS or Mac) in the iTunes
+// Search API; search without entity=software also returns tracks, films
+// and artists under other wrapper types.
+const wrapperSoftware = "software"
+
 // itunesResult mirrors one element of the iTunes "results" array.
 type itunesResult struct {
+	WrapperType               string      `json:"wrapperType"`
 	TrackID                   int64       `json:"trackId"`
 	TrackName                 string      `json:"trackName"`
 	BundleID                  string      `json:"bundleId"`
@@ -111,6 +117,9 @@ func decode(body []byte) ([]App, error) {
 	}
 	apps := make([]App, 0, len(*env.Results))
 	for i, r := range *env.Results {
+		if r.WrapperType != "" && r.WrapperType != wrapperSoftware {
+			continue // a song, film or artist: not an app
+		}
 		if r.TrackID <= 0 {
 			return nil, fmt.Errorf("itunes json: result %d has no trackId: %w", i, ErrParse)
 		}

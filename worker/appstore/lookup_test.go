@@ -18,34 +18,54 @@ func readFixture(t *testing.T, name string) []byte {
 }
 
 func TestParseLookup(t *testing.T) {
+	// A real lookup (testdata/README.md): every stored field asserted.
 	want := App{
-		TrackID:                   1462837591,
-		Name:                      "Ledgerleaf: Budget & Bills",
-		BundleID:                  "com.ledgerleaf.budget",
-		DeveloperID:               1180045367,
-		DeveloperName:             "Ledgerleaf Software Inc.",
+		TrackID:                   368677368,
+		Name:                      "Uber",
+		BundleID:                  "com.ubercab.UberClient",
+		DeveloperID:               368677371,
+		DeveloperName:             "Uber Technologies, Inc.",
 		Price:                     0,
 		Currency:                  "USD",
-		Genre:                     "Finance",
-		GenreID:                   6015,
-		AverageRating:             4.71234,
-		RatingCount:               48213,
-		Version:                   "7.12.1",
-		ReleaseDate:               "2019-05-21T07:00:00Z",
-		CurrentVersionReleaseDate: "2024-11-04T16:12:48Z",
-		Description:               "Take control of your money — without spreadsheets.\n\nLedgerleaf connects to 12,000+ banks, sorts every transaction and tells you what’s safe to spend.\n\nFEATURES\n• Envelope budgets\n• Bill reminders\n• Shared budgets with your partner",
+		Genre:                     "Travel",
+		GenreID:                   6003,
+		AverageRating:             3,
+		RatingCount:               51392,
+		Version:                   "3.258.2",
+		ReleaseDate:               "2010-05-21T03:11:23Z",
+		CurrentVersionReleaseDate: "2017-08-21T17:19:29Z",
 		ContentRating:             "4+",
-		TrackViewURL:              "https://apps.apple.com/us/app/ledgerleaf-budget-bills/id1462837591?uo=4",
-		ArtworkURL:                "https://is1-ssl.mzstatic.com/image/thumb/Purple126/v4/12/34/56/12345678-9abc-def0-1234-56789abcdef0/AppIcon-0-0-1x_U007emarketing-0-7-0-85-220.png/512x512bb.jpg",
-		FileSizeBytes:             187652096,
-		Languages:                 []string{"EN", "FR", "DE", "JA", "ES"},
+		TrackViewURL:              "https://itunes.apple.com/us/app/uber/id368677368?mt=8&uo=4",
+		ArtworkURL:                "http://is2.mzstatic.com/image/thumb/Purple128/v4/75/9b/74/759b7472-c271-1ba4-146e-c06467368ba0/source/512x512bb.jpg",
+		FileSizeBytes:             278819840,
+		Languages: []string{"AR", "AZ", "BG", "HR", "CS", "DA", "NL", "EN", "ET", "FI", "FR", "DE", "EL", "HE", "HI", "HU",
+			"ID", "IT", "JA", "KO", "LV", "LT", "MS", "NB", "PL", "PT", "RO", "RU", "ZH", "SK", "SL", "ES", "SW", "SV", "TL",
+			"TH", "ZH", "TR", "UK", "UR", "VI"},
 	}
-	got, err := ParseLookup(readFixture(t, "lookup.json"))
+	got, err := ParseLookup(readFixture(t, "lookup_us_uber_2017.json"))
 	if err != nil {
 		t.Fatalf("ParseLookup: %v", err)
 	}
+	if len(got.Description) != 1670 || got.Description[:4] != "Uber" {
+		t.Errorf("description: %d bytes %.20q", len(got.Description), got.Description)
+	}
+	got.Description = ""
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ParseLookup mismatch\n got: %+v\nwant: %+v", got, want)
+	}
+}
+
+func TestParseLookupStorefrontAndMultiID(t *testing.T) {
+	// hk storefront: HKD prices, localised genre names in the raw body.
+	a, err := ParseLookup(readFixture(t, "lookup_hk_whatsapp_2018.json"))
+	if err != nil || a.TrackID != 310633997 || a.Currency != "HKD" || a.Genre != "Social Networking" || a.RatingCount != 98311 || a.FileSizeBytes != 158574592 {
+		t.Fatalf("%+v %v", a, err)
+	}
+	// A two-id lookup answers in the order asked.
+	apps, err := ParseSearch(readFixture(t, "lookup_us_two_apps_2017.json"))
+	if err != nil || len(apps) != 2 || apps[0].TrackID != 418075935 || apps[1].TrackID != 447188370 ||
+		apps[1].RatingCount != 326402 || apps[1].AverageRating != 2.5 || apps[1].Genre != "Photo & Video" {
+		t.Fatalf("%+v %v", apps, err)
 	}
 }
 
@@ -55,7 +75,8 @@ func TestParseLookupErrors(t *testing.T) {
 		body []byte
 		want error
 	}{
-		{"empty fixture", readFixture(t, "lookup_empty.json"), ErrNotFound},
+		{"real empty answer", readFixture(t, "search_us_empty_mas_2018.json"), ErrNotFound},
+		{"only a non-app result", []byte(`{"resultCount":1,"results":[{"wrapperType":"artist","artistId":5}]}`), ErrNotFound},
 		{"zero count no results", []byte(`{"resultCount":0,"results":[]}`), ErrNotFound},
 		{"malformed json", []byte(`{"resultCount":1,"results":[{"trackId":1`), ErrParse},
 		{"empty body", nil, ErrParse},
@@ -109,43 +130,43 @@ func TestParseLookupFileSizeForms(t *testing.T) {
 }
 
 func TestParseSearch(t *testing.T) {
-	apps, err := ParseSearch(readFixture(t, "search.json"))
+	// A real search body (Mac apps, entity=macSoftware): unrated apps carry
+	// no averageUserRating / userRatingCount keys at all.
+	apps, err := ParseSearch(readFixture(t, "search_us_slack_mas_2018.json"))
 	if err != nil {
 		t.Fatalf("ParseSearch: %v", err)
 	}
 	type row struct {
-		id       int64
-		name     string
-		price    float64
-		genreID  int
-		rating   float64
-		count    int64
-		size     int64
-		artwork  string
-		langs    int
-		devName  string
-		contentR string
+		id      int64
+		name    string
+		price   float64
+		genreID int
+		rating  float64
+		count   int64
+		size    int64
+		langs   int
+		devName string
 	}
 	want := []row{
-		{1509876543, "Budget Blocks: Puzzle Saga", 0, 6014, 4.48, 1290, 254803968,
-			"https://is1-ssl.mzstatic.com/image/thumb/Purple211/v4/aa/00/11/aa001122-3344-5566-7788-99aabbccddee/AppIcon.png/512x512bb.jpg", 1, "Pinecone Games", "9+"},
-		// No artworkUrl512: falls back to artworkUrl100.
-		{1234500001, "Budget Pro", 4.99, 6015, 3.9, 57, 31457280,
-			"https://is1-ssl.mzstatic.com/image/thumb/Purple116/v4/bb/11/22/bb112233-4455-6677-8899-aabbccddeeff/AppIcon.png/100x100bb.jpg", 2, "Tally Labs", "4+"},
-		// No ratings and no fileSizeBytes: zero values.
-		{1600000002, "Budget Buddy", 0, 6015, 0, 0, 0,
-			"https://is1-ssl.mzstatic.com/image/thumb/Purple1/v4/cc/AppIcon.png/512x512bb.jpg", 0, "Solo Dev", "4+"},
+		{803453959, "Slack", 0, 12001, 4, 1415, 74398324, 5, "Slack Technologies, Inc."},
+		{1128645172, "QuickPlan Slack Bot - Project Management team Communication & Collaboration", 0, 12001, 0, 0, 10635879, 1, "Hao Li"},
+		{1293799461, "Send It - For Slack", 0, 12014, 0, 0, 9480816, 1, "Alberto Moral"},
+		{1271281910, "Activebot for Slack", 0, 12001, 0, 0, 4274788, 1, "Islandbit Inc."},
+		{994537604, "ChannelScrobbler - Real-time scrobble bot for Last.fm/Slack", 2.99, 12016, 0, 0, 1202787, 1, "Eric DeLabar"},
+		{1406123151, "Ratstash - For Slack", 1.99, 12001, 0, 0, 1870443, 4, "Touch Software"},
 	}
 	if len(apps) != len(want) {
 		t.Fatalf("got %d apps, want %d", len(apps), len(want))
 	}
 	for i, w := range want {
 		a := apps[i]
-		got := row{a.TrackID, a.Name, a.Price, a.GenreID, a.AverageRating, a.RatingCount,
-			a.FileSizeBytes, a.ArtworkURL, len(a.Languages), a.DeveloperName, a.ContentRating}
+		got := row{a.TrackID, a.Name, a.Price, a.GenreID, a.AverageRating, a.RatingCount, a.FileSizeBytes, len(a.Languages), a.DeveloperName}
 		if got != w {
 			t.Errorf("result %d\n got: %+v\nwant: %+v", i, got, w)
 		}
+	}
+	if empty, err := ParseSearch(readFixture(t, "search_us_empty_mas_2018.json")); err != nil || len(empty) != 0 {
+		t.Fatalf("empty search: %v %v", empty, err)
 	}
 }
 
@@ -160,6 +181,8 @@ func TestParseSearchEdgeCases(t *testing.T) {
 		{"malformed", `{"resultCount":2,"results":[`, 0, ErrParse},
 		{"missing results", `{"resultCount":0}`, 0, ErrParse},
 		{"one bad result poisons the page", `{"resultCount":2,"results":[{"trackId":1},{"trackName":"no id"}]}`, 0, ErrParse},
+		// Without entity=software a search also returns songs and films.
+		{"only software kept", `{"resultCount":3,"results":[{"wrapperType":"track","kind":"song","trackId":9},{"wrapperType":"software","trackId":1},{"wrapperType":"collection","collectionId":4}]}`, 1, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,10 +2,10 @@ package appstore
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
+	"math"
+	"slices"
 
 	"github.com/PuerkitoBio/goquery"
 )
@@ -13,36 +13,61 @@ import (
 // numStars is the number of star levels, hence histogram buckets.
 const numStars = 5
 
-// CSS selectors of the (older) apps.apple.com product page markup.
-const (
-	selProductHeader = "header.product-header"
-	selSubtitle      = "h2.product-header__subtitle"
-	selHistogramRow  = "figure.we-star-bar-graph div.we-star-bar-graph__row"
-	selStars         = "span.we-star-bar-graph__stars"
-	selBarCount      = "div.we-star-bar-graph__bar__foreground-bar"
-	selIAPItem       = "li.list-with-numbers__item"
-	selIAPTitle      = "span.list-with-numbers__item__title"
-	selIAPPrice      = "span.list-with-numbers__item__price"
-	// Only the "You Might Also Like" shelf: "More By This Developer" also
-	// uses we-lockup links but lives in a different section.
-	selSimilarLink = "section.l-content-width.section--similar a.we-lockup"
+// ParserVersion names the page parsers' behaviour. Stored with each parsed
+// page so a reparse can tell which records an older parser wrote; bump it
+// whenever what the parsers extract changes.
+const ParserVersion = 2
 
-	attrCount  = "data-count"
-	starsClass = "we-star-bar-graph__stars--"
+// Format is the product page markup a page was read as.
+type Format string
+
+const (
+	// FormatLegacy is the Ember-rendered markup apps.apple.com served until
+	// the 2025 redesign (we-star-bar-graph, product-header, ...).
+	FormatLegacy Format = "legacy"
+	// FormatCurrent is the redesigned page, which carries its data as JSON
+	// in <script id="serialized-server-data">.
+	FormatCurrent Format = "current"
 )
 
-// appIDInHref matches the trailing "/id<digits>" of an app URL, optionally
-// followed by a query string or fragment.
-var appIDInHref = regexp.MustCompile(`/id(\d+)(?:[?#].*)?$`)
+// Section names, as listed in StorePage.MissingSections.
+const (
+	SectionSubtitle       = "subtitle"
+	SectionRatings        = "ratings"
+	SectionInAppPurchases = "in_app_purchases"
+	SectionSimilarApps    = "similar_apps"
+	// SectionSummary is the schema.org JSON-LD block (name, rating, rating
+	// count, price, category).
+	SectionSummary = "summary"
+)
 
-// StorePage holds the fields only present on the HTML product page.
+// ErrSoftBlock reports a 200 answer that is a challenge, consent or
+// rate-limit page rather than a product page: the upstream refusing us,
+// not a page we cannot read. Callers pace it like a refusal.
+var ErrSoftBlock = errors.New("appstore: challenge page instead of a product page")
+
+// StorePage holds what a product page says beyond the lookup JSON.
 type StorePage struct {
+	Format   Format `json:"format"`
+	Name     string `json:"name,omitempty"`
 	Subtitle string `json:"subtitle"`
-	// RatingHistogram counts ratings per star: index 0 = 5 stars ...
-	// index 4 = 1 star.
-	RatingHistogram [numStars]int64 `json:"rating_histogram"`
-	InAppPurchases  []IAP           `json:"in_app_purchases"`
-	SimilarAppIDs   []int64         `json:"similar_app_ids"`
+	// RatingShare is each star level's share of the ratings, 5 stars first,
+	// summing to 1, or all 0 when the page shows no ratings.
+	RatingShare [numStars]float64 `json:"rating_share"`
+	// RatingAverage and RatingTotal are the page's own figures; RatingTotal
+	// is -1 when the page does not say.
+	RatingAverage float64 `json:"rating_average"`
+	RatingTotal   int64   `json:"rating_total"`
+	// ExactCounts is set when the page gives per-star counts (the current
+	// markup); the legacy markup only draws bars.
+	ExactCounts *[numStars]int64 `json:"-"`
+	// Price is -1 when the page does not say.
+	Price           float64  `json:"price"`
+	Currency        string   `json:"currency,omitempty"`
+	Category        string   `json:"category,omitempty"`
+	InAppPurchases  []IAP    `json:"in_app_purchases"`
+	SimilarAppIDs   []int64  `json:"similar_app_ids"`
+	MissingSections []string `json:"missing_sections"`
 }
 
 // IAP is one "Top In-App Purchases" entry; Price is the display string
@@ -52,94 +77,117 @@ type IAP struct {
 	Price string `json:"price"`
 }
 
-// ParseStorePage extracts StorePage from product page HTML. A page without
-// the product header (captcha/blocked/truncated) wraps ErrParse; missing
-// optional sections just leave their fields empty.
+// ParseStorePage reads a product page in whichever markup it holds: the
+// current JSON when the page carries serialized-server-data, the legacy
+// Ember markup otherwise. A missing optional section leaves its field empty
+// and is named in MissingSections. Only a page with no recognisable
+// product data fails: ErrSoftBlock for a challenge page, ErrParse otherwise.
 func ParseStorePage(html []byte) (StorePage, error) {
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(html))
-	if err != nil {
-		return StorePage{}, fmt.Errorf("store page html: %v: %w", err, ErrParse)
-	}
-	header := doc.Find(selProductHeader)
-	if header.Length() == 0 {
-		return StorePage{}, fmt.Errorf("store page: no %s: %w", selProductHeader, ErrParse)
-	}
-
 	var page StorePage
-	page.Subtitle = strings.TrimSpace(header.Find(selSubtitle).First().Text())
-	if page.RatingHistogram, err = parseHistogram(doc); err != nil {
+	var err error
+	if bytes.Contains(html, []byte(serverDataID)) {
+		page, err = parseCurrent(html)
+	} else {
+		page, err = parseLegacy(html)
+	}
+	if err != nil {
+		if looksLikeChallenge(html) {
+			return StorePage{}, fmt.Errorf("%v: %w", err, ErrSoftBlock)
+		}
 		return StorePage{}, err
 	}
-	page.InAppPurchases = parseIAPs(doc)
-	page.SimilarAppIDs = parseSimilar(doc)
+	if page.InAppPurchases == nil {
+		page.InAppPurchases = []IAP{}
+	}
+	if page.SimilarAppIDs == nil {
+		page.SimilarAppIDs = []int64{}
+	}
+	if page.MissingSections == nil {
+		page.MissingSections = []string{}
+	}
+	slices.Sort(page.MissingSections)
 	return page, nil
 }
 
-func parseHistogram(doc *goquery.Document) ([numStars]int64, error) {
-	var hist [numStars]int64
-	var err error
-	doc.Find(selHistogramRow).EachWithBreak(func(i int, row *goquery.Selection) bool {
-		stars := starsOf(row.Find(selStars))
-		if stars == 0 {
-			err = fmt.Errorf("store page: histogram row %d has no star class: %w", i, ErrParse)
-			return false
+// RatingCounts is the per-star count, 5 stars first: the page's exact
+// counts when it has them, else total spread by RatingShare so that the
+// counts sum to total (largest remainder). total is the lookup's exact
+// userRatingCount; pass RatingTotal when there is no lookup.
+func (p StorePage) RatingCounts(total int64) [numStars]int64 {
+	if p.ExactCounts != nil {
+		return *p.ExactCounts
+	}
+	var counts [numStars]int64
+	if total <= 0 || p.RatingShare == ([numStars]float64{}) {
+		return counts
+	}
+	type rem struct {
+		i    int
+		frac float64
+	}
+	var rems []rem
+	left := total
+	for i, s := range p.RatingShare {
+		exact := s * float64(total)
+		counts[i] = int64(math.Floor(exact))
+		left -= counts[i]
+		rems = append(rems, rem{i, exact - math.Floor(exact)})
+	}
+	slices.SortStableFunc(rems, func(a, b rem) int {
+		switch {
+		case a.frac > b.frac:
+			return -1
+		case a.frac < b.frac:
+			return 1
 		}
-		raw, ok := row.Find(selBarCount).Attr(attrCount)
-		if !ok {
-			err = fmt.Errorf("store page: histogram row %d has no %s: %w", i, attrCount, ErrParse)
-			return false
-		}
-		n, perr := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-		if perr != nil || n < 0 {
-			err = fmt.Errorf("store page: histogram row %d count %q: %w", i, raw, ErrParse)
-			return false
-		}
-		hist[numStars-stars] = n
-		return true
+		return 0
 	})
-	return hist, err
+	for k := 0; left > 0 && k < len(rems); k++ {
+		counts[rems[k].i]++
+		left--
+	}
+	return counts
 }
 
-// starsOf returns the star level (1..5) from a "we-star-bar-graph__stars--N"
-// class, or 0 if none is present.
-func starsOf(s *goquery.Selection) int {
-	for n := numStars; n >= 1; n-- {
-		if s.HasClass(starsClass + strconv.Itoa(n)) {
-			return n
+// sharesOf normalises non-negative weights (bar widths, counts) into shares
+// summing to 1, or all 0 when there is nothing to share.
+func sharesOf(w [numStars]float64) [numStars]float64 {
+	var sum float64
+	for _, v := range w {
+		sum += v
+	}
+	var s [numStars]float64
+	if sum <= 0 {
+		return s
+	}
+	for i, v := range w {
+		s[i] = v / sum
+	}
+	return s
+}
+
+// challengeMarkers are phrases of pages that stand between a client and
+// the content (bot challenges, consent walls, throttling notices).
+var challengeMarkers = [][]byte{
+	[]byte("captcha"), []byte("cf-challenge"), []byte("challenge-form"),
+	[]byte("unusual traffic"), []byte("are you a robot"), []byte("too many requests"),
+}
+
+func looksLikeChallenge(html []byte) bool {
+	lower := bytes.ToLower(html)
+	for _, m := range challengeMarkers {
+		if bytes.Contains(lower, m) {
+			return true
 		}
 	}
-	return 0
+	return false
 }
 
-func parseIAPs(doc *goquery.Document) []IAP {
-	var iaps []IAP
-	doc.Find(selIAPItem).Each(func(_ int, li *goquery.Selection) {
-		name := strings.TrimSpace(li.Find(selIAPTitle).First().Text())
-		if name == "" {
-			return // a list-with-numbers item that is not an IAP row
-		}
-		iaps = append(iaps, IAP{
-			Name:  name,
-			Price: strings.TrimSpace(li.Find(selIAPPrice).First().Text()),
-		})
-	})
-	return iaps
-}
-
-func parseSimilar(doc *goquery.Document) []int64 {
-	var ids []int64
-	seen := make(map[int64]bool)
-	doc.Find(selSimilarLink).Each(func(_ int, a *goquery.Selection) {
-		m := appIDInHref.FindStringSubmatch(a.AttrOr("href", ""))
-		if m == nil {
-			return // e.g. a "See All" link
-		}
-		id, err := strconv.ParseInt(m[1], 10, 64)
-		if err != nil || id <= 0 || seen[id] {
-			return
-		}
-		seen[id] = true
-		ids = append(ids, id)
-	})
-	return ids
+// newDoc parses HTML for goquery.
+func newDoc(html []byte) (*goquery.Document, error) {
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(html))
+	if err != nil {
+		return nil, fmt.Errorf("store page html: %v: %w", err, ErrParse)
+	}
+	return doc, nil
 }

@@ -1,42 +1,45 @@
 package appstore
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 )
 
-func TestParseStorePage(t *testing.T) {
+// TestParseStorePageFixtures asserts every field extracted from each real
+// captured page in testdata (provenance in testdata/README.md).
+func TestParseStorePageFixtures(t *testing.T) {
 	tests := []struct {
-		name    string
 		fixture string
 		want    StorePage
 	}{
-		{
-			name:    "all parts",
-			fixture: "page_full.html",
-			want: StorePage{
-				Subtitle:        "Envelope budgeting & bill alerts",
-				RatingHistogram: [5]int64{40012, 4301, 1450, 650, 1800},
-				InAppPurchases: []IAP{
-					{"Ledgerleaf Premium (Monthly)", "$4.99"},
-					{"Premium & Family (Yearly)", "$59.99"},
-					{"Remove Ads", "$1.99"},
-				},
-				// Deduped, in page order; "More By This Developer" and
-				// "See All" links are ignored.
-				SimilarAppIDs: []int64{1101010101, 987654320, 1555000111},
+		{"legacy_netflix_us_2023.html", StorePage{
+			Format: FormatLegacy, Name: "Netflix", Subtitle: "Start Watching",
+			RatingShare:   [5]float64{0.56, 0.11, 0.06, 0.05, 0.22},
+			RatingAverage: 3.7, RatingTotal: 342262, Price: 0, Category: "Entertainment",
+			InAppPurchases: []IAP{
+				{"Netflix 2 Screens - Unlimited Streaming", "$15.49"}, {"Netflix", "$15.49"}, {"Netflix Standard", "$15.49"},
 			},
-		},
-		{
-			name:    "no optional parts",
-			fixture: "page_minimal.html",
-			want:    StorePage{},
-		},
+			// The "You Might Also Like" lockups only; "More By This
+			// Developer" and "Featured In" are other shelves.
+			SimilarAppIDs:   []int64{562782540, 545519333, 746894884, 1619723063, 1564334567, 751712884},
+			MissingSections: []string{},
+		}},
+		{"legacy_sony_vn_2023.html", StorePage{
+			Format: FormatLegacy, Name: "Sony Bảo hành điện tử",
+			RatingShare:   [5]float64{1, 0, 0, 0, 0},
+			RatingAverage: 5, RatingTotal: 1, Price: 0, Category: "Utilities",
+			InAppPurchases:  []IAP{},
+			SimilarAppIDs:   []int64{1485409290, 1500533330, 1502798014, 1231406584, 1208065009, 1460575259},
+			MissingSections: []string{SectionInAppPurchases, SectionSubtitle},
+		}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(tt.fixture, func(t *testing.T) {
 			got, err := ParseStorePage(readFixture(t, tt.fixture))
 			if err != nil {
 				t.Fatalf("ParseStorePage: %v", err)
@@ -48,84 +51,84 @@ func TestParseStorePage(t *testing.T) {
 	}
 }
 
-func TestParseStorePageErrors(t *testing.T) {
-	full := string(readFixture(t, "page_full.html"))
-	cut := strings.Index(full, `<header class="product-header`)
-	if cut < 0 {
-		t.Fatal("fixture has no product header")
+// TestEveryPageFixtureParses keeps new captures honest: any page dropped
+// into testdata must parse and name its format.
+func TestEveryPageFixtureParses(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.html")
+	if len(files) == 0 {
+		t.Fatal("no page fixtures")
 	}
-	badCount := strings.Replace(full, `data-count="4301"`, `data-count="4.3K"`, 1)
-	noStars := strings.Replace(full, "we-star-bar-graph__stars--3", "we-star-bar-graph__stars--x", 1)
-
-	tests := []struct {
-		name string
-		html string
-	}{
-		{"captcha page", string(readFixture(t, "page_blocked.html"))},
-		{"truncated before header", full[:cut]},
-		{"empty body", ""},
-		{"json instead of html", `{"resultCount":0,"results":[]}`},
-		{"non-integer histogram count", badCount},
-		{"histogram row without star level", noStars},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseStorePage([]byte(tt.html))
-			if !errors.Is(err, ErrParse) {
-				t.Fatalf("err = %v, want ErrParse", err)
-			}
-		})
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		p, err := ParseStorePage(b)
+		if err != nil || (p.Format != FormatLegacy && p.Format != FormatCurrent) {
+			t.Errorf("%s: %v (format %q)", f, err, p.Format)
+		}
+		if trimmed := TrimPage(b); !bytes.Equal(trimmed, b) {
+			t.Errorf("%s: not trimmed (go run ./cmd/scrape trim): %d → %d bytes", f, len(b), len(trimmed))
+		}
+		if len(b) > 100_000 {
+			t.Errorf("%s: %d bytes, over the 100 KB fixture budget", f, len(b))
+		}
 	}
 }
 
-// A page truncated after the header is still usable: we keep what is there.
-func TestParseStorePageTruncatedAfterHeader(t *testing.T) {
-	full := string(readFixture(t, "page_full.html"))
-	cut := strings.Index(full, `<section class="l-content-width section section--bordered section--information">`)
-	got, err := ParseStorePage([]byte(full[:cut]))
+func TestRatingCounts(t *testing.T) {
+	netflix, err := ParseStorePage(readFixture(t, "legacy_netflix_us_2023.html"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Subtitle != "Envelope budgeting & bill alerts" || got.RatingHistogram[0] != 40012 {
-		t.Errorf("lost header/histogram: %+v", got)
+	// The lookup's exact total spread over the bar widths, summing exactly.
+	if got := netflix.RatingCounts(342262); got != [5]int64{191667, 37649, 20536, 17113, 75297} {
+		t.Errorf("counts %v", got)
 	}
-	if got.InAppPurchases != nil || got.SimilarAppIDs != nil {
-		t.Errorf("expected no IAPs/similar after cut, got %+v", got)
+	if got := netflix.RatingCounts(3); got != [5]int64{2, 0, 0, 0, 1} {
+		t.Errorf("small total: %v", got)
+	}
+	if got := (StorePage{}).RatingCounts(100); got != [5]int64{} {
+		t.Errorf("unrated page: %v", got)
+	}
+	exact := [5]int64{9, 8, 7, 6, 5}
+	if got := (StorePage{ExactCounts: &exact}).RatingCounts(1); got != exact {
+		t.Errorf("exact counts must win: %v", got)
 	}
 }
 
-func TestTruncate(t *testing.T) {
+func TestParseStorePageSections(t *testing.T) {
+	page := string(readFixture(t, "legacy_netflix_us_2023.html"))
+	cut := func(from, to string) string {
+		i := strings.Index(page, from)
+		j := strings.Index(page[i:], to)
+		if i < 0 || j < 0 {
+			t.Fatalf("fixture lacks %q…%q", from, to)
+		}
+		return page[:i] + page[i+j+len(to):]
+	}
 	tests := []struct {
-		name string
-		in   string
-		max  int
-		want string
+		name    string
+		html    string
+		missing []string
+		err     error
 	}{
-		{"shorter", "abc", 5, "abc"},
-		{"exact", "abcde", 5, "abcde"},
-		{"ascii cut", "abcdef", 3, "abc"},
-		{"multibyte not split", "héllo wörld", 7, "héllo w"},
-		{"emoji", "👍👍👍", 2, "👍👍"},
-		{"zero", "abc", 0, ""},
-		{"negative", "abc", -1, ""},
-		{"empty", "", 3, ""},
+		{"no rating graph", cut(`<figure class="we-star-bar-graph">`, `</figure>`), []string{SectionRatings}, nil},
+		{"unreadable bar width", strings.Replace(page, `style="width: 11%;"`, `style="width: wide;"`, 1), []string{SectionRatings}, nil},
+		{"no JSON-LD summary", cut(`<script name="schema:software-application"`, `</script>`), []string{SectionSummary}, nil},
+		{"cut before any product data", page[:strings.Index(page, `<script name="schema:software-application"`)], nil, ErrParse},
+		{"a challenge page", `<html><body><form id="challenge-form">Please complete the captcha</form></body></html>`, nil, ErrSoftBlock},
+		{"not html at all", "\x00\x01", nil, ErrParse},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Truncate(tt.in, tt.max); got != tt.want {
-				t.Errorf("Truncate(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+			got, err := ParseStorePage([]byte(tt.html))
+			if !errors.Is(err, tt.err) {
+				t.Fatalf("err %v, want %v", err, tt.err)
+			}
+			if tt.err == nil && !reflect.DeepEqual(got.MissingSections, tt.missing) {
+				t.Fatalf("missing %v, want %v", got.MissingSections, tt.missing)
+			}
+			if tt.err == nil && tt.missing[0] == SectionRatings && got.RatingShare != ([5]float64{}) {
+				t.Fatalf("a page without readable bars has no shares: %v", got.RatingShare)
 			}
 		})
-	}
-}
-
-func TestTruncateMaxTextLen(t *testing.T) {
-	long := strings.Repeat("é", MaxTextLen+10)
-	got := Truncate(long, MaxTextLen)
-	if n := len([]rune(got)); n != MaxTextLen {
-		t.Fatalf("rune len = %d, want %d", n, MaxTextLen)
-	}
-	if len(got) != 2*MaxTextLen {
-		t.Fatalf("byte len = %d, want %d", len(got), 2*MaxTextLen)
 	}
 }

@@ -1,6 +1,7 @@
 package enrichment
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -15,7 +16,7 @@ import (
 	"storecrawl/worker/upstream"
 )
 
-const fixtureID = 1462837591 // trackId in ../appstore/testdata/lookup.json
+const fixtureID = 368677368 // trackId in ../appstore/testdata/lookup_us_uber_2017.json
 
 type fakeStore struct {
 	mu       sync.Mutex
@@ -93,8 +94,10 @@ func fixture(t *testing.T, name string) []byte {
 // 429 with Retry-After for 3; a blocked page for 4; 503 for 5.
 func fixtureUpstream(t *testing.T, inflight *int, peak *int) *httptest.Server {
 	var mu sync.Mutex
-	lookup, empty := fixture(t, "lookup.json"), fixture(t, "lookup_empty.json")
-	full, blocked := fixture(t, "page_full.html"), fixture(t, "page_blocked.html")
+	lookup, empty := fixture(t, "lookup_us_uber_2017.json"), fixture(t, "search_us_empty_mas_2018.json")
+	full := fixture(t, "legacy_netflix_us_2023.html")
+	// A real page cut before any product data, as a dropped connection leaves it.
+	blocked := full[:bytes.Index(full, []byte(`<script name="schema:software-application"`))]
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		*inflight++
@@ -110,7 +113,7 @@ func fixtureUpstream(t *testing.T, inflight *int, peak *int) *httptest.Server {
 		}
 		isPage := id != r.URL.Query().Get("id")
 		switch id {
-		case "1462837591":
+		case "368677368":
 			if isPage {
 				w.Write(full)
 			} else {

@@ -76,7 +76,7 @@ ON CONFLICT (track_id) DO UPDATE SET
 			a.Price, a.Currency, a.AverageRating, a.RatingCount, a.Version, a.ReleaseDate,
 			a.CurrentVersionReleaseDate, appstore.Truncate(a.Description, appstore.MaxTextLen),
 			a.ContentRating, a.ArtworkURL, a.FileSizeBytes, jsonText(langs),
-			appstore.Truncate(p.Subtitle, appstore.MaxTextLen), jsonText(p.RatingHistogram),
+			appstore.Truncate(p.Subtitle, appstore.MaxTextLen), jsonText(p.RatingCounts(a.RatingCount)),
 			len(iaps), appstore.Truncate(jsonText(iaps), appstore.MaxTextLen), jsonText(similar),
 			r.HTMLKey, SourceEnriched, now, now,
 		},

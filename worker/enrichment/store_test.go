@@ -137,7 +137,7 @@ func (b bucketFunc) Put(_ context.Context, key string, body []byte, ct string) e
 }
 
 func mustLookup(t *testing.T) appstore.App {
-	a, err := appstore.ParseLookup(fixture(t, "lookup.json"))
+	a, err := appstore.ParseLookup(fixture(t, "lookup_us_uber_2017.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
