@@ -192,6 +192,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 		return Decision{State: s.Encode(now), AlarmAt: max(next.UnixMilli(), now.UnixMilli()+1), Events: events}
 	}
 	s.store(c)
+	skipPages, probes := s.Parser.pagesFor(now)
 	s.RunStartedAt = now.UnixMilli()
 	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds()}
 	ev["action"] = "run"
@@ -205,6 +206,8 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			ChunkItems:     plan.ChunkItems,
 			ChunkPauseMs:   plan.ChunkPause.Milliseconds(),
 			StopOnThrottle: plan.StopOnThrottle,
+			SkipPages:      skipPages,
+			PageProbes:     probes,
 		},
 		Events: events,
 	}
@@ -233,6 +236,16 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		s.LastTickAt = now.UnixMilli()
 	}
 	events := []Event{}
+	switch s.Parser.observe(o.Results, now) {
+	case "drift":
+		share, samples := s.Parser.UnparsedShare()
+		events = append(events, Event{
+			"event": "enrichment.parser_drift", "level": "error", "unparsed_share": round3(share), "samples": samples,
+			"action": "store pages paused: lookups go on, items stay queued, one probe page every " + ParserProbeInterval.String(),
+		})
+	case "recovered":
+		events = append(events, Event{"event": "enrichment.parser_recovered", "level": "warn", "action": "store pages resumed"})
+	}
 	if n := cooldownsOf(c) - cooldownsBefore; n > 0 {
 		s.Totals.Cooldowns += int64(n)
 		rate, samples := s.SuccessRate(now)
@@ -446,7 +459,9 @@ type Status struct {
 	LastTickAt             *string        `json:"last_tick_at"`
 	LastPlan               *PlanSummary   `json:"last_plan,omitempty"`
 	LastTick               *TickSummary   `json:"last_tick,omitempty"`
-	Now                    string         `json:"now"`
+	// ParserHealth says whether store pages still parse (parser drift).
+	ParserHealth ParserStatus `json:"parser_health"`
+	Now          string       `json:"now"`
 }
 
 // Rolling describes the metrics window.
@@ -486,8 +501,9 @@ func (s State) Status(now time.Time, cfg Config) Status {
 			Failed: w.Failed, RateLimited: w.RateLimited, ItemErrors: w.ItemErrors,
 			CompletionsPerMinute: round3(cpm),
 		},
-		LastTick: s.LastTick,
-		Now:      now.UTC().Format(time.RFC3339Nano),
+		LastTick:     s.LastTick,
+		ParserHealth: s.Parser.Status(),
+		Now:          now.UTC().Format(time.RFC3339Nano),
 	}
 	if d, ok := c.(pacing.Describer); ok {
 		st.PacingDetail = d.Describe(now)

@@ -78,7 +78,7 @@ func TestActionFor(t *testing.T) {
 		{ClassTimeout, MaxItemAttempts - 1, ActionGiveUp},
 	}
 	for _, c := range cases {
-		if got := ActionFor(c.c, c.prior); got != c.want {
+		if got := ActionFor(ItemResult{Class: c.c}, c.prior); got != c.want {
 			t.Errorf("ActionFor(%s,%d) = %s, want %s", c.c, c.prior, got, c.want)
 		}
 	}

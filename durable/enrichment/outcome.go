@@ -41,9 +41,13 @@ const (
 )
 
 // ActionFor decides an item's fate from its outcome and the attempts it had
-// before this one.
-func ActionFor(c Class, priorAttempts int) ItemAction {
-	switch c {
+// before this one. An item whose page was skipped (parser drift) stays
+// queued, its attempt not counted, whatever its lookup did.
+func ActionFor(r ItemResult, priorAttempts int) ItemAction {
+	if r.Page == PageSkipped && r.Class != ClassNotFound {
+		return ActionKeep
+	}
+	switch r.Class {
 	case ClassOK:
 		return ActionStore
 	case ClassNotFound:
@@ -67,6 +71,12 @@ type ItemResult struct {
 	RetryAfterS int    `json:"retry_after_s,omitempty"`
 	GaveUp      bool   `json:"gave_up,omitempty"`
 	Error       string `json:"error,omitempty"`
+	// Page is what became of the store page (PageParsed, ...); "" when no
+	// page was fetched.
+	Page string `json:"page,omitempty"`
+	// LookupSaved: the lookup was stored as a lookup-only record although
+	// the item is not complete (its page is pending).
+	LookupSaved bool `json:"lookup_saved,omitempty"`
 }
 
 // RunPlan is the I/O the shim asks the Worker code to perform for one tick:
@@ -79,6 +89,10 @@ type RunPlan struct {
 	ChunkItems     int   `json:"chunk_items"`
 	ChunkPauseMs   int64 `json:"chunk_pause_ms"`
 	StopOnThrottle bool  `json:"stop_on_throttle"`
+	// SkipPages: parser drift, fetch no store pages (lookups only) except
+	// for the first PageProbes items, which probe whether pages parse again.
+	SkipPages  bool `json:"skip_pages,omitempty"`
+	PageProbes int  `json:"page_probes,omitempty"`
 }
 
 // RequestOutcome is one upstream request as the run saw it: what the pacing
@@ -159,6 +173,8 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 	for _, r := range o.Results {
 		byClass[string(r.Class)]++
 		switch {
+		case r.Class == ClassOK && r.Page == PageSkipped:
+			// Looked up, page pending (parser drift): not complete, not failed.
 		case r.Class == ClassOK:
 			b.Completed++
 			s.Totals.Completed++

@@ -153,6 +153,8 @@ type State struct {
 	// LedgerSince is when this controller's ledger began (unix ms); its
 	// first fact is a baseline of the counters then.
 	LedgerSince int64 `json:"ledger_since,omitempty"`
+	// Parser watches whether store pages still parse (parser drift).
+	Parser ParserHealth `json:"parser"`
 }
 
 // TickSummary is what the last work tick did.

@@ -40,14 +40,15 @@ func (b KV) Put(_ context.Context, key, value string) error {
 // R2 is the R2 bucket bound under that name.
 type R2 string
 
-// Put stores an object with its content type.
-func (b R2) Put(_ context.Context, key string, body []byte, contentType string) error {
+// Put stores an object with its content type and custom metadata.
+func (b R2) Put(_ context.Context, key string, body []byte, contentType string, meta map[string]string) error {
 	bucket, err := r2.NewBucket(string(b))
 	if err != nil {
 		return err
 	}
 	_, err = bucket.Put(key, io.NopCloser(bytes.NewReader(body)), &r2.PutOptions{
-		HTTPMetadata: r2.HTTPMetadata{ContentType: contentType},
+		HTTPMetadata:   r2.HTTPMetadata{ContentType: contentType},
+		CustomMetadata: meta,
 	})
 	return err
 }

@@ -11,15 +11,16 @@ import (
 
 // Bucket stores objects (R2 under workerd).
 type Bucket interface {
-	Put(ctx context.Context, key string, body []byte, contentType string) error
+	Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) error
 }
 
 // R2HTML keeps raw store pages in a bucket.
 type R2HTML struct{ Bucket Bucket }
 
-// PutHTML implements HTMLCache.
-func (h R2HTML) PutHTML(ctx context.Context, key string, html []byte) error {
-	return h.Bucket.Put(ctx, key, html, "text/html; charset=utf-8")
+// PutHTML implements HTMLCache: the page with its metadata as R2 custom
+// metadata, so a reparse knows what each stored page is.
+func (h R2HTML) PutHTML(ctx context.Context, key string, html []byte, meta PageMeta) error {
+	return h.Bucket.Put(ctx, key, html, "text/html; charset=utf-8", meta.Map())
 }
 
 // QueueEvents announces enriched apps on the EVENTS queue.

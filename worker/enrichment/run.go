@@ -35,12 +35,36 @@ type Record struct {
 	FetchedAt time.Time
 }
 
+// PageMeta describes a stored raw page (R2 custom metadata): when it was
+// fetched, its HTTP status, what the parser made of it and which parser.
+type PageMeta struct {
+	ScrapedAt     time.Time
+	Status        int
+	Format        appstore.Format // "" when it did not parse
+	Outcome       string          // controller.PageParsed, PageUnparsed, PageSoftBlock
+	ParserVersion int
+}
+
+// Map is the metadata as R2 stores it (strings only).
+func (m PageMeta) Map() map[string]string {
+	return map[string]string{
+		"scraped_at": m.ScrapedAt.UTC().Format(time.RFC3339), "status": strconv.Itoa(m.Status),
+		"format": string(m.Format), "outcome": m.Outcome, "parser_version": strconv.Itoa(m.ParserVersion),
+	}
+}
+
 // Store is the work queue and the enriched-data store (D1).
 type Store interface {
-	// PickQueued returns up to n queued items, highest priority first.
-	PickQueued(ctx context.Context, n int) ([]QueuedItem, error)
+	// PickQueued returns up to n queued items, highest priority first;
+	// with unlookedOnly, only those without a lookup-only record yet.
+	PickQueued(ctx context.Context, n int, unlookedOnly bool) ([]QueuedItem, error)
 	// SaveEnriched writes the record and dequeues the item, atomically.
 	SaveEnriched(ctx context.Context, r Record) error
+	// SaveLookup keeps a lookup whose page is pending (not fetched, or not
+	// parsed): enrichment_source 'itunes', the item left queued. htmlKey is
+	// the stored raw page, "" when none was fetched; pageStatus says why
+	// the page is pending.
+	SaveLookup(ctx context.Context, app appstore.App, htmlKey, pageStatus string, at time.Time) error
 	// MarkMissing dequeues an item the upstream does not know.
 	MarkMissing(ctx context.Context, id int64, at time.Time) error
 	// Requeue leaves the item queued with its attempt count and last error.
@@ -51,7 +75,7 @@ type Store interface {
 
 // HTMLCache keeps raw store pages (R2).
 type HTMLCache interface {
-	PutHTML(ctx context.Context, key string, html []byte) error
+	PutHTML(ctx context.Context, key string, html []byte, meta PageMeta) error
 }
 
 // Events announces enriched apps for event-driven analysis (Queues).
@@ -101,7 +125,9 @@ func HTMLKey(country string, id int64) string {
 // item is settled and reported; a failure to pick is a run-level error.
 func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.RunOutcome {
 	start := r.Now()
-	items, err := r.Store.PickQueued(ctx, plan.BatchSize)
+	// While pages are paused, items already looked up wait for the pages;
+	// only the probes may take any item.
+	items, err := r.Store.PickQueued(ctx, plan.BatchSize, plan.SkipPages && plan.PageProbes == 0)
 	if err != nil {
 		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds()}
 	}
@@ -119,7 +145,8 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			wg.Add(1)
 			go func(j int) {
 				defer wg.Done()
-				results[j], requests[j] = r.settle(ctx, items[j], j)
+				fetchPage := !plan.SkipPages || j < plan.PageProbes
+				results[j], requests[j] = r.settle(ctx, items[j], j, fetchPage)
 			}(j)
 		}
 		wg.Wait()
@@ -138,7 +165,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	}
 	var enriched []int64
 	for _, res := range out.Results {
-		if res.Class == controller.ClassOK {
+		if res.Class == controller.ClassOK && res.Page == controller.PageParsed {
 			enriched = append(enriched, res.TrackID)
 		}
 	}
@@ -163,9 +190,9 @@ func anyRefused(rs []controller.ItemResult) bool {
 }
 
 // settle enriches one item and applies the controller's verdict to it.
-func (r *Runner) settle(ctx context.Context, it QueuedItem, index int) (controller.ItemResult, []controller.RequestOutcome) {
-	res, reqs := r.enrichOne(ctx, it.TrackID, index)
-	action := controller.ActionFor(res.Class, it.Attempts)
+func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, fetchPage bool) (controller.ItemResult, []controller.RequestOutcome) {
+	res, reqs := r.enrichOne(ctx, it.TrackID, index, fetchPage)
+	action := controller.ActionFor(res, it.Attempts)
 	var err error
 	switch action {
 	case controller.ActionMissing:
@@ -180,7 +207,7 @@ func (r *Runner) settle(ctx context.Context, it QueuedItem, index int) (controll
 		// The item stays queued as it was: it will be picked again, never lost.
 		logx.Err("controller.settle_failed", err, map[string]any{"track_id": it.TrackID, "action": string(action)})
 	}
-	if res.Class != controller.ClassOK {
+	if res.Class != controller.ClassOK || res.Page == controller.PageUnparsed {
 		logx.Event("controller.item_failed", map[string]any{
 			"level": logx.Warn, "track_id": it.TrackID, "class": string(res.Class),
 			"status": res.Status, "action": string(action), "error": res.Error,
@@ -205,19 +232,26 @@ var classRank = map[controller.Class]int{
 	controller.ClassServerError: 3, controller.ClassTimeout: 4, controller.ClassRateLimit: 5,
 }
 
-func (r *Runner) enrichOne(ctx context.Context, id int64, index int) (controller.ItemResult, []controller.RequestOutcome) {
+func (r *Runner) enrichOne(ctx context.Context, id int64, index int, fetchPage bool) (controller.ItemResult, []controller.RequestOutcome) {
 	var lookup, page upstream.Response
+	cost := 1
+	if fetchPage {
+		cost = controller.SubrequestsPerItem
+	}
 	fetch := func(ctx context.Context) error {
 		var wg sync.WaitGroup
-		wg.Add(2)
+		wg.Add(1)
 		go func() { defer wg.Done(); lookup = r.Upstream.Get(ctx, r.LookupURL(id)) }()
-		go func() { defer wg.Done(); page = r.Upstream.Get(ctx, r.PageURL(id)) }()
+		if fetchPage {
+			wg.Add(1)
+			go func() { defer wg.Done(); page = r.Upstream.Get(ctx, r.PageURL(id)) }()
+		}
 		wg.Wait()
 		return nil
 	}
 	if r.Limit == nil {
 		fetch(ctx)
-	} else if err := r.Limit(ctx, controller.SubrequestsPerItem, fetch); err != nil {
+	} else if err := r.Limit(ctx, cost, fetch); err != nil {
 		// Nothing reached the upstream. Our own global cap is a rate signal
 		// for the pacing algorithm; a limiter we cannot reach is our failure.
 		now := r.Now()
@@ -228,47 +262,120 @@ func (r *Runner) enrichOne(ctx context.Context, id int64, index int) (controller
 		}
 		return res, nil
 	}
-	reqs := []controller.RequestOutcome{requestOutcome(index, lookup), requestOutcome(index, page)}
-	return r.itemResult(ctx, id, lookup, page), reqs
+	reqs := []controller.RequestOutcome{requestOutcome(index, lookup)}
+	if !fetchPage {
+		return r.lookupOnly(ctx, id, lookup), reqs
+	}
+	res, pageClass := r.itemResult(ctx, id, lookup, page)
+	// A challenge page answered 200 but refused us: the pacing algorithm
+	// must see it as the refusal it is.
+	pageReq := requestOutcome(index, page)
+	pageReq.Class = pageClass
+	return res, append(reqs, pageReq)
 }
 
-// itemResult turns the two answers into the item's outcome, storing it on success.
-func (r *Runner) itemResult(ctx context.Context, id int64, lookup, page upstream.Response) controller.ItemResult {
-
-	worst := lookup
-	if classRank[page.Class] > classRank[lookup.Class] {
-		worst = page
-	}
-	res := controller.ItemResult{TrackID: id, Class: worst.Class, Status: worst.Status}
-	res.RetryAfterS = max(lookup.RetryAfterS, page.RetryAfterS)
-	if worst.Class != controller.ClassOK {
-		res.Error = errText(worst.Err)
+// lookupOnly handles an item whose page is not fetched (parser drift):
+// its lookup is kept and the item waits for its page.
+func (r *Runner) lookupOnly(ctx context.Context, id int64, lookup upstream.Response) controller.ItemResult {
+	res := controller.ItemResult{TrackID: id, Class: lookup.Class, Status: lookup.Status, RetryAfterS: lookup.RetryAfterS, Page: controller.PageSkipped}
+	if lookup.Class != controller.ClassOK {
+		res.Error = errText(lookup.Err)
 		return res
 	}
 	app, err := appstore.ParseLookup(lookup.Body)
 	if err != nil {
-		res.Class = controller.ClassParseError
-		if errors.Is(err, appstore.ErrNotFound) {
-			res.Class = controller.ClassNotFound
-		}
-		res.Error = "lookup: " + err.Error()
+		res.Class, res.Error = lookupErrClass(err), "lookup: "+err.Error()
 		return res
 	}
-	sp, err := appstore.ParseStorePage(page.Body)
-	if err != nil {
-		res.Class, res.Error = controller.ClassParseError, "store page: "+err.Error()
+	if err := r.Store.SaveLookup(ctx, app, "", PagePending, r.Now()); err != nil {
+		res.Class, res.Error = controller.ClassStoreError, "d1 save lookup: "+err.Error()
 		return res
 	}
-	key := HTMLKey(r.Country, id)
-	if err := r.HTML.PutHTML(ctx, key, page.Body); err != nil {
-		res.Class, res.Error = controller.ClassStoreError, "r2 put: "+err.Error()
-		return res
-	}
-	if err := r.Store.SaveEnriched(ctx, Record{App: app, Page: sp, HTMLKey: key, FetchedAt: r.Now()}); err != nil {
-		res.Class, res.Error = controller.ClassStoreError, "d1 save: "+err.Error()
-		return res
-	}
+	res.LookupSaved = true
 	return res
+}
+
+func lookupErrClass(err error) controller.Class {
+	if errors.Is(err, appstore.ErrNotFound) {
+		return controller.ClassNotFound
+	}
+	return controller.ClassParseError
+}
+
+// itemResult turns the two answers into the item's outcome, storing what
+// can be stored: the full record when the page parsed, else the lookup
+// alone. Every page that came back is kept in R2 with its metadata,
+// parsed or not: unparsed pages are exactly what a reparse needs. It also
+// returns the page request's class as the pacing algorithm should see it.
+func (r *Runner) itemResult(ctx context.Context, id int64, lookup, page upstream.Response) (controller.ItemResult, controller.Class) {
+	now := r.Now()
+	pageClass := page.Class
+	var sp appstore.StorePage
+	var perr error
+	key := ""
+	if page.Class == controller.ClassOK {
+		sp, perr = appstore.ParseStorePage(page.Body)
+		meta := PageMeta{ScrapedAt: now, Status: page.Status, Format: sp.Format, Outcome: controller.PageParsed, ParserVersion: appstore.ParserVersion}
+		switch {
+		case errors.Is(perr, appstore.ErrSoftBlock):
+			meta.Outcome, pageClass = controller.PageSoftBlock, controller.ClassRateLimit
+		case perr != nil:
+			meta.Outcome = controller.PageUnparsed
+		}
+		key = HTMLKey(r.Country, id)
+		if err := r.HTML.PutHTML(ctx, key, page.Body, meta); err != nil {
+			res := controller.ItemResult{TrackID: id, Class: controller.ClassStoreError, Error: "r2 put: " + err.Error()}
+			return res, pageClass
+		}
+	}
+
+	worst := lookup
+	worstClass := lookup.Class
+	if classRank[pageClass] > classRank[lookup.Class] {
+		worst, worstClass = page, pageClass
+	}
+	res := controller.ItemResult{TrackID: id, Class: worstClass, Status: worst.Status}
+	res.RetryAfterS = max(lookup.RetryAfterS, page.RetryAfterS)
+	if page.Class == controller.ClassOK {
+		res.Page = controller.PageParsed
+		switch {
+		case errors.Is(perr, appstore.ErrSoftBlock):
+			res.Page = controller.PageSoftBlock
+		case perr != nil:
+			res.Page = controller.PageUnparsed
+		}
+	}
+	if lookup.Class != controller.ClassOK {
+		res.Error = errText(lookup.Err)
+		return res, pageClass
+	}
+	app, err := appstore.ParseLookup(lookup.Body)
+	if err != nil {
+		res.Class, res.Error = lookupErrClass(err), "lookup: "+err.Error()
+		return res, pageClass
+	}
+	if res.Page != controller.PageParsed {
+		// The lookup succeeded: keep it, whatever became of the page.
+		status := PagePending
+		switch res.Page {
+		case controller.PageUnparsed:
+			status, res.Class, res.Error = PageUnparsedStatus, controller.ClassParseError, "store page: "+perr.Error()
+		case controller.PageSoftBlock:
+			res.Error = "store page: " + perr.Error() // res.Class is the refusal already
+		default:
+			res.Error = "store page: " + errText(page.Err)
+		}
+		if err := r.Store.SaveLookup(ctx, app, key, status, now); err == nil {
+			res.LookupSaved = true
+		} else {
+			logx.Err("controller.lookup_save_failed", err, map[string]any{"track_id": id})
+		}
+		return res, pageClass
+	}
+	if err := r.Store.SaveEnriched(ctx, Record{App: app, Page: sp, HTMLKey: key, FetchedAt: now}); err != nil {
+		res.Class, res.Error = controller.ClassStoreError, "d1 save: "+err.Error()
+	}
+	return res, pageClass
 }
 
 func errText(err error) string {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	controller "storecrawl/durable/enrichment"
+	"storecrawl/worker/appstore"
 	"storecrawl/worker/upstream"
 )
 
@@ -25,6 +26,7 @@ type fakeStore struct {
 	missing  map[int64]bool
 	requeued map[int64]int
 	gaveUp   map[int64]int
+	lookups  map[int64]string // lookup-only saves: page status
 	failSave bool
 }
 
@@ -32,7 +34,7 @@ func newStore(items ...QueuedItem) *fakeStore {
 	return &fakeStore{queue: items, saved: map[int64]Record{}, missing: map[int64]bool{}, requeued: map[int64]int{}, gaveUp: map[int64]int{}}
 }
 
-func (s *fakeStore) PickQueued(_ context.Context, n int) ([]QueuedItem, error) {
+func (s *fakeStore) PickQueued(_ context.Context, n int, _ bool) ([]QueuedItem, error) {
 	return s.queue[:min(n, len(s.queue))], nil
 }
 func (s *fakeStore) SaveEnriched(_ context.Context, r Record) error {
@@ -42,6 +44,15 @@ func (s *fakeStore) SaveEnriched(_ context.Context, r Record) error {
 		return errors.New("d1 down")
 	}
 	s.saved[r.App.TrackID] = r
+	return nil
+}
+func (s *fakeStore) SaveLookup(_ context.Context, app appstore.App, _, status string, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lookups == nil {
+		s.lookups = map[int64]string{}
+	}
+	s.lookups[app.TrackID] = status
 	return nil
 }
 func (s *fakeStore) MarkMissing(_ context.Context, id int64, _ time.Time) error {
@@ -68,7 +79,7 @@ type fakeCache struct {
 	keys map[string]int
 }
 
-func (c *fakeCache) PutHTML(_ context.Context, key string, html []byte) error {
+func (c *fakeCache) PutHTML(_ context.Context, key string, html []byte, _ PageMeta) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.keys[key] = len(html)
@@ -134,6 +145,12 @@ func fixtureUpstream(t *testing.T, inflight *int, peak *int) *httptest.Server {
 			} else {
 				w.Write(lookup)
 			}
+		case "6":
+			if isPage {
+				w.Write([]byte(`<html><body><form id="challenge-form">Please complete the captcha to continue</form></body></html>`))
+			} else {
+				w.Write(lookup)
+			}
 		default:
 			w.WriteHeader(503)
 		}
@@ -193,6 +210,10 @@ func TestRunSettlesEveryItem(t *testing.T) {
 	if st.requeued[4] != 1 {
 		t.Errorf("first parse error must requeue with attempt 1: %v", st.requeued)
 	}
+	// The unparsed page is kept for a reparse, and the lookup is saved.
+	if out.Results[3].Page != controller.PageUnparsed || cache.keys[HTMLKey("us", 4)] == 0 || st.lookups[fixtureID] != PageUnparsedStatus {
+		t.Errorf("unparsed page: %+v, html %v, lookups %v", out.Results[3], cache.keys, st.lookups)
+	}
 	if st.gaveUp[5] != controller.MaxItemAttempts || !out.Results[4].GaveUp {
 		t.Errorf("an item at its last attempt must be given up: %v", st.gaveUp)
 	}
@@ -204,6 +225,44 @@ func TestRunSettlesEveryItem(t *testing.T) {
 	}
 	if peak > 3*controller.SubrequestsPerItem {
 		t.Errorf("peak concurrent upstream requests %d exceeds chunk × subrequests", peak)
+	}
+}
+
+func TestPausedPagesFetchLookupsOnly(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	st := newStore(QueuedItem{TrackID: fixtureID}, QueuedItem{TrackID: fixtureID, Attempts: controller.MaxItemAttempts - 1}, QueuedItem{TrackID: 2})
+	r, cache, ev, _ := newRunner(t, srv, st)
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 10, ChunkItems: 3, SkipPages: true, PageProbes: 1})
+	if len(out.Results) != 3 || out.Results[0].Page != controller.PageParsed || out.Results[1].Page != controller.PageSkipped {
+		t.Fatalf("the first item probes, the rest skip their page: %+v", out.Results)
+	}
+	// 2 requests for the probe, 1 lookup for each other item.
+	if len(out.Requests) != 4 {
+		t.Fatalf("requests %+v", out.Requests)
+	}
+	if !out.Results[1].LookupSaved || st.lookups[fixtureID] != PagePending || len(st.requeued)+len(st.gaveUp) != 0 {
+		t.Fatalf("a skipped page keeps the item queued, its lookup saved, no attempt counted: %+v %v %v %v", out.Results[1], st.lookups, st.requeued, st.gaveUp)
+	}
+	if !st.missing[2] || len(ev.ids) != 1 || len(cache.keys) != 1 {
+		t.Fatalf("missing %v events %v pages %v", st.missing, ev.ids, cache.keys)
+	}
+}
+
+func TestChallengePageIsARefusal(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	st := newStore(QueuedItem{TrackID: 6, Attempts: controller.MaxItemAttempts - 1})
+	r, cache, _, _ := newRunner(t, srv, st)
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 1, ChunkItems: 1})
+	res := out.Results[0]
+	if res.Class != controller.ClassRateLimit || res.Page != controller.PageSoftBlock || out.Requests[1].Class != controller.ClassRateLimit {
+		t.Fatalf("a challenge page must pace like a 429: %+v %+v", res, out.Requests)
+	}
+	if len(st.gaveUp)+len(st.requeued) != 0 || st.lookups[fixtureID] != PagePending || cache.keys[HTMLKey("us", 6)] == 0 {
+		t.Fatalf("the item stays queued, lookup and page kept: %v %v %v %v", st.gaveUp, st.requeued, st.lookups, cache.keys)
 	}
 }
 
@@ -225,7 +284,7 @@ func TestStoreFailureKeepsItemQueued(t *testing.T) {
 
 type failingPick struct{ *fakeStore }
 
-func (*failingPick) PickQueued(context.Context, int) ([]QueuedItem, error) {
+func (*failingPick) PickQueued(context.Context, int, bool) ([]QueuedItem, error) {
 	return nil, errors.New("D1_ERROR: no such table")
 }
 

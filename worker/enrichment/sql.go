@@ -9,17 +9,28 @@ import (
 	"storecrawl/worker/d1"
 )
 
-// PickSQL is the controller's pick; idx_app_registry_queue serves it.
+// PickSQL is the controller's pick; idx_app_registry_queue serves it. With
+// the second argument 1 it skips items that already have their lookup
+// (while store pages are paused they wait for their page).
 const PickSQL = `SELECT track_id, enrich_attempts FROM app_registry
-WHERE enriched_at IS NULL
+WHERE enriched_at IS NULL AND (? = 0 OR enrichment_source IS NULL)
 ORDER BY enrich_priority DESC, track_id
 LIMIT ?`
 
-// SourceEnriched, SourceNotFound and SourceFailed are enrichment_source values.
+// enrichment_source values.
 const (
 	SourceEnriched = "itunes+store"
-	SourceNotFound = "not_found"
-	SourceFailed   = "failed"
+	// SourceLookupOnly: the lookup is stored, the page fields are pending.
+	SourceLookupOnly = "itunes"
+	SourceNotFound   = "not_found"
+	SourceFailed     = "failed"
+)
+
+// page_status values.
+const (
+	PageParsedStatus   = "parsed"
+	PagePending        = "pending"
+	PageUnparsedStatus = "unparsed"
 )
 
 func ts(t time.Time) string { return d1.Time(t) }
@@ -56,8 +67,8 @@ func SaveStatements(r Record) []d1.Stmt {
   price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
   description, content_rating, artwork_url, file_size_bytes, languages, subtitle, rating_histogram,
   iap_count, in_app_purchases, similar_app_ids, html_r2_key, enrichment_source, enrich_error,
-  enriched_at, updated_at)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?)
+  enriched_at, updated_at, page_status, page_format, page_missing, page_parser_version, rating_share)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET
   name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
   developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
@@ -69,7 +80,9 @@ ON CONFLICT (track_id) DO UPDATE SET
   rating_histogram=excluded.rating_histogram, iap_count=excluded.iap_count,
   in_app_purchases=excluded.in_app_purchases, similar_app_ids=excluded.similar_app_ids,
   html_r2_key=excluded.html_r2_key, enrichment_source=excluded.enrichment_source, enrich_error=NULL,
-  enriched_at=excluded.enriched_at, updated_at=excluded.updated_at`,
+  enriched_at=excluded.enriched_at, updated_at=excluded.updated_at, page_status=excluded.page_status,
+  page_format=excluded.page_format, page_missing=excluded.page_missing,
+  page_parser_version=excluded.page_parser_version, rating_share=excluded.rating_share`,
 		Args: []any{
 			a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
 			appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
@@ -79,6 +92,7 @@ ON CONFLICT (track_id) DO UPDATE SET
 			appstore.Truncate(p.Subtitle, appstore.MaxTextLen), jsonText(p.RatingCounts(a.RatingCount)),
 			len(iaps), appstore.Truncate(jsonText(iaps), appstore.MaxTextLen), jsonText(similar),
 			r.HTMLKey, SourceEnriched, now, now,
+			PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion, jsonText(p.RatingShare),
 		},
 	}, {
 		SQL:  `DELETE FROM app_similar WHERE app_id = ?`,
@@ -92,6 +106,53 @@ ON CONFLICT (track_id) DO UPDATE SET
 			SQL:  `INSERT OR IGNORE INTO app_similar (app_id, similar_id, position) VALUES (?,?,?)`,
 			Args: []any{a.TrackID, sid, i},
 		})
+	}
+	return stmts
+}
+
+// SaveLookupStatements keep a lookup whose page is pending: the lookup
+// fields and the developer, enrichment_source 'itunes' (never downgrading
+// a complete record), the raw page's key when one was stored. The item
+// stays queued (enriched_at untouched).
+func SaveLookupStatements(a appstore.App, htmlKey, pageStatus string, at time.Time) []d1.Stmt {
+	langs := a.Languages
+	if langs == nil {
+		langs = []string{}
+	}
+	now := ts(at)
+	var key any
+	if htmlKey != "" {
+		key = htmlKey
+	}
+	stmts := []d1.Stmt{{
+		SQL: `INSERT INTO app_registry (track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
+  price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
+  description, content_rating, artwork_url, file_size_bytes, languages, html_r2_key, enrichment_source,
+  page_status, updated_at)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+ON CONFLICT (track_id) DO UPDATE SET
+  name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
+  developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
+  price=excluded.price, currency=excluded.currency, average_rating=excluded.average_rating,
+  rating_count=excluded.rating_count, version=excluded.version, release_date=excluded.release_date,
+  current_version_release_date=excluded.current_version_release_date, description=excluded.description,
+  content_rating=excluded.content_rating, artwork_url=excluded.artwork_url,
+  file_size_bytes=excluded.file_size_bytes, languages=excluded.languages,
+  html_r2_key=COALESCE(excluded.html_r2_key, app_registry.html_r2_key),
+  enrichment_source=CASE WHEN app_registry.enrichment_source = '` + SourceEnriched + `' THEN app_registry.enrichment_source ELSE excluded.enrichment_source END,
+  page_status=CASE WHEN app_registry.page_status = '` + PageParsedStatus + `' THEN app_registry.page_status ELSE excluded.page_status END,
+  updated_at=excluded.updated_at`,
+		Args: []any{
+			a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
+			appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
+			a.Price, a.Currency, a.AverageRating, a.RatingCount, a.Version, a.ReleaseDate,
+			a.CurrentVersionReleaseDate, appstore.Truncate(a.Description, appstore.MaxTextLen),
+			a.ContentRating, a.ArtworkURL, a.FileSizeBytes, jsonText(langs), key, SourceLookupOnly,
+			pageStatus, now,
+		},
+	}}
+	if a.DeveloperID > 0 {
+		stmts = append(stmts, DeveloperStmt(a.DeveloperID, a.DeveloperName, now))
 	}
 	return stmts
 }
@@ -135,12 +196,16 @@ type D1Store struct {
 }
 
 // PickQueued implements Store.
-func (s D1Store) PickQueued(ctx context.Context, n int) ([]QueuedItem, error) {
+func (s D1Store) PickQueued(ctx context.Context, n int, unlookedOnly bool) ([]QueuedItem, error) {
 	var rows []struct {
 		TrackID  int64 `json:"track_id"`
 		Attempts int   `json:"enrich_attempts"`
 	}
-	if err := s.DB.Query(ctx, &rows, PickSQL, n); err != nil {
+	only := 0
+	if unlookedOnly {
+		only = 1
+	}
+	if err := s.DB.Query(ctx, &rows, PickSQL, only, n); err != nil {
 		return nil, err
 	}
 	out := make([]QueuedItem, len(rows))
@@ -153,6 +218,12 @@ func (s D1Store) PickQueued(ctx context.Context, n int) ([]QueuedItem, error) {
 // SaveEnriched implements Store.
 func (s D1Store) SaveEnriched(ctx context.Context, r Record) error {
 	_, err := s.DB.Exec(ctx, SaveStatements(r)...)
+	return err
+}
+
+// SaveLookup implements Store.
+func (s D1Store) SaveLookup(ctx context.Context, app appstore.App, htmlKey, pageStatus string, at time.Time) error {
+	_, err := s.DB.Exec(ctx, SaveLookupStatements(app, htmlKey, pageStatus, at)...)
 	return err
 }
 
@@ -177,7 +248,7 @@ func (s D1Store) GiveUp(ctx context.Context, id int64, attempts int, errText str
 // HotQueries are the reads of the controller's path.
 func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
-		{Name: "enrichment pick", SQL: PickSQL, Args: []any{50}},
+		{Name: "enrichment pick", SQL: PickSQL, Args: []any{0, 50}},
 		{Name: "app record", SQL: appJSONSQL, Args: []any{100000001}},
 	}
 }
@@ -195,6 +266,8 @@ const appJSONSQL = `SELECT json_object(
   'similar_app_ids', json(similar_app_ids), 'html_r2_key', html_r2_key,
   'enrich_priority', enrich_priority, 'enrich_attempts', enrich_attempts,
   'enrichment_source', enrichment_source, 'enrich_error', enrich_error,
+  'page_status', page_status, 'page_format', page_format, 'page_missing', json(page_missing),
+  'page_parser_version', page_parser_version, 'rating_share', json(rating_share),
   'enriched_at', enriched_at, 'analyzed_at', analyzed_at, 'demand_score', demand_score, 'competitiveness_score', competitiveness_score,
   'rankings_filled_at', rankings_filled_at,
   'discovered_at', discovered_at, 'updated_at', updated_at) AS record

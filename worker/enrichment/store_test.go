@@ -5,6 +5,7 @@ package enrichment
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestRunAgainstD1(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	r, _, _, _ := newRunner(t, srv, nil)
 	r.Store, r.Events, r.Now = D1Store{DB: db}, QueueEvents{Queue: q, Now: func() time.Time { return now }}, func() time.Time { return now }
-	r.HTML = R2HTML{Bucket: bucketFunc(func(string, []byte, string) error { return nil })}
+	r.HTML = R2HTML{Bucket: bucketFunc(func(string, []byte, string, map[string]string) error { return nil })}
 
 	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 4, ChunkItems: 2})
 	if out.Error != "" || out.Picked != 4 {
@@ -124,16 +125,16 @@ type failAfter struct {
 	drv *d1test.Driver
 }
 
-func (f *failAfter) PickQueued(ctx context.Context, n int) ([]QueuedItem, error) {
-	items, err := f.D1Store.PickQueued(ctx, n)
+func (f *failAfter) PickQueued(ctx context.Context, n int, unlooked bool) ([]QueuedItem, error) {
+	items, err := f.D1Store.PickQueued(ctx, n, unlooked)
 	f.drv.FailNext.Store(10)
 	return items, err
 }
 
-type bucketFunc func(key string, body []byte, contentType string) error
+type bucketFunc func(key string, body []byte, contentType string, meta map[string]string) error
 
-func (b bucketFunc) Put(_ context.Context, key string, body []byte, ct string) error {
-	return b(key, body, ct)
+func (b bucketFunc) Put(_ context.Context, key string, body []byte, ct string, meta map[string]string) error {
+	return b(key, body, ct, meta)
 }
 
 func mustLookup(t *testing.T) appstore.App {
@@ -142,4 +143,49 @@ func mustLookup(t *testing.T) appstore.App {
 		t.Fatal(err)
 	}
 	return a
+}
+
+func TestLookupOnlyRecordsAgainstD1(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	app := mustLookup(t)
+	drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (?), (?)`, app.TrackID, 7)
+	at := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	if err := s.SaveLookup(context.Background(), app, "", PagePending, at); err != nil {
+		t.Fatal(err)
+	}
+	row := drv.Rows(t, `SELECT enrichment_source, page_status, enriched_at, name, rating_count, html_r2_key FROM app_registry WHERE track_id = ?`, app.TrackID)[0]
+	if row["enrichment_source"] != SourceLookupOnly || row["page_status"] != PagePending || row["enriched_at"] != nil || row["name"] != "Uber" || row["html_r2_key"] != nil {
+		t.Fatalf("lookup-only row %v", row)
+	}
+	// While pages are paused the pick skips it; otherwise it is still queued.
+	items, _ := s.PickQueued(context.Background(), 10, true)
+	if len(items) != 1 || items[0].TrackID != 7 {
+		t.Fatalf("unlooked pick %+v", items)
+	}
+	if items, _ = s.PickQueued(context.Background(), 10, false); len(items) != 2 {
+		t.Fatalf("full pick %+v", items)
+	}
+	// A later unparsed page records its key; a complete record is never downgraded.
+	s.SaveLookup(context.Background(), app, HTMLKey("us", app.TrackID), PageUnparsedStatus, at)
+	if row := drv.Rows(t, `SELECT page_status, html_r2_key FROM app_registry WHERE track_id = ?`, app.TrackID)[0]; row["page_status"] != PageUnparsedStatus || row["html_r2_key"] != HTMLKey("us", app.TrackID) {
+		t.Fatalf("unparsed %v", row)
+	}
+	page, err := appstore.ParseStorePage(fixture(t, "legacy_netflix_us_2023.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveEnriched(context.Background(), Record{App: app, Page: page, HTMLKey: HTMLKey("us", app.TrackID), FetchedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	s.SaveLookup(context.Background(), app, "", PagePending, at)
+	row = drv.Rows(t, `SELECT enrichment_source, page_status, page_format, page_missing, page_parser_version, rating_histogram, rating_share FROM app_registry WHERE track_id = ?`, app.TrackID)[0]
+	if row["enrichment_source"] != SourceEnriched || row["page_status"] != PageParsedStatus || row["page_format"] != "legacy" ||
+		row["page_missing"] != "[]" || fmt.Sprint(row["page_parser_version"]) != fmt.Sprint(appstore.ParserVersion) {
+		t.Fatalf("complete record %v", row)
+	}
+	// Uber's exact 51392 ratings spread over the page's bars.
+	if row["rating_histogram"] != "[28780,5653,3083,2570,11306]" || row["rating_share"] != "[0.56,0.11,0.06,0.05,0.22]" {
+		t.Fatalf("histogram %v share %v", row["rating_histogram"], row["rating_share"])
+	}
 }

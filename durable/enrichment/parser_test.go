@@ -1,0 +1,118 @@
+package enrichment
+
+import (
+	"testing"
+	"time"
+)
+
+// pageResults is a run's items, each with the given page outcome.
+func pageResults(pages ...string) ([]ItemResult, []RequestOutcome) {
+	res := make([]ItemResult, len(pages))
+	var reqs []RequestOutcome
+	for i, p := range pages {
+		res[i] = ItemResult{TrackID: int64(i + 1), Class: ClassOK, Page: p}
+		if p == PageUnparsed {
+			res[i].Class = ClassParseError
+		}
+		reqs = append(reqs, RequestOutcome{Item: i, Class: ClassOK, Remaining: -1})
+		if p != PageSkipped {
+			reqs = append(reqs, RequestOutcome{Item: i, Class: ClassOK, Remaining: -1})
+		}
+	}
+	return res, reqs
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+func TestParserDriftPausesPagesProbesAndRecovers(t *testing.T) {
+	st := ""
+	now := t0
+	run := func(pages ...string) Decision {
+		t.Helper()
+		d := decide(t, &st, "tick", TickRequest{}, now)
+		if d.Run == nil {
+			t.Fatalf("no run planned at %s", now)
+		}
+		plan := *d.Run
+		res, reqs := pageResults(pages...)
+		now = now.Add(time.Second)
+		d = decide(t, &st, "tick_done", RunOutcome{Picked: len(res), Results: res, Requests: reqs}, now)
+		d.Run = &plan
+		now = now.Add(30 * time.Second)
+		return d
+	}
+
+	// Healthy pages, then a markup no parser knows.
+	d := run(repeat(PageParsed, 8)...)
+	if d.Run.SkipPages || status(t, st, now, DefaultConfig()).ParserHealth.Status != "unknown" {
+		t.Fatalf("8 pages are too few to judge: %+v", status(t, st, now, DefaultConfig()).ParserHealth)
+	}
+	run(repeat(PageUnparsed, 4)...)
+	if h := status(t, st, now, DefaultConfig()).ParserHealth; h.Status != "green" || h.PagesPaused {
+		t.Fatalf("4 of 12 unparsed is not drift: %+v", h)
+	}
+	d = run(repeat(PageUnparsed, 6)...) // 10 of 18 unparsed
+	drift := 0
+	for _, ev := range d.Events {
+		if ev["event"] == "enrichment.parser_drift" {
+			drift++
+		}
+	}
+	h := status(t, st, now, DefaultConfig()).ParserHealth
+	if drift != 1 || h.Status != "red" || !h.PagesPaused || h.DriftSince == nil || h.Unparsed != 10 || h.Parsed != 8 {
+		t.Fatalf("drift not raised once: %d events, %+v", drift, h)
+	}
+
+	// Pages paused: the next run plans a probe, later runs lookups only.
+	d = run(PageUnparsed, PageSkipped, PageSkipped)
+	if !d.Run.SkipPages || d.Run.PageProbes != ParserProbePages {
+		t.Fatalf("first paused run must probe: %+v", d.Run)
+	}
+	d = run(PageSkipped, PageSkipped)
+	if !d.Run.SkipPages || d.Run.PageProbes != 0 {
+		t.Fatalf("no probe before %s: %+v", ParserProbeInterval, d.Run)
+	}
+	for _, ev := range d.Events {
+		if ev["event"] == "enrichment.parser_drift" {
+			t.Fatal("drift must be logged once, not every tick")
+		}
+	}
+	s, _ := LoadState(st, now)
+	if s.Totals.Completed != 8 {
+		t.Fatalf("skipped pages are not completions: %+v", s.Totals)
+	}
+
+	// After the interval a probe parses: pages resume.
+	now = now.Add(ParserProbeInterval)
+	d = run(PageParsed, PageSkipped)
+	if !d.Run.SkipPages || d.Run.PageProbes != 1 {
+		t.Fatalf("probe expected: %+v", d.Run)
+	}
+	recovered := false
+	for _, ev := range d.Events {
+		recovered = recovered || ev["event"] == "enrichment.parser_recovered"
+	}
+	if h := status(t, st, now, DefaultConfig()).ParserHealth; !recovered || h.PagesPaused || h.Status != "unknown" {
+		t.Fatalf("not recovered: %v %+v", recovered, h)
+	}
+	if d = run(PageParsed); d.Run.SkipPages {
+		t.Fatalf("pages must flow again: %+v", d.Run)
+	}
+}
+
+func TestSkippedPagesStayQueuedUncounted(t *testing.T) {
+	for _, c := range []Class{ClassOK, ClassServerError, ClassParseError, ClassRateLimit} {
+		if got := ActionFor(ItemResult{Class: c, Page: PageSkipped}, MaxItemAttempts-1); got != ActionKeep {
+			t.Errorf("%s with page skipped: %s, want keep", c, got)
+		}
+	}
+	if got := ActionFor(ItemResult{Class: ClassNotFound, Page: PageSkipped}, 0); got != ActionMissing {
+		t.Errorf("an unknown app is done even without its page: %s", got)
+	}
+}
