@@ -44,6 +44,7 @@ func Register() {
 		Cron:       CronLog{KV: kvCache},
 		Ledger:     historyService,
 		Dead:       historyService,
+		Reparse:    pageReparser,
 		AdminToken: func() string { return cfg.AdminToken },
 	}
 	if cfg.TestRoutes {

@@ -4,12 +4,14 @@ package worker
 
 import (
 	"context"
+	"time"
 
 	"github.com/syumai/workers/cloudflare"
 
 	"storecrawl/worker/cf"
 	"storecrawl/worker/config"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/enrichment"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/ratelimit"
@@ -42,6 +44,11 @@ func loadConfig() {
 // marketsStage runs the markets stage (queue events, the 6-hourly
 // clustering, the market listings).
 var marketsStage = &markets.Markets{DB: db, Events: eventQueue}
+
+// pageReparser re-reads stored pages (POST /v1/enrichment/reparse, the
+// page-reparse task).
+var pageReparser = enrichment.Reparser{DB: db, Pages: enrichment.R2HTML{Bucket: htmlBucket},
+	Events: enrichment.QueueEvents{Queue: eventQueue, Now: time.Now}, Now: time.Now}
 
 // controllerCaller reaches the EnrichmentController of the default crawl
 // target, created near the upstream (location hint) on first use.

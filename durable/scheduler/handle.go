@@ -21,6 +21,9 @@ var Registry = []Task{
 	{Name: "rating-sweep", Every: 15 * time.Minute, Jitter: time.Minute},
 	// Every ledger writer's counters against the sum of its facts in D1.
 	{Name: "ledger-reconcile", Every: 15 * time.Minute, Jitter: 2 * time.Minute},
+	// Re-parse stored store pages (POST /v1/enrichment/reparse starts a job;
+	// run-now starts it at once). Without a job a run is one D1 read.
+	{Name: "page-reparse", Every: 10 * time.Minute, Jitter: 30 * time.Second},
 }
 
 // The Go⇄JS protocol (durable/object); Run lists the tasks to start now,

@@ -26,6 +26,7 @@ import (
 	"storecrawl/durable/ledger"
 	"storecrawl/durable/limiter"
 	"storecrawl/durable/scheduler"
+	pages "storecrawl/worker/enrichment"
 	"storecrawl/worker/history"
 	"storecrawl/worker/logx"
 )
@@ -80,6 +81,12 @@ type DeadLetterReader interface {
 	DeadLetters(ctx context.Context, limit, offset int) ([]json.RawMessage, error)
 }
 
+// Reparser starts and reports page reparses (worker/enrichment.Reparser).
+type Reparser interface {
+	StartReparse(ctx context.Context, scope string) (json.RawMessage, error)
+	ReparseStatus(ctx context.Context) (json.RawMessage, error)
+}
+
 // EventSender puts one raw message on the EVENTS queue.
 type EventSender interface {
 	Send(ctx context.Context, body string) error
@@ -96,6 +103,7 @@ type Server struct {
 	Cron       CronReader
 	Ledger     LedgerReader
 	Dead       DeadLetterReader
+	Reparse    Reparser
 	// TestEvents, when set, mounts the test-only POST /__test/events, which
 	// puts a raw message on the EVENTS queue (e.g. one no handler accepts, to
 	// watch it reach the dead-letter queue). The wiring sets it only under
@@ -123,6 +131,8 @@ func NewServer(s *Server) *Server {
 	for _, action := range []string{"start", "stop", "reset", "tune"} {
 		mux.HandleFunc("POST /v1/enrichment/"+action, s.requireAdmin(s.forward("/"+action)))
 	}
+	mux.HandleFunc("POST /v1/enrichment/reparse", s.requireAdmin(s.startReparse))
+	mux.HandleFunc("GET /v1/enrichment/reparse", s.reparseStatus)
 	mux.HandleFunc("POST /v1/limiter/acquire", s.limiterAcquire)
 	mux.HandleFunc("GET /v1/limiter/status", s.limiterStatus)
 	mux.HandleFunc("GET /v1/scheduler/status", s.schedulerCall("/status"))
@@ -413,6 +423,54 @@ func (s *Server) schedulerCall(path string) http.HandlerFunc {
 		}
 		return b, nil
 	})
+}
+
+// startReparse starts a re-parse of stored pages, {"scope": "all" |
+// "failed" | "incomplete"} (default "failed"), and has the scheduler run
+// its first batches at once. No upstream request is made.
+func (s *Server) startReparse(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Scope string `json:"scope"`
+	}
+	if r.ContentLength != 0 {
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body); err != nil {
+			writeError(w, http.StatusBadRequest, "scope", "body must be {\"scope\": \"all\"|\"failed\"|\"incomplete\"}")
+			return
+		}
+	}
+	if body.Scope == "" {
+		body.Scope = pages.ReparseFailed
+	}
+	if !contains(pages.ReparseScopes, body.Scope) {
+		writeError(w, http.StatusBadRequest, "scope", "scope must be one of "+strings.Join(pages.ReparseScopes, ", "))
+		return
+	}
+	job, err := s.Reparse.StartReparse(r.Context(), body.Scope)
+	if err != nil {
+		logx.Err("enrichment.reparse_start_failed", err, nil)
+		writeError(w, http.StatusServiceUnavailable, "", "could not record the reparse job")
+		return
+	}
+	// The job is recorded: the periodic task would pick it up anyway, so a
+	// failed kick is logged, not the request's failure.
+	if _, _, err := s.Scheduler.CallScheduler(r.Context(), "POST", "/run-now", []byte(`{"task":"page-reparse"}`)); err != nil {
+		logx.Err("enrichment.reparse_kick_failed", err, nil)
+	}
+	logx.Event("enrichment.reparse_started", map[string]any{"scope": body.Scope})
+	writeJSON(w, http.StatusAccepted, job)
+}
+
+// reparseStatus serves the newest reparse job (null when none ever ran).
+func (s *Server) reparseStatus(w http.ResponseWriter, r *http.Request) {
+	job, err := s.Reparse.ReparseStatus(r.Context())
+	if err != nil {
+		logx.Err("enrichment.reparse_status_failed", err, nil)
+		writeError(w, http.StatusServiceUnavailable, "", "reparse status unavailable")
+		return
+	}
+	writeJSON(w, http.StatusOK, job)
 }
 
 // chart serves a top chart straight from KV: the upstream is never called

@@ -208,3 +208,49 @@ func TestDeadLettersAndTestOnlyEventInjection(t *testing.T) {
 		t.Fatalf("sent %v", *sent)
 	}
 }
+
+type recordingReparse struct{ started []string }
+
+func (r *recordingReparse) StartReparse(_ context.Context, scope string) (json.RawMessage, error) {
+	r.started = append(r.started, scope)
+	return json.RawMessage(`{"id":1,"scope":"` + scope + `"}`), nil
+}
+func (r *recordingReparse) ReparseStatus(context.Context) (json.RawMessage, error) {
+	return json.RawMessage(`{"id":1}`), nil
+}
+
+type recordingScheduler struct{ calls []string }
+
+func (s *recordingScheduler) CallScheduler(_ context.Context, method, path string, body []byte) (int, []byte, error) {
+	s.calls = append(s.calls, method+" "+path+" "+string(body))
+	return 200, []byte(`{}`), nil
+}
+
+func TestReparseRoute(t *testing.T) {
+	rp, sch := &recordingReparse{}, &recordingScheduler{}
+	s := NewServer(&Server{Reparse: rp, Scheduler: sch, AdminToken: func() string { return "secret" }})
+	for _, bad := range []struct{ token, body, field string }{
+		{"", `{"scope":"all"}`, "authorization"},
+		{"secret", `{"scope":"everything"}`, "scope"},
+		{"secret", `{"scope":"all","now":true}`, "scope"},
+	} {
+		if status, body := call(t, s, "POST", "/v1/enrichment/reparse", bad.token, bad.body); body["field"] != bad.field || status/100 != 4 {
+			t.Errorf("%s: %d %v", bad.body, status, body)
+		}
+	}
+	if len(rp.started)+len(sch.calls) != 0 {
+		t.Fatalf("a refused request changed something: %v %v", rp.started, sch.calls)
+	}
+	if status, body := call(t, s, "POST", "/v1/enrichment/reparse", "secret", ""); status != 202 || body["scope"] != "failed" {
+		t.Fatalf("default scope: %d %v", status, body)
+	}
+	if status, _ := call(t, s, "POST", "/v1/enrichment/reparse", "secret", `{"scope":"incomplete"}`); status != 202 {
+		t.Fatalf("incomplete: %d", status)
+	}
+	if len(rp.started) != 2 || rp.started[1] != "incomplete" || len(sch.calls) != 2 || sch.calls[0] != `POST /run-now {"task":"page-reparse"}` {
+		t.Fatalf("started %v, scheduler %v", rp.started, sch.calls)
+	}
+	if status, body := call(t, s, "GET", "/v1/enrichment/reparse", "", ""); status != 200 || body["id"] != 1.0 {
+		t.Fatalf("status: %d %v", status, body)
+	}
+}

@@ -53,6 +53,23 @@ func (b R2) Put(_ context.Context, key string, body []byte, contentType string, 
 	return err
 }
 
+// Get reads an object's body; found is false when the key does not exist.
+func (b R2) Get(_ context.Context, key string) ([]byte, bool, error) {
+	bucket, err := r2.NewBucket(string(b))
+	if err != nil {
+		return nil, false, err
+	}
+	obj, err := bucket.Get(key)
+	if err != nil {
+		return nil, false, err
+	}
+	if obj == nil {
+		return nil, false, nil
+	}
+	body, err := io.ReadAll(obj.Body)
+	return body, err == nil, err
+}
+
 // Queue is the queue producer bound under that name.
 type Queue string
 

@@ -12,6 +12,7 @@ import (
 // Bucket stores objects (R2 under workerd).
 type Bucket interface {
 	Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) error
+	Get(ctx context.Context, key string) (body []byte, found bool, err error)
 }
 
 // R2HTML keeps raw store pages in a bucket.
@@ -21,6 +22,11 @@ type R2HTML struct{ Bucket Bucket }
 // metadata, so a reparse knows what each stored page is.
 func (h R2HTML) PutHTML(ctx context.Context, key string, html []byte, meta PageMeta) error {
 	return h.Bucket.Put(ctx, key, html, "text/html; charset=utf-8", meta.Map())
+}
+
+// GetHTML implements PageSource.
+func (h R2HTML) GetHTML(ctx context.Context, key string) ([]byte, bool, error) {
+	return h.Bucket.Get(ctx, key)
 }
 
 // QueueEvents announces enriched apps on the EVENTS queue.

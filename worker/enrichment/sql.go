@@ -94,18 +94,10 @@ ON CONFLICT (track_id) DO UPDATE SET
 			r.HTMLKey, SourceEnriched, now, now,
 			PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion, jsonText(p.RatingShare),
 		},
-	}, {
-		SQL:  `DELETE FROM app_similar WHERE app_id = ?`,
-		Args: []any{a.TrackID},
 	}}
+	stmts = append(stmts, similarStmts(a.TrackID, similar)...)
 	if a.DeveloperID > 0 {
 		stmts = append(stmts, DeveloperStmt(a.DeveloperID, a.DeveloperName, now))
-	}
-	for i, sid := range similar {
-		stmts = append(stmts, d1.Stmt{
-			SQL:  `INSERT OR IGNORE INTO app_similar (app_id, similar_id, position) VALUES (?,?,?)`,
-			Args: []any{a.TrackID, sid, i},
-		})
 	}
 	return stmts
 }

@@ -137,6 +137,8 @@ func (b bucketFunc) Put(_ context.Context, key string, body []byte, ct string, m
 	return b(key, body, ct, meta)
 }
 
+func (b bucketFunc) Get(context.Context, string) ([]byte, bool, error) { return nil, false, nil }
+
 func mustLookup(t *testing.T) appstore.App {
 	a, err := appstore.ParseLookup(fixture(t, "lookup_us_uber_2017.json"))
 	if err != nil {

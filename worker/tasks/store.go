@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
@@ -125,6 +126,15 @@ type Bindings struct {
 	Reconciler interface {
 		Reconcile(ctx context.Context) []ledger.Result
 	}
+	Reparser PageReparser
+}
+
+// ReparseRun implements PageReparser.
+func (p Bindings) ReparseRun(ctx context.Context) (string, error) {
+	if p.Reparser == nil {
+		return "", errors.New("no page reparser bound")
+	}
+	return p.Reparser.ReparseRun(ctx)
 }
 
 // Fetch implements Deps.

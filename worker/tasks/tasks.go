@@ -64,6 +64,11 @@ type Reconciler interface {
 	Reconcile(ctx context.Context) []ledger.Result
 }
 
+// PageReparser runs the active page reparse for one task run (page-reparse).
+type PageReparser interface {
+	ReparseRun(ctx context.Context) (summary string, err error)
+}
+
 // RunTask runs a registered task in its own error boundary: a panic or a
 // failure becomes the task's result, never the alarm's.
 func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now func() time.Time) (res scheduler.ResultMsg) {
@@ -83,6 +88,16 @@ func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now fu
 		return refreshCharts(ctx, deps, apiBase, now)
 	case "rating-sweep":
 		return ratingSweep(ctx, deps, now)
+	case "page-reparse":
+		r, ok := deps.(PageReparser)
+		if !ok {
+			return scheduler.ResultMsg{Task: name, Error: "platform cannot reparse pages"}
+		}
+		summary, err := r.ReparseRun(ctx)
+		if err != nil {
+			return scheduler.ResultMsg{Task: name, Error: err.Error()}
+		}
+		return scheduler.ResultMsg{Task: name, OK: true, Summary: summary}
 	case "ledger-reconcile":
 		r, ok := deps.(Reconciler)
 		if !ok {
