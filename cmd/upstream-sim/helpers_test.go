@@ -73,6 +73,8 @@ func do(t *testing.T, method, url, body string) response {
 
 func get(t *testing.T, url string) response { return do(t, http.MethodGet, url, "") }
 
+func post(t *testing.T, url, body string) response { return do(t, http.MethodPost, url, body) }
+
 func decodeJSON[T any](t *testing.T, b []byte) T {
 	t.Helper()
 	var v T

@@ -18,6 +18,12 @@ type Config struct {
 	BlockS          int `json:"block_s"`
 	LatencyMS       int `json:"latency_ms"`
 	LatencyJitterMS int `json:"latency_jitter_ms"`
+	// CurrentMarkupPct and UnknownMarkupPct are the shares of apps (by id,
+	// so an app keeps its markup) whose store page is served in the current
+	// markup and in a markup no parser knows (parser drift); the rest get
+	// the legacy markup.
+	CurrentMarkupPct int `json:"current_markup_pct"`
+	UnknownMarkupPct int `json:"unknown_markup_pct"`
 }
 
 // Defaults, mirrored by the command-line flags.
@@ -73,6 +79,8 @@ var configFields = []configField{
 	{"block_s", 0, maxSeconds, func(c *Config) *int { return &c.BlockS }},
 	{"latency_ms", 0, maxLatencyMS, func(c *Config) *int { return &c.LatencyMS }},
 	{"latency_jitter_ms", 0, maxLatencyMS, func(c *Config) *int { return &c.LatencyJitterMS }},
+	{"current_markup_pct", 0, 100, func(c *Config) *int { return &c.CurrentMarkupPct }},
+	{"unknown_markup_pct", 0, 100, func(c *Config) *int { return &c.UnknownMarkupPct }},
 }
 
 // Validate reports the first invalid field.
@@ -85,6 +93,9 @@ func (c Config) Validate() *FieldError {
 		if v < f.min || v > f.max {
 			return &FieldError{Msg: fmt.Sprintf("must be between %d and %d", f.min, f.max), Field: f.name}
 		}
+	}
+	if c.CurrentMarkupPct+c.UnknownMarkupPct > 100 {
+		return &FieldError{Msg: "current_markup_pct + unknown_markup_pct must be at most 100", Field: "unknown_markup_pct"}
 	}
 	return nil
 }

@@ -14,6 +14,46 @@ const notFoundPage = `<!DOCTYPE html>
 <body><main class="error-page"><h1>The page you're looking for can't be found.</h1></main></body></html>
 `
 
+// Page markups the simulator serves.
+const (
+	markupLegacy  = "legacy"
+	markupCurrent = "current"
+	markupUnknown = "unknown"
+)
+
+// markupFor picks an app's markup from the configured shares. The app's
+// place is a hash of its id, so an app keeps its markup while the shares
+// stay, as when a site rolls a redesign out to part of its pages.
+func markupFor(id int64, cfg Config) string {
+	slot := int((uint64(id) * 2654435761) % 100)
+	switch {
+	case slot < cfg.UnknownMarkupPct:
+		return markupUnknown
+	case slot < cfg.UnknownMarkupPct+cfg.CurrentMarkupPct:
+		return markupCurrent
+	}
+	return markupLegacy
+}
+
+// unknownTmpl is a markup no parser knows: the product is on the page, but
+// with none of the structures the parsers read (no JSON-LD, no server
+// data, no Ember classes), as after an unannounced redesign. It is what
+// parser-drift detection must catch.
+var unknownTmpl = template.Must(template.New("unknown").Parse(`<!DOCTYPE html>
+<html lang="en-US">
+  <head><meta charset="utf-8"><title>{{.Name}} - App Store</title></head>
+  <body>
+    <main class="app-page-2027">
+      <article data-kind="product">
+        <h1 class="app-page-2027__name">{{.Name}}</h1>
+        <p class="app-page-2027__tagline">{{.Subtitle}}</p>
+        <p class="app-page-2027__score">{{.Rating}} of 5, {{.ShortCount}} reviews</p>
+      </article>
+    </main>
+  </body>
+</html>
+`))
+
 // ldSummary is the schema.org block real pages carry in <head>.
 type ldSummary struct {
 	Context         string       `json:"@context"`
@@ -264,3 +304,7 @@ var legacyTmpl = template.Must(template.New("legacy").Parse(`<!DOCTYPE html>
   </body>
 </html>
 `))
+
+// currentTmpl is the redesigned page; until it is built from a real
+// capture it serves the legacy markup.
+var currentTmpl = legacyTmpl

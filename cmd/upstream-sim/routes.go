@@ -195,15 +195,27 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) bool {
 		_, _ = w.Write([]byte(notFoundPage))
 		return true
 	}
+	s.mu.Lock()
+	markup := markupFor(a.ID, s.bucket.cfg)
+	s.mu.Unlock()
+	tmpl := legacyTmpl
+	switch markup {
+	case markupUnknown:
+		tmpl = unknownTmpl
+	case markupCurrent:
+		tmpl = currentTmpl
+	}
 	var buf bytes.Buffer
-	if err := legacyTmpl.Execute(&buf, s.pageData(r, r.PathValue("country"), a)); err != nil {
+	if err := tmpl.Execute(&buf, s.pageData(r, r.PathValue("country"), a)); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return false
 	}
 	page := buf.Bytes()
 	if BrokenPage(a.ID) {
 		// Simulate a truncated document: cut before any product data.
-		page = page[:bytes.Index(page, []byte(productDataTag))]
+		if i := bytes.Index(page, []byte(productDataTag)); i >= 0 {
+			page = page[:i]
+		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(page)

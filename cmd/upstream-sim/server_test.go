@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"storecrawl/worker/appstore"
@@ -400,5 +401,45 @@ func TestConcurrentRequestsRespectBurst(t *testing.T) {
 	st := decodeJSON[Stats](t, get(t, ts.URL+"/__stats").body)
 	if st.Served != burst || st.Refused != clients-burst {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestMarkupShares(t *testing.T) {
+	ts, _ := newTestServer(t, calmConfig())
+	cat := testCatalogue()
+	pageOf := func(off int64) []byte {
+		a, _ := cat.Get(baseTrackID + off)
+		return get(t, fmt.Sprintf("%s/us/app/%s/id%d", ts.URL, a.Slug, a.ID)).body
+	}
+	if r := post(t, ts.URL+"/__config", `{"unknown_markup_pct": 100}`); r.status != http.StatusOK {
+		t.Fatalf("config: %d %s", r.status, r.body)
+	}
+	for off := int64(1); off <= 5; off++ {
+		if _, err := appstore.ParseStorePage(pageOf(off)); !errors.Is(err, appstore.ErrParse) || errors.Is(err, appstore.ErrSoftBlock) {
+			t.Fatalf("an unknown markup is drift, not a challenge: %v", err)
+		}
+	}
+	// A mix: each app keeps its markup; about the configured share is unknown.
+	post(t, ts.URL+"/__config", `{"unknown_markup_pct": 30}`)
+	unknown := 0
+	for off := int64(1); off <= 200; off++ {
+		if BrokenPage(baseTrackID + off) {
+			continue
+		}
+		_, err := appstore.ParseStorePage(pageOf(off))
+		if err != nil {
+			unknown++
+		}
+		if _, again := appstore.ParseStorePage(pageOf(off)); (again == nil) != (err == nil) {
+			t.Fatalf("app %d changed markup between two requests", off)
+		}
+	}
+	if unknown < 40 || unknown > 80 {
+		t.Fatalf("%d of ~196 pages unknown at 30%%", unknown)
+	}
+	for _, bad := range []string{`{"unknown_markup_pct": 101}`, `{"unknown_markup_pct": 60, "current_markup_pct": 50}`} {
+		if r := post(t, ts.URL+"/__config", bad); r.status != http.StatusBadRequest {
+			t.Fatalf("%s: %d", bad, r.status)
+		}
 	}
 }

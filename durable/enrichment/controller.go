@@ -192,7 +192,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 		return Decision{State: s.Encode(now), AlarmAt: max(next.UnixMilli(), now.UnixMilli()+1), Events: events}
 	}
 	s.store(c)
-	skipPages, probes := s.Parser.pagesFor(now)
+	skipPages, probes := s.Parser.pagesFor(now, cfg.ProbeInterval())
 	s.RunStartedAt = now.UnixMilli()
 	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds()}
 	ev["action"] = "run"
@@ -241,7 +241,7 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		share, samples := s.Parser.UnparsedShare()
 		events = append(events, Event{
 			"event": "enrichment.parser_drift", "level": "error", "unparsed_share": round3(share), "samples": samples,
-			"action": "store pages paused: lookups go on, items stay queued, one probe page every " + ParserProbeInterval.String(),
+			"action": "store pages paused: lookups go on, items stay queued, one probe page every " + cfg.ProbeInterval().String(),
 		})
 	case "recovered":
 		events = append(events, Event{"event": "enrichment.parser_recovered", "level": "warn", "action": "store pages resumed"})

@@ -41,11 +41,14 @@ const (
 )
 
 // ActionFor decides an item's fate from its outcome and the attempts it had
-// before this one. An item whose page was skipped (parser drift) stays
-// queued, its attempt not counted, whatever its lookup did.
+// before this one. An item whose page was skipped or probed (parser drift)
+// stays queued, its attempt not counted, unless it is done for good.
 func ActionFor(r ItemResult, priorAttempts int) ItemAction {
-	if r.Page == PageSkipped && r.Class != ClassNotFound {
+	if (r.Page == PageSkipped || r.Probe) && r.Class != ClassNotFound && r.Class != ClassOK {
 		return ActionKeep
+	}
+	if r.Page == PageSkipped && r.Class == ClassOK {
+		return ActionKeep // looked up, page pending
 	}
 	switch r.Class {
 	case ClassOK:
@@ -74,6 +77,9 @@ type ItemResult struct {
 	// Page is what became of the store page (PageParsed, ...); "" when no
 	// page was fetched.
 	Page string `json:"page,omitempty"`
+	// Probe: the item's page was a parser-drift probe; a probe that does
+	// not parse says the markup is still unknown, not that the item is bad.
+	Probe bool `json:"probe,omitempty"`
 	// LookupSaved: the lookup was stored as a lookup-only record although
 	// the item is not complete (its page is pending).
 	LookupSaved bool `json:"lookup_saved,omitempty"`

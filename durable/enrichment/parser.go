@@ -94,12 +94,12 @@ func (h *ParserHealth) observe(results []ItemResult, now time.Time) string {
 }
 
 // pagesFor is what a run may do with pages: all of them when healthy;
-// while drifting none, but ParserProbePages once every ParserProbeInterval.
-func (h *ParserHealth) pagesFor(now time.Time) (skip bool, probes int) {
+// while drifting none, but ParserProbePages once every interval.
+func (h *ParserHealth) pagesFor(now time.Time, interval time.Duration) (skip bool, probes int) {
 	if !h.Drifting() {
 		return false, 0
 	}
-	if now.Sub(time.UnixMilli(h.LastProbeAt)) >= ParserProbeInterval {
+	if now.Sub(time.UnixMilli(h.LastProbeAt)) >= interval {
 		h.LastProbeAt = now.UnixMilli()
 		return true, ParserProbePages
 	}

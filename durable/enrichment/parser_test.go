@@ -112,6 +112,12 @@ func TestSkippedPagesStayQueuedUncounted(t *testing.T) {
 			t.Errorf("%s with page skipped: %s, want keep", c, got)
 		}
 	}
+	if got := ActionFor(ItemResult{Class: ClassParseError, Page: PageUnparsed, Probe: true}, MaxItemAttempts-1); got != ActionKeep {
+		t.Errorf("an unparsed probe page must not use up the item: %s", got)
+	}
+	if got := ActionFor(ItemResult{Class: ClassOK, Page: PageParsed, Probe: true}, 0); got != ActionStore {
+		t.Errorf("a parsed probe is stored: %s", got)
+	}
 	if got := ActionFor(ItemResult{Class: ClassNotFound, Page: PageSkipped}, 0); got != ActionMissing {
 		t.Errorf("an unknown app is done even without its page: %s", got)
 	}

@@ -42,6 +42,27 @@ type Config struct {
 	Pacing string
 	// Cooldown is how long the seed rules' critical zone suspends work.
 	Cooldown time.Duration
+	// ParserProbe spaces the probe pages while store pages are paused for
+	// parser drift; 0 means ParserProbeInterval.
+	ParserProbe time.Duration
+}
+
+// ProbeInterval is the configured ParserProbe or its default.
+func (c Config) ProbeInterval() time.Duration {
+	if c.ParserProbe <= 0 {
+		return ParserProbeInterval
+	}
+	return c.ParserProbe
+}
+
+// SetParserProbe sets ParserProbe from seconds, within [MinCooldown, MaxCooldown].
+func (c *Config) SetParserProbe(seconds int) error {
+	d := time.Duration(seconds) * time.Second
+	if d < MinCooldown || d > MaxCooldown {
+		return fmt.Errorf("parser probe interval %s outside [%s, %s]", d, MinCooldown, MaxCooldown)
+	}
+	c.ParserProbe = d
+	return nil
 }
 
 // DefaultConfig is the product's configuration.

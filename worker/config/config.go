@@ -117,6 +117,15 @@ func Load(getenv func(string) string) (Config, []Problem) {
 	if err != nil {
 		bad("ENRICHMENT_COOLDOWN_S/ENRICHMENT_PACING", cooldown+"/"+pacingName, err)
 	}
+	if raw := getenv("ENRICHMENT_PARSER_PROBE_S"); raw != "" {
+		secs, err := intVar(raw)
+		if err == nil {
+			err = c.Enrichment.SetParserProbe(secs)
+		}
+		if err != nil {
+			bad("ENRICHMENT_PARSER_PROBE_S", raw, err)
+		}
+	}
 
 	if raw := getenv("SCHEDULER_BREAKER_THRESHOLD"); raw != "" {
 		n, err := strconv.Atoi(raw)

@@ -18,7 +18,7 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 	c, probs := Load(env(map[string]string{
 		"UPSTREAM_API_BASE": "http://127.0.0.1:1/", "UPSTREAM_STORE_BASE": "http://s//",
 		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": "seed", "SCHEDULER_BREAKER_THRESHOLD": "4",
-		"LEDGER_RETENTION_DAYS": "2", "ADMIN_TOKEN": "t", "TEST_ROUTES": "1",
+		"LEDGER_RETENTION_DAYS": "2", "ADMIN_TOKEN": "t", "TEST_ROUTES": "1", "ENRICHMENT_PARSER_PROBE_S": "5",
 	}))
 	if len(probs) != 0 {
 		t.Fatalf("problems: %+v", probs)
@@ -27,7 +27,7 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 		t.Fatalf("bases: %+v", c)
 	}
 	if c.Enrichment.Pacing != "seed" || c.Enrichment.Cooldown != time.Minute || c.Scheduler.BreakerThreshold != 4 ||
-		c.LedgerRetention != 48*time.Hour || c.AdminToken != "t" || !c.TestRoutes {
+		c.LedgerRetention != 48*time.Hour || c.AdminToken != "t" || !c.TestRoutes || c.Enrichment.ProbeInterval() != 5*time.Second {
 		t.Fatalf("parsed: %+v", c)
 	}
 }
@@ -35,10 +35,10 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 func TestBadVarsAreReportedAndDefaulted(t *testing.T) {
 	c, probs := Load(env(map[string]string{
 		"ENRICHMENT_COOLDOWN_S": "soon", "SCHEDULER_BREAKER_THRESHOLD": "-3", "LEDGER_RETENTION_DAYS": "x",
-		"LEDGER_FAULT_FAIL_AFTER_WRITE": "-1",
+		"LEDGER_FAULT_FAIL_AFTER_WRITE": "-1", "ENRICHMENT_PARSER_PROBE_S": "0",
 	}))
-	if len(probs) != 4 {
-		t.Fatalf("want 4 problems, got %+v", probs)
+	if len(probs) != 5 {
+		t.Fatalf("want 5 problems, got %+v", probs)
 	}
 	if c.Enrichment != enrichment.DefaultConfig() || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention || c.LedgerFaultFailAfterWrite != 0 {
 		t.Fatalf("defaults: %+v", c)

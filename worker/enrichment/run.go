@@ -146,7 +146,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			go func(j int) {
 				defer wg.Done()
 				fetchPage := !plan.SkipPages || j < plan.PageProbes
-				results[j], requests[j] = r.settle(ctx, items[j], j, fetchPage)
+				results[j], requests[j] = r.settle(ctx, items[j], j, fetchPage, plan.SkipPages)
 			}(j)
 		}
 		wg.Wait()
@@ -190,8 +190,9 @@ func anyRefused(rs []controller.ItemResult) bool {
 }
 
 // settle enriches one item and applies the controller's verdict to it.
-func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, fetchPage bool) (controller.ItemResult, []controller.RequestOutcome) {
+func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, fetchPage, probing bool) (controller.ItemResult, []controller.RequestOutcome) {
 	res, reqs := r.enrichOne(ctx, it.TrackID, index, fetchPage)
+	res.Probe = fetchPage && probing
 	action := controller.ActionFor(res, it.Attempts)
 	var err error
 	switch action {
