@@ -22,3 +22,16 @@ func TestParseChartFixtures(t *testing.T) {
 		}
 	}
 }
+
+// A real marketing-tools (v1) feed: feed.results[]. It is the iTunes U
+// courses chart, the only real capture of this shape found; the app feeds
+// share it.
+func TestParseChartResultsShape(t *testing.T) {
+	got, err := ParseChart(readFixture(t, "chart_mtools_v1_us_courses_2019.json"))
+	if err != nil || len(got) != 10 {
+		t.Fatalf("%d entries, %v", len(got), err)
+	}
+	if got[0] != (ChartEntry{1153807202, "Swift Playgrounds: Learn to Code 1&2", 1}) || got[9].Rank != 10 {
+		t.Fatalf("%+v", got)
+	}
+}

@@ -165,6 +165,12 @@ func TestParseSearch(t *testing.T) {
 			t.Errorf("result %d\n got: %+v\nwant: %+v", i, got, w)
 		}
 	}
+	// An iOS search with entity=software, as the crawl sends it.
+	ios, err := ParseSearch(readFixture(t, "search_us_software_tsubasa_2021.json"))
+	if err != nil || len(ios) != 1 || ios[0].TrackID != 1293738123 || ios[0].GenreID != 6014 || ios[0].RatingCount != 7566 ||
+		ios[0].AverageRating != 4.45057 || ios[0].FileSizeBytes != 303644672 || ios[0].BundleID != "com.klab.captain283.global" {
+		t.Fatalf("ios search: %+v %v", ios, err)
+	}
 	if empty, err := ParseSearch(readFixture(t, "search_us_empty_mas_2018.json")); err != nil || len(empty) != 0 {
 		t.Fatalf("empty search: %v %v", empty, err)
 	}
