@@ -76,8 +76,9 @@ type lookupResult struct {
 	PrimaryGenreID            int      `json:"primaryGenreId"`
 	Genres                    []string `json:"genres"`
 	GenreIDs                  []string `json:"genreIds"`
-	AverageUserRating         float64  `json:"averageUserRating"`
-	UserRatingCount           int64    `json:"userRatingCount"`
+	// Unrated apps carry no rating keys at all, as on the real API.
+	AverageUserRating *float64 `json:"averageUserRating,omitempty"`
+	UserRatingCount   *int64   `json:"userRatingCount,omitempty"`
 	Version                   string   `json:"version"`
 	ReleaseDate               string   `json:"releaseDate"`
 	CurrentVersionReleaseDate string   `json:"currentVersionReleaseDate"`
@@ -114,14 +115,13 @@ func appURL(r *http.Request, country string, a *App) string {
 
 func toLookup(r *http.Request, country string, a *App) lookupResult {
 	art := func(px int) string { return fmt.Sprintf("http://%s/artwork/%d/%dx%dbb.jpg", r.Host, a.ID, px, px) }
-	return lookupResult{
+	res := lookupResult{
 		WrapperType: "software", Kind: "software",
 		TrackID: a.ID, TrackName: a.Name, TrackCensoredName: a.Name, BundleID: a.BundleID,
 		ArtistID: a.DevID, ArtistName: a.DevName, SellerName: a.DevName,
 		Price: a.Price, FormattedPrice: formattedPrice(a.Price), Currency: "USD",
 		PrimaryGenreName: a.Genre.Name, PrimaryGenreID: a.Genre.ID,
 		Genres: []string{a.Genre.Name}, GenreIDs: []string{strconv.Itoa(a.Genre.ID)},
-		AverageUserRating: a.AverageRating, UserRatingCount: a.RatingCount,
 		Version: a.Version, ReleaseDate: a.ReleaseDate, CurrentVersionReleaseDate: a.UpdatedDate,
 		Description: a.Description, ContentAdvisoryRating: a.ContentRating, TrackContentRating: a.ContentRating,
 		TrackViewURL:  appURL(r, country, a),
@@ -131,6 +131,11 @@ func toLookup(r *http.Request, country string, a *App) lookupResult {
 		LanguageCodesISO2A: a.Languages,
 		MinimumOSVersion:   "15.0",
 	}
+	if a.RatingCount > 0 {
+		avg, n := a.AverageRating, a.RatingCount
+		res.AverageUserRating, res.UserRatingCount = &avg, &n
+	}
+	return res
 }
 
 // GET /lookup?id=<id>[&country=us]

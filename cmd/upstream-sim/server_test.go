@@ -98,7 +98,7 @@ func TestSearchRoute(t *testing.T) {
 				if !strings.Contains(strings.ToLower(res.TrackName), term) {
 					t.Errorf("result %q does not match %q", res.TrackName, term)
 				}
-				if i > 0 && res.UserRatingCount > resp.Results[i-1].UserRatingCount {
+				if i > 0 && ratingCount(res) > ratingCount(resp.Results[i-1]) {
 					t.Errorf("results not sorted by rating count at %d", i)
 				}
 			}
@@ -442,4 +442,11 @@ func TestMarkupShares(t *testing.T) {
 			t.Fatalf("%s: %d", bad, r.status)
 		}
 	}
+}
+
+func ratingCount(r lookupResult) int64 {
+	if r.UserRatingCount == nil {
+		return 0
+	}
+	return *r.UserRatingCount
 }
