@@ -30,7 +30,19 @@ const (
 	ParserProbeInterval = 2 * time.Minute
 	// ParserProbePages is how many pages one probe fetches.
 	ParserProbePages = 1
+	// RunUnparsedBreaker: within one run, once this many pages did not
+	// parse and none or fewer parsed, the run fetches no more pages (its
+	// other items keep their lookups and stay queued). A large batch
+	// cannot spend itself on a markup nobody reads before the controller
+	// has seen the drift.
+	RunUnparsedBreaker = 5
 )
+
+// RunPagesTripped reports whether a run's page outcomes so far say to stop
+// fetching pages for the rest of the run.
+func RunPagesTripped(parsed, unparsed int) bool {
+	return unparsed >= RunUnparsedBreaker && unparsed > parsed
+}
 
 // ParserHealth is the controller's view of whether store pages still parse.
 type ParserHealth struct {

@@ -138,18 +138,29 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		chunk = 1
 	}
 	attempted := 0
+	parsed, unparsed := 0, 0
 	for i := 0; i < len(items); i += chunk {
 		end := min(i+chunk, len(items))
+		// Pages nobody can read: the rest of this run looks up only.
+		pagesOff := plan.SkipPages || controller.RunPagesTripped(parsed, unparsed)
 		var wg sync.WaitGroup
 		for j := i; j < end; j++ {
 			wg.Add(1)
 			go func(j int) {
 				defer wg.Done()
-				fetchPage := !plan.SkipPages || j < plan.PageProbes
+				fetchPage := !pagesOff || (plan.SkipPages && j < plan.PageProbes)
 				results[j], requests[j] = r.settle(ctx, items[j], j, fetchPage, plan.SkipPages)
 			}(j)
 		}
 		wg.Wait()
+		for _, res := range results[i:end] {
+			switch res.Page {
+			case controller.PageParsed:
+				parsed++
+			case controller.PageUnparsed:
+				unparsed++
+			}
+		}
 		attempted = end
 		if plan.StopOnThrottle && anyRefused(results[i:end]) {
 			break // the rest stay queued, untouched: the pacing algorithm decides when to retry

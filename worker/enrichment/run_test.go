@@ -367,3 +367,29 @@ func TestRunGoesThroughTheGlobalLimit(t *testing.T) {
 		t.Fatal("a globally limited item must stay queued without using an attempt")
 	}
 }
+
+func TestRunStopsFetchingPagesNobodyCanRead(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	var items []QueuedItem
+	for range 12 {
+		items = append(items, QueuedItem{TrackID: 4}) // its page has no product data
+	}
+	st := newStore(items...)
+	r, cache, _, _ := newRunner(t, srv, st)
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 12, ChunkItems: 3})
+	unparsed, skipped := 0, 0
+	for _, res := range out.Results {
+		switch res.Page {
+		case controller.PageUnparsed:
+			unparsed++
+		case controller.PageSkipped:
+			skipped++
+		}
+	}
+	// Two chunks of 3 trip the breaker (6 unparsed); the other 6 look up only.
+	if unparsed != 6 || skipped != 6 || len(out.Requests) != 6*2+6 || len(cache.keys) != 1 {
+		t.Fatalf("unparsed %d, skipped %d, requests %d, pages kept %v", unparsed, skipped, len(out.Requests), cache.keys)
+	}
+}
