@@ -51,7 +51,7 @@ func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
 
 	getStatus(t, w) // first use starts the EnrichmentController, which enriches the seeded apps
 	st := schedStatus(t, w)
-	if len(st) != 3 || st["charts-refresh"].NextDue == "" || st["ledger-reconcile"].NextDue == "" {
+	if len(st) != 4 || st["charts-refresh"].NextDue == "" || st["ledger-reconcile"].NextDue == "" || st["page-reparse"].NextDue == "" {
 		t.Fatalf("status: %+v", st)
 	}
 	var out map[string]any
