@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"html/template"
+	"strconv"
 )
 
-// productDataTag starts the first element that makes a page a product page
-// (the JSON-LD summary, in <head>); broken pages are cut right before it.
-const productDataTag = `<script name="schema:software-application"`
+// productDataTags start the first element that makes a page a product page
+// (the JSON-LD summary, in <head>), in the legacy and the current markup;
+// broken pages are cut right before it.
+var productDataTags = []string{`<script name="schema:software-application"`, `<script id=software-application`}
 
 const notFoundPage = `<!DOCTYPE html>
 <html lang="en-US"><head><meta charset="utf-8"><title>Page Not Found</title></head>
@@ -82,7 +84,7 @@ type ldAggregate struct {
 
 type ldOffer struct {
 	Type          string  `json:"@type"`
-	Category      string  `json:"category"`
+	Category      string  `json:"category,omitempty"`
 	Price         float64 `json:"price"`
 	PriceCurrency string  `json:"priceCurrency,omitempty"`
 }
@@ -305,6 +307,151 @@ var legacyTmpl = template.Must(template.New("legacy").Parse(`<!DOCTYPE html>
 </html>
 `))
 
-// currentTmpl is the redesigned page; until it is built from a real
-// capture it serves the legacy markup.
-var currentTmpl = legacyTmpl
+// The current (2025) markup's server data, in the nesting and key order of
+// the real capture described in worker/appstore/testdata/README.md: the
+// page as data[0].data, its shelves in shelfMapping, the app's own lockup.
+type (
+	serverData struct {
+		Data          []serverPage `json:"data"`
+		UserTokenHash string       `json:"userTokenHash"`
+	}
+	serverPage struct {
+		Intent pageIntent  `json:"intent"`
+		Data   productPage `json:"data"`
+	}
+	pageIntent struct {
+		Storefront        string `json:"storefront"`
+		Language          string `json:"language"`
+		IsDefaultLanguage bool   `json:"isDefaultLanguage"`
+		Kind              string `json:"$kind"`
+		ID                string `json:"id"`
+	}
+	productPage struct {
+		ShelfMapping map[string]any `json:"shelfMapping"`
+		Kind         string         `json:"$kind"`
+		AppPlatforms []string       `json:"appPlatforms"`
+		Uber         any            `json:"uber"`
+		Title        string         `json:"title"`
+		Lockup       pageLockup     `json:"lockup"`
+		CanonicalURL string         `json:"canonicalURL"`
+		PageMetrics  any            `json:"pageMetrics"`
+	}
+	pageLockup struct {
+		Kind             string  `json:"$kind"`
+		AdamID           string  `json:"adamId"`
+		BundleID         string  `json:"bundleId"`
+		Title            string  `json:"title"`
+		Subtitle         string  `json:"subtitle,omitempty"`
+		DeveloperTagline string  `json:"developerTagline,omitempty"`
+		Rating           float64 `json:"rating"`
+	}
+	shelfOf struct {
+		Kind              string `json:"$kind"`
+		ImpressionMetrics any    `json:"impressionMetrics,omitempty"`
+		ContentType       string `json:"contentType,omitempty"`
+		Items             []any  `json:"items"`
+	}
+	ratingsItem struct {
+		Kind                 string  `json:"$kind"`
+		ProductID            string  `json:"productId"`
+		RatingAverage        float64 `json:"ratingAverage"`
+		TotalNumberOfRatings int64   `json:"totalNumberOfRatings"`
+		Context              string  `json:"context"`
+		RatingCounts         []int64 `json:"ratingCounts"`
+	}
+	annotationItem struct {
+		Kind      string     `json:"$kind"`
+		Text      string     `json:"text,omitempty"`
+		TextPairs [][]string `json:"textPairs,omitempty"`
+	}
+	annotation struct {
+		Kind    string           `json:"$kind"`
+		Title   string           `json:"title"`
+		Summary string           `json:"summary,omitempty"`
+		Items   []annotationItem `json:"items"`
+	}
+	shelfLockup struct {
+		Kind          string  `json:"$kind"`
+		AdamID        string  `json:"adamId"`
+		Title         string  `json:"title"`
+		DeveloperName string  `json:"developerName"`
+		Rating        float64 `json:"rating"`
+		RatingCount   string  `json:"ratingCount"`
+		ClickAction   any     `json:"clickAction"`
+	}
+)
+
+func lockupOf(l lockup) shelfLockup {
+	id := strconv.FormatInt(l.ID, 10)
+	return shelfLockup{Kind: "Lockup", AdamID: id, Title: l.Name, DeveloperName: l.DevName, Rating: l.Rating,
+		RatingCount: shortCount(l.RatingCount),
+		ClickAction: map[string]any{"pageUrl": l.URL, "destination": map[string]string{"id": id, "$kind": "ProductPageIntent"}}}
+}
+
+// serverDataOf builds an app's server data. An unrated app has no
+// productRatings shelf (not confirmed against a real unrated page).
+func serverDataOf(d pageData, country string) serverData {
+	id := strconv.FormatInt(d.ID, 10)
+	shelves := map[string]any{}
+	if d.RatingCount > 0 {
+		shelves["productRatings"] = shelfOf{Kind: "Shelf", Items: []any{ratingsItem{Kind: "Ratings", ProductID: id,
+			RatingAverage: d.AverageRating, TotalNumberOfRatings: d.RatingCount, Context: "productPage", RatingCounts: d.Histogram[:]}}}
+	}
+	info := []any{
+		annotation{Kind: "Annotation", Title: "Seller", Items: []annotationItem{{Kind: "AnnotationItem", Text: d.DevName}}},
+		annotation{Kind: "Annotation", Title: "Category", Items: []annotationItem{{Kind: "AnnotationItem", Text: d.Genre.Name}}},
+	}
+	if len(d.IAPs) > 0 {
+		var pairs [][]string
+		for _, p := range d.IAPs {
+			pairs = append(pairs, []string{p.Name, p.Price})
+		}
+		info = append(info, annotation{Kind: "Annotation", Title: "In-App Purchases", Summary: "Yes",
+			Items: []annotationItem{{Kind: "AnnotationItem", TextPairs: pairs}}})
+	}
+	shelves["information"] = shelfOf{Kind: "Shelf", Items: info}
+	var more, similar []any
+	for _, l := range d.MoreBy {
+		more = append(more, lockupOf(l))
+	}
+	for _, l := range d.Similar {
+		similar = append(similar, lockupOf(l))
+	}
+	if len(more) > 0 {
+		shelves["moreByDeveloper"] = shelfOf{Kind: "Shelf", ContentType: "smallLockup", Items: more}
+	}
+	if len(similar) > 0 {
+		metrics := map[string]any{"fields": map[string]any{"id": "customers-also-bought-apps", "impressionType": "similarItems", "idType": "relationship"}}
+		shelves["similarItems"] = shelfOf{Kind: "Shelf", ImpressionMetrics: metrics, ContentType: "smallLockup", Items: similar}
+		shelves["similarItemsDownloading"] = shelfOf{Kind: "Shelf", ImpressionMetrics: metrics, ContentType: "smallLockup", Items: similar}
+	}
+	return serverData{Data: []serverPage{{
+		Intent: pageIntent{Storefront: country, Language: "en-US", IsDefaultLanguage: true, Kind: "ProductPageIntent", ID: id},
+		Data: productPage{ShelfMapping: shelves, Kind: "ShelfBasedProductPage", AppPlatforms: []string{"phone"}, Title: d.Name,
+			Lockup: pageLockup{Kind: "Lockup", AdamID: id, BundleID: d.BundleID, Title: d.Name, Subtitle: d.Subtitle,
+				DeveloperTagline: d.Subtitle, Rating: d.AverageRating},
+			CanonicalURL: d.URL,
+			PageMetrics:  map[string]any{"pageFields": map[string]string{"pageType": "Software", "pageId": id}}},
+	}}}
+}
+
+// currentTmpl is the redesigned product page: a server-rendered shell whose
+// data is the JSON in serialized-server-data, plus the JSON-LD summary
+// (<script id=software-application>, the id unquoted as on the real page).
+var currentTmpl = template.Must(template.New("current").Parse(`<!DOCTYPE html>
+<html dir="ltr" lang="en-US">
+    <head>
+        <meta charset="utf-8" />
+        <title>{{.Name}} App - App Store</title>
+        <link rel="canonical" href="{{.URL}}">
+                <script id=software-application type="application/ld+json">
+                    {{.CurrentSummary}}
+                </script>
+    </head>
+    <body>
+        <div class="body-container">
+<script type="application/json" id="serialized-server-data">{{.ServerData}}</script>
+        </div>
+    </body>
+</html>
+`))

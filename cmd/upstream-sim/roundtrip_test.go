@@ -15,8 +15,21 @@ import (
 // parses them with worker/appstore, checking every value against the
 // catalogue entry. This keeps the simulator and the parser in lockstep.
 func TestRoundTripWithParser(t *testing.T) {
+	for _, markup := range []struct {
+		name   string
+		config string
+		format appstore.Format
+	}{{"legacy", `{"current_markup_pct": 0}`, appstore.FormatLegacy}, {"current", `{"current_markup_pct": 100}`, appstore.FormatCurrent}} {
+		t.Run(markup.name, func(t *testing.T) { roundTrip(t, markup.config, markup.format) })
+	}
+}
+
+func roundTrip(t *testing.T, config string, format appstore.Format) {
 	ts, _ := newTestServer(t, calmConfig())
 	cat := testCatalogue()
+	if r := post(t, ts.URL+"/__config", config); r.status != 200 {
+		t.Fatalf("config: %d %s", r.status, r.body)
+	}
 
 	// Coverage counters: the checked range must exercise every page part.
 	var withSubtitle, withIAP, withSimilar, noRatings, escaped int
@@ -63,13 +76,17 @@ func TestRoundTripWithParser(t *testing.T) {
 		if wantSimilar == nil {
 			wantSimilar = []int64{}
 		}
-		if page.Format != appstore.FormatLegacy || page.Subtitle != want.Subtitle || page.Name != want.Name ||
+		if page.Format != format || page.Subtitle != want.Subtitle || page.Name != want.Name ||
 			!reflect.DeepEqual(page.InAppPurchases, wantIAPs) || !reflect.DeepEqual(page.SimilarAppIDs, wantSimilar) {
 			t.Fatalf("%d: page\n got %+v\nwant subtitle %q iaps %v similar %v", want.ID, page, want.Subtitle, wantIAPs, wantSimilar)
 		}
 		// The legacy page draws bars rounded to whole percents: counts
-		// spread from the lookup's total come back within rounding.
+		// spread from the lookup's total come back within rounding. The
+		// current page gives the exact counts.
 		got := page.RatingCounts(app.RatingCount)
+		if format == appstore.FormatCurrent && want.RatingCount > 0 && got != want.Histogram {
+			t.Fatalf("%d: exact counts %v, want %v", want.ID, got, want.Histogram)
+		}
 		var sum int64
 		for i := range got {
 			sum += got[i]

@@ -60,25 +60,25 @@ func parseLimit(s string) (int, bool) {
 
 // lookupResult is one iTunes Search API "software" result.
 type lookupResult struct {
-	WrapperType               string   `json:"wrapperType"`
-	Kind                      string   `json:"kind"`
-	TrackID                   int64    `json:"trackId"`
-	TrackName                 string   `json:"trackName"`
-	TrackCensoredName         string   `json:"trackCensoredName"`
-	BundleID                  string   `json:"bundleId"`
-	ArtistID                  int64    `json:"artistId"`
-	ArtistName                string   `json:"artistName"`
-	SellerName                string   `json:"sellerName"`
-	Price                     float64  `json:"price"`
-	FormattedPrice            string   `json:"formattedPrice"`
-	Currency                  string   `json:"currency"`
-	PrimaryGenreName          string   `json:"primaryGenreName"`
-	PrimaryGenreID            int      `json:"primaryGenreId"`
-	Genres                    []string `json:"genres"`
-	GenreIDs                  []string `json:"genreIds"`
+	WrapperType       string   `json:"wrapperType"`
+	Kind              string   `json:"kind"`
+	TrackID           int64    `json:"trackId"`
+	TrackName         string   `json:"trackName"`
+	TrackCensoredName string   `json:"trackCensoredName"`
+	BundleID          string   `json:"bundleId"`
+	ArtistID          int64    `json:"artistId"`
+	ArtistName        string   `json:"artistName"`
+	SellerName        string   `json:"sellerName"`
+	Price             float64  `json:"price"`
+	FormattedPrice    string   `json:"formattedPrice"`
+	Currency          string   `json:"currency"`
+	PrimaryGenreName  string   `json:"primaryGenreName"`
+	PrimaryGenreID    int      `json:"primaryGenreId"`
+	Genres            []string `json:"genres"`
+	GenreIDs          []string `json:"genreIds"`
 	// Unrated apps carry no rating keys at all, as on the real API.
-	AverageUserRating *float64 `json:"averageUserRating,omitempty"`
-	UserRatingCount   *int64   `json:"userRatingCount,omitempty"`
+	AverageUserRating         *float64 `json:"averageUserRating,omitempty"`
+	UserRatingCount           *int64   `json:"userRatingCount,omitempty"`
 	Version                   string   `json:"version"`
 	ReleaseDate               string   `json:"releaseDate"`
 	CurrentVersionReleaseDate string   `json:"currentVersionReleaseDate"`
@@ -218,8 +218,11 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) bool {
 	page := buf.Bytes()
 	if BrokenPage(a.ID) {
 		// Simulate a truncated document: cut before any product data.
-		if i := bytes.Index(page, []byte(productDataTag)); i >= 0 {
-			page = page[:i]
+		for _, tag := range productDataTags {
+			if i := bytes.Index(page, []byte(tag)); i >= 0 {
+				page = page[:i]
+				break
+			}
 		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -228,8 +231,12 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) bool {
 }
 
 type lockup struct {
-	URL  string
-	Name string
+	URL         string
+	Name        string
+	ID          int64
+	DevName     string
+	Rating      float64
+	RatingCount int64
 }
 
 // barRow is one rating bar: its star class ("" for the 1-star row, as on
@@ -257,6 +264,9 @@ type pageData struct {
 	Similar       []lockup
 	SeeAllSimilar string
 	MoreBy        []lockup
+	// The current markup's data: its summary and its server data.
+	CurrentSummary ldSummary
+	ServerData     serverData
 }
 
 func (s *Server) pageData(r *http.Request, country string, a *App) pageData {
@@ -268,12 +278,18 @@ func (s *Server) pageData(r *http.Request, country string, a *App) pageData {
 		Description: a.Description, Category: a.Genre.Name, DatePublished: a.ReleaseDate,
 		OperatingSystem: "Requires iOS 15.0 or later.",
 		Author:          ldAuthor{Type: "Person", Name: a.DevName, URL: d.DevURL},
-		Offers:          ldOffer{Type: "Offer", Category: "free", Price: a.Price, PriceCurrency: "USD"}}
+		Offers:          ldOffer{Type: "Offer", Category: "free", Price: a.Price}}
 	if a.Price > 0 {
 		d.Summary.Offers.Category = "paid"
 	}
+	// The current markup's JSON-LD: https context, an Organization author,
+	// the currency, no offer category (as on the real 2025 page).
+	d.CurrentSummary = d.Summary
+	d.CurrentSummary.Context, d.CurrentSummary.Author.Type = "https://schema.org", "Organization"
+	d.CurrentSummary.Offers = ldOffer{Type: "Offer", Price: a.Price, PriceCurrency: "USD"}
 	if a.RatingCount > 0 {
 		d.Summary.AggregateRating = &ldAggregate{Type: "AggregateRating", RatingValue: a.AverageRating, ReviewCount: a.RatingCount}
+		d.CurrentSummary.AggregateRating = d.Summary.AggregateRating
 		for i, c := range a.Histogram {
 			row := barRow{Width: (c*100 + a.RatingCount/2) / a.RatingCount}
 			if stars := histogramStars - i; stars > 1 {
@@ -291,13 +307,14 @@ func (s *Server) pageData(r *http.Request, country string, a *App) pageData {
 		if i%2 == 1 {
 			u += "?platform=iphone" // real shelves mix both forms
 		}
-		d.Similar = append(d.Similar, lockup{u, o.Name})
+		d.Similar = append(d.Similar, lockup{u, o.Name, o.ID, o.DevName, o.AverageRating, o.RatingCount})
 	}
 	for _, id := range s.cat.ByDeveloper(a.DevID) {
 		if id != a.ID && len(d.MoreBy) < maxMoreByDeveloper {
 			o, _ := s.cat.Get(id)
-			d.MoreBy = append(d.MoreBy, lockup{appURL(r, country, o), o.Name})
+			d.MoreBy = append(d.MoreBy, lockup{appURL(r, country, o), o.Name, o.ID, o.DevName, o.AverageRating, o.RatingCount})
 		}
 	}
+	d.ServerData = serverDataOf(d, country)
 	return d
 }

@@ -196,7 +196,7 @@ func TestPageRouteStatuses(t *testing.T) {
 			if r.status != tt.wantStatus {
 				t.Fatalf("status %d, want %d", r.status, tt.wantStatus)
 			}
-			if got := strings.Contains(string(r.body), productDataTag); got != tt.wantHeader {
+			if got := strings.Contains(string(r.body), productDataTags[0]); got != tt.wantHeader {
 				t.Fatalf("has product data = %v, want %v", got, tt.wantHeader)
 			}
 		})
@@ -449,4 +449,15 @@ func ratingCount(r lookupResult) int64 {
 		return 0
 	}
 	return *r.UserRatingCount
+}
+
+func TestBrokenPagesInBothMarkups(t *testing.T) {
+	ts, _ := newTestServer(t, calmConfig())
+	for _, cfg := range []string{`{"current_markup_pct": 0}`, `{"current_markup_pct": 100}`} {
+		post(t, ts.URL+"/__config", cfg)
+		r := get(t, fmt.Sprintf("%s/us/app/x/id%d", ts.URL, baseTrackID+brokenPageEvery))
+		if _, err := appstore.ParseStorePage(r.body); r.status != 200 || !errors.Is(err, appstore.ErrParse) {
+			t.Fatalf("%s: a truncated page has no product data: %d %v", cfg, r.status, err)
+		}
+	}
 }

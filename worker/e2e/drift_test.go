@@ -37,7 +37,8 @@ func served(t *testing.T, s *sim, route string) float64 {
 	return n
 }
 
-// TestParserDriftIsAnIncident runs the crawl against the simulator, then
+// TestParserDriftIsAnIncident runs the crawl against the simulator serving
+// both real markups (half the apps each), then
 // switches every store page to a markup no parser knows: parser_health
 // turns red, store-page traffic stops (but for rare probes), lookups go
 // on, and no item is marked failed. Switched back, a probe parses, pages
@@ -50,6 +51,8 @@ func TestParserDriftIsAnIncident(t *testing.T) {
 	prepareDB(t, persist, dir, apps)
 	w := &worker{persist: persist, simBase: s.base, dir: dir, owner: t,
 		vars: []string{"ENRICHMENT_COOLDOWN_S:" + itoa(testCooldownS), "ENRICHMENT_PARSER_PROBE_S:8"}}
+	// Both real markups, half the apps each (stable by id).
+	s.setConfig(t, map[string]any{"current_markup_pct": 50})
 	w.start(t, "wrangler-1.log")
 	doJSON(t, "POST", w.base+"/v1/enrichment/tune", adminToken, `{"rate_per_min": 120}`, nil)
 
@@ -58,7 +61,7 @@ func TestParserDriftIsAnIncident(t *testing.T) {
 		return h.Status == "green" && h.Samples >= 10, jsonString(h)
 	})
 
-	s.setConfig(t, map[string]any{"unknown_markup_pct": 100})
+	s.setConfig(t, map[string]any{"current_markup_pct": 0, "unknown_markup_pct": 100})
 	eventually(t, 90*time.Second, "parser_health red", func() (bool, string) {
 		h := getParserHealth(t, w)
 		return h.Status == "red" && h.PagesPaused, jsonString(h)
@@ -83,7 +86,7 @@ func TestParserDriftIsAnIncident(t *testing.T) {
 	}
 
 	// The markup comes back: a probe parses, pages resume, the queue drains.
-	s.setConfig(t, map[string]any{"unknown_markup_pct": 0})
+	s.setConfig(t, map[string]any{"current_markup_pct": 50, "unknown_markup_pct": 0})
 	eventually(t, 60*time.Second, "pages resumed", func() (bool, string) {
 		h := getParserHealth(t, w)
 		return !h.PagesPaused, jsonString(h)
@@ -103,6 +106,7 @@ func TestParserDriftIsAnIncident(t *testing.T) {
 		return job["finished_at"] != nil, jsonString(job)
 	})
 	rows := d1Rows(t, persist, `SELECT
+  SUM(page_format = 'legacy') AS legacy, SUM(page_format = 'current') AS current,
   SUM(enrichment_source = 'failed') AS failed,
   SUM(enrichment_source = 'itunes+store' AND page_status = 'parsed' AND rating_histogram IS NOT NULL) AS complete,
   SUM(enrichment_source = 'not_found') AS not_found,
@@ -110,7 +114,8 @@ func TestParserDriftIsAnIncident(t *testing.T) {
 FROM app_registry`)
 	r := rows[0]
 	// The simulator's broken pages (every 97th id) are the only real failures.
-	if r["unparsed"] != 0.0 || r["complete"].(float64) < apps-3 || r["failed"].(float64) > 2 {
+	if r["unparsed"] != 0.0 || r["complete"].(float64) < apps-3 || r["failed"].(float64) > 2 ||
+		r["legacy"].(float64) < apps/4 || r["current"].(float64) < apps/4 {
 		t.Fatalf("records after drift and reparse: %v (job %v)", r, job)
 	}
 }
