@@ -75,15 +75,18 @@ func (h ParserHealth) UnparsedShare() (share float64, samples int) {
 // "drift" when pages must pause, "recovered" when a page parsed again.
 func (h *ParserHealth) observe(results []ItemResult, now time.Time) string {
 	parsedAny := false
+	runParsed, runUnparsed := 0, 0
 	for _, r := range results {
 		switch r.Page {
 		case PageParsed:
 			h.Recent += "1"
 			h.Parsed++
 			parsedAny = true
+			runParsed++
 		case PageUnparsed:
 			h.Recent += "0"
 			h.Unparsed++
+			runUnparsed++
 		}
 	}
 	if n := len(h.Recent); n > ParserWindow {
@@ -98,7 +101,11 @@ func (h *ParserHealth) observe(results []ItemResult, now time.Time) string {
 		}
 		return ""
 	}
-	if share, samples := h.UnparsedShare(); samples >= ParserMinSamples && share >= ParserDriftShare {
+	// Drift: the window says so, or this run tripped its own breaker (a
+	// window still full of yesterday's parsed pages would otherwise let
+	// the next runs retry the same unreadable items until they give up).
+	share, samples := h.UnparsedShare()
+	if (samples >= ParserMinSamples && share >= ParserDriftShare) || RunPagesTripped(runParsed, runUnparsed) {
 		h.DriftSince = now.UnixMilli()
 		return "drift"
 	}

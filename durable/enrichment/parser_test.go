@@ -122,3 +122,21 @@ func TestSkippedPagesStayQueuedUncounted(t *testing.T) {
 		t.Errorf("an unknown app is done even without its page: %s", got)
 	}
 }
+
+func TestOneTrippedRunIsDrift(t *testing.T) {
+	var h ParserHealth
+	ok, _ := pageResults(repeat(PageParsed, 40)...)
+	h.observe(ok, t0)
+	// A window full of parsed pages, then one run whose pages nobody reads:
+	// the run's own breaker says drift at once.
+	bad, _ := pageResults(append(repeat(PageUnparsed, RunUnparsedBreaker), PageParsed)...)
+	if got := h.observe(bad, t0.Add(time.Minute)); got != "drift" || !h.Drifting() {
+		t.Fatalf("observe = %q, health %+v", got, h.Status())
+	}
+	// A run with a few unreadable pages among many good ones is not.
+	var h2 ParserHealth
+	mixed, _ := pageResults(append(repeat(PageUnparsed, RunUnparsedBreaker), repeat(PageParsed, 10)...)...)
+	if got := h2.observe(mixed, t0); got != "" {
+		t.Fatalf("mixed run: %q", got)
+	}
+}
