@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"storecrawl/worker/appstore"
 )
@@ -44,7 +45,7 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout io.Writer) error {
-	if len(args) == 0 {
+	if len(args) == 0 || !slices.Contains([]string{"page", "chart", "lookup", "trim"}, args[0]) {
 		fmt.Fprint(os.Stderr, usage)
 		return flag.ErrHelp
 	}
