@@ -23,6 +23,8 @@ endif
 DEV_PORT ?= 8787
 SIM_ADDR ?= 127.0.0.1:8790
 SEED_APPS ?= 2000
+# Share of simulated store pages in the current (2025) markup; the rest are legacy.
+SIM_CURRENT_MARKUP_PCT ?= 50
 
 .PHONY: all install build dev test test-go test-integration bench clean seed migrate-local chromium
 
@@ -61,7 +63,7 @@ seed: migrate-local
 dev: install build .dev.vars seed
 	@echo "starting upstream simulator on $(SIM_ADDR) and wrangler dev on :$(DEV_PORT)"
 	$(GO) build -o build/upstream-sim ./cmd/upstream-sim
-	@build/upstream-sim -addr $(SIM_ADDR) -apps $(SEED_APPS) & SIM=$$!; \
+	@build/upstream-sim -addr $(SIM_ADDR) -apps $(SEED_APPS) -current-markup-pct $(SIM_CURRENT_MARKUP_PCT) & SIM=$$!; \
 	trap "kill $$SIM 2>/dev/null" EXIT INT TERM; \
 	wrangler dev --port $(DEV_PORT) --ip 127.0.0.1 --test-scheduled \
 		--var UPSTREAM_API_BASE:http://$(SIM_ADDR) --var UPSTREAM_STORE_BASE:http://$(SIM_ADDR)

@@ -42,7 +42,7 @@ Routes (limited ones cost one token each):
   GET  /search?term=<t>[&limit=50][&country=us]     name substring search, limit<=200 (limited)
   GET  /{country}/rss/<c>/limit=<n>[/genre=<id>]/json  iTunes RSS top chart, n<=200 (limited)
        c = topfreeapplications | toppaidapplications | topgrossingapplications
-  GET  /{country}/app/{slug}/id{id}                 store page HTML (limited)
+  GET  /{country}/app/{slug}/id{id}                 store page HTML, legacy or current markup by -current-markup-pct (limited)
   GET  /__stats   POST /__stats/reset   POST /__config   GET /health   (never limited)
 
 Catalogue and special ids:
@@ -91,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.BlockS, "block-s", def.BlockS, "if > 0, a refusal blocks ALL limited routes for this many seconds")
 	fs.IntVar(&cfg.LatencyMS, "latency-ms", def.LatencyMS, "simulated latency per limited request")
 	fs.IntVar(&cfg.LatencyJitterMS, "latency-jitter-ms", def.LatencyJitterMS, "uniform ± jitter on the latency")
+	fs.IntVar(&cfg.CurrentMarkupPct, "current-markup-pct", def.CurrentMarkupPct, "share of apps (%) whose store page is in the current (2025) markup; the rest legacy")
+	fs.IntVar(&cfg.UnknownMarkupPct, "unknown-markup-pct", def.UnknownMarkupPct, "share of apps (%) whose store page is in a markup no parser knows (parser drift)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
