@@ -294,7 +294,7 @@ func (r *Runner) lookupOnly(ctx context.Context, id int64, lookup upstream.Respo
 		res.Error = errText(lookup.Err)
 		return res
 	}
-	app, err := appstore.ParseLookup(lookup.Body)
+	app, err := r.parseLookupFor(id, lookup.Body)
 	if err != nil {
 		res.Class, res.Error = lookupErrClass(err), "lookup: "+err.Error()
 		return res
@@ -305,6 +305,17 @@ func (r *Runner) lookupOnly(ctx context.Context, id int64, lookup upstream.Respo
 	}
 	res.LookupSaved = true
 	return res
+}
+
+// parseLookupFor parses the lookup of id. An answer about another app is a
+// parse error for this item: a record is only ever saved under the id
+// that was asked for.
+func (r *Runner) parseLookupFor(id int64, body []byte) (appstore.App, error) {
+	app, err := appstore.ParseLookup(body)
+	if err == nil && app.TrackID != id {
+		return appstore.App{}, fmt.Errorf("answered trackId %d for id %d: %w", app.TrackID, id, appstore.ErrParse)
+	}
+	return app, err
 }
 
 func lookupErrClass(err error) controller.Class {
@@ -361,7 +372,7 @@ func (r *Runner) itemResult(ctx context.Context, id int64, lookup, page upstream
 		res.Error = errText(lookup.Err)
 		return res, pageClass
 	}
-	app, err := appstore.ParseLookup(lookup.Body)
+	app, err := r.parseLookupFor(id, lookup.Body)
 	if err != nil {
 		res.Class, res.Error = lookupErrClass(err), "lookup: "+err.Error()
 		return res, pageClass

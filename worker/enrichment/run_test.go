@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -93,6 +94,11 @@ func (e *fakeEvents) AppsEnriched(_ context.Context, ids []int64) error {
 	return nil
 }
 
+// lookupAs is the real lookup capture rewritten to answer for id.
+func lookupAs(lookup []byte, id string) []byte {
+	return bytes.ReplaceAll(lookup, []byte(strconv.Itoa(fixtureID)), []byte(id))
+}
+
 func fixture(t *testing.T, name string) []byte {
 	b, err := os.ReadFile("../appstore/testdata/" + name)
 	if err != nil {
@@ -143,11 +149,17 @@ func fixtureUpstream(t *testing.T, inflight *int, peak *int) *httptest.Server {
 			if isPage {
 				w.Write(blocked)
 			} else {
-				w.Write(lookup)
+				w.Write(lookupAs(lookup, id))
 			}
 		case "6":
 			if isPage {
 				w.Write([]byte(`<html><body><form id="challenge-form">Please complete the captcha to continue</form></body></html>`))
+			} else {
+				w.Write(lookupAs(lookup, id))
+			}
+		case "8": // answers with another app's lookup
+			if isPage {
+				w.Write(full)
 			} else {
 				w.Write(lookup)
 			}
@@ -211,7 +223,7 @@ func TestRunSettlesEveryItem(t *testing.T) {
 		t.Errorf("first parse error must requeue with attempt 1: %v", st.requeued)
 	}
 	// The unparsed page is kept for a reparse, and the lookup is saved.
-	if out.Results[3].Page != controller.PageUnparsed || cache.keys[HTMLKey("us", 4)] == 0 || st.lookups[fixtureID] != PageUnparsedStatus {
+	if out.Results[3].Page != controller.PageUnparsed || cache.keys[HTMLKey("us", 4)] == 0 || st.lookups[4] != PageUnparsedStatus {
 		t.Errorf("unparsed page: %+v, html %v, lookups %v", out.Results[3], cache.keys, st.lookups)
 	}
 	if st.gaveUp[5] != controller.MaxItemAttempts || !out.Results[4].GaveUp {
@@ -250,6 +262,21 @@ func TestPausedPagesFetchLookupsOnly(t *testing.T) {
 	}
 }
 
+func TestLookupOfAnotherAppIsAParseError(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	st := newStore(QueuedItem{TrackID: 8})
+	r, _, _, _ := newRunner(t, srv, st)
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 1, ChunkItems: 1})
+	if res := out.Results[0]; res.Class != controller.ClassParseError || !strings.Contains(res.Error, "answered trackId 368677368 for id 8") {
+		t.Fatalf("%+v", res)
+	}
+	if len(st.saved)+len(st.lookups) != 0 || st.requeued[8] != 1 {
+		t.Fatalf("nothing may be saved under another id: saved %v lookups %v requeued %v", st.saved, st.lookups, st.requeued)
+	}
+}
+
 func TestChallengePageIsARefusal(t *testing.T) {
 	var inflight, peak int
 	srv := fixtureUpstream(t, &inflight, &peak)
@@ -261,7 +288,7 @@ func TestChallengePageIsARefusal(t *testing.T) {
 	if res.Class != controller.ClassRateLimit || res.Page != controller.PageSoftBlock || out.Requests[1].Class != controller.ClassRateLimit {
 		t.Fatalf("a challenge page must pace like a 429: %+v %+v", res, out.Requests)
 	}
-	if len(st.gaveUp)+len(st.requeued) != 0 || st.lookups[fixtureID] != PagePending || cache.keys[HTMLKey("us", 6)] == 0 {
+	if len(st.gaveUp)+len(st.requeued) != 0 || st.lookups[6] != PagePending || cache.keys[HTMLKey("us", 6)] == 0 {
 		t.Fatalf("the item stays queued, lookup and page kept: %v %v %v %v", st.gaveUp, st.requeued, st.lookups, cache.keys)
 	}
 }
