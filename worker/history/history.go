@@ -64,12 +64,14 @@ func ParseHistoryQuery(get func(string) string, now time.Time) (HistoryQuery, st
 		q.Since = since
 	}
 	if b := get("bucket_s"); b != "" {
-		n, err := strconv.Atoi(b)
-		d := time.Duration(n) * time.Second
-		if err != nil || d < MinBucket || d > MaxBucket {
-			return q, "bucket_s", fmt.Sprintf("bucket_s must be an integer in [%d, %d]", int(MinBucket.Seconds()), int(MaxBucket.Seconds()))
+		// Bounded as an integer before it becomes a Duration: a huge value
+		// would overflow the multiplication and wrap into range.
+		n, err := strconv.ParseInt(b, 10, 64)
+		lo, hi := int64(MinBucket/time.Second), int64(MaxBucket/time.Second)
+		if err != nil || n < lo || n > hi {
+			return q, "bucket_s", fmt.Sprintf("bucket_s must be an integer in [%d, %d]", lo, hi)
 		}
-		q.Bucket = d
+		q.Bucket = time.Duration(n) * time.Second
 	}
 	return q, "", ""
 }
