@@ -209,8 +209,11 @@ type Control struct {
 	Until  string `json:"until"` // RFC 3339; empty = until resumed
 }
 
+// TaskAll names every task in a run request ({"task": "all"}).
+const TaskAll = "all"
+
 // ParseControl validates a control body; task "" means the whole scheduler
-// (pause/resume only).
+// (pause/resume only). /run (alias /run-now) needs a task, or "all".
 func ParseControl(path, body string, now time.Time) (Control, time.Time, *FieldError) {
 	var c Control
 	if body != "" {
@@ -220,11 +223,12 @@ func ParseControl(path, body string, now time.Time) (Control, time.Time, *FieldE
 			return c, time.Time{}, &FieldError{Error: "body must be a JSON object with task, reason, until: " + err.Error(), Field: "body"}
 		}
 	}
-	if c.Task != "" && !known(c.Task) {
-		return c, time.Time{}, &FieldError{Error: fmt.Sprintf("unknown task %q (have: %v)", c.Task, names()), Field: "task"}
+	isRun := path == "/run" || path == "/run-now"
+	if c.Task != "" && !known(c.Task) && !(isRun && c.Task == TaskAll) {
+		return c, time.Time{}, &FieldError{Error: fmt.Sprintf("unknown task %q (have: %v, or %q to run every task)", c.Task, names(), TaskAll), Field: "task"}
 	}
-	if path == "/run-now" && c.Task == "" {
-		return c, time.Time{}, &FieldError{Error: "run-now needs a task", Field: "task"}
+	if isRun && c.Task == "" {
+		return c, time.Time{}, &FieldError{Error: `run needs a task (or "all")`, Field: "task"}
 	}
 	var until time.Time
 	if c.Until != "" {
@@ -247,7 +251,7 @@ func (s *State) http(req Request, now time.Time, d *Decision) *Response {
 	case req.Method == "GET" && req.Path == "/ledger":
 		// The counters the ledger's facts sum to (reconciliation).
 		return &Response{Status: 200, Body: map[string]any{"source": ledger.SourceScheduler, "counters": s.Counters()}}
-	case req.Method == "POST" && (req.Path == "/pause" || req.Path == "/resume" || req.Path == "/run-now"):
+	case req.Method == "POST" && (req.Path == "/pause" || req.Path == "/resume" || req.Path == "/run" || req.Path == "/run-now"):
 		c, until, fe := ParseControl(req.Path, req.Body, now)
 		if fe != nil {
 			return &Response{Status: 400, Body: fe}
@@ -261,8 +265,14 @@ func (s *State) http(req Request, now time.Time, d *Decision) *Response {
 			s.PauseTask(c.Task, reason, until, now)
 		case "/resume":
 			s.Resume(c.Task)
-		case "/run-now":
-			s.RunNow(c.Task, now)
+		case "/run", "/run-now":
+			if c.Task == TaskAll {
+				for _, t := range Registry {
+					s.RunNow(t.Name, now)
+				}
+			} else {
+				s.RunNow(c.Task, now)
+			}
 			d.AlarmAt = now.Add(MinRearm).UnixMilli()
 		}
 		d.Events = append(d.Events, Event{"event": "scheduler.control", "action": req.Path[1:], "task": c.Task, "reason": c.Reason})

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -218,6 +219,8 @@ func TestHandleControl(t *testing.T) {
 		{"/pause", `{"task":"rating-sweep","until":"yesterday"}`, "until"},
 		{"/pause", `{"task":"rating-sweep","extra":1}`, "body"},
 		{"/run-now", `{}`, "task"},
+		{"/run", `{}`, "task"},
+		{"/pause", `{"task":"all"}`, "task"}, // "all" is for run only
 	}
 	for _, c := range bad {
 		before := st
@@ -241,6 +244,19 @@ func TestHandleControl(t *testing.T) {
 	d = decide(t, &st, "tick", nil, t0.Add(time.Second))
 	if len(d.Run) != 1 || d.Run[0] != "charts-refresh" {
 		t.Fatalf("run-now task not started: %v", d.Run)
+	}
+	for _, name := range d.Run {
+		decide(t, &st, "finish", ResultMsg{Task: name, OK: true}, t0.Add(2*time.Second))
+	}
+	// /run is the name; {"task": "all"} runs every task.
+	d = decide(t, &st, "http", Request{Method: "POST", Path: "/run", Body: `{"task":"all"}`}, t0.Add(3*time.Second))
+	if d.Response.Status != 200 {
+		t.Fatalf("run all: %+v", d.Response)
+	}
+	d = decide(t, &st, "tick", nil, t0.Add(4*time.Second))
+	// Every task but rating-sweep, which an operator paused above.
+	if len(d.Run) != len(Registry)-1 || slices.Contains(d.Run, "rating-sweep") {
+		t.Fatalf("run all started %v, want every unpaused task of %d", d.Run, len(Registry))
 	}
 }
 

@@ -136,7 +136,8 @@ func NewServer(s *Server) *Server {
 	mux.HandleFunc("POST /v1/limiter/acquire", s.limiterAcquire)
 	mux.HandleFunc("GET /v1/limiter/status", s.limiterStatus)
 	mux.HandleFunc("GET /v1/scheduler/status", s.schedulerCall("/status"))
-	for _, action := range []string{"pause", "resume", "run-now"} {
+	// run-now is the older name of run.
+	for _, action := range []string{"pause", "resume", "run", "run-now"} {
 		mux.HandleFunc("POST /v1/scheduler/"+action, s.requireAdmin(s.schedulerCall("/"+action)))
 	}
 	mux.HandleFunc("GET /v1/charts", s.chart)
