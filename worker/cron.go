@@ -19,12 +19,14 @@ import (
 
 // CronRun is what one cron invocation did, kept in KV for operators.
 type CronRun struct {
-	Cron          string             `json:"cron"`
-	ScheduledTime string             `json:"scheduled_time"`
-	RanAt         string             `json:"ran_at"`
-	Result        string             `json:"result"`
-	Crawl         *crawl.Result      `json:"crawl,omitempty"`
-	Daily         *tasks.DailyResult `json:"daily,omitempty"`
+	Cron          string `json:"cron"`
+	ScheduledTime string `json:"scheduled_time"`
+	RanAt         string `json:"ran_at"`
+	Result        string `json:"result"`
+	// Scheduler is what the crawl cycle's scheduler wake found.
+	Scheduler string             `json:"scheduler,omitempty"`
+	Crawl     *crawl.Result      `json:"crawl,omitempty"`
+	Daily     *tasks.DailyResult `json:"daily,omitempty"`
 	// D1 is what the run cost in D1, from D1's own result metadata.
 	D1    *d1.CostView `json:"d1,omitempty"`
 	Error string       `json:"error,omitempty"`
@@ -35,6 +37,9 @@ type CronTasks interface {
 	// WakeController touches the EnrichmentController so a broken alarm
 	// loop is restarted, and reports whether it is running.
 	WakeController(ctx context.Context) (running bool, err error)
+	// WakeScheduler touches the SchedulerDO so its alarm is armed even when
+	// nobody has called a /v1/scheduler route since a deploy.
+	WakeScheduler(ctx context.Context) (tasks int, err error)
 	// Crawl runs one discovery cycle.
 	Crawl(ctx context.Context) crawl.Result
 	// Cluster runs one batch of market clustering and opportunity scoring.
@@ -58,7 +63,12 @@ func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTa
 		} else {
 			run.Result = fmt.Sprintf("controller_awake running=%v", running)
 		}
-		crawl := tasks.Crawl(ctx) // counted: the controller wake above is a DO call, not D1
+		if n, err := tasks.WakeScheduler(ctx); err != nil {
+			run.Error = strings.TrimPrefix(run.Error+"; scheduler_wake_failed: "+err.Error(), "; ")
+		} else {
+			run.Scheduler = fmt.Sprintf("scheduler_awake tasks=%d", n)
+		}
+		crawl := tasks.Crawl(ctx) // counted: the wakes above are DO calls, not D1
 		run.Crawl = &crawl
 		if crawl.Error != "" {
 			run.Error = strings.TrimPrefix(run.Error+"; crawl: "+crawl.Error, "; ")
@@ -122,6 +132,26 @@ func (l CronLog) Record(ctx context.Context, run CronRun) error {
 	runs[run.Cron] = run
 	b, _ := json.Marshal(runs)
 	return l.KV.Put(ctx, CronRunsKey, string(b))
+}
+
+// WakeScheduler asks the SchedulerDO for its status: handling any call
+// ensures its alarm, so the periodic tasks start after a fresh deploy. It
+// reports how many tasks the scheduler knows.
+func WakeScheduler(ctx context.Context, call func(ctx context.Context, method, path string, body []byte) (int, []byte, error)) (int, error) {
+	status, body, err := call(ctx, "GET", "/status", nil)
+	if err != nil {
+		return 0, err
+	}
+	if status != 200 {
+		return 0, fmt.Errorf("scheduler status HTTP %d", status)
+	}
+	var st struct {
+		Tasks []json.RawMessage `json:"tasks"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return 0, fmt.Errorf("scheduler status: %w", err)
+	}
+	return len(st.Tasks), nil
 }
 
 // WakeController touches the EnrichmentController through fetch (its status

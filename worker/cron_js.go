@@ -19,6 +19,10 @@ func (cronTasks) WakeController(ctx context.Context) (bool, error) {
 	return WakeController(ctx, controllerNS.Fetch)
 }
 
+func (cronTasks) WakeScheduler(ctx context.Context) (int, error) {
+	return WakeScheduler(ctx, schedulerCaller{}.CallScheduler)
+}
+
 func (cronTasks) Crawl(ctx context.Context) crawl.Result {
 	c := &crawl.Crawler{Store: crawl.D1Store{DB: db}, Fetch: catalogue().Get, Events: eventQueue,
 		APIBase: cfg.APIBase, Country: cfg.Country, Sleep: cf.Sleep}

@@ -16,8 +16,14 @@ import (
 type wakeFn func() (bool, error)
 
 func (f wakeFn) WakeController(context.Context) (bool, error) { return f() }
-func (f wakeFn) Crawl(context.Context) crawl.Result           { return crawl.Result{Action: "idle"} }
-func (f wakeFn) Cluster(context.Context) (string, error)      { return "3 clusters", nil }
+func (f wakeFn) WakeScheduler(context.Context) (int, error) {
+	if _, err := f(); err != nil {
+		return 0, errors.New("scheduler down")
+	}
+	return 4, nil
+}
+func (f wakeFn) Crawl(context.Context) crawl.Result      { return crawl.Result{Action: "idle"} }
+func (f wakeFn) Cluster(context.Context) (string, error) { return "3 clusters", nil }
 func (f wakeFn) Daily(context.Context) tasks.DailyResult {
 	return tasks.DailyResult{Apps: 7, Batches: 1, Wrapped: true}
 }
@@ -25,12 +31,12 @@ func (f wakeFn) Daily(context.Context) tasks.DailyResult {
 func TestRunCron(t *testing.T) {
 	now := func() time.Time { return time.Date(2026, 1, 1, 0, 5, 1, 0, time.UTC) }
 	run := RunCron(context.Background(), config.CronCrawlCycle, now(), wakeFn(func() (bool, error) { return true, nil }), now)
-	if run.Result != "controller_awake running=true" || run.Error != "" || run.Crawl == nil || run.Crawl.Action != "idle" || run.D1 == nil {
+	if run.Result != "controller_awake running=true" || run.Scheduler != "scheduler_awake tasks=4" || run.Error != "" || run.Crawl == nil || run.Crawl.Action != "idle" || run.D1 == nil {
 		t.Fatalf("%+v", run)
 	}
 	run = RunCron(context.Background(), config.CronCrawlCycle, now(), wakeFn(func() (bool, error) { return false, errors.New("x") }), now)
-	if run.Error != "x" {
-		t.Fatalf("%+v", run)
+	if run.Error != "x; scheduler_wake_failed: scheduler down" || run.Crawl == nil {
+		t.Fatalf("one failed wake sinks neither the other nor the crawl: %+v", run)
 	}
 	run = RunCron(context.Background(), config.CronDaily, now(), wakeFn(nil), now)
 	if run.Daily == nil || run.Daily.Apps != 7 || run.Error != "" || !strings.HasPrefix(run.Result, "daily: 7 apps") {
@@ -58,6 +64,27 @@ func TestCronLogKeepsTheLastRunOfEachExpression(t *testing.T) {
 	var runs map[string]CronRun
 	if err := json.Unmarshal(raw, &runs); err != nil || len(runs) != 2 || runs[config.CronDaily].Result != "three" {
 		t.Fatalf("runs: %s", raw)
+	}
+}
+
+func TestWakeSchedulerReadsTheStatus(t *testing.T) {
+	call := func(status int, body string, err error) func(context.Context, string, string, []byte) (int, []byte, error) {
+		return func(_ context.Context, method, path string, _ []byte) (int, []byte, error) {
+			if method != "GET" || path != "/status" {
+				t.Fatalf("%s %s", method, path)
+			}
+			return status, []byte(body), err
+		}
+	}
+	if n, err := WakeScheduler(context.Background(), call(200, `{"tasks":[{},{},{},{}]}`, nil)); n != 4 || err != nil {
+		t.Fatalf("%d %v", n, err)
+	}
+	for _, bad := range []func(context.Context, string, string, []byte) (int, []byte, error){
+		call(503, ``, nil), call(0, ``, errors.New("down")), call(200, `not json`, nil),
+	} {
+		if _, err := WakeScheduler(context.Background(), bad); err == nil {
+			t.Fatal("a failed wake must say so")
+		}
 	}
 }
 

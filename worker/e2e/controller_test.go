@@ -226,6 +226,10 @@ func TestControllerEndToEnd(t *testing.T) {
 			r := runs["*/5 * * * *"]
 			return r != nil && r["result"] == "controller_awake running=true", jsonString(runs)
 		})
+		// The same cycle woke the SchedulerDO (its alarm armed after a deploy).
+		if runs["*/5 * * * *"]["scheduler"] != "scheduler_awake tasks=4" {
+			t.Fatalf("scheduler not woken by the cron: %v", runs)
+		}
 		// The crawl cycle scanned one category and queued what it found.
 		crawl, _ := runs["*/5 * * * *"]["crawl"].(map[string]any)
 		if crawl["action"] != "category_scan" || crawl["apps"].(float64) < 1 {
