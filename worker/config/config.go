@@ -7,6 +7,7 @@ package config
 
 import (
 	"fmt"
+	"storecrawl/worker/upstream"
 	"strconv"
 	"strings"
 	"time"
@@ -59,12 +60,21 @@ const (
 	DefaultCountry = "us"
 )
 
+// Bounds of UPSTREAM_MAX_HOLD_S.
+const (
+	minMaxHoldS = 1
+	maxMaxHoldS = 3600
+)
+
 // Config is every setting, parsed.
 type Config struct {
 	// APIBase and StoreBase are the upstream's base URLs, without a trailing slash.
 	APIBase   string
 	StoreBase string
 	Country   string
+	// MaxHold caps how long one upstream answer (Retry-After,
+	// RateLimit-Reset) can hold the crawler (UPSTREAM_MAX_HOLD_S).
+	MaxHold time.Duration
 	// LocationHint is where the EnrichmentController is created.
 	LocationHint string
 	Enrichment   enrichment.Config
@@ -135,6 +145,19 @@ func Load(getenv func(string) string) (Config, []Problem) {
 		if err != nil {
 			c.Scheduler = scheduler.Config{}
 			bad("SCHEDULER_BREAKER_THRESHOLD", raw, err)
+		}
+	}
+
+	c.MaxHold = upstream.DefaultMaxHold
+	if raw := getenv("UPSTREAM_MAX_HOLD_S"); raw != "" {
+		secs, err := intVar(raw)
+		if err == nil && (secs < minMaxHoldS || secs > maxMaxHoldS) {
+			err = fmt.Errorf("must be in [%d, %d]", minMaxHoldS, maxMaxHoldS)
+		}
+		if err != nil {
+			bad("UPSTREAM_MAX_HOLD_S", raw, err)
+		} else {
+			c.MaxHold = time.Duration(secs) * time.Second
 		}
 	}
 

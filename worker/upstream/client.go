@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"storecrawl/durable/object"
+	"storecrawl/worker/logx"
 )
 
 const (
@@ -22,6 +23,13 @@ const (
 	DefaultTimeout = 15 * time.Second
 	// MaxBodyBytes bounds what is read from one answer (store pages are ~100 KB).
 	MaxBodyBytes = 4 << 20
+	// DefaultMaxHold caps how long one answer's Retry-After or
+	// RateLimit-Reset can hold the crawler: a hostile or buggy header
+	// (86400 s, an epoch in the far future) must not stop it for a day.
+	DefaultMaxHold = 300 * time.Second
+	// maxHintSeconds bounds a parsed header before any Duration arithmetic,
+	// so huge numbers cannot overflow into a small or negative hold.
+	maxHintSeconds = int64(100 * 365 * 24 * 3600)
 )
 
 // Response is one classified upstream answer.
@@ -35,6 +43,9 @@ type Response struct {
 	Reset     time.Duration
 	Class     object.Class
 	Err       error
+	// HoldHint is the longer hold the upstream asked for when it was capped
+	// at MaxHold (0 when nothing was capped), for the upstream.hold_capped log.
+	HoldHint time.Duration
 	// SentAt and DoneAt bracket the request (the pacing algorithm's samples).
 	SentAt, DoneAt time.Time
 }
@@ -50,6 +61,8 @@ type Doer interface {
 type Client struct {
 	HTTP    Doer
 	Timeout time.Duration
+	// MaxHold caps Retry-After and RateLimit-Reset (DefaultMaxHold when 0).
+	MaxHold time.Duration
 }
 
 // Get fetches url with no custom headers (custom User-Agents have triggered
@@ -73,6 +86,26 @@ func (c *Client) Get(ctx context.Context, url string) Response {
 		r = Response{Class: object.ClassTimeout, Remaining: -1, Err: ctx.Err()}
 	}
 	r.SentAt, r.DoneAt = sent, time.Now()
+	return capHold(r, c.MaxHold, url)
+}
+
+// capHold bounds the hold an answer asks for and logs when it had to.
+func capHold(r Response, limit time.Duration, url string) Response {
+	if limit <= 0 {
+		limit = DefaultMaxHold
+	}
+	asked := max(time.Duration(r.RetryAfterS)*time.Second, r.Reset)
+	if r.RetryAfterS > int(limit/time.Second) {
+		r.RetryAfterS = int(limit / time.Second)
+	}
+	if r.Reset > limit {
+		r.Reset = limit
+	}
+	if asked > limit {
+		r.HoldHint = asked
+		logx.Event("upstream.hold_capped", map[string]any{"level": logx.Warn, "url": url,
+			"asked_s": int64(asked / time.Second), "held_s": int64(limit / time.Second)})
+	}
 	return r
 }
 
@@ -108,15 +141,17 @@ func RetryAfter(v string, now time.Time) int {
 	if v == "" {
 		return 0
 	}
-	if n, err := strconv.Atoi(v); err == nil {
-		if n < 0 {
-			return 0
-		}
-		return n
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	switch {
+	case err == nil && n < 0:
+		return 0
+	case err == nil, errors.Is(err, strconv.ErrRange) && n > 0:
+		return int(min(n, maxHintSeconds)) // a number too big for int64 is "forever"
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return int((d + time.Second - 1) / time.Second)
+		// In whole seconds, not via a Duration, which saturates far out.
+		if secs := t.Unix() - now.Unix(); secs > 0 {
+			return int(min(secs, maxHintSeconds))
 		}
 	}
 	return 0
@@ -130,8 +165,20 @@ func RetryAfter(v string, now time.Time) int {
 func RateLimitBudget(h http.Header) (remaining int, reset time.Duration) {
 	remaining = -1
 	num := func(v string) (int, bool) {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		return n, err == nil && n >= 0
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if errors.Is(err, strconv.ErrRange) && n > 0 {
+			return int(maxHintSeconds), true // too big for int64: "forever"
+		}
+		return int(min(n, maxHintSeconds*10)), err == nil && n >= 0
+	}
+	// seconds turns a reset value into a hold: small numbers are seconds
+	// from now, epoch-sized ones unix times; bounded before any arithmetic.
+	seconds := func(n int) time.Duration {
+		s := int64(n)
+		if s > 1e9 {
+			s -= time.Now().Unix()
+		}
+		return time.Duration(max(0, min(s, maxHintSeconds))) * time.Second
 	}
 	for _, k := range []string{"RateLimit-Remaining", "X-RateLimit-Remaining", "X-RateLimit-Minute-Remaining"} {
 		if n, ok := num(h.Get(k)); ok {
@@ -141,12 +188,7 @@ func RateLimitBudget(h http.Header) (remaining int, reset time.Duration) {
 	}
 	for _, k := range []string{"RateLimit-Reset", "X-RateLimit-Reset"} {
 		if n, ok := num(h.Get(k)); ok {
-			// Small numbers are seconds from now; epoch-sized ones are unix times.
-			if n > 1e9 {
-				reset = time.Until(time.Unix(int64(n), 0))
-			} else {
-				reset = time.Duration(n) * time.Second
-			}
+			reset = seconds(n)
 			break
 		}
 	}
@@ -163,7 +205,7 @@ func RateLimitBudget(h http.Header) (remaining int, reset time.Duration) {
 				}
 			case "reset", "t":
 				if n, ok := num(v); ok {
-					reset = time.Duration(n) * time.Second
+					reset = seconds(n)
 				}
 			}
 		}

@@ -95,3 +95,43 @@ func TestRateLimitBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileHoldsAreCapped: no header can hold the crawler longer than
+// MaxHold, whatever form or size it takes (issue 14, item 5).
+func TestHostileHoldsAreCapped(t *testing.T) {
+	headers := map[string][2]string{
+		"/day":          {"Retry-After", "86400"},
+		"/epoch":        {"RateLimit-Reset", "9999999999"},
+		"/combined":     {"RateLimit", "remaining=0, reset=99999999999999999"},
+		"/overflow":     {"Retry-After", "99999999999999999999999999"},
+		"/date":         {"Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT"},
+		"/xreset-epoch": {"X-RateLimit-Reset", "4102444800"},
+		"/fine":         {"Retry-After", "30"},
+	}
+	mux := http.NewServeMux()
+	for path, h := range headers {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(h[0], h[1])
+			w.WriteHeader(429)
+		})
+	}
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c := &Client{HTTP: srv.Client(), MaxHold: 90 * time.Second}
+	for path, h := range headers {
+		r := c.Get(context.Background(), srv.URL+path)
+		if r.RetryAfterS < 0 || r.RetryAfterS > 90 || r.Reset < 0 || r.Reset > 90*time.Second {
+			t.Errorf("%s %s: hold %ds / %s escapes the cap", h[0], h[1], r.RetryAfterS, r.Reset)
+		}
+		capped := path != "/fine"
+		if (r.HoldHint > 0) != capped {
+			t.Errorf("%s: hint %s, capped %v", path, r.HoldHint, capped)
+		}
+	}
+	if r := c.Get(context.Background(), srv.URL+"/fine"); r.RetryAfterS != 30 {
+		t.Errorf("an honest Retry-After is kept: %d", r.RetryAfterS)
+	}
+	if r := (&Client{HTTP: srv.Client()}).Get(context.Background(), srv.URL+"/day"); r.RetryAfterS != int(DefaultMaxHold/time.Second) {
+		t.Errorf("default cap: %d", r.RetryAfterS)
+	}
+}
