@@ -303,8 +303,8 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 	case req.Method == "POST" && req.Path == "/start":
 		s.Running = true
 		c, _ := s.controller(cfg)
-		if st, ok := c.(*pacing.Seed); ok {
-			st.CooldownUntil = 0 // start means: try now
+		if r, ok := c.(pacing.Releaser); ok {
+			r.Release() // start means: try now, whatever hold is on
 		}
 		s.store(c)
 		return s.mutated(now, cfg, "start", now.Add(StartDelay).UnixMilli())

@@ -140,3 +140,30 @@ func TestOneTrippedRunIsDrift(t *testing.T) {
 		t.Fatalf("mixed run: %q", got)
 	}
 }
+
+func TestStartLiftsAnyHold(t *testing.T) {
+	for _, name := range []string{"probe", "seed"} {
+		cfg, _ := NewConfig(name, 0)
+		st := ""
+		d := decideWith(t, cfg, &st, "tick", TickRequest{}, t0)
+		n := d.Run.BatchSize
+		res := make([]ItemResult, n)
+		var reqs []RequestOutcome
+		for i := range res {
+			res[i] = ItemResult{TrackID: int64(i), Class: ClassRateLimit, RetryAfterS: 300}
+			reqs = append(reqs, RequestOutcome{Item: i, Class: ClassRateLimit, RetryAfterMs: 3_600_000, Remaining: -1,
+				SentAt: t0.UnixMilli(), DoneAt: t0.UnixMilli() + 100})
+		}
+		later := t0.Add(2 * time.Second)
+		decideWith(t, cfg, &st, "tick_done", RunOutcome{Picked: n, Results: res, Requests: reqs}, later)
+		s, _ := LoadState(st, later)
+		if got := s.Status(later, cfg); name == "probe" && !got.InCooldown {
+			t.Fatalf("%s: an hour's Retry-After must hold: %+v", name, got)
+		}
+		decideWith(t, cfg, &st, "http", Request{Method: "POST", Path: "/start"}, later)
+		s, _ = LoadState(st, later)
+		if got := s.Status(later, cfg); got.InCooldown {
+			t.Fatalf("%s: /start must lift the hold: %+v", name, got)
+		}
+	}
+}

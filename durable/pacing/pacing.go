@@ -147,6 +147,12 @@ type Holder interface {
 	HoldUntil() time.Time
 }
 
+// Releaser is a controller whose hold an operator can lift: POST /start
+// means "try now", whatever Retry-After, backoff or cooldown said.
+type Releaser interface {
+	Release()
+}
+
 // TuneRequest is an operator's override; nil fields are left alone.
 type TuneRequest struct {
 	BatchSize  *int

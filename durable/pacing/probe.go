@@ -274,6 +274,13 @@ func (p *Probe) grow(now time.Time) {
 // HoldUntil is when the next request may go (a block backoff, Retry-After).
 func (p *Probe) HoldUntil() time.Time { return time.UnixMilli(p.NotBefore) }
 
+// Release lifts the hold and the block backoff (Releaser): the next tick
+// sends one probe item, as after a block.
+func (p *Probe) Release() {
+	p.pacer.Release()
+	p.BackoffMs = 0
+}
+
 // Tune sets the rate; a batch/interval pair is turned into the rate it
 // carries. The learned ceiling is kept: the loop climbs from here.
 func (p *Probe) Tune(t TuneRequest) {

@@ -63,6 +63,9 @@ type pacer struct {
 	LastPlanRq int     `json:"last_plan_requests"`
 }
 
+// Release lifts the hold a server hint set (Releaser).
+func (p *pacer) Release() { p.NotBefore = 0 }
+
 func newPacer(cfg Config) pacer {
 	return pacer{Sub: max(1, cfg.SubrequestsPerItem), LatencyMs: float64(defaultLatency.Milliseconds())}
 }

@@ -172,6 +172,9 @@ func clamp64(v, lo, hi int64) int64 { return min(max(v, lo), hi) }
 // HoldUntil is the end of the cooldown.
 func (s *Seed) HoldUntil() time.Time { return time.UnixMilli(s.CooldownUntil) }
 
+// Release ends the cooldown (Releaser).
+func (s *Seed) Release() { s.CooldownUntil = 0 }
+
 // Cooldowns counts entries into the critical zone.
 func (s *Seed) Cooldowns() int { return s.CooldownCount }
 
