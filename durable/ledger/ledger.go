@@ -94,8 +94,14 @@ const (
 	// MaxFactBytes bounds one encoded fact, so a full batch stays well
 	// under the queue's 128 KB message limit.
 	MaxFactBytes = 1024
-	maxNameLen   = 100
+	// maxNameLen bounds a fact's source and kind. It must hold the longest
+	// source a writer makes: "limiter:" + a limiter key of up to 128 bytes
+	// (limiter.MaxKeyLen; a test there keeps the two in step).
+	maxNameLen = 160
 )
+
+// MaxNameLen is maxNameLen, for the writers' tests.
+const MaxNameLen = maxNameLen
 
 // BatchType is the queue message type of a replication batch.
 const BatchType = "facts"
