@@ -53,6 +53,8 @@ func Register() {
 	srv := api.NewServer(s)
 	workers.ServeNonBlock(cf.BufferedResponses(srv))
 	cron.ScheduleTaskNonBlock(func(ctx context.Context) error {
+		// A panic here would kill the shared Go instance: it is logged instead.
+		defer func() { _ = logx.Recovered(recover(), "cron handler") }()
 		ev, err := cron.NewEvent(ctx)
 		if err != nil {
 			logx.Err("cron.bad_event", err, nil)
@@ -64,7 +66,15 @@ func Register() {
 		}
 		return nil // an error here would panic the shared Go instance
 	})
-	queues.ConsumeNonBlock(func(batch *queues.MessageBatch) error {
+	queues.ConsumeNonBlock(func(batch *queues.MessageBatch) (err error) {
+		// A panic would kill the shared Go instance; the batch is retried
+		// instead (unacked messages are redelivered).
+		defer func() {
+			if p := logx.Recovered(recover(), "queue consumer"); p != nil {
+				batch.RetryAll()
+				err = nil
+			}
+		}()
 		if batch.Queue == config.DeadLetterQueue {
 			consumeDeadLetters(batch)
 			return nil

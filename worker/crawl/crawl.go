@@ -13,6 +13,7 @@ import (
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
+	"storecrawl/worker/logx"
 	"storecrawl/worker/upstream"
 )
 
@@ -130,6 +131,11 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
+			defer func() {
+				if err := logx.Recovered(recover(), "ranking fill"); err != nil {
+					side = Result{Action: "error", Error: err.Error()}
+				}
+			}()
 			side = fillRankings(ctx, store, fetch, apiBase, country, sleep, now)
 		}()
 		res := mapKeywords(ctx, store, fetch, apiBase, country, sleep, now)
@@ -211,6 +217,11 @@ func searchKeywords(ctx context.Context, kws []string, fetch func(ctx context.Co
 			wg.Add(1)
 			go func(j int, kw string) {
 				defer wg.Done()
+				defer func() {
+					if err := logx.Recovered(recover(), "keyword search"); err != nil {
+						results[j] = searched{kw: kw, err: err}
+					}
+				}()
 				q := url.Values{"term": {kw}, "country": {country}, "entity": {SearchEntity}, "limit": {fmt.Sprint(KeywordSearchSize)}}
 				resp := fetch(ctx, apiBase+"/search?"+q.Encode())
 				if resp.Class != object.ClassOK {

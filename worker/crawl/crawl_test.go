@@ -153,11 +153,15 @@ func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 		if strings.Contains(u, "term=bad") {
 			return upstream.Response{Class: object.ClassServerError, Err: errors.New("503"), Remaining: -1}
 		}
+		if strings.Contains(u, "term=photo") {
+			panic("a bug in a search") // costs that keyword, not the instance
+		}
 		return upstream.Response{Class: object.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":5,"trackName":"x","artistId":77,"artistName":"Dev"}]}`), Remaining: -1}
 	}
 	f := &fakeDiscovery{due: map[string]bool{}, pending: []string{"budget", "bad", "fitness", "photo"}}
 	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now())
-	if r.Action != "keyword_mapping" || r.Found != 3 || r.Apps != 3 || len(urls) != 4 || f.rankings["bad"] != 0 || !strings.Contains(r.Error, "bad") || f.developers != 1 {
+	if r.Action != "keyword_mapping" || r.Found != 2 || r.Apps != 2 || len(urls) != 4 || f.rankings["bad"] != 0 ||
+		!strings.Contains(r.Error, "bad") || !strings.Contains(r.Error, "panic in keyword search") || f.developers != 1 {
 		t.Fatalf("%+v %v %v", r, urls, f.rankings)
 	}
 	stmts := RankingStatements("budget", []appstore.App{{TrackID: 5}, {TrackID: 6}}, time.Now())

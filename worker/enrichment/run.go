@@ -148,6 +148,12 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			wg.Add(1)
 			go func(j int) {
 				defer wg.Done()
+				defer func() {
+					// A panic fails the item as our own error: it stays queued.
+					if err := logx.Recovered(recover(), "enrichment item"); err != nil {
+						results[j] = controller.ItemResult{TrackID: items[j].TrackID, Class: controller.ClassStoreError, Error: err.Error()}
+					}
+				}()
 				fetchPage := !pagesOff || (plan.SkipPages && j < plan.PageProbes)
 				results[j], requests[j] = r.settle(ctx, items[j], j, fetchPage, plan.SkipPages)
 			}(j)
@@ -253,10 +259,26 @@ func (r *Runner) enrichOne(ctx context.Context, id int64, index int, fetchPage b
 	fetch := func(ctx context.Context) error {
 		var wg sync.WaitGroup
 		wg.Add(1)
-		go func() { defer wg.Done(); lookup = r.Upstream.Get(ctx, r.LookupURL(id)) }()
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if err := logx.Recovered(recover(), "lookup fetch"); err != nil {
+					lookup = upstream.Response{Class: controller.ClassTimeout, Remaining: -1, Err: err}
+				}
+			}()
+			lookup = r.Upstream.Get(ctx, r.LookupURL(id))
+		}()
 		if fetchPage {
 			wg.Add(1)
-			go func() { defer wg.Done(); page = r.Upstream.Get(ctx, r.PageURL(id)) }()
+			go func() {
+				defer wg.Done()
+				defer func() {
+					if err := logx.Recovered(recover(), "page fetch"); err != nil {
+						page = upstream.Response{Class: controller.ClassTimeout, Remaining: -1, Err: err}
+					}
+				}()
+				page = r.Upstream.Get(ctx, r.PageURL(id))
+			}()
 		}
 		wg.Wait()
 		return nil

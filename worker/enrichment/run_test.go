@@ -420,3 +420,30 @@ func TestRunStopsFetchingPagesNobodyCanRead(t *testing.T) {
 		t.Fatalf("unparsed %d, skipped %d, requests %d, pages kept %v", unparsed, skipped, len(out.Requests), cache.keys)
 	}
 }
+
+// panicky panics on the lookup of one id: a bug in a fetch must cost that
+// item, not the shared Go instance (issue 14, item 10).
+type panicky struct{ upstream.Client }
+
+func (p *panicky) Get(ctx context.Context, url string) upstream.Response {
+	if strings.Contains(url, "id=99") {
+		panic("boom")
+	}
+	return p.Client.Get(ctx, url)
+}
+
+func TestAPanickingFetchCostsOneItem(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	st := newStore(QueuedItem{TrackID: 99}, QueuedItem{TrackID: fixtureID})
+	r, _, _, _ := newRunner(t, srv, st)
+	r.Upstream = &panicky{upstream.Client{HTTP: srv.Client(), Timeout: 5 * time.Second}}
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 2, ChunkItems: 2})
+	if len(out.Results) != 2 || out.Results[0].Class != controller.ClassTimeout || !strings.Contains(out.Results[0].Error, "panic in lookup fetch") {
+		t.Fatalf("%+v", out.Results)
+	}
+	if out.Results[1].Class != controller.ClassOK || len(st.gaveUp) != 0 {
+		t.Fatalf("the other item is untouched: %+v %v", out.Results[1], st.gaveUp)
+	}
+}

@@ -4,6 +4,7 @@ package logx
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -58,4 +59,19 @@ func Err(name string, err error, fields map[string]any) {
 		fields["error"] = err.Error()
 	}
 	Event(name, fields)
+}
+
+// Recovered turns a value from recover() into an error and logs it as one
+// "panic" event, so a goroutine the project starts never takes the shared
+// Go instance (and every call in flight) down with it. nil means there was
+// no panic. Use it in the goroutine's first deferred function:
+//
+//	defer func() { if err := logx.Recovered(recover(), "where"); err != nil { ... } }()
+func Recovered(p any, where string) error {
+	if p == nil {
+		return nil
+	}
+	err := fmt.Errorf("panic in %s: %v", where, p)
+	Event("panic", map[string]any{"level": Error, "where": where, "error": err.Error()})
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -30,5 +31,21 @@ func TestOneJSONObjectPerLine(t *testing.T) {
 	}
 	if second["level"] != Error || second["error"] != "boom" {
 		t.Fatalf("second: %v", second)
+	}
+}
+
+func TestRecovered(t *testing.T) {
+	var buf bytes.Buffer
+	SetOutput(&buf)
+	defer SetOutput(os.Stdout)
+	if Recovered(nil, "x") != nil || buf.Len() != 0 {
+		t.Fatal("no panic, no error, no log")
+	}
+	err := func() (err error) {
+		defer func() { err = Recovered(recover(), "worker goroutine") }()
+		panic("boom")
+	}()
+	if err == nil || !strings.Contains(err.Error(), "panic in worker goroutine: boom") || !strings.Contains(buf.String(), `"event":"panic"`) {
+		t.Fatalf("%v %s", err, buf.String())
 	}
 }

@@ -76,7 +76,14 @@ func (c *Client) Get(ctx context.Context, url string) Response {
 	// is bounded here; an abandoned fetch finishes in the background.
 	sent := time.Now()
 	ch := make(chan Response, 1)
-	go func() { ch <- c.do(ctx, url) }()
+	go func() {
+		defer func() {
+			if err := logx.Recovered(recover(), "upstream.Get"); err != nil {
+				ch <- Response{Class: object.ClassTimeout, Remaining: -1, Err: err}
+			}
+		}()
+		ch <- c.do(ctx, url)
+	}()
 	var r Response
 	select {
 	case r = <-ch:
