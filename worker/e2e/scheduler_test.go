@@ -98,8 +98,13 @@ func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
 	eventually(t, 30*time.Second, "charts backs off", func() (bool, string) {
 		st = schedStatus(t, w)
 		c := st["charts-refresh"]
-		return c.Runs > runsBefore && c.ConsecutiveFailures >= 1 && c.NextRunAfter > time.Now().Add(5*time.Minute).UnixMilli(), jsonString(c)
+		// Retry-After 600 is held at the 300 s cap (UPSTREAM_MAX_HOLD_S).
+		return c.Runs > runsBefore && c.ConsecutiveFailures >= 1 && c.NextRunAfter > time.Now().Add(4*time.Minute).UnixMilli() &&
+			c.NextRunAfter <= time.Now().Add(5*time.Minute).UnixMilli(), jsonString(c)
 	})
+	if !strings.Contains(w.log.String(), `"event":"upstream.hold_capped"`) {
+		t.Fatal("the capped Retry-After is not logged")
+	}
 	sweepRuns := st["rating-sweep"].Runs
 	doJSON(t, "POST", ctl+"run-now", adminToken, `{"task":"rating-sweep"}`, nil)
 	eventually(t, 30*time.Second, "sweep still runs", func() (bool, string) {
