@@ -357,16 +357,16 @@ func (r *Runner) itemResult(ctx context.Context, id int64, lookup, page upstream
 	pageClass := page.Class
 	var sp appstore.StorePage
 	var perr error
-	key := ""
+	key, outcome := "", "" // outcome stays "" when no page came back
 	if page.Class == controller.ClassOK {
 		sp, perr = appstore.ParseStorePage(page.Body)
-		meta := PageMeta{ScrapedAt: now, Status: page.Status, Format: sp.Format, Outcome: controller.PageParsed, ParserVersion: appstore.ParserVersion}
-		switch {
+		switch outcome = controller.PageParsed; {
 		case errors.Is(perr, appstore.ErrSoftBlock):
-			meta.Outcome, pageClass = controller.PageSoftBlock, controller.ClassRateLimit
+			outcome, pageClass = controller.PageSoftBlock, controller.ClassRateLimit
 		case perr != nil:
-			meta.Outcome = controller.PageUnparsed
+			outcome = controller.PageUnparsed
 		}
+		meta := PageMeta{ScrapedAt: now, Status: page.Status, Format: sp.Format, Outcome: outcome, ParserVersion: appstore.ParserVersion}
 		key = HTMLKey(r.Country, id)
 		if err := r.HTML.PutHTML(ctx, key, page.Body, meta); err != nil {
 			res := controller.ItemResult{TrackID: id, Class: controller.ClassStoreError, Error: "r2 put: " + err.Error()}
@@ -379,17 +379,8 @@ func (r *Runner) itemResult(ctx context.Context, id int64, lookup, page upstream
 	if classRank[pageClass] > classRank[lookup.Class] {
 		worst, worstClass = page, pageClass
 	}
-	res := controller.ItemResult{TrackID: id, Class: worstClass, Status: worst.Status}
+	res := controller.ItemResult{TrackID: id, Class: worstClass, Status: worst.Status, Page: outcome}
 	res.RetryAfterS = max(lookup.RetryAfterS, page.RetryAfterS)
-	if page.Class == controller.ClassOK {
-		res.Page = controller.PageParsed
-		switch {
-		case errors.Is(perr, appstore.ErrSoftBlock):
-			res.Page = controller.PageSoftBlock
-		case perr != nil:
-			res.Page = controller.PageUnparsed
-		}
-	}
 	if lookup.Class != controller.ClassOK {
 		res.Error = errText(lookup.Err)
 		return res, pageClass
