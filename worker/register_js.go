@@ -35,17 +35,19 @@ var binding = js.Global().Get("context").Get("binding")
 func Register() {
 	loadConfig()
 	s := &api.Server{
-		Controller: controllerCaller{},
-		Limiter:    limiterCaller{},
-		Scheduler:  schedulerCaller{},
-		Charts:     kvCache,
-		Markets:    marketsStage,
-		Apps:       enrichment.D1Store{DB: db},
-		Cron:       CronLog{KV: kvCache},
-		Ledger:     historyService,
-		Dead:       historyService,
-		Reparse:    pageReparser,
-		AdminToken: func() string { return cfg.AdminToken },
+		Controller:       controllerCaller{},
+		Limiter:          limiterCaller{},
+		Scheduler:        schedulerCaller{},
+		Charts:           kvCache,
+		Markets:          marketsStage,
+		Apps:             enrichment.D1Store{DB: db},
+		Cron:             CronLog{KV: kvCache},
+		Ledger:           historyService,
+		Dead:             historyService,
+		Reparse:          pageReparser,
+		Failed:           enrichment.D1Store{DB: db},
+		RetryFailedBatch: enrichment.RetryFailedBatch,
+		AdminToken:       func() string { return cfg.AdminToken },
 	}
 	if cfg.TestRoutes {
 		s.TestEvents = eventQueue

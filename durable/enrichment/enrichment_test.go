@@ -71,16 +71,42 @@ func TestActionFor(t *testing.T) {
 		{ClassOK, 0, ActionStore},
 		{ClassNotFound, 0, ActionMissing},
 		{ClassRateLimit, 99, ActionKeep}, // rate limits never use up an item's attempts
-		{ClassStoreError, 99, ActionKeep},
+		// A store error that keeps repeating on one item is that item's.
+		{ClassStoreError, 0, ActionRequeue},
+		{ClassStoreError, MaxItemAttempts - 1, ActionGiveUp},
 		{ClassParseError, 0, ActionRequeue},
 		{ClassParseError, MaxItemAttempts - 1, ActionGiveUp},
-		{ClassServerError, MaxItemAttempts - 2, ActionRequeue},
-		{ClassTimeout, MaxItemAttempts - 1, ActionGiveUp},
+		// Upstream-level failures never use up an item's attempts: an
+		// outage must not fail the items that were in flight.
+		{ClassServerError, 99, ActionDefer},
+		{ClassTimeout, MaxItemAttempts - 1, ActionDefer},
 	}
 	for _, c := range cases {
 		if got := ActionFor(ItemResult{Class: c.c}, c.prior); got != c.want {
 			t.Errorf("ActionFor(%s,%d) = %s, want %s", c.c, c.prior, got, c.want)
 		}
+	}
+}
+
+func TestDeferBackoffDoublesToItsCap(t *testing.T) {
+	want := []time.Duration{DeferBase, DeferBase, 2 * DeferBase, 4 * DeferBase}
+	for i, w := range want {
+		if got := DeferBackoff(i); got != w {
+			t.Errorf("DeferBackoff(%d) = %s, want %s", i, got, w)
+		}
+	}
+	for _, n := range []int{7, 60, 1 << 30} {
+		if got := DeferBackoff(n); got != DeferMax {
+			t.Errorf("DeferBackoff(%d) = %s, want the cap %s", n, got, DeferMax)
+		}
+	}
+}
+
+func TestRecordCountsDeferredItems(t *testing.T) {
+	s := DefaultState()
+	s.Record(RunOutcome{Picked: 2, Results: []ItemResult{{Class: ClassTimeout, Deferred: true}, {Class: ClassOK}}}, t0)
+	if s.Totals.Deferred != 1 || s.Totals.Failed != 1 || s.Totals.GaveUp != 0 {
+		t.Fatalf("totals %+v", s.Totals)
 	}
 }
 

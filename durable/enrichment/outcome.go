@@ -25,9 +25,30 @@ const (
 var ClassifyStatus = object.ClassifyStatus
 
 // MaxItemAttempts bounds how often one item is tried before it is marked
-// permanently failed, so no item is retried forever. Rate-limited attempts
-// do not count: those are the upstream's state, not the item's.
+// permanently failed, so no item is retried forever. Only item-level
+// failures count (a parse error, a store error that keeps repeating):
+// rate limits, 5xx, timeouts and connection errors are the upstream's
+// state, not the item's.
 const MaxItemAttempts = 3
+
+// Backoff of an item deferred by an upstream-level failure: DeferBase after
+// the first, doubling with each deferral in a row, at most DeferMax. Long
+// enough that the next ticks pick other rows first; short enough that an
+// item is tried again soon after the upstream recovers.
+const (
+	DeferBase = 30 * time.Second
+	DeferMax  = 30 * time.Minute
+)
+
+// DeferBackoff is how long an item deferred for the defers-th time in a
+// row (1 = first) waits before it may be picked again.
+func DeferBackoff(defers int) time.Duration {
+	d := DeferBase
+	for i := 1; i < defers && d < DeferMax; i++ {
+		d *= 2
+	}
+	return min(d, DeferMax)
+}
 
 // ItemAction is what the store does with an item after its attempt.
 type ItemAction string
@@ -36,6 +57,9 @@ const (
 	ActionStore   ItemAction = "store"   // write the enriched record
 	ActionRequeue ItemAction = "requeue" // leave it queued, attempt counted
 	ActionKeep    ItemAction = "keep"    // leave it queued, attempt not counted
+	// ActionDefer: leave it queued, attempt not counted, not picked again
+	// before its backoff (an upstream-level failure).
+	ActionDefer   ItemAction = "defer"
 	ActionGiveUp  ItemAction = "give_up" // mark it permanently failed
 	ActionMissing ItemAction = "missing" // the upstream does not know it: mark done as not_found
 )
@@ -45,6 +69,9 @@ const (
 // stays queued, its attempt not counted, unless it is done for good.
 func ActionFor(r ItemResult, priorAttempts int) ItemAction {
 	if (r.Page == PageSkipped || r.Probe) && r.Class != ClassNotFound && r.Class != ClassOK {
+		if r.Class == ClassServerError || r.Class == ClassTimeout {
+			return ActionDefer
+		}
 		return ActionKeep
 	}
 	if r.Page == PageSkipped && r.Class == ClassOK {
@@ -56,10 +83,14 @@ func ActionFor(r ItemResult, priorAttempts int) ItemAction {
 	case ClassNotFound:
 		return ActionMissing
 	case ClassRateLimit:
+		// The run stops at a refusal and the pacing holds off: the item is
+		// simply next when the upstream lets us in again.
 		return ActionKeep
-	case ClassStoreError:
-		return ActionKeep
+	case ClassServerError, ClassTimeout:
+		return ActionDefer
 	}
+	// Item-level: a parse error, or a store error (one that keeps repeating
+	// on the same item is that item's, e.g. a row D1 refuses).
 	if priorAttempts+1 >= MaxItemAttempts {
 		return ActionGiveUp
 	}
@@ -68,12 +99,14 @@ func ActionFor(r ItemResult, priorAttempts int) ItemAction {
 
 // ItemResult is the outcome of one item in a run.
 type ItemResult struct {
-	TrackID     int64  `json:"track_id"`
-	Class       Class  `json:"class"`
-	Status      int    `json:"status,omitempty"`
-	RetryAfterS int    `json:"retry_after_s,omitempty"`
-	GaveUp      bool   `json:"gave_up,omitempty"`
-	Error       string `json:"error,omitempty"`
+	TrackID     int64 `json:"track_id"`
+	Class       Class `json:"class"`
+	Status      int   `json:"status,omitempty"`
+	RetryAfterS int   `json:"retry_after_s,omitempty"`
+	GaveUp      bool  `json:"gave_up,omitempty"`
+	// Deferred: an upstream-level failure left the item queued with a backoff.
+	Deferred bool   `json:"deferred,omitempty"`
+	Error    string `json:"error,omitempty"`
 	// Page is what became of the store page (PageParsed, ...); "" when no
 	// page was fetched.
 	Page string `json:"page,omitempty"`
@@ -197,6 +230,9 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 		}
 		if r.GaveUp {
 			s.Totals.GaveUp++
+		}
+		if r.Deferred {
+			s.Totals.Deferred++
 		}
 	}
 	return byClass

@@ -107,10 +107,13 @@ func TestParserDriftPausesPagesProbesAndRecovers(t *testing.T) {
 }
 
 func TestSkippedPagesStayQueuedUncounted(t *testing.T) {
-	for _, c := range []Class{ClassOK, ClassServerError, ClassParseError, ClassRateLimit} {
+	for _, c := range []Class{ClassOK, ClassParseError, ClassRateLimit} {
 		if got := ActionFor(ItemResult{Class: c, Page: PageSkipped}, MaxItemAttempts-1); got != ActionKeep {
 			t.Errorf("%s with page skipped: %s, want keep", c, got)
 		}
+	}
+	if got := ActionFor(ItemResult{Class: ClassServerError, Page: PageSkipped}, MaxItemAttempts-1); got != ActionDefer {
+		t.Errorf("a 5xx lookup with page skipped: %s, want defer", got)
 	}
 	if got := ActionFor(ItemResult{Class: ClassParseError, Page: PageUnparsed, Probe: true}, MaxItemAttempts-1); got != ActionKeep {
 		t.Errorf("an unparsed probe page must not use up the item: %s", got)

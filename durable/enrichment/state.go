@@ -144,7 +144,10 @@ type Totals struct {
 	ItemErrors  int64 `json:"item_errors"`
 	// GaveUp counts items marked permanently failed (never retried again).
 	GaveUp int64 `json:"gave_up"`
-	Ticks  int64 `json:"ticks"`
+	// Deferred counts items an upstream-level failure (5xx, timeout,
+	// connection error) left queued with a backoff, their attempts uncounted.
+	Deferred int64 `json:"deferred"`
+	Ticks    int64 `json:"ticks"`
 	// Cooldowns counts entries into the critical zone.
 	Cooldowns int64 `json:"cooldowns"`
 	// D1RowsRead/D1RowsWritten: the runs' D1 cost (rows per completed app

@@ -24,6 +24,9 @@ var Registry = []Task{
 	// Re-parse stored store pages (POST /v1/enrichment/reparse starts a job;
 	// run-now starts it at once). Without a job a run is one D1 read.
 	{Name: "page-reparse", Every: 10 * time.Minute, Jitter: 30 * time.Second},
+	// Put items that gave up long enough ago back in the enrichment queue
+	// (ENRICHMENT_RETRY_FAILED_AFTER_H), a bounded batch per run.
+	{Name: "retry-failed", Every: time.Hour, Jitter: 2 * time.Minute},
 }
 
 // The Go⇄JS protocol (durable/object); Run lists the tasks to start now,

@@ -87,6 +87,12 @@ type Reparser interface {
 	ReparseStatus(ctx context.Context) (json.RawMessage, error)
 }
 
+// FailedRequeuer puts given-up enrichment items back in the queue
+// (worker/enrichment.D1Store).
+type FailedRequeuer interface {
+	RetryFailed(ctx context.Context, class string, olderThan, now time.Time) (int, error)
+}
+
 // EventSender puts one raw message on the EVENTS queue.
 type EventSender interface {
 	Send(ctx context.Context, body string) error
@@ -104,12 +110,15 @@ type Server struct {
 	Ledger     LedgerReader
 	Dead       DeadLetterReader
 	Reparse    Reparser
+	Failed     FailedRequeuer
 	// TestEvents, when set, mounts the test-only POST /__test/events, which
 	// puts a raw message on the EVENTS queue (e.g. one no handler accepts, to
 	// watch it reach the dead-letter queue). The wiring sets it only under
 	// the TEST_ROUTES var (never set in wrangler.jsonc): without it the route
 	// does not exist.
 	TestEvents EventSender
+	// RetryFailedBatch is what one Failed.RetryFailed call requeues at most.
+	RetryFailedBatch int
 	// AdminToken returns the configured token; empty means mutating calls are refused.
 	AdminToken func() string
 
@@ -133,6 +142,7 @@ func NewServer(s *Server) *Server {
 	}
 	mux.HandleFunc("POST /v1/enrichment/reparse", s.requireAdmin(s.startReparse))
 	mux.HandleFunc("GET /v1/enrichment/reparse", s.reparseStatus)
+	mux.HandleFunc("POST /v1/enrichment/retry-failed", s.requireAdmin(s.retryFailed))
 	mux.HandleFunc("POST /v1/limiter/acquire", s.limiterAcquire)
 	mux.HandleFunc("GET /v1/limiter/status", s.limiterStatus)
 	mux.HandleFunc("GET /v1/scheduler/status", s.schedulerCall("/status"))
@@ -461,6 +471,40 @@ func (s *Server) startReparse(w http.ResponseWriter, r *http.Request) {
 	}
 	logx.Event("enrichment.reparse_started", map[string]any{"scope": body.Scope})
 	writeJSON(w, http.StatusAccepted, job)
+}
+
+// RetryableClasses are the give-up classes retry-failed takes as a filter:
+// the item-level ones, and those older versions gave up on.
+var RetryableClasses = []string{"parse_error", "store_error", "server_error", "timeout"}
+
+// retryFailed puts given-up items back in the enrichment queue: all of
+// them, or one class ({"class": "parse_error"}), oldest give-up first, at
+// most a batch per call ("more" says when another call is needed).
+func (s *Server) retryFailed(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Class string `json:"class"`
+	}
+	if r.ContentLength != 0 {
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body); err != nil {
+			writeError(w, http.StatusBadRequest, "class", "body must be {} or {\"class\": \""+strings.Join(RetryableClasses, "\"|\"")+"\"}")
+			return
+		}
+	}
+	if body.Class != "" && !contains(RetryableClasses, body.Class) {
+		writeError(w, http.StatusBadRequest, "class", "class must be one of "+strings.Join(RetryableClasses, ", "))
+		return
+	}
+	now := time.Now()
+	n, err := s.Failed.RetryFailed(r.Context(), body.Class, now, now)
+	if err != nil {
+		logx.Err("enrichment.retry_failed_failed", err, map[string]any{"class": body.Class})
+		writeError(w, http.StatusServiceUnavailable, "", "could not requeue the failed items")
+		return
+	}
+	logx.Event("enrichment.retry_failed", map[string]any{"class": body.Class, "requeued": n})
+	writeJSON(w, http.StatusOK, map[string]any{"requeued": n, "class": body.Class, "more": n >= s.RetryFailedBatch})
 }
 
 // reparseStatus serves the newest reparse job (null when none ever ran).

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 type recordingController struct {
@@ -252,5 +253,43 @@ func TestReparseRoute(t *testing.T) {
 	}
 	if status, body := call(t, s, "GET", "/v1/enrichment/reparse", "", ""); status != 200 || body["id"] != 1.0 {
 		t.Fatalf("status: %d %v", status, body)
+	}
+}
+
+type recordingFailed struct {
+	classes []string
+	n       int
+}
+
+func (f *recordingFailed) RetryFailed(_ context.Context, class string, olderThan, now time.Time) (int, error) {
+	f.classes = append(f.classes, class)
+	return f.n, nil
+}
+
+func TestRetryFailedRoute(t *testing.T) {
+	f := &recordingFailed{n: 3}
+	s := NewServer(&Server{Failed: f, RetryFailedBatch: 3, AdminToken: func() string { return "secret" }})
+	for _, bad := range []struct{ token, body, field string }{
+		{"", `{}`, "authorization"},
+		{"secret", `{"class":"rate_limit"}`, "class"},
+		{"secret", `{"class":"parse_error","all":true}`, "class"},
+		{"secret", `[1]`, "class"},
+	} {
+		if status, body := call(t, s, "POST", "/v1/enrichment/retry-failed", bad.token, bad.body); body["field"] != bad.field || status/100 != 4 {
+			t.Errorf("%s: %d %v", bad.body, status, body)
+		}
+	}
+	if len(f.classes) != 0 {
+		t.Fatalf("a refused request requeued something: %v", f.classes)
+	}
+	if status, body := call(t, s, "POST", "/v1/enrichment/retry-failed", "secret", ""); status != 200 || body["requeued"] != 3.0 || body["more"] != true {
+		t.Fatalf("all classes: %d %v", status, body)
+	}
+	f.n = 1
+	if status, body := call(t, s, "POST", "/v1/enrichment/retry-failed", "secret", `{"class":"parse_error"}`); status != 200 || body["more"] != false {
+		t.Fatalf("one class: %d %v", status, body)
+	}
+	if len(f.classes) != 2 || f.classes[0] != "" || f.classes[1] != "parse_error" {
+		t.Fatalf("classes %v", f.classes)
 	}
 }

@@ -72,9 +72,12 @@ func ParseChart(body []byte) ([]ChartEntry, error) {
 	add := func(raw, name string) error {
 		id, err := strconv.ParseInt(raw, 10, 64)
 		if err != nil || id <= 0 {
-			return fmt.Errorf("chart entry %d id %q: %w", len(out)+1, raw, ErrParse)
+			return fmt.Errorf("chart entry %d id %q: %w", len(out)+1, field(raw), ErrParse)
 		}
-		out = append(out, ChartEntry{TrackID: id, Name: name, Rank: len(out) + 1})
+		if len(out) >= MaxChartLimit {
+			return nil // a feed longer than any chart we ask for: the rest is not ranked
+		}
+		out = append(out, ChartEntry{TrackID: id, Name: field(name), Rank: len(out) + 1})
 		return nil
 	}
 	switch {

@@ -123,7 +123,7 @@ func decode(body []byte) ([]App, error) {
 		if r.TrackID <= 0 {
 			return nil, fmt.Errorf("itunes json: result %d has no trackId: %w", i, ErrParse)
 		}
-		apps = append(apps, r.toApp())
+		apps = append(apps, r.toApp().Bounded())
 	}
 	return apps, nil
 }

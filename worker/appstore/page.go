@@ -106,7 +106,7 @@ func ParseStorePage(html []byte) (StorePage, error) {
 		page.MissingSections = []string{}
 	}
 	slices.Sort(page.MissingSections)
-	return page, nil
+	return page.Bounded(), nil
 }
 
 // RatingCounts is the per-star count, 5 stars first: the page's exact

@@ -19,3 +19,67 @@ func Truncate(s string, max int) string {
 	}
 	return s
 }
+
+// Bounds on every upstream value we store (issue 14, item 3): the upstream
+// is not ours, and one oversized answer must not make a row D1 refuses, a
+// save that fails on every attempt, or a record that crowds the isolate.
+const (
+	// MaxFieldLen caps short fields: names of things, ids, versions,
+	// currencies, dates, URLs (real ones are well under 300 characters).
+	MaxFieldLen = 512
+	// MaxLanguages caps an app's language list (real apps list up to ~40).
+	MaxLanguages = 100
+	// MaxIAPs caps the in-app purchases kept (the page shows the top 10).
+	MaxIAPs = 20
+	// MaxSimilar caps an app's similar-app edges (a real shelf holds 10-20).
+	MaxSimilar = 40
+	// MaxMissingSections caps the missing-section names recorded.
+	MaxMissingSections = 16
+)
+
+// field truncates a short field to MaxFieldLen.
+func field(s string) string { return Truncate(s, MaxFieldLen) }
+
+// Bounded returns a with every string and list cut to its bound.
+func (a App) Bounded() App {
+	a.Name, a.BundleID, a.DeveloperName = field(a.Name), field(a.BundleID), field(a.DeveloperName)
+	a.Currency, a.Genre, a.Version = field(a.Currency), field(a.Genre), field(a.Version)
+	a.ReleaseDate, a.CurrentVersionReleaseDate = field(a.ReleaseDate), field(a.CurrentVersionReleaseDate)
+	a.ContentRating, a.TrackViewURL, a.ArtworkURL = field(a.ContentRating), field(a.TrackViewURL), field(a.ArtworkURL)
+	a.Description = Truncate(a.Description, MaxTextLen)
+	if len(a.Languages) > MaxLanguages {
+		a.Languages = a.Languages[:MaxLanguages]
+	}
+	langs := make([]string, len(a.Languages))
+	for i, l := range a.Languages {
+		langs[i] = field(l)
+	}
+	if a.Languages != nil {
+		a.Languages = langs
+	}
+	return a
+}
+
+// Bounded returns p with every string and list cut to its bound.
+func (p StorePage) Bounded() StorePage {
+	p.Name, p.Currency, p.Category = field(p.Name), field(p.Currency), field(p.Category)
+	p.Subtitle = Truncate(p.Subtitle, MaxTextLen)
+	if len(p.InAppPurchases) > MaxIAPs {
+		p.InAppPurchases = p.InAppPurchases[:MaxIAPs]
+	}
+	iaps := make([]IAP, len(p.InAppPurchases))
+	for i, x := range p.InAppPurchases {
+		iaps[i] = IAP{Name: field(x.Name), Price: field(x.Price)}
+	}
+	p.InAppPurchases = iaps
+	if len(p.SimilarAppIDs) > MaxSimilar {
+		p.SimilarAppIDs = p.SimilarAppIDs[:MaxSimilar]
+	}
+	if len(p.MissingSections) > MaxMissingSections {
+		p.MissingSections = p.MissingSections[:MaxMissingSections]
+	}
+	for i, m := range p.MissingSections {
+		p.MissingSections[i] = field(m)
+	}
+	return p
+}

@@ -66,6 +66,13 @@ const (
 	maxMaxHoldS = 3600
 )
 
+// ENRICHMENT_RETRY_FAILED_AFTER_H: how long a given-up item rests before
+// the retry-failed task puts it back in the queue (0 turns the task off).
+const (
+	DefaultRetryFailedAfter = 24 * time.Hour
+	maxRetryFailedAfterH    = 24 * 365
+)
+
 // Config is every setting, parsed.
 type Config struct {
 	// APIBase and StoreBase are the upstream's base URLs, without a trailing slash.
@@ -79,6 +86,8 @@ type Config struct {
 	LocationHint string
 	Enrichment   enrichment.Config
 	Scheduler    scheduler.Config
+	// RetryFailedAfter is ENRICHMENT_RETRY_FAILED_AFTER_H (0: never).
+	RetryFailedAfter time.Duration
 	// LedgerRetention is how long an object keeps its replicated facts.
 	LedgerRetention time.Duration
 	// AdminToken guards the mutating routes; empty refuses them all.
@@ -158,6 +167,19 @@ func Load(getenv func(string) string) (Config, []Problem) {
 			bad("UPSTREAM_MAX_HOLD_S", raw, err)
 		} else {
 			c.MaxHold = time.Duration(secs) * time.Second
+		}
+	}
+
+	c.RetryFailedAfter = DefaultRetryFailedAfter
+	if raw := getenv("ENRICHMENT_RETRY_FAILED_AFTER_H"); raw != "" {
+		h, err := intVar(raw)
+		if err == nil && (h < 0 || h > maxRetryFailedAfterH) {
+			err = fmt.Errorf("must be in [0, %d] hours", maxRetryFailedAfterH)
+		}
+		if err != nil {
+			bad("ENRICHMENT_RETRY_FAILED_AFTER_H", raw, err)
+		} else {
+			c.RetryFailedAfter = time.Duration(h) * time.Hour
 		}
 	}
 

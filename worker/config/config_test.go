@@ -20,7 +20,7 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 		"UPSTREAM_API_BASE": "http://127.0.0.1:1/", "UPSTREAM_STORE_BASE": "http://s//",
 		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": "seed", "SCHEDULER_BREAKER_THRESHOLD": "4",
 		"LEDGER_RETENTION_DAYS": "2", "ADMIN_TOKEN": "t", "TEST_ROUTES": "1", "ENRICHMENT_PARSER_PROBE_S": "5",
-		"UPSTREAM_MAX_HOLD_S": "120",
+		"UPSTREAM_MAX_HOLD_S": "120", "ENRICHMENT_RETRY_FAILED_AFTER_H": "0",
 	}))
 	if len(probs) != 0 {
 		t.Fatalf("problems: %+v", probs)
@@ -29,7 +29,7 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 		t.Fatalf("bases: %+v", c)
 	}
 	if c.Enrichment.Pacing != "seed" || c.Enrichment.Cooldown != time.Minute || c.Scheduler.BreakerThreshold != 4 ||
-		c.LedgerRetention != 48*time.Hour || c.AdminToken != "t" || !c.TestRoutes || c.Enrichment.ProbeInterval() != 5*time.Second || c.MaxHold != 2*time.Minute {
+		c.LedgerRetention != 48*time.Hour || c.AdminToken != "t" || !c.TestRoutes || c.Enrichment.ProbeInterval() != 5*time.Second || c.MaxHold != 2*time.Minute || c.RetryFailedAfter != 0 {
 		t.Fatalf("parsed: %+v", c)
 	}
 }
@@ -38,11 +38,12 @@ func TestBadVarsAreReportedAndDefaulted(t *testing.T) {
 	c, probs := Load(env(map[string]string{
 		"ENRICHMENT_COOLDOWN_S": "soon", "SCHEDULER_BREAKER_THRESHOLD": "-3", "LEDGER_RETENTION_DAYS": "x",
 		"LEDGER_FAULT_FAIL_AFTER_WRITE": "-1", "ENRICHMENT_PARSER_PROBE_S": "0", "UPSTREAM_MAX_HOLD_S": "86400",
+		"ENRICHMENT_RETRY_FAILED_AFTER_H": "-1",
 	}))
-	if len(probs) != 6 {
-		t.Fatalf("want 6 problems, got %+v", probs)
+	if len(probs) != 7 {
+		t.Fatalf("want 7 problems, got %+v", probs)
 	}
-	if c.Enrichment != enrichment.DefaultConfig() || c.MaxHold != upstream.DefaultMaxHold || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention || c.LedgerFaultFailAfterWrite != 0 {
+	if c.Enrichment != enrichment.DefaultConfig() || c.MaxHold != upstream.DefaultMaxHold || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention || c.LedgerFaultFailAfterWrite != 0 || c.RetryFailedAfter != DefaultRetryFailedAfter {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if c, probs := Load(env(nil)); len(probs) != 0 || c.Enrichment != enrichment.DefaultConfig() {

@@ -8,6 +8,7 @@ package d1
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -105,6 +106,19 @@ func (db *DB) Exec(ctx context.Context, stmts ...Stmt) (returned int64, err erro
 		}
 	}
 	return returned, nil
+}
+
+// ErrBatchTooLarge: an atomic write with more statements than one batch holds.
+var ErrBatchTooLarge = errors.New("d1: more statements than one batch holds")
+
+// ExecAtomic runs statements as exactly one batch, so they commit or fail
+// together; more than MaxBatch is ErrBatchTooLarge, never a silent split
+// into several transactions (that is what Exec does).
+func (db *DB) ExecAtomic(ctx context.Context, stmts ...Stmt) (returned int64, err error) {
+	if len(stmts) > MaxBatch {
+		return 0, fmt.Errorf("%w: %d statements, at most %d", ErrBatchTooLarge, len(stmts), MaxBatch)
+	}
+	return db.Exec(ctx, stmts...)
 }
 
 // NamedQuery is a read of a hot path with sample arguments: every feature

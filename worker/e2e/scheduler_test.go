@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"storecrawl/durable/scheduler"
 )
 
 type schedTask struct {
@@ -51,7 +53,7 @@ func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
 
 	getStatus(t, w) // first use starts the EnrichmentController, which enriches the seeded apps
 	st := schedStatus(t, w)
-	if len(st) != 4 || st["charts-refresh"].NextDue == "" || st["ledger-reconcile"].NextDue == "" || st["page-reparse"].NextDue == "" {
+	if len(st) != len(scheduler.Registry) || st["retry-failed"].NextDue == "" || st["charts-refresh"].NextDue == "" || st["ledger-reconcile"].NextDue == "" || st["page-reparse"].NextDue == "" {
 		t.Fatalf("status: %+v", st)
 	}
 	var out map[string]any

@@ -21,9 +21,15 @@ const (
 // ReparseScopes lists the valid scopes, for validation.
 var ReparseScopes = []string{ReparseAll, ReparseFailed, ReparseIncomplete}
 
-// ReparseBatch is how many pages one page-reparse run reads back from R2:
-// one R2 read and one small D1 batch each, well inside a Worker invocation.
-const ReparseBatch = 50
+// ReparseBatch is how many pages one page-reparse batch reads back from
+// R2: one R2 read each, then one D1 batch for them all, the job's cursor
+// included, so a batch's writes commit together. Each page writes
+// pageStatementsMax statements; the cursor is one more.
+const ReparseBatch = (d1.MaxBatch - 1) / pageStatementsMax
+
+// pageStatementsMax is PageStatements' length: the record update and the
+// two statements of similarStmts.
+const pageStatementsMax = 3
 
 // ReparseJob is one reparse, as GET /v1/enrichment/reparse shows it.
 type ReparseJob struct {
@@ -162,7 +168,7 @@ WHERE track_id > ? AND html_r2_key IS NOT NULL`+filter+` ORDER BY track_id LIMIT
 WHERE id = ? AND finished_at IS NULL`,
 		Args: []any{job.Cursor, job.Pages, job.Parsed, job.Unparsed, job.Missing, job.Completed, finished, job.ID},
 	})
-	if _, err := r.DB.Exec(ctx, stmts...); err != nil {
+	if _, err := r.DB.ExecAtomic(ctx, stmts...); err != nil {
 		return job, false, err
 	}
 	if len(completed) > 0 && r.Events != nil {
@@ -211,7 +217,7 @@ func PageStatements(trackID, ratingCount int64, p appstore.StorePage, complete b
 	set := `subtitle = ?, rating_histogram = ?, rating_share = ?, iap_count = ?, in_app_purchases = ?,
   similar_app_ids = ?, page_status = ?, page_format = ?, page_missing = ?, page_parser_version = ?, updated_at = ?`
 	args := []any{appstore.Truncate(p.Subtitle, appstore.MaxTextLen), jsonText(p.RatingCounts(ratingCount)),
-		jsonText(p.RatingShare), len(iaps), appstore.Truncate(jsonText(iaps), appstore.MaxTextLen), jsonText(similar),
+		jsonText(p.RatingShare), len(iaps), jsonText(iaps), jsonText(similar),
 		PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion, now}
 	if complete {
 		set += `, enrichment_source = ?, enrich_error = NULL, enriched_at = ?`
@@ -224,14 +230,17 @@ func PageStatements(trackID, ratingCount int64, p appstore.StorePage, complete b
 // similarStmts replace an app's similar-app edges wholesale, so writing a
 // page twice is idempotent.
 func similarStmts(trackID int64, similar []int64) []d1.Stmt {
-	stmts := []d1.Stmt{{SQL: `DELETE FROM app_similar WHERE app_id = ?`, Args: []any{trackID}}}
-	for i, sid := range similar {
-		stmts = append(stmts, d1.Stmt{
-			SQL:  `INSERT OR IGNORE INTO app_similar (app_id, similar_id, position) VALUES (?,?,?)`,
-			Args: []any{trackID, sid, i},
-		})
+	// Two statements however long the shelf, so an app's save is always
+	// one batch; the edges are bounded like the parsed shelf.
+	similar = similar[:min(len(similar), appstore.MaxSimilar)]
+	if similar == nil {
+		similar = []int64{}
 	}
-	return stmts
+	return []d1.Stmt{
+		{SQL: `DELETE FROM app_similar WHERE app_id = ?`, Args: []any{trackID}},
+		{SQL: `INSERT OR IGNORE INTO app_similar (app_id, similar_id, position) SELECT ?, value, key FROM json_each(?)`,
+			Args: []any{trackID, jsonText(similar)}},
+	}
 }
 
 // StartReparse starts a job and returns it as JSON (the API's side).

@@ -25,6 +25,8 @@ import (
 type QueuedItem struct {
 	TrackID  int64
 	Attempts int
+	// Defers counts the upstream-level failures in a row that deferred it.
+	Defers int
 }
 
 // Record is one enriched app, ready to store.
@@ -55,9 +57,10 @@ func (m PageMeta) Map() map[string]string {
 
 // Store is the work queue and the enriched-data store (D1).
 type Store interface {
-	// PickQueued returns up to n queued items, highest priority first;
-	// with unlookedOnly, only those without a lookup-only record yet.
-	PickQueued(ctx context.Context, n int, unlookedOnly bool) ([]QueuedItem, error)
+	// PickQueued returns up to n queued items due at now (not deferred
+	// past it), highest priority first; with unlookedOnly, only those
+	// without a lookup-only record yet.
+	PickQueued(ctx context.Context, n int, unlookedOnly bool, now time.Time) ([]QueuedItem, error)
 	// SaveEnriched writes the record and dequeues the item, atomically.
 	SaveEnriched(ctx context.Context, r Record) error
 	// SaveLookup keeps a lookup whose page is pending (not fetched, or not
@@ -68,9 +71,13 @@ type Store interface {
 	// MarkMissing dequeues an item the upstream does not know.
 	MarkMissing(ctx context.Context, id int64, at time.Time) error
 	// Requeue leaves the item queued with its attempt count and last error.
-	Requeue(ctx context.Context, id int64, attempts int, errText string) error
-	// GiveUp marks the item permanently failed: dequeued, kept, never retried.
-	GiveUp(ctx context.Context, id int64, attempts int, errText string, at time.Time) error
+	Requeue(ctx context.Context, id int64, attempts int, class controller.Class, errText string) error
+	// Defer leaves the item queued, its attempts untouched, not to be
+	// picked before until (an upstream-level failure, the defers-th in a row).
+	Defer(ctx context.Context, id int64, defers int, class controller.Class, errText string, until time.Time) error
+	// GiveUp marks the item failed: dequeued and kept, until an operator's
+	// retry-failed call or the retry-failed task puts it back in the queue.
+	GiveUp(ctx context.Context, id int64, attempts int, class controller.Class, errText string, at time.Time) error
 }
 
 // HTMLCache keeps raw store pages (R2).
@@ -127,7 +134,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	start := r.Now()
 	// While pages are paused, items already looked up wait for the pages;
 	// only the probes may take any item.
-	items, err := r.Store.PickQueued(ctx, plan.BatchSize, plan.SkipPages && plan.PageProbes == 0)
+	items, err := r.Store.PickQueued(ctx, plan.BatchSize, plan.SkipPages && plan.PageProbes == 0, start)
 	if err != nil {
 		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds()}
 	}
@@ -216,9 +223,13 @@ func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, fetchPage
 	case controller.ActionMissing:
 		err = r.Store.MarkMissing(ctx, it.TrackID, r.Now())
 	case controller.ActionRequeue:
-		err = r.Store.Requeue(ctx, it.TrackID, it.Attempts+1, res.Error)
+		err = r.Store.Requeue(ctx, it.TrackID, it.Attempts+1, res.Class, res.Error)
+	case controller.ActionDefer:
+		now := r.Now()
+		err = r.Store.Defer(ctx, it.TrackID, it.Defers+1, res.Class, res.Error, now.Add(controller.DeferBackoff(it.Defers+1)))
+		res.Deferred = err == nil
 	case controller.ActionGiveUp:
-		err = r.Store.GiveUp(ctx, it.TrackID, it.Attempts+1, res.Error, r.Now())
+		err = r.Store.GiveUp(ctx, it.TrackID, it.Attempts+1, res.Class, res.Error, r.Now())
 		res.GaveUp = err == nil
 	}
 	if err != nil {

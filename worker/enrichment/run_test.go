@@ -3,6 +3,7 @@ package enrichment
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -27,15 +28,18 @@ type fakeStore struct {
 	missing  map[int64]bool
 	requeued map[int64]int
 	gaveUp   map[int64]int
+	deferred map[int64]time.Duration // backoff asked for, from the run's clock
+	classes  map[int64]controller.Class
 	lookups  map[int64]string // lookup-only saves: page status
 	failSave bool
 }
 
 func newStore(items ...QueuedItem) *fakeStore {
-	return &fakeStore{queue: items, saved: map[int64]Record{}, missing: map[int64]bool{}, requeued: map[int64]int{}, gaveUp: map[int64]int{}}
+	return &fakeStore{queue: items, saved: map[int64]Record{}, missing: map[int64]bool{}, requeued: map[int64]int{}, gaveUp: map[int64]int{},
+		deferred: map[int64]time.Duration{}, classes: map[int64]controller.Class{}}
 }
 
-func (s *fakeStore) PickQueued(_ context.Context, n int, _ bool) ([]QueuedItem, error) {
+func (s *fakeStore) PickQueued(_ context.Context, n int, _ bool, _ time.Time) ([]QueuedItem, error) {
 	return s.queue[:min(n, len(s.queue))], nil
 }
 func (s *fakeStore) SaveEnriched(_ context.Context, r Record) error {
@@ -62,16 +66,22 @@ func (s *fakeStore) MarkMissing(_ context.Context, id int64, _ time.Time) error 
 	s.missing[id] = true
 	return nil
 }
-func (s *fakeStore) Requeue(_ context.Context, id int64, attempts int, _ string) error {
+func (s *fakeStore) Requeue(_ context.Context, id int64, attempts int, c controller.Class, _ string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requeued[id] = attempts
+	s.requeued[id], s.classes[id] = attempts, c
 	return nil
 }
-func (s *fakeStore) GiveUp(_ context.Context, id int64, attempts int, _ string, _ time.Time) error {
+func (s *fakeStore) Defer(_ context.Context, id int64, _ int, c controller.Class, _ string, until time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.gaveUp[id] = attempts
+	s.deferred[id], s.classes[id] = time.Until(until), c
+	return nil
+}
+func (s *fakeStore) GiveUp(_ context.Context, id int64, attempts int, c controller.Class, _ string, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gaveUp[id], s.classes[id] = attempts, c
 	return nil
 }
 
@@ -226,8 +236,16 @@ func TestRunSettlesEveryItem(t *testing.T) {
 	if out.Results[3].Page != controller.PageUnparsed || cache.keys[HTMLKey("us", 4)] == 0 || st.lookups[4] != PageUnparsedStatus {
 		t.Errorf("unparsed page: %+v, html %v, lookups %v", out.Results[3], cache.keys, st.lookups)
 	}
-	if st.gaveUp[5] != controller.MaxItemAttempts || !out.Results[4].GaveUp {
-		t.Errorf("an item at its last attempt must be given up: %v", st.gaveUp)
+	// A 5xx is the upstream's state: even at its last attempt the item
+	// stays queued, its attempts untouched, deferred by the first backoff.
+	if _, ok := st.gaveUp[5]; ok || out.Results[4].GaveUp || !out.Results[4].Deferred {
+		t.Errorf("a 5xx must defer the item, not give it up: %v %+v", st.gaveUp, out.Results[4])
+	}
+	if d := st.deferred[5]; d < controller.DeferBase-time.Second || d > controller.DeferBase {
+		t.Errorf("first deferral backs off %s, want %s", d, controller.DeferBase)
+	}
+	if st.gaveUp[4] != controller.MaxItemAttempts || !out.Results[5].GaveUp || st.classes[4] != controller.ClassParseError {
+		t.Errorf("a parse error at its last attempt must be given up with its class: %v %v", st.gaveUp, st.classes)
 	}
 	if len(ev.ids) != 1 || ev.ids[0] != fixtureID {
 		t.Errorf("events: %v", ev.ids)
@@ -293,25 +311,30 @@ func TestChallengePageIsARefusal(t *testing.T) {
 	}
 }
 
-func TestStoreFailureKeepsItemQueued(t *testing.T) {
+func TestRepeatedStoreFailureGivesUp(t *testing.T) {
 	var inflight, peak int
 	srv := fixtureUpstream(t, &inflight, &peak)
 	defer srv.Close()
-	st := newStore(QueuedItem{TrackID: fixtureID, Attempts: controller.MaxItemAttempts - 1})
+	st := newStore(QueuedItem{TrackID: fixtureID}, QueuedItem{TrackID: fixtureID, Attempts: controller.MaxItemAttempts - 1})
 	st.failSave = true
 	r, _, ev, _ := newRunner(t, srv, st)
-	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 5, ChunkItems: 3})
-	if out.Results[0].Class != controller.ClassStoreError {
-		t.Fatalf("class %s", out.Results[0].Class)
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 1, ChunkItems: 1})
+	if out.Results[0].Class != controller.ClassStoreError || st.requeued[fixtureID] != 1 || st.classes[fixtureID] != controller.ClassStoreError {
+		t.Fatalf("a store error counts as the item's attempt: %+v %v", out.Results[0], st.requeued)
 	}
-	if len(st.gaveUp) != 0 || len(st.requeued) != 0 || len(ev.ids) != 0 {
-		t.Fatal("our own store failure must neither use up an attempt nor announce the app")
+	st.queue = st.queue[1:]
+	out = r.Run(context.Background(), controller.RunPlan{BatchSize: 1, ChunkItems: 1})
+	if !out.Results[0].GaveUp || st.gaveUp[fixtureID] != controller.MaxItemAttempts {
+		t.Fatalf("a store error that keeps repeating must give up, not retry forever: %+v %v", out.Results[0], st.gaveUp)
+	}
+	if len(ev.ids) != 0 {
+		t.Fatal("an app that was not stored must not be announced")
 	}
 }
 
 type failingPick struct{ *fakeStore }
 
-func (*failingPick) PickQueued(context.Context, int, bool) ([]QueuedItem, error) {
+func (*failingPick) PickQueued(context.Context, int, bool, time.Time) ([]QueuedItem, error) {
 	return nil, errors.New("D1_ERROR: no such table")
 }
 
@@ -327,10 +350,17 @@ func TestSaveStatementsTruncateAndReplaceEdges(t *testing.T) {
 	var rec Record
 	rec.App.TrackID = 9
 	rec.App.Description = strings.Repeat("é", 5000)
-	rec.Page.SimilarAppIDs = []int64{3, 4}
+	for i := range 3 * appstore.MaxSimilar {
+		rec.Page.SimilarAppIDs = append(rec.Page.SimilarAppIDs, int64(100+i))
+	}
 	stmts := SaveStatements(rec)
-	if len(stmts) != 4 || !strings.HasPrefix(stmts[1].SQL, "DELETE FROM app_similar") {
+	// However long the shelf: the record, the edges' delete and one insert.
+	if len(stmts) != 3 || !strings.HasPrefix(stmts[1].SQL, "DELETE FROM app_similar") {
 		t.Fatalf("statements: %d", len(stmts))
+	}
+	var edges []int64
+	if err := json.Unmarshal([]byte(stmts[2].Args[1].(string)), &edges); err != nil || len(edges) != appstore.MaxSimilar {
+		t.Fatalf("edges bounded to %d: %d (%v)", appstore.MaxSimilar, len(edges), err)
 	}
 	desc := stmts[0].Args[14].(string)
 	if n := len([]rune(desc)); n > 2000 {

@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"time"
 
+	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
 )
 
 // PickSQL is the controller's pick; idx_app_registry_queue serves it. With
-// the second argument 1 it skips items that already have their lookup
-// (while store pages are paused they wait for their page).
-const PickSQL = `SELECT track_id, enrich_attempts FROM app_registry
+// the first argument 1 it skips items that already have their lookup
+// (while store pages are paused they wait for their page); the second is
+// now: an item deferred by an upstream outage waits out its backoff.
+const PickSQL = `SELECT track_id, enrich_attempts, enrich_defers FROM app_registry
 WHERE enriched_at IS NULL AND (? = 0 OR enrichment_source IS NULL)
+  AND (enrich_retry_at IS NULL OR enrich_retry_at <= ?)
 ORDER BY enrich_priority DESC, track_id
 LIMIT ?`
 
@@ -80,6 +83,7 @@ ON CONFLICT (track_id) DO UPDATE SET
   rating_histogram=excluded.rating_histogram, iap_count=excluded.iap_count,
   in_app_purchases=excluded.in_app_purchases, similar_app_ids=excluded.similar_app_ids,
   html_r2_key=excluded.html_r2_key, enrichment_source=excluded.enrichment_source, enrich_error=NULL,
+  enrich_error_class=NULL, enrich_retry_at=NULL, enrich_defers=0,
   enriched_at=excluded.enriched_at, updated_at=excluded.updated_at, page_status=excluded.page_status,
   page_format=excluded.page_format, page_missing=excluded.page_missing,
   page_parser_version=excluded.page_parser_version, rating_share=excluded.rating_share`,
@@ -90,7 +94,7 @@ ON CONFLICT (track_id) DO UPDATE SET
 			a.CurrentVersionReleaseDate, appstore.Truncate(a.Description, appstore.MaxTextLen),
 			a.ContentRating, a.ArtworkURL, a.FileSizeBytes, jsonText(langs),
 			appstore.Truncate(p.Subtitle, appstore.MaxTextLen), jsonText(p.RatingCounts(a.RatingCount)),
-			len(iaps), appstore.Truncate(jsonText(iaps), appstore.MaxTextLen), jsonText(similar),
+			len(iaps), jsonText(iaps), jsonText(similar),
 			r.HTMLKey, SourceEnriched, now, now,
 			PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion, jsonText(p.RatingShare),
 		},
@@ -152,25 +156,65 @@ ON CONFLICT (track_id) DO UPDATE SET
 // MarkMissingStmt dequeues an app the upstream does not know.
 func MarkMissingStmt(id int64, at time.Time) d1.Stmt {
 	return d1.Stmt{
-		SQL:  `UPDATE app_registry SET enrichment_source = ?, enriched_at = ?, updated_at = ?, enrich_error = NULL WHERE track_id = ?`,
+		SQL: `UPDATE app_registry SET enrichment_source = ?, enriched_at = ?, updated_at = ?, enrich_error = NULL,
+  enrich_error_class = NULL, enrich_retry_at = NULL, enrich_defers = 0 WHERE track_id = ?`,
 		Args: []any{SourceNotFound, ts(at), ts(at), id},
 	}
 }
 
 // RequeueStmt records a failed attempt and leaves the app queued.
-func RequeueStmt(id int64, attempts int, errText string) d1.Stmt {
+func RequeueStmt(id int64, attempts int, class controller.Class, errText string) d1.Stmt {
 	return d1.Stmt{
-		SQL:  `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ? WHERE track_id = ?`,
-		Args: []any{attempts, appstore.Truncate(errText, appstore.MaxTextLen), id},
+		SQL:  `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ?, enrich_error_class = ? WHERE track_id = ?`,
+		Args: []any{attempts, appstore.Truncate(errText, appstore.MaxTextLen), string(class), id},
 	}
 }
 
-// GiveUpStmt marks the app permanently failed; the row and its last error stay.
-func GiveUpStmt(id int64, attempts int, errText string, at time.Time) d1.Stmt {
+// DeferStmt leaves the app queued, its attempts untouched, due again at until.
+func DeferStmt(id int64, defers int, class controller.Class, errText string, until time.Time) d1.Stmt {
 	return d1.Stmt{
-		SQL:  `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ?, enrichment_source = ?, enriched_at = ?, updated_at = ? WHERE track_id = ?`,
-		Args: []any{attempts, appstore.Truncate(errText, appstore.MaxTextLen), SourceFailed, ts(at), ts(at), id},
+		SQL:  `UPDATE app_registry SET enrich_defers = ?, enrich_retry_at = ?, enrich_error = ?, enrich_error_class = ? WHERE track_id = ?`,
+		Args: []any{defers, ts(until), appstore.Truncate(errText, appstore.MaxTextLen), string(class), id},
 	}
+}
+
+// GiveUpStmt marks the app failed; the row and its last error stay, and
+// RetryFailedStmt can put it back in the queue.
+func GiveUpStmt(id int64, attempts int, class controller.Class, errText string, at time.Time) d1.Stmt {
+	return d1.Stmt{
+		SQL: `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ?, enrich_error_class = ?, enrichment_source = ?,
+  enriched_at = ?, updated_at = ? WHERE track_id = ?`,
+		Args: []any{attempts, appstore.Truncate(errText, appstore.MaxTextLen), string(class), SourceFailed, ts(at), ts(at), id},
+	}
+}
+
+// RetryFailedBatch bounds one retry-failed call or task run: the update
+// touches at most this many rows, so it stays one quick statement however
+// many items gave up; the caller says whether more remain.
+const RetryFailedBatch = 500
+
+// retryFailedSQL puts given-up items back in the queue, oldest give-up
+// first: attempts and backoff reset, the last error kept for operators.
+// Arguments: the class (” = any), the newest give-up time to include, the
+// batch size. idx_app_registry_failed serves the inner select.
+const retryFailedSQL = `UPDATE app_registry SET enriched_at = NULL, enrichment_source = NULL,
+  enrich_attempts = 0, enrich_defers = 0, enrich_retry_at = NULL, updated_at = ?
+WHERE track_id IN (SELECT track_id FROM app_registry
+  WHERE enrichment_source = '` + SourceFailed + `' AND enriched_at <= ? AND (? = '' OR enrich_error_class = ?)
+  ORDER BY enriched_at LIMIT ?)
+RETURNING track_id`
+
+// retryFailedProbeSQL is the read side of retryFailedSQL, for the hot-query check.
+const retryFailedProbeSQL = `SELECT track_id FROM app_registry
+  WHERE enrichment_source = '` + SourceFailed + `' AND enriched_at <= ? AND (? = '' OR enrich_error_class = ?)
+  ORDER BY enriched_at LIMIT ?`
+
+// RetryFailed puts up to RetryFailedBatch given-up items back in the queue:
+// those of class (any when "") that gave up at or before olderThan. It
+// returns how many it requeued; a full batch means more may remain.
+func (s D1Store) RetryFailed(ctx context.Context, class string, olderThan, now time.Time) (int, error) {
+	n, err := s.DB.ExecAtomic(ctx, d1.Stmt{SQL: retryFailedSQL, Args: []any{ts(now), ts(olderThan), class, class, RetryFailedBatch}})
+	return int(n), err
 }
 
 // DeveloperStmt upserts one developer.
@@ -188,34 +232,36 @@ type D1Store struct {
 }
 
 // PickQueued implements Store.
-func (s D1Store) PickQueued(ctx context.Context, n int, unlookedOnly bool) ([]QueuedItem, error) {
+func (s D1Store) PickQueued(ctx context.Context, n int, unlookedOnly bool, now time.Time) ([]QueuedItem, error) {
 	var rows []struct {
 		TrackID  int64 `json:"track_id"`
 		Attempts int   `json:"enrich_attempts"`
+		Defers   int   `json:"enrich_defers"`
 	}
 	only := 0
 	if unlookedOnly {
 		only = 1
 	}
-	if err := s.DB.Query(ctx, &rows, PickSQL, only, n); err != nil {
+	if err := s.DB.Query(ctx, &rows, PickSQL, only, ts(now), n); err != nil {
 		return nil, err
 	}
 	out := make([]QueuedItem, len(rows))
 	for i, r := range rows {
-		out[i] = QueuedItem{TrackID: r.TrackID, Attempts: r.Attempts}
+		out[i] = QueuedItem{TrackID: r.TrackID, Attempts: r.Attempts, Defers: r.Defers}
 	}
 	return out, nil
 }
 
-// SaveEnriched implements Store.
+// SaveEnriched implements Store: one batch, so the record, its edges and
+// its developer commit together or not at all.
 func (s D1Store) SaveEnriched(ctx context.Context, r Record) error {
-	_, err := s.DB.Exec(ctx, SaveStatements(r)...)
+	_, err := s.DB.ExecAtomic(ctx, SaveStatements(r)...)
 	return err
 }
 
 // SaveLookup implements Store.
 func (s D1Store) SaveLookup(ctx context.Context, app appstore.App, htmlKey, pageStatus string, at time.Time) error {
-	_, err := s.DB.Exec(ctx, SaveLookupStatements(app, htmlKey, pageStatus, at)...)
+	_, err := s.DB.ExecAtomic(ctx, SaveLookupStatements(app, htmlKey, pageStatus, at)...)
 	return err
 }
 
@@ -226,21 +272,28 @@ func (s D1Store) MarkMissing(ctx context.Context, id int64, at time.Time) error 
 }
 
 // Requeue implements Store.
-func (s D1Store) Requeue(ctx context.Context, id int64, attempts int, errText string) error {
-	_, err := s.DB.Exec(ctx, RequeueStmt(id, attempts, errText))
+func (s D1Store) Requeue(ctx context.Context, id int64, attempts int, class controller.Class, errText string) error {
+	_, err := s.DB.Exec(ctx, RequeueStmt(id, attempts, class, errText))
+	return err
+}
+
+// Defer implements Store.
+func (s D1Store) Defer(ctx context.Context, id int64, defers int, class controller.Class, errText string, until time.Time) error {
+	_, err := s.DB.Exec(ctx, DeferStmt(id, defers, class, errText, until))
 	return err
 }
 
 // GiveUp implements Store.
-func (s D1Store) GiveUp(ctx context.Context, id int64, attempts int, errText string, at time.Time) error {
-	_, err := s.DB.Exec(ctx, GiveUpStmt(id, attempts, errText, at))
+func (s D1Store) GiveUp(ctx context.Context, id int64, attempts int, class controller.Class, errText string, at time.Time) error {
+	_, err := s.DB.Exec(ctx, GiveUpStmt(id, attempts, class, errText, at))
 	return err
 }
 
 // HotQueries are the reads of the controller's path.
 func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
-		{Name: "enrichment pick", SQL: PickSQL, Args: []any{0, 50}},
+		{Name: "enrichment pick", SQL: PickSQL, Args: []any{0, "2026-01-01T00:00:00.000Z", 50}},
+		{Name: "retry-failed pick", SQL: retryFailedProbeSQL, Args: []any{"2026-01-01T00:00:00.000Z", "", "", RetryFailedBatch}},
 		{Name: "app record", SQL: appJSONSQL, Args: []any{100000001}},
 	}
 }

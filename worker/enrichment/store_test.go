@@ -11,6 +11,7 @@ import (
 
 	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/events"
 )
@@ -77,8 +78,12 @@ func TestRunAgainstD1(t *testing.T) {
 	if row := drv.Rows(t, `SELECT enriched_at FROM app_registry WHERE track_id = 3`)[0]; row["enriched_at"] != nil {
 		t.Fatalf("a throttled app must stay queued: %v", row)
 	}
-	if row := drv.Rows(t, `SELECT enrichment_source, enrich_attempts FROM app_registry WHERE track_id = 5`)[0]; row["enrichment_source"] != SourceFailed || row["enrich_attempts"] != float64(controller.MaxItemAttempts) {
-		t.Fatalf("last attempt must give up: %v", row)
+	// A 5xx at the last attempt (5): the upstream's state, not the item's.
+	// Still queued, attempts untouched, deferred by the first backoff.
+	row := drv.Rows(t, `SELECT enrichment_source, enrich_attempts, enrich_defers, enrich_retry_at, enrich_error_class FROM app_registry WHERE track_id = 5`)[0]
+	if row["enrichment_source"] != nil || row["enrich_attempts"] != float64(controller.MaxItemAttempts-1) || row["enrich_defers"] != float64(1) ||
+		row["enrich_retry_at"] != d1.Time(now.Add(controller.DeferBase)) || row["enrich_error_class"] != string(controller.ClassServerError) {
+		t.Fatalf("a 5xx must defer the item: %v", row)
 	}
 	if len(q.bodies) != 1 {
 		t.Fatalf("events: %v", q.bodies)
@@ -94,6 +99,81 @@ func TestRunAgainstD1(t *testing.T) {
 	}
 	if n := drv.Int(t, `SELECT COUNT(*) FROM app_similar WHERE app_id = ?`, fixtureID); n != 0 {
 		t.Fatalf("a record without similar apps must clear the edges: %d", n)
+	}
+}
+
+// TestOutageDefersThenRecovers: during an outage every item that was tried
+// is deferred, the next pick takes other rows, and once the backoff is over
+// and the upstream is back each is enriched; none is ever given up.
+func TestOutageDefersThenRecovers(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	db, drv := d1test.New(t)
+	drv.Exec(t, `INSERT INTO app_registry (track_id, enrich_priority, enrich_attempts) VALUES (?, 9, ?)`, fixtureID, controller.MaxItemAttempts-1)
+	drv.Exec(t, `INSERT INTO app_registry (track_id, enrich_priority) VALUES (2, 1)`)
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	r, _, _, _ := newRunner(t, srv, nil)
+	r.Store, r.Now = D1Store{DB: db}, func() time.Time { return now }
+	r.HTML = R2HTML{Bucket: bucketFunc(func(string, []byte, string, map[string]string) error { return nil })}
+	down := r.APIBase
+	r.APIBase, r.StoreBase = "http://127.0.0.1:1", "http://127.0.0.1:1" // nothing listens: connection refused
+	for tick := 1; tick <= 5; tick++ {
+		out := r.Run(context.Background(), controller.RunPlan{BatchSize: 1, ChunkItems: 1})
+		if tick == 2 {
+			// The deferred item is not first any more: the pick takes app 2.
+			if len(out.Results) != 1 || out.Results[0].TrackID != 2 {
+				t.Fatalf("tick 2 picked %+v, want app 2", out.Results)
+			}
+		}
+		if tick == 1 {
+			now = now.Add(controller.DeferBase / 3) // within the first backoff
+		} else {
+			now = now.Add(controller.DeferMax)
+		}
+	}
+	row := drv.Rows(t, `SELECT enrichment_source, enrich_attempts, enrich_defers FROM app_registry WHERE track_id = ?`, fixtureID)[0]
+	if row["enrichment_source"] != nil || row["enrich_attempts"] != float64(controller.MaxItemAttempts-1) || row["enrich_defers"].(float64) < 2 {
+		t.Fatalf("an outage must never use up an item: %v", row)
+	}
+	r.APIBase, r.StoreBase = down, down
+	r.Run(context.Background(), controller.RunPlan{BatchSize: 2, ChunkItems: 2})
+	row = drv.Rows(t, `SELECT enrichment_source, enrich_defers, enrich_retry_at FROM app_registry WHERE track_id = ?`, fixtureID)[0]
+	if row["enrichment_source"] != SourceEnriched || row["enrich_defers"] != float64(0) || row["enrich_retry_at"] != nil {
+		t.Fatalf("after the outage the item is enriched and its backoff cleared: %v", row)
+	}
+	srv.Close()
+}
+
+func TestRetryFailedRequeuesByClassAndAge(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	give := func(id int64, c controller.Class, at time.Time) {
+		drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (?)`, id)
+		if err := s.GiveUp(ctx, id, controller.MaxItemAttempts, c, "boom", at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	give(1, controller.ClassParseError, t0)
+	give(2, controller.ClassStoreError, t0)
+	give(3, controller.ClassParseError, t0.Add(time.Hour))
+	if items, _ := s.PickQueued(ctx, 10, false, t0.Add(time.Hour)); len(items) != 0 {
+		t.Fatalf("given-up items are out of the queue: %v", items)
+	}
+	n, err := s.RetryFailed(ctx, string(controller.ClassParseError), t0, t0.Add(2*time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("retry parse errors up to t0: %d %v", n, err)
+	}
+	items, _ := s.PickQueued(ctx, 10, false, t0.Add(2*time.Hour))
+	if len(items) != 1 || items[0].TrackID != 1 || items[0].Attempts != 0 {
+		t.Fatalf("app 1 is queued again with fresh attempts: %+v", items)
+	}
+	if n, _ = s.RetryFailed(ctx, "", t0.Add(time.Hour), t0.Add(2*time.Hour)); n != 2 {
+		t.Fatalf("any class: %d, want 2", n)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry WHERE enrichment_source = ?`, SourceFailed); n != 0 {
+		t.Fatalf("%d still failed", n)
 	}
 }
 
@@ -125,8 +205,8 @@ type failAfter struct {
 	drv *d1test.Driver
 }
 
-func (f *failAfter) PickQueued(ctx context.Context, n int, unlooked bool) ([]QueuedItem, error) {
-	items, err := f.D1Store.PickQueued(ctx, n, unlooked)
+func (f *failAfter) PickQueued(ctx context.Context, n int, unlooked bool, now time.Time) ([]QueuedItem, error) {
+	items, err := f.D1Store.PickQueued(ctx, n, unlooked, now)
 	f.drv.FailNext.Store(10)
 	return items, err
 }
@@ -161,11 +241,11 @@ func TestLookupOnlyRecordsAgainstD1(t *testing.T) {
 		t.Fatalf("lookup-only row %v", row)
 	}
 	// While pages are paused the pick skips it; otherwise it is still queued.
-	items, _ := s.PickQueued(context.Background(), 10, true)
+	items, _ := s.PickQueued(context.Background(), 10, true, time.Now())
 	if len(items) != 1 || items[0].TrackID != 7 {
 		t.Fatalf("unlooked pick %+v", items)
 	}
-	if items, _ = s.PickQueued(context.Background(), 10, false); len(items) != 2 {
+	if items, _ = s.PickQueued(context.Background(), 10, false, time.Now()); len(items) != 2 {
 		t.Fatalf("full pick %+v", items)
 	}
 	// A later unparsed page records its key; a complete record is never downgraded.

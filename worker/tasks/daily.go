@@ -104,17 +104,12 @@ func DayStart(t time.Time) time.Time {
 // that already has one that day (from an earlier run or the rating sweep)
 // is left alone, so a rerun writes nothing. Then the cursor.
 func DailySnapshotStatements(cursorName string, next int64, rows []SweepRow, at time.Time) []d1.Stmt {
-	ts := d1.Time(at)
-	day := d1.Time(DayStart(at))
-	stmts := make([]d1.Stmt, 0, len(rows)+1)
-	for _, r := range rows {
-		stmts = append(stmts, d1.Stmt{
-			SQL: `INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating)
-SELECT ?, ?, ?, ? WHERE NOT EXISTS (` + snapshotTodaySQL + `)`,
-			Args: []any{r.TrackID, ts, r.RatingCount, r.AverageRating, r.TrackID, day},
-		})
-	}
-	return append(stmts, CursorStmt(cursorName, next, at))
+	return []d1.Stmt{{
+		SQL: `INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating)
+SELECT json_extract(j.value, '$.id'), ?, json_extract(j.value, '$.n'), json_extract(j.value, '$.r') FROM json_each(?) AS j
+WHERE NOT EXISTS (SELECT 1 FROM app_snapshots s WHERE s.track_id = json_extract(j.value, '$.id') AND s.taken_at >= ?)`,
+		Args: []any{d1.Time(at), sweepRowsJSON(rows), d1.Time(DayStart(at))},
+	}, CursorStmt(cursorName, next, at)}
 }
 
 // CursorStmt upserts a named cursor in sweep_cursors.

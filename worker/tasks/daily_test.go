@@ -105,12 +105,16 @@ func TestRunDailyStopsAtAFailedBatchWithoutMovingTheCursor(t *testing.T) {
 func TestDailySnapshotStatementsAreOncePerDay(t *testing.T) {
 	at := time.Date(2026, 3, 1, 3, 4, 5, 0, time.UTC)
 	stmts := DailySnapshotStatements(DailySnapshotCursor, 99, []SweepRow{{TrackID: 7, RatingCount: 70, AverageRating: 4.5}}, at)
-	if len(stmts) != 2 || !strings.Contains(stmts[0].SQL, "WHERE NOT EXISTS") || stmts[0].Args[5] != "2026-03-01T00:00:00.000Z" ||
-		stmts[0].Args[1] != "2026-03-01T03:04:05.000Z" || strings.Count(stmts[0].SQL, "?") != len(stmts[0].Args) {
+	if len(stmts) != 2 || !strings.Contains(stmts[0].SQL, "WHERE NOT EXISTS") || stmts[0].Args[2] != "2026-03-01T00:00:00.000Z" ||
+		stmts[0].Args[0] != "2026-03-01T03:04:05.000Z" || strings.Count(stmts[0].SQL, "?") != len(stmts[0].Args) {
 		t.Fatalf("%+v", stmts[0])
 	}
 	if c := stmts[1]; !strings.Contains(c.SQL, "sweep_cursors") || c.Args[0] != DailySnapshotCursor || c.Args[1] != int64(99) {
 		t.Fatalf("%+v", c)
+	}
+	// A whole batch is still two statements: one transaction with its cursor.
+	if n := len(DailySnapshotStatements(DailySnapshotCursor, 99, make([]SweepRow, SweepBatch), at)); n != 2 {
+		t.Fatalf("%d statements for a batch of %d", n, SweepBatch)
 	}
 	if DayStart(time.Date(2026, 3, 1, 23, 59, 0, 0, time.FixedZone("x", -3600))) != time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC) {
 		t.Fatal("days are UTC days")

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"time"
@@ -91,29 +92,50 @@ func (s D1Store) SweepBatch(ctx context.Context, cursorName string, n int) (int6
 	return from, out, nil
 }
 
-// SaveSweep writes the sweep's snapshots, velocities and the new cursor.
-func (s D1Store) SaveSweep(ctx context.Context, cursorName string, next int64, rows []SweepRow, at time.Time) error {
-	ts := d1.Time(at)
-	stmts := make([]d1.Stmt, 0, 2*len(rows)+1)
-	for _, r := range rows {
-		stmts = append(stmts, d1.Stmt{
-			SQL:  `INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating) VALUES (?,?,?,?)`,
-			Args: []any{r.TrackID, ts, r.RatingCount, r.AverageRating},
-		})
-		var v any
-		if !math.IsNaN(r.Velocity) {
-			v = r.Velocity
+// sweepRowJSON is one app of a sweep batch as the batch's statements read
+// it with json_each: a whole batch is a few statements, not two per app,
+// so it commits as one transaction.
+type sweepRowJSON struct {
+	ID       int64    `json:"id"`
+	Count    int64    `json:"n"`
+	Average  float64  `json:"r"`
+	Velocity *float64 `json:"v"` // null: unknown
+}
+
+func sweepRowsJSON(rows []SweepRow) string {
+	out := make([]sweepRowJSON, len(rows))
+	for i, r := range rows {
+		out[i] = sweepRowJSON{ID: r.TrackID, Count: r.RatingCount, Average: r.AverageRating}
+		if !math.IsNaN(r.Velocity) && !math.IsInf(r.Velocity, 0) {
+			v := r.Velocity
+			out[i].Velocity = &v
 		}
-		stmts = append(stmts, d1.Stmt{SQL: `UPDATE app_registry SET rating_velocity = ? WHERE track_id = ?`, Args: []any{v, r.TrackID}})
 	}
-	stmts = append(stmts, CursorStmt(cursorName, next, at))
-	_, err := s.DB.Exec(ctx, stmts...)
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// SaveSweep writes the sweep's snapshots, velocities and the new cursor as
+// one batch: the cursor moves only if every row was written.
+func (s D1Store) SaveSweep(ctx context.Context, cursorName string, next int64, rows []SweepRow, at time.Time) error {
+	batch := sweepRowsJSON(rows)
+	stmts := []d1.Stmt{{
+		SQL: `INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating)
+SELECT json_extract(value, '$.id'), ?, json_extract(value, '$.n'), json_extract(value, '$.r') FROM json_each(?)`,
+		Args: []any{d1.Time(at), batch},
+	}, {
+		SQL: `UPDATE app_registry SET rating_velocity = (
+  SELECT json_extract(value, '$.v') FROM json_each(?1) WHERE json_extract(value, '$.id') = app_registry.track_id)
+WHERE track_id IN (SELECT json_extract(value, '$.id') FROM json_each(?1))`,
+		Args: []any{batch},
+	}, CursorStmt(cursorName, next, at)}
+	_, err := s.DB.ExecAtomic(ctx, stmts...)
 	return err
 }
 
 // SaveDailySnapshots writes the day's snapshots and the cursor.
 func (s D1Store) SaveDailySnapshots(ctx context.Context, cursorName string, next int64, rows []SweepRow, at time.Time) error {
-	_, err := s.DB.Exec(ctx, DailySnapshotStatements(cursorName, next, rows, at)...)
+	_, err := s.DB.ExecAtomic(ctx, DailySnapshotStatements(cursorName, next, rows, at)...)
 	return err
 }
 
@@ -127,6 +149,23 @@ type Bindings struct {
 		Reconcile(ctx context.Context) []ledger.Result
 	}
 	Reparser PageReparser
+	// Failed requeues given-up items that gave up RetryFailedAfter ago or
+	// earlier; RetryFailedAfter 0 turns the retry-failed task off.
+	Failed interface {
+		RetryFailed(ctx context.Context, class string, olderThan, now time.Time) (int, error)
+	}
+	RetryFailedAfter time.Duration
+	// RetryFailedBatch is what one RetryFailed call requeues at most.
+	RetryFailedBatch int
+}
+
+// RetryFailedBefore implements FailedRetrier.
+func (p Bindings) RetryFailedBefore(ctx context.Context, now time.Time) (int, bool, error) {
+	if p.Failed == nil || p.RetryFailedAfter <= 0 {
+		return 0, false, nil
+	}
+	n, err := p.Failed.RetryFailed(ctx, "", now.Add(-p.RetryFailedAfter), now)
+	return n, err == nil && n >= p.RetryFailedBatch, err
 }
 
 // ReparseRun implements PageReparser.

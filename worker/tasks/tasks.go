@@ -69,6 +69,12 @@ type PageReparser interface {
 	ReparseRun(ctx context.Context) (summary string, err error)
 }
 
+// FailedRetrier puts given-up enrichment items back in the queue
+// (retry-failed): those that gave up at or before olderThan.
+type FailedRetrier interface {
+	RetryFailedBefore(ctx context.Context, now time.Time) (requeued int, more bool, err error)
+}
+
 // RunTask runs a registered task in its own error boundary: a panic or a
 // failure becomes the task's result, never the alarm's.
 func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now func() time.Time) (res scheduler.ResultMsg) {
@@ -96,6 +102,20 @@ func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now fu
 		summary, err := r.ReparseRun(ctx)
 		if err != nil {
 			return scheduler.ResultMsg{Task: name, Error: err.Error()}
+		}
+		return scheduler.ResultMsg{Task: name, OK: true, Summary: summary}
+	case "retry-failed":
+		r, ok := deps.(FailedRetrier)
+		if !ok {
+			return scheduler.ResultMsg{Task: name, Error: "platform cannot retry failed items"}
+		}
+		n, more, err := r.RetryFailedBefore(ctx, now())
+		if err != nil {
+			return scheduler.ResultMsg{Task: name, Error: err.Error()}
+		}
+		summary := fmt.Sprintf("requeued %d given-up items", n)
+		if more {
+			summary += " (more remain for the next run)"
 		}
 		return scheduler.ResultMsg{Task: name, OK: true, Summary: summary}
 	case "ledger-reconcile":

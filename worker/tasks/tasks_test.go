@@ -118,3 +118,30 @@ func TestRatingSweep(t *testing.T) {
 		t.Fatal("unknown task ran")
 	}
 }
+
+type recordingRetrier struct {
+	olderThan []time.Time
+	n         int
+}
+
+func (r *recordingRetrier) RetryFailed(_ context.Context, class string, olderThan, now time.Time) (int, error) {
+	r.olderThan = append(r.olderThan, olderThan)
+	return r.n, nil
+}
+
+func TestRetryFailedTaskRequeuesOldGiveUps(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	f := &recordingRetrier{n: 5}
+	b := Bindings{Failed: f, RetryFailedAfter: 24 * time.Hour, RetryFailedBatch: 5}
+	res := RunTask(context.Background(), "retry-failed", b, "", func() time.Time { return now })
+	if !res.OK || !strings.Contains(res.Summary, "requeued 5") || !strings.Contains(res.Summary, "more remain") {
+		t.Fatalf("%+v", res)
+	}
+	if len(f.olderThan) != 1 || !f.olderThan[0].Equal(now.Add(-24*time.Hour)) {
+		t.Fatalf("must requeue only items that gave up a day ago or earlier: %v", f.olderThan)
+	}
+	b.RetryFailedAfter = 0
+	if res := RunTask(context.Background(), "retry-failed", b, "", func() time.Time { return now }); !res.OK || len(f.olderThan) != 1 {
+		t.Fatalf("0 turns the task off: %+v %v", res, f.olderThan)
+	}
+}
