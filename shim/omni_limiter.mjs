@@ -6,7 +6,8 @@ import { Ledger } from "./ledger.mjs";
 // Plumbing only: Go (durable/limiter.Objects) routes every call and decides
 // in memory; this class keeps
 // the object's SQLite storage in step with one small write per admission:
-//   ring(slot, at, cost)  sliding-window admissions, at most `limit` rows, overwritten in place
+//   ring(slot, at, cost)  sliding-window admissions, at most `limit` rows (the largest the key
+//                         has had), an expired one overwritten in place, never deleted
 //   meta(k, v)            gcra "tat", token bucket "tokens"/"last_ms", the key's "policy",
 //                         and "closed": its lifetime counters as of the last minute fact
 // and holds a caller that asked to wait (waitMs) until a slot frees. Its

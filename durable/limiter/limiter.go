@@ -6,9 +6,10 @@
 // Three algorithms, all admitting `cost` units against `limit` per `window`:
 //   - sliding_window (default, the seed's contract): no interval of length
 //     window ever holds more than limit admitted units. Admissions are kept
-//     in a ring of at most limit entries, so memory is bounded by limit and
-//     each admission is one row written over the oldest (never a rewritten
-//     array).
+//     in a ring of storage rows, slots 0..limit-1, so memory is bounded by
+//     limit and each admission is one row, written over the row free
+//     longest (never a live one, never a rewritten array). A restart or a
+//     new limit keeps every live admission (see Restore).
 //   - gcra: the generic cell rate algorithm, one timestamp of state. Any
 //     interval t admits at most limit + t·limit/window units (burst = limit).
 //   - token_bucket: limit tokens refilled at limit/window, one (tokens,

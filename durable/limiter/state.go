@@ -7,7 +7,8 @@ import (
 )
 
 // Entry is one admission in the sliding window's ring. Slot is its row in
-// storage: the ring has Limit slots, each admission overwrites the oldest.
+// storage, one of [0, Limit): an admission takes a slot no live entry holds
+// (see State.free), so a row is only ever overwritten once it has expired.
 type Entry struct {
 	Slot int   `json:"slot"`
 	At   int64 `json:"at"` // unix ms
@@ -43,10 +44,14 @@ type State struct {
 	Policy   Policy
 	Counters Counters
 
-	// sliding_window: live entries in time order (a deque over a slice).
+	// sliding_window: live entries in admission order (a FIFO over a
+	// slice), their total cost, and the slots of [0, Limit) no live entry
+	// holds, as a FIFO of runs. Restore keeps every live entry whatever its
+	// slot (one of a larger earlier limit included), so sum is exact across
+	// policy changes, and no live row is in free, so none is overwritten.
 	ring []Entry
 	sum  int
-	next int // storage slot of the next admission
+	free []span
 
 	// gcra: theoretical arrival time, unix µs.
 	tat int64
@@ -59,30 +64,104 @@ type State struct {
 // New starts an empty limiter for p.
 func New(p Policy) *State {
 	s := &State{Policy: p}
-	if p.Algorithm == TokenBucket {
+	switch p.Algorithm {
+	case GCRA:
+	case TokenBucket:
 		s.tokens = float64(p.Limit)
+	default: // sliding_window, as Acquire decides
+		s.free = []span{{0, p.Limit}}
 	}
 	return s
 }
 
+// span is a run of free storage slots [lo, hi).
+type span struct{ lo, hi int }
+
+// take hands out the free slot that has been free longest (the least recent
+// admission's row is overwritten first). ok is false only when no slot of
+// [0, Limit) is free, which an admission never meets: every live entry costs
+// at least 1 (ParseAcquire), so at most sum slots are held, and admitting
+// needs sum+cost <= Limit with cost >= 1, so at most Limit-1 are held and,
+// as free is all the others, one is free. Guarded anyway: a live row must
+// never be overwritten.
+func (s *State) take() (slot int, ok bool) {
+	if len(s.free) == 0 {
+		return 0, false
+	}
+	r := &s.free[0]
+	slot = r.lo
+	if r.lo++; r.lo == r.hi {
+		s.free = s.free[1:]
+	}
+	return slot, true
+}
+
+// release frees an expired entry's slot, joining the last run when they
+// touch. Why the runs stay few, O(live entries at the last restore) and
+// never O(Limit): read cyclically, the live slots in ring order followed by
+// the free runs are one sequence that take and release only rotate (take
+// moves the first free slot to the ring's end, release the ring's first to
+// free's end), so the breaks in it, and so the runs, only change when a
+// restore builds it (about two per live entry) or a slot outside [0, Limit)
+// (a larger earlier limit's row, never reused) leaves it (one at most). A
+// fresh key's round-robin keeps one or two runs.
+func (s *State) release(slot int) {
+	if slot < 0 || slot >= s.Policy.Limit {
+		return
+	}
+	if n := len(s.free); n > 0 && s.free[n-1].hi == slot {
+		s.free[n-1].hi++
+		return
+	}
+	s.free = append(s.free, span{slot, slot + 1})
+}
+
+// freeRuns is [0, limit) less the slots live entries hold, in slot order:
+// O(live) memory, never O(limit).
+func freeRuns(live []Entry, limit int) []span {
+	held := make([]int, 0, len(live))
+	for _, e := range live {
+		held = append(held, e.Slot)
+	}
+	sort.Ints(held)
+	var runs []span
+	lo := 0
+	for _, h := range held {
+		if h >= limit {
+			break
+		}
+		if h > lo {
+			runs = append(runs, span{lo, h})
+		}
+		lo = max(lo, h+1)
+	}
+	if lo < limit {
+		runs = append(runs, span{lo, limit})
+	}
+	return runs
+}
+
 // Restore rebuilds a limiter from what storage holds: the sliding window's
-// entries (any order, stale ones included), or the gcra/bucket values.
+// entries (one per slot, any order, stale ones and slots >= p.Limit
+// included), or the gcra/bucket values. Under a new limit the window is
+// exact: every entry still in the window counts, whatever its slot, and the
+// new admissions take only slots no live entry holds. Under a longer window
+// it is exact back to what the old window still counted: older rows may
+// have been overwritten already.
 func Restore(p Policy, entries []Entry, tat int64, tokens float64, last int64, now time.Time) *State {
 	s := New(p)
 	switch p.Algorithm {
-	case SlidingWindow:
-		sorted := append([]Entry(nil), entries...)
-		sort.Slice(sorted, func(i, j int) bool { return sorted[i].At < sorted[j].At })
-		if n := len(sorted); n > 0 {
-			s.next = (sorted[n-1].Slot + 1) % p.Limit
-		}
-		for _, e := range sorted {
-			if e.Slot < p.Limit {
-				s.ring = append(s.ring, e)
-				s.sum += e.Cost
-			}
+	default: // sliding_window, as Acquire decides
+		s.ring = append([]Entry(nil), entries...)
+		sort.Slice(s.ring, func(i, j int) bool { // time order; by slot, as deterministic
+			a, b := s.ring[i], s.ring[j]
+			return a.At < b.At || a.At == b.At && a.Slot < b.Slot
+		})
+		for _, e := range s.ring {
+			s.sum += e.Cost
 		}
 		s.expire(now)
+		s.free = freeRuns(s.ring, p.Limit)
 	case GCRA:
 		s.tat = tat
 	case TokenBucket:
@@ -103,6 +182,7 @@ func (s *State) expire(now time.Time) {
 	i := 0
 	for i < len(s.ring) && s.ring[i].At < cutoff {
 		s.sum -= s.ring[i].Cost
+		s.release(s.ring[i].Slot)
 		i++
 	}
 	if i > 0 {
@@ -134,17 +214,19 @@ func (s *State) acquireWindow(now time.Time, cost int) Decision {
 	s.expire(now)
 	limit, ms := s.Policy.Limit, now.UnixMilli()
 	if s.sum+cost <= limit {
-		e := Entry{Slot: s.next, At: ms, Cost: cost}
-		s.ring = append(s.ring, e)
-		s.sum += cost
-		s.next = (s.next + 1) % limit
-		// Compact the backing array now and then so memory stays bounded.
-		if cap(s.ring) > 2*limit+16 {
-			s.ring = append(make([]Entry, 0, len(s.ring)*2), s.ring...)
+		if slot, ok := s.take(); ok {
+			e := Entry{Slot: slot, At: ms, Cost: cost}
+			s.ring = append(s.ring, e)
+			s.sum += cost
+			// Compact the backing array now and then so memory stays bounded.
+			if cap(s.ring) > 2*limit+16 {
+				s.ring = append(make([]Entry, 0, len(s.ring)*2), s.ring...)
+			}
+			return Decision{Allowed: true, Remaining: limit - s.sum, Reset: s.resetWindow(now), Write: &Write{Entry: &e}}
 		}
-		return Decision{Allowed: true, Remaining: limit - s.sum, Reset: s.resetWindow(now), Write: &Write{Entry: &e}}
 	}
-	// Refused: free room comes as the oldest entries leave the window.
+	// Refused: free room comes as the oldest entries leave the window (a
+	// smaller limit may leave sum above it for a while).
 	need, freed := s.sum+cost-limit, 0
 	wait := time.Duration(0)
 	for _, e := range s.ring {
@@ -154,7 +236,7 @@ func (s *State) acquireWindow(now time.Time, cost int) Decision {
 			break
 		}
 	}
-	return Decision{Remaining: limit - s.sum, RetryAfter: max(wait, time.Millisecond), Reset: s.resetWindow(now)}
+	return Decision{Remaining: max(0, limit-s.sum), RetryAfter: max(wait, time.Millisecond), Reset: s.resetWindow(now)}
 }
 
 func (s *State) resetWindow(now time.Time) time.Duration {
@@ -236,7 +318,7 @@ func (s *State) Usage(now time.Time) Usage {
 		u.ResetMs = int64((float64(s.Policy.Limit) - tokens) / rate)
 	default:
 		s.expire(now)
-		u.Remaining = s.Policy.Limit - s.sum
+		u.Remaining = max(0, s.Policy.Limit-s.sum)
 		u.ResetMs = s.resetWindow(now).Milliseconds()
 	}
 	u.Used = s.Policy.Limit - u.Remaining
