@@ -24,6 +24,10 @@ type Config struct {
 	// the legacy markup.
 	CurrentMarkupPct int `json:"current_markup_pct"`
 	UnknownMarkupPct int `json:"unknown_markup_pct"`
+	// OutagePct is the share of upstream requests that get no HTTP answer
+	// at all, their connection dropped, as when the upstream is down; 100 is
+	// a full outage. Such requests never reach the limiter.
+	OutagePct int `json:"outage_pct"`
 }
 
 // Defaults, mirrored by the command-line flags.
@@ -81,6 +85,7 @@ var configFields = []configField{
 	{"latency_jitter_ms", 0, maxLatencyMS, func(c *Config) *int { return &c.LatencyJitterMS }},
 	{"current_markup_pct", 0, 100, func(c *Config) *int { return &c.CurrentMarkupPct }},
 	{"unknown_markup_pct", 0, 100, func(c *Config) *int { return &c.UnknownMarkupPct }},
+	{"outage_pct", 0, 100, func(c *Config) *int { return &c.OutagePct }},
 }
 
 // Validate reports the first invalid field.

@@ -32,6 +32,8 @@ type RouteStats struct {
 	Served   int64 `json:"served"`
 	Refused  int64 `json:"refused"`
 	NotFound int64 `json:"not_found"`
+	// Dropped counts requests whose connection was dropped (outage_pct).
+	Dropped int64 `json:"dropped"`
 }
 
 // Stats is the GET /__stats body.
@@ -114,6 +116,14 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) (notFound bool)
 // either refuses or serves.
 func (s *Server) limited(route string, h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if s.down(route) {
+			// No HTTP answer at all: the client sees a connection error.
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+			panic(http.ErrAbortHandler) // HTTP/2: abort the stream instead
+		}
 		ok, cfg, delay := s.admit(route)
 		sleep(r.Context(), delay)
 		if !ok {
@@ -129,6 +139,21 @@ func (s *Server) limited(route string, h handlerFunc) http.HandlerFunc {
 			s.mu.Unlock()
 		}
 	}
+}
+
+// down reports whether this request falls in the configured outage.
+func (s *Server) down(route string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pct := s.bucket.cfg.OutagePct
+	if pct <= 0 || s.rng.IntN(100) >= pct {
+		return false
+	}
+	if s.byRoute[route] == nil {
+		s.byRoute[route] = &RouteStats{}
+	}
+	s.byRoute[route].Dropped++
+	return true
 }
 
 func (s *Server) admit(route string) (ok bool, cfg Config, delay time.Duration) {

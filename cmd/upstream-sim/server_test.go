@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -460,4 +461,30 @@ func TestBrokenPagesInBothMarkups(t *testing.T) {
 			t.Fatalf("%s: a truncated page has no product data: %d %v", cfg, r.status, err)
 		}
 	}
+}
+
+// An outage drops connections: the client gets no HTTP answer at all, as
+// when the upstream is down, and /__stats counts the drops.
+func TestOutageDropsConnections(t *testing.T) {
+	cfg := calmConfig()
+	cfg.OutagePct = 100
+	ts, _ := newTestServer(t, cfg)
+	resp, err := http.Get(ts.URL + "/lookup?id=100000001&country=us")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("a full outage answered HTTP %d", resp.StatusCode)
+	}
+	var st Stats
+	r, _ := http.Get(ts.URL + "/__stats")
+	json.NewDecoder(r.Body).Decode(&st)
+	r.Body.Close()
+	if st.ByRoute[routeLookup].Dropped != 1 || st.Served != 0 {
+		t.Fatalf("stats: %+v", st)
+	}
+	r, _ = http.Post(ts.URL+"/__config", "application/json", strings.NewReader(`{"outage_pct": 0}`))
+	r.Body.Close()
+	if resp, err = http.Get(ts.URL + "/lookup?id=100000001&country=us"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("after the outage: %v", err)
+	}
+	resp.Body.Close()
 }
