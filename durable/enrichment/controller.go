@@ -461,7 +461,10 @@ type Status struct {
 	LastTick               *TickSummary   `json:"last_tick,omitempty"`
 	// ParserHealth says whether store pages still parse (parser drift).
 	ParserHealth ParserStatus `json:"parser_health"`
-	Now          string       `json:"now"`
+	// LastHoldCapped is the latest upstream hold hint cut to the cap
+	// (UPSTREAM_MAX_HOLD_S); null when none ever was.
+	LastHoldCapped *HoldCapped `json:"last_hold_capped"`
+	Now            string      `json:"now"`
 }
 
 // Rolling describes the metrics window.
@@ -501,9 +504,10 @@ func (s State) Status(now time.Time, cfg Config) Status {
 			Failed: w.Failed, RateLimited: w.RateLimited, ItemErrors: w.ItemErrors,
 			CompletionsPerMinute: round3(cpm),
 		},
-		LastTick:     s.LastTick,
-		ParserHealth: s.Parser.Status(),
-		Now:          now.UTC().Format(time.RFC3339Nano),
+		LastTick:       s.LastTick,
+		ParserHealth:   s.Parser.Status(),
+		LastHoldCapped: s.LastHoldCapped,
+		Now:            now.UTC().Format(time.RFC3339Nano),
 	}
 	if d, ok := c.(pacing.Describer); ok {
 		st.PacingDetail = d.Describe(now)

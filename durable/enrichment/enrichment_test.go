@@ -486,3 +486,16 @@ func TestRestartAbandonsTheDeadRun(t *testing.T) {
 		t.Fatalf("the loop must continue: %+v", d)
 	}
 }
+
+func TestCappedHoldIsShownToOperators(t *testing.T) {
+	s := DefaultState()
+	if st := s.Status(t0, DefaultConfig()); st.LastHoldCapped != nil {
+		t.Fatalf("no hold capped yet: %+v", st.LastHoldCapped)
+	}
+	s.Record(RunOutcome{Picked: 1, Results: []ItemResult{{Class: ClassRateLimit}},
+		Requests: []RequestOutcome{{Class: ClassRateLimit, RetryAfterMs: 300_000, AskedHoldMs: 86_400_000, Remaining: -1}}}, t0)
+	st := s.Status(t0, DefaultConfig())
+	if h := st.LastHoldCapped; h == nil || h.AskedS != 86400 || h.HeldS != 300 || h.At != t0.UnixMilli() || st.Totals.HoldsCapped != 1 {
+		t.Fatalf("capped hold: %+v, totals %+v", h, st.Totals)
+	}
+}

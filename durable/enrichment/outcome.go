@@ -145,6 +145,9 @@ type RequestOutcome struct {
 	// Remaining is the RateLimit-Remaining the answer carried (-1 = none).
 	Remaining int   `json:"remaining"`
 	ResetMs   int64 `json:"reset_ms,omitempty"`
+	// AskedHoldMs is the longer hold the answer asked for when it was
+	// capped at UPSTREAM_MAX_HOLD_S (RetryAfterMs/ResetMs hold the cap).
+	AskedHoldMs int64 `json:"asked_hold_ms,omitempty"`
 }
 
 // RunOutcome is what the run reports back.
@@ -233,6 +236,13 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 		}
 		if r.Deferred {
 			s.Totals.Deferred++
+		}
+	}
+	for _, r := range o.Requests {
+		if r.AskedHoldMs > 0 {
+			held := max(r.RetryAfterMs, r.ResetMs)
+			s.LastHoldCapped = &HoldCapped{At: now.UnixMilli(), AskedS: r.AskedHoldMs / 1000, HeldS: held / 1000}
+			s.Totals.HoldsCapped++
 		}
 	}
 	return byClass

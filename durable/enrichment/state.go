@@ -147,7 +147,10 @@ type Totals struct {
 	// Deferred counts items an upstream-level failure (5xx, timeout,
 	// connection error) left queued with a backoff, their attempts uncounted.
 	Deferred int64 `json:"deferred"`
-	Ticks    int64 `json:"ticks"`
+	// HoldsCapped counts answers whose Retry-After or RateLimit-Reset asked
+	// for a longer hold than UPSTREAM_MAX_HOLD_S and were held to it.
+	HoldsCapped int64 `json:"holds_capped"`
+	Ticks       int64 `json:"ticks"`
 	// Cooldowns counts entries into the critical zone.
 	Cooldowns int64 `json:"cooldowns"`
 	// D1RowsRead/D1RowsWritten: the runs' D1 cost (rows per completed app
@@ -179,6 +182,16 @@ type State struct {
 	LedgerSince int64 `json:"ledger_since,omitempty"`
 	// Parser watches whether store pages still parse (parser drift).
 	Parser ParserHealth `json:"parser"`
+	// LastHoldCapped is the latest hold hint the cap cut short, for operators.
+	LastHoldCapped *HoldCapped `json:"last_hold_capped,omitempty"`
+}
+
+// HoldCapped is an upstream hold hint longer than the cap: when it came
+// (unix ms), what it asked for and what was held.
+type HoldCapped struct {
+	At     int64 `json:"at"`
+	AskedS int64 `json:"asked_s"`
+	HeldS  int64 `json:"held_s"`
 }
 
 // TickSummary is what the last work tick did.

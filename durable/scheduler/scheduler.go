@@ -105,7 +105,10 @@ func (s *State) Sync(tasks []Task, now time.Time) {
 	for _, t := range tasks {
 		known[t.Name] = true
 		if _, ok := s.Tasks[t.Name]; !ok {
-			s.Tasks[t.Name] = &TaskState{NextDue: NextSlot(t, now).UnixMilli()}
+			// A task that never ran is due at once: after a fresh deploy the
+			// charts, sweeps and checks start with the first wake (the cron
+			// wakes the scheduler), not up to an hour later.
+			s.Tasks[t.Name] = &TaskState{NextDue: now.UnixMilli()}
 		}
 	}
 	for name, ts := range s.Tasks {

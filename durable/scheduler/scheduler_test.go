@@ -47,8 +47,42 @@ func TestNextSlotIsEpochAnchoredAndJitterOnlyDelays(t *testing.T) {
 	}
 }
 
-func TestDueRunsEachOnceAndCollapsesMissedSlots(t *testing.T) {
+// ran is a state whose tasks have had their first run at now: each is
+// next due at its next slot.
+func ran(reg []Task, now time.Time) *State {
+	s := New(reg, now)
+	for _, task := range reg {
+		s.Tasks[task.Name].NextDue = NextSlot(task, now).UnixMilli()
+	}
+	return s
+}
+
+// A fresh scheduler (a new deploy) runs every task at its first wake, then
+// each on its cadence.
+func TestFreshSchedulerRunsEveryTaskAtOnce(t *testing.T) {
 	s := New(registry, t0)
+	start, _ := s.Due(registry, t0)
+	if len(start) != len(registry) {
+		t.Fatalf("a fresh deploy must run every task at once: %v", start)
+	}
+	for _, name := range start {
+		s.Finish(name, Result{OK: true}, t0.Add(time.Second))
+	}
+	if again, _ := s.Due(registry, t0.Add(2*time.Second)); len(again) != 0 {
+		t.Fatalf("then each waits for its slot: %v", again)
+	}
+	if next := time.UnixMilli(s.Tasks["sweep"].NextDue); !next.Equal(t0.Add(15 * time.Minute)) {
+		t.Fatalf("next sweep %s", next)
+	}
+	// A task added to the registry by a later deploy runs at once too.
+	s.Sync(append(registry, Task{Name: "new", Every: time.Hour}), t0.Add(time.Minute))
+	if start, _ := s.Due(append(registry, Task{Name: "new", Every: time.Hour}), t0.Add(time.Minute)); len(start) != 1 || start[0] != "new" {
+		t.Fatalf("a new task: %v", start)
+	}
+}
+
+func TestDueRunsEachOnceAndCollapsesMissedSlots(t *testing.T) {
+	s := ran(registry, t0)
 	if start, _ := s.Due(registry, t0); len(start) != 0 {
 		t.Fatalf("nothing is due at start: %v", start)
 	}
@@ -70,7 +104,7 @@ func TestDueRunsEachOnceAndCollapsesMissedSlots(t *testing.T) {
 }
 
 func TestLeasePreventsOverlapUntilHung(t *testing.T) {
-	s := New(registry, t0)
+	s := ran(registry, t0)
 	now := t0.Add(15 * time.Minute)
 	s.Due(registry, now)
 	s.RunNow("sweep", now.Add(time.Second))
@@ -146,7 +180,7 @@ func TestCircuitBreakerPausesAfterConsecutiveFailures(t *testing.T) {
 }
 
 func TestPausesAndNextAlarm(t *testing.T) {
-	s := New(registry, t0)
+	s := ran(registry, t0)
 	first := s.NextAlarm(registry, t0)
 	if first.Before(t0.Add(5*time.Minute)) || first.After(t0.Add(5*time.Minute+20*time.Second)) {
 		t.Fatalf("first alarm %s", first)
@@ -191,14 +225,28 @@ func decide(t *testing.T, st *string, op string, arg any, now time.Time) Decisio
 	return d
 }
 
+// firstRuns loads a fresh scheduler at now and lets the first wake's runs
+// (every task) finish.
+func firstRuns(t *testing.T, st *string, now time.Time) {
+	t.Helper()
+	d := decide(t, st, "load", nil, now)
+	if d.EnsureAlarmAt == 0 || d.EnsureAlarmAt > now.Add(MinRearm).UnixMilli() {
+		t.Fatalf("a fresh scheduler's first alarm must be now: %+v", d)
+	}
+	d = decide(t, st, "tick", nil, now)
+	if len(d.Run) != len(Registry) {
+		t.Fatalf("the first wake runs every task: %v", d.Run)
+	}
+	for _, name := range d.Run {
+		decide(t, st, "finish", ResultMsg{Task: name, OK: true}, now)
+	}
+}
+
 func TestHandleAlarmCycle(t *testing.T) {
 	st := ""
-	d := decide(t, &st, "load", nil, t0)
-	if d.EnsureAlarmAt == 0 {
-		t.Fatal("load must ensure an alarm")
-	}
-	due := time.UnixMilli(d.EnsureAlarmAt)
-	d = decide(t, &st, "tick", map[string]int{"retry_count": 0}, due)
+	firstRuns(t, &st, t0)
+	due := NextSlot(Registry[0], t0)
+	d := decide(t, &st, "tick", map[string]int{"retry_count": 0}, due)
 	if len(d.Run) != 1 || d.Run[0] != "charts-refresh" || d.AlarmAt <= due.UnixMilli() {
 		t.Fatalf("tick: %+v", d)
 	}
@@ -214,6 +262,7 @@ func TestHandleAlarmCycle(t *testing.T) {
 
 func TestHandleControl(t *testing.T) {
 	st := ""
+	firstRuns(t, &st, t0)
 	bad := []struct{ path, body, field string }{
 		{"/pause", `{"task":"nope"}`, "task"},
 		{"/pause", `{"task":"rating-sweep","until":"yesterday"}`, "until"},
@@ -283,7 +332,7 @@ func TestBreakerThresholdIsConfigurable(t *testing.T) {
 func TestLoadReleasesLeasesOfADeadInstance(t *testing.T) {
 	st := ""
 	due := NextSlot(Registry[0], t0)
-	decide(t, &st, "load", nil, t0)
+	firstRuns(t, &st, t0)
 	if d := decide(t, &st, "tick", nil, due); len(d.Run) != 1 {
 		t.Fatalf("tick: %+v", d)
 	}

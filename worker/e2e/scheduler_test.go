@@ -84,10 +84,12 @@ func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
 		doJSON(t, "GET", w.base+"/v1/apps/100000010", "", nil, &app)
 		return app["enriched_at"] != nil, jsonString(app)
 	})
+	// The first wake ran every task once already; this run sees the apps.
+	firstSweeps := schedStatus(t, w)["rating-sweep"].Runs
 	doJSON(t, "POST", ctl+"run-now", adminToken, `{"task":"rating-sweep"}`, nil)
 	eventually(t, 30*time.Second, "sweep ran", func() (bool, string) {
 		st = schedStatus(t, w)
-		return st["rating-sweep"].Runs >= 1, jsonString(st["rating-sweep"])
+		return st["rating-sweep"].Runs > firstSweeps, jsonString(st["rating-sweep"])
 	})
 	if sw := st["rating-sweep"]; !strings.Contains(sw.LastSummary, "apps from cursor") || strings.HasPrefix(sw.LastSummary, "0 apps") {
 		t.Fatalf("sweep summary: %+v", sw)
@@ -134,4 +136,40 @@ func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
 	if after["charts-refresh"].Runs != before["charts-refresh"].Runs || after["rating-sweep"].Pause == nil {
 		t.Fatalf("scheduler state lost: %+v → %+v", before, after)
 	}
+}
+
+// TestCronAloneStartsEveryTask deploys fresh state and fires only the
+// 5-minute cron (issue 14, item 13): no /v1/scheduler route and no
+// dashboard is called before every task has run. The first status call
+// must find each task run already, by the cron's wake alone (a status call
+// that created the scheduler would find no runs yet).
+func TestCronAloneStartsEveryTask(t *testing.T) {
+	dir := outputDir(t)
+	s := startSim(t, dir, "-apps", "100", "-rate-per-min", "6000", "-burst", "100")
+	persist := filepath.Join(dir, "state")
+	prepareDB(t, persist, dir, 20)
+	w := startWorker(t, dir, persist, s.base)
+
+	req := w.base + "/__scheduled?cron=" + strings.ReplaceAll("*/5 * * * *", " ", "+")
+	if code := doJSON(t, "GET", req, "", nil, nil); code != 200 {
+		t.Fatalf("scheduled: %d", code)
+	}
+	// The charts land in KV (read without touching the scheduler): the
+	// first wake's runs have started.
+	eventually(t, 60*time.Second, "charts in KV from the cron's wake", func() (bool, string) {
+		var chart struct {
+			Items []map[string]any `json:"items"`
+		}
+		code := doJSON(t, "GET", w.base+"/v1/charts?country=us&collection=topfreeapplications&category=all", "", nil, &chart)
+		return code == 200 && len(chart.Items) > 0, jsonString(chart)
+	})
+	eventually(t, 60*time.Second, "every task ran", func() (bool, string) {
+		st := schedStatus(t, w)
+		for _, task := range scheduler.Registry {
+			if st[task.Name].Runs < 1 {
+				return false, jsonString(st)
+			}
+		}
+		return len(st) == len(scheduler.Registry), jsonString(st)
+	})
 }

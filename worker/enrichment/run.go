@@ -250,6 +250,7 @@ func requestOutcome(item int, u upstream.Response) controller.RequestOutcome {
 	return controller.RequestOutcome{
 		Item: item, SentAt: u.SentAt.UnixMilli(), DoneAt: u.DoneAt.UnixMilli(), Class: u.Class,
 		RetryAfterMs: int64(u.RetryAfterS) * 1000, Remaining: u.Remaining, ResetMs: u.Reset.Milliseconds(),
+		AskedHoldMs: u.HoldHint.Milliseconds(),
 	}
 }
 
