@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"storecrawl/durable/scheduler"
+	"storecrawl/worker/history"
 	"storecrawl/worker/tasks"
 )
 
@@ -24,6 +25,7 @@ func schedulerDecide(args []js.Value) (any, error) {
 // failures are in the result; the promise rejects only for a bug, so the
 // runtime's alarm retry stays for transport-level failures.
 func schedulerRunTask(args []js.Value) (any, error) {
-	deps := tasks.Bindings{D1Store: tasks.D1Store{DB: db}, Get: catalogue().Get, Values: kvCache, Reconciler: historyService, Reparser: pageReparser}
+	deps := tasks.Bindings{D1Store: tasks.D1Store{DB: db}, Get: catalogue().Get, Values: kvCache, Reconciler: historyService, Reparser: pageReparser,
+		Pruner: history.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now}}
 	return tasks.RunTask(context.Background(), args[0].String(), deps, cfg.APIBase, time.Now), nil
 }

@@ -24,6 +24,10 @@ var Registry = []Task{
 	// Re-parse stored store pages (POST /v1/enrichment/reparse starts a job;
 	// run-now starts it at once). Without a job a run is one D1 read.
 	{Name: "page-reparse", Every: 10 * time.Minute, Jitter: 30 * time.Second},
+	// D1's raw facts past FACTS_RETENTION_DAYS and rollup minutes past
+	// /v1/history's reach, deleted in bounded batches from a cursor: hourly
+	// keeps each run small.
+	{Name: "facts-prune", Every: time.Hour, Jitter: 5 * time.Minute},
 }
 
 // The Go⇄JS protocol (durable/object); Run lists the tasks to start now,

@@ -8,6 +8,7 @@ import (
 
 	"storecrawl/durable/ledger"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/history"
 	"storecrawl/worker/upstream"
 )
 
@@ -117,8 +118,9 @@ func (s D1Store) SaveDailySnapshots(ctx context.Context, cursorName string, next
 	return err
 }
 
-// Bindings is Deps (and the ledger-reconcile task's Reconciler) over the
-// Worker's clients: the upstream through the global limiter, KV and D1.
+// Bindings is Deps (and the ledger-reconcile task's Reconciler, the
+// facts-prune task's FactsPruner) over the Worker's clients: the upstream
+// through the global limiter, KV and D1.
 type Bindings struct {
 	D1Store
 	Get        func(ctx context.Context, url string) upstream.Response
@@ -127,6 +129,15 @@ type Bindings struct {
 		Reconcile(ctx context.Context) []ledger.Result
 	}
 	Reparser PageReparser
+	Pruner   FactsPruner
+}
+
+// PruneFacts implements FactsPruner.
+func (p Bindings) PruneFacts(ctx context.Context) history.PruneResult {
+	if p.Pruner == nil {
+		return history.PruneResult{Error: "no facts pruner bound"}
+	}
+	return p.Pruner.PruneFacts(ctx)
 }
 
 // ReparseRun implements PageReparser.
