@@ -9,6 +9,7 @@ import (
 
 	"storecrawl/durable/scheduler"
 	"storecrawl/worker/enrichment"
+	"storecrawl/worker/history"
 	"storecrawl/worker/tasks"
 )
 
@@ -26,6 +27,7 @@ func schedulerDecide(args []js.Value) (any, error) {
 // runtime's alarm retry stays for transport-level failures.
 func schedulerRunTask(args []js.Value) (any, error) {
 	deps := tasks.Bindings{D1Store: tasks.D1Store{DB: db}, Get: catalogue().Get, Values: kvCache, Reconciler: historyService, Reparser: pageReparser,
-		Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter, RetryFailedBatch: enrichment.RetryFailedBatch}
+		Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter, RetryFailedBatch: enrichment.RetryFailedBatch,
+		Pruner: history.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now}}
 	return tasks.RunTask(context.Background(), args[0].String(), deps, cfg.APIBase, time.Now), nil
 }

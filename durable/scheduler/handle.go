@@ -27,6 +27,10 @@ var Registry = []Task{
 	// Put items that gave up long enough ago back in the enrichment queue
 	// (ENRICHMENT_RETRY_FAILED_AFTER_H), a bounded batch per run.
 	{Name: "retry-failed", Every: time.Hour, Jitter: 2 * time.Minute},
+	// D1's raw facts past FACTS_RETENTION_DAYS and rollup minutes past
+	// /v1/history's reach, deleted in bounded batches from a cursor: hourly
+	// keeps each run small.
+	{Name: "facts-prune", Every: time.Hour, Jitter: 5 * time.Minute},
 }
 
 // The Go⇄JS protocol (durable/object); Run lists the tasks to start now,

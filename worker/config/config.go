@@ -73,6 +73,18 @@ const (
 	maxRetryFailedAfterH    = 24 * 365
 )
 
+// FACTS_RETENTION_DAYS: how long D1 keeps raw ledger facts (the
+// facts-prune task deletes older ones; /v1/history reads the per-minute
+// rollups and reconciliation the totals, which outlive them).
+const (
+	DefaultFactsRetentionDays = 30
+	// minFactsRetentionDays: a fact must outlive every redelivery of its
+	// queue message (a queue keeps a message at most 14 days), or the
+	// redelivered copy of a pruned fact would be stored and counted again.
+	minFactsRetentionDays = 14
+	maxFactsRetentionDays = 3650
+)
+
 // Config is every setting, parsed.
 type Config struct {
 	// APIBase and StoreBase are the upstream's base URLs, without a trailing slash.
@@ -90,6 +102,8 @@ type Config struct {
 	RetryFailedAfter time.Duration
 	// LedgerRetention is how long an object keeps its replicated facts.
 	LedgerRetention time.Duration
+	// FactsRetention is how long D1 keeps raw facts (FACTS_RETENTION_DAYS).
+	FactsRetention time.Duration
 	// AdminToken guards the mutating routes; empty refuses them all.
 	AdminToken string
 	// TestRoutes mounts the test-only routes (never set in wrangler.jsonc).
@@ -192,6 +206,19 @@ func Load(getenv func(string) string) (Config, []Problem) {
 		if err != nil {
 			c.LedgerRetention = ledger.DefaultRetention
 			bad("LEDGER_RETENTION_DAYS", raw, err)
+		}
+	}
+
+	c.FactsRetention = DefaultFactsRetentionDays * 24 * time.Hour
+	if raw := getenv("FACTS_RETENTION_DAYS"); raw != "" {
+		days, err := strconv.Atoi(raw)
+		if err == nil && (days < minFactsRetentionDays || days > maxFactsRetentionDays) {
+			err = fmt.Errorf("must be whole days in [%d, %d]", minFactsRetentionDays, maxFactsRetentionDays)
+		}
+		if err != nil {
+			bad("FACTS_RETENTION_DAYS", raw, err)
+		} else {
+			c.FactsRetention = time.Duration(days) * 24 * time.Hour
 		}
 	}
 

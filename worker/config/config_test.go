@@ -20,7 +20,7 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 		"UPSTREAM_API_BASE": "http://127.0.0.1:1/", "UPSTREAM_STORE_BASE": "http://s//",
 		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": "seed", "SCHEDULER_BREAKER_THRESHOLD": "4",
 		"LEDGER_RETENTION_DAYS": "2", "ADMIN_TOKEN": "t", "TEST_ROUTES": "1", "ENRICHMENT_PARSER_PROBE_S": "5",
-		"UPSTREAM_MAX_HOLD_S": "120", "ENRICHMENT_RETRY_FAILED_AFTER_H": "0",
+		"UPSTREAM_MAX_HOLD_S": "120", "ENRICHMENT_RETRY_FAILED_AFTER_H": "0", "FACTS_RETENTION_DAYS": "90",
 	}))
 	if len(probs) != 0 {
 		t.Fatalf("problems: %+v", probs)
@@ -29,7 +29,8 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 		t.Fatalf("bases: %+v", c)
 	}
 	if c.Enrichment.Pacing != "seed" || c.Enrichment.Cooldown != time.Minute || c.Scheduler.BreakerThreshold != 4 ||
-		c.LedgerRetention != 48*time.Hour || c.AdminToken != "t" || !c.TestRoutes || c.Enrichment.ProbeInterval() != 5*time.Second || c.MaxHold != 2*time.Minute || c.RetryFailedAfter != 0 {
+		c.LedgerRetention != 48*time.Hour || c.AdminToken != "t" || !c.TestRoutes || c.Enrichment.ProbeInterval() != 5*time.Second || c.MaxHold != 2*time.Minute ||
+		c.FactsRetention != 90*24*time.Hour || c.RetryFailedAfter != 0 {
 		t.Fatalf("parsed: %+v", c)
 	}
 }
@@ -39,15 +40,31 @@ func TestBadVarsAreReportedAndDefaulted(t *testing.T) {
 		"ENRICHMENT_COOLDOWN_S": "soon", "SCHEDULER_BREAKER_THRESHOLD": "-3", "LEDGER_RETENTION_DAYS": "x",
 		"LEDGER_FAULT_FAIL_AFTER_WRITE": "-1", "ENRICHMENT_PARSER_PROBE_S": "0", "UPSTREAM_MAX_HOLD_S": "86400",
 		"ENRICHMENT_RETRY_FAILED_AFTER_H": "-1",
+		"FACTS_RETENTION_DAYS":            "30d",
 	}))
-	if len(probs) != 7 {
-		t.Fatalf("want 7 problems, got %+v", probs)
+	if len(probs) != 8 {
+		t.Fatalf("want 8 problems, got %+v", probs)
 	}
-	if c.Enrichment != enrichment.DefaultConfig() || c.MaxHold != upstream.DefaultMaxHold || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention || c.LedgerFaultFailAfterWrite != 0 || c.RetryFailedAfter != DefaultRetryFailedAfter {
+	const defaultFacts = DefaultFactsRetentionDays * 24 * time.Hour
+	if c.Enrichment != enrichment.DefaultConfig() || c.MaxHold != upstream.DefaultMaxHold || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention || c.LedgerFaultFailAfterWrite != 0 ||
+		c.FactsRetention != defaultFacts || c.RetryFailedAfter != DefaultRetryFailedAfter {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if c, probs := Load(env(nil)); len(probs) != 0 || c.Enrichment != enrichment.DefaultConfig() {
+	if c, probs := Load(env(nil)); len(probs) != 0 || c.Enrichment != enrichment.DefaultConfig() || c.FactsRetention != defaultFacts {
 		t.Fatalf("empty env: %+v %+v", c, probs)
+	}
+	// FACTS_RETENTION_DAYS is bounded: shorter than a queue message can be
+	// redelivered, or beyond ten years, is refused and the default kept.
+	for _, raw := range []string{"13", "0", "-30", "3651", "1.5"} {
+		c, probs := Load(env(map[string]string{"FACTS_RETENTION_DAYS": raw}))
+		if len(probs) != 1 || probs[0].Var != "FACTS_RETENTION_DAYS" || c.FactsRetention != defaultFacts {
+			t.Errorf("FACTS_RETENTION_DAYS=%s: %v, %+v", raw, c.FactsRetention, probs)
+		}
+	}
+	for raw, want := range map[string]time.Duration{"14": 14 * 24 * time.Hour, "3650": 3650 * 24 * time.Hour} {
+		if c, probs := Load(env(map[string]string{"FACTS_RETENTION_DAYS": raw})); len(probs) != 0 || c.FactsRetention != want {
+			t.Errorf("FACTS_RETENTION_DAYS=%s: %v, %+v", raw, c.FactsRetention, probs)
+		}
 	}
 }
 

@@ -53,7 +53,8 @@ func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
 
 	getStatus(t, w) // first use starts the EnrichmentController, which enriches the seeded apps
 	st := schedStatus(t, w)
-	if len(st) != len(scheduler.Registry) || st["retry-failed"].NextDue == "" || st["charts-refresh"].NextDue == "" || st["ledger-reconcile"].NextDue == "" || st["page-reparse"].NextDue == "" {
+	if len(st) != len(scheduler.Registry) || st["retry-failed"].NextDue == "" || st["charts-refresh"].NextDue == "" || st["ledger-reconcile"].NextDue == "" || st["page-reparse"].NextDue == "" ||
+		st["facts-prune"].NextDue == "" {
 		t.Fatalf("status: %+v", st)
 	}
 	var out map[string]any
@@ -93,6 +94,16 @@ func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
 	})
 	if sw := st["rating-sweep"]; !strings.Contains(sw.LastSummary, "apps from cursor") || strings.HasPrefix(sw.LastSummary, "0 apps") {
 		t.Fatalf("sweep summary: %+v", sw)
+	}
+
+	// facts-prune runs its deletes on D1 (no fact is 30 days old yet).
+	doJSON(t, "POST", ctl+"run-now", adminToken, `{"task":"facts-prune"}`, nil)
+	eventually(t, 30*time.Second, "facts-prune ran", func() (bool, string) {
+		st = schedStatus(t, w)
+		return st["facts-prune"].Runs >= 1, jsonString(st["facts-prune"])
+	})
+	if p := st["facts-prune"]; p.ConsecutiveFailures != 0 || !strings.HasPrefix(p.LastSummary, "pruned 0 facts and 0 rollup minutes") {
+		t.Fatalf("facts-prune: %+v", p)
 	}
 
 	// The upstream turns to 429 with Retry-After: charts backs off, the sweep keeps going.

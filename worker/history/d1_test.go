@@ -54,7 +54,7 @@ func totals(t *testing.T, drv *d1test.Driver, source string) map[string]int64 {
 	return out
 }
 
-// store puts facts in D1 as the consumer does, one batch per writer.
+// store puts facts in D1 as the consumer does, in batches of one writer's.
 func store(t *testing.T, db *d1.DB, facts ...ledger.Fact) {
 	t.Helper()
 	bySource := map[string][]ledger.Fact{}
@@ -67,8 +67,10 @@ func store(t *testing.T, db *d1.DB, facts ...ledger.Fact) {
 	}
 	var stats ConsumerStats
 	for _, s := range order {
-		if err := HandleFacts(ctx, batchOf(t, bySource[s]...), D1Store{DB: db}, &stats, t0); err != nil {
-			t.Fatal(err)
+		for fs := bySource[s]; len(fs) > 0; fs = fs[min(len(fs), ledger.MaxBatchFacts):] {
+			if err := HandleFacts(ctx, batchOf(t, fs[:min(len(fs), ledger.MaxBatchFacts)]...), D1Store{DB: db}, &stats, t0); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

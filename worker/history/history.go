@@ -3,6 +3,7 @@ package history
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -14,15 +15,19 @@ import (
 // History window bounds.
 const (
 	DefaultHistoryWindow = 6 * time.Hour
-	// MaxHistoryAge: older facts may be gone from the writers, and a wider
-	// window reads more D1 rows than a dashboard view should.
-	MaxHistoryAge    = 7 * 24 * time.Hour
+	// MaxHistoryAge: a wider window reads more D1 rows than a dashboard
+	// view should (and the rollups are kept only this far back, plus
+	// RollupMargin).
+	MaxHistoryAge = 7 * 24 * time.Hour
+	// Grain is the rollups' (fact_minutes; migration 0014 rounds at down to
+	// it): history reads one row per writer per minute, so a bucket is a
+	// whole number of minutes and the minutes holding a window's ends count
+	// whole.
+	Grain            = time.Minute
 	DefaultBucket    = time.Minute
-	MinBucket        = time.Minute
+	MinBucket        = Grain
 	MaxBucket        = time.Hour
 	maxTargetNameLen = 64
-	// tickKind is the controller fact history buckets.
-	tickKind = "controller.tick"
 )
 
 // HistoryQuery is a validated /v1/history request.
@@ -67,22 +72,39 @@ func ParseHistoryQuery(get func(string) string, now time.Time) (HistoryQuery, st
 		// Bounded as an integer before it becomes a Duration: a huge value
 		// would overflow the multiplication and wrap into range.
 		n, err := strconv.ParseInt(b, 10, 64)
-		lo, hi := int64(MinBucket/time.Second), int64(MaxBucket/time.Second)
-		if err != nil || n < lo || n > hi {
-			return q, "bucket_s", fmt.Sprintf("bucket_s must be an integer in [%d, %d]", lo, hi)
+		lo, hi, grain := int64(MinBucket/time.Second), int64(MaxBucket/time.Second), int64(Grain/time.Second)
+		if err != nil || n < lo || n > hi || n%grain != 0 {
+			return q, "bucket_s", fmt.Sprintf("bucket_s must be a multiple of %d in [%d, %d]", grain, lo, hi)
 		}
 		q.Bucket = time.Duration(n) * time.Second
 	}
 	return q, "", ""
 }
 
-// HistoryFact is a fact as history reads it from D1.
-type HistoryFact struct {
-	Source   string
-	Kind     string
-	At       int64
-	Counters map[string]int64
-	Data     map[string]any
+// Minutes are the first and the last minute of the window (unix ms of
+// their starts): the rollup rows history reads.
+func (q HistoryQuery) Minutes() (first, last int64) {
+	return minuteOf(q.Since.UnixMilli()), minuteOf(q.Until.UnixMilli())
+}
+
+// minuteOf is the start of the rollup minute holding ms, as fact_minutes
+// computes it (at - at % 60000; facts' times are positive).
+func minuteOf(ms int64) int64 { return ms - ms%Grain.Milliseconds() }
+
+// TickMinute is one minute of a crawl target's controller.tick facts, as
+// fact_minutes holds it.
+type TickMinute struct {
+	Minute      int64 // unix ms of the minute's start
+	Ticks       int64
+	Dispatched  int64
+	Completed   int64
+	Failed      int64
+	RateLimited int64
+	ItemErrors  int64
+	// Capacity is the capacity_after of the minute's latest tick that has one.
+	Capacity *float64
+	// CooldownAts are the times of the ticks that entered a cooldown.
+	CooldownAts []int64
 }
 
 // HistoryPoint is one bucket of a crawl target's history.
@@ -125,42 +147,40 @@ type History struct {
 // per day) is measured over.
 const ThroughputWindow = 15 * time.Minute
 
-// BuildHistory buckets a target's tick facts (ascending by time) and sums
-// the limiters' minute facts.
-func BuildHistory(q HistoryQuery, ticks, limiterFacts []HistoryFact) History {
+// BuildHistory buckets a target's tick minutes (ascending by minute) and
+// lists the limiters' sums over the window by key.
+func BuildHistory(q HistoryQuery, ticks []TickMinute, limiters []LimiterSummary) History {
 	h := History{Target: q.Target, Since: q.Since.UnixMilli(), Until: q.Until.UnixMilli(), BucketS: int64(q.Bucket / time.Second),
 		Points: []HistoryPoint{}, Cooldowns: []int64{}, Limiters: []LimiterSummary{}}
 	bucket := q.Bucket.Milliseconds()
-	recentFrom := q.Until.Add(-ThroughputWindow).UnixMilli()
+	// A minute counts in the throughput when any of it lies in the last
+	// ThroughputWindow (the minute holding the window's start counts whole).
+	recentFrom := minuteOf(q.Until.Add(-ThroughputWindow).UnixMilli())
 	var recent int64
-	byT := map[int64]*HistoryPoint{}
-	for _, f := range ticks {
-		if f.Kind != tickKind {
-			continue
-		}
-		t := f.At / bucket * bucket
-		p := byT[t]
-		if p == nil {
+	for _, m := range ticks {
+		t := m.Minute / bucket * bucket // a bucket is whole minutes: each minute falls in one
+		if n := len(h.Points); n == 0 || h.Points[n-1].T != t {
 			h.Points = append(h.Points, HistoryPoint{T: t})
-			p = &h.Points[len(h.Points)-1]
-			byT = map[int64]*HistoryPoint{t: p} // facts are in time order: only the last bucket grows
 		}
-		c := f.Counters
-		p.Ticks += c["ticks"]
-		p.Dispatched += c["dispatched"]
-		p.Completed += c["completed"]
-		p.Failed += c["failed"]
-		p.RateLimited += c["rate_limited"]
-		p.ItemErrors += c["item_errors"]
-		if v, ok := f.Data["capacity_after"].(float64); ok {
+		p := &h.Points[len(h.Points)-1]
+		p.Ticks += m.Ticks
+		p.Dispatched += m.Dispatched
+		p.Completed += m.Completed
+		p.Failed += m.Failed
+		p.RateLimited += m.RateLimited
+		p.ItemErrors += m.ItemErrors
+		if m.Capacity != nil {
+			v := *m.Capacity
 			p.CapacityMin = &v
 		}
-		if c["cooldowns"] > 0 {
+		if len(m.CooldownAts) > 0 {
 			p.Cooldown = true
-			h.Cooldowns = append(h.Cooldowns, f.At)
+			ats := slices.Clone(m.CooldownAts)
+			slices.Sort(ats) // a minute's cooldowns are kept in arrival order
+			h.Cooldowns = append(h.Cooldowns, ats...)
 		}
-		if f.At >= recentFrom {
-			recent += c["completed"]
+		if m.Minute >= recentFrom {
+			recent += m.Completed
 		}
 	}
 	for i := range h.Points {
@@ -176,21 +196,7 @@ func BuildHistory(q HistoryQuery, ticks, limiterFacts []HistoryFact) History {
 		h.ThroughputPerMin = round3(float64(recent) / span.Minutes())
 		h.ProjectedPerDay = float64(int64(h.ThroughputPerMin * 60 * 24))
 	}
-	byKey := map[string]*LimiterSummary{}
-	for _, f := range limiterFacts {
-		key := f.Source[len(ledger.SourceLimiterPrefix):]
-		s := byKey[key]
-		if s == nil {
-			s = &LimiterSummary{Key: key}
-			byKey[key] = s
-		}
-		s.Allowed += f.Counters["allowed"]
-		s.Refused += f.Counters["refused"]
-		s.Waited += f.Counters["waited"]
-	}
-	for _, s := range byKey {
-		h.Limiters = append(h.Limiters, *s)
-	}
+	h.Limiters = append(h.Limiters, limiters...)
 	sort.Slice(h.Limiters, func(i, j int) bool { return h.Limiters[i].Key < h.Limiters[j].Key })
 	return h
 }

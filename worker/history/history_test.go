@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,7 @@ func TestParseHistoryQuery(t *testing.T) {
 	for raw, want := range map[string]string{
 		"target=other": "target", "since=soon": "since", "since=2026-11-23T00:00:00Z": "since",
 		"since=2026-01-01T00:00:00Z": "since", "bucket_s=59": "bucket_s", "bucket_s=7200": "bucket_s",
+		"bucket_s=90": "bucket_s", // the rollups' grain is a minute
 	} {
 		if _, field := parse(raw); field != want {
 			t.Errorf("%s: field %q, want %q", raw, field, want)
@@ -115,19 +117,12 @@ func TestBuildHistoryBucketsTicks(t *testing.T) {
 	until := time.UnixMilli(1_800_000_000_000).Truncate(time.Minute).Add(10 * time.Minute)
 	q := HistoryQuery{Target: "main", Since: until.Add(-10 * time.Minute), Until: until, Bucket: time.Minute}
 	m0 := q.Since.UnixMilli()
-	tick := func(at int64, c map[string]int64, capacity float64) HistoryFact {
-		return HistoryFact{Kind: "controller.tick", At: at, Counters: c, Data: map[string]any{"capacity_after": capacity}}
+	capacity := func(v float64) *float64 { return &v }
+	ticks := []TickMinute{
+		{Minute: m0, Ticks: 2, Dispatched: 20, Completed: 18, Failed: 2, RateLimited: 2, Capacity: capacity(120)},
+		{Minute: m0 + 9*60000, Ticks: 1, Capacity: capacity(60), CooldownAts: []int64{m0 + 9*60000 + 5000}},
 	}
-	ticks := []HistoryFact{
-		{Kind: "controller.baseline", At: m0, Counters: map[string]int64{"completed": 1000}},
-		tick(m0+1000, map[string]int64{"ticks": 1, "dispatched": 10, "completed": 8, "failed": 2, "rate_limited": 2}, 100),
-		tick(m0+30000, map[string]int64{"ticks": 1, "dispatched": 10, "completed": 10}, 120),
-		tick(m0+9*60000, map[string]int64{"ticks": 1, "dispatched": 0, "cooldowns": 1}, 60),
-	}
-	lims := []HistoryFact{
-		{Source: "limiter:upstream-catalogue", Counters: map[string]int64{"allowed": 50, "refused": 2}},
-		{Source: "limiter:upstream-catalogue", Counters: map[string]int64{"allowed": 30, "waited": 1}},
-	}
+	lims := []LimiterSummary{{Key: "upstream-catalogue", Allowed: 80, Refused: 2, Waited: 1}, {Key: "adhoc", Allowed: 1}}
 	h := BuildHistory(q, ticks, lims)
 	if len(h.Points) != 2 {
 		t.Fatalf("points %+v", h.Points)
@@ -136,15 +131,31 @@ func TestBuildHistoryBucketsTicks(t *testing.T) {
 	if p.T != m0 || p.Dispatched != 20 || p.Completed != 18 || *p.SuccessRate != 0.9 || p.PacePerMin != 18 || *p.CapacityMin != 120 || p.Cooldown {
 		t.Fatalf("first bucket %+v", p)
 	}
-	if last := h.Points[1]; last.SuccessRate != nil || !last.Cooldown || len(h.Cooldowns) != 1 {
+	if last := h.Points[1]; last.SuccessRate != nil || !last.Cooldown || len(h.Cooldowns) != 1 || h.Cooldowns[0] != m0+9*60000+5000 {
 		t.Fatalf("cooldown bucket %+v %v", last, h.Cooldowns)
 	}
 	// 18 completed in the last 10 minutes of a 10-minute window: 1.8/min.
 	if h.ThroughputPerMin != 1.8 || h.ProjectedPerDay != 2592 {
 		t.Fatalf("throughput %v/min, %v/day", h.ThroughputPerMin, h.ProjectedPerDay)
 	}
-	if len(h.Limiters) != 1 || h.Limiters[0] != (LimiterSummary{Key: "upstream-catalogue", Allowed: 80, Refused: 2, Waited: 1}) {
+	if len(h.Limiters) != 2 || h.Limiters[0].Key != "adhoc" || h.Limiters[1] != (LimiterSummary{Key: "upstream-catalogue", Allowed: 80, Refused: 2, Waited: 1}) {
 		t.Fatalf("limiters %+v", h.Limiters)
+	}
+
+	// Five-minute buckets: each minute falls in one; the bucket's capacity
+	// is its latest minute's, its cooldowns all of its minutes', in order.
+	q.Bucket = 5 * time.Minute
+	ticks = []TickMinute{
+		{Minute: m0 + 5*60000, Completed: 1, Capacity: capacity(10), CooldownAts: []int64{m0 + 5*60000 + 900, m0 + 5*60000 + 100}},
+		{Minute: m0 + 6*60000, Completed: 4},
+		{Minute: m0 + 7*60000, Completed: 5, Capacity: capacity(30), CooldownAts: []int64{m0 + 7*60000}},
+	}
+	h = BuildHistory(q, ticks, nil)
+	if len(h.Points) != 1 || h.Points[0].T != m0+5*60000 || h.Points[0].Completed != 10 || h.Points[0].PacePerMin != 2 || *h.Points[0].CapacityMin != 30 {
+		t.Fatalf("five-minute bucket %+v", h.Points)
+	}
+	if want := []int64{m0 + 5*60000 + 100, m0 + 5*60000 + 900, m0 + 7*60000}; !slices.Equal(h.Cooldowns, want) {
+		t.Fatalf("cooldowns %v, want %v", h.Cooldowns, want)
 	}
 }
 

@@ -29,7 +29,7 @@ func FuzzParseHistoryQuery(f *testing.F) {
 			}
 			return
 		}
-		if q.Bucket < MinBucket || q.Bucket > MaxBucket || q.Since.After(now) || now.Sub(q.Since) > MaxHistoryAge || q.Until != now {
+		if q.Bucket < MinBucket || q.Bucket > MaxBucket || q.Bucket%Grain != 0 || q.Since.After(now) || now.Sub(q.Since) > MaxHistoryAge || q.Until != now {
 			t.Fatalf("since=%q bucket_s=%q accepted out of bounds: %+v", since, bucket, q)
 		}
 	})

@@ -40,7 +40,7 @@ type cachedHistory struct {
 	h  History
 }
 
-// History answers q from the target's and the limiters' facts, or from the
+// History answers q from the target's and the limiters' minutes, or from the
 // cache when the same window (since truncated to the bucket) was read less
 // than HistoryCacheTTL ago.
 func (s *Service) History(ctx context.Context, q HistoryQuery) (History, error) {
@@ -53,12 +53,12 @@ func (s *Service) History(ctx context.Context, q HistoryQuery) (History, error) 
 		return c.h, nil
 	}
 	s.mu.Unlock()
-	since, until := q.Since.UnixMilli(), q.Until.UnixMilli()
-	ticks, err := s.Store.TargetFacts(ctx, q.Source(), since, until)
+	first, last := q.Minutes()
+	ticks, err := s.Store.TickMinutes(ctx, q.Source(), first, last)
 	if err != nil {
 		return History{}, err
 	}
-	lims, err := s.Store.LimiterFacts(ctx, since, until)
+	lims, err := s.Store.LimiterTotals(ctx, first, last)
 	if err != nil {
 		return History{}, err
 	}

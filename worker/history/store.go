@@ -3,7 +3,9 @@ package history
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
+	"storecrawl/durable/ledger"
 	"storecrawl/worker/d1"
 )
 
@@ -14,10 +16,11 @@ type Store interface {
 	FactTotals(ctx context.Context, source string) (map[string]int64, error)
 	// SourcesInD1 lists every writer D1 has facts from.
 	SourcesInD1(ctx context.Context) ([]string, error)
-	// TargetFacts reads a writer's facts in [since, until] (unix ms), by time.
-	TargetFacts(ctx context.Context, source string, since, until int64) ([]HistoryFact, error)
-	// LimiterFacts reads every limiter key's facts in [since, until] (unix ms).
-	LimiterFacts(ctx context.Context, since, until int64) ([]HistoryFact, error)
+	// TickMinutes reads a crawl target's tick minutes in [first, last]
+	// (minute starts, unix ms), by time.
+	TickMinutes(ctx context.Context, source string, first, last int64) ([]TickMinute, error)
+	// LimiterTotals sums every limiter key's minutes in [first, last].
+	LimiterTotals(ctx context.Context, first, last int64) ([]LimiterSummary, error)
 	// PipelineCounts reads the trigger-kept dashboard counters.
 	PipelineCounts(ctx context.Context) (map[string]int64, error)
 	// SaveDeadLetters records dead letters once each.
@@ -30,11 +33,19 @@ type Store interface {
 const (
 	// factTotalsSQL: reconciliation, by fact_totals' primary key.
 	factTotalsSQL = `SELECT counter, total FROM fact_totals WHERE source = ?`
-	// historyTicksSQL: a target's facts in a window, by idx_facts_source_at.
-	historyTicksSQL = `SELECT kind, at, counters, data FROM facts WHERE source = ? AND at >= ? AND at <= ? ORDER BY at`
-	// historyLimitersSQL: every limiter key's facts in a window, a range of
-	// idx_facts_source_at ('limiter;' is the next string after 'limiter:…').
-	historyLimitersSQL = `SELECT source, counters FROM facts WHERE source >= 'limiter:' AND source < 'limiter;' AND at >= ? AND at <= ?`
+	// historyTicksSQL: a target's minutes in a window, one range of
+	// fact_minutes' primary key (source, minute): it reads the rows it returns.
+	historyTicksSQL = `SELECT minute, ticks, dispatched, completed, failed, rate_limited, item_errors, capacity, cooldown_ats
+FROM fact_minutes WHERE source = ? AND minute >= ? AND minute <= ? ORDER BY minute`
+	// historyLimitersSQL: every limiter key's minutes in a window, summed
+	// per key. The keys come from fact_totals (a few rows per writer;
+	// 'limiter;' is the next string after 'limiter:…'), so each key is one
+	// range of (source, minute): a range over the keys alone would read
+	// every minute of every key.
+	historyLimitersSQL = `SELECT source, SUM(allowed) AS allowed, SUM(refused) AS refused, SUM(waited) AS waited FROM fact_minutes
+WHERE source IN (SELECT source FROM fact_totals WHERE source >= 'limiter:' AND source < 'limiter;' AND counter = '_facts')
+  AND minute >= ? AND minute <= ?
+GROUP BY source`
 	// sourcesSQL: every writer D1 has facts from; fact_totals holds a few
 	// rows per writer, so reading it whole is cheap by design.
 	sourcesSQL = `SELECT source FROM fact_totals WHERE counter = '_facts' ORDER BY source`
@@ -46,12 +57,16 @@ const (
 FROM dead_letters ORDER BY received_at DESC LIMIT ? OFFSET ?`
 )
 
-// HotQueries lists the ledger's, the dashboard's and the dead letters' reads.
+// HotQueries lists the ledger's, the dashboard's and the dead letters' reads,
+// and the facts-prune task's statements.
 func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
 		{Name: "fact totals", SQL: factTotalsSQL, Args: []any{"controller:main"}},
 		{Name: "history ticks", SQL: historyTicksSQL, Args: []any{"controller:main", 0, 1 << 50}},
 		{Name: "history limiters", SQL: historyLimitersSQL, Args: []any{0, 1 << 50}},
+		{Name: "facts prune", SQL: pruneFactsSQL, Args: []any{"controller:main", 1 << 50, PruneBatchRows}},
+		{Name: "fact minutes prune", SQL: pruneMinutesSQL, Args: []any{"controller:main", "controller:main", 1 << 50, PruneBatchRows}},
+		{Name: "prune cursor", SQL: pruneCursorSQL, Args: []any{pruneCursorName}},
 		{Name: "dead letters", SQL: deadLettersSQL, Args: []any{20, 0}},
 	}
 }
@@ -94,42 +109,46 @@ func (s D1Store) SourcesInD1(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// factRow is a facts row as the history reads select it; counters and data
-// are JSON text.
-type factRow struct {
-	Source   string `json:"source"`
-	Kind     string `json:"kind"`
-	At       int64  `json:"at"`
-	Counters string `json:"counters"`
-	Data     string `json:"data"`
+// tickMinuteRow is a fact_minutes row as historyTicksSQL selects it.
+type tickMinuteRow struct {
+	Minute      int64    `json:"minute"`
+	Ticks       int64    `json:"ticks"`
+	Dispatched  int64    `json:"dispatched"`
+	Completed   int64    `json:"completed"`
+	Failed      int64    `json:"failed"`
+	RateLimited int64    `json:"rate_limited"`
+	ItemErrors  int64    `json:"item_errors"`
+	Capacity    *float64 `json:"capacity"`
+	CooldownAts string   `json:"cooldown_ats"` // JSON array
 }
 
-// fact decodes a row (a column that is not a JSON object reads as empty).
-func (r factRow) fact() HistoryFact {
-	f := HistoryFact{Source: r.Source, Kind: r.Kind, At: r.At}
-	json.Unmarshal([]byte(r.Counters), &f.Counters)
-	if r.Data != "" {
-		json.Unmarshal([]byte(r.Data), &f.Data)
-	}
-	return f
-}
-
-func (s D1Store) TargetFacts(ctx context.Context, source string, since, until int64) ([]HistoryFact, error) {
-	return s.facts(ctx, historyTicksSQL, source, since, until)
-}
-
-func (s D1Store) LimiterFacts(ctx context.Context, since, until int64) ([]HistoryFact, error) {
-	return s.facts(ctx, historyLimitersSQL, since, until)
-}
-
-func (s D1Store) facts(ctx context.Context, sql string, args ...any) ([]HistoryFact, error) {
-	var rows []factRow
-	if err := s.DB.Query(ctx, &rows, sql, args...); err != nil {
+func (s D1Store) TickMinutes(ctx context.Context, source string, first, last int64) ([]TickMinute, error) {
+	var rows []tickMinuteRow
+	if err := s.DB.Query(ctx, &rows, historyTicksSQL, source, first, last); err != nil {
 		return nil, err
 	}
-	out := make([]HistoryFact, len(rows))
+	out := make([]TickMinute, len(rows))
 	for i, r := range rows {
-		out[i] = r.fact()
+		out[i] = TickMinute{Minute: r.Minute, Ticks: r.Ticks, Dispatched: r.Dispatched, Completed: r.Completed, Failed: r.Failed,
+			RateLimited: r.RateLimited, ItemErrors: r.ItemErrors, Capacity: r.Capacity}
+		json.Unmarshal([]byte(r.CooldownAts), &out[i].CooldownAts) // the trigger writes a JSON array of integers
+	}
+	return out, nil
+}
+
+func (s D1Store) LimiterTotals(ctx context.Context, first, last int64) ([]LimiterSummary, error) {
+	var rows []struct {
+		Source  string `json:"source"`
+		Allowed int64  `json:"allowed"`
+		Refused int64  `json:"refused"`
+		Waited  int64  `json:"waited"`
+	}
+	if err := s.DB.Query(ctx, &rows, historyLimitersSQL, first, last); err != nil {
+		return nil, err
+	}
+	out := make([]LimiterSummary, len(rows))
+	for i, r := range rows {
+		out[i] = LimiterSummary{Key: strings.TrimPrefix(r.Source, ledger.SourceLimiterPrefix), Allowed: r.Allowed, Refused: r.Refused, Waited: r.Waited}
 	}
 	return out, nil
 }

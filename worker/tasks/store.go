@@ -9,6 +9,7 @@ import (
 
 	"storecrawl/durable/ledger"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/history"
 	"storecrawl/worker/upstream"
 )
 
@@ -139,8 +140,9 @@ func (s D1Store) SaveDailySnapshots(ctx context.Context, cursorName string, next
 	return err
 }
 
-// Bindings is Deps (and the ledger-reconcile task's Reconciler) over the
-// Worker's clients: the upstream through the global limiter, KV and D1.
+// Bindings is Deps (and the ledger-reconcile task's Reconciler, the
+// facts-prune task's FactsPruner) over the Worker's clients: the upstream
+// through the global limiter, KV and D1.
 type Bindings struct {
 	D1Store
 	Get        func(ctx context.Context, url string) upstream.Response
@@ -157,6 +159,7 @@ type Bindings struct {
 	RetryFailedAfter time.Duration
 	// RetryFailedBatch is what one RetryFailed call requeues at most.
 	RetryFailedBatch int
+	Pruner           FactsPruner
 }
 
 // RetryFailedBefore implements FailedRetrier.
@@ -166,6 +169,14 @@ func (p Bindings) RetryFailedBefore(ctx context.Context, now time.Time) (int, bo
 	}
 	n, err := p.Failed.RetryFailed(ctx, "", now.Add(-p.RetryFailedAfter), now)
 	return n, err == nil && n >= p.RetryFailedBatch, err
+}
+
+// PruneFacts implements FactsPruner.
+func (p Bindings) PruneFacts(ctx context.Context) history.PruneResult {
+	if p.Pruner == nil {
+		return history.PruneResult{Error: "no facts pruner bound"}
+	}
+	return p.Pruner.PruneFacts(ctx)
 }
 
 // ReparseRun implements PageReparser.

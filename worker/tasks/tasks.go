@@ -64,6 +64,12 @@ type Reconciler interface {
 	Reconcile(ctx context.Context) []ledger.Result
 }
 
+// FactsPruner deletes D1's raw facts and rollup minutes past their
+// retention, in bounded batches from a cursor (facts-prune).
+type FactsPruner interface {
+	PruneFacts(ctx context.Context) history.PruneResult
+}
+
 // PageReparser runs the active page reparse for one task run (page-reparse).
 type PageReparser interface {
 	ReparseRun(ctx context.Context) (summary string, err error)
@@ -129,6 +135,13 @@ func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now fu
 			res.Error = summary
 		}
 		return res
+	case "facts-prune":
+		p, ok := deps.(FactsPruner)
+		if !ok {
+			return scheduler.ResultMsg{Task: name, Error: "platform cannot prune facts"}
+		}
+		r := p.PruneFacts(ctx)
+		return scheduler.ResultMsg{Task: name, OK: r.Error == "", Summary: r.Summary(), Error: r.Error}
 	}
 	return scheduler.ResultMsg{Task: name, Error: "no run function for task"}
 }

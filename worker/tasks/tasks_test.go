@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"storecrawl/durable/enrichment"
+	"storecrawl/durable/scheduler"
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/history"
 	"storecrawl/worker/upstream"
 )
 
@@ -143,5 +145,54 @@ func TestRetryFailedTaskRequeuesOldGiveUps(t *testing.T) {
 	b.RetryFailedAfter = 0
 	if res := RunTask(context.Background(), "retry-failed", b, "", func() time.Time { return now }); !res.OK || len(f.olderThan) != 1 {
 		t.Fatalf("0 turns the task off: %+v %v", res, f.olderThan)
+	}
+}
+
+// pruningDeps is a platform that prunes facts: its pruner answers r, or panics.
+type pruningDeps struct {
+	*fakeTaskDeps
+	r     history.PruneResult
+	panic bool
+	runs  int
+}
+
+func (p *pruningDeps) PruneFacts(context.Context) history.PruneResult {
+	p.runs++
+	if p.panic {
+		panic("pruner bug")
+	}
+	return p.r
+}
+
+func TestFactsPruneTaskReportsItsRun(t *testing.T) {
+	ok := &pruningDeps{fakeTaskDeps: &fakeTaskDeps{}, r: history.PruneResult{Facts: 1200, Minutes: 60, Statements: 5, Writers: 3}}
+	res := RunTask(context.Background(), "facts-prune", ok, "", time.Now)
+	if !res.OK || ok.runs != 1 || res.Summary != "pruned 1200 facts and 60 rollup minutes in 5 statements; 3 writers done" {
+		t.Fatalf("%+v", res)
+	}
+	failed := &pruningDeps{fakeTaskDeps: &fakeTaskDeps{}, r: history.PruneResult{Facts: 10, Error: "limiter:a: D1 unavailable"}}
+	if res := RunTask(context.Background(), "facts-prune", failed, "", time.Now); res.OK || res.Error != "limiter:a: D1 unavailable" {
+		t.Fatalf("a failed run: %+v", res)
+	}
+	// Isolated like every task: a panic is its own failed result.
+	if res := RunTask(context.Background(), "facts-prune", &pruningDeps{fakeTaskDeps: &fakeTaskDeps{}, panic: true}, "", time.Now); res.OK || !strings.Contains(res.Error, "panic: pruner bug") {
+		t.Fatalf("a panicking run: %+v", res)
+	}
+	if res := RunTask(context.Background(), "facts-prune", &fakeTaskDeps{}, "", time.Now); res.OK || res.Error != "platform cannot prune facts" {
+		t.Fatalf("no pruner: %+v", res)
+	}
+	if r := (Bindings{}).PruneFacts(context.Background()); r.Error == "" {
+		t.Fatalf("unbound pruner: %+v", r)
+	}
+}
+
+// TestEveryRegisteredTaskHasARunFunction: the scheduler's registry and
+// RunTask's switch name the same tasks.
+func TestEveryRegisteredTaskHasARunFunction(t *testing.T) {
+	for _, task := range scheduler.Registry {
+		res := RunTask(context.Background(), task.Name, &fakeTaskDeps{kv: map[string]string{}, answer: okChart, readFail: true}, "", time.Now)
+		if res.Error == "no run function for task" {
+			t.Errorf("%s has no run function", task.Name)
+		}
 	}
 }
