@@ -194,6 +194,9 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 	s.store(c)
 	skipPages, probes := s.Parser.pagesFor(now, cfg.ProbeInterval())
 	s.RunStartedAt = now.UnixMilli()
+	// However fast the pacing would go, a tick's items must fit the
+	// platform's per-invocation subrequest limit.
+	plan.Items = min(plan.Items, MaxItemsPerTick)
 	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds()}
 	ev["action"] = "run"
 	ev["items"] = plan.Items
@@ -208,6 +211,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			StopOnThrottle: plan.StopOnThrottle,
 			SkipPages:      skipPages,
 			PageProbes:     probes,
+			Subrequests:    RunSubrequests,
 		},
 		Events: events,
 	}
@@ -257,13 +261,13 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 	s.store(c)
 	s.LastTick = &TickSummary{
 		At: now.UnixMilli(), Picked: o.Picked, Requests: len(o.Requests), ByClass: byClass,
-		DurationMs: o.DurationMs, NextInMs: next.Sub(now).Milliseconds(), Error: o.Error,
+		DurationMs: o.DurationMs, NextInMs: next.Sub(now).Milliseconds(), Error: o.Error, Subrequests: o.Subrequests,
 	}
 	rate, samples := s.SuccessRate(now)
 	ev := Event{
 		"event": "enrichment.tick_done", "picked": o.Picked, "skipped": o.Skipped, "by_class": byClass,
 		"success_rate": round3(rate), "samples": samples, "next_in_ms": next.Sub(now).Milliseconds(),
-		"duration_ms": o.DurationMs, "pacing": c.Name(), "capacity_per_min": round3(c.CapacityPerMin()),
+		"duration_ms": o.DurationMs, "subrequests": o.Subrequests, "pacing": c.Name(), "capacity_per_min": round3(c.CapacityPerMin()),
 	}
 	if o.Error != "" {
 		ev["level"] = "error"

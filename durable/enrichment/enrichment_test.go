@@ -2,6 +2,7 @@ package enrichment
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -497,5 +498,19 @@ func TestCappedHoldIsShownToOperators(t *testing.T) {
 	st := s.Status(t0, DefaultConfig())
 	if h := st.LastHoldCapped; h == nil || h.AskedS != 86400 || h.HeldS != 300 || h.At != t0.UnixMilli() || st.Totals.HoldsCapped != 1 {
 		t.Fatalf("capped hold: %+v, totals %+v", h, st.Totals)
+	}
+}
+
+// However fast the pacing goes, a tick plans only the items whose worst
+// case fits the platform's per-invocation subrequest limit.
+func TestTickFitsThePlatformSubrequestLimit(t *testing.T) {
+	if MaxItemsPerTick*MaxCallsPerItem+TickReserve > PlatformSubrequests || MaxItemsPerTick < 1 {
+		t.Fatalf("%d items × %d calls + %d do not fit %d", MaxItemsPerTick, MaxCallsPerItem, TickReserve, PlatformSubrequests)
+	}
+	st := ""
+	decide(t, &st, "http", httpReq("POST", "/tune", fmt.Sprintf(`{"rate_per_min": %g}`, pacing.MaxRatePerMin)), t0)
+	d := decide(t, &st, "tick", TickRequest{}, t0.Add(time.Second))
+	if d.Run == nil || d.Run.BatchSize != MaxItemsPerTick || d.Run.Subrequests != RunSubrequests {
+		t.Fatalf("plan at the highest rate: %+v (cap %d)", d.Run, MaxItemsPerTick)
 	}
 }

@@ -132,6 +132,8 @@ type RunPlan struct {
 	// for the first PageProbes items, which probe whether pages parse again.
 	SkipPages  bool `json:"skip_pages,omitempty"`
 	PageProbes int  `json:"page_probes,omitempty"`
+	// Subrequests is the run's budget of platform calls (RunSubrequests).
+	Subrequests int `json:"subrequests,omitempty"`
 }
 
 // RequestOutcome is one upstream request as the run saw it: what the pacing
@@ -165,10 +167,30 @@ type RunOutcome struct {
 	// own result metadata (pick, saves, requeues).
 	D1RowsRead    int64 `json:"d1_rows_read,omitempty"`
 	D1RowsWritten int64 `json:"d1_rows_written,omitempty"`
+	// Subrequests counts every platform call the run made: limiter,
+	// upstream, R2, D1 and Queue calls alike.
+	Subrequests int `json:"subrequests,omitempty"`
 }
 
 // Platform limits that shape a run.
 const (
+	// PlatformSubrequests is what one invocation (the controller's alarm,
+	// which runs the tick) may call out on the paid plan: fetches and calls
+	// to D1, R2, Queues and other Durable Objects alike.
+	PlatformSubrequests = 1000
+	// TickReserve is kept for the tick's calls outside its items: the pick,
+	// the events send, the controller's own ledger sends.
+	TickReserve = 20
+	// RunSubrequests is a run's budget for its items.
+	RunSubrequests = PlatformSubrequests - TickReserve
+	// MaxCallsPerItem is one item's worst case: up to 5 limiter calls (the
+	// client's attempts), the lookup and the page, the raw page to R2, and
+	// two D1 writes (a lookup-only save and its requeue). A run sets it
+	// aside before it starts an item and gets back what the item did not use.
+	MaxCallsPerItem = 5 + SubrequestsPerItem + 1 + 2
+	// MaxItemsPerTick is how many items a tick plans at most: each one's
+	// worst case fits the run's budget.
+	MaxItemsPerTick = RunSubrequests / MaxCallsPerItem
 	// SubrequestsPerItem: one lookup JSON and one store page, fetched together.
 	SubrequestsPerItem = 2
 	// MaxRetryAfter caps how long one Retry-After can delay the next tick.

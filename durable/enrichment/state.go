@@ -203,6 +203,8 @@ type TickSummary struct {
 	DurationMs int64          `json:"duration_ms"`
 	NextInMs   int64          `json:"next_in_ms"`
 	Error      string         `json:"error,omitempty"`
+	// Subrequests is every platform call the run made (of RunSubrequests).
+	Subrequests int `json:"subrequests"`
 }
 
 // PlanSummary is a work plan as operators see it.

@@ -3,6 +3,7 @@ package enrichment
 import (
 	"context"
 	"errors"
+	"storecrawl/worker/subreq"
 	"time"
 
 	"storecrawl/worker/events"
@@ -21,6 +22,9 @@ type R2HTML struct{ Bucket Bucket }
 // PutHTML implements HTMLCache: the page with its metadata as R2 custom
 // metadata, so a reparse knows what each stored page is.
 func (h R2HTML) PutHTML(ctx context.Context, key string, html []byte, meta PageMeta) error {
+	if err := subreq.Spend(ctx, 1); err != nil {
+		return err
+	}
 	return h.Bucket.Put(ctx, key, html, "text/html; charset=utf-8", meta.Map())
 }
 

@@ -18,6 +18,7 @@ import (
 	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/subreq"
 	"storecrawl/worker/upstream"
 )
 
@@ -132,11 +133,20 @@ func HTMLKey(country string, id int64) string {
 // item is settled and reported; a failure to pick is a run-level error.
 func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.RunOutcome {
 	start := r.Now()
+	// Every platform call of the run is counted against the invocation's
+	// budget; each item's worst case is set aside before it starts.
+	budgetSize := plan.Subrequests
+	if budgetSize <= 0 {
+		budgetSize = controller.RunSubrequests
+	}
+	ctx, budget := subreq.With(ctx, budgetSize)
+	// The events send at the end is set aside first, so items never eat it.
+	eventsBudget, _ := budget.Reserve(1)
 	// While pages are paused, items already looked up wait for the pages;
 	// only the probes may take any item.
 	items, err := r.Store.PickQueued(ctx, plan.BatchSize, plan.SkipPages && plan.PageProbes == 0, start)
 	if err != nil {
-		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds()}
+		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds(), Subrequests: budget.Used()}
 	}
 	results := make([]controller.ItemResult, len(items))
 	requests := make([][]controller.RequestOutcome, len(items))
@@ -146,8 +156,25 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	}
 	attempted := 0
 	parsed, unparsed := 0, 0
-	for i := 0; i < len(items); i += chunk {
+	outOfBudget := false
+	for i := 0; i < len(items) && !outOfBudget; i += chunk {
 		end := min(i+chunk, len(items))
+		// Start only the items whose worst case still fits the budget; the
+		// rest stay queued, untouched, for the next tick.
+		shares := make([]*subreq.Budget, 0, end-i)
+		for j := i; j < end; j++ {
+			share, ok := budget.Reserve(controller.MaxCallsPerItem)
+			if !ok {
+				end, outOfBudget = j, true
+				logx.Event("controller.subrequest_budget", map[string]any{"level": logx.Warn,
+					"used": budget.Used(), "budget": budgetSize, "items_left": len(items) - j})
+				break
+			}
+			shares = append(shares, share)
+		}
+		if end == i {
+			break
+		}
 		// Pages nobody can read: the rest of this run looks up only.
 		pagesOff := plan.SkipPages || controller.RunPagesTripped(parsed, unparsed)
 		var wg sync.WaitGroup
@@ -155,6 +182,8 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			wg.Add(1)
 			go func(j int) {
 				defer wg.Done()
+				share := shares[j-i]
+				defer share.Close()
 				defer func() {
 					// A panic fails the item as our own error: it stays queued.
 					if err := logx.Recovered(recover(), "enrichment item"); err != nil {
@@ -162,7 +191,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 					}
 				}()
 				fetchPage := !pagesOff || (plan.SkipPages && j < plan.PageProbes)
-				results[j], requests[j] = r.settle(ctx, items[j], j, fetchPage, plan.SkipPages)
+				results[j], requests[j] = r.settle(subreq.WithBudget(ctx, share), items[j], j, fetchPage, plan.SkipPages)
 			}(j)
 		}
 		wg.Wait()
@@ -196,10 +225,12 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	if len(enriched) > 0 && r.Events != nil {
 		// Analysis is derived data: a lost event is recomputed by the next
 		// sweep, so a failed send is logged and does not fail the items.
-		if err := r.Events.AppsEnriched(ctx, enriched); err != nil {
+		if err := r.Events.AppsEnriched(subreq.WithBudget(ctx, eventsBudget), enriched); err != nil {
 			logx.Err("controller.event_send_failed", err, map[string]any{"count": len(enriched)})
 		}
 	}
+	eventsBudget.Close()
+	out.Subrequests = budget.Used()
 	out.DurationMs = r.Now().Sub(start).Milliseconds()
 	return out
 }

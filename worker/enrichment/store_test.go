@@ -14,6 +14,7 @@ import (
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/events"
+	"storecrawl/worker/ratelimit"
 )
 
 type sentQueue struct{ bodies []string }
@@ -50,6 +51,13 @@ func TestRunAgainstD1(t *testing.T) {
 	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 4, ChunkItems: 2})
 	if out.Error != "" || out.Picked != 4 {
 		t.Fatalf("run: %+v", out)
+	}
+	// Every platform call is counted: the pick; the enriched app's lookup,
+	// page, raw page to R2 and record; app 2's lookup, page and dequeue;
+	// app 3's two refused fetches; app 5's two 503s and its deferral; the
+	// events send.
+	if want := 1 + 4 + 3 + 2 + 3 + 1; out.Subrequests != want {
+		t.Fatalf("subrequests %d, want %d", out.Subrequests, want)
 	}
 	classes := map[int64]controller.Class{}
 	for _, res := range out.Results {
@@ -142,6 +150,28 @@ func TestOutageDefersThenRecovers(t *testing.T) {
 		t.Fatalf("after the outage the item is enriched and its backoff cleared: %v", row)
 	}
 	srv.Close()
+}
+
+// TestRunStartsOnlyWhatItsSubrequestsCover: a run whose budget covers two
+// items' worst case starts two; the rest stay queued, untouched.
+func TestRunStartsOnlyWhatItsSubrequestsCover(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	db, drv := d1test.New(t)
+	for id := int64(1); id <= 5; id++ {
+		drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (?)`, fixtureID+id)
+	}
+	r, _, _, _ := newRunner(t, srv, nil)
+	r.Store = D1Store{DB: db}
+	budget := 1 + 1 + 2*controller.MaxCallsPerItem // pick, events, two items
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 5, ChunkItems: 3, Subrequests: budget})
+	if out.Picked != 2 || out.Skipped != 3 || out.Subrequests > budget {
+		t.Fatalf("picked %d skipped %d, %d calls of %d", out.Picked, out.Skipped, out.Subrequests, budget)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry WHERE enrich_defers = 0 AND enrich_attempts = 0 AND enriched_at IS NULL`); n < 3 {
+		t.Fatalf("the items not started must stay queued untouched: %d", n)
+	}
 }
 
 func TestRetryFailedRequeuesByClassAndAge(t *testing.T) {
@@ -269,5 +299,14 @@ func TestLookupOnlyRecordsAgainstD1(t *testing.T) {
 	// Uber's exact 51392 ratings spread over the page's bars.
 	if row["rating_histogram"] != "[28780,5653,3083,2570,11306]" || row["rating_share"] != "[0.56,0.11,0.06,0.05,0.22]" {
 		t.Fatalf("histogram %v share %v", row["rating_histogram"], row["rating_share"])
+	}
+}
+
+// MaxCallsPerItem (durable, which cannot import the clients) covers what
+// the clients can do for one item: every limiter attempt, both fetches,
+// the raw page, two D1 writes.
+func TestItemWorstCaseCoversTheClients(t *testing.T) {
+	if want := ratelimit.MaxAttempts + controller.SubrequestsPerItem + 1 + 2; controller.MaxCallsPerItem < want {
+		t.Fatalf("MaxCallsPerItem %d < %d", controller.MaxCallsPerItem, want)
 	}
 }

@@ -7,6 +7,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"storecrawl/worker/subreq"
 	"time"
 )
 
@@ -73,6 +74,9 @@ func Send(ctx context.Context, s Sender, evs ...Event) error {
 	for _, ev := range evs {
 		b, err := json.Marshal(ev)
 		if err != nil {
+			return err
+		}
+		if err := subreq.Spend(ctx, 1); err != nil {
 			return err
 		}
 		if err := s.Send(ctx, string(b)); err != nil {

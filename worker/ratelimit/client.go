@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"storecrawl/worker/subreq"
 	"time"
 
 	"storecrawl/durable/limiter"
@@ -50,8 +51,8 @@ const (
 	DefaultMaxWait = 30 * time.Second
 	// holdPerCall is what one acquire asks the limiter to hold the caller for.
 	holdPerCall = 10 * time.Second
-	// maxAttempts bounds the acquire calls of one Schedule (subrequests are finite).
-	maxAttempts = 5
+	// MaxAttempts bounds the acquire calls of one Schedule (subrequests are finite).
+	MaxAttempts = 5
 	// retryJitter spreads retries by up to this share of the wait.
 	retryJitter = 0.2
 )
@@ -74,7 +75,7 @@ func (c *Client) ScheduleKey(ctx context.Context, key string, p limiter.Policy, 
 	if budget <= 0 {
 		budget = DefaultMaxWait
 	}
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	for attempt := 0; attempt < MaxAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -102,6 +103,9 @@ func (c *Client) acquire(ctx context.Context, key string, p limiter.Policy, cost
 		"key": key, "limit": p.Limit, "windowInSeconds": p.Window, "algorithm": p.Algorithm,
 		"cost": cost, "waitMs": hold.Milliseconds(),
 	})
+	if err := subreq.Spend(ctx, 1); err != nil {
+		return limiter.AcquireAnswer{}, fmt.Errorf("ratelimit: acquire %s: %w", key, err)
+	}
 	status, resp, err := c.Caller.CallLimiter(ctx, key, "POST", "/acquire", body)
 	if err != nil {
 		return limiter.AcquireAnswer{}, fmt.Errorf("ratelimit: acquire %s: %w", key, err)

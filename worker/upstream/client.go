@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"storecrawl/worker/subreq"
 	"strconv"
 	"strings"
 	"time"
@@ -68,6 +69,11 @@ type Client struct {
 // Get fetches url with no custom headers (custom User-Agents have triggered
 // false 403s from this kind of upstream) and classifies the result.
 func (c *Client) Get(ctx context.Context, url string) Response {
+	if err := subreq.Spend(ctx, 1); err != nil {
+		// Never reached in a run (it reserves each item's worst case); a
+		// guard against the platform killing the invocation mid-item.
+		return Response{Class: object.ClassTimeout, Remaining: -1, Err: fmt.Errorf("GET %s: %w", url, err)}
+	}
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
