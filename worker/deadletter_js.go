@@ -25,7 +25,7 @@ func consumeDeadLetters(batch *queues.MessageBatch) {
 		}
 		msgs = append(msgs, history.DeadMessage{ID: m.ID, Body: body, Attempts: m.Attempts})
 	}
-	if !history.RecordDeadLetters(context.Background(), historyStore, batch.Queue, msgs, time.Now()) {
+	if !history.RecordDeadLetters(context.Background(), historyStore, htmlBucket, batch.Queue, msgs, time.Now()) {
 		batch.RetryAll()
 		return
 	}

@@ -37,17 +37,26 @@ func ledgerRetention() time.Duration { return cfg.LedgerRetention }
 var (
 	historyStore   = history.D1Store{DB: db}
 	factsConsumer  history.ConsumerStats
-	historyService = &history.Service{Store: historyStore, Reports: ledgerReports, Consumer: &factsConsumer, Now: time.Now}
+	historyService = &history.Service{Store: historyStore, Reports: ledgerReports, Consumer: &factsConsumer, Now: time.Now,
+		Bodies: htmlBucket}
+	// factFaults is the test-only switch of POST /__test/faults (mounted
+	// and wired only under TEST_ROUTES).
+	factFaults = &history.FailBeforeWrite{}
 )
 
 // factWriter is the facts consumer's writer: D1, failing its first
 // LEDGER_FAULT_FAIL_AFTER_WRITE batches after writing them (the
 // exactly-once test; made once, after loadConfig).
 var factWriter = sync.OnceValue(func() history.FactWriter {
+	var w history.FactWriter = historyStore
 	if cfg.LedgerFaultFailAfterWrite > 0 {
-		return &history.FailAfterWrite{Writer: historyStore, N: cfg.LedgerFaultFailAfterWrite}
+		w = &history.FailAfterWrite{Writer: w, N: cfg.LedgerFaultFailAfterWrite}
 	}
-	return historyStore
+	if cfg.TestRoutes {
+		factFaults.Writer = w
+		w = factFaults
+	}
+	return w
 })
 
 // ledgerReports asks the writer objects for their side (GET /ledger).

@@ -47,10 +47,13 @@ func Register() {
 		Reparse:          pageReparser,
 		Failed:           enrichment.D1Store{DB: db},
 		RetryFailedBatch: enrichment.RetryFailedBatch,
+		Replay:           historyService,
+		Requeue:          eventQueue,
 		AdminToken:       func() string { return cfg.AdminToken },
 	}
 	if cfg.TestRoutes {
 		s.TestEvents = eventQueue
+		s.TestFaults = factFaults
 	}
 	srv := api.NewServer(s)
 	workers.ServeNonBlock(cf.BufferedResponses(srv))

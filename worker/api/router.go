@@ -93,6 +93,18 @@ type FailedRequeuer interface {
 	RetryFailed(ctx context.Context, class string, olderThan, now time.Time) (int, error)
 }
 
+// DeadReplayer sends dead letters back to their queue in full
+// (worker/history.Service with the EVENTS queue).
+type DeadReplayer interface {
+	ReplayDeadLetters(ctx context.Context, messageID string, send func(ctx context.Context, body string) error) (history.ReplayResult, error)
+}
+
+// FactFaults is the test-only switch that makes the facts consumer fail
+// before it writes (a D1 outage as the consumer sees it).
+type FactFaults interface {
+	SetFailBeforeWrite(on bool)
+}
+
 // EventSender puts one raw message on the EVENTS queue.
 type EventSender interface {
 	Send(ctx context.Context, body string) error
@@ -117,6 +129,12 @@ type Server struct {
 	// the TEST_ROUTES var (never set in wrangler.jsonc): without it the route
 	// does not exist.
 	TestEvents EventSender
+	// Replay and Requeue replay dead letters: Requeue is where their
+	// bodies go back to (the EVENTS queue).
+	Replay  DeadReplayer
+	Requeue EventSender
+	// TestFaults, when set (TEST_ROUTES), mounts POST /__test/faults.
+	TestFaults FactFaults
 	// RetryFailedBatch is what one Failed.RetryFailed call requeues at most.
 	RetryFailedBatch int
 	// AdminToken returns the configured token; empty means mutating calls are refused.
@@ -159,8 +177,12 @@ func NewServer(s *Server) *Server {
 	mux.HandleFunc("GET /v1/pipeline/counts", s.pipelineCounts)
 	mux.HandleFunc("GET /v1/ledger", s.ledgerStatus)
 	mux.HandleFunc("GET /v1/system/dead-letters", s.deadLetters)
+	mux.HandleFunc("POST /v1/system/dead-letters/replay", s.requireAdmin(s.replayDeadLetters))
 	if s.TestEvents != nil {
 		mux.HandleFunc("POST /__test/events", s.requireAdmin(s.injectEvent))
+	}
+	if s.TestFaults != nil {
+		mux.HandleFunc("POST /__test/faults", s.requireAdmin(s.setFaults))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "path", "no route for "+r.Method+" "+r.URL.Path)
@@ -443,13 +465,8 @@ func (s *Server) startReparse(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Scope string `json:"scope"`
 	}
-	if r.ContentLength != 0 {
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&body); err != nil {
-			writeError(w, http.StatusBadRequest, "scope", "body must be {\"scope\": \"all\"|\"failed\"|\"incomplete\"}")
-			return
-		}
+	if !decodeOptionalBody(w, r, &body, "scope", "body must be {\"scope\": \"all\"|\"failed\"|\"incomplete\"}") {
+		return
 	}
 	if body.Scope == "" {
 		body.Scope = pages.ReparseFailed
@@ -484,13 +501,8 @@ func (s *Server) retryFailed(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Class string `json:"class"`
 	}
-	if r.ContentLength != 0 {
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&body); err != nil {
-			writeError(w, http.StatusBadRequest, "class", "body must be {} or {\"class\": \""+strings.Join(RetryableClasses, "\"|\"")+"\"}")
-			return
-		}
+	if !decodeOptionalBody(w, r, &body, "class", "body must be {} or {\"class\": \""+strings.Join(RetryableClasses, "\"|\"")+"\"}") {
+		return
 	}
 	if body.Class != "" && !contains(RetryableClasses, body.Class) {
 		writeError(w, http.StatusBadRequest, "class", "class must be one of "+strings.Join(RetryableClasses, ", "))
@@ -624,6 +636,75 @@ func pagedList(what string, read func(ctx context.Context, limit, offset int) ([
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"items": items, "limit": limit, "offset": offset, "next_offset": next})
 	}
+}
+
+// maxOptionalBody bounds the small JSON bodies of control calls.
+const maxOptionalBody = 1 << 10
+
+// decodeOptionalBody reads a small JSON object into dst, unknown fields
+// refused; an empty body leaves dst as it is. On a bad body it answers 400
+// naming field with msg and reports false.
+func decodeOptionalBody(w http.ResponseWriter, r *http.Request, dst any, field, msg string) bool {
+	if r.ContentLength == 0 {
+		return true
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxOptionalBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		writeError(w, http.StatusBadRequest, field, msg)
+		return false
+	}
+	return true
+}
+
+// MaxMessageIDLen bounds a dead letter's message id in a replay call.
+const MaxMessageIDLen = 128
+
+// replayDeadLetters sends dead letters back to the EVENTS queue, whole:
+// {"message_id": "..."} for one (again if it was replayed before), {} for
+// the oldest not yet replayed, a batch per call ("more" says when to call
+// again). A replayed facts batch is stored once.
+func (s *Server) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		MessageID string `json:"message_id"`
+	}
+	if !decodeOptionalBody(w, r, &body, "message_id", "body must be {} or {\"message_id\": \"...\"}") {
+		return
+	}
+	if len(body.MessageID) > MaxMessageIDLen {
+		writeError(w, http.StatusBadRequest, "message_id", fmt.Sprintf("message_id is at most %d bytes", MaxMessageIDLen))
+		return
+	}
+	res, err := s.Replay.ReplayDeadLetters(r.Context(), body.MessageID, s.Requeue.Send)
+	switch {
+	case errors.Is(err, history.ErrNoSuchDeadLetter):
+		writeError(w, http.StatusNotFound, "message_id", "no dead letter has this message_id")
+		return
+	case err != nil:
+		logx.Err("queue.dead_letter_replay_failed", err, nil)
+		writeError(w, http.StatusServiceUnavailable, "", "could not read the dead letters")
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// setFaults is the test-only POST /__test/faults:
+// {"facts_fail_before_write": true|false}.
+func (s *Server) setFaults(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		FailBeforeWrite *bool `json:"facts_fail_before_write"`
+	}
+	const msg = "body must be {\"facts_fail_before_write\": true|false}"
+	if !decodeOptionalBody(w, r, &body, "facts_fail_before_write", msg) {
+		return
+	}
+	if body.FailBeforeWrite == nil {
+		writeError(w, http.StatusBadRequest, "facts_fail_before_write", msg)
+		return
+	}
+	s.TestFaults.SetFailBeforeWrite(*body.FailBeforeWrite)
+	logx.Event("test.faults", map[string]any{"facts_fail_before_write": *body.FailBeforeWrite})
+	writeJSON(w, http.StatusOK, map[string]any{"facts_fail_before_write": *body.FailBeforeWrite})
 }
 
 // injectEvent is the test-only POST /__test/events: the body (a JSON

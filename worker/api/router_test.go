@@ -293,3 +293,47 @@ func TestRetryFailedRoute(t *testing.T) {
 		t.Fatalf("classes %v", f.classes)
 	}
 }
+
+type recordingReplay struct{ ids []string }
+
+func (r *recordingReplay) ReplayDeadLetters(ctx context.Context, id string, send func(context.Context, string) error) (history.ReplayResult, error) {
+	r.ids = append(r.ids, id)
+	if id == "gone" {
+		return history.ReplayResult{}, history.ErrNoSuchDeadLetter
+	}
+	if err := send(ctx, `{"type":"facts"}`); err != nil {
+		return history.ReplayResult{}, err
+	}
+	return history.ReplayResult{Replayed: []string{"m1"}, Skipped: []history.ReplaySkip{}}, nil
+}
+
+func TestDeadLetterReplayRoute(t *testing.T) {
+	rp, q := &recordingReplay{}, &sentEvents{}
+	s := NewServer(&Server{Replay: rp, Requeue: q, AdminToken: func() string { return "secret" }})
+	for _, bad := range []struct{ token, body, field string }{
+		{"", `{}`, "authorization"},
+		{"secret", `{"message_id":1}`, "message_id"},
+		{"secret", `{"id":"m1"}`, "message_id"},
+		{"secret", `{"message_id":"` + strings.Repeat("m", MaxMessageIDLen+1) + `"}`, "message_id"},
+	} {
+		if status, body := call(t, s, "POST", "/v1/system/dead-letters/replay", bad.token, bad.body); body["field"] != bad.field || status/100 != 4 {
+			t.Errorf("%s: %d %v", bad.body, status, body)
+		}
+	}
+	if len(rp.ids)+len(*q) != 0 {
+		t.Fatal("a refused call replayed something")
+	}
+	if status, body := call(t, s, "POST", "/v1/system/dead-letters/replay", "secret", ""); status != 200 || len(body["replayed"].([]any)) != 1 {
+		t.Fatalf("replay: %d %v", status, body)
+	}
+	if status, body := call(t, s, "POST", "/v1/system/dead-letters/replay", "secret", `{"message_id":"gone"}`); status != 404 || body["field"] != "message_id" {
+		t.Fatalf("unknown id: %d %v", status, body)
+	}
+	if len(*q) != 1 || rp.ids[0] != "" {
+		t.Fatalf("sent %v, ids %v", *q, rp.ids)
+	}
+	// The test-only faults route exists only when wired.
+	if status, _ := call(t, s, "POST", "/__test/faults", "secret", `{"facts_fail_before_write":true}`); status != 404 {
+		t.Fatalf("faults route without TEST_ROUTES: %d", status)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -322,7 +323,7 @@ func TestDeadLettersRecordedOnceAndListedNewestFirst(t *testing.T) {
 	m2 := DeadMessage{ID: "m2", Body: "not json", Attempts: 4}
 	m3 := DeadMessage{ID: "m3", Body: `{"type":"app-enriched"}`, Attempts: 4}
 	for i, batch := range [][]DeadMessage{{m1}, {m2}, {m3, m1}} { // m1 redelivered last
-		if !RecordDeadLetters(ctx, st, q, batch, t0.Add(time.Duration(i)*time.Minute)) {
+		if !RecordDeadLetters(ctx, st, nil, q, batch, t0.Add(time.Duration(i)*time.Minute)) {
 			t.Fatalf("batch %d not acknowledged", i)
 		}
 	}
@@ -365,7 +366,7 @@ func TestD1FailureLeavesDeadLettersRetryable(t *testing.T) {
 	t.Cleanup(func() { logx.SetOutput(os.Stdout) })
 	batch := []DeadMessage{{ID: "m1", Body: `{"type":"x"}`}, {ID: "m2", Body: `{"type":"y"}`}}
 	drv.FailNext.Store(1)
-	if RecordDeadLetters(ctx, D1Store{DB: db}, config.DeadLetterQueue, batch, t0) {
+	if RecordDeadLetters(ctx, D1Store{DB: db}, nil, config.DeadLetterQueue, batch, t0) {
 		t.Fatal("acknowledged a batch D1 did not record")
 	}
 	if n := drv.Int(t, `SELECT COUNT(*) FROM dead_letters`); n != 0 {
@@ -375,10 +376,96 @@ func TestD1FailureLeavesDeadLettersRetryable(t *testing.T) {
 		t.Fatalf("logs of a failed batch:\n%s", s)
 	}
 	logs.Reset()
-	if !RecordDeadLetters(ctx, D1Store{DB: db}, config.DeadLetterQueue, batch, t0) {
+	if !RecordDeadLetters(ctx, D1Store{DB: db}, nil, config.DeadLetterQueue, batch, t0) {
 		t.Fatal("retry not acknowledged")
 	}
 	if n := drv.Int(t, `SELECT COUNT(*) FROM dead_letters`); n != 2 || strings.Count(logs.String(), `"event":"queue.dead_letter"`) != 2 {
 		t.Fatalf("%d rows, logs:\n%s", n, logs.String())
+	}
+}
+
+// memBucket is an in-memory R2 bucket.
+type memBucket struct {
+	mu      sync.Mutex
+	objects map[string][]byte
+	failPut bool
+}
+
+func (b *memBucket) Put(_ context.Context, key string, body []byte, _ string, _ map[string]string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failPut {
+		return errors.New("r2 down")
+	}
+	if b.objects == nil {
+		b.objects = map[string][]byte{}
+	}
+	b.objects[key] = append([]byte(nil), body...)
+	return nil
+}
+
+func (b *memBucket) Get(_ context.Context, key string) ([]byte, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	body, ok := b.objects[key]
+	return body, ok, nil
+}
+
+// A facts batch that died (D1 down before the write) is kept whole and
+// replayed in full: D1 then holds every fact, once, however often it is
+// replayed; a preview-only row (recorded before bodies were kept) is
+// skipped, never replayed truncated.
+func TestDeadLetteredFactsReplayInFull(t *testing.T) {
+	db, drv := d1test.New(t)
+	st := D1Store{DB: db}
+	bodies := &memBucket{}
+	var facts []ledger.Fact
+	for i := range 60 {
+		facts = append(facts, ledger.New("scheduler:v1", "scheduler.run", t0.Add(time.Duration(i)*time.Second),
+			map[string]int64{"runs": 1}, map[string]any{"summary": strings.Repeat("x", 100)}))
+	}
+	raw, _ := json.Marshal(ledger.Batch{Type: ledger.BatchType, Source: "scheduler:v1", Facts: facts})
+	if len(raw) <= 2000 {
+		t.Fatalf("the batch must be longer than the preview: %d", len(raw))
+	}
+	bodies.failPut = true
+	if RecordDeadLetters(ctx, st, bodies, config.DeadLetterQueue, []DeadMessage{{ID: "f1", Body: string(raw)}}, t0) {
+		t.Fatal("acknowledged a dead letter whose body was not kept")
+	}
+	bodies.failPut = false
+	if !RecordDeadLetters(ctx, st, bodies, config.DeadLetterQueue, []DeadMessage{{ID: "f1", Body: string(raw)}}, t0) {
+		t.Fatal("not recorded")
+	}
+	drv.Exec(t, `INSERT INTO dead_letters (message_id, queue, body, received_at) VALUES ('old', 'q', '{"type":"facts"', ?)`, d1.Time(t0.Add(-time.Hour)))
+
+	var stats ConsumerStats
+	send := func(ctx context.Context, body string) error { return HandleFacts(ctx, body, st, &stats, t0) }
+	svc := &Service{Store: st, Bodies: bodies, Now: func() time.Time { return t0.Add(time.Minute) }}
+	res, err := svc.ReplayDeadLetters(ctx, "", send)
+	if err != nil || len(res.Replayed) != 1 || res.Replayed[0] != "f1" || len(res.Skipped) != 1 || res.Skipped[0].MessageID != "old" || res.More {
+		t.Fatalf("replay: %+v %v", res, err)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM facts WHERE source = 'scheduler:v1'`); n != 60 {
+		t.Fatalf("%d facts in D1 after the replay, want 60", n)
+	}
+	if tot, _ := st.FactTotals(ctx, "scheduler:v1"); tot["runs"] != 60 {
+		t.Fatalf("totals %v", tot)
+	}
+	// Replayed once: the next replay of everything has nothing to send;
+	// replaying it by id again stores nothing twice.
+	if res, _ := svc.ReplayDeadLetters(ctx, "", send); len(res.Replayed) != 0 {
+		t.Fatalf("replayed again: %+v", res)
+	}
+	if res, err := svc.ReplayDeadLetters(ctx, "f1", send); err != nil || len(res.Replayed) != 1 {
+		t.Fatalf("by id: %+v %v", res, err)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM facts WHERE source = 'scheduler:v1'`); n != 60 || stats.Duplicates.Load() != 60 {
+		t.Fatalf("%d facts, %d duplicates", n, stats.Duplicates.Load())
+	}
+	if row := drv.Rows(t, `SELECT replays, replayed_at, body_bytes FROM dead_letters WHERE message_id = 'f1'`)[0]; row["replays"] != 2.0 || row["body_bytes"] != float64(len(raw)) {
+		t.Fatalf("row %v", row)
+	}
+	if _, err := svc.ReplayDeadLetters(ctx, "nope", send); !errors.Is(err, ErrNoSuchDeadLetter) {
+		t.Fatalf("unknown id: %v", err)
 	}
 }

@@ -125,3 +125,26 @@ func (f *FailAfterWrite) WriteFacts(ctx context.Context, stmts []d1.Stmt) (int64
 	}
 	return n, nil
 }
+
+// ErrFailedBeforeWrite is FailBeforeWrite's failure: nothing was written.
+var ErrFailedBeforeWrite = errors.New("injected D1 failure before the write")
+
+// FailBeforeWrite is a FactWriter for the dead-letter replay test: while
+// on, every batch fails before anything is written, as in a D1 outage, so
+// its message is retried into the dead-letter queue. Switched at runtime
+// by the test-only POST /__test/faults.
+type FailBeforeWrite struct {
+	Writer FactWriter
+	on     atomic.Bool
+}
+
+// SetFailBeforeWrite turns the fault on or off.
+func (f *FailBeforeWrite) SetFailBeforeWrite(on bool) { f.on.Store(on) }
+
+// WriteFacts fails while the fault is on, else writes through Writer.
+func (f *FailBeforeWrite) WriteFacts(ctx context.Context, stmts []d1.Stmt) (int64, error) {
+	if f.on.Load() {
+		return 0, ErrFailedBeforeWrite
+	}
+	return f.Writer.WriteFacts(ctx, stmts)
+}

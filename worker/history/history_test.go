@@ -223,7 +223,7 @@ func TestDeadLetterRecordsWhatItCanRead(t *testing.T) {
 	stmts := DeadLetterStatements([]DeadLetter{d, junk})
 	if junk.EventType != "" || len([]rune(junk.Body)) > 2000 || len(stmts) != 2 || stmts[1].Args[2] != nil ||
 		!strings.HasPrefix(stmts[0].SQL, "INSERT OR IGNORE INTO dead_letters") || strings.Count(stmts[0].SQL, "?") != len(stmts[0].Args) ||
-		stmts[0].Args[4] != "2026-03-01T00:00:00.000Z" {
+		stmts[0].Args[6] != "2026-03-01T00:00:00.000Z" || stmts[1].Args[5] != 5000 {
 		t.Fatalf("%+v", stmts)
 	}
 }

@@ -30,6 +30,8 @@ type Service struct {
 	Consumer *ConsumerStats
 	// Now is the clock of reconciliation and of the history cache.
 	Now func() time.Time
+	// Bodies keeps dead letters' whole bodies (R2), for replays.
+	Bodies BodyBucket
 
 	mu    sync.Mutex
 	cache map[HistoryQuery]cachedHistory

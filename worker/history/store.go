@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"storecrawl/durable/ledger"
 	"storecrawl/worker/d1"
@@ -27,6 +28,11 @@ type Store interface {
 	SaveDeadLetters(ctx context.Context, ds []DeadLetter) error
 	// DeadLetters lists recorded dead letters as JSON objects, newest first.
 	DeadLetters(ctx context.Context, limit, offset int) ([]json.RawMessage, error)
+	// DeadLettersToReplay reads the dead letter messageID, or (messageID
+	// "") up to limit not yet replayed, oldest first.
+	DeadLettersToReplay(ctx context.Context, messageID string, limit int) ([]DeadLetterRef, error)
+	// MarkReplayed stamps a dead letter replayed at.
+	MarkReplayed(ctx context.Context, messageID string, at time.Time) error
 }
 
 // The reads (HotQueries lists the ones on hot paths for the plan test).
@@ -53,8 +59,13 @@ GROUP BY source`
 	pipelineCountsSQL = `SELECT name, n FROM pipeline_counters`
 	// deadLettersSQL lists dead letters, newest first (idx_dead_letters_received).
 	deadLettersSQL = `SELECT json_object('message_id', message_id, 'queue', queue, 'event_type', event_type,
-  'body', body, 'received_at', received_at) AS record
+  'body', body, 'body_bytes', body_bytes, 'body_kept', body_r2_key IS NOT NULL, 'replayed_at', replayed_at,
+  'replays', replays, 'received_at', received_at) AS record
 FROM dead_letters ORDER BY received_at DESC LIMIT ? OFFSET ?`
+	// deadLettersToReplaySQL: the replay's pick, by idx_dead_letters_unreplayed.
+	deadLettersToReplaySQL = `SELECT message_id, queue, COALESCE(body_r2_key, '') AS body_r2_key FROM dead_letters
+WHERE replayed_at IS NULL ORDER BY received_at LIMIT ?`
+	deadLetterByIDSQL = `SELECT message_id, queue, COALESCE(body_r2_key, '') AS body_r2_key FROM dead_letters WHERE message_id = ?`
 )
 
 // HotQueries lists the ledger's, the dashboard's and the dead letters' reads,
@@ -68,6 +79,8 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "fact minutes prune", SQL: pruneMinutesSQL, Args: []any{"controller:main", "controller:main", 1 << 50, PruneBatchRows}},
 		{Name: "prune cursor", SQL: pruneCursorSQL, Args: []any{pruneCursorName}},
 		{Name: "dead letters", SQL: deadLettersSQL, Args: []any{20, 0}},
+		{Name: "dead letters to replay", SQL: deadLettersToReplaySQL, Args: []any{ReplayBatch}},
+		{Name: "dead letter by id", SQL: deadLetterByIDSQL, Args: []any{"m1"}},
 	}
 }
 
@@ -170,6 +183,23 @@ func (s D1Store) PipelineCounts(ctx context.Context) (map[string]int64, error) {
 
 func (s D1Store) SaveDeadLetters(ctx context.Context, ds []DeadLetter) error {
 	_, err := s.DB.Exec(ctx, DeadLetterStatements(ds)...)
+	return err
+}
+
+func (s D1Store) DeadLettersToReplay(ctx context.Context, messageID string, limit int) ([]DeadLetterRef, error) {
+	var refs []DeadLetterRef
+	var err error
+	if messageID != "" {
+		err = s.DB.Query(ctx, &refs, deadLetterByIDSQL, messageID)
+	} else {
+		err = s.DB.Query(ctx, &refs, deadLettersToReplaySQL, limit)
+	}
+	return refs, err
+}
+
+func (s D1Store) MarkReplayed(ctx context.Context, messageID string, at time.Time) error {
+	_, err := s.DB.Exec(ctx, d1.Stmt{SQL: `UPDATE dead_letters SET replayed_at = ?, replays = replays + 1 WHERE message_id = ?`,
+		Args: []any{d1.Time(at), messageID}})
 	return err
 }
 
