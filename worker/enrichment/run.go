@@ -8,6 +8,7 @@
 package enrichment
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/bytebudget"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/upstream"
 )
@@ -88,6 +90,17 @@ type Fetcher interface {
 	Get(ctx context.Context, url string) upstream.Response
 }
 
+// TickBodyBytes bounds the upstream bodies one run (one tick) holds at once.
+// Bodies live until their item is settled, and the pacing sizes a chunk to
+// a second of requests, so dozens of items run together: 39 items × 2
+// bodies × upstream.MaxBodyBytes is 312 MB against the isolate's 128 MB,
+// shared by the JS runtime and the Go instance. The Go wasm heap never
+// gives memory back, and with the GC's default headroom and io.ReadAll's
+// doubling buffers it runs to two or three times the bytes held, so 24 MB
+// of bodies stays within ~70 MB of heap. Store pages are ~100 KB: a normal
+// tick is far under it.
+const TickBodyBytes = 24 << 20
+
 // Runner holds what a run needs.
 type Runner struct {
 	Store     Store
@@ -102,6 +115,8 @@ type Runner struct {
 	// Limit, when set, runs fn once the global limit (the OmniLimiter)
 	// admits cost upstream requests; ErrLimited means it did not in time.
 	Limit func(ctx context.Context, cost int, fn func(context.Context) error) error
+	// BodyBytes bounds the bodies a run holds at once (TickBodyBytes when 0).
+	BodyBytes int64
 }
 
 // ErrLimited is what Limit returns when the global limit had no room.
@@ -125,6 +140,8 @@ func HTMLKey(country string, id int64) string {
 // item is settled and reported; a failure to pick is a run-level error.
 func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.RunOutcome {
 	start := r.Now()
+	// Every body the run's upstream calls read holds room until its item is settled.
+	ctx = upstream.WithBodyBudget(ctx, bytebudget.New(cmp.Or(r.BodyBytes, TickBodyBytes)))
 	// While pages are paused, items already looked up wait for the pages;
 	// only the probes may take any item.
 	items, err := r.Store.PickQueued(ctx, plan.BatchSize, plan.SkipPages && plan.PageProbes == 0)
@@ -252,6 +269,9 @@ var classRank = map[controller.Class]int{
 
 func (r *Runner) enrichOne(ctx context.Context, id int64, index int, fetchPage bool) (controller.ItemResult, []controller.RequestOutcome) {
 	var lookup, page upstream.Response
+	// Parsed, stored and saved by the time this returns: the bodies' room
+	// goes back to the run's budget.
+	defer func() { lookup.Release(); page.Release() }()
 	cost := 1
 	if fetchPage {
 		cost = controller.SubrequestsPerItem
