@@ -76,7 +76,7 @@ func (limiterCaller) CallLimiter(ctx context.Context, key, method, path string, 
 // catalogue fetches from the upstream through the global catalogue limit.
 func catalogue() upstream.Limited {
 	return upstream.Limited{
-		Client: &upstream.Client{HTTP: cf.Fetcher{}, MaxHold: cfg.MaxHold},
+		Client: &upstream.Client{HTTP: cf.Fetcher{}, MaxHold: cfg.MaxHold, After: cf.After},
 		Limits: &ratelimit.Client{Caller: limiterCaller{}, MaxWait: upstream.LimitWait, Sleep: cf.Sleep},
 		Key:    upstream.CatalogueLimit,
 	}

@@ -183,11 +183,15 @@ const (
 	TickReserve = 20
 	// RunSubrequests is a run's budget for its items.
 	RunSubrequests = PlatformSubrequests - TickReserve
+	// MaxCallsPerFetch is one upstream call's worst case: the request and
+	// the same-host redirects it may follow (upstream.MaxRedirects).
+	MaxCallsPerFetch = 3
 	// MaxCallsPerItem is one item's worst case: up to 5 limiter calls (the
-	// client's attempts), the lookup and the page, the raw page to R2, and
-	// two D1 writes (a lookup-only save and its requeue). A run sets it
-	// aside before it starts an item and gets back what the item did not use.
-	MaxCallsPerItem = 5 + SubrequestsPerItem + 1 + 2
+	// client's attempts), the lookup and the page (redirects included), the
+	// raw page to R2, and two D1 writes (a lookup-only save and its
+	// requeue). A run sets it aside before it starts an item and gets back
+	// what the item did not use.
+	MaxCallsPerItem = 5 + SubrequestsPerItem*MaxCallsPerFetch + 1 + 2
 	// MaxItemsPerTick is how many items a tick plans at most: each one's
 	// worst case fits the run's budget.
 	MaxItemsPerTick = RunSubrequests / MaxCallsPerItem

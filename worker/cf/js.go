@@ -8,6 +8,7 @@ package cf
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"syscall/js"
 	"time"
 
@@ -137,4 +138,24 @@ func Sleep(d time.Duration) {
 	p := js.Global().Get("Promise").New(executor)
 	executor.Release()
 	Await(p)
+}
+
+// After is time.NewTimer on a JS timer, for Sleep's reason: the channel
+// fires in the request that started the timer (upstream.Client.After).
+// stop clears the timer and frees its callback; call it when done.
+func After(d time.Duration) (fire <-chan time.Time, stop func()) {
+	ch := make(chan time.Time, 1) // the callback must never block the event loop
+	var release sync.Once
+	var cb js.Func
+	cb = js.FuncOf(func(js.Value, []js.Value) any {
+		ch <- time.Now()
+		release.Do(cb.Release)
+		return nil
+	})
+	id := js.Global().Call("setTimeout", cb, max(0, d.Milliseconds()))
+	return ch, func() {
+		// Cleared first: a released callback must not be called.
+		js.Global().Call("clearTimeout", id)
+		release.Do(cb.Release)
+	}
 }

@@ -8,6 +8,7 @@
 package enrichment
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/bytebudget"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/subreq"
 	"storecrawl/worker/upstream"
@@ -96,6 +98,17 @@ type Fetcher interface {
 	Get(ctx context.Context, url string) upstream.Response
 }
 
+// TickBodyBytes bounds the upstream bodies one run (one tick) holds at once.
+// Bodies live until their item is settled, and the pacing sizes a chunk to
+// a second of requests, so dozens of items run together: 39 items × 2
+// bodies × upstream.MaxBodyBytes is 312 MB against the isolate's 128 MB,
+// shared by the JS runtime and the Go instance. The Go wasm heap never
+// gives memory back, and with the GC's default headroom and io.ReadAll's
+// doubling buffers it runs to two or three times the bytes held, so 24 MB
+// of bodies stays within ~70 MB of heap. Store pages are ~100 KB: a normal
+// tick is far under it.
+const TickBodyBytes = 24 << 20
+
 // Runner holds what a run needs.
 type Runner struct {
 	Store     Store
@@ -110,6 +123,8 @@ type Runner struct {
 	// Limit, when set, runs fn once the global limit (the OmniLimiter)
 	// admits cost upstream requests; ErrLimited means it did not in time.
 	Limit func(ctx context.Context, cost int, fn func(context.Context) error) error
+	// BodyBytes bounds the bodies a run holds at once (TickBodyBytes when 0).
+	BodyBytes int64
 }
 
 // ErrLimited is what Limit returns when the global limit had no room.
@@ -142,6 +157,8 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	ctx, budget := subreq.With(ctx, budgetSize)
 	// The events send at the end is set aside first, so items never eat it.
 	eventsBudget, _ := budget.Reserve(1)
+	// Every body the run's upstream calls read holds room until its item is settled.
+	ctx = upstream.WithBodyBudget(ctx, bytebudget.New(cmp.Or(r.BodyBytes, TickBodyBytes)))
 	// While pages are paused, items already looked up wait for the pages;
 	// only the probes may take any item.
 	items, err := r.Store.PickQueued(ctx, plan.BatchSize, plan.SkipPages && plan.PageProbes == 0, start)
@@ -295,6 +312,9 @@ var classRank = map[controller.Class]int{
 
 func (r *Runner) enrichOne(ctx context.Context, id int64, index int, fetchPage bool) (controller.ItemResult, []controller.RequestOutcome) {
 	var lookup, page upstream.Response
+	// Parsed, stored and saved by the time this returns: the bodies' room
+	// goes back to the run's budget.
+	defer func() { lookup.Release(); page.Release() }()
 	cost := 1
 	if fetchPage {
 		cost = controller.SubrequestsPerItem

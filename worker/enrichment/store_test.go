@@ -15,6 +15,7 @@ import (
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/events"
 	"storecrawl/worker/ratelimit"
+	"storecrawl/worker/upstream"
 )
 
 type sentQueue struct{ bodies []string }
@@ -306,7 +307,10 @@ func TestLookupOnlyRecordsAgainstD1(t *testing.T) {
 // the clients can do for one item: every limiter attempt, both fetches,
 // the raw page, two D1 writes.
 func TestItemWorstCaseCoversTheClients(t *testing.T) {
-	if want := ratelimit.MaxAttempts + controller.SubrequestsPerItem + 1 + 2; controller.MaxCallsPerItem < want {
+	if controller.MaxCallsPerFetch < 1+upstream.MaxRedirects {
+		t.Fatalf("MaxCallsPerFetch %d < 1 + %d redirects", controller.MaxCallsPerFetch, upstream.MaxRedirects)
+	}
+	if want := ratelimit.MaxAttempts + controller.SubrequestsPerItem*controller.MaxCallsPerFetch + 1 + 2; controller.MaxCallsPerItem < want {
 		t.Fatalf("MaxCallsPerItem %d < %d", controller.MaxCallsPerItem, want)
 	}
 }
