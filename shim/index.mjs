@@ -26,19 +26,21 @@ export default {
   },
 };
 
-// acquire is the hot route's fast path: Go validates the body and names the
-// key's object (worker/api.AcquireFront), the object decides (Go, in
-// durable/limiter), Go writes the rate-limit headers (api.AcquireHeaders).
-// This glue only moves the bytes, sparing the request's conversion into Go's
-// net/http and back. The router keeps the same route for native tests.
+// acquire is the hot route's fast path: Go checks the client token,
+// validates the body, names the key's object and the body to send it (the
+// key in the clients' namespace: worker/api.AcquireFront), the object
+// decides (Go, in durable/limiter), Go writes the rate-limit headers
+// (api.AcquireHeaders). This glue only moves the bytes, sparing the
+// request's conversion into Go's net/http and back. The router keeps the
+// same route for native tests.
 async function acquire(go, request, env) {
   const body = await request.text();
-  const front = callGo(go, "acquireFront", body);
-  if (front.status) return Response.json(front.body, { status: front.status });
+  const front = callGo(go, "acquireFront", request.headers.get("authorization") ?? "", body);
+  if (front.status) return Response.json(front.body, { status: front.status, headers: front.headers ?? {} });
   let status, json;
   try {
     const ns = env[front.binding];
-    ({ status, json } = await ns.get(ns.idFromName(front.object)).call("POST", "/acquire", body));
+    ({ status, json } = await ns.get(ns.idFromName(front.object)).call("POST", "/acquire", front.send));
   } catch (e) {
     console.log(JSON.stringify({ event: "limiter.call_failed", level: "error", key: front.key, error: String(e?.message ?? e) }));
     return Response.json({ error: "limiter unavailable" }, { status: 502 });

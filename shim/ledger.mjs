@@ -7,26 +7,49 @@ import { callGo } from "./go.mjs";
 //   ledger_meta(k, v)                              writer state, last_sent_at, appended
 // A fact is marked sent only after the queue accepted its batch, so a failed
 // send loses nothing; D1 ignores a fact it already has, so a resend is harmless.
+// The tables are made by the first write, not by the constructor: an object
+// that is only read (a status or ledger call of an unknown limiter key)
+// gets no storage.
 export class Ledger {
   constructor(ctx, env) {
     this.env = env;
     this.sql = ctx.storage.sql;
+    this.reset();
+  }
+
+  // reset forgets the in-memory state (the storage is gone: a retirement).
+  reset() {
+    this.ready = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_meta'").toArray().length > 0;
+    this.writer = JSON.parse(this.meta("writer") ?? '{"due_at":0,"failures":0}');
+    this.batchLimit = undefined;
+  }
+
+  // ensure makes the tables before the first write.
+  ensure() {
+    if (this.ready) return;
     this.sql.exec(
       "CREATE TABLE IF NOT EXISTS ledger_facts (id TEXT PRIMARY KEY, at INTEGER NOT NULL, body TEXT NOT NULL, counters TEXT NOT NULL, replicated_at INTEGER)",
     );
     // The unsent facts, oldest first: what each send reads.
     this.sql.exec("CREATE INDEX IF NOT EXISTS ledger_unsent ON ledger_facts (at) WHERE replicated_at IS NULL");
     this.sql.exec("CREATE TABLE IF NOT EXISTS ledger_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)");
-    this.writer = JSON.parse(this.meta("writer") ?? '{"due_at":0,"failures":0}');
+    this.ready = true;
   }
 
   meta(k) {
+    if (!this.ready) return null;
     const row = this.sql.exec("SELECT v FROM ledger_meta WHERE k = ?", k).toArray()[0];
     return row ? row.v : null;
   }
 
   setMeta(k, v) {
+    this.ensure();
     this.sql.exec("INSERT OR REPLACE INTO ledger_meta (k, v) VALUES (?, ?)", k, String(v));
+  }
+
+  // appended counts every fact this writer ever appended.
+  appended() {
+    return Number(this.meta("appended") ?? 0);
   }
 
   // dueAt is when the next send is due (unix ms), or null.
@@ -46,6 +69,7 @@ export class Ledger {
   // and the state write it belongs to, both commit together.
   append(go, facts) {
     if (!facts || facts.length === 0) return;
+    this.ensure();
     for (const f of facts) {
       this.sql.exec(
         "INSERT OR IGNORE INTO ledger_facts (id, at, body, counters, replicated_at) VALUES (?, ?, ?, ?, NULL)",
@@ -55,11 +79,12 @@ export class Ledger {
         JSON.stringify(f.counters ?? {}),
       );
     }
-    this.setMeta("appended", Number(this.meta("appended") ?? 0) + facts.length);
+    this.setMeta("appended", this.appended() + facts.length);
     this.plan(go, "append", 0);
   }
 
   unsentCount() {
+    if (!this.ready) return 0;
     return this.sql.exec("SELECT COUNT(*) AS n FROM ledger_facts WHERE replicated_at IS NULL").one().n;
   }
 
@@ -76,7 +101,7 @@ export class Ledger {
     } else {
       const facts = rows.map((r) => JSON.parse(r.body));
       try {
-        await this.env.EVENTS.send(JSON.stringify({ type: "facts", source: facts[0].source, facts }), { contentType: "text" });
+        await this.send(facts);
       } catch (e) {
         p = this.plan(go, "failed", this.unsentCount());
         console.log(
@@ -93,12 +118,18 @@ export class Ledger {
     this.sql.exec("DELETE FROM ledger_facts WHERE replicated_at IS NOT NULL AND at < ?", p.prune_before);
   }
 
+  // send puts one batch of this writer's facts on the queue (throws on failure).
+  async send(facts) {
+    await this.env.EVENTS.send(JSON.stringify({ type: "facts", source: facts[0].source, facts }), { contentType: "text" });
+  }
+
   // report is the writer's side of reconciliation (durable/ledger.Report).
   report(source, counters) {
     const pending = {};
-    for (const row of this.sql.exec(
-      "SELECT j.key AS k, SUM(j.value) AS v FROM ledger_facts f, json_each(f.counters) j WHERE f.replicated_at IS NULL GROUP BY j.key",
-    )) {
+    const rows = this.ready
+      ? this.sql.exec("SELECT j.key AS k, SUM(j.value) AS v FROM ledger_facts f, json_each(f.counters) j WHERE f.replicated_at IS NULL GROUP BY j.key")
+      : [];
+    for (const row of rows) {
       pending[row.k] = row.v;
     }
     return {
@@ -107,7 +138,7 @@ export class Ledger {
       pending,
       pending_facts: this.unsentCount(),
       last_sent_at: Number(this.meta("last_sent_at") ?? 0),
-      appended: Number(this.meta("appended") ?? 0),
+      appended: this.appended(),
     };
   }
 }

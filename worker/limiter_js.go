@@ -45,3 +45,14 @@ func limiterRestore(args []js.Value) (any, error) {
 	limiterObjects.Restore(args[0].String(), in, time.UnixMilli(int64(args[2].Float())))
 	return true, nil
 }
+
+// limiterRetire(objectID, appended, nowMs) → the retirement fact of an idle
+// client key (durable/limiter.Objects.Retire), or null when it is not
+// retirable (any more); Go forgets the object, the shim sends the fact and
+// deletes the object's storage.
+func limiterRetire(args []js.Value) (any, error) {
+	if len(args) != 3 {
+		return nil, fmt.Errorf("limiterRetire: want 3 args, got %d", len(args))
+	}
+	return limiterObjects.Retire(args[0].String(), int64(args[1].Float()), time.UnixMilli(int64(args[2].Float()))), nil
+}

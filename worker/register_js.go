@@ -50,6 +50,7 @@ func Register() {
 		Replay:           historyService,
 		Requeue:          eventQueue,
 		AdminToken:       func() string { return cfg.AdminToken },
+		ClientToken:      func() string { return cfg.ClientToken },
 	}
 	if cfg.TestRoutes {
 		s.TestEvents = eventQueue
@@ -108,6 +109,7 @@ func Register() {
 	binding.Set("limiterCall", cf.Export(limiterCall))
 	binding.Set("limiterRoll", cf.Export(limiterRoll))
 	binding.Set("limiterRestore", cf.Export(limiterRestore))
+	binding.Set("limiterRetire", cf.Export(limiterRetire))
 	binding.Set("ledgerPlan", cf.Export(ledgerPlan))
 	binding.Set("acquireFront", cf.Export(acquireFront))
 	binding.Set("acquireHeaders", cf.Export(acquireHeaders))
@@ -164,10 +166,14 @@ func enrichmentRun(args []js.Value) (any, error) {
 	return out, nil
 }
 
-// acquireFront(body) → api.Front: the shim's fast path of POST
-// /v1/limiter/acquire asks Go to validate the body and name the object.
+// acquireFront(authorization, body) → api.Front: the shim's fast path of
+// POST /v1/limiter/acquire asks Go to check the client token, validate the
+// body and name the object and the body to send it.
 func acquireFront(args []js.Value) (any, error) {
-	return api.AcquireFront([]byte(args[0].String())), nil
+	if len(args) != 2 {
+		return nil, fmt.Errorf("acquireFront: want 2 args, got %d", len(args))
+	}
+	return api.AcquireFront(args[0].String(), []byte(args[1].String()), cfg.ClientToken), nil
 }
 
 // acquireHeaders(key, limit, window, answerJSON) → the answer's headers.

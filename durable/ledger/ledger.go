@@ -86,6 +86,27 @@ const (
 	SourceScheduler        = "scheduler:v1"
 )
 
+// KindRetired is the last fact of a writer whose storage is about to be
+// deleted (an idle limiter client key, durable/limiter.Objects.Retire). It
+// changes no counter; its data.totals are the writer's lifetime counters
+// and its fact count (FactsCounter: every fact it appended, this one
+// included), which D1 subtracts from the writer's totals (the
+// facts_retire_totals trigger, migrations/0015). So the retired writer's
+// totals net to zero in D1, as its deleted storage does, and a later writer
+// of the same source starts from zero on both sides. Its facts stay for
+// history until pruned.
+const KindRetired = "ledger.retired"
+
+// Retired makes a writer's KindRetired fact: counters are its lifetime
+// counters, appended the facts it appended before this one.
+func Retired(source string, at time.Time, counters map[string]int64, appended int64) Fact {
+	totals := map[string]int64{FactsCounter: appended + 1}
+	for k, v := range counters {
+		totals[k] = v
+	}
+	return New(source, KindRetired, at, nil, map[string]any{"totals": totals})
+}
+
 // Limits of a fact and a batch.
 const (
 	// MaxBatchFacts bounds one queue message: it is also D1's limit of
@@ -95,8 +116,9 @@ const (
 	// under the queue's 128 KB message limit.
 	MaxFactBytes = 1024
 	// maxNameLen bounds a fact's source and kind. It must hold the longest
-	// source a writer makes: "limiter:" + a limiter key of up to 128 bytes
-	// (limiter.MaxKeyLen; a test there keeps the two in step).
+	// source a writer makes: "limiter:" + a limiter key of up to 135 bytes
+	// (limiter.MaxStoredKeyLen: a client's key of up to 128 bytes in the
+	// "client:" namespace; a test there keeps the two in step).
 	maxNameLen = 160
 )
 

@@ -24,6 +24,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 
@@ -41,15 +42,41 @@ const (
 	DefaultAlgorithm = SlidingWindow
 )
 
+// ClientPrefix is the namespace of the keys HTTP callers name (POST
+// /v1/limiter/acquire): a client's "claude" is "client:claude" in its
+// object's name, its ledger source and its facts. Internal callers (the
+// crawler, worker/ratelimit) name their keys as they are, so no HTTP caller
+// can reach, spend or read one of them ("upstream-catalogue") whatever it
+// sends: its key always lands in this namespace.
+const ClientPrefix = "client:"
+
 // Request bounds.
 const (
-	MaxKeyLen = 128
-	MinLimit  = 1
-	MaxLimit  = 1_000_000
-	MinWindow = time.Millisecond
-	MaxWindow = 24 * time.Hour
-	MaxWait   = 60 * time.Second // longest a caller may ask to be held
+	MaxKeyLen = 128 // a key as its caller names it
+	// MaxStoredKeyLen is the longest key an object holds: a client key
+	// with its namespace.
+	MaxStoredKeyLen = len(ClientPrefix) + MaxKeyLen
+	MinLimit        = 1
+	MaxLimit        = 1_000_000
+	MinWindow       = time.Millisecond
+	MaxWindow       = 24 * time.Hour
+	MaxWait         = 60 * time.Second // longest a caller may ask to be held
 )
+
+// Bounds of a client key's policy, so what one client key makes an object
+// keep is bounded. A sliding window keeps a storage row and an in-memory
+// entry per admission, up to limit: MaxClientRing bounds both (gcra and
+// token_bucket keep two values whatever their limit). An idle client key is
+// retired, memory and storage, once its window has passed after its last
+// admission (Objects.Roll): MaxClientWindow bounds how long an unused key's
+// storage outlives its last call (plus the minute its ledger tally needs).
+const (
+	MaxClientRing   = 1_000     // rows of ~40 bytes: ≤ 40 KB of storage, ~24 KB of memory per key
+	MaxClientWindow = time.Hour // internal keys may use up to MaxWindow
+)
+
+// IsClientKey says whether a stored key is in the clients' namespace.
+func IsClientKey(key string) bool { return strings.HasPrefix(key, ClientPrefix) }
 
 // Policy is what a key is limited to.
 type Policy struct {
@@ -71,9 +98,30 @@ type Acquire struct {
 // FieldError is a 400 body naming the offending field (durable/object).
 type FieldError = object.FieldError
 
-// ParseAcquire validates an acquire body. Bad input changes nothing: the
-// caller must not touch any limiter state when this returns an error.
-func ParseAcquire(body []byte) (Acquire, *FieldError) {
+// ParseAcquire validates an acquire body as an object (or an internal
+// caller) reads it: a key in the clients' namespace (ClientPrefix) is held
+// to the client bounds, any other key to the request bounds. Bad input
+// changes nothing: the caller must not touch any limiter state when this
+// returns an error.
+func ParseAcquire(body []byte) (Acquire, *FieldError) { return parseAcquire(body, false) }
+
+// ParseClientAcquire validates the body an HTTP caller sent: its key, as the
+// caller names it, is put in the clients' namespace (the returned Key has
+// ClientPrefix), and the client bounds apply.
+func ParseClientAcquire(body []byte) (Acquire, *FieldError) { return parseAcquire(body, true) }
+
+// Body is the acquire's body as the key's object reads it (ParseAcquire
+// answers the same Acquire): the Worker sends this, not the caller's bytes,
+// so the namespaced key is what the object sees.
+func (a Acquire) Body() []byte {
+	b, _ := json.Marshal(map[string]any{
+		"key": a.Key, "limit": a.Policy.Limit, "windowInSeconds": a.Policy.Window, "algorithm": a.Policy.Algorithm,
+		"cost": a.Cost, "waitMs": a.Wait.Milliseconds(),
+	})
+	return b
+}
+
+func parseAcquire(body []byte, fromClient bool) (Acquire, *FieldError) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return Acquire{}, &FieldError{Error: "body must be a JSON object", Field: "body"}
@@ -88,8 +136,12 @@ func ParseAcquire(body []byte) (Acquire, *FieldError) {
 		raw := fields[k]
 		switch k {
 		case "key":
-			if err := json.Unmarshal(raw, &a.Key); err != nil || !validKey(a.Key) {
+			err := json.Unmarshal(raw, &a.Key)
+			if err != nil || fromClient && !validKey(a.Key) || !fromClient && !validStoredKey(a.Key) {
 				return Acquire{}, &FieldError{Field: k, Error: fmt.Sprintf("key must be 1–%d printable characters", MaxKeyLen)}
+			}
+			if fromClient {
+				a.Key = ClientPrefix + a.Key
 			}
 		case "limit":
 			v, ok := intField(raw)
@@ -135,8 +187,33 @@ func ParseAcquire(body []byte) (Acquire, *FieldError) {
 	case a.Cost > a.Policy.Limit:
 		return Acquire{}, &FieldError{Field: "cost", Error: "cost exceeds limit: it could never be admitted"}
 	}
+	if IsClientKey(a.Key) {
+		if fe := clientBounds(a.Policy); fe != nil {
+			return Acquire{}, fe
+		}
+	}
 	return a, nil
 }
+
+// clientBounds checks a client key's policy against the client bounds.
+func clientBounds(p Policy) *FieldError {
+	if p.Algorithm == SlidingWindow && p.Limit > MaxClientRing {
+		return &FieldError{Field: "limit", Error: fmt.Sprintf("limit of a sliding_window must be from %d to %d (gcra and token_bucket: up to %d)", MinLimit, MaxClientRing, MaxLimit)}
+	}
+	if p.Window > MaxClientWindow.Seconds() {
+		return &FieldError{Field: "windowInSeconds", Error: fmt.Sprintf("windowInSeconds must be from %g to %g", MinWindow.Seconds(), MaxClientWindow.Seconds())}
+	}
+	return nil
+}
+
+// validStoredKey checks a key as an object holds it: a valid key, with the
+// clients' namespace or without.
+func validStoredKey(k string) bool {
+	return validKey(strings.TrimPrefix(k, ClientPrefix))
+}
+
+// ValidKey says whether k is a valid key as a caller names it.
+func ValidKey(k string) bool { return validKey(k) }
 
 func validKey(k string) bool {
 	if len(k) == 0 || len(k) > MaxKeyLen {

@@ -8,16 +8,28 @@ import (
 	"storecrawl/durable/ledger"
 )
 
-// TestLongestKeyMakesAValidFact: a limiter key of MaxKeyLen bytes gives a
-// ledger source that Fact.Validate accepts (issue 14, item 4), so its
-// minute facts are replicated, not dead-lettered.
+// TestLongestKeyMakesAValidFact: a limiter key of MaxKeyLen bytes, in the
+// clients' namespace too, gives a ledger source that Fact.Validate accepts
+// (issue 14, item 4), so its minute facts (and its retirement) are
+// replicated, not dead-lettered.
 func TestLongestKeyMakesAValidFact(t *testing.T) {
 	key := strings.Repeat("k", MaxKeyLen)
-	f := ledger.New(ledger.SourceLimiterPrefix+key, "limiter.minute", time.Unix(1700000000, 0), map[string]int64{"allowed": 1}, nil)
-	if err := f.Validate(); err != nil {
-		t.Fatalf("fact of the longest key: %v", err)
+	a, fe := ParseClientAcquire([]byte(`{"key":"` + key + `","limit":1,"windowInSeconds":1}`))
+	if fe != nil || len(a.Key) != MaxStoredKeyLen {
+		t.Fatalf("the longest client key: %+v %+v", a, fe)
 	}
-	if len(ledger.SourceLimiterPrefix)+MaxKeyLen > ledger.MaxNameLen {
-		t.Fatal("ledger.MaxNameLen must hold limiter:<MaxKeyLen>")
+	for _, k := range []string{key, a.Key} {
+		at := time.Unix(1700000000, 0)
+		for _, f := range []ledger.Fact{
+			ledger.New(ledger.SourceLimiterPrefix+k, "limiter.minute", at, map[string]int64{"allowed": 1}, nil),
+			ledger.Retired(ledger.SourceLimiterPrefix+k, at, map[string]int64{"allowed": 1}, 1),
+		} {
+			if err := f.Validate(); err != nil {
+				t.Fatalf("fact of the longest key %q: %v", k, err)
+			}
+		}
+	}
+	if len(ledger.SourceLimiterPrefix)+MaxStoredKeyLen > ledger.MaxNameLen {
+		t.Fatal("ledger.MaxNameLen must hold limiter:client:<MaxKeyLen>")
 	}
 }

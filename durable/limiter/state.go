@@ -324,3 +324,27 @@ func (s *State) Usage(now time.Time) Usage {
 	u.Used = s.Policy.Limit - u.Remaining
 	return u
 }
+
+// IdleAt is when the key's state becomes a fresh one's (unix ms; 0: it is
+// already): every admission has left the window, gcra's burst is whole
+// again, the bucket is full. From then on forgetting the state changes no
+// decision, so an idle key can be retired (Objects.Roll). Refusals change
+// no state, so they do not keep a key alive here.
+func (s *State) IdleAt() int64 {
+	switch s.Policy.Algorithm {
+	case GCRA:
+		return (s.tat + 999) / 1000 // tat is unix µs
+	case TokenBucket:
+		if s.last == 0 {
+			return 0
+		}
+		rate := float64(s.Policy.Limit) / float64(s.windowMs()) // tokens per ms
+		return s.last + int64(math.Ceil((float64(s.Policy.Limit)-s.tokens)/rate))
+	default:
+		if len(s.ring) == 0 {
+			return 0
+		}
+		// An entry counts while At >= now - window (expire).
+		return s.ring[len(s.ring)-1].At + s.windowMs() + 1
+	}
+}

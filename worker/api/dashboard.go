@@ -6,10 +6,7 @@ import (
 	"encoding/base64"
 	"html"
 	"net/http"
-	"sort"
 	"strings"
-
-	"storecrawl/worker/ratelimit"
 )
 
 // dashboardHTML is the operator dashboard: one self-contained page (inline
@@ -27,12 +24,7 @@ var dashboardHTML string
 var dashboardPage, dashboardCSP = buildDashboard(dashboardHTML)
 
 func buildDashboard(page string) (string, string) {
-	keys := make([]string, 0, len(ratelimit.Limits))
-	for k := range ratelimit.Limits {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	page = strings.Replace(page, `data-limiter-keys=""`, `data-limiter-keys="`+html.EscapeString(strings.Join(keys, " "))+`"`, 1)
+	page = strings.Replace(page, `data-limiter-keys=""`, `data-limiter-keys="`+html.EscapeString(strings.Join(internalLimits(), " "))+`"`, 1)
 	csp := "default-src 'none'; script-src " + inlineHash(page, "script") + "; style-src " + inlineHash(page, "style") +
 		"; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 	return page, csp

@@ -1,49 +1,77 @@
 package api
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"storecrawl/durable/limiter"
 	"storecrawl/durable/object"
 	"storecrawl/worker/config"
+	"storecrawl/worker/logx"
 )
 
-// POST /v1/limiter/acquire is the hottest route: every caller of a shared
-// upstream limit asks it. Its Go decisions are two pure functions, used by
-// the router (Server.limiterAcquire) and by the shim's fast path
-// (shim/index.mjs hands the body to AcquireFront, calls the key's object
-// itself, and asks AcquireHeaders for the answer's headers), which spares the
-// route the HTTP request's conversion into Go and back.
+// POST /v1/limiter/acquire is the hottest route: every client of a shared
+// limit asks it, with the limiter client token. Its Go decisions are two
+// functions, used by the router (Server.limiterAcquire) and by the shim's
+// fast path (shim/index.mjs hands the Authorization header and the body to
+// AcquireFront, sends the key's object the body it answers, and asks
+// AcquireHeaders for the answer's headers), which spares the route the HTTP
+// request's conversion into Go and back.
 
-// Front is the Worker's decision on an acquire body before any object is
-// called: the key's object, or the 400 naming the bad field. A bad request
-// never reaches, or changes, the key's limiter.
+// Front is the Worker's decision on an acquire before any object is
+// called: the key's object and the body to send it, or the refusal (401
+// without the client token, 400 naming the bad field). A refused request
+// never reaches, or changes, any limiter.
 type Front struct {
-	Key     string  `json:"key,omitempty"`
+	Key     string  `json:"key,omitempty"`     // the key as the caller named it (the headers')
 	Binding string  `json:"binding,omitempty"` // the OmniLimiter namespace
 	Object  string  `json:"object,omitempty"`  // idFromName of the key's OmniLimiter
+	Send    string  `json:"send,omitempty"`    // the body the object gets (the key in the clients' namespace)
 	Limit   int     `json:"limit,omitempty"`
 	Window  float64 `json:"window,omitempty"`
-	// Status and Body are the refusal (400), when the body is bad.
-	Status int                `json:"status,omitempty"`
-	Body   *object.FieldError `json:"body,omitempty"`
+	// Status, Body and Headers are the refusal.
+	Status  int                `json:"status,omitempty"`
+	Body    *object.FieldError `json:"body,omitempty"`
+	Headers map[string]string  `json:"headers,omitempty"`
 }
 
-// AcquireFront validates an acquire body (at most MaxControlBody bytes).
-func AcquireFront(body []byte) Front {
+// AcquireFront decides an acquire: authorization is the request's
+// Authorization header, token the configured client token
+// (LIMITER_CLIENT_TOKEN; empty refuses every call), body at most
+// MaxControlBody bytes. The caller's key goes to the clients' namespace
+// (limiter.ClientPrefix), so it can never name an internal key such as the
+// crawler's "upstream-catalogue".
+func AcquireFront(authorization string, body []byte, token string) Front {
+	if !bearerOK(authorization, token) {
+		logx.Event("http.unauthorized", map[string]any{"level": logx.Warn, "path": "/v1/limiter/acquire"})
+		return Front{Status: http.StatusUnauthorized, Body: &object.FieldError{Error: "missing or wrong bearer token (the limiter client token)", Field: "authorization"},
+			Headers: map[string]string{"WWW-Authenticate": bearerRealm}}
+	}
 	if len(body) > MaxControlBody {
 		return Front{Status: http.StatusBadRequest, Body: &object.FieldError{Error: "body too large", Field: "body"}}
 	}
-	a, fe := limiter.ParseAcquire(body)
+	a, fe := limiter.ParseClientAcquire(body)
 	if fe != nil {
 		return Front{Status: http.StatusBadRequest, Body: fe}
 	}
-	return Front{Key: a.Key, Binding: config.BindingLimiter, Object: config.LimiterPrefix + a.Key, Limit: a.Policy.Limit, Window: a.Policy.Window}
+	return Front{Key: strings.TrimPrefix(a.Key, limiter.ClientPrefix), Binding: config.BindingLimiter, Object: config.LimiterPrefix + a.Key,
+		Send: string(a.Body()), Limit: a.Policy.Limit, Window: a.Policy.Window}
 }
+
+// bearerOK checks an Authorization header against a configured token in
+// constant time; an empty token admits nobody.
+func bearerOK(authorization, want string) bool {
+	got, ok := strings.CutPrefix(authorization, "Bearer ")
+	return want != "" && ok && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// bearerRealm is the WWW-Authenticate challenge of a refused call.
+const bearerRealm = `Bearer realm="storecrawl"`
 
 // AcquireHeaders are the rate-limit headers of an object's 200 answer to an
 // acquire: the IETF RateLimit-Policy / RateLimit fields

@@ -7,12 +7,12 @@ package api
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/tasks"
 	"strconv"
@@ -29,6 +29,7 @@ import (
 	pages "storecrawl/worker/enrichment"
 	"storecrawl/worker/history"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/ratelimit"
 )
 
 // ControllerCaller forwards one control-plane call to the EnrichmentController.
@@ -71,8 +72,10 @@ type CronReader interface {
 type LedgerReader interface {
 	History(ctx context.Context, q history.HistoryQuery) (history.History, error)
 	PipelineCounts(ctx context.Context) (map[string]int64, error)
-	// Reconcile compares every ledger writer with D1 now.
-	Reconcile(ctx context.Context) []ledger.Result
+	// LedgerPage compares a page of ledger writers with D1 now: the
+	// configured ones on the first page (after ""), then up to n that D1
+	// knows after `after` (history.ReconcilePage).
+	LedgerPage(ctx context.Context, after string, n int) (history.Page, error)
 	ConsumerStats() map[string]int64
 }
 
@@ -139,6 +142,10 @@ type Server struct {
 	RetryFailedBatch int
 	// AdminToken returns the configured token; empty means mutating calls are refused.
 	AdminToken func() string
+	// ClientToken returns the limiter client token (LIMITER_CLIENT_TOKEN):
+	// POST /v1/limiter/acquire and the status of client keys need it; empty
+	// refuses them all.
+	ClientToken func() string
 
 	instanceID string
 	started    time.Time
@@ -216,19 +223,27 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 // requireAdmin guards mutating calls with `Authorization: Bearer <ADMIN_TOKEN>`.
 func (s *Server) requireAdmin(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		want := ""
-		if s.AdminToken != nil {
-			want = s.AdminToken()
-		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if want == "" || !ok || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-			logx.Event("http.unauthorized", map[string]any{"level": logx.Warn, "path": r.URL.Path})
-			w.Header().Set("WWW-Authenticate", `Bearer realm="storecrawl"`)
-			writeError(w, http.StatusUnauthorized, "authorization", "missing or wrong bearer token")
+		if !authorized(w, r, s.AdminToken, "missing or wrong bearer token") {
 			return
 		}
 		next(w, r)
 	}
+}
+
+// authorized checks the request's bearer token against token's value (nil
+// or empty: nobody), answering the 401 itself when it does not match.
+func authorized(w http.ResponseWriter, r *http.Request, token func() string, msg string) bool {
+	want := ""
+	if token != nil {
+		want = token()
+	}
+	if bearerOK(r.Header.Get("Authorization"), want) {
+		return true
+	}
+	logx.Event("http.unauthorized", map[string]any{"level": logx.Warn, "path": r.URL.Path})
+	w.Header().Set("WWW-Authenticate", bearerRealm)
+	writeError(w, http.StatusUnauthorized, "authorization", msg)
+	return false
 }
 
 // doCall sends one request to a Durable Object.
@@ -352,10 +367,39 @@ func (s *Server) pipelineCounts(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// ledgerStatus serves /v1/ledger: every writer reconciled with D1 now, and
-// this isolate's consumer counts.
+// ledgerStatus serves /v1/ledger?after=&limit=: a page of writers
+// reconciled with D1 now (the configured ones first, on the first page;
+// at most history.ReconcileBatch others, so one request makes a bounded
+// number of Durable Object calls), next_after to ask for the next page
+// (null at the end), and this isolate's consumer counts.
 func (s *Server) ledgerStatus(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"writers": s.Ledger.Reconcile(r.Context()), "consumer": s.Ledger.ConsumerStats()})
+	q := r.URL.Query()
+	after, limit := q.Get("after"), history.ReconcileBatch
+	if len(after) > ledger.MaxNameLen {
+		writeError(w, http.StatusBadRequest, "after", fmt.Sprintf("after must be a writer's source (at most %d bytes)", ledger.MaxNameLen))
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > history.ReconcileBatch {
+			writeError(w, http.StatusBadRequest, "limit", fmt.Sprintf("limit must be an integer from 1 to %d", history.ReconcileBatch))
+			return
+		}
+		limit = n
+	}
+	p, err := s.Ledger.LedgerPage(r.Context(), after, limit)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "ledger writers unavailable")
+		return
+	}
+	if p.Writers == nil {
+		p.Writers = []ledger.Result{}
+	}
+	next := any(nil)
+	if p.Next != "" {
+		next = p.Next
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"writers": p.Writers, "next_after": next, "limit": limit, "consumer": s.Ledger.ConsumerStats()})
 }
 
 func readBody(r *http.Request, max int64) ([]byte, error) {
@@ -394,22 +438,28 @@ func toString(v any) string {
 	return string(b)
 }
 
-// limiterAcquire validates the request (a bad one never reaches, or changes,
-// the key's limiter) and forwards it to the key's OmniLimiter object.
+// limiterAcquire checks the client token, validates the request (a refused
+// one never reaches, or changes, any limiter) and forwards it to the key's
+// OmniLimiter object, the key in the clients' namespace (AcquireFront).
 func (s *Server) limiterAcquire(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r, MaxControlBody)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "body", err.Error())
-		return
+	// A body past the bound is cut here and refused by AcquireFront, after
+	// the token is checked.
+	body, _ := io.ReadAll(io.LimitReader(r.Body, MaxControlBody+1))
+	token := ""
+	if s.ClientToken != nil {
+		token = s.ClientToken()
 	}
-	f := AcquireFront(body)
+	f := AcquireFront(r.Header.Get("Authorization"), body, token)
 	if f.Status != 0 {
+		for k, v := range f.Headers {
+			w.Header().Set(k, v)
+		}
 		writeJSON(w, f.Status, f.Body)
 		return
 	}
-	status, resp, err := s.Limiter.CallLimiter(r.Context(), f.Key, "POST", "/acquire", body)
+	status, resp, err := s.Limiter.CallLimiter(r.Context(), limiter.ClientPrefix+f.Key, "POST", "/acquire", []byte(f.Send))
 	if err != nil {
-		logx.Err("limiter.call_failed", err, map[string]any{"key": f.Key})
+		logx.Err("limiter.call_failed", err, map[string]any{"key": limiter.ClientPrefix + f.Key})
 		writeError(w, http.StatusBadGateway, "", "limiter unavailable")
 		return
 	}
@@ -423,15 +473,45 @@ func (s *Server) limiterAcquire(w http.ResponseWriter, r *http.Request) {
 	w.Write(resp)
 }
 
+// Namespaces of GET /v1/limiter/status.
+const (
+	// NamespaceClient (the default): a client's key, as it names it in its
+	// acquires; needs the client token.
+	NamespaceClient = "client"
+	// NamespaceInternal: one of the crawler's named limits
+	// (ratelimit.Limits), public like the dashboard's other reads. Read
+	// only: no HTTP route acquires in it.
+	NamespaceInternal = "internal"
+)
+
+// limiterStatus serves GET /v1/limiter/status?key=&namespace=. An unknown
+// key is a 404 and gets no storage (its object only reads).
 func (s *Server) limiterStatus(w http.ResponseWriter, r *http.Request) {
-	key := r.URL.Query().Get("key")
-	if _, fe := limiter.ParseAcquire([]byte(fmt.Sprintf(`{"key":%s,"limit":1,"windowInSeconds":1}`, strconv.Quote(key)))); fe != nil {
-		writeError(w, http.StatusBadRequest, "key", fe.Error)
+	q := r.URL.Query()
+	key, stored := q.Get("key"), ""
+	switch ns := q.Get("namespace"); ns {
+	case "", NamespaceClient:
+		if !authorized(w, r, s.ClientToken, "missing or wrong bearer token (the limiter client token)") {
+			return
+		}
+		if !limiter.ValidKey(key) {
+			writeError(w, http.StatusBadRequest, "key", fmt.Sprintf("key must be 1–%d printable characters", limiter.MaxKeyLen))
+			return
+		}
+		stored = limiter.ClientPrefix + key
+	case NamespaceInternal:
+		if _, ok := ratelimit.Limits[key]; !ok {
+			writeError(w, http.StatusBadRequest, "key", "key must be one of the internal limits: "+strings.Join(internalLimits(), ", "))
+			return
+		}
+		stored = key
+	default:
+		writeError(w, http.StatusBadRequest, "namespace", "namespace must be client or internal")
 		return
 	}
-	status, resp, err := s.Limiter.CallLimiter(r.Context(), key, "GET", "/status", nil)
+	status, resp, err := s.Limiter.CallLimiter(r.Context(), stored, "GET", "/status", nil)
 	if err != nil {
-		logx.Err("limiter.call_failed", err, map[string]any{"key": key})
+		logx.Err("limiter.call_failed", err, map[string]any{"key": stored})
 		writeError(w, http.StatusBadGateway, "", "limiter unavailable")
 		return
 	}
@@ -442,6 +522,16 @@ func (s *Server) limiterStatus(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(resp)
+}
+
+// internalLimits names the crawler's limits, sorted.
+func internalLimits() []string {
+	keys := make([]string, 0, len(ratelimit.Limits))
+	for k := range ratelimit.Limits {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // schedulerCall is a call to the SchedulerDO.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -132,7 +133,10 @@ func TestHealthCountsRequests(t *testing.T) {
 }
 
 // fakeLedger records the history queries it was asked.
-type fakeLedger struct{ asked []history.HistoryQuery }
+type fakeLedger struct {
+	asked []history.HistoryQuery
+	pages []string // "after/n" of each LedgerPage
+}
 
 func (f *fakeLedger) History(_ context.Context, q history.HistoryQuery) (history.History, error) {
 	f.asked = append(f.asked, q)
@@ -141,8 +145,11 @@ func (f *fakeLedger) History(_ context.Context, q history.HistoryQuery) (history
 func (f *fakeLedger) PipelineCounts(context.Context) (map[string]int64, error) {
 	return map[string]int64{"apps_known": 7, "apps_pending": 2}, nil
 }
-func (f *fakeLedger) Reconcile(context.Context) []ledger.Result { return nil }
-func (f *fakeLedger) ConsumerStats() map[string]int64           { return map[string]int64{} }
+func (f *fakeLedger) LedgerPage(_ context.Context, after string, n int) (history.Page, error) {
+	f.pages = append(f.pages, fmt.Sprintf("%s/%d", after, n))
+	return history.Page{Writers: []ledger.Result{{Source: "limiter:client:a", Status: ledger.StatusOK}}, Next: "limiter:client:a"}, nil
+}
+func (f *fakeLedger) ConsumerStats() map[string]int64 { return map[string]int64{} }
 
 func TestHistoryRoutesValidateBeforeReading(t *testing.T) {
 	l := &fakeLedger{}
@@ -335,5 +342,32 @@ func TestDeadLetterReplayRoute(t *testing.T) {
 	// The test-only faults route exists only when wired.
 	if status, _ := call(t, s, "POST", "/__test/faults", "secret", `{"facts_fail_before_write":true}`); status != 404 {
 		t.Fatalf("faults route without TEST_ROUTES: %d", status)
+	}
+}
+
+// TestLedgerIsPaged: GET /v1/ledger reads one bounded page of writers
+// (issue 14, item 6): before, it reconciled every writer D1 had ever seen in
+// one request. Bad paging is a 400 naming the field, and reads nothing.
+func TestLedgerIsPaged(t *testing.T) {
+	l := &fakeLedger{}
+	s := NewServer(&Server{Ledger: l})
+	for _, bad := range []struct{ query, field string }{
+		{"limit=0", "limit"}, {fmt.Sprintf("limit=%d", history.ReconcileBatch+1), "limit"}, {"limit=x", "limit"},
+		{"after=" + strings.Repeat("a", ledger.MaxNameLen+1), "after"},
+	} {
+		if code, body := call(t, s, "GET", "/v1/ledger?"+bad.query, "", ""); code != 400 || body["field"] != bad.field {
+			t.Errorf("%s: %d %v", bad.query, code, body)
+		}
+	}
+	if len(l.pages) != 0 {
+		t.Fatalf("a bad request read writers: %v", l.pages)
+	}
+	code, body := call(t, s, "GET", "/v1/ledger", "", "")
+	if code != 200 || body["next_after"] != "limiter:client:a" || len(body["writers"].([]any)) != 1 || body["consumer"] == nil {
+		t.Fatalf("first page: %d %v", code, body)
+	}
+	call(t, s, "GET", "/v1/ledger?after=limiter:client:a&limit=3", "", "")
+	if want := []string{fmt.Sprintf("/%d", history.ReconcileBatch), "limiter:client:a/3"}; strings.Join(l.pages, " ") != strings.Join(want, " ") {
+		t.Fatalf("pages asked %v, want %v", l.pages, want)
 	}
 }

@@ -106,6 +106,11 @@ type Config struct {
 	FactsRetention time.Duration
 	// AdminToken guards the mutating routes; empty refuses them all.
 	AdminToken string
+	// ClientToken (LIMITER_CLIENT_TOKEN) guards POST /v1/limiter/acquire and
+	// the status of client keys; empty refuses them all. It must differ from
+	// AdminToken (a client holding it must not be an operator): when equal
+	// it is reported and refuses everything, as if unset.
+	ClientToken string
 	// TestRoutes mounts the test-only routes (never set in wrangler.jsonc).
 	TestRoutes bool
 	// LedgerFaultFailAfterWrite makes the facts consumer fail its first N
@@ -132,7 +137,13 @@ func Load(getenv func(string) string) (Config, []Problem) {
 		Country:      getenv("UPSTREAM_COUNTRY"),
 		LocationHint: getenv("ENRICHMENT_LOCATION_HINT"),
 		AdminToken:   getenv("ADMIN_TOKEN"),
+		ClientToken:  getenv("LIMITER_CLIENT_TOKEN"),
 		TestRoutes:   getenv("TEST_ROUTES") == "1",
+	}
+	if c.ClientToken != "" && c.ClientToken == c.AdminToken {
+		// The value is a secret: the event names the var, never the value.
+		bad("LIMITER_CLIENT_TOKEN", "(redacted)", fmt.Errorf("must differ from ADMIN_TOKEN; client calls are refused until it does"))
+		c.ClientToken = ""
 	}
 	if c.Country == "" {
 		c.Country = DefaultCountry

@@ -19,7 +19,7 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 	c, probs := Load(env(map[string]string{
 		"UPSTREAM_API_BASE": "http://127.0.0.1:1/", "UPSTREAM_STORE_BASE": "http://s//",
 		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": "seed", "SCHEDULER_BREAKER_THRESHOLD": "4",
-		"LEDGER_RETENTION_DAYS": "2", "ADMIN_TOKEN": "t", "TEST_ROUTES": "1", "ENRICHMENT_PARSER_PROBE_S": "5",
+		"LEDGER_RETENTION_DAYS": "2", "ADMIN_TOKEN": "t", "LIMITER_CLIENT_TOKEN": "c", "TEST_ROUTES": "1", "ENRICHMENT_PARSER_PROBE_S": "5",
 		"UPSTREAM_MAX_HOLD_S": "120", "ENRICHMENT_RETRY_FAILED_AFTER_H": "0", "FACTS_RETENTION_DAYS": "90",
 	}))
 	if len(probs) != 0 {
@@ -29,7 +29,7 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 		t.Fatalf("bases: %+v", c)
 	}
 	if c.Enrichment.Pacing != "seed" || c.Enrichment.Cooldown != time.Minute || c.Scheduler.BreakerThreshold != 4 ||
-		c.LedgerRetention != 48*time.Hour || c.AdminToken != "t" || !c.TestRoutes || c.Enrichment.ProbeInterval() != 5*time.Second || c.MaxHold != 2*time.Minute ||
+		c.LedgerRetention != 48*time.Hour || c.AdminToken != "t" || c.ClientToken != "c" || !c.TestRoutes || c.Enrichment.ProbeInterval() != 5*time.Second || c.MaxHold != 2*time.Minute ||
 		c.FactsRetention != 90*24*time.Hour || c.RetryFailedAfter != 0 {
 		t.Fatalf("parsed: %+v", c)
 	}
@@ -125,5 +125,21 @@ func TestBindingsAndCronsMatchWrangler(t *testing.T) {
 	}
 	if !slices.Equal(w.Triggers.Crons, Crons) {
 		t.Fatalf("crons: %v, want %v", w.Triggers.Crons, Crons)
+	}
+}
+
+// TestClientTokenMustDifferFromAdminToken: a client token equal to the
+// admin token would make every client an operator; it is reported (without
+// its value) and refuses client calls, as an unset one does.
+func TestClientTokenMustDifferFromAdminToken(t *testing.T) {
+	c, probs := Load(env(map[string]string{"ADMIN_TOKEN": "same-secret", "LIMITER_CLIENT_TOKEN": "same-secret"}))
+	if len(probs) != 1 || probs[0].Var != "LIMITER_CLIENT_TOKEN" || c.ClientToken != "" || c.AdminToken != "same-secret" {
+		t.Fatalf("config %+v, problems %+v", c, probs)
+	}
+	if b, _ := json.Marshal(probs); regexp.MustCompile(`same-secret`).Match(b) {
+		t.Fatalf("the problem shows the secret: %s", b)
+	}
+	if c, probs := Load(env(map[string]string{"ADMIN_TOKEN": "a"})); len(probs) != 0 || c.ClientToken != "" {
+		t.Fatalf("unset client token: %+v %+v", c, probs)
 	}
 }

@@ -95,7 +95,7 @@ func TestControllerEndToEnd(t *testing.T) {
 		}
 		// Every upstream call went through the global limiter.
 		var lim map[string]any
-		if code := doJSON(t, "GET", w.base+"/v1/limiter/status?key=upstream-catalogue", "", nil, &lim); code != 200 {
+		if code := doJSON(t, "GET", w.base+"/v1/limiter/status?namespace=internal&key=upstream-catalogue", "", nil, &lim); code != 200 {
 			t.Fatalf("limiter status: %d %v", code, lim)
 		}
 		if c := lim["counters"].(map[string]any); c["allowed"].(float64) < 5 {

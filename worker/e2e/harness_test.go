@@ -24,7 +24,10 @@ import (
 )
 
 const (
-	adminToken     = "e2e-admin-token"
+	adminToken = "e2e-admin-token"
+	// clientToken is the limiter client token (LIMITER_CLIENT_TOKEN) POST
+	// /v1/limiter/acquire and client keys' status need.
+	clientToken    = "e2e-client-token"
 	startupTimeout = 120 * time.Second
 )
 
@@ -222,6 +225,7 @@ func (w *worker) start(t *testing.T, logName string) {
 		"--var", "UPSTREAM_API_BASE:"+w.simBase,
 		"--var", "UPSTREAM_STORE_BASE:"+w.simBase,
 		"--var", "ADMIN_TOKEN:"+adminToken,
+		"--var", "LIMITER_CLIENT_TOKEN:"+clientToken,
 	)
 	for _, v := range w.vars {
 		cmd.Args = append(cmd.Args, "--var", v)

@@ -182,7 +182,11 @@ func TestReconcileComparesWritersWithD1(t *testing.T) {
 	}}
 	svc := &Service{Store: D1Store{DB: db}, Reports: rep, Now: func() time.Time { return now }}
 	got := map[string]ledger.Result{}
-	for _, r := range svc.Reconcile(ctx) {
+	page, err := svc.LedgerPage(ctx, "", ReconcileBatch)
+	if err != nil || page.Next != "" {
+		t.Fatalf("page: %+v %v", page, err)
+	}
+	for _, r := range page.Writers {
 		got[r.Source] = r
 	}
 	want := map[string]string{"controller:main": ledger.StatusOK, "scheduler:v1": ledger.StatusMismatch,
@@ -206,10 +210,10 @@ func TestReconcileComparesWritersWithD1(t *testing.T) {
 	// asked (D1 is read first).
 	rep.asked = nil
 	drv.FailNext.Store(100)
-	rs := svc.Reconcile(ctx)
+	run := svc.ReconcileRun(ctx)
 	drv.FailNext.Store(0)
-	summary, ok := ReconcileSummary(rs)
-	if ok || summary != "3 writers: 0 ok, 0 settling, 0 mismatch, 3 error" || len(rep.asked) != 0 {
+	summary, ok := run.Summary()
+	if ok || !strings.HasPrefix(summary, "3 writers: 0 ok, 0 settling, 0 mismatch, 3 error; cursor: ") || len(rep.asked) != 0 {
 		t.Fatalf("with D1 down: %q ok=%v, asked %v", summary, ok, rep.asked)
 	}
 }

@@ -1,6 +1,7 @@
 // Package history is the D1 side of the Durable Objects' ledgers and what is
 // read from it: the queue consumer that stores replicated facts exactly once
-// (HandleFacts), reconciliation of every writer with D1 (ReconcileLedgers),
+// (HandleFacts), reconciliation of the writers with D1 in bounded batches
+// (ReconcileRun, ReconcilePage),
 // the /v1/history view over per-minute rollups (BuildHistory), the pruning
 // of raw facts past their retention (Prune), the dashboard's pipeline
 // counts, and the dead letters of the EVENTS queue (RecordDeadLetters).

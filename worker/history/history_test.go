@@ -176,8 +176,14 @@ func (f fakeWriters) LedgerReport(_ context.Context, s string) (ledger.Report, e
 	}
 	return r, nil
 }
-func (f fakeWriters) SourcesInD1(context.Context) ([]string, error) {
-	return []string{"limiter:adhoc", "scheduler:v1"}, nil
+func (f fakeWriters) SourcesAfter(_ context.Context, after string, n int) ([]string, error) {
+	var out []string
+	for _, s := range []string{"limiter:adhoc", "scheduler:v1"} {
+		if s > after && len(out) < n {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 func TestReconcileLedgersCoversConfiguredAndKnownWriters(t *testing.T) {
@@ -194,7 +200,11 @@ func TestReconcileLedgersCoversConfiguredAndKnownWriters(t *testing.T) {
 			"limiter:adhoc":   {Counters: map[string]int64{"allowed": 3}, Appended: 1},
 		},
 	}
-	rs := ReconcileLedgers(context.Background(), f, func() time.Time { return now })
+	p, err := ReconcilePage(context.Background(), f, "", ReconcileBatch, true, func() time.Time { return now })
+	if err != nil || p.Next != "" {
+		t.Fatalf("page: %+v %v", p, err)
+	}
+	rs := p.Writers
 	got := map[string]string{}
 	for _, r := range rs {
 		got[r.Source] = r.Status

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -24,16 +25,38 @@ type LedgerSources interface {
 	// FactTotals reads D1's per-counter sums of a writer's facts.
 	FactTotals(ctx context.Context, source string) (map[string]int64, error)
 	LedgerReports
-	// SourcesInD1 lists every writer D1 has facts from (ad-hoc limiter keys too).
-	SourcesInD1(ctx context.Context) ([]string, error)
+	// SourcesAfter lists up to n writers D1 has facts from (ad-hoc limiter
+	// keys too), after `after` in source order.
+	SourcesAfter(ctx context.Context, after string, n int) ([]string, error)
 }
 
-// StatusError is the status of a writer that could not be read (ledger's
-// statuses are the outcomes of a comparison).
-const StatusError = "error"
+// Statuses of reconciliation besides the comparison's (ledger.Status*).
+const (
+	// StatusError is a writer that could not be read.
+	StatusError = "error"
+	// StatusRetired is a writer whose totals in D1 are all zero: its
+	// retirement (ledger.KindRetired) took back every fact it sent, and its
+	// storage is gone, so its object is not called (it would only answer
+	// zeros). A key used again after it is compared as soon as one of its
+	// new facts reaches D1.
+	StatusRetired = "retired"
+)
 
-// LedgerSourceNames are every ledger writer: the controller of each crawl
-// target, the scheduler, and the limiter of each configured key.
+// ReconcileBatch bounds the writers one ledger-reconcile run, or one
+// GET /v1/ledger page, reads besides the configured ones. Each costs a D1
+// read and a Durable Object call (two subrequests), so a run stays a few
+// dozen subrequests and a few seconds however many limiter keys D1 has
+// seen; the task walks the others across runs from a cursor.
+const ReconcileBatch = 25
+
+// reconcileCursorName names the task's cursor in sweep_cursors: the last
+// writer the last run read, "" when it reached the end.
+const reconcileCursorName = "ledger-reconcile"
+
+// LedgerSourceNames are the configured ledger writers: the controller of
+// each crawl target, the scheduler, and the limiter of each internal key.
+// Every run reads them (and the first page of /v1/ledger shows them), with
+// facts in D1 or not yet.
 func LedgerSourceNames() []string {
 	out := []string{enrichment.DefaultConfig().Source(), ledger.SourceScheduler}
 	var keys []string
@@ -47,58 +70,145 @@ func LedgerSourceNames() []string {
 	return out
 }
 
-// ReconcileLedgers compares every writer with D1, logging one
-// `ledger.mismatch` event per writer that differs. D1 is read before the
-// writer (see ledger.Reconcile). A writer that cannot be read is reported
-// with status "error", not skipped.
-func ReconcileLedgers(ctx context.Context, src LedgerSources, now func() time.Time) []ledger.Result {
-	var out []ledger.Result
-	names := LedgerSourceNames()
-	if inD1, err := src.SourcesInD1(ctx); err != nil {
-		logx.Err("ledger.reconcile_sources_failed", err, nil)
-	} else {
-		names = mergeSources(names, inD1)
-	}
-	for _, name := range names {
-		totals, err := src.FactTotals(ctx, name)
-		var rep ledger.Report
-		if err == nil {
-			rep, err = src.LedgerReport(ctx, name)
-		}
-		if err != nil {
-			logx.Err("ledger.reconcile_failed", err, map[string]any{"source": name})
-			out = append(out, ledger.Result{Source: name, Status: StatusError})
-			continue
-		}
-		r := ledger.Reconcile(rep, totals, now())
-		r.Source = name
-		fields := map[string]any{"source": name, "status": r.Status, "facts_in_d1": r.FactsInD1, "appended": r.Appended, "pending_facts": r.PendingFacts}
-		if r.Status == ledger.StatusMismatch {
-			fields["level"] = logx.Error
-			fields["diff"] = r.Diff
-			logx.Event("ledger.mismatch", fields)
-		} else {
-			logx.Event("ledger.reconciled", fields)
-		}
-		out = append(out, r)
-	}
-	return out
+// Page is one page of reconciliation.
+type Page struct {
+	Writers []ledger.Result `json:"writers"`
+	// Next is the last writer D1 listed when more may follow (the next page
+	// starts after it), "" when the list is done.
+	Next string `json:"next_after"`
 }
 
-// mergeSources adds the writers D1 knows to the configured ones, in order.
-func mergeSources(configured, inD1 []string) []string {
-	seen := map[string]bool{}
-	for _, s := range configured {
-		seen[s] = true
-	}
-	out := configured
-	for _, s := range inD1 {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
+// ReconcilePage compares a page of writers with D1: the configured ones
+// when withConfigured, then up to n of the writers D1 knows after `after`
+// (in source order; the configured among them are skipped, being read
+// already). Each is logged: one `ledger.mismatch` event per writer that
+// differs. D1 is read before the writer (see ledger.Reconcile). A writer
+// that cannot be read is reported with status "error", not skipped. err is
+// a failed listing (the configured writers are still read).
+func ReconcilePage(ctx context.Context, src LedgerSources, after string, n int, withConfigured bool, now func() time.Time) (Page, error) {
+	var p Page
+	configured := LedgerSourceNames()
+	if withConfigured {
+		for _, name := range configured {
+			p.Writers = append(p.Writers, reconcileOne(ctx, src, name, true, now))
 		}
 	}
-	return out
+	if n <= 0 {
+		return p, nil
+	}
+	listed, err := src.SourcesAfter(ctx, after, n)
+	if err != nil {
+		logx.Err("ledger.reconcile_sources_failed", err, nil)
+		return p, err
+	}
+	for _, name := range listed {
+		if !slices.Contains(configured, name) {
+			p.Writers = append(p.Writers, reconcileOne(ctx, src, name, false, now))
+		}
+	}
+	if len(listed) == n {
+		p.Next = listed[len(listed)-1]
+	}
+	return p, nil
+}
+
+// reconcileOne compares one writer with D1 (a configured one is always
+// asked, even with nothing in D1).
+func reconcileOne(ctx context.Context, src LedgerSources, name string, configured bool, now func() time.Time) ledger.Result {
+	totals, err := src.FactTotals(ctx, name)
+	if err == nil && !configured && allZero(totals) {
+		logx.Event("ledger.reconciled", map[string]any{"source": name, "status": StatusRetired})
+		return ledger.Result{Source: name, Status: StatusRetired}
+	}
+	var rep ledger.Report
+	if err == nil {
+		rep, err = src.LedgerReport(ctx, name)
+	}
+	if err != nil {
+		logx.Err("ledger.reconcile_failed", err, map[string]any{"source": name})
+		return ledger.Result{Source: name, Status: StatusError}
+	}
+	r := ledger.Reconcile(rep, totals, now())
+	r.Source = name
+	fields := map[string]any{"source": name, "status": r.Status, "facts_in_d1": r.FactsInD1, "appended": r.Appended, "pending_facts": r.PendingFacts}
+	if r.Status == ledger.StatusMismatch {
+		fields["level"] = logx.Error
+		fields["diff"] = r.Diff
+		logx.Event("ledger.mismatch", fields)
+	} else {
+		logx.Event("ledger.reconciled", fields)
+	}
+	return r
+}
+
+func allZero(totals map[string]int64) bool {
+	for _, v := range totals {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// ReconcileStore is what a ledger-reconcile run needs: both sides, and the
+// cursor it keeps in D1.
+type ReconcileStore interface {
+	LedgerSources
+	// ReconcileCursor reads the writer the last run stopped after ("" for none).
+	ReconcileCursor(ctx context.Context) (string, error)
+	SaveReconcileCursor(ctx context.Context, source string, at time.Time) error
+}
+
+// RunResult is what one ledger-reconcile run did.
+type RunResult struct {
+	Writers []ledger.Result `json:"writers"`
+	From    string          `json:"from"` // the cursor the run started after
+	Next    string          `json:"next"` // where the next run starts after; "" = from the first writer
+	Error   string          `json:"error,omitempty"`
+}
+
+// ReconcileRun is one ledger-reconcile run: the configured writers, then
+// the next ReconcileBatch writers D1 knows after the cursor the last run
+// saved, which it moves on (back to the start once the list is done). So
+// every writer is read within a bounded number of runs, and no run reads
+// them all.
+func ReconcileRun(ctx context.Context, st ReconcileStore, now func() time.Time) RunResult {
+	var r RunResult
+	cursor, err := st.ReconcileCursor(ctx)
+	if err != nil {
+		// The configured writers are still read; the others wait for D1.
+		r.Error = "cursor: " + err.Error()
+		p, _ := ReconcilePage(ctx, st, "", 0, true, now)
+		r.Writers = p.Writers
+		return r
+	}
+	r.From = cursor
+	p, err := ReconcilePage(ctx, st, cursor, ReconcileBatch, true, now)
+	r.Writers, r.Next = p.Writers, p.Next
+	if err != nil {
+		r.Error, r.Next = "writers: "+err.Error(), cursor
+		return r
+	}
+	if r.Next != cursor {
+		if err := st.SaveReconcileCursor(ctx, r.Next, now()); err != nil {
+			r.Error = "cursor: " + err.Error()
+		}
+	}
+	return r
+}
+
+// Summary is the task's one line; ok is false when a writer or the list of
+// writers could not be read (a mismatch is reported, not a failure: the
+// check ran).
+func (r RunResult) Summary() (summary string, ok bool) {
+	summary, ok = ReconcileSummary(r.Writers)
+	if r.Next != "" {
+		summary += "; next run continues after " + r.Next
+	}
+	if r.Error != "" {
+		summary += "; " + r.Error
+	}
+	return summary, ok && r.Error == ""
 }
 
 // ReconcileSummary is the scheduler task's one-line result; ok is false
@@ -111,5 +221,8 @@ func ReconcileSummary(rs []ledger.Result) (summary string, ok bool) {
 	}
 	summary = fmt.Sprintf("%d writers: %d ok, %d settling, %d mismatch, %d error",
 		len(rs), counts[ledger.StatusOK], counts[ledger.StatusSettling], counts[ledger.StatusMismatch], counts[StatusError])
+	if n := counts[StatusRetired]; n > 0 {
+		summary += fmt.Sprintf(", %d retired", n)
+	}
 	return summary, counts[StatusError] == 0
 }

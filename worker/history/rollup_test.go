@@ -403,6 +403,7 @@ func TestHistoryQueriesReadTheRowsTheyReturn(t *testing.T) {
 		"history limiters":   "SEARCH fact_minutes USING PRIMARY KEY (source=? AND minute>? AND minute<?)",
 		"facts prune":        "USING COVERING INDEX idx_facts_source_at (source=? AND at<?)",
 		"fact minutes prune": "SEARCH fact_minutes USING PRIMARY KEY (source=? AND minute<?)",
+		"writers page":       "SEARCH fact_totals USING PRIMARY KEY (source>?)",
 	} {
 		if !strings.Contains(plans[name], want) {
 			t.Errorf("%s: plan %q, want %q", name, plans[name], want)
@@ -450,8 +451,8 @@ func TestPruneKeepsHistoryAndReconciliation(t *testing.T) {
 	svc := &Service{Store: D1Store{DB: db}, Reports: reps, Now: func() time.Time { return now }}
 	reconciled := func(stage string) {
 		t.Helper()
-		rs := svc.Reconcile(ctx)
-		if summary, ok := ReconcileSummary(rs); !ok || summary != "3 writers: 3 ok, 0 settling, 0 mismatch, 0 error" {
+		rs := svc.ReconcileRun(ctx)
+		if summary, ok := rs.Summary(); !ok || summary != "3 writers: 3 ok, 0 settling, 0 mismatch, 0 error" {
 			t.Fatalf("%s: %s %+v", stage, summary, rs)
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
-
-	"storecrawl/durable/ledger"
 )
 
 // Bounds of the history cache.
@@ -20,8 +18,9 @@ const (
 )
 
 // Service serves the reads of the ledger's D1 side: /v1/history (cached
-// briefly per instance), /v1/pipeline/counts, /v1/ledger (every writer
-// reconciled now, and this instance's consumer counts) and
+// briefly per instance), /v1/pipeline/counts, /v1/ledger (a page of
+// writers reconciled now, and this instance's consumer counts), the
+// ledger-reconcile task's runs and
 // /v1/system/dead-letters.
 type Service struct {
 	Store   Store
@@ -79,9 +78,16 @@ func (s *Service) PipelineCounts(ctx context.Context) (map[string]int64, error) 
 	return s.Store.PipelineCounts(ctx)
 }
 
-// Reconcile compares every ledger writer with D1 now.
-func (s *Service) Reconcile(ctx context.Context) []ledger.Result {
-	return ReconcileLedgers(ctx, storeAndReports{s.Store, s.Reports}, s.Now)
+// LedgerPage compares a page of ledger writers with D1 now (GET
+// /v1/ledger): the configured writers on the first page (after ""), then
+// up to n that D1 knows after `after`.
+func (s *Service) LedgerPage(ctx context.Context, after string, n int) (Page, error) {
+	return ReconcilePage(ctx, storeAndReports{s.Store, s.Reports}, after, n, after == "", s.Now)
+}
+
+// ReconcileRun is one ledger-reconcile run (ReconcileRun).
+func (s *Service) ReconcileRun(ctx context.Context) RunResult {
+	return ReconcileRun(ctx, storeAndReports{s.Store, s.Reports}, s.Now)
 }
 
 // storeAndReports reads D1 from the store and the writers' side from their objects.

@@ -17,6 +17,13 @@ type Store interface {
 	FactTotals(ctx context.Context, source string) (map[string]int64, error)
 	// SourcesInD1 lists every writer D1 has facts from.
 	SourcesInD1(ctx context.Context) ([]string, error)
+	// SourcesAfter lists up to n writers D1 has facts from, after `after`
+	// in source order (reconciliation's pages).
+	SourcesAfter(ctx context.Context, after string, n int) ([]string, error)
+	// ReconcileCursor and SaveReconcileCursor keep the ledger-reconcile
+	// task's cursor: the writer its last run stopped after.
+	ReconcileCursor(ctx context.Context) (string, error)
+	SaveReconcileCursor(ctx context.Context, source string, at time.Time) error
 	// TickMinutes reads a crawl target's tick minutes in [first, last]
 	// (minute starts, unix ms), by time.
 	TickMinutes(ctx context.Context, source string, first, last int64) ([]TickMinute, error)
@@ -55,6 +62,9 @@ GROUP BY source`
 	// sourcesSQL: every writer D1 has facts from; fact_totals holds a few
 	// rows per writer, so reading it whole is cheap by design.
 	sourcesSQL = `SELECT source FROM fact_totals WHERE counter = '_facts' ORDER BY source`
+	// sourcesAfterSQL: a page of writers, one range of fact_totals' primary
+	// key from the cursor (a few rows per writer read, n writers returned).
+	sourcesAfterSQL = `SELECT source FROM fact_totals WHERE source > ? AND counter = '_facts' ORDER BY source LIMIT ?`
 	// pipelineCountsSQL: the trigger-kept counters (five rows).
 	pipelineCountsSQL = `SELECT name, n FROM pipeline_counters`
 	// deadLettersSQL lists dead letters, newest first (idx_dead_letters_received).
@@ -73,6 +83,7 @@ WHERE replayed_at IS NULL ORDER BY received_at LIMIT ?`
 func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
 		{Name: "fact totals", SQL: factTotalsSQL, Args: []any{"controller:main"}},
+		{Name: "writers page", SQL: sourcesAfterSQL, Args: []any{"limiter:client:a", ReconcileBatch}},
 		{Name: "history ticks", SQL: historyTicksSQL, Args: []any{"controller:main", 0, 1 << 50}},
 		{Name: "history limiters", SQL: historyLimitersSQL, Args: []any{0, 1 << 50}},
 		{Name: "facts prune", SQL: pruneFactsSQL, Args: []any{"controller:main", 1 << 50, PruneBatchRows}},
@@ -120,6 +131,28 @@ func (s D1Store) SourcesInD1(ctx context.Context) ([]string, error) {
 		out[i] = r.Source
 	}
 	return out, nil
+}
+
+func (s D1Store) SourcesAfter(ctx context.Context, after string, n int) ([]string, error) {
+	var rows []struct {
+		Source string `json:"source"`
+	}
+	if err := s.DB.Query(ctx, &rows, sourcesAfterSQL, after, n); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Source
+	}
+	return out, nil
+}
+
+func (s D1Store) ReconcileCursor(ctx context.Context) (string, error) {
+	return s.cursor(ctx, reconcileCursorName)
+}
+
+func (s D1Store) SaveReconcileCursor(ctx context.Context, source string, at time.Time) error {
+	return s.saveCursor(ctx, reconcileCursorName, source, at)
 }
 
 // tickMinuteRow is a fact_minutes row as historyTicksSQL selects it.

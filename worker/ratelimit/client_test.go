@@ -83,6 +83,11 @@ func TestScheduleGivesUpAfterItsBudget(t *testing.T) {
 		t.Fatal("unknown name accepted")
 	}
 	for name, p := range Limits {
+		// An internal key is out of every HTTP caller's reach: the clients'
+		// keys all carry limiter.ClientPrefix.
+		if limiter.IsClientKey(name) {
+			t.Errorf("limit %s is in the clients' namespace", name)
+		}
 		if _, fe := limiter.ParseAcquire([]byte(`{"key":"` + name + `","limit":` + itoa(p.Limit) + `,"windowInSeconds":1}`)); fe != nil {
 			t.Errorf("limit %s is invalid: %+v", name, fe)
 		}

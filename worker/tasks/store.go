@@ -7,7 +7,6 @@ import (
 	"math"
 	"time"
 
-	"storecrawl/durable/ledger"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/history"
 	"storecrawl/worker/upstream"
@@ -147,10 +146,8 @@ type Bindings struct {
 	D1Store
 	Get        func(ctx context.Context, url string) upstream.Response
 	Values     KV
-	Reconciler interface {
-		Reconcile(ctx context.Context) []ledger.Result
-	}
-	Reparser PageReparser
+	Reconciler Reconciler
+	Reparser   PageReparser
 	// Failed requeues given-up items that gave up RetryFailedAfter ago or
 	// earlier; RetryFailedAfter 0 turns the retry-failed task off.
 	Failed interface {
@@ -195,5 +192,10 @@ func (p Bindings) PutKV(ctx context.Context, key, value string) error {
 	return p.Values.Put(ctx, key, value)
 }
 
-// Reconcile implements Reconciler.
-func (p Bindings) Reconcile(ctx context.Context) []ledger.Result { return p.Reconciler.Reconcile(ctx) }
+// ReconcileRun implements Reconciler.
+func (p Bindings) ReconcileRun(ctx context.Context) history.RunResult {
+	if p.Reconciler == nil {
+		return history.RunResult{Error: "no reconciler bound"}
+	}
+	return p.Reconciler.ReconcileRun(ctx)
+}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"storecrawl/durable/enrichment"
-	"storecrawl/durable/ledger"
 	"storecrawl/durable/scheduler"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/history"
@@ -58,10 +57,12 @@ type Deps interface {
 	SaveSweep(ctx context.Context, cursorName string, newCursor int64, rows []SweepRow, at time.Time) error
 }
 
-// Reconciler compares every ledger writer with D1 (ledger-reconcile).
-// A mismatch is logged and summarised, not a task failure: the check ran.
+// Reconciler compares ledger writers with D1 (ledger-reconcile): the
+// configured ones and a bounded batch of the others per run, from a cursor
+// (history.ReconcileRun). A mismatch is logged and summarised, not a task
+// failure: the check ran.
 type Reconciler interface {
-	Reconcile(ctx context.Context) []ledger.Result
+	ReconcileRun(ctx context.Context) history.RunResult
 }
 
 // FactsPruner deletes D1's raw facts and rollup minutes past their
@@ -129,7 +130,7 @@ func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now fu
 		if !ok {
 			return scheduler.ResultMsg{Task: name, Error: "platform cannot reconcile ledgers"}
 		}
-		summary, allRead := history.ReconcileSummary(r.Reconcile(ctx))
+		summary, allRead := r.ReconcileRun(ctx).Summary()
 		res := scheduler.ResultMsg{Task: name, OK: allRead, Summary: summary}
 		if !allRead {
 			res.Error = summary

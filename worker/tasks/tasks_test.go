@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"storecrawl/durable/enrichment"
+	"storecrawl/durable/ledger"
 	"storecrawl/durable/scheduler"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/history"
@@ -194,5 +195,38 @@ func TestEveryRegisteredTaskHasARunFunction(t *testing.T) {
 		if res.Error == "no run function for task" {
 			t.Errorf("%s has no run function", task.Name)
 		}
+	}
+}
+
+// reconcilingDeps is a platform that reconciles: one run answers r.
+type reconcilingDeps struct {
+	*fakeTaskDeps
+	r    history.RunResult
+	runs int
+}
+
+func (p *reconcilingDeps) ReconcileRun(context.Context) history.RunResult {
+	p.runs++
+	return p.r
+}
+
+// TestLedgerReconcileTaskReportsItsBatch: the task runs one bounded batch
+// (history.ReconcileRun) and says where the next run goes on; a writer or
+// the list of writers it could not read fails the run.
+func TestLedgerReconcileTaskReportsItsBatch(t *testing.T) {
+	ok := &reconcilingDeps{fakeTaskDeps: &fakeTaskDeps{}, r: history.RunResult{
+		Writers: []ledger.Result{{Source: "controller:main", Status: ledger.StatusOK}, {Source: "limiter:client:a", Status: history.StatusRetired}},
+		Next:    "limiter:client:a",
+	}}
+	res := RunTask(context.Background(), "ledger-reconcile", ok, "", time.Now)
+	if !res.OK || ok.runs != 1 || res.Summary != "2 writers: 1 ok, 0 settling, 0 mismatch, 0 error, 1 retired; next run continues after limiter:client:a" {
+		t.Fatalf("%+v", res)
+	}
+	failed := &reconcilingDeps{fakeTaskDeps: &fakeTaskDeps{}, r: history.RunResult{Error: "writers: D1 unavailable"}}
+	if res := RunTask(context.Background(), "ledger-reconcile", failed, "", time.Now); res.OK || !strings.Contains(res.Error, "writers: D1 unavailable") {
+		t.Fatalf("a failed run: %+v", res)
+	}
+	if r := (Bindings{}).ReconcileRun(context.Background()); r.Error == "" {
+		t.Fatalf("unbound reconciler: %+v", r)
 	}
 }
