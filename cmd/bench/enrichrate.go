@@ -86,6 +86,10 @@ func benchEnrichmentRate(root string) {
 	control(base, "tune", fmt.Sprintf(`{"rate_per_min": %d}`, 2*cfg.RatePerMin))
 	time.Sleep(enrichRateWarmup)
 
+	// The window opens and closes with no run in flight, so the requests
+	// the simulator counts are exactly those of the apps the totals count.
+	control(base, "stop", "")
+	waitIdle(base)
 	resp, err := http.Post(simBase+"/__stats/reset", "application/json", bytes.NewReader(nil))
 	if err != nil {
 		fail("reset simulator stats: %v", err)
@@ -93,9 +97,12 @@ func benchEnrichmentRate(root string) {
 	resp.Body.Close()
 	before := enrichStatus(base)
 	start := time.Now()
+	control(base, "start", "")
 	time.Sleep(enrichRateWindow)
-	after := enrichStatus(base)
+	control(base, "stop", "")
+	waitIdle(base)
 	elapsed := time.Since(start)
+	after := enrichStatus(base)
 	var stats struct {
 		ByRoute map[string]simRoute `json:"by_route"`
 	}
@@ -106,7 +113,6 @@ func benchEnrichmentRate(root string) {
 		LastTick     map[string]any `json:"last_tick"`
 	}
 	getJSON(base+"/v1/enrichment/status", &pace)
-	control(base, "stop", "")
 
 	apps := after.Totals.Completed - before.Totals.Completed
 	if apps == 0 {
@@ -117,7 +123,7 @@ func benchEnrichmentRate(root string) {
 	perApp := func(n int64) float64 { return float64(n) / float64(apps) }
 	fmt.Printf("\nEnrichment against the simulator at its default limits (%d requests/min, burst %d), %d never-looked-up apps queued,\n",
 		cfg.RatePerMin, cfg.Burst, enrichRateApps)
-	fmt.Printf("%s after a %s warm-up; requests from the simulator's /__stats (served + refused + dropped), apps from the controller's totals\n",
+	fmt.Printf("%s of runs after a %s warm-up, no run in flight at either end; requests from the simulator's /__stats\n(served + refused + dropped), apps from the controller's totals\n",
 		enrichRateWindow, enrichRateWarmup)
 	fmt.Printf("%-28s %8s %8s %8s %8s\n", "", "lookup", "page", "total", "refused")
 	fmt.Printf("%-28s %8d %8d %8d %8d\n", "upstream requests", lookup.requests(), page.requests(), total, lookup.Refused+page.Refused)
@@ -126,4 +132,20 @@ func benchEnrichmentRate(root string) {
 	fmt.Printf("%-28s rate %v/min, ceiling %v/min, phase %v; last plan %v items (chunks of %v); last tick %v requests in %v ms\n", "pacing at the end",
 		pace.PacingDetail["rate_per_min"], pace.PacingDetail["ceiling_per_min"], pace.PacingDetail["phase"],
 		pace.LastPlan["items"], pace.LastPlan["chunk_items"], pace.LastTick["requests"], pace.LastTick["duration_ms"])
+}
+
+// waitIdle waits until the controller has no run in flight.
+func waitIdle(base string) {
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		var st struct {
+			RunInFlight bool `json:"run_in_flight"`
+		}
+		getJSON(base+"/v1/enrichment/status", &st)
+		if !st.RunInFlight {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fail("the controller's run did not finish in 90 s")
 }

@@ -196,7 +196,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 	s.RunStartedAt = now.UnixMilli()
 	// However fast the pacing would go, a tick's items must fit the
 	// platform's per-invocation subrequest limit.
-	plan.Items = min(plan.Items, MaxItemsPerTick)
+	plan.Items = min(plan.Items, ItemsPerTick(cfg.LookupBatchSize()))
 	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds()}
 	ev["action"] = "run"
 	ev["items"] = plan.Items
@@ -212,6 +212,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			SkipPages:      skipPages,
 			PageProbes:     probes,
 			Subrequests:    RunSubrequests,
+			LookupBatch:    cfg.LookupBatchSize(),
 		},
 		Events: events,
 	}

@@ -174,14 +174,20 @@ type LookupBatch struct {
 	// Unasked lists the trackIds answered that were not asked for: such a
 	// result is not trusted, and never stored under any id.
 	Unasked []int64
+	// Repeated lists the trackIds answered more than once: the first answer
+	// is kept, the others were meant for some other id, or for none.
+	Repeated []int64
 	// Unreadable counts results whose trackId could not be read at all.
 	Unreadable int
 }
 
+// unmatched counts the results that answered no distinct id asked.
+func (b LookupBatch) unmatched() int { return len(b.Unasked) + len(b.Repeated) + b.Unreadable }
+
 // Lookup is the outcome for one id asked: its app; ErrNotFound when the
 // answer has no result for it; ErrParse when its result does not parse,
-// or when the answer holds results it could not match to an id asked
-// (one of them may be this id's: not found would be a guess).
+// or when the answer holds results it could not match to a distinct id
+// asked (one of them may be this id's: not found would be a guess).
 func (b LookupBatch) Lookup(id int64) (App, error) {
 	if app, ok := b.Found[id]; ok {
 		return app, nil
@@ -189,9 +195,9 @@ func (b LookupBatch) Lookup(id int64) (App, error) {
 	if err, ok := b.Bad[id]; ok {
 		return App{}, err
 	}
-	if b.Unreadable > 0 || len(b.Unasked) > 0 {
-		return App{}, fmt.Errorf("no result for id %d, and the answer holds %d result(s) for other trackIds and %d without one: %w",
-			id, len(b.Unasked), b.Unreadable, ErrParse)
+	if n := b.unmatched(); n > 0 {
+		return App{}, fmt.Errorf("no result for id %d, and %d result(s) of the answer match no id asked (other trackIds %v, repeated %v, %d unreadable): %w",
+			id, n, b.Unasked, b.Repeated, b.Unreadable, ErrParse)
 	}
 	return App{}, ErrNotFound
 }
@@ -235,7 +241,8 @@ func ParseLookupBatch(body []byte, ids []int64) (LookupBatch, error) {
 			continue
 		}
 		if _, seen := b.Found[head.TrackID]; seen {
-			continue // the first answer for an id is the one kept
+			b.Repeated = append(b.Repeated, head.TrackID) // the first answer is the one kept
+			continue
 		}
 		var r itunesResult
 		if err := json.Unmarshal(raw, &r); err != nil {

@@ -230,6 +230,8 @@ func TestParseLookupBatch(t *testing.T) {
 		{"real empty answer: none found", empty, []int64{a, unknown}, want{notFound: []int64{a, unknown}}},
 		{"a result not asked for is not trusted, and the missing id is not guessed not found", two, []int64{a, unknown},
 			want{found: []int64{a}, bad: []int64{unknown}}},
+		{"an answer repeated for an asked id: the missing id is not guessed not found", []byte(`{"resultCount":2,"results":[{"trackId":5,"trackName":"Five"},{"trackId":5,"trackName":"Five"}]}`),
+			[]int64{5, 6}, want{found: []int64{5}, bad: []int64{6}}},
 		{"one result that does not parse costs its own id", badSize, []int64{a, b}, want{found: []int64{b}, bad: []int64{a}}},
 		{"a result without trackId makes the missing ids parse errors", []byte(`{"resultCount":2,"results":[{"wrapperType":"software","trackId":5,"trackName":"Five"},{"trackName":"X"}]}`),
 			[]int64{5, 6}, want{found: []int64{5}, bad: []int64{6}}},

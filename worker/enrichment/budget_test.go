@@ -31,7 +31,7 @@ type memUpstream struct {
 func (m *memUpstream) Do(req *http.Request) (*http.Response, error) {
 	resp := &http.Response{StatusCode: 200, Header: http.Header{}, Request: req}
 	if strings.HasPrefix(req.URL.Path, "/lookup") {
-		resp.Body = io.NopCloser(bytes.NewReader(lookupAs(m.lookup, req.URL.Query().Get("id"))))
+		resp.Body = io.NopCloser(bytes.NewReader(lookupAnswer(m.lookup, req.URL.Query().Get("id"), nil, nil)))
 		return resp, nil
 	}
 	var once sync.Once
