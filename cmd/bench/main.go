@@ -5,7 +5,7 @@
 // minimal pure-JS reference worker served by wrangler dev in the same run,
 // and the wasm module's raw and gzip size. Figures, not pass/fail.
 //
-//	go run ./cmd/bench [-duration 10s] [-concurrency 1,16,64] [-rounds 2] [-only-pipeline]
+//	go run ./cmd/bench [-duration 10s] [-concurrency 1,16,64] [-rounds 2] [-only-pipeline] [-only-enrichment]
 package main
 
 import (
@@ -38,10 +38,16 @@ func main() {
 	rounds := flag.Int("rounds", 2, "interleaved rounds (reference, go) per concurrency")
 	wasm := flag.String("wasm", "build/app.wasm", "wasm module to size")
 	onlyPipeline := flag.Bool("only-pipeline", false, "measure only the pipeline's D1 costs (skip the request-path runs)")
+	enrichRate := flag.Bool("enrichment", true, "also measure upstream requests per enriched app and apps per hour at the simulator's default limits")
+	onlyEnrichment := flag.Bool("only-enrichment", false, "measure only upstream requests per enriched app and apps per hour")
 	flag.Parse()
 
 	root, _ := os.Getwd()
 	printSize(*wasm)
+	if *onlyEnrichment {
+		benchEnrichmentRate(root)
+		return
+	}
 	if *onlyPipeline {
 		benchPipeline(root)
 		return
@@ -71,10 +77,15 @@ func main() {
 	}
 	benchLimiter(gow, ref, *duration)
 	afterGo := health(gow)
-	if *pipeline {
+	if *pipeline || *enrichRate {
 		stopRef()
 		stopGo()
+	}
+	if *pipeline {
 		benchPipeline(root)
+	}
+	if *enrichRate {
+		benchEnrichmentRate(root)
 	}
 	fmt.Printf("\nGo instance reuse: instance_id %s before and %s after (same = one instance served every request); requests_served %v → %v\n",
 		short(beforeGo["instance_id"]), short(afterGo["instance_id"]), beforeGo["requests_served"], afterGo["requests_served"])

@@ -195,13 +195,18 @@ func getJSON(url string, v any) {
 
 // startSim runs cmd/upstream-sim on a free port with ample capacity.
 func startSim(root string) (string, func()) {
+	return startSimWith(root, pipelineApps, "-rate-per-min", "60000", "-burst", "1000")
+}
+
+// startSimWith runs cmd/upstream-sim with a catalogue of apps and flags.
+func startSimWith(root string, apps int, flags ...string) (string, func()) {
 	bin := filepath.Join(os.TempDir(), "bench-upstream-sim")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/upstream-sim")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		fail("build sim: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-apps", strconv.Itoa(pipelineApps), "-rate-per-min", "60000", "-burst", "1000")
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-apps", strconv.Itoa(apps)}, flags...)...)
 	out, _ := cmd.StdoutPipe()
 	devstack.InGroup(cmd)
 	if err := cmd.Start(); err != nil {

@@ -38,7 +38,7 @@ On start it prints {"event":"listening","addr":"HOST:PORT"} on stdout, then
 logs JSON events on stderr.
 
 Routes (limited ones cost one token each):
-  GET  /lookup?id=<id>[&country=us]                 iTunes lookup JSON (limited)
+  GET  /lookup?id=<id>[,<id>...][&country=us]       iTunes lookup JSON, up to 200 ids (limited: one token a call)
   GET  /search?term=<t>[&limit=50][&country=us]     name substring search, limit<=200 (limited)
   GET  /{country}/rss/<c>/limit=<n>[/genre=<id>]/json  iTunes RSS top chart, n<=200 (limited)
        c = topfreeapplications | toppaidapplications | topgrossingapplications
@@ -47,7 +47,9 @@ Routes (limited ones cost one token each):
 
 Catalogue and special ids:
   track ids are 100000001 .. 100000000+apps (deterministic from -seed).
-  ids outside that range: lookup 200 {"resultCount":0,"results":[]}, page 404.
+  ids outside that range: left out of the lookup's results (alone:
+  200 {"resultCount":0,"results":[]}), page 404. A lookup answers the ids it
+  knows in the order asked; more than 200 ids is a 400.
   ids whose offset (id-100000000) is divisible by 97 (100000097, 100000194, ...):
   lookup is fine but the page is truncated before header.product-header
   (a permanent parse error).

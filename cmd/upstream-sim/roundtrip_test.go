@@ -142,6 +142,21 @@ func TestRoundTripSpecialIDs(t *testing.T) {
 		t.Fatalf("unknown id page: %d, want 404", r.status)
 	}
 
+	// A lookup of several ids: each known one found, the unknown one not.
+	one := int64(baseTrackID + 1)
+	lb, err := appstore.ParseLookupBatch(get(t, fmt.Sprintf("%s/lookup?id=%d,%d,%d", ts.URL, broken, unknown, one)).body, []int64{broken, unknown, one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{broken, one} {
+		if app, err := lb.Lookup(id); err != nil || app.TrackID != id {
+			t.Fatalf("id %d in a batch: %+v %v", id, app, err)
+		}
+	}
+	if _, err := lb.Lookup(unknown); !errors.Is(err, appstore.ErrNotFound) {
+		t.Fatalf("unknown id in a batch: %v, want ErrNotFound", err)
+	}
+
 	// Search results parse too.
 	apps, err := appstore.ParseSearch(get(t, ts.URL+"/search?term=pro&limit=5").body)
 	if err != nil || len(apps) == 0 {

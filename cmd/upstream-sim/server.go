@@ -26,7 +26,8 @@ var routeNames = []string{routeLookup, routeSearch, routePage, routeCharts}
 const maxConfigBody = 64 << 10
 
 // RouteStats counts one route's outcomes. Served counts every request that
-// passed the limiter (NotFound is the subset answered "no such app");
+// passed the limiter (NotFound is the subset answered "no such app": for a
+// lookup of several ids, one that left any id out);
 // Refused counts limiter refusals.
 type RouteStats struct {
 	Served   int64 `json:"served"`

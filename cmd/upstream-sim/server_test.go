@@ -59,6 +59,78 @@ func TestLookupRoute(t *testing.T) {
 	}
 }
 
+// TestLookupOfSeveralIDs: a lookup of several ids answers, as the real
+// endpoint does, one result per id it knows in the order asked, leaves
+// the unknown ones out, and costs one token.
+func TestLookupOfSeveralIDs(t *testing.T) {
+	known := func(off int64) int64 { return baseTrackID + off }
+	unknown := int64(baseTrackID + testApps + 1)
+	ids := func(n int) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = fmt.Sprint(known(int64(i%testApps + 1)))
+		}
+		return strings.Join(parts, ",")
+	}
+	tests := []struct {
+		name   string
+		query  string
+		status int
+		want   []int64 // trackIds, in order
+	}{
+		{"in the order asked", fmt.Sprintf("id=%d,%d,%d", known(3), known(1), known(2)), 200, []int64{known(3), known(1), known(2)}},
+		{"unknown ids left out", fmt.Sprintf("id=%d,%d,7,%d&country=us", known(5), unknown, known(4)), 200, []int64{known(5), known(4)}},
+		{"none known", fmt.Sprintf("id=%d,7", unknown), 200, []int64{}},
+		{"an id asked twice is answered once", fmt.Sprintf("id=%d,%d,%d", known(2), known(9), known(2)), 200, []int64{known(2), known(9)}},
+		{"broken-page ids have a lookup", fmt.Sprintf("id=%d,%d", known(brokenPageEvery), known(1)), 200, []int64{known(brokenPageEvery), known(1)}},
+		{"up to the cap", "id=" + ids(maxLookupIDs), 200, nil},
+		{"beyond the cap", "id=" + ids(maxLookupIDs+1), 400, nil},
+		{"a bad id in the list", fmt.Sprintf("id=%d,abc", known(1)), 400, nil},
+		{"an empty id in the list", fmt.Sprintf("id=%d,,%d", known(1), known(2)), 400, nil},
+		{"a trailing comma", fmt.Sprintf("id=%d,", known(1)), 400, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts, _ := newTestServer(t, Config{RatePerMin: 1, Burst: 1, OnExceed: 429})
+			r := get(t, ts.URL+"/lookup?"+tt.query)
+			if r.status != tt.status {
+				t.Fatalf("status %d, want %d: %.200s", r.status, tt.status, r.body)
+			}
+			if tt.status != 200 {
+				if e := decodeJSON[itunesError](t, r.body); e.ErrorMessage != "Invalid value(s) for key(s): [id]" {
+					t.Fatalf("error body %s", r.body)
+				}
+				return
+			}
+			resp := decodeJSON[lookupResponse](t, r.body)
+			if resp.ResultCount != len(resp.Results) {
+				t.Fatalf("resultCount %d, %d results", resp.ResultCount, len(resp.Results))
+			}
+			if tt.want == nil {
+				if len(resp.Results) != maxLookupIDs {
+					t.Fatalf("%d results for %d known ids", len(resp.Results), maxLookupIDs)
+				}
+			} else {
+				got := []int64{}
+				for _, res := range resp.Results {
+					got = append(got, res.TrackID)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+					t.Fatalf("trackIds %v, want %v", got, tt.want)
+				}
+			}
+			// However many ids: one token (the bucket of one is now empty).
+			if r := get(t, fmt.Sprintf("%s/lookup?id=%d", ts.URL, known(1))); r.status != 429 {
+				t.Fatalf("second lookup: %d, want 429", r.status)
+			}
+			st := decodeJSON[Stats](t, get(t, ts.URL+"/__stats").body).ByRoute[routeLookup]
+			if st.Served != 1 || st.Refused != 1 {
+				t.Fatalf("lookup stats %+v", st)
+			}
+		})
+	}
+}
+
 func TestSearchRoute(t *testing.T) {
 	ts, _ := newTestServer(t, calmConfig())
 	tests := []struct {

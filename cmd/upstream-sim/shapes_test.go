@@ -82,6 +82,21 @@ func TestShapesFollowRealCaptures(t *testing.T) {
 		t.Fatalf("coverage: %d rated, %d unrated", rated, unrated)
 	}
 
+	// A lookup of two ids, as the real one (lookup_us_two_apps_2017.json):
+	// the same envelope, and the results in the order the ids were asked.
+	realTwo := decodeAny(t, realCapture(t, "lookup_us_two_apps_2017.json"))
+	trackID := func(v map[string]any, i int) any { return v["results"].([]any)[i].(map[string]any)["trackId"] }
+	if realTwo["resultCount"] != 2.0 || trackID(realTwo, 0) != 418075935.0 || trackID(realTwo, 1) != 447188370.0 {
+		t.Fatalf("real two-id lookup (asked 418075935,447188370): %v %v", trackID(realTwo, 0), trackID(realTwo, 1))
+	}
+	simTwo := decodeAny(t, get(t, fmt.Sprintf("%s/lookup?id=%d,%d", ts.URL, baseTrackID+9, baseTrackID+2)).body)
+	if got, want := keysOf(simTwo), keysOf(realTwo); !slices.Equal(got, want) {
+		t.Fatalf("two-id lookup keys\n sim  %v\n real %v", got, want)
+	}
+	if simTwo["resultCount"] != 2.0 || trackID(simTwo, 0) != float64(baseTrackID+9) || trackID(simTwo, 1) != float64(baseTrackID+2) {
+		t.Fatalf("two-id lookup: %v", simTwo)
+	}
+
 	realFeed := decodeAny(t, realCapture(t, "chart_rss_hk_topfree_2018.json"))["feed"].(map[string]any)
 	simFeed := decodeAny(t, get(t, ts.URL+"/us/rss/topfreeapplications/limit=3/json").body)["feed"].(map[string]any)
 	simEntry := simFeed["entry"].([]any)[0]

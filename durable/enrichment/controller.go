@@ -196,7 +196,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 	s.RunStartedAt = now.UnixMilli()
 	// However fast the pacing would go, a tick's items must fit the
 	// platform's per-invocation subrequest limit.
-	plan.Items = min(plan.Items, MaxItemsPerTick)
+	plan.Items = min(plan.Items, ItemsPerTick(cfg.LookupBatchSize()))
 	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds()}
 	ev["action"] = "run"
 	ev["items"] = plan.Items
@@ -212,6 +212,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			SkipPages:      skipPages,
 			PageProbes:     probes,
 			Subrequests:    RunSubrequests,
+			LookupBatch:    cfg.LookupBatchSize(),
 		},
 		Events: events,
 	}
@@ -234,7 +235,14 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		next = now.Add(ra) // the upstream told us when it will take requests again
 	}
 	if o.Picked == 0 && o.Error == "" {
-		next = maxTime(next, now.Add(IdleInterval)) // empty queue: poll slowly, D1 reads cost
+		idle := now.Add(IdleInterval) // empty queue: poll slowly, D1 reads cost
+		if s.Parser.Drifting() {
+			// Pages are paused and no item waits for its lookup (batched
+			// lookups clear them in a few ticks): the next probe may take
+			// any queued item, so the loop wakes for it.
+			idle = minTime(idle, s.Parser.probeDue(cfg.ProbeInterval()))
+		}
+		next = maxTime(next, idle)
 	}
 	if o.Picked > 0 {
 		s.LastTickAt = now.UnixMilli()
@@ -288,6 +296,13 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		d.AlarmAt = max(next.UnixMilli(), now.UnixMilli()+1)
 	}
 	return d
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -89,6 +89,40 @@ func TestActionFor(t *testing.T) {
 	}
 }
 
+// A lookup batch that failed as a whole is the fate of all its items,
+// never one of their attempts: refused, they wait for the pacing; any other
+// failure defers them, however many attempts they had, pages or not.
+func TestActionForAFailedLookupBatch(t *testing.T) {
+	cases := []struct {
+		answer Class // the batch answer's class
+		page   string
+		want   ItemAction
+	}{
+		{ClassRateLimit, "", ActionKeep},
+		{ClassServerError, "", ActionDefer},
+		{ClassTimeout, "", ActionDefer},
+		// A 4xx or an answer cut short says nothing about any one app.
+		{ClassParseError, "", ActionDefer},
+		{ClassNotFound, "", ActionDefer},
+		// While pages are paused, the same.
+		{ClassParseError, PageSkipped, ActionDefer},
+		{ClassRateLimit, PageSkipped, ActionKeep},
+	}
+	for _, c := range cases {
+		class := BatchItemClass(c.answer)
+		for _, prior := range []int{0, MaxItemAttempts - 1} {
+			r := ItemResult{Class: class, Page: c.page, BatchFailed: true}
+			if got := ActionFor(r, prior); got != c.want {
+				t.Errorf("batch answered %s (item class %s), page %q, %d prior attempts: %s, want %s", c.answer, class, c.page, prior, got, c.want)
+			}
+		}
+	}
+	// Never not_found: that would dequeue every app of the batch as unknown.
+	if BatchItemClass(ClassNotFound) != ClassParseError || BatchItemClass(ClassOK) != ClassParseError {
+		t.Fatalf("unusable answers: %s %s", BatchItemClass(ClassNotFound), BatchItemClass(ClassOK))
+	}
+}
+
 func TestDeferBackoffDoublesToItsCap(t *testing.T) {
 	want := []time.Duration{DeferBase, DeferBase, 2 * DeferBase, 4 * DeferBase}
 	for i, w := range want {
@@ -502,15 +536,46 @@ func TestCappedHoldIsShownToOperators(t *testing.T) {
 }
 
 // However fast the pacing goes, a tick plans only the items whose worst
-// case fits the platform's per-invocation subrequest limit.
+// case, and that of their lookup batches, fits the platform's
+// per-invocation subrequest limit.
 func TestTickFitsThePlatformSubrequestLimit(t *testing.T) {
-	if MaxItemsPerTick*MaxCallsPerItem+TickReserve > PlatformSubrequests || MaxItemsPerTick < 1 {
-		t.Fatalf("%d items × %d calls + %d do not fit %d", MaxItemsPerTick, MaxCallsPerItem, TickReserve, PlatformSubrequests)
+	cost := func(items, batch int) int {
+		return items*MaxCallsPerItem + (items+batch-1)/batch*MaxCallsPerLookup + TickReserve
 	}
-	st := ""
-	decide(t, &st, "http", httpReq("POST", "/tune", fmt.Sprintf(`{"rate_per_min": %g}`, pacing.MaxRatePerMin)), t0)
-	d := decide(t, &st, "tick", TickRequest{}, t0.Add(time.Second))
-	if d.Run == nil || d.Run.BatchSize != MaxItemsPerTick || d.Run.Subrequests != RunSubrequests {
-		t.Fatalf("plan at the highest rate: %+v (cap %d)", d.Run, MaxItemsPerTick)
+	for _, batch := range []int{MinLookupBatch, 7, DefaultLookupBatch, MaxLookupBatch} {
+		n := ItemsPerTick(batch)
+		if n < 1 || cost(n, batch) > PlatformSubrequests || cost(n+1, batch) <= PlatformSubrequests {
+			t.Errorf("batch %d: %d items cost %d, %d items %d, of %d", batch, n, cost(n, batch), n+1, cost(n+1, batch), PlatformSubrequests)
+		}
+	}
+	// Batched lookups leave room for more items than one lookup each.
+	if ItemsPerTick(DefaultLookupBatch) <= ItemsPerTick(MinLookupBatch) {
+		t.Fatalf("items per tick: %d batched, %d unbatched", ItemsPerTick(DefaultLookupBatch), ItemsPerTick(MinLookupBatch))
+	}
+	for _, batch := range []int{0, 1, MaxLookupBatch} {
+		cfg := DefaultConfig()
+		cfg.LookupBatch = batch
+		st := ""
+		decideWith(t, cfg, &st, "http", httpReq("POST", "/tune", fmt.Sprintf(`{"rate_per_min": %g}`, pacing.MaxRatePerMin)), t0)
+		d := decideWith(t, cfg, &st, "tick", TickRequest{}, t0.Add(time.Second))
+		want := ItemsPerTick(cfg.LookupBatchSize())
+		if d.Run == nil || d.Run.BatchSize != want || d.Run.Subrequests != RunSubrequests || d.Run.LookupBatch != cfg.LookupBatchSize() {
+			t.Fatalf("LOOKUP_BATCH %d: plan at the highest rate: %+v (cap %d)", batch, d.Run, want)
+		}
+	}
+}
+
+func TestLookupBatchConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	if cfg.LookupBatchSize() != DefaultLookupBatch {
+		t.Fatalf("default %d", cfg.LookupBatchSize())
+	}
+	for _, n := range []int{0, -1, MaxLookupBatch + 1} {
+		if err := cfg.SetLookupBatch(n); err == nil {
+			t.Errorf("%d accepted", n)
+		}
+	}
+	if err := cfg.SetLookupBatch(MaxLookupBatch); err != nil || cfg.LookupBatchSize() != MaxLookupBatch {
+		t.Fatalf("%v %d", err, cfg.LookupBatchSize())
 	}
 }

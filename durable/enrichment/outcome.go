@@ -65,9 +65,17 @@ const (
 )
 
 // ActionFor decides an item's fate from its outcome and the attempts it had
-// before this one. An item whose page was skipped or probed (parser drift)
-// stays queued, its attempt not counted, unless it is done for good.
+// before this one. An item whose lookup batch failed as a whole shares the
+// batch's fate, never counted as its own attempt: kept when refused,
+// deferred otherwise. An item whose page was skipped or probed (parser
+// drift) stays queued, its attempt not counted, unless it is done for good.
 func ActionFor(r ItemResult, priorAttempts int) ItemAction {
+	if r.BatchFailed {
+		if r.Class == ClassRateLimit {
+			return ActionKeep
+		}
+		return ActionDefer
+	}
 	if (r.Page == PageSkipped || r.Probe) && r.Class != ClassNotFound && r.Class != ClassOK {
 		if r.Class == ClassServerError || r.Class == ClassTimeout {
 			return ActionDefer
@@ -97,6 +105,20 @@ func ActionFor(r ItemResult, priorAttempts int) ItemAction {
 	return ActionRequeue
 }
 
+// BatchItemClass is what a lookup batch that failed as a whole means for
+// each of its items. A refusal, a 5xx and a timeout are the upstream's
+// state and keep their class. Any other answer that cannot be used as a
+// whole (a 4xx, a body cut short or not the lookup's JSON, a redirect to
+// another host) says nothing about any one app: it is a parse error, never
+// not_found, which would dequeue every app of the batch as unknown.
+func BatchItemClass(c Class) Class {
+	switch c {
+	case ClassRateLimit, ClassServerError, ClassTimeout:
+		return c
+	}
+	return ClassParseError
+}
+
 // ItemResult is the outcome of one item in a run.
 type ItemResult struct {
 	TrackID     int64 `json:"track_id"`
@@ -116,6 +138,9 @@ type ItemResult struct {
 	// LookupSaved: the lookup was stored as a lookup-only record although
 	// the item is not complete (its page is pending).
 	LookupSaved bool `json:"lookup_saved,omitempty"`
+	// BatchFailed: the lookup batch the item was in failed as a whole
+	// (Class is BatchItemClass of its answer); no page was fetched.
+	BatchFailed bool `json:"batch_failed,omitempty"`
 }
 
 // RunPlan is the I/O the shim asks the Worker code to perform for one tick:
@@ -134,12 +159,18 @@ type RunPlan struct {
 	PageProbes int  `json:"page_probes,omitempty"`
 	// Subrequests is the run's budget of platform calls (RunSubrequests).
 	Subrequests int `json:"subrequests,omitempty"`
+	// LookupBatch is how many items share one lookup request (LOOKUP_BATCH;
+	// DefaultLookupBatch when 0).
+	LookupBatch int `json:"lookup_batch,omitempty"`
 }
 
 // RequestOutcome is one upstream request as the run saw it: what the pacing
 // algorithm learns from.
 type RequestOutcome struct {
-	Item         int   `json:"item"` // index among the run's attempted items
+	// Item is the index among the run's attempted items of the item the
+	// request was for; a lookup batch, one request for several items, is
+	// reported once, under the first of them.
+	Item         int   `json:"item"`
 	SentAt       int64 `json:"sent_at"`
 	DoneAt       int64 `json:"done_at"`
 	Class        Class `json:"class"`
@@ -186,20 +217,58 @@ const (
 	// MaxCallsPerFetch is one upstream call's worst case: the request and
 	// the same-host redirects it may follow (upstream.MaxRedirects).
 	MaxCallsPerFetch = 3
-	// MaxCallsPerItem is one item's worst case: up to 5 limiter calls (the
-	// client's attempts), the lookup and the page (redirects included), the
-	// raw page to R2, and two D1 writes (a lookup-only save and its
-	// requeue). A run sets it aside before it starts an item and gets back
-	// what the item did not use.
-	MaxCallsPerItem = 5 + SubrequestsPerItem*MaxCallsPerFetch + 1 + 2
-	// MaxItemsPerTick is how many items a tick plans at most: each one's
-	// worst case fits the run's budget.
-	MaxItemsPerTick = RunSubrequests / MaxCallsPerItem
-	// SubrequestsPerItem: one lookup JSON and one store page, fetched together.
-	SubrequestsPerItem = 2
+	// MaxLimiterCalls is one acquire's worst case at the global limiter:
+	// the client's attempts (ratelimit.MaxAttempts).
+	MaxLimiterCalls = 5
+	// MaxCallsPerItem is one item's worst case: its page's acquire, the
+	// page (redirects included), the raw page to R2, and two D1 writes (a
+	// lookup-only save and its requeue). A run sets it aside before it
+	// starts an item and gets back what the item did not use.
+	MaxCallsPerItem = MaxLimiterCalls + SubrequestsPerItem*MaxCallsPerFetch + 1 + 2
+	// MaxCallsPerLookup is one lookup batch's worst case: its acquire and
+	// the lookup (redirects included), shared by the batch's items.
+	MaxCallsPerLookup = MaxLimiterCalls + MaxCallsPerFetch
+	// SubrequestsPerItem is what an item costs the upstream, as the pacing
+	// counts it: its store page. Its lookup rides in a batch of up to
+	// LookupBatch items, one request for the whole batch, so a tick of n
+	// items sends n + ceil(n/LookupBatch) requests; the pacing paces on the
+	// requests actually sent, batch lookups included.
+	SubrequestsPerItem = 1
 	// MaxRetryAfter caps how long one Retry-After can delay the next tick.
 	MaxRetryAfter = CooldownDuration
 )
+
+// Lookup batches (LOOKUP_BATCH): the iTunes lookup endpoint takes many
+// comma-separated ids in one call, and each call counts against Apple's
+// documented ~20 calls a minute of the Search API, so the lookups of a
+// tick's items go in batches.
+const (
+	// DefaultLookupBatch is a conservative batch: half the cap below, so a
+	// batch of apps at the store's text limits stays well inside one
+	// answer's body bound (upstream.MaxBodyBytes), and a failed batch
+	// holds back at most 100 apps.
+	DefaultLookupBatch = 100
+	// MaxLookupBatch is the most ids one lookup asks for. Apple documents
+	// several comma-separated ids but no cap; the one report found is that
+	// the real endpoint answers up to 200 app ids in one call
+	// (facundoolano/app-store-scraper pull request #2, 2016). The
+	// simulator enforces the same cap (cmd/upstream-sim).
+	MaxLookupBatch = 200
+	// MinLookupBatch: one id a call is the unbatched lookup.
+	MinLookupBatch = 1
+)
+
+// ItemsPerTick is how many items a tick plans at most with lookups in
+// batches of lookupBatch: the items' and their batches' worst cases fit
+// the run's budget.
+func ItemsPerTick(lookupBatch int) int {
+	batch := min(max(lookupBatch, MinLookupBatch), MaxLookupBatch)
+	n := RunSubrequests / MaxCallsPerItem
+	for n > 0 && n*MaxCallsPerItem+(n+batch-1)/batch*MaxCallsPerLookup > RunSubrequests {
+		n--
+	}
+	return n
+}
 
 // kindOf maps an outcome class to the pacing signal.
 func kindOf(c Class) pacing.Kind {

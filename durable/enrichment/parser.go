@@ -125,6 +125,11 @@ func (h *ParserHealth) pagesFor(now time.Time, interval time.Duration) (skip boo
 	return true, 0
 }
 
+// probeDue is when the next probe page may go out while pages are paused.
+func (h ParserHealth) probeDue(interval time.Duration) time.Time {
+	return time.UnixMilli(h.LastProbeAt).Add(interval)
+}
+
 // ParserStatus is parser_health in GET /v1/enrichment/status.
 type ParserStatus struct {
 	// Status is "green" (pages parse), "red" (drift: pages paused) or

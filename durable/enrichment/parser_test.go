@@ -3,6 +3,8 @@ package enrichment
 import (
 	"testing"
 	"time"
+
+	"storecrawl/durable/pacing"
 )
 
 // pageResults is a run's items, each with the given page outcome.
@@ -103,6 +105,38 @@ func TestParserDriftPausesPagesProbesAndRecovers(t *testing.T) {
 	}
 	if d = run(PageParsed); d.Run.SkipPages {
 		t.Fatalf("pages must flow again: %+v", d.Run)
+	}
+}
+
+// While pages are paused, a run that found no item waiting for its lookup
+// does not put the loop to sleep for the idle interval: it wakes for the
+// next probe, which may take any queued item.
+func TestPausedPagesWakeForTheNextProbe(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ParserProbe = 8 * time.Second
+	st := ""
+	now := t0
+	tick := func(res []ItemResult, reqs []RequestOutcome) Decision {
+		t.Helper()
+		if d := decideWith(t, cfg, &st, "tick", TickRequest{}, now); d.Run == nil {
+			t.Fatalf("no run planned at %s", now)
+		}
+		now = now.Add(time.Second)
+		return decideWith(t, cfg, &st, "tick_done", RunOutcome{Picked: len(res), Results: res, Requests: reqs}, now)
+	}
+	tick(pageResults(repeat(PageUnparsed, RunUnparsedBreaker+1)...)) // drift
+	probeAt := now
+	tick(pageResults(PageUnparsed, PageSkipped)) // the first paused run probes
+	d := tick(nil, nil)                          // nothing left to look up
+	// By the next probe, or the pacing's own next tick if that is later.
+	if want := maxTime(probeAt.Add(cfg.ParserProbe), now.Add(pacing.TickInterval)); d.AlarmAt <= 0 || d.AlarmAt > want.UnixMilli() {
+		t.Fatalf("paused pages, empty pick: next wake at %s, want by %s", time.UnixMilli(d.AlarmAt), want)
+	}
+	// Healthy pages and an empty queue: poll slowly.
+	st, now = "", t0
+	d = tick(nil, nil)
+	if d.AlarmAt < now.Add(IdleInterval).UnixMilli() {
+		t.Fatalf("empty queue: next wake in %s, want %s", time.UnixMilli(d.AlarmAt).Sub(now), IdleInterval)
 	}
 }
 

@@ -45,6 +45,26 @@ type Config struct {
 	// ParserProbe spaces the probe pages while store pages are paused for
 	// parser drift; 0 means ParserProbeInterval.
 	ParserProbe time.Duration
+	// LookupBatch is how many items share one lookup request (LOOKUP_BATCH);
+	// 0 means DefaultLookupBatch.
+	LookupBatch int
+}
+
+// LookupBatchSize is the configured LookupBatch or its default.
+func (c Config) LookupBatchSize() int {
+	if c.LookupBatch <= 0 {
+		return DefaultLookupBatch
+	}
+	return c.LookupBatch
+}
+
+// SetLookupBatch sets LookupBatch, within [MinLookupBatch, MaxLookupBatch].
+func (c *Config) SetLookupBatch(n int) error {
+	if n < MinLookupBatch || n > MaxLookupBatch {
+		return fmt.Errorf("lookup batch %d outside [%d, %d]", n, MinLookupBatch, MaxLookupBatch)
+	}
+	c.LookupBatch = n
+	return nil
 }
 
 // ProbeInterval is the configured ParserProbe or its default.

@@ -156,3 +156,101 @@ func (r itunesResult) toApp() App {
 		Languages:                 r.LanguageCodesISO2A,
 	}
 }
+
+// LookupBatch is what one lookup of several ids
+// ({api}/lookup?id=1,2,3&country=cc) said about each of them. The real
+// endpoint answers one result per id it knows, in the order asked
+// (testdata/lookup_us_two_apps_2017.json), and leaves out the ids it does
+// not know: it answers 200 with fewer results, down to
+// {"resultCount":0,"results":[]} when it knows none
+// (testdata/search_us_empty_mas_2018.json). Results are matched to the ids
+// by trackId, never by position.
+type LookupBatch struct {
+	// Found holds the apps of the ids asked, by trackId.
+	Found map[int64]App
+	// Bad holds the ids asked whose result is there but does not parse
+	// (a field of the wrong type): a parse error for that app alone.
+	Bad map[int64]error
+	// Unasked lists the trackIds answered that were not asked for: such a
+	// result is not trusted, and never stored under any id.
+	Unasked []int64
+	// Repeated lists the trackIds answered more than once: the first answer
+	// is kept, the others were meant for some other id, or for none.
+	Repeated []int64
+	// Unreadable counts results whose trackId could not be read at all.
+	Unreadable int
+}
+
+// unmatched counts the results that answered no distinct id asked.
+func (b LookupBatch) unmatched() int { return len(b.Unasked) + len(b.Repeated) + b.Unreadable }
+
+// Lookup is the outcome for one id asked: its app; ErrNotFound when the
+// answer has no result for it; ErrParse when its result does not parse,
+// or when the answer holds results it could not match to a distinct id
+// asked (one of them may be this id's: not found would be a guess).
+func (b LookupBatch) Lookup(id int64) (App, error) {
+	if app, ok := b.Found[id]; ok {
+		return app, nil
+	}
+	if err, ok := b.Bad[id]; ok {
+		return App{}, err
+	}
+	if n := b.unmatched(); n > 0 {
+		return App{}, fmt.Errorf("no result for id %d, and %d result(s) of the answer match no id asked (other trackIds %v, repeated %v, %d unreadable): %w",
+			id, n, b.Unasked, b.Repeated, b.Unreadable, ErrParse)
+	}
+	return App{}, ErrNotFound
+}
+
+// ParseLookupBatch parses the answer to a lookup of ids. The error (ErrParse)
+// is for an answer that cannot be used at all: not JSON, cut short, or
+// without a results array. One result that does not parse costs only its
+// own id (Bad); results that are not apps are left out as a single lookup
+// leaves them out (their id is then not found).
+func ParseLookupBatch(body []byte, ids []int64) (LookupBatch, error) {
+	var env struct {
+		Results *[]json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return LookupBatch{}, fmt.Errorf("itunes json: %v: %w", err, ErrParse)
+	}
+	if env.Results == nil {
+		return LookupBatch{}, fmt.Errorf("itunes json: missing results: %w", ErrParse)
+	}
+	asked := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		asked[id] = true
+	}
+	b := LookupBatch{Found: map[int64]App{}, Bad: map[int64]error{}}
+	for i, raw := range *env.Results {
+		var head struct {
+			WrapperType string `json:"wrapperType"`
+			TrackID     int64  `json:"trackId"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil || head.TrackID <= 0 {
+			if head.WrapperType == "" || head.WrapperType == wrapperSoftware {
+				b.Unreadable++
+			}
+			continue
+		}
+		switch {
+		case head.WrapperType != "" && head.WrapperType != wrapperSoftware:
+			continue // not an app: the id is not found, as in a single lookup
+		case !asked[head.TrackID]:
+			b.Unasked = append(b.Unasked, head.TrackID)
+			continue
+		}
+		if _, seen := b.Found[head.TrackID]; seen {
+			b.Repeated = append(b.Repeated, head.TrackID) // the first answer is the one kept
+			continue
+		}
+		var r itunesResult
+		if err := json.Unmarshal(raw, &r); err != nil {
+			b.Bad[head.TrackID] = fmt.Errorf("itunes json: result %d (trackId %d): %v: %w", i, head.TrackID, err, ErrParse)
+			continue
+		}
+		delete(b.Bad, head.TrackID)
+		b.Found[head.TrackID] = r.toApp().Bounded()
+	}
+	return b, nil
+}

@@ -1,10 +1,12 @@
 package appstore
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -200,5 +202,90 @@ func TestParseSearchEdgeCases(t *testing.T) {
 				t.Fatalf("len = %d, want %d", len(apps), tt.wantLen)
 			}
 		})
+	}
+}
+
+func TestParseLookupBatch(t *testing.T) {
+	// The real answer to a lookup of 418075935,447188370 (testdata/README.md).
+	two := readFixture(t, "lookup_us_two_apps_2017.json")
+	empty := readFixture(t, "search_us_empty_mas_2018.json")
+	const a, b, unknown = 418075935, 447188370, 999000001
+	// One of the two results with a field of the wrong type.
+	badSize := []byte(strings.Replace(string(two), `"fileSizeBytes": "`, `"fileSizeBytes": "x`, 1))
+	type want struct {
+		found    []int64 // ids answered with their app
+		notFound []int64 // ids answered "no such app"
+		bad      []int64 // ids whose outcome is a parse error
+	}
+	tests := []struct {
+		name string
+		body []byte
+		ids  []int64
+		want want
+	}{
+		{"both found, in the order asked", two, []int64{a, b}, want{found: []int64{a, b}}},
+		{"matched by trackId, not position", two, []int64{b, a}, want{found: []int64{a, b}}},
+		{"an unknown id is left out: not found for that app alone", two, []int64{a, unknown, b}, want{found: []int64{a, b}, notFound: []int64{unknown}}},
+		{"duplicate ids asked", two, []int64{a, a, b, b}, want{found: []int64{a, b}}},
+		{"real empty answer: none found", empty, []int64{a, unknown}, want{notFound: []int64{a, unknown}}},
+		{"a result not asked for is not trusted, and the missing id is not guessed not found", two, []int64{a, unknown},
+			want{found: []int64{a}, bad: []int64{unknown}}},
+		{"an answer repeated for an asked id: the missing id is not guessed not found", []byte(`{"resultCount":2,"results":[{"trackId":5,"trackName":"Five"},{"trackId":5,"trackName":"Five"}]}`),
+			[]int64{5, 6}, want{found: []int64{5}, bad: []int64{6}}},
+		{"one result that does not parse costs its own id", badSize, []int64{a, b}, want{found: []int64{b}, bad: []int64{a}}},
+		{"a result without trackId makes the missing ids parse errors", []byte(`{"resultCount":2,"results":[{"wrapperType":"software","trackId":5,"trackName":"Five"},{"trackName":"X"}]}`),
+			[]int64{5, 6}, want{found: []int64{5}, bad: []int64{6}}},
+		{"a result that is not an app: not found", []byte(`{"resultCount":1,"results":[{"wrapperType":"track","kind":"song","trackId":7}]}`),
+			[]int64{7}, want{notFound: []int64{7}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lb, err := ParseLookupBatch(tt.body, tt.ids)
+			if err != nil {
+				t.Fatalf("ParseLookupBatch: %v", err)
+			}
+			for _, id := range tt.want.found {
+				if app, err := lb.Lookup(id); err != nil || app.TrackID != id || app.Name == "" {
+					t.Errorf("id %d: %+v %v, want its app", id, app.TrackID, err)
+				}
+			}
+			for _, id := range tt.want.notFound {
+				if _, err := lb.Lookup(id); !errors.Is(err, ErrNotFound) {
+					t.Errorf("id %d: %v, want not found", id, err)
+				}
+			}
+			for _, id := range tt.want.bad {
+				if _, err := lb.Lookup(id); !errors.Is(err, ErrParse) || errors.Is(err, ErrNotFound) {
+					t.Errorf("id %d: %v, want a parse error", id, err)
+				}
+			}
+			if n := len(tt.want.found); len(lb.Found) != n {
+				t.Errorf("found %d apps, want %d", len(lb.Found), n)
+			}
+		})
+	}
+	// The fields of a batch result are those of a single lookup.
+	lb, _ := ParseLookupBatch(two, []int64{a, b})
+	if _, ok := lb.Found[a]; !bytes.Contains(badSize, []byte(`"x85652480"`)) || !ok {
+		t.Fatal("the broken field is in the first result")
+	}
+	if got := lb.Found[b]; got.RatingCount != 326402 || got.AverageRating != 2.5 || got.Genre != "Photo & Video" {
+		t.Fatalf("%+v", got)
+	}
+}
+
+func TestParseLookupBatchUnusableAnswers(t *testing.T) {
+	two := readFixture(t, "lookup_us_two_apps_2017.json")
+	for name, body := range map[string][]byte{
+		"cut short":       two[:len(two)/2],
+		"cut at the end":  two[:bytes.LastIndexByte(two, ']')],
+		"empty body":      nil,
+		"html error page": []byte(`<html><body>Too Many Requests</body></html>`),
+		"no results key":  []byte(`{"errorMessage":"Invalid value(s) for key(s): [id]"}`),
+		"json null":       []byte(`null`),
+	} {
+		if _, err := ParseLookupBatch(body, []int64{418075935, 447188370}); !errors.Is(err, ErrParse) {
+			t.Errorf("%s: %v, want ErrParse", name, err)
+		}
 	}
 }

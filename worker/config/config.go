@@ -171,6 +171,16 @@ func Load(getenv func(string) string) (Config, []Problem) {
 		}
 	}
 
+	if raw := getenv("LOOKUP_BATCH"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err == nil {
+			err = c.Enrichment.SetLookupBatch(n)
+		}
+		if err != nil {
+			bad("LOOKUP_BATCH", raw, err)
+		}
+	}
+
 	if raw := getenv("SCHEDULER_BREAKER_THRESHOLD"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err == nil {

@@ -21,6 +21,7 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": "seed", "SCHEDULER_BREAKER_THRESHOLD": "4",
 		"LEDGER_RETENTION_DAYS": "2", "ADMIN_TOKEN": "t", "LIMITER_CLIENT_TOKEN": "c", "TEST_ROUTES": "1", "ENRICHMENT_PARSER_PROBE_S": "5",
 		"UPSTREAM_MAX_HOLD_S": "120", "ENRICHMENT_RETRY_FAILED_AFTER_H": "0", "FACTS_RETENTION_DAYS": "90",
+		"LOOKUP_BATCH": "150",
 	}))
 	if len(probs) != 0 {
 		t.Fatalf("problems: %+v", probs)
@@ -30,7 +31,7 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 	}
 	if c.Enrichment.Pacing != "seed" || c.Enrichment.Cooldown != time.Minute || c.Scheduler.BreakerThreshold != 4 ||
 		c.LedgerRetention != 48*time.Hour || c.AdminToken != "t" || c.ClientToken != "c" || !c.TestRoutes || c.Enrichment.ProbeInterval() != 5*time.Second || c.MaxHold != 2*time.Minute ||
-		c.FactsRetention != 90*24*time.Hour || c.RetryFailedAfter != 0 {
+		c.FactsRetention != 90*24*time.Hour || c.RetryFailedAfter != 0 || c.Enrichment.LookupBatchSize() != 150 {
 		t.Fatalf("parsed: %+v", c)
 	}
 }
@@ -41,9 +42,10 @@ func TestBadVarsAreReportedAndDefaulted(t *testing.T) {
 		"LEDGER_FAULT_FAIL_AFTER_WRITE": "-1", "ENRICHMENT_PARSER_PROBE_S": "0", "UPSTREAM_MAX_HOLD_S": "86400",
 		"ENRICHMENT_RETRY_FAILED_AFTER_H": "-1",
 		"FACTS_RETENTION_DAYS":            "30d",
+		"LOOKUP_BATCH":                    "500",
 	}))
-	if len(probs) != 8 {
-		t.Fatalf("want 8 problems, got %+v", probs)
+	if len(probs) != 9 {
+		t.Fatalf("want 9 problems, got %+v", probs)
 	}
 	const defaultFacts = DefaultFactsRetentionDays * 24 * time.Hour
 	if c.Enrichment != enrichment.DefaultConfig() || c.MaxHold != upstream.DefaultMaxHold || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention || c.LedgerFaultFailAfterWrite != 0 ||
@@ -52,6 +54,18 @@ func TestBadVarsAreReportedAndDefaulted(t *testing.T) {
 	}
 	if c, probs := Load(env(nil)); len(probs) != 0 || c.Enrichment != enrichment.DefaultConfig() || c.FactsRetention != defaultFacts {
 		t.Fatalf("empty env: %+v %+v", c, probs)
+	}
+	// LOOKUP_BATCH: 1 to 200 ids a lookup (the real endpoint's reported cap).
+	for _, raw := range []string{"0", "-5", "201", "100x", "1.5"} {
+		c, probs := Load(env(map[string]string{"LOOKUP_BATCH": raw}))
+		if len(probs) != 1 || probs[0].Var != "LOOKUP_BATCH" || c.Enrichment.LookupBatchSize() != enrichment.DefaultLookupBatch {
+			t.Errorf("LOOKUP_BATCH=%s: %d, %+v", raw, c.Enrichment.LookupBatchSize(), probs)
+		}
+	}
+	for raw, want := range map[string]int{"1": 1, "200": 200} {
+		if c, probs := Load(env(map[string]string{"LOOKUP_BATCH": raw})); len(probs) != 0 || c.Enrichment.LookupBatchSize() != want {
+			t.Errorf("LOOKUP_BATCH=%s: %d, %+v", raw, c.Enrichment.LookupBatchSize(), probs)
+		}
 	}
 	// FACTS_RETENTION_DAYS is bounded: shorter than a queue message can be
 	// redelivered, or beyond ten years, is refused and the default kept.
@@ -93,6 +107,7 @@ func TestBindingsAndCronsMatchWrangler(t *testing.T) {
 			Bindings []struct{ Name string } `json:"bindings"`
 		} `json:"durable_objects"`
 		Triggers struct{ Crons []string }
+		Vars     map[string]string
 	}
 	if err := json.Unmarshal([]byte(text), &w); err != nil {
 		t.Fatalf("wrangler.jsonc: %v", err)
@@ -125,6 +140,10 @@ func TestBindingsAndCronsMatchWrangler(t *testing.T) {
 	}
 	if !slices.Equal(w.Triggers.Crons, Crons) {
 		t.Fatalf("crons: %v, want %v", w.Triggers.Crons, Crons)
+	}
+	// The vars as deployed load without a problem.
+	if c, probs := Load(env(w.Vars)); len(probs) != 0 || c.Enrichment.LookupBatchSize() != enrichment.DefaultLookupBatch || w.Vars["LOOKUP_BATCH"] == "" {
+		t.Fatalf("wrangler.jsonc vars: %+v %+v", probs, w.Vars)
 	}
 }
 

@@ -50,6 +50,19 @@ func getStatus(t *testing.T, w *worker) status {
 
 const testCooldownS = 15
 
+// simRequests is every request of a route that reached the simulator.
+func simRequests(t *testing.T, s *sim, route string) float64 {
+	t.Helper()
+	routes, _ := s.stats(t)["by_route"].(map[string]any)
+	r, _ := routes[route].(map[string]any)
+	n := 0.0
+	for _, k := range []string{"served", "refused", "dropped"} {
+		v, _ := r[k].(float64)
+		n += v
+	}
+	return n
+}
+
 // TestControllerEndToEnd drives one stack through the controller's life:
 // self-start, enrichment into D1/R2 and the queue, rejected control calls,
 // a hostile upstream (back-off, cooldown), recovery, stop/start, a restart
@@ -104,6 +117,14 @@ func TestControllerEndToEnd(t *testing.T) {
 		hist, _ := app["rating_histogram"].([]any)
 		if len(hist) != 5 {
 			t.Fatalf("rating histogram: %v", app["rating_histogram"])
+		}
+		// Lookups go in batches (issue 15): one lookup request serves many
+		// apps, so the upstream sees about one request per app, its page.
+		// (make bench measures requests per enriched app with no run in flight.)
+		lookups, pages := simRequests(t, s, "lookup"), simRequests(t, s, "page")
+		t.Logf("upstream requests so far: %v lookups for %v pages", lookups, pages)
+		if lookups == 0 || 2*lookups > pages {
+			t.Fatalf("lookups are not batched: %v lookup requests for %v pages", lookups, pages)
 		}
 		key, _ := app["html_r2_key"].(string)
 		out := filepath.Join(dir, "page.html")

@@ -31,7 +31,7 @@ type memUpstream struct {
 func (m *memUpstream) Do(req *http.Request) (*http.Response, error) {
 	resp := &http.Response{StatusCode: 200, Header: http.Header{}, Request: req}
 	if strings.HasPrefix(req.URL.Path, "/lookup") {
-		resp.Body = io.NopCloser(bytes.NewReader(lookupAs(m.lookup, req.URL.Query().Get("id"))))
+		resp.Body = io.NopCloser(bytes.NewReader(lookupAnswer(m.lookup, req.URL.Query().Get("id"), nil, nil)))
 		return resp, nil
 	}
 	var once sync.Once
@@ -118,8 +118,11 @@ func TestRunHoldsItsBodiesWithinTheBudget(t *testing.T) {
 			t.Errorf("item %d: %s %q", res.TrackID, res.Class, res.Error)
 		}
 	}
-	if refused != 1 || parsed != 1 {
-		t.Fatalf("want one page refused for room and the other parsed: %+v", out.Results)
+	// Both cannot be held: at least one is refused for room. Which, and
+	// whether the other then fits, depends on how the two reads interleave
+	// (each holding half when both ask for more refuses both).
+	if refused < 1 || refused+parsed != 2 {
+		t.Fatalf("want a page refused for room and the rest parsed: %+v", out.Results)
 	}
 }
 

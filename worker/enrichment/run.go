@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -99,14 +100,15 @@ type Fetcher interface {
 }
 
 // TickBodyBytes bounds the upstream bodies one run (one tick) holds at once.
-// Bodies live until their item is settled, and the pacing sizes a chunk to
-// a second of requests, so dozens of items run together: 39 items × 2
-// bodies × upstream.MaxBodyBytes is 312 MB against the isolate's 128 MB,
+// A page lives until its item is settled, and the pacing sizes a chunk to a
+// second of requests, so dozens of items run together: 78 pages ×
+// upstream.MaxBodyBytes is 312 MB against the isolate's 128 MB,
 // shared by the JS runtime and the Go instance. The Go wasm heap never
 // gives memory back, and with the GC's default headroom and io.ReadAll's
 // doubling buffers it runs to two or three times the bytes held, so 24 MB
 // of bodies stays within ~70 MB of heap. Store pages are ~100 KB: a normal
-// tick is far under it.
+// tick is far under it. A lookup batch's body (~7 KB an app) is parsed and
+// given back before the pages of its items are fetched.
 const TickBodyBytes = 24 << 20
 
 // Runner holds what a run needs.
@@ -130,11 +132,17 @@ type Runner struct {
 // ErrLimited is what Limit returns when the global limit had no room.
 var ErrLimited = errors.New("global rate limit: no slot in time")
 
-// LookupURL and PageURL build the two upstream addresses for an app.
-func (r *Runner) LookupURL(id int64) string {
-	return r.APIBase + "/lookup?id=" + strconv.FormatInt(id, 10) + "&country=" + r.Country
+// LookupURL is the one lookup of several apps: the real endpoint takes
+// comma-separated ids and answers those it knows (appstore.ParseLookupBatch).
+func (r *Runner) LookupURL(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return r.APIBase + "/lookup?id=" + strings.Join(parts, ",") + "&country=" + r.Country
 }
 
+// PageURL is an app's store page.
 func (r *Runner) PageURL(id int64) string {
 	return r.StoreBase + "/" + r.Country + "/app/id" + strconv.FormatInt(id, 10)
 }
@@ -167,24 +175,54 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	}
 	results := make([]controller.ItemResult, len(items))
 	requests := make([][]controller.RequestOutcome, len(items))
+	// lookups[j] is item j's lookup: its batch's, fetched before its chunk.
+	lookups := make([]lookupOutcome, len(items))
+	// batchReqs[j] is the lookup request of the batch that starts at item j.
+	batchReqs := make([][]controller.RequestOutcome, len(items))
+	batchSize := min(max(cmp.Or(plan.LookupBatch, controller.DefaultLookupBatch), controller.MinLookupBatch), controller.MaxLookupBatch)
 	chunk := plan.ChunkItems
 	if chunk <= 0 {
 		chunk = 1
 	}
-	attempted := 0
+	attempted, looked := 0, 0 // items [0, looked) have their lookup
 	parsed, unparsed := 0, 0
 	outOfBudget := false
-	for i := 0; i < len(items) && !outOfBudget; i += chunk {
-		end := min(i+chunk, len(items))
-		// Start only the items whose worst case still fits the budget; the
-		// rest stay queued, untouched, for the next tick.
+	for i := 0; i < len(items); {
+		if i == looked {
+			if outOfBudget {
+				break
+			}
+			// The next batch: as many items as the batch takes whose worst
+			// case, with the batch's own, still fits the budget; the rest
+			// stay queued, untouched, for the next tick.
+			fit := (budget.Remaining() - controller.MaxCallsPerLookup) / controller.MaxCallsPerItem
+			n := min(batchSize, len(items)-i, max(fit, 0))
+			share, ok := budget.Reserve(controller.MaxCallsPerLookup)
+			if n < min(batchSize, len(items)-i) || !ok {
+				outOfBudget = true
+				logx.Event("controller.subrequest_budget", map[string]any{"level": logx.Warn,
+					"used": budget.Used(), "budget": budgetSize, "items_left": len(items) - i - n})
+			}
+			if n == 0 || !ok {
+				if ok {
+					share.Close()
+				}
+				break
+			}
+			looked = i + n
+			outs, req := r.lookupBatch(subreq.WithBudget(ctx, share), items[i:looked], i)
+			copy(lookups[i:looked], outs)
+			share.Close()
+			if req != nil {
+				batchReqs[i] = append(batchReqs[i], *req)
+			}
+		}
+		end := min(i+chunk, looked)
 		shares := make([]*subreq.Budget, 0, end-i)
 		for j := i; j < end; j++ {
 			share, ok := budget.Reserve(controller.MaxCallsPerItem)
-			if !ok {
+			if !ok { // not reached: the batch was sized to the budget
 				end, outOfBudget = j, true
-				logx.Event("controller.subrequest_budget", map[string]any{"level": logx.Warn,
-					"used": budget.Used(), "budget": budgetSize, "items_left": len(items) - j})
 				break
 			}
 			shares = append(shares, share)
@@ -208,30 +246,39 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 					}
 				}()
 				fetchPage := !pagesOff || (plan.SkipPages && j < plan.PageProbes)
-				results[j], requests[j] = r.settle(subreq.WithBudget(ctx, share), items[j], j, fetchPage, plan.SkipPages)
+				results[j], requests[j] = r.settle(subreq.WithBudget(ctx, share), items[j], j, lookups[j], fetchPage, plan.SkipPages)
 			}(j)
 		}
 		wg.Wait()
-		for _, res := range results[i:end] {
-			switch res.Page {
+		sent := 0
+		for j := i; j < end; j++ {
+			sent += len(requests[j])
+			switch results[j].Page {
 			case controller.PageParsed:
 				parsed++
 			case controller.PageUnparsed:
 				unparsed++
 			}
 		}
-		attempted = end
-		if plan.StopOnThrottle && anyRefused(results[i:end]) {
+		refused := anyRefused(results[i:end])
+		attempted, i = end, end
+		if plan.StopOnThrottle && refused {
 			break // the rest stay queued, untouched: the pacing algorithm decides when to retry
 		}
-		// Pause between chunks so a batch does not reach the upstream as one burst.
-		if end < len(items) && plan.ChunkPauseMs > 0 {
+		// Pause between chunks that reached the upstream, so a batch does
+		// not reach it as one burst.
+		more := end < looked || (end < len(items) && !outOfBudget)
+		if more && plan.ChunkPauseMs > 0 && sent > 0 {
 			r.Sleep(time.Duration(plan.ChunkPauseMs) * time.Millisecond)
 		}
 	}
 	out := controller.RunOutcome{Picked: attempted, Skipped: len(items) - attempted, Results: results[:attempted]}
-	for _, rq := range requests[:attempted] {
-		out.Requests = append(out.Requests, rq...)
+	// In send order: each batch's lookup before the pages of its items.
+	for j := range items {
+		out.Requests = append(out.Requests, batchReqs[j]...)
+		if j < attempted {
+			out.Requests = append(out.Requests, requests[j]...)
+		}
 	}
 	var enriched []int64
 	for _, res := range out.Results {
@@ -261,9 +308,97 @@ func anyRefused(rs []controller.ItemResult) bool {
 	return false
 }
 
+// lookupOutcome is what an item's lookup batch said about it.
+type lookupOutcome struct {
+	app         appstore.App
+	class       controller.Class // ClassOK: app is the item's
+	status      int
+	retryAfterS int
+	err         string
+	// batchFailed: the batch failed as a whole; class is BatchItemClass.
+	batchFailed bool
+}
+
+// lookupBatch looks up items in one request (one unit of the global limit)
+// and says what the answer means for each. A batch that fails as a whole
+// (refused, 5xx, timeout, an answer that cannot be used) is the fate of all
+// its items, and one request, reported once under its first item (first,
+// the index of items[0] in the run). req is nil when nothing was sent.
+func (r *Runner) lookupBatch(ctx context.Context, items []QueuedItem, first int) (outs []lookupOutcome, req *controller.RequestOutcome) {
+	ids := make([]int64, 0, len(items))
+	seen := make(map[int64]bool, len(items))
+	for _, it := range items {
+		if !seen[it.TrackID] { // an id asked twice is sent once
+			seen[it.TrackID] = true
+			ids = append(ids, it.TrackID)
+		}
+	}
+	outs = make([]lookupOutcome, len(items))
+	failAll := func(o lookupOutcome) []lookupOutcome {
+		o.batchFailed = true
+		for i := range outs {
+			outs[i] = o
+		}
+		logx.Event("controller.lookup_batch_failed", map[string]any{"level": logx.Warn,
+			"items": len(items), "ids": len(ids), "first_track_id": ids[0], "class": string(o.class), "status": o.status, "error": o.err})
+		return outs
+	}
+	var resp upstream.Response
+	fetch := func(ctx context.Context) error {
+		defer func() {
+			if err := logx.Recovered(recover(), "lookup fetch"); err != nil {
+				resp = upstream.Response{Class: controller.ClassTimeout, Remaining: -1, Err: err}
+			}
+		}()
+		resp = r.Upstream.Get(ctx, r.LookupURL(ids))
+		return nil
+	}
+	if r.Limit == nil {
+		fetch(ctx)
+	} else if err := r.Limit(ctx, 1, fetch); err != nil {
+		// Nothing reached the upstream. Our own global cap is a rate signal
+		// for the pacing algorithm; a limiter we cannot reach is our failure.
+		o := lookupOutcome{class: controller.ClassStoreError, err: "rate limiter: " + err.Error()}
+		if errors.Is(err, ErrLimited) {
+			now := r.Now()
+			o.class = controller.ClassRateLimit
+			req = &controller.RequestOutcome{Item: first, SentAt: now.UnixMilli(), DoneAt: now.UnixMilli(), Class: controller.ClassRateLimit, Remaining: -1}
+		}
+		return failAll(o), req
+	}
+	// Parsed into apps at once: the body's room goes back to the run's budget.
+	defer resp.Release()
+	rq := requestOutcome(first, resp)
+	req = &rq
+	if resp.Class != controller.ClassOK {
+		return failAll(lookupOutcome{class: controller.BatchItemClass(resp.Class), status: resp.Status, retryAfterS: resp.RetryAfterS,
+			err: "lookup batch: " + errText(resp.Err)}), req
+	}
+	batch, err := appstore.ParseLookupBatch(resp.Body, ids)
+	if err != nil {
+		// A body that does not decode says nothing about any one app: the
+		// whole batch waits (BatchItemClass), never counted against an item.
+		rq.Class = controller.ClassParseError
+		return failAll(lookupOutcome{class: controller.BatchItemClass(controller.ClassParseError), status: resp.Status,
+			err: "lookup batch: " + err.Error()}), req
+	}
+	if len(batch.Unasked)+len(batch.Repeated)+batch.Unreadable > 0 {
+		logx.Event("controller.lookup_unmatched", map[string]any{"level": logx.Warn, "ids": len(ids),
+			"unasked": batch.Unasked, "repeated": batch.Repeated, "unreadable": batch.Unreadable})
+	}
+	for i, it := range items {
+		app, err := batch.Lookup(it.TrackID)
+		outs[i] = lookupOutcome{app: app, class: controller.ClassOK, status: resp.Status}
+		if err != nil {
+			outs[i].class, outs[i].err = lookupErrClass(err), "lookup: "+err.Error()
+		}
+	}
+	return outs, req
+}
+
 // settle enriches one item and applies the controller's verdict to it.
-func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, fetchPage, probing bool) (controller.ItemResult, []controller.RequestOutcome) {
-	res, reqs := r.enrichOne(ctx, it.TrackID, index, fetchPage)
+func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, lookup lookupOutcome, fetchPage, probing bool) (controller.ItemResult, []controller.RequestOutcome) {
+	res, reqs := r.enrichOne(ctx, it.TrackID, index, lookup, fetchPage)
 	res.Probe = fetchPage && probing
 	action := controller.ActionFor(res, it.Attempts)
 	var err error
@@ -284,7 +419,8 @@ func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, fetchPage
 		// The item stays queued as it was: it will be picked again, never lost.
 		logx.Err("controller.settle_failed", err, map[string]any{"track_id": it.TrackID, "action": string(action)})
 	}
-	if res.Class != controller.ClassOK || res.Page == controller.PageUnparsed {
+	// A failed batch is one event (controller.lookup_batch_failed), not one per item.
+	if (res.Class != controller.ClassOK || res.Page == controller.PageUnparsed) && !res.BatchFailed {
 		logx.Event("controller.item_failed", map[string]any{
 			"level": logx.Warn, "track_id": it.TrackID, "class": string(res.Class),
 			"status": res.Status, "action": string(action), "error": res.Error,
@@ -302,105 +438,64 @@ func requestOutcome(item int, u upstream.Response) controller.RequestOutcome {
 	}
 }
 
-// classRank orders failure classes when the two fetches of an item disagree:
-// the upstream-level signal wins, so a throttled page is never hidden behind
-// a parse error of the other document.
-var classRank = map[controller.Class]int{
-	controller.ClassOK: 0, controller.ClassParseError: 1, controller.ClassNotFound: 2,
-	controller.ClassServerError: 3, controller.ClassTimeout: 4, controller.ClassRateLimit: 5,
-}
-
-func (r *Runner) enrichOne(ctx context.Context, id int64, index int, fetchPage bool) (controller.ItemResult, []controller.RequestOutcome) {
-	var lookup, page upstream.Response
-	// Parsed, stored and saved by the time this returns: the bodies' room
-	// goes back to the run's budget.
-	defer func() { lookup.Release(); page.Release() }()
-	cost := 1
-	if fetchPage {
-		cost = controller.SubrequestsPerItem
-	}
-	fetch := func(ctx context.Context) error {
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if err := logx.Recovered(recover(), "lookup fetch"); err != nil {
-					lookup = upstream.Response{Class: controller.ClassTimeout, Remaining: -1, Err: err}
-				}
-			}()
-			lookup = r.Upstream.Get(ctx, r.LookupURL(id))
-		}()
-		if fetchPage {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() {
-					if err := logx.Recovered(recover(), "page fetch"); err != nil {
-						page = upstream.Response{Class: controller.ClassTimeout, Remaining: -1, Err: err}
-					}
-				}()
-				page = r.Upstream.Get(ctx, r.PageURL(id))
-			}()
+// enrichOne fetches the item's store page, its lookup in hand, and stores
+// what it can; an item its batch did not find (or found unreadable) needs
+// no page.
+func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup lookupOutcome, fetchPage bool) (controller.ItemResult, []controller.RequestOutcome) {
+	if lookup.class != controller.ClassOK {
+		res := controller.ItemResult{TrackID: id, Class: lookup.class, Status: lookup.status, RetryAfterS: lookup.retryAfterS,
+			Error: lookup.err, BatchFailed: lookup.batchFailed}
+		if !fetchPage {
+			res.Page = controller.PageSkipped
 		}
-		wg.Wait()
+		return res, nil
+	}
+	if !fetchPage {
+		return r.lookupOnly(ctx, lookup), nil
+	}
+	var page upstream.Response
+	// Parsed, stored and saved by the time this returns: the body's room
+	// goes back to the run's budget.
+	defer func() { page.Release() }()
+	fetch := func(ctx context.Context) error {
+		defer func() {
+			if err := logx.Recovered(recover(), "page fetch"); err != nil {
+				page = upstream.Response{Class: controller.ClassTimeout, Remaining: -1, Err: err}
+			}
+		}()
+		page = r.Upstream.Get(ctx, r.PageURL(id))
 		return nil
 	}
 	if r.Limit == nil {
 		fetch(ctx)
-	} else if err := r.Limit(ctx, cost, fetch); err != nil {
-		// Nothing reached the upstream. Our own global cap is a rate signal
-		// for the pacing algorithm; a limiter we cannot reach is our failure.
-		now := r.Now()
-		res := controller.ItemResult{TrackID: id, Class: controller.ClassStoreError, Error: "rate limiter: " + err.Error()}
-		if errors.Is(err, ErrLimited) {
-			res.Class = controller.ClassRateLimit
-			return res, []controller.RequestOutcome{{Item: index, SentAt: now.UnixMilli(), DoneAt: now.UnixMilli(), Class: controller.ClassRateLimit, Remaining: -1}}
+	} else if err := r.Limit(ctx, controller.SubrequestsPerItem, fetch); err != nil {
+		// Nothing reached the upstream. A limiter we cannot reach is our
+		// failure; our own global cap is a rate signal for the pacing
+		// algorithm, and the page waits like a refused one (its lookup kept).
+		if !errors.Is(err, ErrLimited) {
+			return controller.ItemResult{TrackID: id, Class: controller.ClassStoreError, Error: "rate limiter: " + err.Error()}, nil
 		}
-		return res, nil
+		now := r.Now()
+		page = upstream.Response{Class: controller.ClassRateLimit, Remaining: -1, Err: fmt.Errorf("rate limiter: %w", err), SentAt: now, DoneAt: now}
 	}
-	reqs := []controller.RequestOutcome{requestOutcome(index, lookup)}
-	if !fetchPage {
-		return r.lookupOnly(ctx, id, lookup), reqs
-	}
-	res, pageClass := r.itemResult(ctx, id, lookup, page)
+	res, pageClass := r.itemResult(ctx, id, lookup.app, page)
 	// A challenge page answered 200 but refused us: the pacing algorithm
 	// must see it as the refusal it is.
 	pageReq := requestOutcome(index, page)
 	pageReq.Class = pageClass
-	return res, append(reqs, pageReq)
+	return res, []controller.RequestOutcome{pageReq}
 }
 
 // lookupOnly handles an item whose page is not fetched (parser drift):
 // its lookup is kept and the item waits for its page.
-func (r *Runner) lookupOnly(ctx context.Context, id int64, lookup upstream.Response) controller.ItemResult {
-	res := controller.ItemResult{TrackID: id, Class: lookup.Class, Status: lookup.Status, RetryAfterS: lookup.RetryAfterS, Page: controller.PageSkipped}
-	if lookup.Class != controller.ClassOK {
-		res.Error = errText(lookup.Err)
-		return res
-	}
-	app, err := r.parseLookupFor(id, lookup.Body)
-	if err != nil {
-		res.Class, res.Error = lookupErrClass(err), "lookup: "+err.Error()
-		return res
-	}
-	if err := r.Store.SaveLookup(ctx, app, "", PagePending, r.Now()); err != nil {
+func (r *Runner) lookupOnly(ctx context.Context, lookup lookupOutcome) controller.ItemResult {
+	res := controller.ItemResult{TrackID: lookup.app.TrackID, Class: controller.ClassOK, Status: lookup.status, Page: controller.PageSkipped}
+	if err := r.Store.SaveLookup(ctx, lookup.app, "", PagePending, r.Now()); err != nil {
 		res.Class, res.Error = controller.ClassStoreError, "d1 save lookup: "+err.Error()
 		return res
 	}
 	res.LookupSaved = true
 	return res
-}
-
-// parseLookupFor parses the lookup of id. An answer about another app is a
-// parse error for this item: a record is only ever saved under the id
-// that was asked for.
-func (r *Runner) parseLookupFor(id int64, body []byte) (appstore.App, error) {
-	app, err := appstore.ParseLookup(body)
-	if err == nil && app.TrackID != id {
-		return appstore.App{}, fmt.Errorf("answered trackId %d for id %d: %w", app.TrackID, id, appstore.ErrParse)
-	}
-	return app, err
 }
 
 func lookupErrClass(err error) controller.Class {
@@ -410,12 +505,13 @@ func lookupErrClass(err error) controller.Class {
 	return controller.ClassParseError
 }
 
-// itemResult turns the two answers into the item's outcome, storing what
-// can be stored: the full record when the page parsed, else the lookup
-// alone. Every page that came back is kept in R2 with its metadata,
-// parsed or not: unparsed pages are exactly what a reparse needs. It also
-// returns the page request's class as the pacing algorithm should see it.
-func (r *Runner) itemResult(ctx context.Context, id int64, lookup, page upstream.Response) (controller.ItemResult, controller.Class) {
+// itemResult turns the item's page, its lookup in hand, into its outcome,
+// storing what can be stored: the full record when the page parsed, else
+// the lookup alone. Every page that came back is kept in R2 with its
+// metadata, parsed or not: unparsed pages are exactly what a reparse
+// needs. It also returns the page request's class as the pacing algorithm
+// should see it.
+func (r *Runner) itemResult(ctx context.Context, id int64, app appstore.App, page upstream.Response) (controller.ItemResult, controller.Class) {
 	now := r.Now()
 	pageClass := page.Class
 	var sp appstore.StorePage
@@ -437,22 +533,7 @@ func (r *Runner) itemResult(ctx context.Context, id int64, lookup, page upstream
 		}
 	}
 
-	worst := lookup
-	worstClass := lookup.Class
-	if classRank[pageClass] > classRank[lookup.Class] {
-		worst, worstClass = page, pageClass
-	}
-	res := controller.ItemResult{TrackID: id, Class: worstClass, Status: worst.Status, Page: outcome}
-	res.RetryAfterS = max(lookup.RetryAfterS, page.RetryAfterS)
-	if lookup.Class != controller.ClassOK {
-		res.Error = errText(lookup.Err)
-		return res, pageClass
-	}
-	app, err := r.parseLookupFor(id, lookup.Body)
-	if err != nil {
-		res.Class, res.Error = lookupErrClass(err), "lookup: "+err.Error()
-		return res, pageClass
-	}
+	res := controller.ItemResult{TrackID: id, Class: pageClass, Status: page.Status, RetryAfterS: page.RetryAfterS, Page: outcome}
 	if res.Page != controller.PageParsed {
 		// The lookup succeeded: keep it, whatever became of the page.
 		status := PagePending

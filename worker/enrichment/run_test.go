@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -109,6 +110,32 @@ func lookupAs(lookup []byte, id string) []byte {
 	return bytes.ReplaceAll(lookup, []byte(strconv.Itoa(fixtureID)), []byte(id))
 }
 
+// lookupAnswer answers a lookup of ids (comma-separated) as the real
+// endpoint does: one result per id it knows, in the order asked, the
+// unknown ones left out. Each result is the real capture's (lookup)
+// rewritten for its id; the ids in unknown are left out, and answerAs
+// maps an id to the result of another.
+func lookupAnswer(lookup []byte, ids string, unknown map[string]bool, answerAs map[string]string) []byte {
+	var env struct{ Results []json.RawMessage }
+	if err := json.Unmarshal(lookup, &env); err != nil || len(env.Results) != 1 {
+		panic(fmt.Sprintf("lookup capture: %v", err))
+	}
+	results := []string{}
+	seen := map[string]bool{}
+	for _, id := range strings.Split(ids, ",") {
+		if seen[id] || unknown[id] {
+			continue
+		}
+		seen[id] = true
+		as := id
+		if other, ok := answerAs[id]; ok {
+			as = other
+		}
+		results = append(results, string(lookupAs(env.Results[0], as)))
+	}
+	return []byte(fmt.Sprintf(`{"resultCount":%d,"results":[%s]}`, len(results), strings.Join(results, ",")))
+}
+
 func fixture(t *testing.T, name string) []byte {
 	b, err := os.ReadFile("../appstore/testdata/" + name)
 	if err != nil {
@@ -117,69 +144,76 @@ func fixture(t *testing.T, name string) []byte {
 	return b
 }
 
-// fixtureUpstream serves: the fixture app for fixtureID; an empty lookup for 2;
-// 429 with Retry-After for 3; a blocked page for 4; 503 for 5.
-func fixtureUpstream(t *testing.T, inflight *int, peak *int) *httptest.Server {
-	var mu sync.Mutex
-	lookup, empty := fixture(t, "lookup_us_uber_2017.json"), fixture(t, "search_us_empty_mas_2018.json")
+// fakeUpstream is the store in a test: lookups (of many ids, as the real
+// endpoint answers them) and pages.
+type fakeUpstream struct {
+	*httptest.Server
+	mu sync.Mutex
+	// lookups lists the id lists asked, in order.
+	lookups []string
+	// lookup, when set, answers every lookup instead.
+	lookup http.HandlerFunc
+}
+
+func (f *fakeUpstream) asked() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.lookups...)
+}
+
+// fixtureUpstream serves lookups from the real capture: every id is known
+// but 2 and 7, and 8 is answered with another app's result (fixtureID's).
+// Pages: the real page for fixtureID, 8 and every id not listed; 404 for
+// 2; 429 with Retry-After for 3; a page cut before its product data for
+// 4; 503 for 5; a challenge page for 6.
+func fixtureUpstream(t *testing.T, inflight *int, peak *int) *fakeUpstream {
+	lookup := fixture(t, "lookup_us_uber_2017.json")
 	full := fixture(t, "legacy_netflix_us_2023.html")
 	// A real page cut before any product data, as a dropped connection leaves it.
 	blocked := full[:bytes.Index(full, []byte(`<script name="schema:software-application"`))]
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
+	f := &fakeUpstream{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
 		*inflight++
 		if *inflight > *peak {
 			*peak = *inflight
 		}
-		mu.Unlock()
-		defer func() { mu.Lock(); *inflight--; mu.Unlock() }()
+		custom := f.lookup
+		f.mu.Unlock()
+		defer func() { f.mu.Lock(); *inflight--; f.mu.Unlock() }()
 		time.Sleep(20 * time.Millisecond)
-		id := r.URL.Query().Get("id")
-		if strings.HasPrefix(r.URL.Path, "/us/app/id") {
-			id = strings.TrimPrefix(r.URL.Path, "/us/app/id")
+		if r.URL.Path == "/lookup" {
+			ids := r.URL.Query().Get("id")
+			f.mu.Lock()
+			f.lookups = append(f.lookups, ids)
+			f.mu.Unlock()
+			if custom != nil {
+				custom(w, r)
+				return
+			}
+			w.Write(lookupAnswer(lookup, ids, map[string]bool{"2": true, "7": true}, map[string]string{"8": strconv.Itoa(fixtureID)}))
+			return
 		}
-		isPage := id != r.URL.Query().Get("id")
-		switch id {
-		case "368677368":
-			if isPage {
-				w.Write(full)
-			} else {
-				w.Write(lookup)
-			}
+		switch strings.TrimPrefix(r.URL.Path, "/us/app/id") {
 		case "2":
-			if isPage {
-				w.WriteHeader(404)
-			} else {
-				w.Write(empty)
-			}
+			w.WriteHeader(404)
 		case "3":
 			w.Header().Set("Retry-After", "30")
 			w.WriteHeader(429)
 		case "4":
-			if isPage {
-				w.Write(blocked)
-			} else {
-				w.Write(lookupAs(lookup, id))
-			}
-		case "6":
-			if isPage {
-				w.Write([]byte(`<html><body><form id="challenge-form">Please complete the captcha to continue</form></body></html>`))
-			} else {
-				w.Write(lookupAs(lookup, id))
-			}
-		case "8": // answers with another app's lookup
-			if isPage {
-				w.Write(full)
-			} else {
-				w.Write(lookup)
-			}
-		default:
+			w.Write(blocked)
+		case "5":
 			w.WriteHeader(503)
+		case "6":
+			w.Write([]byte(`<html><body><form id="challenge-form">Please complete the captcha to continue</form></body></html>`))
+		default:
+			w.Write(full)
 		}
 	}))
+	return f
 }
 
-func newRunner(t *testing.T, srv *httptest.Server, st *fakeStore) (*Runner, *fakeCache, *fakeEvents, *[]time.Duration) {
+func newRunner(t *testing.T, srv *fakeUpstream, st *fakeStore) (*Runner, *fakeCache, *fakeEvents, *[]time.Duration) {
 	cache := &fakeCache{keys: map[string]int{}}
 	ev := &fakeEvents{}
 	var sleeps []time.Duration
@@ -256,6 +290,14 @@ func TestRunSettlesEveryItem(t *testing.T) {
 	if peak > 3*controller.SubrequestsPerItem {
 		t.Errorf("peak concurrent upstream requests %d exceeds chunk × subrequests", peak)
 	}
+	// One lookup for the six items (4 asked once), then a page for each
+	// item found: the not-found app needs none.
+	if asked := srv.asked(); len(asked) != 1 || asked[0] != "368677368,2,3,4,5" {
+		t.Errorf("lookups asked: %q", asked)
+	}
+	if len(out.Requests) != 1+5 || out.Requests[0].Item != 0 {
+		t.Errorf("requests: one lookup and five pages, got %+v", out.Requests)
+	}
 }
 
 func TestPausedPagesFetchLookupsOnly(t *testing.T) {
@@ -268,9 +310,9 @@ func TestPausedPagesFetchLookupsOnly(t *testing.T) {
 	if len(out.Results) != 3 || out.Results[0].Page != controller.PageParsed || out.Results[1].Page != controller.PageSkipped {
 		t.Fatalf("the first item probes, the rest skip their page: %+v", out.Results)
 	}
-	// 2 requests for the probe, 1 lookup for each other item.
-	if len(out.Requests) != 4 {
-		t.Fatalf("requests %+v", out.Requests)
+	// One lookup for all three items, and the probe's page.
+	if len(out.Requests) != 2 || len(srv.asked()) != 1 {
+		t.Fatalf("requests %+v, lookups %q", out.Requests, srv.asked())
 	}
 	if !out.Results[1].LookupSaved || st.lookups[fixtureID] != PagePending || len(st.requeued)+len(st.gaveUp) != 0 {
 		t.Fatalf("a skipped page keeps the item queued, its lookup saved, no attempt counted: %+v %v %v %v", out.Results[1], st.lookups, st.requeued, st.gaveUp)
@@ -287,8 +329,11 @@ func TestLookupOfAnotherAppIsAParseError(t *testing.T) {
 	st := newStore(QueuedItem{TrackID: 8})
 	r, _, _, _ := newRunner(t, srv, st)
 	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 1, ChunkItems: 1})
-	if res := out.Results[0]; res.Class != controller.ClassParseError || !strings.Contains(res.Error, "answered trackId 368677368 for id 8") {
+	if res := out.Results[0]; res.Class != controller.ClassParseError || !strings.Contains(res.Error, "no result for id 8") || !strings.Contains(res.Error, "[368677368]") {
 		t.Fatalf("%+v", res)
+	}
+	if len(out.Requests) != 1 {
+		t.Fatalf("no page for an app whose lookup did not come back: %+v", out.Requests)
 	}
 	if len(st.saved)+len(st.lookups) != 0 || st.requeued[8] != 1 {
 		t.Fatalf("nothing may be saved under another id: saved %v lookups %v requeued %v", st.saved, st.lookups, st.requeued)
@@ -381,7 +426,8 @@ func TestRunStopsAtRefusalAndReportsRequests(t *testing.T) {
 	if out.Picked != 2 || out.Skipped != 2 || len(out.Results) != 2 {
 		t.Fatalf("the run must stop after the refused chunk: %+v", out)
 	}
-	if len(out.Requests) != 2*controller.SubrequestsPerItem {
+	// One lookup for the four items, then the pages of the two attempted.
+	if len(out.Requests) != 1+2 || out.Requests[0].Item != 0 || out.Requests[0].Class != controller.ClassOK {
 		t.Fatalf("requests: %+v", out.Requests)
 	}
 	for _, rq := range out.Requests {
@@ -407,21 +453,22 @@ func TestRunGoesThroughTheGlobalLimit(t *testing.T) {
 	admitted := 0
 	r.Limit = func(ctx context.Context, cost int, fn func(context.Context) error) error {
 		costs = append(costs, cost)
-		if admitted == 1 {
+		if admitted == 2 {
 			return ErrLimited
 		}
 		admitted++
 		return fn(ctx)
 	}
 	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 2, ChunkItems: 1})
-	if len(costs) != 2 || costs[0] != controller.SubrequestsPerItem {
-		t.Fatalf("one acquire per item of %d units, got %v", controller.SubrequestsPerItem, costs)
+	// One unit for the two items' lookup, then one for each page.
+	if fmt.Sprint(costs) != "[1 1 1]" {
+		t.Fatalf("acquires: one for the lookup batch, one per page, got %v", costs)
 	}
-	if out.Results[0].Class != controller.ClassOK || out.Results[1].Class != controller.ClassRateLimit {
-		t.Fatalf("results %+v", out.Results)
+	if out.Results[0].Class != controller.ClassOK || out.Results[1].Class != controller.ClassRateLimit || out.Requests[2].Class != controller.ClassRateLimit {
+		t.Fatalf("results %+v requests %+v", out.Results, out.Requests)
 	}
-	if len(st.requeued)+len(st.gaveUp) != 0 {
-		t.Fatal("a globally limited item must stay queued without using an attempt")
+	if len(st.requeued)+len(st.gaveUp) != 0 || st.lookups[fixtureID+1] != PagePending {
+		t.Fatal("a globally limited page must leave the item queued without using an attempt, its lookup kept")
 	}
 }
 
@@ -446,17 +493,21 @@ func TestRunStopsFetchingPagesNobodyCanRead(t *testing.T) {
 		}
 	}
 	// Two chunks of 3 trip the breaker (6 unparsed); the other 6 look up only.
-	if unparsed != 6 || skipped != 6 || len(out.Requests) != 6*2+6 || len(cache.keys) != 1 {
+	if unparsed != 6 || skipped != 6 || len(out.Requests) != 1+6 || len(cache.keys) != 1 {
 		t.Fatalf("unparsed %d, skipped %d, requests %d, pages kept %v", unparsed, skipped, len(out.Requests), cache.keys)
 	}
 }
 
-// panicky panics on the lookup of one id: a bug in a fetch must cost that
-// item, not the shared Go instance (issue 14, item 10).
-type panicky struct{ upstream.Client }
+// panicky panics on the page of one id, or on every lookup: a bug in a
+// fetch must cost that item, or that batch, not the shared Go instance
+// (issue 14, item 10).
+type panicky struct {
+	upstream.Client
+	lookups bool
+}
 
 func (p *panicky) Get(ctx context.Context, url string) upstream.Response {
-	if strings.Contains(url, "id=99") {
+	if strings.HasSuffix(url, "/id99") || (p.lookups && strings.Contains(url, "/lookup")) {
 		panic("boom")
 	}
 	return p.Client.Get(ctx, url)
@@ -468,12 +519,177 @@ func TestAPanickingFetchCostsOneItem(t *testing.T) {
 	defer srv.Close()
 	st := newStore(QueuedItem{TrackID: 99}, QueuedItem{TrackID: fixtureID})
 	r, _, _, _ := newRunner(t, srv, st)
-	r.Upstream = &panicky{upstream.Client{HTTP: srv.Client(), Timeout: 5 * time.Second}}
+	r.Upstream = &panicky{Client: upstream.Client{HTTP: srv.Client(), Timeout: 5 * time.Second}}
 	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 2, ChunkItems: 2})
-	if len(out.Results) != 2 || out.Results[0].Class != controller.ClassTimeout || !strings.Contains(out.Results[0].Error, "panic in lookup fetch") {
+	if len(out.Results) != 2 || out.Results[0].Class != controller.ClassTimeout || !strings.Contains(out.Results[0].Error, "panic in page fetch") {
 		t.Fatalf("%+v", out.Results)
 	}
 	if out.Results[1].Class != controller.ClassOK || len(st.gaveUp) != 0 {
 		t.Fatalf("the other item is untouched: %+v %v", out.Results[1], st.gaveUp)
+	}
+	// A panic in the lookup costs its batch: every item deferred, none given up.
+	st = newStore(QueuedItem{TrackID: 98, Attempts: controller.MaxItemAttempts - 1}, QueuedItem{TrackID: fixtureID})
+	r.Store = st
+	r.Upstream = &panicky{Client: upstream.Client{HTTP: srv.Client(), Timeout: 5 * time.Second}, lookups: true}
+	out = r.Run(context.Background(), controller.RunPlan{BatchSize: 2, ChunkItems: 2})
+	for _, res := range out.Results {
+		if res.Class != controller.ClassTimeout || !res.Deferred || !strings.Contains(res.Error, "panic in lookup fetch") {
+			t.Fatalf("%+v", out.Results)
+		}
+	}
+	if len(out.Results) != 2 || len(st.gaveUp)+len(st.requeued) != 0 {
+		t.Fatalf("results %+v, gave up %v, requeued %v", out.Results, st.gaveUp, st.requeued)
+	}
+}
+
+// TestRunLooksUpInBatches: the items of a run are looked up in batches, one
+// request each. An id the answer leaves out is not found for that app
+// alone; an id asked twice is sent once; a batch that fails (refused, 5xx,
+// a connection dropped mid-body, an answer cut short or refused) is the
+// fate of all its items, never one of their attempts, and one request for
+// the pacing.
+func TestRunLooksUpInBatches(t *testing.T) {
+	uber := fixture(t, "lookup_us_uber_2017.json")
+	answer := lookupAnswer(uber, "11,12,13", nil, nil)
+	status := func(code int, retryAfter string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			if retryAfter != "" {
+				w.Header().Set("Retry-After", retryAfter)
+			}
+			w.WriteHeader(code)
+		}
+	}
+	last := controller.MaxItemAttempts - 1
+	items := func(ids ...int64) []QueuedItem {
+		var out []QueuedItem
+		for _, id := range ids {
+			out = append(out, QueuedItem{TrackID: id, Attempts: last})
+		}
+		return out
+	}
+	type check struct {
+		picked   int
+		asked    []string           // id lists the lookups asked
+		classes  []controller.Class // per attempted item
+		reqItems []int              // RequestOutcome.Item, in send order
+		lookup   controller.Class   // class of the first request (the first batch)
+		failed   bool               // the batch failed as a whole: deferred or kept, never counted
+		retryS   int                // the batch's Retry-After
+	}
+	tests := []struct {
+		name   string
+		items  []QueuedItem
+		plan   controller.RunPlan
+		lookup http.HandlerFunc
+		limit  bool // our own global cap refuses the batch
+		want   check
+	}{
+		{name: "an id left out of the answer is not found for that app alone", items: items(fixtureID, 7, 11),
+			want: check{picked: 3, asked: []string{"368677368,7,11"}, classes: []controller.Class{"ok", "not_found", "ok"}, reqItems: []int{0, 0, 2}, lookup: "ok"}},
+		{name: "an id asked twice is sent once", items: items(11, 11, 12),
+			want: check{picked: 3, asked: []string{"11,12"}, classes: []controller.Class{"ok", "ok", "ok"}, reqItems: []int{0, 0, 1, 2}, lookup: "ok"}},
+		{name: "batches of LOOKUP_BATCH, each before the pages of its items", items: items(11, 12, 13, 14, 15), plan: controller.RunPlan{LookupBatch: 2, ChunkItems: 3},
+			want: check{picked: 5, asked: []string{"11,12", "13,14", "15"}, classes: []controller.Class{"ok", "ok", "ok", "ok", "ok"}, reqItems: []int{0, 0, 1, 2, 2, 3, 4, 4}, lookup: "ok"}},
+		{name: "a refused batch stops the run: the rest stay queued, untouched", items: items(11, 12, 13), plan: controller.RunPlan{ChunkItems: 1, StopOnThrottle: true},
+			lookup: status(429, "30"),
+			want:   check{picked: 1, asked: []string{"11,12,13"}, classes: []controller.Class{"rate_limit"}, reqItems: []int{0}, lookup: "rate_limit", failed: true, retryS: 30}},
+		{name: "a refused batch is the fate of all its items", items: items(11, 12, 13), plan: controller.RunPlan{ChunkItems: 2, ChunkPauseMs: 500},
+			lookup: status(403, ""),
+			want:   check{picked: 3, asked: []string{"11,12,13"}, classes: []controller.Class{"rate_limit", "rate_limit", "rate_limit"}, reqItems: []int{0}, lookup: "rate_limit", failed: true}},
+		{name: "our own global cap refuses the batch", items: items(11, 12), plan: controller.RunPlan{ChunkItems: 2, StopOnThrottle: true}, limit: true,
+			want: check{picked: 2, classes: []controller.Class{"rate_limit", "rate_limit"}, reqItems: []int{0}, lookup: "rate_limit", failed: true}},
+		{name: "a 5xx defers every item of the batch", items: items(11, 12), lookup: status(503, ""),
+			want: check{picked: 2, asked: []string{"11,12"}, classes: []controller.Class{"server_error", "server_error"}, reqItems: []int{0}, lookup: "server_error", failed: true}},
+		{name: "a connection dropped mid-body defers every item", items: items(11, 12, 13),
+			lookup: func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+				w.Write(answer[:len(answer)/2])
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler) // the connection closes mid-body
+			},
+			want: check{picked: 3, asked: []string{"11,12,13"}, classes: []controller.Class{"timeout", "timeout", "timeout"}, reqItems: []int{0}, lookup: "timeout", failed: true}},
+		{name: "an answer cut short says nothing about any one app: deferred, not counted", items: items(11, 12, 13),
+			lookup: func(w http.ResponseWriter, _ *http.Request) { w.Write(answer[:len(answer)/2]) },
+			want:   check{picked: 3, asked: []string{"11,12,13"}, classes: []controller.Class{"parse_error", "parse_error", "parse_error"}, reqItems: []int{0}, lookup: "parse_error", failed: true}},
+		{name: "a 404 from the lookup endpoint is not every app not found", items: items(11, 12), lookup: status(404, ""),
+			want: check{picked: 2, asked: []string{"11,12"}, classes: []controller.Class{"parse_error", "parse_error"}, reqItems: []int{0}, lookup: "not_found", failed: true}},
+		{name: "a 400 (too many ids) is not the apps' fault", items: items(11, 12), lookup: status(400, ""),
+			want: check{picked: 2, asked: []string{"11,12"}, classes: []controller.Class{"parse_error", "parse_error"}, reqItems: []int{0}, lookup: "parse_error", failed: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var inflight, peak int
+			srv := fixtureUpstream(t, &inflight, &peak)
+			defer srv.Close()
+			srv.lookup = tt.lookup
+			st := newStore(tt.items...)
+			r, _, _, sleeps := newRunner(t, srv, st)
+			if tt.limit {
+				r.Limit = func(context.Context, int, func(context.Context) error) error { return ErrLimited }
+			}
+			plan := tt.plan
+			plan.BatchSize = len(tt.items)
+			out := r.Run(context.Background(), plan)
+			w := tt.want
+			if out.Picked != w.picked || out.Skipped != len(tt.items)-w.picked || fmt.Sprint(srv.asked()) != fmt.Sprint(w.asked) {
+				t.Fatalf("picked %d skipped %d, lookups %q; want %d, %q", out.Picked, out.Skipped, srv.asked(), w.picked, w.asked)
+			}
+			var reqItems []int
+			for _, rq := range out.Requests {
+				reqItems = append(reqItems, rq.Item)
+			}
+			if fmt.Sprint(reqItems) != fmt.Sprint(w.reqItems) || out.Requests[0].Class != w.lookup {
+				t.Fatalf("requests %+v, want items %v, the lookup's class %s", out.Requests, w.reqItems, w.lookup)
+			}
+			for i, res := range out.Results {
+				if res.Class != w.classes[i] || res.BatchFailed != w.failed {
+					t.Errorf("item %d: %+v, want class %s, batch failed %v", i, res, w.classes[i], w.failed)
+				}
+			}
+			if w.failed {
+				// Never the items' own attempt, however many they had.
+				if len(st.requeued)+len(st.gaveUp)+len(st.missing)+len(st.saved)+len(st.lookups) != 0 {
+					t.Fatalf("requeued %v gave up %v missing %v saved %v lookups %v", st.requeued, st.gaveUp, st.missing, st.saved, st.lookups)
+				}
+				for _, res := range out.Results {
+					if refused := res.Class == controller.ClassRateLimit; res.Deferred == refused || !strings.Contains(res.Error, "lookup batch") && !strings.Contains(res.Error, "rate limiter") {
+						t.Errorf("refused items are kept, others deferred: %+v", res)
+					}
+				}
+				if out.Results[0].RetryAfterS != w.retryS || out.Requests[0].RetryAfterMs != int64(w.retryS)*1000 {
+					t.Errorf("Retry-After: %+v %+v, want %d s", out.Results[0], out.Requests[0], w.retryS)
+				}
+				if len(*sleeps) != 0 {
+					t.Errorf("no pause between chunks that sent nothing: %v", *sleeps)
+				}
+			}
+		})
+	}
+}
+
+// TestLookupBatchFitsOneBody: the answer to a lookup of MaxLookupBatch apps
+// fits one answer's body bound (upstream.MaxBodyBytes), or every batch that
+// size would fail as too large. lookupResultBound is what one app's result
+// is held to: twice the largest real result kept in testdata (an app at the
+// store's text limits has a longer description and release notes).
+func TestLookupBatchFitsOneBody(t *testing.T) {
+	const lookupResultBound = 20 << 10
+	if controller.MaxLookupBatch*lookupResultBound+1024 > upstream.MaxBodyBytes {
+		t.Fatalf("%d results of %d bytes exceed %d", controller.MaxLookupBatch, lookupResultBound, upstream.MaxBodyBytes)
+	}
+	largest := 0
+	for _, name := range []string{"lookup_us_uber_2017.json", "lookup_us_two_apps_2017.json", "lookup_hk_whatsapp_2018.json", "search_us_software_tsubasa_2021.json"} {
+		var env struct{ Results []json.RawMessage }
+		if err := json.Unmarshal(fixture(t, name), &env); err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range env.Results {
+			var compact bytes.Buffer
+			json.Compact(&compact, raw)
+			largest = max(largest, compact.Len())
+		}
+	}
+	if largest == 0 || 2*largest > lookupResultBound {
+		t.Fatalf("largest real result %d bytes: the bound %d leaves less than twice that", largest, lookupResultBound)
 	}
 }

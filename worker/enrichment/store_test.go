@@ -53,11 +53,11 @@ func TestRunAgainstD1(t *testing.T) {
 	if out.Error != "" || out.Picked != 4 {
 		t.Fatalf("run: %+v", out)
 	}
-	// Every platform call is counted: the pick; the enriched app's lookup,
-	// page, raw page to R2 and record; app 2's lookup, page and dequeue;
-	// app 3's two refused fetches; app 5's two 503s and its deferral; the
-	// events send.
-	if want := 1 + 4 + 3 + 2 + 3 + 1; out.Subrequests != want {
+	// Every platform call is counted: the pick; the one lookup of the four
+	// apps; the enriched app's page, raw page to R2 and record; app 2's
+	// dequeue (not found: no page); app 3's refused page and its lookup
+	// kept; app 5's 503, its lookup kept and its deferral; the events send.
+	if want := 1 + 1 + 3 + 1 + 2 + 3 + 1; out.Subrequests != want {
 		t.Fatalf("subrequests %d, want %d", out.Subrequests, want)
 	}
 	classes := map[int64]controller.Class{}
@@ -88,9 +88,10 @@ func TestRunAgainstD1(t *testing.T) {
 		t.Fatalf("a throttled app must stay queued: %v", row)
 	}
 	// A 5xx at the last attempt (5): the upstream's state, not the item's.
-	// Still queued, attempts untouched, deferred by the first backoff.
-	row := drv.Rows(t, `SELECT enrichment_source, enrich_attempts, enrich_defers, enrich_retry_at, enrich_error_class FROM app_registry WHERE track_id = 5`)[0]
-	if row["enrichment_source"] != nil || row["enrich_attempts"] != float64(controller.MaxItemAttempts-1) || row["enrich_defers"] != float64(1) ||
+	// Still queued, attempts untouched, deferred by the first backoff; its
+	// lookup, which came back, is kept.
+	row := drv.Rows(t, `SELECT enrichment_source, enriched_at, enrich_attempts, enrich_defers, enrich_retry_at, enrich_error_class FROM app_registry WHERE track_id = 5`)[0]
+	if row["enrichment_source"] != SourceLookupOnly || row["enriched_at"] != nil || row["enrich_attempts"] != float64(controller.MaxItemAttempts-1) || row["enrich_defers"] != float64(1) ||
 		row["enrich_retry_at"] != d1.Time(now.Add(controller.DeferBase)) || row["enrich_error_class"] != string(controller.ClassServerError) {
 		t.Fatalf("a 5xx must defer the item: %v", row)
 	}
@@ -165,7 +166,7 @@ func TestRunStartsOnlyWhatItsSubrequestsCover(t *testing.T) {
 	}
 	r, _, _, _ := newRunner(t, srv, nil)
 	r.Store = D1Store{DB: db}
-	budget := 1 + 1 + 2*controller.MaxCallsPerItem // pick, events, two items
+	budget := 1 + 1 + controller.MaxCallsPerLookup + 2*controller.MaxCallsPerItem // pick, events, a lookup, two items
 	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 5, ChunkItems: 3, Subrequests: budget})
 	if out.Picked != 2 || out.Skipped != 3 || out.Subrequests > budget {
 		t.Fatalf("picked %d skipped %d, %d calls of %d", out.Picked, out.Skipped, out.Subrequests, budget)
@@ -303,14 +304,19 @@ func TestLookupOnlyRecordsAgainstD1(t *testing.T) {
 	}
 }
 
-// MaxCallsPerItem (durable, which cannot import the clients) covers what
-// the clients can do for one item: every limiter attempt, both fetches,
-// the raw page, two D1 writes.
+// MaxCallsPerItem and MaxCallsPerLookup (durable, which cannot import the
+// clients) cover what the clients can do for one item (every limiter
+// attempt, its page, the raw page, two D1 writes) and one lookup batch
+// (every limiter attempt, the lookup).
 func TestItemWorstCaseCoversTheClients(t *testing.T) {
-	if controller.MaxCallsPerFetch < 1+upstream.MaxRedirects {
-		t.Fatalf("MaxCallsPerFetch %d < 1 + %d redirects", controller.MaxCallsPerFetch, upstream.MaxRedirects)
+	if controller.MaxCallsPerFetch < 1+upstream.MaxRedirects || controller.MaxLimiterCalls < ratelimit.MaxAttempts {
+		t.Fatalf("MaxCallsPerFetch %d < 1 + %d redirects, or MaxLimiterCalls %d < %d", controller.MaxCallsPerFetch, upstream.MaxRedirects,
+			controller.MaxLimiterCalls, ratelimit.MaxAttempts)
 	}
 	if want := ratelimit.MaxAttempts + controller.SubrequestsPerItem*controller.MaxCallsPerFetch + 1 + 2; controller.MaxCallsPerItem < want {
 		t.Fatalf("MaxCallsPerItem %d < %d", controller.MaxCallsPerItem, want)
+	}
+	if want := ratelimit.MaxAttempts + controller.MaxCallsPerFetch; controller.MaxCallsPerLookup < want {
+		t.Fatalf("MaxCallsPerLookup %d < %d", controller.MaxCallsPerLookup, want)
 	}
 }
