@@ -483,7 +483,10 @@ type Status struct {
 	// LastHoldCapped is the latest upstream hold hint cut to the cap
 	// (UPSTREAM_MAX_HOLD_S); null when none ever was.
 	LastHoldCapped *HoldCapped `json:"last_hold_capped"`
-	Now            string      `json:"now"`
+	// RequestsPerEnrichedApp is the upstream's cost: lookup and page
+	// requests that reached it, per app completed (lifetime; 0 before any).
+	RequestsPerEnrichedApp float64 `json:"requests_per_enriched_app"`
+	Now                    string  `json:"now"`
 }
 
 // Rolling describes the metrics window.
@@ -523,10 +526,11 @@ func (s State) Status(now time.Time, cfg Config) Status {
 			Failed: w.Failed, RateLimited: w.RateLimited, ItemErrors: w.ItemErrors,
 			CompletionsPerMinute: round3(cpm),
 		},
-		LastTick:       s.LastTick,
-		ParserHealth:   s.Parser.Status(),
-		LastHoldCapped: s.LastHoldCapped,
-		Now:            now.UTC().Format(time.RFC3339Nano),
+		LastTick:               s.LastTick,
+		ParserHealth:           s.Parser.Status(),
+		LastHoldCapped:         s.LastHoldCapped,
+		RequestsPerEnrichedApp: requestsPerApp(s.Totals),
+		Now:                    now.UTC().Format(time.RFC3339Nano),
 	}
 	if d, ok := c.(pacing.Describer); ok {
 		st.PacingDetail = d.Describe(now)
@@ -591,3 +595,11 @@ func confidence(samples int) string {
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// requestsPerApp is the upstream requests per completed app, 0 before any.
+func requestsPerApp(t Totals) float64 {
+	if t.Completed == 0 {
+		return 0
+	}
+	return round3(float64(t.LookupRequests+t.PageRequests) / float64(t.Completed))
+}

@@ -579,3 +579,22 @@ func TestLookupBatchConfig(t *testing.T) {
 		t.Fatalf("%v %d", err, cfg.LookupBatchSize())
 	}
 }
+
+// The upstream's cost is counted by kind, only for what reached it; the
+// status divides it by the apps completed.
+func TestUpstreamRequestsAreCountedByKind(t *testing.T) {
+	s := DefaultState()
+	s.Record(RunOutcome{Picked: 3, Results: []ItemResult{{Class: ClassOK, Page: PageParsed}, {Class: ClassOK, Page: PageParsed}, {Class: ClassRateLimit}},
+		Requests: []RequestOutcome{
+			{Kind: RequestLookup, Class: ClassOK, Remaining: -1},
+			{Kind: RequestPage, Class: ClassOK, Remaining: -1}, {Kind: RequestPage, Class: ClassOK, Remaining: -1},
+			{Kind: RequestPage, Class: ClassRateLimit, Remaining: -1, Local: true}, // our own limit: never sent
+		}}, t0)
+	st := s.Status(t0, DefaultConfig())
+	if st.Totals.LookupRequests != 1 || st.Totals.PageRequests != 2 || st.RequestsPerEnrichedApp != 1.5 {
+		t.Fatalf("totals %+v, per app %v", st.Totals, st.RequestsPerEnrichedApp)
+	}
+	if c := s.Totals.Counters(); c["lookup_requests"] != 1 || c["page_requests"] != 2 {
+		t.Fatalf("ledger counters %v", c)
+	}
+}

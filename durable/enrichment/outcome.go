@@ -181,7 +181,18 @@ type RequestOutcome struct {
 	// AskedHoldMs is the longer hold the answer asked for when it was
 	// capped at UPSTREAM_MAX_HOLD_S (RetryAfterMs/ResetMs hold the cap).
 	AskedHoldMs int64 `json:"asked_hold_ms,omitempty"`
+	// Kind is what was asked: RequestLookup or RequestPage.
+	Kind string `json:"kind,omitempty"`
+	// Local: refused by our own global limit, it never reached the upstream
+	// (the pacing algorithm still learns from it; the upstream's cost does not).
+	Local bool `json:"local,omitempty"`
 }
+
+// RequestOutcome.Kind values: the two upstream documents an app costs.
+const (
+	RequestLookup = "lookup"
+	RequestPage   = "page"
+)
 
 // RunOutcome is what the run reports back.
 type RunOutcome struct {
@@ -334,6 +345,14 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 		}
 	}
 	for _, r := range o.Requests {
+		if !r.Local {
+			switch r.Kind {
+			case RequestLookup:
+				s.Totals.LookupRequests++
+			case RequestPage:
+				s.Totals.PageRequests++
+			}
+		}
 		if r.AskedHoldMs > 0 {
 			held := max(r.RetryAfterMs, r.ResetMs)
 			s.LastHoldCapped = &HoldCapped{At: now.UnixMilli(), AskedS: r.AskedHoldMs / 1000, HeldS: held / 1000}

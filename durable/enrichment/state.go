@@ -121,6 +121,7 @@ func (t Totals) Counters() map[string]int64 {
 		"dispatched": t.Dispatched, "completed": t.Completed, "failed": t.Failed,
 		"rate_limited": t.RateLimited, "item_errors": t.ItemErrors, "gave_up": t.GaveUp,
 		"ticks": t.Ticks, "cooldowns": t.Cooldowns,
+		"lookup_requests": t.LookupRequests, "page_requests": t.PageRequests,
 	}
 }
 
@@ -170,7 +171,11 @@ type Totals struct {
 	// HoldsCapped counts answers whose Retry-After or RateLimit-Reset asked
 	// for a longer hold than UPSTREAM_MAX_HOLD_S and were held to it.
 	HoldsCapped int64 `json:"holds_capped"`
-	Ticks       int64 `json:"ticks"`
+	// LookupRequests and PageRequests count what reached the upstream, by
+	// kind: a lookup batch is one request however many apps it holds.
+	LookupRequests int64 `json:"lookup_requests"`
+	PageRequests   int64 `json:"page_requests"`
+	Ticks          int64 `json:"ticks"`
 	// Cooldowns counts entries into the critical zone.
 	Cooldowns int64 `json:"cooldowns"`
 	// D1RowsRead/D1RowsWritten: the runs' D1 cost (rows per completed app

@@ -362,13 +362,15 @@ func (r *Runner) lookupBatch(ctx context.Context, items []QueuedItem, first int)
 		if errors.Is(err, ErrLimited) {
 			now := r.Now()
 			o.class = controller.ClassRateLimit
-			req = &controller.RequestOutcome{Item: first, SentAt: now.UnixMilli(), DoneAt: now.UnixMilli(), Class: controller.ClassRateLimit, Remaining: -1}
+			req = &controller.RequestOutcome{Item: first, SentAt: now.UnixMilli(), DoneAt: now.UnixMilli(), Class: controller.ClassRateLimit, Remaining: -1,
+				Kind: controller.RequestLookup, Local: true}
 		}
 		return failAll(o), req
 	}
 	// Parsed into apps at once: the body's room goes back to the run's budget.
 	defer resp.Release()
 	rq := requestOutcome(first, resp)
+	rq.Kind = controller.RequestLookup
 	req = &rq
 	if resp.Class != controller.ClassOK {
 		return failAll(lookupOutcome{class: controller.BatchItemClass(resp.Class), status: resp.Status, retryAfterS: resp.RetryAfterS,
@@ -457,6 +459,7 @@ func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup look
 	// Parsed, stored and saved by the time this returns: the body's room
 	// goes back to the run's budget.
 	defer func() { page.Release() }()
+	limited := false // refused by our own global limit: never sent
 	fetch := func(ctx context.Context) error {
 		defer func() {
 			if err := logx.Recovered(recover(), "page fetch"); err != nil {
@@ -477,12 +480,13 @@ func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup look
 		}
 		now := r.Now()
 		page = upstream.Response{Class: controller.ClassRateLimit, Remaining: -1, Err: fmt.Errorf("rate limiter: %w", err), SentAt: now, DoneAt: now}
+		limited = true
 	}
 	res, pageClass := r.itemResult(ctx, id, lookup.app, page)
 	// A challenge page answered 200 but refused us: the pacing algorithm
 	// must see it as the refusal it is.
 	pageReq := requestOutcome(index, page)
-	pageReq.Class = pageClass
+	pageReq.Class, pageReq.Kind, pageReq.Local = pageClass, controller.RequestPage, limited
 	return res, []controller.RequestOutcome{pageReq}
 }
 

@@ -60,6 +60,15 @@ func TestRunAgainstD1(t *testing.T) {
 	if want := 1 + 1 + 3 + 1 + 2 + 3 + 1; out.Subrequests != want {
 		t.Fatalf("subrequests %d, want %d", out.Subrequests, want)
 	}
+	// Every request says what it asked: one lookup batch for the four apps,
+	// then the pages.
+	kinds := map[string]int{}
+	for _, rq := range out.Requests {
+		kinds[rq.Kind]++
+	}
+	if kinds[controller.RequestLookup] != 1 || kinds[controller.RequestPage] < 1 || kinds[""] != 0 {
+		t.Fatalf("request kinds %v", kinds)
+	}
 	classes := map[int64]controller.Class{}
 	for _, res := range out.Results {
 		classes[res.TrackID] = res.Class
