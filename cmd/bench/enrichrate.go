@@ -7,12 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"time"
-
-	"storecrawl/internal/devstack"
 )
 
 // The enrichment-rate benchmark: the EnrichmentController against the
@@ -44,27 +40,10 @@ func (r simRoute) requests() int64 { return r.Served + r.Refused + r.Dropped }
 // real upstream, itunes.apple.com and apps.apple.com), next to apps
 // enriched per hour, with the simulator at its default limits.
 func benchEnrichmentRate(root string) {
-	wranglerBin := devstack.Wrangler(root)
 	persist, _ := os.MkdirTemp("", "bench-enrichrate-")
 	defer os.RemoveAll(persist)
-	env := devstack.ToolEnv(root)
-	run := func(args ...string) {
-		cmd := exec.Command(wranglerBin, append(args, "--persist-to", persist)...)
-		cmd.Dir, cmd.Env = root, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fail("wrangler %v: %v\n%s", args, err, out)
-		}
-	}
-	run("d1", "migrations", "apply", "DB", "--local")
-	seed := exec.Command("go", "run", "./cmd/seed", "-apps", strconv.Itoa(enrichRateApps))
-	seed.Dir = root
-	sql, err := seed.Output()
-	if err != nil {
-		fail("seed: %v", err)
-	}
-	seedFile := filepath.Join(persist, "seed.sql")
-	os.WriteFile(seedFile, sql, 0o644)
-	run("d1", "execute", "DB", "--local", "--file", seedFile)
+	wranglerLocal(root, persist, "d1", "migrations", "apply", "DB", "--local")
+	seedLocalDB(root, persist, enrichRateApps)
 
 	simBase, stopSim := startSimWith(root, enrichRateApps) // the simulator's default limits
 	defer stopSim()

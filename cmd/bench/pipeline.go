@@ -25,29 +25,11 @@ const pipelineApps = 100_000
 // D1 seeded with pipelineApps apps: busy cycles (category scans), then an
 // idle one (nothing due).
 func benchPipeline(root string) {
-	wranglerBin := devstack.Wrangler(root)
 	persist, _ := os.MkdirTemp("", "bench-pipeline-")
 	defer os.RemoveAll(persist)
-	env := devstack.ToolEnv(root)
-	run := func(args ...string) string {
-		cmd := exec.Command(wranglerBin, append(args, "--persist-to", persist)...)
-		cmd.Dir, cmd.Env = root, env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			fail("wrangler %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	run := func(args ...string) string { return wranglerLocal(root, persist, args...) }
 	run("d1", "migrations", "apply", "DB", "--local")
-	seed := exec.Command("go", "run", "./cmd/seed", "-apps", strconv.Itoa(pipelineApps))
-	seed.Dir = root
-	sql, err := seed.Output()
-	if err != nil {
-		fail("seed: %v", err)
-	}
-	seedFile := filepath.Join(persist, "seed.sql")
-	os.WriteFile(seedFile, sql, 0o644)
-	run("d1", "execute", "DB", "--local", "--file", seedFile)
+	seedLocalDB(root, persist, pipelineApps)
 
 	simBase, stopSim := startSim(root)
 	defer stopSim()
@@ -225,4 +207,30 @@ func startSimWith(root string, apps int, flags ...string) (string, func()) {
 	}
 	fail("sim did not start")
 	return "", nil
+}
+
+// wranglerLocal runs one wrangler command against the persisted local
+// state, failing the bench if it fails, and returns its output.
+func wranglerLocal(root, persist string, args ...string) string {
+	cmd := exec.Command(devstack.Wrangler(root), append(args, "--persist-to", persist)...)
+	cmd.Dir, cmd.Env = root, devstack.ToolEnv(root)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		fail("wrangler %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// seedLocalDB queues the simulator's first apps apps in the local D1
+// (cmd/seed), its migrations already applied.
+func seedLocalDB(root, persist string, apps int) {
+	seed := exec.Command("go", "run", "./cmd/seed", "-apps", strconv.Itoa(apps))
+	seed.Dir = root
+	sql, err := seed.Output()
+	if err != nil {
+		fail("seed: %v", err)
+	}
+	seedFile := filepath.Join(persist, "seed.sql")
+	os.WriteFile(seedFile, sql, 0o644)
+	wranglerLocal(root, persist, "d1", "execute", "DB", "--local", "--file", seedFile)
 }

@@ -47,16 +47,7 @@ func (a App) Bounded() App {
 	a.ReleaseDate, a.CurrentVersionReleaseDate = field(a.ReleaseDate), field(a.CurrentVersionReleaseDate)
 	a.ContentRating, a.TrackViewURL, a.ArtworkURL = field(a.ContentRating), field(a.TrackViewURL), field(a.ArtworkURL)
 	a.Description = Truncate(a.Description, MaxTextLen)
-	if len(a.Languages) > MaxLanguages {
-		a.Languages = a.Languages[:MaxLanguages]
-	}
-	langs := make([]string, len(a.Languages))
-	for i, l := range a.Languages {
-		langs[i] = field(l)
-	}
-	if a.Languages != nil {
-		a.Languages = langs
-	}
+	a.Languages = boundedFields(a.Languages, MaxLanguages)
 	return a
 }
 
@@ -75,11 +66,19 @@ func (p StorePage) Bounded() StorePage {
 	if len(p.SimilarAppIDs) > MaxSimilar {
 		p.SimilarAppIDs = p.SimilarAppIDs[:MaxSimilar]
 	}
-	if len(p.MissingSections) > MaxMissingSections {
-		p.MissingSections = p.MissingSections[:MaxMissingSections]
-	}
-	for i, m := range p.MissingSections {
-		p.MissingSections[i] = field(m)
-	}
+	p.MissingSections = boundedFields(p.MissingSections, MaxMissingSections)
 	return p
+}
+
+// boundedFields is a copy of xs cut to n entries of at most MaxFieldLen
+// each (nil stays nil), leaving the caller's slice as it was.
+func boundedFields(xs []string, n int) []string {
+	if xs == nil {
+		return nil
+	}
+	out := make([]string, min(len(xs), n))
+	for i := range out {
+		out[i] = field(xs[i])
+	}
+	return out
 }

@@ -58,14 +58,7 @@ func totals(t *testing.T, drv *d1test.Driver, source string) map[string]int64 {
 // store puts facts in D1 as the consumer does, in batches of one writer's.
 func store(t *testing.T, db *d1.DB, facts ...ledger.Fact) {
 	t.Helper()
-	bySource := map[string][]ledger.Fact{}
-	var order []string
-	for _, f := range facts {
-		if bySource[f.Source] == nil {
-			order = append(order, f.Source)
-		}
-		bySource[f.Source] = append(bySource[f.Source], f)
-	}
+	order, bySource := groupBySource(facts)
 	var stats ConsumerStats
 	for _, s := range order {
 		for fs := bySource[s]; len(fs) > 0; fs = fs[min(len(fs), ledger.MaxBatchFacts):] {
@@ -472,4 +465,17 @@ func TestDeadLetteredFactsReplayInFull(t *testing.T) {
 	if _, err := svc.ReplayDeadLetters(ctx, "nope", send); !errors.Is(err, ErrNoSuchDeadLetter) {
 		t.Fatalf("unknown id: %v", err)
 	}
+}
+
+// groupBySource splits facts by writer, writers in first-seen order (the
+// consumer stores one writer's facts per batch).
+func groupBySource(facts []ledger.Fact) (order []string, bySource map[string][]ledger.Fact) {
+	bySource = map[string][]ledger.Fact{}
+	for _, f := range facts {
+		if bySource[f.Source] == nil {
+			order = append(order, f.Source)
+		}
+		bySource[f.Source] = append(bySource[f.Source], f)
+	}
+	return order, bySource
 }

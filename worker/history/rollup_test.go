@@ -198,14 +198,7 @@ func seededFacts(from, to time.Time) []ledger.Fact {
 func deliver(t *testing.T, db *d1.DB, facts []ledger.Fact) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
-	bySource := map[string][]ledger.Fact{}
-	var order []string
-	for _, f := range facts {
-		if bySource[f.Source] == nil {
-			order = append(order, f.Source)
-		}
-		bySource[f.Source] = append(bySource[f.Source], f)
-	}
+	order, bySource := groupBySource(facts)
 	var stats ConsumerStats
 	n := 0
 	for _, src := range order {
