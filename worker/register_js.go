@@ -157,6 +157,7 @@ func enrichmentRun(args []js.Value) (any, error) {
 		Now:       time.Now,
 		Sleep:     cf.Sleep,
 		Limit:     enrichment.GlobalLimit(up.Limits, upstream.CatalogueLimit),
+		PageLimit: enrichment.GlobalLimit(up.Limits, upstream.StorePagesLimit),
 	}
 	// The run's D1 cost, from D1's result metadata, goes to the controller's totals.
 	ctx, cost := d1.WithCost(context.Background())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -11,8 +12,18 @@ import (
 
 // Config is the hidden, runtime-changeable upstream behaviour.
 type Config struct {
-	RatePerMin      int `json:"rate_per_min"`
-	Burst           int `json:"burst"`
+	// RatePerMin and Burst are the API host's limit (lookups, searches,
+	// charts) and, unless StoreRatePerMin gives it its own, the store
+	// host's too: one bucket for both, as a single-limit upstream.
+	RatePerMin int `json:"rate_per_min"`
+	Burst      int `json:"burst"`
+	// StoreRatePerMin and StoreBurst give the store host (product pages)
+	// its own limit, as on the real site, where itunes.apple.com and
+	// apps.apple.com refuse separately; 0 = pages share the API host's
+	// bucket. StoreBurst 0 means Burst. On-exceed, Retry-After and block
+	// settings are the same for both hosts; each host's block is its own.
+	StoreRatePerMin int `json:"store_rate_per_min"`
+	StoreBurst      int `json:"store_burst"`
 	OnExceed        int `json:"on_exceed"`
 	RetryAfterS     int `json:"retry_after_s"`
 	BlockS          int `json:"block_s"`
@@ -78,6 +89,8 @@ type configField struct {
 var configFields = []configField{
 	{"rate_per_min", 1, maxRatePerMin, func(c *Config) *int { return &c.RatePerMin }},
 	{"burst", 1, maxBurst, func(c *Config) *int { return &c.Burst }},
+	{"store_rate_per_min", 0, maxRatePerMin, func(c *Config) *int { return &c.StoreRatePerMin }},
+	{"store_burst", 0, maxBurst, func(c *Config) *int { return &c.StoreBurst }},
 	{"on_exceed", http.StatusForbidden, http.StatusTooManyRequests, func(c *Config) *int { return &c.OnExceed }},
 	{"retry_after_s", 0, maxSeconds, func(c *Config) *int { return &c.RetryAfterS }},
 	{"block_s", 0, maxSeconds, func(c *Config) *int { return &c.BlockS }},
@@ -141,6 +154,17 @@ type bucket struct {
 	tokens       float64
 	last         time.Time
 	blockedUntil time.Time
+}
+
+// storeConfig is the store host's bucket config when it has a limit of
+// its own (ok = false: pages share the API host's bucket).
+func (c Config) storeConfig() (store Config, ok bool) {
+	if c.StoreRatePerMin <= 0 {
+		return c, false
+	}
+	store = c
+	store.RatePerMin, store.Burst = c.StoreRatePerMin, cmp.Or(c.StoreBurst, c.Burst)
+	return store, true
 }
 
 // reset installs cfg with a full bucket and no active block.

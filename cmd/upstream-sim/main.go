@@ -88,6 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	)
 	fs.IntVar(&cfg.RatePerMin, "rate-per-min", def.RatePerMin, "hidden limit: token refill per minute")
 	fs.IntVar(&cfg.Burst, "burst", def.Burst, "hidden limit: bucket size")
+	fs.IntVar(&cfg.StoreRatePerMin, "store-rate-per-min", def.StoreRatePerMin, "the store host's (pages) own hidden limit per minute; 0 = pages share -rate-per-min")
+	fs.IntVar(&cfg.StoreBurst, "store-burst", def.StoreBurst, "the store host's own bucket size; 0 = -burst")
 	fs.IntVar(&cfg.OnExceed, "on-exceed", def.OnExceed, "status when refused: 429 or 403")
 	fs.IntVar(&cfg.RetryAfterS, "retry-after-s", def.RetryAfterS, "Retry-After seconds on refusals (0 = no header)")
 	fs.IntVar(&cfg.BlockS, "block-s", def.BlockS, "if > 0, a refusal blocks ALL limited routes for this many seconds")

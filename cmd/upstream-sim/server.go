@@ -39,12 +39,31 @@ type RouteStats struct {
 
 // Stats is the GET /__stats body.
 type Stats struct {
-	Served         int64                 `json:"served"`
-	Refused        int64                 `json:"refused"`
-	NotFound       int64                 `json:"not_found"`
-	ByRoute        map[string]RouteStats `json:"by_route"`
+	Served   int64                 `json:"served"`
+	Refused  int64                 `json:"refused"`
+	NotFound int64                 `json:"not_found"`
+	ByRoute  map[string]RouteStats `json:"by_route"`
+	// ByHost sums the routes by the host that serves them on the real
+	// site: "api" (lookup, search, charts) and "store" (page).
+	ByHost         map[string]RouteStats `json:"by_host"`
 	Config         Config                `json:"config"`
 	BlockedUntilMS int64                 `json:"blocked_until_ms"`
+	// StoreBlockedUntilMS is the store host's own block, when it has its
+	// own limit (store_rate_per_min).
+	StoreBlockedUntilMS int64 `json:"store_blocked_until_ms"`
+}
+
+// The real site's two hosts, and which routes each serves.
+const (
+	hostAPI   = "api"
+	hostStore = "store"
+)
+
+func hostOf(route string) string {
+	if route == routePage {
+		return hostStore
+	}
+	return hostAPI
 }
 
 // Options configures a Server; zero values pick production defaults.
@@ -63,11 +82,13 @@ type Server struct {
 	log *slog.Logger
 	mux *http.ServeMux
 
-	mu         sync.Mutex
-	bucket     bucket
-	rng        *rand.Rand
-	byRoute    map[string]*RouteStats
-	throttling bool // last limiter decision was a refusal (for sparse logs)
+	mu     sync.Mutex
+	bucket bucket // the API host's limit, and the store host's unless it has its own
+	// storeBucket is the store host's own limit (Config.StoreRatePerMin).
+	storeBucket bucket
+	rng         *rand.Rand
+	byRoute     map[string]*RouteStats
+	throttling  bool // last limiter decision was a refusal (for sparse logs)
 }
 
 // NewServer builds the handler; opts.Config must be valid.
@@ -85,7 +106,7 @@ func NewServer(cat *Catalogue, opts Options) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	s.bucket.reset(opts.Config, s.now())
+	s.resetBucketsLocked(opts.Config)
 	s.resetStatsLocked()
 
 	mux := http.NewServeMux()
@@ -161,8 +182,12 @@ func (s *Server) admit(route string) (ok bool, cfg Config, delay time.Duration) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	ok, started := s.bucket.take(now)
-	cfg = s.bucket.cfg
+	b := &s.bucket
+	if _, own := s.bucket.cfg.storeConfig(); own && hostOf(route) == hostStore {
+		b = &s.storeBucket
+	}
+	ok, started := b.take(now)
+	cfg = b.cfg
 	rs := s.byRoute[route]
 	if ok {
 		rs.Served++
@@ -173,7 +198,7 @@ func (s *Server) admit(route string) (ok bool, cfg Config, delay time.Duration) 
 	switch {
 	case started:
 		s.log.Info("block_started", "route", route, "status", cfg.OnExceed,
-			"block_s", cfg.BlockS, "blocked_until_ms", s.bucket.blockedUntilMS(now))
+			"block_s", cfg.BlockS, "blocked_until_ms", b.blockedUntilMS(now))
 	case !ok && !s.throttling:
 		s.log.Info("throttling_started", "route", route, "status", cfg.OnExceed)
 	case ok && s.throttling:
@@ -231,8 +256,8 @@ func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	cfg, ferr := s.bucket.cfg.Patch(body)
 	if ferr == nil {
-		// A config change is a fresh start: no block, full bucket.
-		s.bucket.reset(cfg, s.now())
+		// A config change is a fresh start: no block, full buckets.
+		s.resetBucketsLocked(cfg)
 		s.throttling = false
 	}
 	s.mu.Unlock()
@@ -244,6 +269,13 @@ func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, cfg)
 }
 
+// resetBucketsLocked installs cfg's limits, full and unblocked.
+func (s *Server) resetBucketsLocked(cfg Config) {
+	s.bucket.reset(cfg, s.now())
+	store, _ := cfg.storeConfig()
+	s.storeBucket.reset(store, s.now())
+}
+
 func (s *Server) resetStatsLocked() {
 	for _, name := range routeNames {
 		s.byRoute[name] = &RouteStats{}
@@ -253,11 +285,18 @@ func (s *Server) resetStatsLocked() {
 func (s *Server) statsLocked() Stats {
 	st := Stats{
 		ByRoute:        make(map[string]RouteStats, len(s.byRoute)),
+		ByHost:         map[string]RouteStats{hostAPI: {}, hostStore: {}},
 		Config:         s.bucket.cfg,
 		BlockedUntilMS: s.bucket.blockedUntilMS(s.now()),
 	}
+	if _, own := s.bucket.cfg.storeConfig(); own {
+		st.StoreBlockedUntilMS = s.storeBucket.blockedUntilMS(s.now())
+	}
 	for name, rs := range s.byRoute {
 		st.ByRoute[name] = *rs
+		h := st.ByHost[hostOf(name)]
+		h.Served, h.Refused, h.NotFound, h.Dropped = h.Served+rs.Served, h.Refused+rs.Refused, h.NotFound+rs.NotFound, h.Dropped+rs.Dropped
+		st.ByHost[hostOf(name)] = h
 		st.Served += rs.Served
 		st.Refused += rs.Refused
 		st.NotFound += rs.NotFound

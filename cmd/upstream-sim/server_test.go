@@ -380,6 +380,7 @@ func TestStatsAndReset(t *testing.T) {
 			routeSearch: {Refused: 1},
 			routeCharts: {},
 		},
+		ByHost: map[string]RouteStats{hostAPI: {Served: 2, Refused: 1, NotFound: 1}, hostStore: {Served: 1, NotFound: 1}},
 		Config: Config{RatePerMin: 1, Burst: 3, OnExceed: 429},
 	}
 	if fmt.Sprint(st) != fmt.Sprint(want) {
@@ -393,6 +394,41 @@ func TestStatsAndReset(t *testing.T) {
 	st = decodeJSON[Stats](t, get(t, ts.URL+"/__stats").body)
 	if st.Served != 0 || st.Refused != 0 || st.NotFound != 0 || st.ByRoute[routeLookup] != (RouteStats{}) {
 		t.Fatalf("not reset: %+v", st)
+	}
+}
+
+// With store_rate_per_min the store host refuses on its own limit, and
+// refusals on one host leave the other's bucket alone; without it both
+// hosts share one bucket.
+func TestEachHostHasItsOwnLimit(t *testing.T) {
+	cfg := calmConfig()
+	cfg.RatePerMin, cfg.Burst = 1, 2
+	cfg.StoreRatePerMin, cfg.StoreBurst = 1, 3
+	ts, _ := newTestServer(t, cfg)
+	for range 4 {
+		get(t, ts.URL+"/lookup?id=1")
+		get(t, ts.URL+"/us/app/id1")
+	}
+	st := decodeJSON[Stats](t, get(t, ts.URL+"/__stats").body)
+	if api, store := st.ByHost[hostAPI], st.ByHost[hostStore]; api.Served != 2 || api.Refused != 2 || store.Served != 3 || store.Refused != 1 {
+		t.Fatalf("per-host limits: api %+v store %+v", api, store)
+	}
+
+	// One shared bucket of 2: four lookups, then pages, all from it.
+	r := do(t, http.MethodPost, ts.URL+"/__config", `{"store_rate_per_min": 0}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("config: %d %s", r.status, r.body)
+	}
+	do(t, http.MethodPost, ts.URL+"/__stats/reset", "")
+	get(t, ts.URL+"/lookup?id=1")
+	get(t, ts.URL+"/us/app/id1")
+	get(t, ts.URL+"/us/app/id1")
+	st = decodeJSON[Stats](t, get(t, ts.URL+"/__stats").body)
+	if api, store := st.ByHost[hostAPI], st.ByHost[hostStore]; api.Served != 1 || store.Served != 1 || store.Refused != 1 {
+		t.Fatalf("shared limit: api %+v store %+v", api, store)
+	}
+	if r := do(t, http.MethodPost, ts.URL+"/__config", `{"store_rate_per_min": -1}`); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "store_rate_per_min") {
+		t.Fatalf("a negative store limit: %d %s", r.status, r.body)
 	}
 }
 

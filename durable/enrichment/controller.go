@@ -86,21 +86,38 @@ func (s State) ensure(now time.Time) int64 {
 	return now.Add(StartDelay).UnixMilli()
 }
 
-// controller decodes the pacing algorithm's state, or starts it afresh when
-// the configured algorithm changed or its state is unreadable.
+// The two upstream hosts, each with its own pacing state and global limit.
+const (
+	// HostAPI serves lookups (and searches and charts): itunes.apple.com.
+	HostAPI = "api"
+	// HostStore serves the store pages: apps.apple.com.
+	HostStore = "store"
+)
+
+// controller decodes the store host's pacing state (pages), or starts it
+// afresh when the configured algorithm changed or its state is unreadable.
 func (s *State) controller(cfg Config) (pacing.Algorithm, *Event) {
+	return decodePacer(cfg, s.Pacing, s.PacingState, HostStore)
+}
+
+// lookupController decodes the API host's pacing state (lookups).
+func (s *State) lookupController(cfg Config) (pacing.Algorithm, *Event) {
+	return decodePacer(cfg, s.Pacing, s.LookupPacingState, HostAPI)
+}
+
+func decodePacer(cfg Config, name string, raw json.RawMessage, host string) (pacing.Algorithm, *Event) {
 	c, err := pacing.New(cfg.Pacing, cfg.pacingConfig())
 	if err != nil {
 		c, _ = pacing.New(DefaultPacing, cfg.pacingConfig())
 	}
 	var ev *Event
-	if s.Pacing == c.Name() && len(s.PacingState) > 0 {
-		if err := json.Unmarshal(s.PacingState, c); err != nil {
+	if name == c.Name() && len(raw) > 0 {
+		if err := json.Unmarshal(raw, c); err != nil {
 			c, _ = pacing.New(c.Name(), cfg.pacingConfig())
-			ev = &Event{"event": "enrichment.pacing_reset", "level": "warn", "pacing": c.Name(), "reason": "unreadable state"}
+			ev = &Event{"event": "enrichment.pacing_reset", "level": "warn", "pacing": c.Name(), "host": host, "reason": "unreadable state"}
 		}
-	} else if s.Pacing != "" && s.Pacing != c.Name() {
-		ev = &Event{"event": "enrichment.pacing_reset", "level": "info", "pacing": c.Name(), "reason": "was " + s.Pacing}
+	} else if name != "" && name != c.Name() {
+		ev = &Event{"event": "enrichment.pacing_reset", "level": "info", "pacing": c.Name(), "host": host, "reason": "was " + name}
 	}
 	if seed, ok := c.(*pacing.Seed); ok {
 		seed.CooldownMs = cfg.Cooldown.Milliseconds() // config wins over stored state
@@ -108,12 +125,29 @@ func (s *State) controller(cfg Config) (pacing.Algorithm, *Event) {
 	return c, ev
 }
 
-func (s *State) store(c pacing.Algorithm) {
+// store keeps both pacing states: c paces pages, l lookups.
+func (s *State) store(c, l pacing.Algorithm) {
+	s.Pacing, s.PacingState, s.LookupPacingState = c.Name(), encodePacer(c), encodePacer(l)
+}
+
+func encodePacer(c pacing.Algorithm) json.RawMessage {
 	b, err := json.Marshal(c)
 	if err != nil {
 		panic("enrichment: encode pacing state: " + err.Error())
 	}
-	s.Pacing, s.PacingState = c.Name(), b
+	return b
+}
+
+// pacers decodes both pacing states, with the events of any reset.
+func (s *State) pacers(cfg Config) (pages, lookups pacing.Algorithm, events []Event) {
+	pages, pev := s.controller(cfg)
+	lookups, lev := s.lookupController(cfg)
+	for _, ev := range []*Event{pev, lev} {
+		if ev != nil {
+			events = append(events, *ev)
+		}
+	}
+	return pages, lookups, events
 }
 
 func holdUntil(c pacing.Algorithm) int64 {
@@ -131,12 +165,8 @@ func cooldownsOf(c pacing.Algorithm) int {
 }
 
 func (s State) onLoad(now time.Time, cfg Config) Decision {
-	c, ev := s.controller(cfg)
-	s.store(c)
-	var events []Event
-	if ev != nil {
-		events = append(events, *ev)
-	}
+	c, l, events := s.pacers(cfg)
+	s.store(c, l)
 	var facts []ledger.Fact
 	if s.LedgerSince == 0 {
 		// The ledger starts here: a baseline fact carries the counters so
@@ -174,32 +204,44 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 		ev["abandoned_run_started_at"] = s.RunStartedAt
 		s.RunStartedAt = 0
 	}
-	c, pev := s.controller(cfg)
-	events := []Event{ev}
-	if pev != nil {
-		events = append(events, *pev)
+	c, l, pevs := s.pacers(cfg)
+	events := append([]Event{ev}, pevs...)
+	skipPages, probes := s.Parser.pagesFor(now, cfg.ProbeInterval())
+	batch := cfg.LookupBatchSize()
+	plan, lplan := c.Plan(now), l.Plan(now)
+	items := min(plan.Items, lplan.Items*batch)
+	if skipPages {
+		// Pages paused (parser drift): the lookups set the pace, the store
+		// host's pace only the probes.
+		items = lplan.Items * batch
+		plan.ChunkItems, plan.ChunkPause, plan.StopOnThrottle = lplan.ChunkItems*batch, lplan.ChunkPause, lplan.StopOnThrottle
+		probes = min(probes, max(plan.Items, 0))
 	}
-	plan := c.Plan(now)
-	if plan.Items <= 0 {
-		// The algorithm holds (cooldown, backoff, Retry-After): no work, and
-		// the next wake is its call; the chain of alarms is never broken.
-		next := c.Done(now, nil)
-		s.store(c)
+	if items <= 0 {
+		// A host holds (cooldown, backoff, Retry-After): every item needs a
+		// lookup and a page, so no work, and the next wake is when both
+		// hosts may be called again; the chain of alarms is never broken.
+		next := maxTime(c.Done(now, nil), l.Done(now, nil))
+		s.store(c, l)
 		ev["action"] = "hold"
-		if h := holdUntil(c); h > now.UnixMilli() {
-			ev["hold_remaining_s"] = (h - now.UnixMilli() + 999) / 1000
+		for host, a := range map[string]pacing.Algorithm{HostStore: c, HostAPI: l} {
+			if h := holdUntil(a); h > now.UnixMilli() {
+				ev["hold_remaining_s_"+host] = (h - now.UnixMilli() + 999) / 1000
+				ev["hold_remaining_s"] = max((h-now.UnixMilli()+999)/1000, asInt64(ev["hold_remaining_s"]))
+			}
 		}
 		return Decision{State: s.Encode(now), AlarmAt: max(next.UnixMilli(), now.UnixMilli()+1), Events: events}
 	}
-	s.store(c)
-	skipPages, probes := s.Parser.pagesFor(now, cfg.ProbeInterval())
+	plan.Items = items
+	s.store(c, l)
 	s.RunStartedAt = now.UnixMilli()
 	// However fast the pacing would go, a tick's items must fit the
 	// platform's per-invocation subrequest limit.
-	plan.Items = min(plan.Items, ItemsPerTick(cfg.LookupBatchSize()))
+	plan.Items = min(plan.Items, ItemsPerTick(batch))
 	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds()}
 	ev["action"] = "run"
 	ev["items"] = plan.Items
+	ev["lookup_requests"] = max(lplan.Items, 1)
 	return Decision{
 		State:   s.Encode(now),
 		AlarmAt: now.Add(RunTimeout).UnixMilli(), // safety net; tick_done replaces it
@@ -212,7 +254,8 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			SkipPages:      skipPages,
 			PageProbes:     probes,
 			Subrequests:    RunSubrequests,
-			LookupBatch:    cfg.LookupBatchSize(),
+			LookupBatch:    batch,
+			LookupRequests: max(lplan.Items, 1),
 		},
 		Events: events,
 	}
@@ -227,10 +270,13 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 	s.RunStartedAt = 0
 	s.Totals.Ticks++
 	byClass := s.Record(o, now)
-	c, _ := s.controller(cfg)
-	cooldownsBefore := cooldownsOf(c)
-	capacityBefore := c.CapacityPerMin()
-	next := c.Done(now, o.PacingOutcomes())
+	c, l, _ := s.pacers(cfg)
+	cooldownsBefore := cooldownsOf(c) + cooldownsOf(l)
+	capacityBefore, lookupCapacityBefore := c.CapacityPerMin(), l.CapacityPerMin()
+	pageOutcomes, lookupOutcomes := o.PacingOutcomes()
+	// Each host's pace learns from its own requests only; the next tick
+	// comes when both have paid for what they sent.
+	next := maxTime(c.Done(now, pageOutcomes), l.Done(now, lookupOutcomes))
 	if ra := retryAfter(o); now.Add(ra).After(next) {
 		next = now.Add(ra) // the upstream told us when it will take requests again
 	}
@@ -258,15 +304,15 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 	case "recovered":
 		events = append(events, Event{"event": "enrichment.parser_recovered", "level": "warn", "action": "store pages resumed"})
 	}
-	if n := cooldownsOf(c) - cooldownsBefore; n > 0 {
+	if n := cooldownsOf(c) + cooldownsOf(l) - cooldownsBefore; n > 0 {
 		s.Totals.Cooldowns += int64(n)
 		rate, samples := s.SuccessRate(now)
 		events = append(events, Event{
 			"event": "enrichment.cooldown", "level": "warn", "pacing": c.Name(),
-			"success_rate": round3(rate), "samples": samples, "hold_until": holdUntil(c),
+			"success_rate": round3(rate), "samples": samples, "hold_until": holdUntil(c), "lookup_hold_until": holdUntil(l),
 		})
 	}
-	s.store(c)
+	s.store(c, l)
 	s.LastTick = &TickSummary{
 		At: now.UnixMilli(), Picked: o.Picked, Requests: len(o.Requests), ByClass: byClass,
 		DurationMs: o.DurationMs, NextInMs: next.Sub(now).Milliseconds(), Error: o.Error, Subrequests: o.Subrequests,
@@ -276,6 +322,7 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		"event": "enrichment.tick_done", "picked": o.Picked, "skipped": o.Skipped, "by_class": byClass,
 		"success_rate": round3(rate), "samples": samples, "next_in_ms": next.Sub(now).Milliseconds(),
 		"duration_ms": o.DurationMs, "subrequests": o.Subrequests, "pacing": c.Name(), "capacity_per_min": round3(c.CapacityPerMin()),
+		"lookup_capacity_per_min": round3(l.CapacityPerMin()),
 	}
 	if o.Error != "" {
 		ev["level"] = "error"
@@ -285,6 +332,7 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 	fact := ledger.New(cfg.Source(), "controller.tick", now, ledger.Diff(s.Totals.Counters(), totalsBefore.Counters()), map[string]any{
 		"picked": o.Picked, "requests": len(o.Requests), "by_class": byClass, "batch": batch,
 		"capacity_before": round3(capacityBefore), "capacity_after": round3(c.CapacityPerMin()),
+		"lookup_capacity_before": round3(lookupCapacityBefore), "lookup_capacity_after": round3(l.CapacityPerMin()),
 		"next_in_ms": next.Sub(now).Milliseconds(), "success_rate": round3(rate), "samples": samples,
 		"duration_ms": o.DurationMs, "cooldown": s.Totals.Cooldowns > totalsBefore.Cooldowns, "pacing": c.Name(),
 	})
@@ -321,11 +369,13 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 		return Decision{Response: &Response{Status: 200, Body: map[string]any{"source": cfg.Source(), "counters": s.Totals.Counters()}}}
 	case req.Method == "POST" && req.Path == "/start":
 		s.Running = true
-		c, _ := s.controller(cfg)
-		if r, ok := c.(pacing.Releaser); ok {
-			r.Release() // start means: try now, whatever hold is on
+		c, l, _ := s.pacers(cfg)
+		for _, a := range []pacing.Algorithm{c, l} {
+			if r, ok := a.(pacing.Releaser); ok {
+				r.Release() // start means: try now, whatever hold is on
+			}
 		}
-		s.store(c)
+		s.store(c, l)
 		return s.mutated(now, cfg, "start", now.Add(StartDelay).UnixMilli())
 	case req.Method == "POST" && req.Path == "/stop":
 		s.Running = false
@@ -334,8 +384,8 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 		old := s
 		s = DefaultState()
 		s.LedgerSince = old.LedgerSince
-		c, _ := s.controller(cfg)
-		s.store(c)
+		c, l, _ := s.pacers(cfg)
+		s.store(c, l)
 		d := s.mutated(now, cfg, "reset", now.Add(StartDelay).UnixMilli())
 		// The counters start again from zero: the fact says so.
 		d.Facts = []ledger.Fact{ledger.New(cfg.Source(), "controller.reset", now, ledger.Diff(Totals{}.Counters(), old.Totals.Counters()), nil)}
@@ -345,11 +395,17 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 		if ferr != nil {
 			return Decision{Response: &Response{Status: 400, Body: ferr}}
 		}
-		c, _ := s.controller(cfg)
-		if tn, ok := c.(pacing.Tuner); ok {
+		// A tune sets one host's pace: the store host's (pages, one per
+		// item) unless it names "host": "api" (lookups, one per batch).
+		c, l, _ := s.pacers(cfg)
+		target := c
+		if t.Host == HostAPI {
+			target = l
+		}
+		if tn, ok := target.(pacing.Tuner); ok {
 			tn.Tune(pacing.TuneRequest{BatchSize: t.BatchSize, IntervalMs: t.IntervalMs, RatePerMin: t.RatePerMin})
 		}
-		s.store(c)
+		s.store(c, l)
 		d := s.mutated(now, cfg, "tune", 0)
 		if s.Running {
 			// A faster setting takes effect now, not after the old interval.
@@ -377,8 +433,10 @@ func (s State) mutated(now time.Time, cfg Config, action string, alarmAt int64) 
 	return d
 }
 
-// Tune is a manual override of the adaptive parameters.
+// Tune is a manual override of the adaptive parameters of one host's pace.
 type Tune struct {
+	// Host is HostStore (the default) or HostAPI.
+	Host       string   `json:"host,omitempty"`
 	BatchSize  *int     `json:"batch_size,omitempty"`
 	IntervalMs *int64   `json:"interval_ms,omitempty"`
 	RatePerMin *float64 `json:"rate_per_min,omitempty"`
@@ -433,8 +491,12 @@ func ParseTune(body []byte) (Tune, *FieldError) {
 				return Tune{}, &FieldError{Field: k, Error: fmt.Sprintf("rate_per_min must be a number from %g to %g", pacing.MinRatePerMin, pacing.MaxRatePerMin)}
 			}
 			t.RatePerMin = &f
+		case "host":
+			if err := json.Unmarshal(raw, &t.Host); err != nil || (t.Host != HostAPI && t.Host != HostStore) {
+				return Tune{}, &FieldError{Field: k, Error: `host must be "` + HostStore + `" (pages, the default) or "` + HostAPI + `" (lookups)`}
+			}
 		default:
-			return Tune{}, &FieldError{Field: k, Error: "unknown field " + strconv.Quote(k) + " (allowed: batch_size, interval_ms, rate_per_min)"}
+			return Tune{}, &FieldError{Field: k, Error: "unknown field " + strconv.Quote(k) + " (allowed: host, batch_size, interval_ms, rate_per_min)"}
 		}
 	}
 	if t.BatchSize == nil && t.IntervalMs == nil && t.RatePerMin == nil {
@@ -486,7 +548,43 @@ type Status struct {
 	// RequestsPerEnrichedApp is the upstream's cost: lookup and page
 	// requests that reached it, per app completed (lifetime; 0 before any).
 	RequestsPerEnrichedApp float64 `json:"requests_per_enriched_app"`
-	Now                    string  `json:"now"`
+	// Paces is each upstream host's own pace: "api" (lookups) and "store"
+	// (pages). The top-level pacing fields above are the store host's,
+	// whose one page per app sets the crawl's speed.
+	Paces map[string]HostPace `json:"paces"`
+	Now   string              `json:"now"`
+}
+
+// HostPace is one upstream host's pace as operators see it.
+type HostPace struct {
+	// Requests is what the controller sends this host: "lookup" or "page".
+	Requests string `json:"requests"`
+	// RatePerMin is the pace now in requests per minute (the algorithm's
+	// rate; 0 for the seed rules, which pace by batch and interval).
+	RatePerMin             float64 `json:"rate_per_min"`
+	CapacityEstimatePerMin float64 `json:"capacity_estimate_per_min"`
+	InHold                 bool    `json:"in_hold"`
+	HoldRemainingS         int64   `json:"hold_remaining_s"`
+	// Sent and Refused are lifetime requests that reached the host and its
+	// 403/429 answers among them.
+	Sent    int64          `json:"sent"`
+	Refused int64          `json:"refused"`
+	Detail  map[string]any `json:"detail,omitempty"`
+}
+
+// hostPace describes one pacing state at now.
+func hostPace(a pacing.Algorithm, requests string, sent, refused int64, now time.Time) HostPace {
+	hp := HostPace{Requests: requests, CapacityEstimatePerMin: round3(a.CapacityPerMin()), Sent: sent, Refused: refused}
+	if h := holdUntil(a); h > now.UnixMilli() {
+		hp.InHold, hp.HoldRemainingS = true, (h-now.UnixMilli()+999)/1000
+	}
+	if d, ok := a.(pacing.Describer); ok {
+		hp.Detail = d.Describe(now)
+		if r, ok := hp.Detail["rate_per_min"].(float64); ok {
+			hp.RatePerMin = r
+		}
+	}
+	return hp
 }
 
 // Rolling describes the metrics window.
@@ -510,7 +608,7 @@ func (s State) Status(now time.Time, cfg Config) Status {
 	rate, samples := s.SuccessRate(now)
 	w := s.Window(now)
 	cpm := s.completionsPerMinute(now, w)
-	c, _ := s.controller(cfg)
+	c, l, _ := s.pacers(cfg)
 	hold := holdUntil(c)
 	st := Status{
 		Running:                s.Running,
@@ -530,7 +628,11 @@ func (s State) Status(now time.Time, cfg Config) Status {
 		ParserHealth:           s.Parser.Status(),
 		LastHoldCapped:         s.LastHoldCapped,
 		RequestsPerEnrichedApp: requestsPerApp(s.Totals),
-		Now:                    now.UTC().Format(time.RFC3339Nano),
+		Paces: map[string]HostPace{
+			HostAPI:   hostPace(l, RequestLookup, s.Totals.LookupRequests, s.Totals.LookupRefusals, now),
+			HostStore: hostPace(c, RequestPage, s.Totals.PageRequests, s.Totals.PageRefusals, now),
+		},
+		Now: now.UTC().Format(time.RFC3339Nano),
 	}
 	if d, ok := c.(pacing.Describer); ok {
 		st.PacingDetail = d.Describe(now)
@@ -592,6 +694,11 @@ func confidence(samples int) string {
 	default:
 		return "high"
 	}
+}
+
+func asInt64(v any) int64 {
+	n, _ := v.(int64)
+	return n
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }

@@ -556,7 +556,9 @@ func TestTickFitsThePlatformSubrequestLimit(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.LookupBatch = batch
 		st := ""
-		decideWith(t, cfg, &st, "http", httpReq("POST", "/tune", fmt.Sprintf(`{"rate_per_min": %g}`, pacing.MaxRatePerMin)), t0)
+		for _, host := range []string{HostStore, HostAPI} {
+			decideWith(t, cfg, &st, "http", httpReq("POST", "/tune", fmt.Sprintf(`{"rate_per_min": %g, "host": %q}`, pacing.MaxRatePerMin, host)), t0)
+		}
 		d := decideWith(t, cfg, &st, "tick", TickRequest{}, t0.Add(time.Second))
 		want := ItemsPerTick(cfg.LookupBatchSize())
 		if d.Run == nil || d.Run.BatchSize != want || d.Run.Subrequests != RunSubrequests || d.Run.LookupBatch != cfg.LookupBatchSize() {

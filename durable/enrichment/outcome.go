@@ -162,6 +162,10 @@ type RunPlan struct {
 	// LookupBatch is how many items share one lookup request (LOOKUP_BATCH;
 	// DefaultLookupBatch when 0).
 	LookupBatch int `json:"lookup_batch,omitempty"`
+	// LookupRequests is the most lookup requests the run may send, the API
+	// host's pace for this tick (0 = no limit of its own); items whose
+	// batch would exceed it stay queued, untouched.
+	LookupRequests int `json:"lookup_requests,omitempty"`
 }
 
 // RequestOutcome is one upstream request as the run saw it: what the pacing
@@ -297,17 +301,25 @@ func kindOf(c Class) pacing.Kind {
 	}
 }
 
-// PacingOutcomes converts a run's requests for the pacing algorithm.
-func (o RunOutcome) PacingOutcomes() []pacing.Outcome {
-	out := make([]pacing.Outcome, len(o.Requests))
-	for i, r := range o.Requests {
-		out[i] = pacing.Outcome{
+// PacingOutcomes converts a run's requests for the two pacing states: the
+// store host's pages (pages) and the API host's lookups (lookups), each in
+// send order. A lookup is its own pacing item (one request), numbered in
+// the order the batches went out.
+func (o RunOutcome) PacingOutcomes() (pages, lookups []pacing.Outcome) {
+	for _, r := range o.Requests {
+		po := pacing.Outcome{
 			Item: r.Item, SentAt: time.UnixMilli(r.SentAt), DoneAt: time.UnixMilli(r.DoneAt),
 			Kind: kindOf(r.Class), RetryAfter: time.Duration(r.RetryAfterMs) * time.Millisecond,
 			Remaining: r.Remaining, Reset: time.Duration(r.ResetMs) * time.Millisecond,
 		}
+		if r.Kind == RequestLookup {
+			po.Item = len(lookups)
+			lookups = append(lookups, po)
+			continue
+		}
+		pages = append(pages, po)
 	}
-	return out
+	return pages, lookups
 }
 
 // Record adds a run's outcome to the minute bucket at now and the totals.
@@ -346,11 +358,17 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 	}
 	for _, r := range o.Requests {
 		if !r.Local {
+			refused := int64(0)
+			if r.Class == ClassRateLimit {
+				refused = 1
+			}
 			switch r.Kind {
 			case RequestLookup:
 				s.Totals.LookupRequests++
+				s.Totals.LookupRefusals += refused
 			case RequestPage:
 				s.Totals.PageRequests++
+				s.Totals.PageRefusals += refused
 			}
 		}
 		if r.AskedHoldMs > 0 {

@@ -122,6 +122,7 @@ func (t Totals) Counters() map[string]int64 {
 		"rate_limited": t.RateLimited, "item_errors": t.ItemErrors, "gave_up": t.GaveUp,
 		"ticks": t.Ticks, "cooldowns": t.Cooldowns,
 		"lookup_requests": t.LookupRequests, "page_requests": t.PageRequests,
+		"lookup_refusals": t.LookupRefusals, "page_refusals": t.PageRefusals,
 	}
 }
 
@@ -175,6 +176,10 @@ type Totals struct {
 	// kind: a lookup batch is one request however many apps it holds.
 	LookupRequests int64 `json:"lookup_requests"`
 	PageRequests   int64 `json:"page_requests"`
+	// LookupRefusals and PageRefusals count the 403/429 answers among them,
+	// by host: the API host's lookups, the store host's pages.
+	LookupRefusals int64 `json:"lookup_refusals"`
+	PageRefusals   int64 `json:"page_refusals"`
 	Ticks          int64 `json:"ticks"`
 	// Cooldowns counts entries into the critical zone.
 	Cooldowns int64 `json:"cooldowns"`
@@ -195,6 +200,11 @@ type State struct {
 	// algorithm decides how much to send and when (durable/pacing).
 	Pacing      string          `json:"pacing"`
 	PacingState json.RawMessage `json:"pacing_state,omitempty"`
+	// LookupPacingState is the same algorithm's state for the API host
+	// (lookups), apart from PacingState, which paces the store host
+	// (pages): the two hosts have separate limits upstream, so a refusal
+	// on one never slows the other.
+	LookupPacingState json.RawMessage `json:"lookup_pacing_state,omitempty"`
 	// LastPlan is the most recent work plan, for operators.
 	LastPlan *PlanSummary `json:"last_plan,omitempty"`
 	// LastTick summarises the most recent tick for operators.

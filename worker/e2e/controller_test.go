@@ -106,13 +106,16 @@ func TestControllerEndToEnd(t *testing.T) {
 		if c, ok := app["competitiveness_score"].(float64); !ok || c <= 0 || c > 100 {
 			t.Fatalf("competitiveness_score %v, want a score in (0, 100]", app["competitiveness_score"])
 		}
-		// Every upstream call went through the global limiter.
-		var lim map[string]any
-		if code := doJSON(t, "GET", w.base+"/v1/limiter/status?namespace=internal&key=upstream-catalogue", "", nil, &lim); code != 200 {
-			t.Fatalf("limiter status: %d %v", code, lim)
-		}
-		if c := lim["counters"].(map[string]any); c["allowed"].(float64) < 5 {
-			t.Fatalf("enrichment did not acquire through the OmniLimiter: %v", lim)
+		// Every upstream call went through the global limiter of its host:
+		// lookups (in batches) the API host's, pages the store host's.
+		for key, least := range map[string]float64{"upstream-catalogue": 1, "upstream-store-pages": 5} {
+			var lim map[string]any
+			if code := doJSON(t, "GET", w.base+"/v1/limiter/status?namespace=internal&key="+key, "", nil, &lim); code != 200 {
+				t.Fatalf("limiter status %s: %d %v", key, code, lim)
+			}
+			if c := lim["counters"].(map[string]any); c["allowed"].(float64) < least {
+				t.Fatalf("enrichment did not acquire through the OmniLimiter %s: %v", key, lim)
+			}
 		}
 		hist, _ := app["rating_histogram"].([]any)
 		if len(hist) != 5 {

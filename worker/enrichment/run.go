@@ -125,6 +125,9 @@ type Runner struct {
 	// Limit, when set, runs fn once the global limit (the OmniLimiter)
 	// admits cost upstream requests; ErrLimited means it did not in time.
 	Limit func(ctx context.Context, cost int, fn func(context.Context) error) error
+	// PageLimit, when set, is Limit for the store pages: the store host's
+	// own global limit (the API host's lookups go through Limit).
+	PageLimit func(ctx context.Context, cost int, fn func(context.Context) error) error
 	// BodyBytes bounds the bodies a run holds at once (TickBodyBytes when 0).
 	BodyBytes int64
 }
@@ -187,11 +190,16 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	attempted, looked := 0, 0 // items [0, looked) have their lookup
 	parsed, unparsed := 0, 0
 	outOfBudget := false
+	lookupsSent := 0
 	for i := 0; i < len(items); {
 		if i == looked {
 			if outOfBudget {
 				break
 			}
+			if plan.LookupRequests > 0 && lookupsSent == plan.LookupRequests {
+				break // the API host's pace for this tick is spent: the rest stay queued, untouched
+			}
+			lookupsSent++
 			// The next batch: as many items as the batch takes whose worst
 			// case, with the batch's own, still fits the budget; the rest
 			// stay queued, untouched, for the next tick.
@@ -469,9 +477,13 @@ func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup look
 		page = r.Upstream.Get(ctx, r.PageURL(id))
 		return nil
 	}
-	if r.Limit == nil {
+	limit := r.Limit
+	if r.PageLimit != nil {
+		limit = r.PageLimit
+	}
+	if limit == nil {
 		fetch(ctx)
-	} else if err := r.Limit(ctx, controller.SubrequestsPerItem, fetch); err != nil {
+	} else if err := limit(ctx, controller.SubrequestsPerItem, fetch); err != nil {
 		// Nothing reached the upstream. A limiter we cannot reach is our
 		// failure; our own global cap is a rate signal for the pacing
 		// algorithm, and the page waits like a refused one (its lookup kept).

@@ -171,7 +171,7 @@ func TestReconcileComparesWritersWithD1(t *testing.T) {
 		// One fact never reached D1, and the last send was an hour ago.
 		"scheduler:v1":  {Counters: map[string]int64{"runs.charts-refresh": 2}, Appended: 2, LastSentAt: now.Add(-time.Hour).UnixMilli()},
 		"limiter:adhoc": {Counters: map[string]int64{"allowed": 3}, Appended: 1},
-		// limiter:upstream-catalogue is configured but unreachable.
+		// limiter:upstream-catalogue and limiter:upstream-store-pages are configured but unreachable.
 	}}
 	svc := &Service{Store: D1Store{DB: db}, Reports: rep, Now: func() time.Time { return now }}
 	got := map[string]ledger.Result{}
@@ -183,7 +183,7 @@ func TestReconcileComparesWritersWithD1(t *testing.T) {
 		got[r.Source] = r
 	}
 	want := map[string]string{"controller:main": ledger.StatusOK, "scheduler:v1": ledger.StatusMismatch,
-		"limiter:upstream-catalogue": StatusError, "limiter:adhoc": ledger.StatusOK}
+		"limiter:upstream-catalogue": StatusError, "limiter:upstream-store-pages": StatusError, "limiter:adhoc": ledger.StatusOK}
 	if len(got) != len(want) {
 		t.Fatalf("writers %v, want %v", got, want)
 	}
@@ -206,7 +206,7 @@ func TestReconcileComparesWritersWithD1(t *testing.T) {
 	run := svc.ReconcileRun(ctx)
 	drv.FailNext.Store(0)
 	summary, ok := run.Summary()
-	if ok || !strings.HasPrefix(summary, "3 writers: 0 ok, 0 settling, 0 mismatch, 3 error; cursor: ") || len(rep.asked) != 0 {
+	if ok || !strings.HasPrefix(summary, "4 writers: 0 ok, 0 settling, 0 mismatch, 4 error; cursor: ") || len(rep.asked) != 0 {
 		t.Fatalf("with D1 down: %q ok=%v, asked %v", summary, ok, rep.asked)
 	}
 }

@@ -209,7 +209,7 @@ func TestReconcileLedgersCoversConfiguredAndKnownWriters(t *testing.T) {
 	for _, r := range rs {
 		got[r.Source] = r.Status
 	}
-	want := map[string]string{"controller:main": "ok", "scheduler:v1": "mismatch", "limiter:upstream-catalogue": "error", "limiter:adhoc": "ok"}
+	want := map[string]string{"controller:main": "ok", "scheduler:v1": "mismatch", "limiter:upstream-catalogue": "error", "limiter:upstream-store-pages": "error", "limiter:adhoc": "ok"}
 	if len(got) != len(want) {
 		t.Fatalf("writers %v, want %v", got, want)
 	}
@@ -218,7 +218,7 @@ func TestReconcileLedgersCoversConfiguredAndKnownWriters(t *testing.T) {
 			t.Errorf("%s: %s, want %s", k, got[k], v)
 		}
 	}
-	if summary, ok := ReconcileSummary(rs); ok || summary != "4 writers: 2 ok, 0 settling, 1 mismatch, 1 error" {
+	if summary, ok := ReconcileSummary(rs); ok || summary != "5 writers: 2 ok, 0 settling, 1 mismatch, 2 error" {
 		t.Fatalf("summary %q ok=%v", summary, ok)
 	}
 }

@@ -18,9 +18,14 @@ import (
 	"storecrawl/durable/limiter"
 )
 
-// Catalogue names the limit of the App Store-style catalogue (lookups,
-// searches, charts and store pages).
-const Catalogue = "upstream-catalogue"
+// Catalogue names the limit of the App Store's API host (lookups,
+// searches, charts: itunes.apple.com), StorePages that of its store host
+// (product pages: apps.apple.com). The two hosts limit separately upstream,
+// so each has its own global limit.
+const (
+	Catalogue  = "upstream-catalogue"
+	StorePages = "upstream-store-pages"
+)
 
 // Limits are the named limiter definitions: every upstream the system calls
 // is listed here, once, with the policy all callers share.
@@ -28,7 +33,8 @@ var Limits = map[string]limiter.Policy{
 	// The App Store-style catalogue (lookup JSON and store pages). Shared by
 	// the EnrichmentController and periodic tasks: a hard global cap under
 	// which the controller's own pacing works.
-	Catalogue: {Limit: 1200, Window: 60, Algorithm: limiter.GCRA},
+	Catalogue:  {Limit: 1200, Window: 60, Algorithm: limiter.GCRA},
+	StorePages: {Limit: 1200, Window: 60, Algorithm: limiter.GCRA},
 }
 
 // Caller sends one request to a key's OmniLimiter object.

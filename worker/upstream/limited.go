@@ -9,12 +9,14 @@ import (
 	"storecrawl/worker/ratelimit"
 )
 
-// CatalogueLimit names the global limit every catalogue call goes through
-// (ratelimit.Limits), and LimitWait bounds how long one call waits for it:
-// the callers' own pacing, not a long wait, should slow them.
+// CatalogueLimit names the global limit every API-host call goes through
+// (ratelimit.Limits), StorePagesLimit that of the store host's pages, and
+// LimitWait bounds how long one call waits for either: the callers' own
+// pacing, not a long wait, should slow them.
 const (
-	CatalogueLimit = ratelimit.Catalogue
-	LimitWait      = 5 * time.Second
+	CatalogueLimit  = ratelimit.Catalogue
+	StorePagesLimit = ratelimit.StorePages
+	LimitWait       = 5 * time.Second
 )
 
 // Limited fetches through a global limit: Get waits for a slot of Key,

@@ -112,6 +112,9 @@ try {
   const st0 = await api("/v1/enrichment/status");
   if (!st0.body || st0.body.running !== true) fail("the controller is not running before the test: " + JSON.stringify(st0.body));
   await page.locator("#ctl-running", { hasText: /^running$/ }).waitFor();
+  // Both hosts' paces (issue 15): lookups on the API host, pages on the store host.
+  await page.locator("#ctl-paces", { hasText: /lookups \(API host\): [\d.,]+ req\/min.*pages \(store host\): [\d.,]+ req\/min/ }).waitFor();
+  log("paces: " + (await page.locator("#ctl-paces").textContent()));
   const num = async (testid) => Number((await page.locator(`[data-testid="${testid}"]`).textContent()).replace(/,/g, ""));
   await page.locator('[data-testid="lim-allowed-upstream-catalogue"]').waitFor();
   const allowed = await num("lim-allowed-upstream-catalogue");

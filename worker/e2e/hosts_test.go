@@ -1,0 +1,94 @@
+//go:build integration
+
+package e2e
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// hostPace is one host's pace in GET /v1/enrichment/status (paces).
+type hostPace struct {
+	RatePerMin             float64 `json:"rate_per_min"`
+	CapacityEstimatePerMin float64 `json:"capacity_estimate_per_min"`
+	InHold                 bool    `json:"in_hold"`
+	Sent                   int64   `json:"sent"`
+	Refused                int64   `json:"refused"`
+}
+
+type pacesStatus struct {
+	Paces  map[string]hostPace `json:"paces"`
+	Totals struct {
+		Completed int64 `json:"completed"`
+	} `json:"totals"`
+}
+
+// Issue 15: the API host (lookups) and the store host (pages) limit
+// separately, and each has its own pace. First the store host is throttled
+// hard and the API host free, then the other way round: each time the
+// throttled host's pace converges to its limit and the free host's pace
+// sees no refusal and no hold.
+func TestEachHostPacedToItsOwnLimit(t *testing.T) {
+	const (
+		apps = 1500
+		// Pages at 30/min against probe's 60/min start; lookups of 5 apps
+		// each, so that lookups matter when their host is the tight one.
+		storeLimit, apiLimit = 30, 6
+		phase                = 4 * time.Minute
+	)
+	dir := outputDir(t)
+	s := startSim(t, dir, "-apps", itoa(apps), "-rate-per-min", "6000", "-burst", "100",
+		"-store-rate-per-min", itoa(storeLimit), "-store-burst", "5")
+	persist := filepath.Join(dir, "state")
+	prepareDB(t, persist, dir, apps)
+	w := &worker{persist: persist, simBase: s.base, dir: dir, owner: t, vars: []string{"LOOKUP_BATCH:5"}}
+	w.start(t, "wrangler-1.log")
+
+	paces := func() pacesStatus {
+		var st pacesStatus
+		if code := doJSON(t, "GET", w.base+"/v1/enrichment/status", "", nil, &st); code != 200 || len(st.Paces) != 2 {
+			t.Fatalf("status: %d %+v", code, st)
+		}
+		return st
+	}
+	hostStats := func(host string) (served, refused float64) {
+		h, _ := s.stats(t)["by_host"].(map[string]any)[host].(map[string]any)
+		return h["served"].(float64), h["refused"].(float64)
+	}
+
+	// Phase 1: pages throttled, lookups free.
+	time.Sleep(phase)
+	st := paces()
+	api, store := st.Paces["api"], st.Paces["store"]
+	t.Logf("pages at %d/min, lookups free: store pace %+v; api pace %+v; %d completed", storeLimit, store, api, st.Totals.Completed)
+	if store.Refused == 0 || store.CapacityEstimatePerMin < storeLimit/2 || store.CapacityEstimatePerMin > storeLimit*3/2 {
+		t.Fatalf("the store pace did not converge to its host's %d/min: %+v", storeLimit, store)
+	}
+	if api.Refused != 0 || api.InHold || api.CapacityEstimatePerMin != 0 {
+		t.Fatalf("page refusals reached the lookups' pace: %+v", api)
+	}
+	if _, refused := hostStats("api"); refused != 0 {
+		t.Fatalf("the simulator refused %v API-host requests with its limit at 6000/min", refused)
+	}
+	storeRefused := store.Refused
+
+	// Phase 2: lookups throttled, pages free.
+	s.setConfig(t, map[string]any{"rate_per_min": apiLimit, "burst": 2, "store_rate_per_min": 6000, "store_burst": 100})
+	completedBefore := st.Totals.Completed
+	time.Sleep(phase)
+	st = paces()
+	api, store = st.Paces["api"], st.Paces["store"]
+	t.Logf("lookups at %d/min, pages free: api pace %+v; store pace %+v; %d completed in the phase", apiLimit, api, store, st.Totals.Completed-completedBefore)
+	if api.Refused == 0 || api.CapacityEstimatePerMin < apiLimit/2 || api.CapacityEstimatePerMin > apiLimit*2 {
+		t.Fatalf("the lookups' pace did not converge to its host's %d/min: %+v", apiLimit, api)
+	}
+	if store.Refused != storeRefused || store.InHold {
+		t.Fatalf("lookup refusals reached the pages' pace: %+v (refused %d before)", store, storeRefused)
+	}
+	// The apps completed follow the lookups' limit: 5 apps a lookup.
+	perMin := float64(st.Totals.Completed-completedBefore) / phase.Minutes()
+	if perMin < apiLimit*5/3 || perMin > apiLimit*5*3/2 {
+		t.Fatalf("%.1f apps/min with lookups of 5 apps at %d/min", perMin, apiLimit)
+	}
+}
