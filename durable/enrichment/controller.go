@@ -217,9 +217,15 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 		plan.ChunkItems, plan.ChunkPause, plan.StopOnThrottle = lplan.ChunkItems*batch, lplan.ChunkPause, lplan.StopOnThrottle
 		probes = min(probes, max(plan.Items, 0))
 	}
+	noLookups := false
+	if items <= 0 && !skipPages && plan.Items > 0 && lplan.Items <= 0 && cfg.LookupFreshness() > 0 {
+		// The API host holds, the store host does not: the items whose
+		// stored lookup is fresh need only their pages.
+		items, noLookups = plan.Items, true
+	}
 	if items <= 0 {
 		// A host holds (cooldown, backoff, Retry-After): every item needs a
-		// lookup and a page, so no work, and the next wake is when both
+		// page and, unless fresh, a lookup, so no work, and the next wake is when both
 		// hosts may be called again; the chain of alarms is never broken.
 		next := maxTime(c.Done(now, nil), l.Done(now, nil))
 		s.store(c, l)
@@ -238,10 +244,13 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 	// However fast the pacing would go, a tick's items must fit the
 	// platform's per-invocation subrequest limit.
 	plan.Items = min(plan.Items, ItemsPerTick(batch))
-	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds()}
+	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds(), NoLookups: noLookups}
 	ev["action"] = "run"
 	ev["items"] = plan.Items
 	ev["lookup_requests"] = max(lplan.Items, 1)
+	if noLookups {
+		ev["lookup_requests"], ev["no_lookups"] = 0, true
+	}
 	return Decision{
 		State:   s.Encode(now),
 		AlarmAt: now.Add(RunTimeout).UnixMilli(), // safety net; tick_done replaces it
@@ -256,6 +265,8 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			Subrequests:    RunSubrequests,
 			LookupBatch:    batch,
 			LookupRequests: max(lplan.Items, 1),
+			LookupFreshS:   int64(cfg.LookupFreshness() / time.Second),
+			NoLookups:      noLookups,
 		},
 		Events: events,
 	}
@@ -275,12 +286,22 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 	capacityBefore, lookupCapacityBefore := c.CapacityPerMin(), l.CapacityPerMin()
 	pageOutcomes, lookupOutcomes := o.PacingOutcomes()
 	// Each host's pace learns from its own requests only; the next tick
-	// comes when both have paid for what they sent.
-	next := maxTime(c.Done(now, pageOutcomes), l.Done(now, lookupOutcomes))
-	if ra := retryAfter(o); now.Add(ra).After(next) {
-		next = now.Add(ra) // the upstream told us when it will take requests again
+	// comes when both have paid for what they sent, or, while the API host
+	// holds and fresh items keep the pages going, when the store host has.
+	pagesNext, lookupsNext := c.Done(now, pageOutcomes), l.Done(now, lookupOutcomes)
+	next := maxTime(pagesNext, lookupsNext)
+	if s.LastPlan != nil && s.LastPlan.NoLookups && o.Picked > 0 {
+		next = pagesNext
 	}
-	if o.Picked == 0 && o.Error == "" {
+	if _, seed := c.(*pacing.Seed); seed {
+		// The seed rules keep no hold of their own: the upstream told us
+		// when it will take requests again. (The rate algorithms hold the
+		// host that said so, and only that one.)
+		if ra := retryAfter(o); now.Add(ra).After(next) {
+			next = now.Add(ra)
+		}
+	}
+	if o.Picked == 0 && o.Skipped == 0 && o.Error == "" {
 		idle := now.Add(IdleInterval) // empty queue: poll slowly, D1 reads cost
 		if s.Parser.Drifting() {
 			// Pages are paused and no item waits for its lookup (batched

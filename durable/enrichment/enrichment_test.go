@@ -376,14 +376,28 @@ func TestRetryAfterDelaysNextTick(t *testing.T) {
 	st := ""
 	decide(t, &st, "tick", TickRequest{}, t0)
 	res := []ItemResult{{Class: ClassOK}, {Class: ClassRateLimit, Status: 429, RetryAfterS: 90}}
-	d := decide(t, &st, "tick_done", RunOutcome{Picked: 2, Results: res}, t0)
+	at := t0.UnixMilli()
+	reqs := []RequestOutcome{{Item: 0, Kind: RequestPage, Class: ClassOK, SentAt: at, DoneAt: at, Remaining: -1},
+		{Item: 1, Kind: RequestPage, Class: ClassRateLimit, SentAt: at, DoneAt: at, RetryAfterMs: 90000, Remaining: -1}}
+	d := decide(t, &st, "tick_done", RunOutcome{Picked: 2, Results: res, Requests: reqs}, t0)
 	if d.AlarmAt < t0.Add(90*time.Second).UnixMilli() {
 		t.Fatalf("Retry-After not honoured: %d", d.AlarmAt-t0.UnixMilli())
 	}
+	// The seed rules keep no hold of their own: the loop waits, capped.
+	seed, err := NewConfig("seed", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	st = ""
-	decide(t, &st, "tick", TickRequest{}, t0)
+	decideWith(t, seed, &st, "tick", TickRequest{}, t0)
+	d = decideWith(t, seed, &st, "tick_done", RunOutcome{Picked: 2, Results: res}, t0)
+	if d.AlarmAt < t0.Add(90*time.Second).UnixMilli() {
+		t.Fatalf("seed: Retry-After not honoured: %d", d.AlarmAt-t0.UnixMilli())
+	}
+	st = ""
+	decideWith(t, seed, &st, "tick", TickRequest{}, t0)
 	res = []ItemResult{{Class: ClassRateLimit, RetryAfterS: 86400}}
-	d = decide(t, &st, "tick_done", RunOutcome{Picked: 1, Results: res}, t0)
+	d = decideWith(t, seed, &st, "tick_done", RunOutcome{Picked: 1, Results: res}, t0)
 	if d.AlarmAt > t0.Add(MaxRetryAfter).UnixMilli() {
 		t.Fatalf("Retry-After must be capped: %d", d.AlarmAt-t0.UnixMilli())
 	}

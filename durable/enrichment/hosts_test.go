@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"storecrawl/durable/pacing"
 )
 
 // hostBucket is a host's hidden limit in the tests below: a token bucket
@@ -148,8 +150,42 @@ func TestRetryAfterHoldsOnlyItsHost(t *testing.T) {
 	if store := s.Paces[HostStore]; store.InHold || store.Refused != 0 {
 		t.Fatalf("the store host is held by the API host's Retry-After: %+v", store)
 	}
-	// A tick before the hold ends does no work.
-	if d := decide(t, &st, "tick", TickRequest{}, done.Add(5*time.Second)); d.Run != nil {
-		t.Fatalf("a run while the lookups are held: %+v", d.Run)
+	// A tick before the hold ends runs only the items whose stored lookup
+	// is fresh (NoLookups): their pages need nothing of the API host.
+	tick := done.Add(5 * time.Second)
+	d = decide(t, &st, "tick", TickRequest{}, tick)
+	if d.Run == nil || !d.Run.NoLookups || d.Run.LookupFreshS != int64(DefaultLookupFresh/time.Second) {
+		t.Fatalf("no page-only run while the lookups are held: %+v", d.Run)
+	}
+	// Fresh items found: the pages keep their own pace.
+	res, reqs = okResults(2)
+	for i := range reqs {
+		reqs[i].Kind, reqs[i].SentAt, reqs[i].DoneAt = RequestPage, tick.UnixMilli(), tick.UnixMilli()+50
+		res[i].StoredLookup, res[i].Page = true, PageParsed
+	}
+	d = decide(t, &st, "tick_done", RunOutcome{Picked: 2, Skipped: d.Run.BatchSize - 2, Results: res, Requests: reqs}, tick.Add(time.Second))
+	if d.AlarmAt >= at+30000 {
+		t.Fatalf("the pages of fresh items waited for the lookups' hold: next in %d ms", d.AlarmAt-tick.UnixMilli())
+	}
+	if s := status(t, st, tick.Add(time.Second), DefaultConfig()); s.Totals.LookupsSkipped != 2 || s.Totals.Completed != 2 {
+		t.Fatalf("totals %+v", s.Totals)
+	}
+	// No fresh item: the loop waits for the lookups' hold, not the idle poll.
+	tick = time.UnixMilli(d.AlarmAt)
+	d = decide(t, &st, "tick", TickRequest{}, tick)
+	if d.Run == nil || !d.Run.NoLookups {
+		t.Fatalf("second page-only run: %+v", d.Run)
+	}
+	d = decide(t, &st, "tick_done", RunOutcome{Picked: 0, Skipped: d.Run.BatchSize}, tick.Add(time.Second))
+	if d.AlarmAt < at+30000 || d.AlarmAt > at+30000+int64(pacing.TickInterval/time.Millisecond) {
+		t.Fatalf("with no fresh item the next tick is %d ms after the refusal, want the end of its 30 s hold", d.AlarmAt-at)
+	}
+	// With freshness off, the held lookups hold every item.
+	cfg := DefaultConfig()
+	if err := cfg.SetLookupFreshHours(0); err != nil {
+		t.Fatal(err)
+	}
+	if d := decideWith(t, cfg, &st, "tick", TickRequest{}, tick.Add(2*time.Second)); d.Run != nil {
+		t.Fatalf("a run while the lookups are held and nothing is fresh: %+v", d.Run)
 	}
 }

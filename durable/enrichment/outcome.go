@@ -141,6 +141,9 @@ type ItemResult struct {
 	// BatchFailed: the lookup batch the item was in failed as a whole
 	// (Class is BatchItemClass of its answer); no page was fetched.
 	BatchFailed bool `json:"batch_failed,omitempty"`
+	// StoredLookup: the item's lookup was its fresh stored fields (from a
+	// recent lookup or search), so no lookup was sent for it.
+	StoredLookup bool `json:"stored_lookup,omitempty"`
 }
 
 // RunPlan is the I/O the shim asks the Worker code to perform for one tick:
@@ -166,6 +169,13 @@ type RunPlan struct {
 	// host's pace for this tick (0 = no limit of its own); items whose
 	// batch would exceed it stay queued, untouched.
 	LookupRequests int `json:"lookup_requests,omitempty"`
+	// LookupFreshS: an item whose stored lookup fields are at most this
+	// old (seconds) is not looked up again, only its page fetched (0 =
+	// every item is looked up).
+	LookupFreshS int64 `json:"lookup_fresh_s,omitempty"`
+	// NoLookups: the API host is held and the store host is not; only the
+	// items whose lookup is fresh run (their pages), the rest stay queued.
+	NoLookups bool `json:"no_lookups,omitempty"`
 }
 
 // RequestOutcome is one upstream request as the run saw it: what the pacing
@@ -354,6 +364,9 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 		}
 		if r.Deferred {
 			s.Totals.Deferred++
+		}
+		if r.StoredLookup {
+			s.Totals.LookupsSkipped++
 		}
 	}
 	for _, r := range o.Requests {

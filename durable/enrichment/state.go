@@ -48,6 +48,46 @@ type Config struct {
 	// LookupBatch is how many items share one lookup request (LOOKUP_BATCH);
 	// 0 means DefaultLookupBatch.
 	LookupBatch int
+	// LookupFresh is how old stored lookup fields (from a lookup or a
+	// search) may be for an item to skip its lookup (LOOKUP_FRESH_H); 0
+	// means DefaultLookupFresh, negative: always look up.
+	LookupFresh time.Duration
+}
+
+// Lookup freshness (LOOKUP_FRESH_H): a search result carries the same
+// fields as a lookup, so an app found by a recent search needs only its page.
+const (
+	// DefaultLookupFresh: a day-old rating count or price is as good as
+	// the enrichment's own snapshot, and searches run every few minutes.
+	DefaultLookupFresh = 24 * time.Hour
+	// MaxLookupFresh bounds the setting: older fields are re-looked-up.
+	MaxLookupFresh = 30 * 24 * time.Hour
+)
+
+// LookupFreshness is the configured LookupFresh or its default; 0 when
+// every item is looked up.
+func (c Config) LookupFreshness() time.Duration {
+	switch {
+	case c.LookupFresh < 0:
+		return 0
+	case c.LookupFresh == 0:
+		return DefaultLookupFresh
+	}
+	return c.LookupFresh
+}
+
+// SetLookupFreshHours sets LookupFresh from hours within [0, MaxLookupFresh];
+// 0 turns the skip off (every item is looked up).
+func (c *Config) SetLookupFreshHours(h int) error {
+	d := time.Duration(h) * time.Hour
+	if h < 0 || d > MaxLookupFresh {
+		return fmt.Errorf("lookup freshness %dh outside [0, %s]", h, MaxLookupFresh)
+	}
+	c.LookupFresh = d
+	if h == 0 {
+		c.LookupFresh = -1
+	}
+	return nil
 }
 
 // LookupBatchSize is the configured LookupBatch or its default.
@@ -123,6 +163,7 @@ func (t Totals) Counters() map[string]int64 {
 		"ticks": t.Ticks, "cooldowns": t.Cooldowns,
 		"lookup_requests": t.LookupRequests, "page_requests": t.PageRequests,
 		"lookup_refusals": t.LookupRefusals, "page_refusals": t.PageRefusals,
+		"lookups_skipped": t.LookupsSkipped,
 	}
 }
 
@@ -180,6 +221,9 @@ type Totals struct {
 	// by host: the API host's lookups, the store host's pages.
 	LookupRefusals int64 `json:"lookup_refusals"`
 	PageRefusals   int64 `json:"page_refusals"`
+	// LookupsSkipped counts items enriched from their fresh stored lookup
+	// (LOOKUP_FRESH_H), with no lookup sent for them.
+	LookupsSkipped int64 `json:"lookups_skipped"`
 	Ticks          int64 `json:"ticks"`
 	// Cooldowns counts entries into the critical zone.
 	Cooldowns int64 `json:"cooldowns"`
@@ -248,6 +292,9 @@ type PlanSummary struct {
 	Items        int   `json:"items"`
 	ChunkItems   int   `json:"chunk_items"`
 	ChunkPauseMs int64 `json:"chunk_pause_ms"`
+	// NoLookups: the API host held, so only items with a fresh stored
+	// lookup ran (their pages).
+	NoLookups bool `json:"no_lookups,omitempty"`
 }
 
 // DefaultState is where a new or reset controller starts: running, conservative.

@@ -181,6 +181,16 @@ func Load(getenv func(string) string) (Config, []Problem) {
 		}
 	}
 
+	if raw := getenv("LOOKUP_FRESH_H"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err == nil {
+			err = c.Enrichment.SetLookupFreshHours(n)
+		}
+		if err != nil {
+			bad("LOOKUP_FRESH_H", raw, err)
+		}
+	}
+
 	if raw := getenv("SCHEDULER_BREAKER_THRESHOLD"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err == nil {

@@ -67,6 +67,17 @@ func TestBadVarsAreReportedAndDefaulted(t *testing.T) {
 			t.Errorf("LOOKUP_BATCH=%s: %d, %+v", raw, c.Enrichment.LookupBatchSize(), probs)
 		}
 	}
+	// LOOKUP_FRESH_H: 0 looks every item up; beyond 30 days is refused.
+	for raw, want := range map[string]time.Duration{"0": 0, "6": 6 * time.Hour, "720": 720 * time.Hour} {
+		if c, probs := Load(env(map[string]string{"LOOKUP_FRESH_H": raw})); len(probs) != 0 || c.Enrichment.LookupFreshness() != want {
+			t.Errorf("LOOKUP_FRESH_H=%s: %s, %+v", raw, c.Enrichment.LookupFreshness(), probs)
+		}
+	}
+	for _, raw := range []string{"-1", "721", "1.5"} {
+		if c, probs := Load(env(map[string]string{"LOOKUP_FRESH_H": raw})); len(probs) != 1 || c.Enrichment.LookupFreshness() != enrichment.DefaultLookupFresh {
+			t.Errorf("LOOKUP_FRESH_H=%s: %s, %+v", raw, c.Enrichment.LookupFreshness(), probs)
+		}
+	}
 	// FACTS_RETENTION_DAYS is bounded: shorter than a queue message can be
 	// redelivered, or beyond ten years, is refused and the default kept.
 	for _, raw := range []string{"13", "0", "-30", "3651", "1.5"} {

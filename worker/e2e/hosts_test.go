@@ -57,7 +57,12 @@ func TestEachHostPacedToItsOwnLimit(t *testing.T) {
 		return h["served"].(float64), h["refused"].(float64)
 	}
 
-	// Phase 1: pages throttled, lookups free.
+	// Phase 1: pages throttled, lookups free. The status wakes the
+	// controller (its first use arms its alarm).
+	eventually(t, 60*time.Second, "first completions", func() (bool, string) {
+		st := paces()
+		return st.Totals.Completed > 0, jsonString(st)
+	})
 	time.Sleep(phase)
 	st := paces()
 	api, store := st.Paces["api"], st.Paces["store"]

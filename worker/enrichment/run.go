@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,16 @@ type QueuedItem struct {
 	Attempts int
 	// Defers counts the upstream-level failures in a row that deferred it.
 	Defers int
+	// Lookup is the app's stored lookup fields and LookupAt when they were
+	// stored (from a lookup or a search result); nil when it has none.
+	Lookup   *appstore.App
+	LookupAt time.Time
+}
+
+// freshLookup reports whether the item's stored lookup is recent enough
+// (within fresh) to enrich it with its page alone.
+func (it QueuedItem) freshLookup(now time.Time, fresh time.Duration) bool {
+	return fresh > 0 && it.Lookup != nil && !it.LookupAt.IsZero() && now.Sub(it.LookupAt) <= fresh
 }
 
 // Record is one enriched app, ready to store.
@@ -39,6 +50,9 @@ type Record struct {
 	Page      appstore.StorePage
 	HTMLKey   string
 	FetchedAt time.Time
+	// LookupAt is when App's fields were fetched: FetchedAt when zero (the
+	// run's own lookup), earlier for a fresh stored lookup.
+	LookupAt time.Time
 }
 
 // PageMeta describes a stored raw page (R2 custom metadata): when it was
@@ -176,6 +190,19 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	if err != nil {
 		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds(), Subrequests: budget.Used()}
 	}
+	// Items whose stored lookup is fresh go first and need no lookup: their
+	// pages start the run, then the others in lookup batches.
+	fresh := time.Duration(plan.LookupFreshS) * time.Second
+	if plan.SkipPages {
+		fresh = 0 // no page would follow: a lookup-only run has nothing to skip
+	}
+	slices.SortStableFunc(items, func(a, b QueuedItem) int {
+		return cmp.Compare(b2i(!a.freshLookup(start, fresh)), b2i(!b.freshLookup(start, fresh)))
+	})
+	nFresh := 0
+	for nFresh < len(items) && items[nFresh].freshLookup(start, fresh) {
+		nFresh++
+	}
 	results := make([]controller.ItemResult, len(items))
 	requests := make([][]controller.RequestOutcome, len(items))
 	// lookups[j] is item j's lookup: its batch's, fetched before its chunk.
@@ -192,11 +219,18 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	outOfBudget := false
 	lookupsSent := 0
 	for i := 0; i < len(items); {
+		if i == looked && i < nFresh {
+			// The fresh items' lookups are their stored fields: no request.
+			for j := i; j < nFresh; j++ {
+				lookups[j] = lookupOutcome{app: *items[j].Lookup, class: controller.ClassOK, stored: true, lookupAt: items[j].LookupAt}
+			}
+			looked = nFresh
+		}
 		if i == looked {
 			if outOfBudget {
 				break
 			}
-			if plan.LookupRequests > 0 && lookupsSent == plan.LookupRequests {
+			if plan.NoLookups || (plan.LookupRequests > 0 && lookupsSent == plan.LookupRequests) {
 				break // the API host's pace for this tick is spent: the rest stay queued, untouched
 			}
 			lookupsSent++
@@ -307,6 +341,13 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	return out
 }
 
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func anyRefused(rs []controller.ItemResult) bool {
 	for _, r := range rs {
 		if r.Class == controller.ClassRateLimit {
@@ -325,6 +366,9 @@ type lookupOutcome struct {
 	err         string
 	// batchFailed: the batch failed as a whole; class is BatchItemClass.
 	batchFailed bool
+	// stored: the app's fresh stored lookup, no request made, from lookupAt.
+	stored   bool
+	lookupAt time.Time
 }
 
 // lookupBatch looks up items in one request (one unit of the global limit)
@@ -494,7 +538,8 @@ func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup look
 		page = upstream.Response{Class: controller.ClassRateLimit, Remaining: -1, Err: fmt.Errorf("rate limiter: %w", err), SentAt: now, DoneAt: now}
 		limited = true
 	}
-	res, pageClass := r.itemResult(ctx, id, lookup.app, page)
+	res, pageClass := r.itemResult(ctx, id, lookup, page)
+	res.StoredLookup = lookup.stored
 	// A challenge page answered 200 but refused us: the pacing algorithm
 	// must see it as the refusal it is.
 	pageReq := requestOutcome(index, page)
@@ -527,8 +572,9 @@ func lookupErrClass(err error) controller.Class {
 // metadata, parsed or not: unparsed pages are exactly what a reparse
 // needs. It also returns the page request's class as the pacing algorithm
 // should see it.
-func (r *Runner) itemResult(ctx context.Context, id int64, app appstore.App, page upstream.Response) (controller.ItemResult, controller.Class) {
+func (r *Runner) itemResult(ctx context.Context, id int64, lookup lookupOutcome, page upstream.Response) (controller.ItemResult, controller.Class) {
 	now := r.Now()
+	app := lookup.app
 	pageClass := page.Class
 	var sp appstore.StorePage
 	var perr error
@@ -561,14 +607,24 @@ func (r *Runner) itemResult(ctx context.Context, id int64, app appstore.App, pag
 		default:
 			res.Error = "store page: " + errText(page.Err)
 		}
-		if err := r.Store.SaveLookup(ctx, app, key, status, now); err == nil {
+		at := now
+		if lookup.stored {
+			// The stored lookup stays as it was, and as old as it was; only
+			// a raw page and its status are new.
+			at = lookup.lookupAt
+		}
+		if err := r.Store.SaveLookup(ctx, app, key, status, at); err == nil {
 			res.LookupSaved = true
 		} else {
 			logx.Err("controller.lookup_save_failed", err, map[string]any{"track_id": id})
 		}
 		return res, pageClass
 	}
-	if err := r.Store.SaveEnriched(ctx, Record{App: app, Page: sp, HTMLKey: key, FetchedAt: now}); err != nil {
+	rec := Record{App: app, Page: sp, HTMLKey: key, FetchedAt: now}
+	if lookup.stored {
+		rec.LookupAt = lookup.lookupAt
+	}
+	if err := r.Store.SaveEnriched(ctx, rec); err != nil {
 		res.Class, res.Error = controller.ClassStoreError, "d1 save: "+err.Error()
 	}
 	return res, pageClass

@@ -693,3 +693,75 @@ func TestLookupBatchFitsOneBody(t *testing.T) {
 		t.Fatalf("largest real result %d bytes: the bound %d leaves less than twice that", largest, lookupResultBound)
 	}
 }
+
+// Issue 15: an item whose stored lookup (from a lookup or a search) is
+// within LookupFreshS needs only its page; a stale one, or one never
+// looked up, goes in a lookup batch. With NoLookups (the API host held)
+// only the fresh ones run and the rest stay queued, untouched.
+func TestFreshStoredLookupsSkipTheLookup(t *testing.T) {
+	now := time.Now()
+	stored := func(id int64, age time.Duration) QueuedItem {
+		app := appstore.App{TrackID: id, Name: fmt.Sprint("stored ", id), RatingCount: 1000 + id, Version: "1.0", Languages: []string{"EN"}}
+		return QueuedItem{TrackID: id, Lookup: &app, LookupAt: now.Add(-age)}
+	}
+	plan := controller.RunPlan{BatchSize: 4, ChunkItems: 4, LookupFreshS: int64((24 * time.Hour).Seconds())}
+	for _, tt := range []struct {
+		name      string
+		noLookups bool
+		// wantAsked: the lookups sent; wantSaved: the apps enriched, by
+		// whether their fields came from the store.
+		wantAsked []string
+		wantSaved map[int64]bool
+		skipped   int
+	}{
+		{name: "fresh first, the rest batched", wantAsked: []string{"3,4"},
+			wantSaved: map[int64]bool{fixtureID: true, fixtureID + 1: true}},
+		{name: "API host held: only the fresh", noLookups: true, wantAsked: nil,
+			wantSaved: map[int64]bool{fixtureID: true, fixtureID + 1: true}, skipped: 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var inflight, peak int
+			srv := fixtureUpstream(t, &inflight, &peak)
+			defer srv.Close()
+			st := newStore(QueuedItem{TrackID: 3}, stored(fixtureID, time.Hour), stored(4, 48*time.Hour), stored(fixtureID+1, 23*time.Hour))
+			r, _, _, _ := newRunner(t, srv, st)
+			p := plan
+			p.NoLookups = tt.noLookups
+			out := r.Run(context.Background(), p)
+			if fmt.Sprint(srv.asked()) != fmt.Sprint(tt.wantAsked) || out.Skipped != tt.skipped {
+				t.Fatalf("lookups %q skipped %d, want %q and %d", srv.asked(), out.Skipped, tt.wantAsked, tt.skipped)
+			}
+			for id := range tt.wantSaved {
+				rec, ok := st.saved[id]
+				if !ok || rec.App.Name != fmt.Sprint("stored ", id) || !rec.LookupAt.Equal(now.Add(-map[int64]time.Duration{fixtureID: time.Hour, fixtureID + 1: 23 * time.Hour}[id])) {
+					t.Fatalf("app %d enriched from its stored lookup: %+v (saved %v)", id, rec, ok)
+				}
+			}
+			stored := 0
+			for _, res := range out.Results {
+				if res.StoredLookup {
+					stored++
+				}
+			}
+			lookups := 0
+			for _, rq := range out.Requests {
+				if rq.Kind == controller.RequestLookup {
+					lookups++
+				}
+			}
+			if stored != 2 || lookups != len(tt.wantAsked) {
+				t.Fatalf("%d results from stored lookups, %d lookup requests: %+v", stored, lookups, out.Requests)
+			}
+		})
+	}
+	// Freshness off (0): every item is looked up.
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	st := newStore(stored(fixtureID, time.Minute), QueuedItem{TrackID: 3})
+	r, _, _, _ := newRunner(t, srv, st)
+	r.Run(context.Background(), controller.RunPlan{BatchSize: 2, ChunkItems: 2})
+	if fmt.Sprint(srv.asked()) != fmt.Sprint([]string{fmt.Sprintf("%d,3", fixtureID)}) {
+		t.Fatalf("with freshness off: lookups %q", srv.asked())
+	}
+}

@@ -1,6 +1,7 @@
 package enrichment
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
@@ -14,7 +15,12 @@ import (
 // the first argument 1 it skips items that already have their lookup
 // (while store pages are paused they wait for their page); the second is
 // now: an item deferred by an upstream outage waits out its backoff.
-const PickSQL = `SELECT track_id, enrich_attempts, enrich_defers FROM app_registry
+// Each item comes with its stored lookup fields and lookup_at, so a fresh
+// one (LOOKUP_FRESH_H) needs only its page.
+const PickSQL = `SELECT track_id, enrich_attempts, enrich_defers, lookup_at, name, bundle_id, developer_id,
+  developer_name, genre, genre_id, price, currency, average_rating, rating_count, version, release_date,
+  current_version_release_date, description, content_rating, artwork_url, file_size_bytes, languages
+FROM app_registry
 WHERE enriched_at IS NULL AND (? = 0 OR enrichment_source IS NULL)
   AND (enrich_retry_at IS NULL OR enrich_retry_at <= ?)
 ORDER BY enrich_priority DESC, track_id
@@ -70,8 +76,8 @@ func SaveStatements(r Record) []d1.Stmt {
   price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
   description, content_rating, artwork_url, file_size_bytes, languages, subtitle, rating_histogram,
   iap_count, in_app_purchases, similar_app_ids, html_r2_key, enrichment_source, enrich_error,
-  enriched_at, updated_at, page_status, page_format, page_missing, page_parser_version, rating_share)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?,?,?,?,?,?)
+  enriched_at, updated_at, page_status, page_format, page_missing, page_parser_version, rating_share, lookup_at)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET
   name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
   developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
@@ -86,7 +92,7 @@ ON CONFLICT (track_id) DO UPDATE SET
   enrich_error_class=NULL, enrich_retry_at=NULL, enrich_defers=0,
   enriched_at=excluded.enriched_at, updated_at=excluded.updated_at, page_status=excluded.page_status,
   page_format=excluded.page_format, page_missing=excluded.page_missing,
-  page_parser_version=excluded.page_parser_version, rating_share=excluded.rating_share`,
+  page_parser_version=excluded.page_parser_version, rating_share=excluded.rating_share, lookup_at=excluded.lookup_at`,
 		Args: []any{
 			a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
 			appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
@@ -97,6 +103,7 @@ ON CONFLICT (track_id) DO UPDATE SET
 			len(iaps), jsonText(iaps), jsonText(similar),
 			r.HTMLKey, SourceEnriched, now, now,
 			PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion, jsonText(p.RatingShare),
+			ts(cmp.Or(r.LookupAt, r.FetchedAt)),
 		},
 	}}
 	stmts = append(stmts, similarStmts(a.TrackID, similar)...)
@@ -124,8 +131,8 @@ func SaveLookupStatements(a appstore.App, htmlKey, pageStatus string, at time.Ti
 		SQL: `INSERT INTO app_registry (track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
   price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
   description, content_rating, artwork_url, file_size_bytes, languages, html_r2_key, enrichment_source,
-  page_status, updated_at)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+  page_status, updated_at, lookup_at)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET
   name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
   developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
@@ -137,14 +144,14 @@ ON CONFLICT (track_id) DO UPDATE SET
   html_r2_key=COALESCE(excluded.html_r2_key, app_registry.html_r2_key),
   enrichment_source=CASE WHEN app_registry.enrichment_source = '` + SourceEnriched + `' THEN app_registry.enrichment_source ELSE excluded.enrichment_source END,
   page_status=CASE WHEN app_registry.page_status = '` + PageParsedStatus + `' THEN app_registry.page_status ELSE excluded.page_status END,
-  updated_at=excluded.updated_at`,
+  updated_at=excluded.updated_at, lookup_at=excluded.lookup_at`,
 		Args: []any{
 			a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
 			appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
 			a.Price, a.Currency, a.AverageRating, a.RatingCount, a.Version, a.ReleaseDate,
 			a.CurrentVersionReleaseDate, appstore.Truncate(a.Description, appstore.MaxTextLen),
 			a.ContentRating, a.ArtworkURL, a.FileSizeBytes, jsonText(langs), key, SourceLookupOnly,
-			pageStatus, now,
+			pageStatus, now, now,
 		},
 	}}
 	if a.DeveloperID > 0 {
@@ -234,9 +241,13 @@ type D1Store struct {
 // PickQueued implements Store.
 func (s D1Store) PickQueued(ctx context.Context, n int, unlookedOnly bool, now time.Time) ([]QueuedItem, error) {
 	var rows []struct {
-		TrackID  int64 `json:"track_id"`
-		Attempts int   `json:"enrich_attempts"`
-		Defers   int   `json:"enrich_defers"`
+		// The lookup fields; JSON null (a column never written) leaves a
+		// field empty.
+		appstore.App
+		Attempts  int    `json:"enrich_attempts"`
+		Defers    int    `json:"enrich_defers"`
+		LookupAt  string `json:"lookup_at"`
+		Languages string `json:"languages"` // a JSON array in its column
 	}
 	only := 0
 	if unlookedOnly {
@@ -248,6 +259,13 @@ func (s D1Store) PickQueued(ctx context.Context, n int, unlookedOnly bool, now t
 	out := make([]QueuedItem, len(rows))
 	for i, r := range rows {
 		out[i] = QueuedItem{TrackID: r.TrackID, Attempts: r.Attempts, Defers: r.Defers}
+		at, err := d1.ParseTime(r.LookupAt)
+		if r.LookupAt == "" || err != nil {
+			continue // never looked up (or unreadable): it gets a lookup
+		}
+		app := r.App
+		_ = json.Unmarshal([]byte(r.Languages), &app.Languages) // unreadable: no languages
+		out[i].Lookup, out[i].LookupAt = &app, at
 	}
 	return out, nil
 }

@@ -289,6 +289,22 @@ func TestLookupOnlyRecordsAgainstD1(t *testing.T) {
 	if items, _ = s.PickQueued(context.Background(), 10, false, time.Now()); len(items) != 2 {
 		t.Fatalf("full pick %+v", items)
 	}
+	// The pick carries the stored lookup and when it was stored (issue 15:
+	// a fresh one needs no new lookup); an app never looked up has none.
+	for _, it := range items {
+		switch it.TrackID {
+		case app.TrackID:
+			if it.Lookup == nil || !it.LookupAt.Equal(at) || it.Lookup.Name != app.Name || it.Lookup.RatingCount != app.RatingCount ||
+				it.Lookup.Version != app.Version || it.Lookup.DeveloperID != app.DeveloperID || fmt.Sprint(it.Lookup.Languages) != fmt.Sprint(app.Languages) ||
+				it.Lookup.Description != app.Description || it.Lookup.FileSizeBytes != app.FileSizeBytes || it.Lookup.Price != app.Price {
+				t.Fatalf("stored lookup %+v at %v, want %+v at %v", it.Lookup, it.LookupAt, app, at)
+			}
+		default:
+			if it.Lookup != nil || !it.LookupAt.IsZero() {
+				t.Fatalf("app %d was never looked up: %+v", it.TrackID, it)
+			}
+		}
+	}
 	// A later unparsed page records its key; a complete record is never downgraded.
 	s.SaveLookup(context.Background(), app, HTMLKey("us", app.TrackID), PageUnparsedStatus, at)
 	if row := drv.Rows(t, `SELECT page_status, html_r2_key FROM app_registry WHERE track_id = ?`, app.TrackID)[0]; row["page_status"] != PageUnparsedStatus || row["html_r2_key"] != HTMLKey("us", app.TrackID) {
