@@ -105,6 +105,9 @@ type TickMinute struct {
 	Capacity *float64
 	// CooldownAts are the times of the ticks that entered a cooldown.
 	CooldownAts []int64
+	// What reached the upstream, by host: lookups (API host) and pages
+	// (store host), with the 403/429 answers among them.
+	LookupRequests, PageRequests, LookupRefusals, PageRefusals int64
 }
 
 // HistoryPoint is one bucket of a crawl target's history.
@@ -120,6 +123,13 @@ type HistoryPoint struct {
 	PacePerMin  float64  `json:"pace_per_min"`     // completed items per minute
 	CapacityMin *float64 `json:"capacity_per_min"` // the last estimate in the bucket
 	Cooldown    bool     `json:"cooldown"`
+	// The upstream's cost in the bucket: requests that reached each host
+	// and its refusals, and requests per app completed (null when none was).
+	LookupRequests         int64    `json:"lookup_requests"`
+	PageRequests           int64    `json:"page_requests"`
+	LookupRefusals         int64    `json:"lookup_refusals"`
+	PageRefusals           int64    `json:"page_refusals"`
+	RequestsPerEnrichedApp *float64 `json:"requests_per_enriched_app"`
 }
 
 // LimiterSummary is one limiter key over the window.
@@ -169,6 +179,10 @@ func BuildHistory(q HistoryQuery, ticks []TickMinute, limiters []LimiterSummary)
 		p.Failed += m.Failed
 		p.RateLimited += m.RateLimited
 		p.ItemErrors += m.ItemErrors
+		p.LookupRequests += m.LookupRequests
+		p.PageRequests += m.PageRequests
+		p.LookupRefusals += m.LookupRefusals
+		p.PageRefusals += m.PageRefusals
 		if m.Capacity != nil {
 			v := *m.Capacity
 			p.CapacityMin = &v
@@ -190,6 +204,10 @@ func BuildHistory(q HistoryQuery, ticks []TickMinute, limiters []LimiterSummary)
 			p.SuccessRate = &r
 		}
 		p.PacePerMin = round3(float64(p.Completed) / (float64(bucket) / 60000))
+		if p.Completed > 0 {
+			r := round3(float64(p.LookupRequests+p.PageRequests) / float64(p.Completed))
+			p.RequestsPerEnrichedApp = &r
+		}
 	}
 	span := min(ThroughputWindow, q.Until.Sub(q.Since))
 	if span > 0 {

@@ -77,6 +77,10 @@ func factsHistory(t *testing.T, drv *d1test.Driver, q HistoryQuery) History {
 		p.Failed += c["failed"]
 		p.RateLimited += c["rate_limited"]
 		p.ItemErrors += c["item_errors"]
+		p.LookupRequests += c["lookup_requests"]
+		p.PageRequests += c["page_requests"]
+		p.LookupRefusals += c["lookup_refusals"]
+		p.PageRefusals += c["page_refusals"]
 		if v, ok := f.Data["capacity_after"].(float64); ok {
 			p.CapacityMin = &v
 		}
@@ -95,6 +99,10 @@ func factsHistory(t *testing.T, drv *d1test.Driver, q HistoryQuery) History {
 			p.SuccessRate = &r
 		}
 		p.PacePerMin = round3(float64(p.Completed) / (float64(bucket) / 60000))
+		if p.Completed > 0 {
+			r := round3(float64(p.LookupRequests+p.PageRequests) / float64(p.Completed))
+			p.RequestsPerEnrichedApp = &r
+		}
 	}
 	span := min(ThroughputWindow, q.Until.Sub(q.Since))
 	if span > 0 {
@@ -148,6 +156,12 @@ func seededFacts(from, to time.Time) []ledger.Fact {
 			c["failed"] = c["dispatched"] - c["completed"]
 			c["rate_limited"] = int64(rng.IntN(3))
 			c["item_errors"] = int64(rng.IntN(2))
+			c["page_requests"] = c["dispatched"]
+			c["page_refusals"] = c["rate_limited"]
+			if c["dispatched"] > 0 && rng.IntN(3) == 0 {
+				c["lookup_requests"] = 1
+				c["lookup_refusals"] = int64(rng.IntN(2))
+			}
 		}
 		if rng.IntN(30) == 0 || i == 41 || i == 42 { // 41 and 42 share a minute
 			c["cooldowns"] = 1
@@ -282,21 +296,23 @@ func TestHistoryFromRollupsEqualsHistoryFromFacts(t *testing.T) {
 
 	// The migration's backfill (the facts D1 held before the trigger)
 	// builds the same rollups.
+	// So do 0014's with 0020's (the requests by host).
 	drv.Exec(t, `DELETE FROM fact_minutes`)
-	drv.Exec(t, backfillSQL(t))
+	drv.Exec(t, backfillSQL(t, "0014_fact_minutes.sql", `(?s)INSERT OR IGNORE INTO fact_minutes.*?;`))
+	drv.Exec(t, backfillSQL(t, "0020_fact_minutes_requests.sql", `(?s)UPDATE fact_minutes SET.*?;`))
 	compare("backfill")
 }
 
-// backfillSQL is migration 0014's backfill statement.
-func backfillSQL(t *testing.T) string {
+// backfillSQL is a migration's backfill statement, found by pattern.
+func backfillSQL(t *testing.T, migration, pattern string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "migrations", "0014_fact_minutes.sql"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "migrations", migration))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?s)INSERT OR IGNORE INTO fact_minutes.*?;`).Find(b)
+	m := regexp.MustCompile(pattern).Find(b)
 	if m == nil {
-		t.Fatal("no backfill in migration 0014")
+		t.Fatalf("no backfill in migration %s", migration)
 	}
 	return string(m)
 }

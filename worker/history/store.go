@@ -48,7 +48,8 @@ const (
 	factTotalsSQL = `SELECT counter, total FROM fact_totals WHERE source = ?`
 	// historyTicksSQL: a target's minutes in a window, one range of
 	// fact_minutes' primary key (source, minute): it reads the rows it returns.
-	historyTicksSQL = `SELECT minute, ticks, dispatched, completed, failed, rate_limited, item_errors, capacity, cooldown_ats
+	historyTicksSQL = `SELECT minute, ticks, dispatched, completed, failed, rate_limited, item_errors, capacity, cooldown_ats,
+  lookup_requests, page_requests, lookup_refusals, page_refusals
 FROM fact_minutes WHERE source = ? AND minute >= ? AND minute <= ? ORDER BY minute`
 	// historyLimitersSQL: every limiter key's minutes in a window, summed
 	// per key. The keys come from fact_totals (a few rows per writer;
@@ -166,6 +167,10 @@ type tickMinuteRow struct {
 	ItemErrors  int64    `json:"item_errors"`
 	Capacity    *float64 `json:"capacity"`
 	CooldownAts string   `json:"cooldown_ats"` // JSON array
+	LookupReqs  int64    `json:"lookup_requests"`
+	PageReqs    int64    `json:"page_requests"`
+	LookupRefs  int64    `json:"lookup_refusals"`
+	PageRefs    int64    `json:"page_refusals"`
 }
 
 func (s D1Store) TickMinutes(ctx context.Context, source string, first, last int64) ([]TickMinute, error) {
@@ -176,7 +181,8 @@ func (s D1Store) TickMinutes(ctx context.Context, source string, first, last int
 	out := make([]TickMinute, len(rows))
 	for i, r := range rows {
 		out[i] = TickMinute{Minute: r.Minute, Ticks: r.Ticks, Dispatched: r.Dispatched, Completed: r.Completed, Failed: r.Failed,
-			RateLimited: r.RateLimited, ItemErrors: r.ItemErrors, Capacity: r.Capacity}
+			RateLimited: r.RateLimited, ItemErrors: r.ItemErrors, Capacity: r.Capacity,
+			LookupRequests: r.LookupReqs, PageRequests: r.PageReqs, LookupRefusals: r.LookupRefs, PageRefusals: r.PageRefs}
 		json.Unmarshal([]byte(r.CooldownAts), &out[i].CooldownAts) // the trigger writes a JSON array of integers
 	}
 	return out, nil

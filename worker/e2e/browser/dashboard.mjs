@@ -102,6 +102,10 @@ try {
     if (apiCooldowns > 0 && pts.cooldowns === 0) fail("the history has cooldowns but the pace chart marks none");
     const polyline = await page.locator("#chart-pace-main polyline.series").count();
     if (polyline === 0) fail("the pace chart has points but no line");
+    // The upstream's cost over the window (issue 15), from the same history.
+    const cost = await page.locator("#target-cost-main").textContent();
+    log("upstream requests per app: " + cost);
+    if (!/^[\d.]+ over the window \([\d,]+ lookups, [\d,]+ refused · [\d,]+ pages, [\d,]+ refused\)/.test(cost)) fail("the cost row does not show the window's requests per app: " + cost);
   } else {
     const pts = await countPoints();
     log(`history endpoint not available (HTTP ${hist.status}): page says "${pts.note}"; chart data points not checked`);
