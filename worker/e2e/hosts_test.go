@@ -80,20 +80,29 @@ func TestEachHostPacedToItsOwnLimit(t *testing.T) {
 
 	// Phase 2: lookups throttled, pages free.
 	s.setConfig(t, map[string]any{"rate_per_min": apiLimit, "burst": 2, "store_rate_per_min": 6000, "store_burst": 100})
-	completedBefore := st.Totals.Completed
+	before := st
+	phaseStart := time.Now()
 	time.Sleep(phase)
 	st = paces()
+	minutes := time.Since(phaseStart).Minutes()
 	api, store = st.Paces["api"], st.Paces["store"]
-	t.Logf("lookups at %d/min, pages free: api pace %+v; store pace %+v; %d completed in the phase", apiLimit, api, store, st.Totals.Completed-completedBefore)
-	if api.Refused == 0 || api.CapacityEstimatePerMin < apiLimit/2 || api.CapacityEstimatePerMin > apiLimit*2 {
-		t.Fatalf("the lookups' pace did not converge to its host's %d/min: %+v", apiLimit, api)
+	sent := float64(api.Sent - before.Paces["api"].Sent)
+	refused := float64(api.Refused - before.Paces["api"].Refused)
+	perMin := float64(st.Totals.Completed-before.Totals.Completed) / minutes
+	t.Logf("lookups at %d/min, pages free: %.1f lookups/min sent, %.0f refused; %.1f apps/min; api pace %+v; store pace %+v",
+		apiLimit, sent/minutes, refused, perMin, api, store)
+	// What the controller sends the API host follows its limit, with few
+	// refusals. (At a few requests a minute a tick sends one lookup, so a
+	// refusal reads as a block to probe, which then holds in time instead
+	// of learning an estimate: see README "Two hosts, two paces".)
+	if sent/minutes < apiLimit*0.6 || sent/minutes > apiLimit*1.25 || refused > sent/4 {
+		t.Fatalf("the lookups' pace did not follow its host's %d/min: %.1f/min sent, %.0f refused", apiLimit, sent/minutes, refused)
 	}
 	if store.Refused != storeRefused || store.InHold {
 		t.Fatalf("lookup refusals reached the pages' pace: %+v (refused %d before)", store, storeRefused)
 	}
-	// The apps completed follow the lookups' limit: 5 apps a lookup.
-	perMin := float64(st.Totals.Completed-completedBefore) / phase.Minutes()
-	if perMin < apiLimit*5/3 || perMin > apiLimit*5*3/2 {
-		t.Fatalf("%.1f apps/min with lookups of 5 apps at %d/min", perMin, apiLimit)
+	// The apps completed follow the lookups: 5 apps a lookup.
+	if perMin < sent/minutes*5*0.7 || perMin > sent/minutes*5*1.1 {
+		t.Fatalf("%.1f apps/min with %.1f lookups/min of 5 apps", perMin, sent/minutes)
 	}
 }
