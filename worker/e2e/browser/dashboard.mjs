@@ -102,6 +102,18 @@ try {
     if (apiCooldowns > 0 && pts.cooldowns === 0) fail("the history has cooldowns but the pace chart marks none");
     const polyline = await page.locator("#chart-pace-main polyline.series").count();
     if (polyline === 0) fail("the pace chart has points but no line");
+    // The capacity estimate's steps (a fifth or more between buckets) are
+    // marked on the pace chart, as many as the history holds (issue 18).
+    let prevCap = null, wantSteps = 0;
+    for (const p of hist.body.points || []) {
+      const c = p.capacity_per_min;
+      if (c == null || !(c > 0)) continue;
+      if (prevCap != null && Math.abs(c - prevCap) >= 0.2 * prevCap) wantSteps++;
+      prevCap = c;
+    }
+    const marked = await page.locator("#chart-pace-main .capacity-marker").count();
+    log(`capacity steps marked: ${marked} (API history: ${wantSteps})`);
+    if (wantSteps > 0 && marked === 0) fail(`the history holds ${wantSteps} capacity steps but the pace chart marks none`);
     // The upstream's cost over the window (issue 15), from the same history.
     const cost = await page.locator("#target-cost-main").textContent();
     log("upstream requests per app: " + cost);
