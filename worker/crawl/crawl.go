@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"sort"
@@ -287,21 +288,51 @@ func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Contex
 	return res
 }
 
-// RankingStatements records one keyword search: the apps (queued if new,
-// with the ratings the search showed), where each ranks, and the keyword
-// marked searched.
+// searchResultSQL keeps a search result's lookup fields: a search answers
+// the lookup's own shape (iTunes Search API, entity=software), so a queued
+// app found by a search within LOOKUP_FRESH_H needs no lookup of its own
+// (lookup_at). A new app is queued with them, so its markets can be scored
+// before it is enriched; a queued app's fields are refreshed; an enriched
+// app is left alone (no write: its record comes from its own enrichment).
+const searchResultSQL = `INSERT INTO app_registry (track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
+  price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
+  description, content_rating, artwork_url, file_size_bytes, languages, lookup_at)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+ON CONFLICT (track_id) DO UPDATE SET
+  name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
+  developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
+  price=excluded.price, currency=excluded.currency, average_rating=excluded.average_rating,
+  rating_count=excluded.rating_count, version=excluded.version, release_date=excluded.release_date,
+  current_version_release_date=excluded.current_version_release_date, description=excluded.description,
+  content_rating=excluded.content_rating, artwork_url=excluded.artwork_url,
+  file_size_bytes=excluded.file_size_bytes, languages=excluded.languages, lookup_at=excluded.lookup_at
+WHERE app_registry.enriched_at IS NULL`
+
+// searchResultStmt is searchResultSQL for one result seen at ts.
+func searchResultStmt(a appstore.App, ts string) d1.Stmt {
+	langs := a.Languages
+	if langs == nil {
+		langs = []string{}
+	}
+	langsJSON, _ := json.Marshal(langs) // a []string always encodes
+	return d1.Stmt{SQL: searchResultSQL, Args: []any{
+		a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
+		appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
+		a.Price, a.Currency, a.AverageRating, a.RatingCount, a.Version, a.ReleaseDate,
+		a.CurrentVersionReleaseDate, appstore.Truncate(a.Description, appstore.MaxTextLen),
+		a.ContentRating, a.ArtworkURL, a.FileSizeBytes, string(langsJSON), ts,
+	}}
+}
+
+// RankingStatements records one keyword search: the apps (their lookup
+// fields kept, searchResultSQL), where each ranks, and the keyword marked
+// searched.
 func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.Stmt {
 	ts := d1.Time(now)
 	stmts := []d1.Stmt{{SQL: `DELETE FROM crawl_rankings WHERE keyword = ?`, Args: []any{keyword}}}
 	for i, a := range apps {
 		stmts = append(stmts,
-			d1.Stmt{
-				// A new app starts with the search result's ratings, so its
-				// markets can be scored before it is enriched; a known app is
-				// left alone (no write).
-				SQL:  `INSERT INTO app_registry (track_id, name, genre_id, rating_count, average_rating) VALUES (?,?,?,?,?) ON CONFLICT (track_id) DO NOTHING`,
-				Args: []any{a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.GenreID, a.RatingCount, a.AverageRating},
-			},
+			searchResultStmt(a, ts),
 			d1.Stmt{
 				SQL:  `INSERT OR REPLACE INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?,?,?,?)`,
 				Args: []any{keyword, a.TrackID, i + 1, ts},

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -142,3 +143,43 @@ func (f *failingSaves) SaveScan(ctx context.Context, genre int, country string, 
 }
 
 var badStmt = d1.Stmt{SQL: `INSERT INTO no_such_table VALUES (1)`}
+
+// A search answers the lookup's own shape: its results' lookup fields are
+// kept with lookup_at (issue 15), for a new app and a queued one alike, so
+// the controller can skip their lookups; an enriched app is not touched.
+func TestSearchResultsKeepTheirLookupFields(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count) VALUES (2, 'queued', 1)`)
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, enrichment_source, enriched_at) VALUES (3, 'enriched', 7, 'itunes+store', '2026-11-01T00:00:00.000Z')`)
+	body, err := os.ReadFile("../appstore/testdata/search_us_software_tsubasa_2021.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, err := appstore.ParseSearch(body)
+	if err != nil || len(found) != 1 {
+		t.Fatalf("fixture: %v %d", err, len(found))
+	}
+	real := found[0]
+	apps := []appstore.App{real, real, real}
+	apps[1].TrackID, apps[2].TrackID = 2, 3
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	if err := s.SaveRankings(context.Background(), "tsubasa", apps, now); err != nil {
+		t.Fatal(err)
+	}
+	rows := drv.Rows(t, `SELECT track_id, name, bundle_id, developer_id, version, rating_count, description, languages, lookup_at, enriched_at
+FROM app_registry ORDER BY track_id`)
+	if len(rows) != 3 {
+		t.Fatalf("rows %v", rows)
+	}
+	langs, _ := json.Marshal(real.Languages)
+	for _, r := range []map[string]any{rows[0], rows[2]} { // 2 (queued) and the new one
+		if r["name"] != real.Name || r["bundle_id"] != real.BundleID || r["version"] != real.Version || r["description"] != real.Description ||
+			fmt.Sprint(r["rating_count"]) != fmt.Sprint(real.RatingCount) || r["languages"] != string(langs) || r["lookup_at"] != d1.Time(now) || r["enriched_at"] != nil {
+			t.Fatalf("search result kept as %v, want the lookup fields of %+v at %s", r, real, d1.Time(now))
+		}
+	}
+	if e := drv.Rows(t, `SELECT name, rating_count, lookup_at FROM app_registry WHERE track_id = 3`)[0]; e["name"] != "enriched" || e["rating_count"] != 7.0 || e["lookup_at"] != nil {
+		t.Fatalf("an enriched app was rewritten by a search: %v", e)
+	}
+}
