@@ -106,3 +106,39 @@ func TestEachHostPacedToItsOwnLimit(t *testing.T) {
 		t.Fatalf("%.1f apps/min with %.1f lookups/min of 5 apps", perMin, sent/minutes)
 	}
 }
+
+// Issue 15: an app whose stored lookup is fresh (a recent search or
+// lookup, LOOKUP_FRESH_H) is enriched with its page alone: a queue of such
+// apps drains with no lookup sent, and their stored fields are kept.
+func TestFreshLookupsAreNotMadeAgain(t *testing.T) {
+	const apps = 120
+	dir := outputDir(t)
+	s := startSim(t, dir, "-apps", itoa(apps), "-rate-per-min", "6000", "-burst", "100")
+	persist := filepath.Join(dir, "state")
+	prepareDB(t, persist, dir, apps)
+	// As a keyword search leaves them: lookup fields and lookup_at, now.
+	wrangler(t, persist, "d1", "execute", "DB", "--local", "--command",
+		`UPDATE app_registry SET name = 'searched ' || track_id, rating_count = 1000, version = '9.9',
+  lookup_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`)
+	w := startWorker(t, dir, persist, s.base)
+
+	var st pacesStatus
+	eventually(t, 3*time.Minute, "the queue drained", func() (bool, string) {
+		doJSON(t, "GET", w.base+"/v1/enrichment/status", "", nil, &st)
+		rows := d1Rows(t, persist, `SELECT COUNT(*) AS queued FROM app_registry WHERE enriched_at IS NULL`)
+		return rows[0]["queued"] == 0.0, jsonString(rows)
+	})
+	var raw map[string]any
+	doJSON(t, "GET", w.base+"/v1/enrichment/status", "", nil, &raw)
+	totals := raw["totals"].(map[string]any)
+	lookups, pages := simRequests(t, s, "lookup"), simRequests(t, s, "page")
+	t.Logf("%d apps with fresh stored lookups: %v lookups, %v pages sent; totals %v", apps, lookups, pages, jsonString(totals))
+	if lookups != 0 || pages < apps || totals["lookups_skipped"].(float64) < apps*0.95 {
+		t.Fatalf("fresh lookups were made again: %v lookups, %v pages, %v skipped", lookups, pages, totals["lookups_skipped"])
+	}
+	kept := d1Rows(t, persist, `SELECT COUNT(*) AS n FROM app_registry
+WHERE enrichment_source = 'itunes+store' AND name = 'searched ' || track_id AND version = '9.9' AND rating_histogram IS NOT NULL`)
+	if kept[0]["n"].(float64) < apps*0.95 {
+		t.Fatalf("only %v of %d apps enriched from their stored lookup and their page", kept[0]["n"], apps)
+	}
+}
