@@ -40,12 +40,18 @@ func main() {
 	onlyPipeline := flag.Bool("only-pipeline", false, "measure only the pipeline's D1 costs (skip the request-path runs)")
 	enrichRate := flag.Bool("enrichment", true, "also measure upstream requests per enriched app and apps per hour at the simulator's default limits")
 	onlyEnrichment := flag.Bool("only-enrichment", false, "measure only upstream requests per enriched app and apps per hour")
+	fidelityRun := flag.Bool("fidelity", true, "also run the live-fidelity scenario (9 minutes) next to cmd/simulate's prediction")
+	onlyFidelity := flag.Bool("only-fidelity", false, "run only the live-fidelity scenario")
 	flag.Parse()
 
 	root, _ := os.Getwd()
 	printSize(*wasm)
 	if *onlyEnrichment {
 		benchEnrichmentRate(root)
+		return
+	}
+	if *onlyFidelity {
+		benchFidelity(root)
 		return
 	}
 	if *onlyPipeline {
@@ -77,7 +83,7 @@ func main() {
 	}
 	benchLimiter(gow, ref, *duration)
 	afterGo := health(gow)
-	if *pipeline || *enrichRate {
+	if *pipeline || *enrichRate || *fidelityRun {
 		stopRef()
 		stopGo()
 	}
@@ -86,6 +92,9 @@ func main() {
 	}
 	if *enrichRate {
 		benchEnrichmentRate(root)
+	}
+	if *fidelityRun {
+		benchFidelity(root)
 	}
 	fmt.Printf("\nGo instance reuse: instance_id %s before and %s after (same = one instance served every request); requests_served %v → %v\n",
 		short(beforeGo["instance_id"]), short(afterGo["instance_id"]), beforeGo["requests_served"], afterGo["requests_served"])
