@@ -106,10 +106,10 @@ type raw struct {
 
 // token is a lower-cased word, or a clause break (".", ",", "but", …).
 type token struct {
-	word  string
-	brk   bool // punctuation that ends a negation scope
-	but   bool // a contrast: "but", "however", "although", "though"
-	bang  bool // "!"
+	word string
+	brk  bool // punctuation that ends a negation scope
+	but  bool // a contrast: "but", "however", "although", "though"
+	bang bool // "!"
 }
 
 func tokenize(text string) []token {
@@ -160,8 +160,8 @@ func rawSum(text string) raw {
 	var r raw
 	var clause []float64 // weights of the current contrast segment
 	var segments [][]float64
-	negLeft := 0       // tokens still inside a negation scope
-	mult := 1.0        // pending intensifier/downtoner
+	negLeft := 0 // tokens still inside a negation scope
+	mult := 1.0  // pending intensifier/downtoner
 	for _, t := range toks {
 		if t.bang {
 			r.exclaims++
