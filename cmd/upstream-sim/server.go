@@ -113,6 +113,7 @@ func NewServer(cat *Catalogue, opts Options) *Server {
 	mux.HandleFunc("GET /lookup", s.limited(routeLookup, s.handleLookup))
 	mux.HandleFunc("GET /search", s.limited(routeSearch, s.handleSearch))
 	mux.HandleFunc("GET /{country}/rss/{collection}/{params...}", s.limited(routeCharts, s.handleRSSChart))
+	mux.HandleFunc("GET /{country}/rss/customerreviews/{params...}", s.reviewsRoute())
 	// The id segment is "id<digits>"; ServeMux wildcards must be whole
 	// segments, so the "id" prefix is stripped in the handler.
 	mux.HandleFunc("GET /{country}/app/{slug}/{idseg}", s.limited(routePage, s.handlePage))

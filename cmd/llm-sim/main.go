@@ -1,0 +1,145 @@
+// Command llm-sim is a local, OpenAI-compatible chat-completions endpoint for
+// the analyst: it answers deterministically from the prompt (a valid brief
+// for a brief prompt), with realistic latency, usage token counts and
+// configurable 429s. It listens on loopback only and never calls out.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+const (
+	defaultAddr       = "127.0.0.1:8791"
+	readHeaderTimeout = 10 * time.Second
+	shutdownTimeout   = 5 * time.Second
+)
+
+const usageText = `Usage: llm-sim [flags]
+
+A local OpenAI-compatible chat-completions endpoint (loopback only). On start
+it prints {"event":"listening","addr":"HOST:PORT"} on stdout, then logs JSON
+events on stderr.
+
+Routes:
+  POST /v1/chat/completions   OpenAI chat completions (Bearer -api-key when set);
+                              a brief prompt (worker/llm.BuildBriefPrompt) gets a valid
+                              brief JSON built from its input; any other prompt a
+                              deterministic short answer; usage counts in every answer
+  GET  /v1/models             the one model served
+  GET  /__stats   POST /__stats/reset   POST /__config   GET /health
+
+POST /__config takes any of: latency_ms, ms_per_token, requests_per_min,
+tokens_per_min, retry_after_s, fail_next (the next N calls answer 429),
+invalid ("" | "first": the first answer of a conversation breaks the schema,
+the retry is valid | "always").
+
+Flags:
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "llm-sim:", err)
+		os.Exit(2)
+	}
+}
+
+// loopback reports whether addr's host is a loopback address: the simulator
+// must not be reachable from the network.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("llm-sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
+	def := DefaultConfig()
+	var (
+		addr   = fs.String("addr", defaultAddr, "listen address, loopback only (127.0.0.1:0 picks a free port)")
+		apiKey = fs.String("api-key", "", "if set, require Authorization: Bearer <key>")
+		model  = fs.String("model", defaultModel, "model name answered")
+		cfg    = def
+	)
+	fs.IntVar(&cfg.LatencyMS, "latency-ms", def.LatencyMS, "fixed latency per completion")
+	fs.IntVar(&cfg.MSPerToken, "ms-per-token", def.MSPerToken, "added latency per completion token")
+	fs.IntVar(&cfg.RequestsPerMin, "requests-per-min", def.RequestsPerMin, "429 above this many calls a minute (0 = no limit)")
+	fs.IntVar(&cfg.TokensPerMin, "tokens-per-min", def.TokensPerMin, "429 above this many tokens a minute (0 = no limit)")
+	fs.IntVar(&cfg.RetryAfterS, "retry-after-s", def.RetryAfterS, "Retry-After seconds on 429s")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if !loopback(*addr) {
+		return fmt.Errorf("flag -addr: %q is not a loopback address", *addr)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("flag: %v", err)
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.MessageKey {
+				a.Key = "event"
+			}
+			return a
+		},
+	}))
+	srv := &http.Server{
+		Handler:           NewServer(Options{Config: cfg, APIKey: *apiKey, Model: *model, Logger: logger}),
+		ReadHeaderTimeout: readHeaderTimeout,
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	announce, _ := json.Marshal(struct {
+		Event string `json:"event"`
+		Addr  string `json:"addr"`
+	}{"listening", ln.Addr().String()})
+	fmt.Fprintf(stdout, "%s\n", announce)
+	logger.Info("started", "model", *model, "config", cfg)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
