@@ -4,6 +4,7 @@ package worker
 
 import (
 	"context"
+	"storecrawl/worker/reviews"
 	"syscall/js"
 	"time"
 
@@ -28,6 +29,7 @@ func schedulerDecide(args []js.Value) (any, error) {
 func schedulerRunTask(args []js.Value) (any, error) {
 	deps := tasks.Bindings{D1Store: tasks.D1Store{DB: db}, Get: catalogue().Get, Values: kvCache, Reconciler: historyService, Reparser: pageReparser,
 		Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter, RetryFailedBatch: enrichment.RetryFailedBatch,
-		Pruner: history.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now}}
+		Pruner:  history.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now},
+		Reviews: reviews.D1Store{DB: db}, ReviewsGet: reviewsFeed().Get, APIBase: cfg.APIBase, Country: cfg.Country}
 	return tasks.RunTask(context.Background(), args[0].String(), deps, cfg.APIBase, time.Now), nil
 }

@@ -73,6 +73,13 @@ func (limiterCaller) CallLimiter(ctx context.Context, key, method, path string, 
 	return limiterDO.Call(ctx, config.LimiterPrefix+key, method, path, body)
 }
 
+// reviewsFeed fetches the customer-reviews feed through its own global limit.
+func reviewsFeed() upstream.Limited {
+	l := catalogue()
+	l.Key = ratelimit.Reviews
+	return l
+}
+
 // catalogue fetches from the upstream through the global catalogue limit.
 func catalogue() upstream.Limited {
 	return upstream.Limited{

@@ -31,6 +31,9 @@ var Registry = []Task{
 	// /v1/history's reach, deleted in bounded batches from a cursor: hourly
 	// keeps each run small.
 	{Name: "facts-prune", Every: time.Hour, Jitter: 5 * time.Minute},
+	// Customer reviews of the top opportunity clusters' apps, a few apps a
+	// run, each refetched after a day (worker/reviews.Refresh).
+	{Name: "reviews-refresh", Every: 10 * time.Minute, Jitter: time.Minute},
 }
 
 // The Go⇄JS protocol (durable/object); Run lists the tasks to start now,

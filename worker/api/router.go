@@ -30,6 +30,7 @@ import (
 	"storecrawl/worker/history"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/ratelimit"
+	"storecrawl/worker/reviews"
 )
 
 // ControllerCaller forwards one control-plane call to the EnrichmentController.
@@ -61,6 +62,13 @@ type MarketReader interface {
 type AppReader interface {
 	// App returns the record as JSON (false when there is none).
 	App(ctx context.Context, trackID int64) (json.RawMessage, bool, error)
+}
+
+// ReviewReader reads stored customer reviews and computes a cluster's
+// complaint themes (worker/reviews.D1Store).
+type ReviewReader interface {
+	AppReviews(ctx context.Context, appID int64, limit, offset int) ([]json.RawMessage, error)
+	ClusterThemes(ctx context.Context, clusterID string) (themes []reviews.Theme, reviewCount int, found bool, err error)
 }
 
 // CronReader reads what the cron handler last did.
@@ -121,6 +129,7 @@ type Server struct {
 	Charts     ChartReader
 	Markets    MarketReader
 	Apps       AppReader
+	Reviews    ReviewReader
 	Cron       CronReader
 	Ledger     LedgerReader
 	Dead       DeadLetterReader
@@ -179,6 +188,8 @@ func NewServer(s *Server) *Server {
 	mux.HandleFunc("GET /v1/clusters", s.markets(false))
 	mux.HandleFunc("GET /v1/opportunities", s.markets(true))
 	mux.HandleFunc("GET /v1/apps/{id}", s.app)
+	mux.HandleFunc("GET /v1/apps/{id}/reviews", s.appReviews)
+	mux.HandleFunc("GET /v1/clusters/{id}/themes", s.clusterThemes)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
 	mux.HandleFunc("GET /v1/history", s.history)
 	mux.HandleFunc("GET /v1/pipeline/counts", s.pipelineCounts)
@@ -324,6 +335,44 @@ func (s *Server) app(w http.ResponseWriter, r *http.Request) {
 		w.Write(rec)
 	}
 }
+
+// appReviews serves one page of an app's stored reviews, most recent first.
+func (s *Server) appReviews(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		writeError(w, http.StatusBadRequest, "id", "id must be a positive integer track id")
+		return
+	}
+	pagedList("reviews", func(ctx context.Context, limit, offset int) ([]json.RawMessage, error) {
+		return s.Reviews.AppReviews(ctx, id, limit, offset)
+	})(w, r)
+}
+
+// clusterThemes serves a cluster's complaint themes from its members'
+// stored reviews.
+func (s *Server) clusterThemes(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if id == "" || len(id) > MaxClusterIDLen {
+		writeError(w, http.StatusBadRequest, "id", fmt.Sprintf("id must be a cluster id (its keyword) of 1–%d characters", MaxClusterIDLen))
+		return
+	}
+	themes, n, found, err := s.Reviews.ClusterThemes(r.Context(), id)
+	switch {
+	case err != nil:
+		logx.Err("themes.read_failed", err, map[string]any{"cluster_id": id})
+		writeError(w, http.StatusInternalServerError, "", "read failed")
+	case !found:
+		writeError(w, http.StatusNotFound, "id", "no cluster with that id")
+	default:
+		if themes == nil {
+			themes = []reviews.Theme{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"cluster_id": id, "reviews": n, "themes": themes})
+	}
+}
+
+// MaxClusterIDLen bounds a cluster id in a path: a cluster is a keyword.
+const MaxClusterIDLen = 200
 
 func (s *Server) cronRuns(w http.ResponseWriter, r *http.Request) {
 	rec, err := s.Cron.LastCronRuns(r.Context())

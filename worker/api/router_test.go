@@ -3,6 +3,7 @@ package api
 import (
 	"storecrawl/durable/ledger"
 	"storecrawl/worker/history"
+	"storecrawl/worker/reviews"
 
 	"context"
 	"encoding/json"
@@ -369,5 +370,57 @@ func TestLedgerIsPaged(t *testing.T) {
 	call(t, s, "GET", "/v1/ledger?after=limiter:client:a&limit=3", "", "")
 	if want := []string{fmt.Sprintf("/%d", history.ReconcileBatch), "limiter:client:a/3"}; strings.Join(l.pages, " ") != strings.Join(want, " ") {
 		t.Fatalf("pages asked %v, want %v", l.pages, want)
+	}
+}
+
+// reviewsFake is the stored reviews of app 7 and the themes of cluster
+// "photo"; it records what it was asked.
+type reviewsFake struct{ asked []string }
+
+func (f *reviewsFake) AppReviews(_ context.Context, id int64, limit, offset int) ([]json.RawMessage, error) {
+	f.asked = append(f.asked, fmt.Sprintf("app %d %d %d", id, limit, offset))
+	if id != 7 {
+		return nil, nil
+	}
+	return []json.RawMessage{json.RawMessage(`{"id":"r1","rating":1}`)}, nil
+}
+
+func (f *reviewsFake) ClusterThemes(_ context.Context, id string) ([]reviews.Theme, int, bool, error) {
+	f.asked = append(f.asked, "cluster "+id)
+	if id != "photo" {
+		return nil, 0, false, nil
+	}
+	return []reviews.Theme{{Phrase: "log in", Reviews: 3, Share: 0.3, ExampleIDs: []string{"r1"}}}, 10, true, nil
+}
+
+func TestReviewAndThemeRoutes(t *testing.T) {
+	f := &reviewsFake{}
+	s := NewServer(&Server{Reviews: f})
+	get := func(path string) (int, map[string]any) {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		var out map[string]any
+		json.Unmarshal(rec.Body.Bytes(), &out)
+		return rec.Code, out
+	}
+	if code, out := get("/v1/apps/7/reviews?limit=5&offset=10"); code != 200 || len(out["items"].([]any)) != 1 || out["limit"] != 5.0 || out["offset"] != 10.0 {
+		t.Fatalf("reviews: %d %v", code, out)
+	}
+	for path, field := range map[string]string{"/v1/apps/x/reviews": "id", "/v1/apps/7/reviews?limit=0": "limit", "/v1/apps/7/reviews?offset=-1": "offset"} {
+		if code, out := get(path); code != 400 || out["field"] != field {
+			t.Errorf("%s: %d %v, want 400 naming %s", path, code, out, field)
+		}
+	}
+	if code, out := get("/v1/clusters/photo/themes"); code != 200 || out["reviews"] != 10.0 || len(out["themes"].([]any)) != 1 {
+		t.Fatalf("themes: %d %v", code, out)
+	}
+	if code, out := get("/v1/clusters/nope/themes"); code != 404 || out["field"] != "id" {
+		t.Fatalf("unknown cluster: %d %v", code, out)
+	}
+	if code, _ := get("/v1/clusters/" + strings.Repeat("k", MaxClusterIDLen+1) + "/themes"); code != 400 {
+		t.Fatalf("long cluster id: %d", code)
+	}
+	if fmt.Sprint(f.asked) != "[app 7 5 10 cluster photo cluster nope]" {
+		t.Fatalf("asked %v (bad input must reach no store)", f.asked)
 	}
 }

@@ -7,8 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
+	"storecrawl/worker/ratelimit"
 	"strings"
 	"sync"
 	"testing"
@@ -171,7 +173,7 @@ func TestReconcileComparesWritersWithD1(t *testing.T) {
 		// One fact never reached D1, and the last send was an hour ago.
 		"scheduler:v1":  {Counters: map[string]int64{"runs.charts-refresh": 2}, Appended: 2, LastSentAt: now.Add(-time.Hour).UnixMilli()},
 		"limiter:adhoc": {Counters: map[string]int64{"allowed": 3}, Appended: 1},
-		// limiter:upstream-catalogue and limiter:upstream-store-pages are configured but unreachable.
+		// The configured limiters (ratelimit.Limits) are unreachable.
 	}}
 	svc := &Service{Store: D1Store{DB: db}, Reports: rep, Now: func() time.Time { return now }}
 	got := map[string]ledger.Result{}
@@ -182,8 +184,10 @@ func TestReconcileComparesWritersWithD1(t *testing.T) {
 	for _, r := range page.Writers {
 		got[r.Source] = r
 	}
-	want := map[string]string{"controller:main": ledger.StatusOK, "scheduler:v1": ledger.StatusMismatch,
-		"limiter:upstream-catalogue": StatusError, "limiter:upstream-store-pages": StatusError, "limiter:adhoc": ledger.StatusOK}
+	want := map[string]string{"controller:main": ledger.StatusOK, "scheduler:v1": ledger.StatusMismatch, "limiter:adhoc": ledger.StatusOK}
+	for key := range ratelimit.Limits {
+		want["limiter:"+key] = StatusError
+	}
 	if len(got) != len(want) {
 		t.Fatalf("writers %v, want %v", got, want)
 	}
@@ -206,7 +210,7 @@ func TestReconcileComparesWritersWithD1(t *testing.T) {
 	run := svc.ReconcileRun(ctx)
 	drv.FailNext.Store(0)
 	summary, ok := run.Summary()
-	if ok || !strings.HasPrefix(summary, "4 writers: 0 ok, 0 settling, 0 mismatch, 4 error; cursor: ") || len(rep.asked) != 0 {
+	if ok || !strings.HasPrefix(summary, fmt.Sprintf("%d writers: 0 ok, 0 settling, 0 mismatch, %d error; cursor: ", 2+len(ratelimit.Limits), 2+len(ratelimit.Limits))) || len(rep.asked) != 0 {
 		t.Fatalf("with D1 down: %q ok=%v, asked %v", summary, ok, rep.asked)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
+	"storecrawl/worker/ratelimit"
 	"strings"
 	"testing"
 	"time"
@@ -209,7 +211,10 @@ func TestReconcileLedgersCoversConfiguredAndKnownWriters(t *testing.T) {
 	for _, r := range rs {
 		got[r.Source] = r.Status
 	}
-	want := map[string]string{"controller:main": "ok", "scheduler:v1": "mismatch", "limiter:upstream-catalogue": "error", "limiter:upstream-store-pages": "error", "limiter:adhoc": "ok"}
+	want := map[string]string{"controller:main": "ok", "scheduler:v1": "mismatch", "limiter:adhoc": "ok"}
+	for key := range ratelimit.Limits { // configured, unreachable here
+		want["limiter:"+key] = "error"
+	}
 	if len(got) != len(want) {
 		t.Fatalf("writers %v, want %v", got, want)
 	}
@@ -218,7 +223,7 @@ func TestReconcileLedgersCoversConfiguredAndKnownWriters(t *testing.T) {
 			t.Errorf("%s: %s, want %s", k, got[k], v)
 		}
 	}
-	if summary, ok := ReconcileSummary(rs); ok || summary != "5 writers: 2 ok, 0 settling, 1 mismatch, 2 error" {
+	if summary, ok := ReconcileSummary(rs); ok || summary != fmt.Sprintf("%d writers: 2 ok, 0 settling, 1 mismatch, %d error", 3+len(ratelimit.Limits), len(ratelimit.Limits)) {
 		t.Fatalf("summary %q ok=%v", summary, ok)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"storecrawl/worker/ratelimit"
 	"strings"
 	"testing"
 	"time"
@@ -457,13 +458,17 @@ func TestPruneKeepsHistoryAndReconciliation(t *testing.T) {
 		r.Appended++
 		reps.bySource[f.Source] = r
 	}
-	// The store pages' limiter is configured and wrote nothing.
-	reps.bySource["limiter:upstream-store-pages"] = ledger.Report{Counters: map[string]int64{}}
+	// The other configured limiters wrote nothing.
+	for key := range ratelimit.Limits {
+		if _, ok := reps.bySource["limiter:"+key]; !ok {
+			reps.bySource["limiter:"+key] = ledger.Report{Counters: map[string]int64{}}
+		}
+	}
 	svc := &Service{Store: D1Store{DB: db}, Reports: reps, Now: func() time.Time { return now }}
 	reconciled := func(stage string) {
 		t.Helper()
 		rs := svc.ReconcileRun(ctx)
-		if summary, ok := rs.Summary(); !ok || summary != "4 writers: 4 ok, 0 settling, 0 mismatch, 0 error" {
+		if summary, ok := rs.Summary(); !ok || summary != fmt.Sprintf("%d writers: %d ok, 0 settling, 0 mismatch, 0 error", len(reps.bySource), len(reps.bySource)) {
 			t.Fatalf("%s: %s %+v", stage, summary, rs)
 		}
 	}

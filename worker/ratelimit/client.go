@@ -25,6 +25,9 @@ import (
 const (
 	Catalogue  = "upstream-catalogue"
 	StorePages = "upstream-store-pages"
+	// Reviews names the limit of the customer-reviews feed (on the API
+	// host, but its own budget, so reviews never starve lookups).
+	Reviews = "upstream-reviews"
 )
 
 // Limits are the named limiter definitions: every upstream the system calls
@@ -35,6 +38,7 @@ var Limits = map[string]limiter.Policy{
 	// which the controller's own pacing works.
 	Catalogue:  {Limit: 1200, Window: 60, Algorithm: limiter.GCRA},
 	StorePages: {Limit: 1200, Window: 60, Algorithm: limiter.GCRA},
+	Reviews:    {Limit: 60, Window: 60, Algorithm: limiter.GCRA},
 }
 
 // Caller sends one request to a key's OmniLimiter object.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"storecrawl/worker/reviews"
 	"time"
 
 	"storecrawl/worker/d1"
@@ -157,6 +158,20 @@ type Bindings struct {
 	// RetryFailedBatch is what one RetryFailed call requeues at most.
 	RetryFailedBatch int
 	Pruner           FactsPruner
+	// Reviews is where reviews-refresh stores; ReviewsGet fetches through
+	// the reviews' global limit; Country is the storefront.
+	Reviews    reviews.RefreshStore
+	ReviewsGet func(ctx context.Context, url string) upstream.Response
+	APIBase    string
+	Country    string
+}
+
+// RefreshReviews implements ReviewsRefresher.
+func (p Bindings) RefreshReviews(ctx context.Context, now time.Time) reviews.RefreshResult {
+	if p.Reviews == nil || p.ReviewsGet == nil {
+		return reviews.RefreshResult{Err: "no reviews store bound"}
+	}
+	return reviews.Refresh(ctx, p.Reviews, p.ReviewsGet, p.APIBase, p.Country, now)
 }
 
 // RetryFailedBefore implements FailedRetrier.

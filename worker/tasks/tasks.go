@@ -14,6 +14,7 @@ import (
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/history"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/reviews"
 	"storecrawl/worker/upstream"
 )
 
@@ -82,6 +83,12 @@ type FailedRetrier interface {
 	RetryFailedBefore(ctx context.Context, now time.Time) (requeued int, more bool, err error)
 }
 
+// ReviewsRefresher fetches the customer reviews of the top clusters' apps
+// that are due (reviews-refresh).
+type ReviewsRefresher interface {
+	RefreshReviews(ctx context.Context, now time.Time) reviews.RefreshResult
+}
+
 // RunTask runs a registered task in its own error boundary: a panic or a
 // failure becomes the task's result, never the alarm's.
 func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now func() time.Time) (res scheduler.ResultMsg) {
@@ -136,6 +143,14 @@ func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now fu
 			res.Error = summary
 		}
 		return res
+	case "reviews-refresh":
+		r, ok := deps.(ReviewsRefresher)
+		if !ok {
+			return scheduler.ResultMsg{Task: name, Error: "platform cannot fetch reviews"}
+		}
+		out := r.RefreshReviews(ctx, now())
+		return scheduler.ResultMsg{Task: name, OK: out.Err == "" && !out.RateLimited, Summary: out.Summary(), Error: out.Err,
+			RateLimited: out.RateLimited, RetryAfterS: out.RetryAfterS}
 	case "facts-prune":
 		p, ok := deps.(FactsPruner)
 		if !ok {
