@@ -1,12 +1,21 @@
 package appstore
 
+import (
+	"strings"
+	"unicode/utf8"
+)
+
 // MaxTextLen caps free text (descriptions, subtitles) before a DB insert so
 // one huge row cannot blow the D1 statement/row limits.
 const MaxTextLen = 2000
 
 // Truncate returns s cut to at most max runes (never splitting a UTF-8
-// sequence). A non-positive max yields "".
+// sequence); invalid UTF-8 is replaced, so a stored value is always valid.
+// A non-positive max yields "".
 func Truncate(s string, max int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
 	if max <= 0 {
 		return ""
 	}

@@ -2,7 +2,6 @@ package crawl
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"sort"
@@ -294,34 +293,14 @@ func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Contex
 // (lookup_at). A new app is queued with them, so its markets can be scored
 // before it is enriched; a queued app's fields are refreshed; an enriched
 // app is left alone (no write: its record comes from its own enrichment).
-const searchResultSQL = `INSERT INTO app_registry (track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
-  price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
-  description, content_rating, artwork_url, file_size_bytes, languages, lookup_at)
+const searchResultSQL = `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, lookup_at)
 VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-ON CONFLICT (track_id) DO UPDATE SET
-  name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
-  developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
-  price=excluded.price, currency=excluded.currency, average_rating=excluded.average_rating,
-  rating_count=excluded.rating_count, version=excluded.version, release_date=excluded.release_date,
-  current_version_release_date=excluded.current_version_release_date, description=excluded.description,
-  content_rating=excluded.content_rating, artwork_url=excluded.artwork_url,
-  file_size_bytes=excluded.file_size_bytes, languages=excluded.languages, lookup_at=excluded.lookup_at
+ON CONFLICT (track_id) DO UPDATE SET ` + appstore.StoredLookupUpdates + `, lookup_at=excluded.lookup_at
 WHERE app_registry.enriched_at IS NULL`
 
 // searchResultStmt is searchResultSQL for one result seen at ts.
 func searchResultStmt(a appstore.App, ts string) d1.Stmt {
-	langs := a.Languages
-	if langs == nil {
-		langs = []string{}
-	}
-	langsJSON, _ := json.Marshal(langs) // a []string always encodes
-	return d1.Stmt{SQL: searchResultSQL, Args: []any{
-		a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
-		appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
-		a.Price, a.Currency, a.AverageRating, a.RatingCount, a.Version, a.ReleaseDate,
-		a.CurrentVersionReleaseDate, appstore.Truncate(a.Description, appstore.MaxTextLen),
-		a.ContentRating, a.ArtworkURL, a.FileSizeBytes, string(langsJSON), ts,
-	}}
+	return d1.Stmt{SQL: searchResultSQL, Args: append(a.StoredLookupArgs(), ts)}
 }
 
 // RankingStatements records one keyword search: the apps (their lookup

@@ -118,41 +118,21 @@ ON CONFLICT (track_id) DO UPDATE SET
 // a complete record), the raw page's key when one was stored. The item
 // stays queued (enriched_at untouched).
 func SaveLookupStatements(a appstore.App, htmlKey, pageStatus string, at time.Time) []d1.Stmt {
-	langs := a.Languages
-	if langs == nil {
-		langs = []string{}
-	}
 	now := ts(at)
 	var key any
 	if htmlKey != "" {
 		key = htmlKey
 	}
 	stmts := []d1.Stmt{{
-		SQL: `INSERT INTO app_registry (track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
-  price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
-  description, content_rating, artwork_url, file_size_bytes, languages, html_r2_key, enrichment_source,
+		SQL: `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, html_r2_key, enrichment_source,
   page_status, updated_at, lookup_at)
 VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-ON CONFLICT (track_id) DO UPDATE SET
-  name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
-  developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
-  price=excluded.price, currency=excluded.currency, average_rating=excluded.average_rating,
-  rating_count=excluded.rating_count, version=excluded.version, release_date=excluded.release_date,
-  current_version_release_date=excluded.current_version_release_date, description=excluded.description,
-  content_rating=excluded.content_rating, artwork_url=excluded.artwork_url,
-  file_size_bytes=excluded.file_size_bytes, languages=excluded.languages,
+ON CONFLICT (track_id) DO UPDATE SET ` + appstore.StoredLookupUpdates + `,
   html_r2_key=COALESCE(excluded.html_r2_key, app_registry.html_r2_key),
   enrichment_source=CASE WHEN app_registry.enrichment_source = '` + SourceEnriched + `' THEN app_registry.enrichment_source ELSE excluded.enrichment_source END,
   page_status=CASE WHEN app_registry.page_status = '` + PageParsedStatus + `' THEN app_registry.page_status ELSE excluded.page_status END,
   updated_at=excluded.updated_at, lookup_at=excluded.lookup_at`,
-		Args: []any{
-			a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
-			appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
-			a.Price, a.Currency, a.AverageRating, a.RatingCount, a.Version, a.ReleaseDate,
-			a.CurrentVersionReleaseDate, appstore.Truncate(a.Description, appstore.MaxTextLen),
-			a.ContentRating, a.ArtworkURL, a.FileSizeBytes, jsonText(langs), key, SourceLookupOnly,
-			pageStatus, now, now,
-		},
+		Args: append(a.StoredLookupArgs(), key, SourceLookupOnly, pageStatus, now, now),
 	}}
 	if a.DeveloperID > 0 {
 		stmts = append(stmts, DeveloperStmt(a.DeveloperID, a.DeveloperName, now))

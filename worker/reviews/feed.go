@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"storecrawl/worker/appstore"
 	"strconv"
 	"strings"
 	"time"
@@ -267,10 +268,10 @@ func toReview(e rawEntry, appID int64, country string) (Review, bool) {
 		AppID:      appID,
 		Country:    country,
 		Rating:     rating,
-		Title:      Truncate(strings.TrimSpace(e.Title.Label), MaxTitleRunes),
-		Body:       Truncate(body, MaxBodyRunes),
+		Title:      appstore.Truncate(strings.TrimSpace(e.Title.Label), MaxTitleRunes),
+		Body:       appstore.Truncate(body, MaxBodyRunes),
 		Truncated:  utf8.RuneCountInString(body) > MaxBodyRunes,
-		Version:    Truncate(strings.TrimSpace(e.Version.Label), MaxFieldRunes),
+		Version:    appstore.Truncate(strings.TrimSpace(e.Version.Label), MaxFieldRunes),
 		AuthorHash: AuthorHash(e.Author.URI.Label, e.Author.Name.Label),
 	}
 	if e.Updated != nil {
@@ -303,23 +304,4 @@ func AuthorHash(uri, name string) string {
 	}
 	sum := sha256.Sum256([]byte(authorHashSalt + key))
 	return hex.EncodeToString(sum[:])[:authorHashHexLen]
-}
-
-// Truncate returns s cut to at most n runes, never splitting a UTF-8
-// sequence; invalid UTF-8 is replaced so a stored value is always valid.
-func Truncate(s string, n int) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if n <= 0 {
-		return ""
-	}
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos]
-		}
-		i++
-	}
-	return s
 }

@@ -2,6 +2,7 @@ package reviews
 
 import (
 	"math"
+	"storecrawl/worker/appstore"
 	"strings"
 	"unicode"
 )
@@ -113,7 +114,7 @@ type token struct {
 }
 
 func tokenize(text string) []token {
-	text = Truncate(text, maxScoredRunes)
+	text = appstore.Truncate(text, maxScoredRunes)
 	text = strings.NewReplacer("’", "'", "‘", "'", "`", "'").Replace(text)
 	var out []token
 	var b strings.Builder
