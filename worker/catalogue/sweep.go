@@ -115,7 +115,9 @@ var (
 )
 
 // modifier is a duration back in time as a SQLite date modifier.
-func modifier(d time.Duration) string { return "-" + strconv.FormatInt(int64(d/time.Second), 10) + " seconds" }
+func modifier(d time.Duration) string {
+	return "-" + strconv.FormatInt(int64(d/time.Second), 10) + " seconds"
+}
 
 type sweepRow struct {
 	TrackID      int64   `json:"track_id"`
