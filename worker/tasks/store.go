@@ -157,6 +157,8 @@ type Bindings struct {
 	// RetryFailedBatch is what one RetryFailed call requeues at most.
 	RetryFailedBatch int
 	Pruner           FactsPruner
+	// Catalogue runs the living catalogue's tasks (nil: none bound).
+	Catalogue CatalogueMaintainer
 }
 
 // RetryFailedBefore implements FailedRetrier.
