@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	living "storecrawl/worker/catalogue"
 	"syscall/js"
 	"time"
 
@@ -41,6 +42,7 @@ func Register() {
 		Charts:           kvCache,
 		Markets:          marketsStage,
 		Apps:             enrichment.D1Store{DB: db},
+		AppHistory:       living.D1Store{DB: db},
 		Cron:             CronLog{KV: kvCache},
 		Ledger:           historyService,
 		Dead:             historyService,

@@ -121,6 +121,7 @@ type Server struct {
 	Charts     ChartReader
 	Markets    MarketReader
 	Apps       AppReader
+	AppHistory AppHistoryReader
 	Cron       CronReader
 	Ledger     LedgerReader
 	Dead       DeadLetterReader
@@ -179,6 +180,7 @@ func NewServer(s *Server) *Server {
 	mux.HandleFunc("GET /v1/clusters", s.markets(false))
 	mux.HandleFunc("GET /v1/opportunities", s.markets(true))
 	mux.HandleFunc("GET /v1/apps/{id}", s.app)
+	mux.HandleFunc("GET /v1/apps/{id}/history", s.appHistory)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
 	mux.HandleFunc("GET /v1/history", s.history)
 	mux.HandleFunc("GET /v1/pipeline/counts", s.pipelineCounts)
