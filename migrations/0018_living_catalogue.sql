@@ -115,20 +115,20 @@ INSERT OR IGNORE INTO app_price_history (track_id, seen_at, price, currency, sou
 -- enrichment's record and lookup saves, the crawl's rediscovery): a row
 -- when a value is first known or changes, at the time it was observed:
 -- the latest of observed_at (rediscovery) and updated_at (enrichment's
--- saves), or the app's discovery when neither is set. A write that changes
+-- saves), else its enrichment, else its discovery. A write that changes
 -- nothing writes no history.
 CREATE TRIGGER IF NOT EXISTS app_history_insert AFTER INSERT ON app_registry
 BEGIN
   INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating, source)
-    SELECT NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.discovered_at),
+    SELECT NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at),
       NEW.rating_count, NEW.average_rating, 'observed'
     WHERE NEW.rating_count IS NOT NULL;
   INSERT OR IGNORE INTO app_version_history (track_id, seen_at, version, release_date, release_notes, source)
-    SELECT NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.discovered_at),
+    SELECT NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at),
       NEW.version, NEW.current_version_release_date, NEW.release_notes, 'observed'
     WHERE NEW.version IS NOT NULL AND NEW.version <> '';
   INSERT OR IGNORE INTO app_price_history (track_id, seen_at, price, currency, source)
-    SELECT NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.discovered_at),
+    SELECT NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at),
       NEW.price, NEW.currency, 'observed'
     WHERE NEW.price IS NOT NULL;
   -- Inserted enriched (no queued row before): the page fingerprint and
@@ -142,7 +142,7 @@ CREATE TRIGGER IF NOT EXISTS app_history_ratings AFTER UPDATE OF rating_count, a
 WHEN NEW.rating_count IS NOT NULL AND (NEW.rating_count IS NOT OLD.rating_count OR NEW.average_rating IS NOT OLD.average_rating)
 BEGIN
   INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating, source)
-    VALUES (NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.discovered_at),
+    VALUES (NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at),
       NEW.rating_count, NEW.average_rating, 'observed');
 END;
 
@@ -150,7 +150,7 @@ CREATE TRIGGER IF NOT EXISTS app_history_version AFTER UPDATE OF version ON app_
 WHEN NEW.version IS NOT NULL AND NEW.version <> '' AND NEW.version IS NOT OLD.version
 BEGIN
   INSERT OR IGNORE INTO app_version_history (track_id, seen_at, version, release_date, release_notes, source)
-    VALUES (NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.discovered_at),
+    VALUES (NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at),
       NEW.version, NEW.current_version_release_date, NEW.release_notes, 'observed');
 END;
 
@@ -158,7 +158,7 @@ CREATE TRIGGER IF NOT EXISTS app_history_price AFTER UPDATE OF price ON app_regi
 WHEN NEW.price IS NOT NULL AND NEW.price IS NOT OLD.price
 BEGIN
   INSERT OR IGNORE INTO app_price_history (track_id, seen_at, price, currency, source)
-    VALUES (NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.discovered_at),
+    VALUES (NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at),
       NEW.price, NEW.currency, 'observed');
 END;
 
