@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	living "storecrawl/worker/catalogue"
 	"storecrawl/worker/reviews"
 	"syscall/js"
 	"time"
@@ -43,6 +44,7 @@ func Register() {
 		Markets:          marketsStage,
 		Apps:             enrichment.D1Store{DB: db},
 		Reviews:          reviews.D1Store{DB: db},
+		AppHistory:       living.D1Store{DB: db},
 		Cron:             CronLog{KV: kvCache},
 		Ledger:           historyService,
 		Dead:             historyService,

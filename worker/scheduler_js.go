@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"storecrawl/durable/scheduler"
+	living "storecrawl/worker/catalogue"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/history"
 	"storecrawl/worker/tasks"
@@ -29,7 +30,8 @@ func schedulerDecide(args []js.Value) (any, error) {
 func schedulerRunTask(args []js.Value) (any, error) {
 	deps := tasks.Bindings{D1Store: tasks.D1Store{DB: db}, Get: catalogue().Get, Values: kvCache, Reconciler: historyService, Reparser: pageReparser,
 		Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter, RetryFailedBatch: enrichment.RetryFailedBatch,
-		Pruner:  history.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now},
-		Reviews: reviews.D1Store{DB: db}, ReviewsGet: reviewsFeed().Get, APIBase: cfg.APIBase, Country: cfg.Country}
+		Pruner:    history.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now},
+		Catalogue: tasks.Catalogue{Store: living.D1Store{DB: db}, StaleAfter: cfg.StaleAfter, Now: time.Now},
+		Reviews:   reviews.D1Store{DB: db}, ReviewsGet: reviewsFeed().Get, APIBase: cfg.APIBase, Country: cfg.Country}
 	return tasks.RunTask(context.Background(), args[0].String(), deps, cfg.APIBase, time.Now), nil
 }

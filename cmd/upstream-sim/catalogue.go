@@ -134,10 +134,28 @@ type App struct {
 	Similar       []int64
 }
 
-// Catalogue is the immutable, deterministic set of apps.
+// Catalogue is the deterministic set of apps: immutable as generated; a
+// server's copy (withDrift) can change over time (drift.go).
 type Catalogue struct {
 	apps  []App
 	byDev map[int64][]int64
+	drift *drifter // nil: as generated
+}
+
+// withDrift is a copy of c for one server, whose apps change as its
+// drift config says (none until set).
+func (c *Catalogue) withDrift(now func() time.Time) *Catalogue {
+	cp := *c
+	cp.drift = newDrifter(c.apps, now)
+	return &cp
+}
+
+// current is the apps as they are now.
+func (c *Catalogue) current() []App {
+	if c.drift == nil {
+		return c.apps
+	}
+	return c.drift.snapshot()
 }
 
 // NewCatalogue generates n apps from seed. Each app draws from its own PCG
@@ -161,17 +179,18 @@ func (c *Catalogue) Len() int { return len(c.apps) }
 // Get returns the app with track id id.
 func (c *Catalogue) Get(id int64) (*App, bool) {
 	off := id - baseTrackID
-	if off < 1 || off > int64(len(c.apps)) {
+	apps := c.current()
+	if off < 1 || off > int64(len(apps)) {
 		return nil, false
 	}
-	return &c.apps[off-1], true
+	return &apps[off-1], true
 }
 
 // ByDeveloper returns the ids of devID's apps in id order.
 func (c *Catalogue) ByDeveloper(devID int64) []int64 { return c.byDev[devID] }
 
 // All returns every app in id order; callers must not modify it.
-func (c *Catalogue) All() []App { return c.apps }
+func (c *Catalogue) All() []App { return c.current() }
 
 // BrokenPage reports whether id's store page is served truncated.
 func BrokenPage(id int64) bool { return (id-baseTrackID)%brokenPageEvery == 0 }

@@ -44,6 +44,9 @@ Routes (limited ones cost one token each):
        c = topfreeapplications | toppaidapplications | topgrossingapplications
   GET  /{country}/app/{slug}/id{id}                 store page HTML, legacy or current markup by -current-markup-pct (limited)
   GET  /__stats   POST /__stats/reset   POST /__config   GET /health   (never limited)
+  GET  /__catalogue[?id=<id>,...]   the catalogue's drift and apps' current values (never limited);
+       POST /__config {"catalogue_changes_per_hour":N,"catalogue_hour_s":S,"catalogue_seed":K}
+       changes N apps' ratings (and a third of the time their version) every S seconds
 
 Catalogue and special ids:
   track ids are 100000001 .. 100000000+apps (deterministic from -seed).

@@ -103,6 +103,7 @@ func NewServer(cat *Catalogue, opts Options) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.cat = cat.withDrift(s.now) // catalogue changes over time (drift.go)
 	if s.log == nil {
 		s.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
@@ -125,6 +126,7 @@ func NewServer(cat *Catalogue, opts Options) *Server {
 	mux.HandleFunc("GET /__stats", s.handleStats)
 	mux.HandleFunc("POST /__stats/reset", s.handleStatsReset)
 	mux.HandleFunc("POST /__config", s.handleConfig)
+	mux.HandleFunc("GET /__catalogue", s.handleCatalogue)
 	s.mux = mux
 	return s
 }
@@ -254,6 +256,11 @@ func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, FieldError{Msg: "unreadable or oversized body"})
 		return
 	}
+	body, drift, driftChanged, ferr := splitDriftPatch(body, s.cat.drift.config())
+	if ferr != nil {
+		writeJSON(w, http.StatusBadRequest, ferr)
+		return
+	}
 	s.mu.Lock()
 	cfg, ferr := s.bucket.cfg.Patch(body)
 	if ferr == nil {
@@ -265,6 +272,10 @@ func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 	if ferr != nil {
 		writeJSON(w, http.StatusBadRequest, ferr)
 		return
+	}
+	if driftChanged {
+		s.cat.drift.set(drift)
+		s.log.Info("catalogue_drift_changed", "drift", drift)
 	}
 	s.log.Info("config_changed", "config", cfg)
 	writeJSON(w, http.StatusOK, cfg)

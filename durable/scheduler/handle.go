@@ -34,6 +34,13 @@ var Registry = []Task{
 	// Customer reviews of the top opportunity clusters' apps, a few apps a
 	// run, each refetched after a day (worker/reviews.Refresh).
 	{Name: "reviews-refresh", Every: 10 * time.Minute, Jitter: time.Minute},
+	// The living catalogue (issue 16): rating velocities and refresh
+	// schedules for a bounded batch of apps from a cursor (about the whole
+	// catalogue a day at 15 minutes), the stale mark for apps not seen for
+	// CATALOGUE_STALE_AFTER_DAYS, and history past its retention.
+	{Name: "catalogue-sweep", Every: 15 * time.Minute, Jitter: time.Minute},
+	{Name: "catalogue-stale", Every: time.Hour, Jitter: 5 * time.Minute},
+	{Name: "history-prune", Every: time.Hour, Jitter: 5 * time.Minute},
 }
 
 // The Go⇄JS protocol (durable/object); Run lists the tasks to start now,

@@ -130,6 +130,7 @@ type Server struct {
 	Markets    MarketReader
 	Apps       AppReader
 	Reviews    ReviewReader
+	AppHistory AppHistoryReader
 	Cron       CronReader
 	Ledger     LedgerReader
 	Dead       DeadLetterReader
@@ -190,6 +191,7 @@ func NewServer(s *Server) *Server {
 	mux.HandleFunc("GET /v1/apps/{id}", s.app)
 	mux.HandleFunc("GET /v1/apps/{id}/reviews", s.appReviews)
 	mux.HandleFunc("GET /v1/clusters/{id}/themes", s.clusterThemes)
+	mux.HandleFunc("GET /v1/apps/{id}/history", s.appHistory)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
 	mux.HandleFunc("GET /v1/history", s.history)
 	mux.HandleFunc("GET /v1/pipeline/counts", s.pipelineCounts)

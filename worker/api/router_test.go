@@ -2,6 +2,7 @@ package api
 
 import (
 	"storecrawl/durable/ledger"
+	"storecrawl/worker/catalogue"
 	"storecrawl/worker/history"
 	"storecrawl/worker/reviews"
 
@@ -422,5 +423,55 @@ func TestReviewAndThemeRoutes(t *testing.T) {
 	}
 	if fmt.Sprint(f.asked) != "[app 7 5 10 cluster photo cluster nope]" {
 		t.Fatalf("asked %v (bad input must reach no store)", f.asked)
+	}
+}
+
+type fakeHistory struct{ asked []string }
+
+func (f *fakeHistory) AppHistory(_ context.Context, q catalogue.HistoryQuery, _ time.Time) (json.RawMessage, bool, error) {
+	f.asked = append(f.asked, fmt.Sprintf("%d/%d/%d", q.TrackID, q.Days, q.Limit))
+	if q.TrackID == 7 {
+		return json.RawMessage(`{"track_id":7,"ratings":[]}`), true, nil
+	}
+	if q.TrackID == 9 {
+		return nil, false, errors.New("D1 down")
+	}
+	return nil, false, nil
+}
+
+// TestAppHistoryRoute: 400 naming the field for a bad id, days or limit
+// (and no read), 404 for an unknown app, 500 for a failed read, else the
+// reader's JSON.
+func TestAppHistoryRoute(t *testing.T) {
+	h := &fakeHistory{}
+	s := NewServer(&Server{Apps: oneApp{}, AppHistory: h, Cron: noCron{}, AdminToken: func() string { return "secret" }})
+	for _, c := range []struct {
+		path   string
+		status int
+		field  string
+	}{
+		{"/v1/apps/abc/history", 400, "id"},
+		{"/v1/apps/-1/history", 400, "id"},
+		{"/v1/apps/7/history?days=0", 400, "days"},
+		{"/v1/apps/7/history?days=9999", 400, "days"},
+		{"/v1/apps/7/history?limit=abc", 400, "limit"},
+		{"/v1/apps/8/history", 404, "id"},
+		{"/v1/apps/9/history", 500, ""},
+	} {
+		code, body := call(t, s, "GET", c.path, "", "")
+		if code != c.status || (c.field != "" && body["field"] != c.field) {
+			t.Errorf("%s: %d %v", c.path, code, body)
+		}
+	}
+	if len(h.asked) != 2 {
+		t.Fatalf("bad requests must not read: %v", h.asked)
+	}
+	code, body := call(t, s, "GET", "/v1/apps/7/history?days=30&limit=5", "", "")
+	if code != 200 || body["track_id"] != 7.0 || h.asked[2] != "7/30/5" {
+		t.Fatalf("%d %v %v", code, body, h.asked)
+	}
+	// The record route is still its own.
+	if code, body := call(t, s, "GET", "/v1/apps/7", "", ""); code != 200 || body["track_id"] != 7.0 {
+		t.Fatalf("record: %d %v", code, body)
 	}
 }

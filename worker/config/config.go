@@ -85,6 +85,16 @@ const (
 	maxFactsRetentionDays = 3650
 )
 
+// CATALOGUE_STALE_AFTER_DAYS: how long an app may go unseen (no chart, no
+// search, no enrichment) before the catalogue-stale task marks it stale.
+const (
+	DefaultStaleAfterDays = 90
+	// minStaleAfterDays: a week, so a category's weekly rescan (the high
+	// tier) always comes before its apps could be marked.
+	minStaleAfterDays = 7
+	maxStaleAfterDays = 3650
+)
+
 // Config is every setting, parsed.
 type Config struct {
 	// APIBase and StoreBase are the upstream's base URLs, without a trailing slash.
@@ -104,6 +114,8 @@ type Config struct {
 	LedgerRetention time.Duration
 	// FactsRetention is how long D1 keeps raw facts (FACTS_RETENTION_DAYS).
 	FactsRetention time.Duration
+	// StaleAfter is CATALOGUE_STALE_AFTER_DAYS.
+	StaleAfter time.Duration
 	// AdminToken guards the mutating routes; empty refuses them all.
 	AdminToken string
 	// ClientToken (LIMITER_CLIENT_TOKEN) guards POST /v1/limiter/acquire and
@@ -250,6 +262,19 @@ func Load(getenv func(string) string) (Config, []Problem) {
 			bad("FACTS_RETENTION_DAYS", raw, err)
 		} else {
 			c.FactsRetention = time.Duration(days) * 24 * time.Hour
+		}
+	}
+
+	c.StaleAfter = DefaultStaleAfterDays * 24 * time.Hour
+	if raw := getenv("CATALOGUE_STALE_AFTER_DAYS"); raw != "" {
+		days, err := strconv.Atoi(raw)
+		if err == nil && (days < minStaleAfterDays || days > maxStaleAfterDays) {
+			err = fmt.Errorf("must be whole days in [%d, %d]", minStaleAfterDays, maxStaleAfterDays)
+		}
+		if err != nil {
+			bad("CATALOGUE_STALE_AFTER_DAYS", raw, err)
+		} else {
+			c.StaleAfter = time.Duration(days) * 24 * time.Hour
 		}
 	}
 

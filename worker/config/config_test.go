@@ -173,3 +173,20 @@ func TestClientTokenMustDifferFromAdminToken(t *testing.T) {
 		t.Fatalf("unset client token: %+v %+v", c, probs)
 	}
 }
+
+// TestStaleAfter: CATALOGUE_STALE_AFTER_DAYS in whole days within its
+// bounds; anything else is reported and the default used.
+func TestStaleAfter(t *testing.T) {
+	if c, probs := Load(env(nil)); len(probs) != 0 || c.StaleAfter != DefaultStaleAfterDays*24*time.Hour {
+		t.Fatalf("default: %v %+v", c.StaleAfter, probs)
+	}
+	if c, probs := Load(env(map[string]string{"CATALOGUE_STALE_AFTER_DAYS": "30"})); len(probs) != 0 || c.StaleAfter != 30*24*time.Hour {
+		t.Fatalf("30 days: %v %+v", c.StaleAfter, probs)
+	}
+	for _, raw := range []string{"6", "3651", "90d", "-1"} {
+		c, probs := Load(env(map[string]string{"CATALOGUE_STALE_AFTER_DAYS": raw}))
+		if len(probs) != 1 || probs[0].Var != "CATALOGUE_STALE_AFTER_DAYS" || c.StaleAfter != DefaultStaleAfterDays*24*time.Hour {
+			t.Errorf("%s: %v %+v", raw, c.StaleAfter, probs)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"storecrawl/durable/object"
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/catalogue"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/logx"
@@ -303,20 +304,32 @@ func searchResultStmt(a appstore.App, ts string) d1.Stmt {
 	return d1.Stmt{SQL: searchResultSQL, Args: append(a.StoredLookupArgs(), ts)}
 }
 
-// RankingStatements records one keyword search: the apps (their lookup
-// fields kept, searchResultSQL), where each ranks, and the keyword marked
+// RankingStatements records one keyword search: the apps (queued if new;
+// a known app's last sighting and the lookup-level fields the search
+// carries, rating, rating count, price and version, with history rows for
+// what changed; every app not yet enriched keeps the search result's full
+// lookup fields, searchResultSQL), where each ranks now and today, and the
+// keyword marked
 // searched.
 func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.Stmt {
 	ts := d1.Time(now)
-	stmts := []d1.Stmt{{SQL: `DELETE FROM crawl_rankings WHERE keyword = ?`, Args: []any{keyword}}}
+	seen := make([]catalogue.Seen, len(apps))
+	ids := make([]int64, len(apps))
 	for i, a := range apps {
-		stmts = append(stmts,
-			searchResultStmt(a, ts),
-			d1.Stmt{
-				SQL:  `INSERT OR REPLACE INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?,?,?,?)`,
-				Args: []any{keyword, a.TrackID, i + 1, ts},
-			})
+		seen[i], ids[i] = catalogue.SeenFromApp(a), a.TrackID
 	}
+	stmts := []d1.Stmt{{SQL: `DELETE FROM crawl_rankings WHERE keyword = ?`, Args: []any{keyword}}}
+	stmts = append(stmts, catalogue.ObserveStmt(seen, now)...)
+	for _, a := range apps {
+		stmts = append(stmts, searchResultStmt(a, ts))
+	}
+	for i, a := range apps {
+		stmts = append(stmts, d1.Stmt{
+			SQL:  `INSERT OR REPLACE INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?,?,?,?)`,
+			Args: []any{keyword, a.TrackID, i + 1, ts},
+		})
+	}
+	stmts = append(stmts, catalogue.KeywordRankStmt(keyword, ids, now)...)
 	return append(stmts, d1.Stmt{
 		SQL:  `UPDATE crawl_keywords SET searched_at = ?, result_count = ? WHERE keyword = ?`,
 		Args: []any{ts, len(apps), keyword},
@@ -344,21 +357,16 @@ func KeywordStatements(source string, texts []string, now time.Time) []d1.Stmt {
 }
 
 // ScanStatements writes one category scan: apps queued for enrichment
-// (existing rows untouched), current chart positions, their history, and
-// the category's scan mark. Idempotent: a replay changes nothing.
+// (a known app's last sighting updated, its stale mark cleared), current
+// chart positions, their history, and the category's scan mark.
+// Idempotent: a replay changes nothing but the sighting times.
 func ScanStatements(genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) []d1.Stmt {
 	ts := d1.Time(now)
+	var seen []catalogue.Seen
 	var stmts []d1.Stmt
-	seen := map[int64]bool{}
 	for _, coll := range appstore.ChartCollections {
 		for _, e := range charts[coll] {
-			if !seen[e.TrackID] {
-				seen[e.TrackID] = true
-				stmts = append(stmts, d1.Stmt{
-					SQL:  `INSERT INTO app_registry (track_id, name, genre_id) VALUES (?,?,?) ON CONFLICT (track_id) DO NOTHING`,
-					Args: []any{e.TrackID, appstore.Truncate(e.Name, appstore.MaxTextLen), genreID},
-				})
-			}
+			seen = append(seen, catalogue.Seen{TrackID: e.TrackID, Name: e.Name, GenreID: genreID})
 			stmts = append(stmts,
 				d1.Stmt{
 					SQL:  `INSERT INTO chart_positions (country, collection, genre_id, rank, track_id, seen_at) VALUES (?,?,?,?,?,?) ON CONFLICT (country, collection, genre_id, rank) DO UPDATE SET track_id = excluded.track_id, seen_at = excluded.seen_at`,
@@ -370,6 +378,8 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 				})
 		}
 	}
+	// The apps first, so a chart position never names an unknown app.
+	stmts = append(catalogue.ObserveStmt(seen, now), stmts...)
 	var titles []string
 	for _, coll := range appstore.ChartCollections {
 		for _, e := range charts[coll] {
@@ -379,9 +389,20 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 	stmts = append(stmts, KeywordStatements("title", titles, now)...)
 	stmts = append(stmts, d1.Stmt{
 		SQL:  `UPDATE category_scans SET last_scanned_at = ?, apps_found = ?, scans = scans + 1 WHERE genre_id = ?`,
-		Args: []any{ts, len(seen), genreID},
+		Args: []any{ts, distinctApps(charts), genreID},
 	})
 	return stmts
+}
+
+// distinctApps counts the apps of a scan's charts (an app can be in several).
+func distinctApps(charts map[string][]appstore.ChartEntry) int {
+	seen := map[int64]bool{}
+	for _, entries := range charts {
+		for _, e := range entries {
+			seen[e.TrackID] = true
+		}
+	}
+	return len(seen)
 }
 
 // DeveloperStatements upserts each developer once.

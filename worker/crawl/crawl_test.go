@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -128,17 +129,23 @@ func TestScanStatementsDedupeAndMark(t *testing.T) {
 		"toppaidapplications": {{TrackID: 2, Rank: 1}},
 	}
 	stmts := ScanStatements(6014, "us", charts, time.Now())
-	apps := 0
+	apps := -1
 	for _, s := range stmts {
-		if strings.HasPrefix(s.SQL, "INSERT INTO app_registry") {
-			apps++
+		if strings.Contains(s.SQL, "INSERT INTO app_registry") {
+			// One upsert for every app seen, each app once.
+			var seen []map[string]any
+			if err := json.Unmarshal([]byte(s.Args[0].(string)), &seen); err != nil {
+				t.Fatal(err)
+			}
+			apps = len(seen)
+			continue
 		}
 		if strings.Count(s.SQL, "?") != len(s.Args) {
 			t.Fatalf("placeholders in %q", s.SQL)
 		}
 	}
 	last := stmts[len(stmts)-1]
-	if apps != 2 || !strings.HasPrefix(last.SQL, "UPDATE category_scans") || last.Args[1] != 2 {
+	if apps != 2 || !strings.HasPrefix(stmts[0].SQL, "WITH s AS") || !strings.HasPrefix(last.SQL, "UPDATE category_scans") || last.Args[1] != 2 {
 		t.Fatalf("%d apps, %d statements, last %q %v", apps, len(stmts), last.SQL, last.Args)
 	}
 }
@@ -165,7 +172,9 @@ func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 		t.Fatalf("%+v %v %v", r, urls, f.rankings)
 	}
 	stmts := RankingStatements("budget", []appstore.App{{TrackID: 5}, {TrackID: 6}}, time.Now())
-	if len(stmts) != 1+2*2+1 || !strings.HasPrefix(stmts[len(stmts)-1].SQL, "UPDATE crawl_keywords") {
+	// Clear the keyword, upsert the apps, keep each one's lookup fields,
+	// two ranks, today's ranks, mark the keyword.
+	if len(stmts) != 1+1+2+2+1+1 || !strings.HasPrefix(stmts[len(stmts)-1].SQL, "UPDATE crawl_keywords") {
 		t.Fatalf("ranking statements: %d", len(stmts))
 	}
 	kw := KeywordStatements("title", []string{"Budget Planner", "Budget Planner Pro"}, time.Now())

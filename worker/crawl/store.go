@@ -3,7 +3,6 @@ package crawl
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"storecrawl/worker/appstore"
@@ -147,15 +146,8 @@ func (s D1Store) NextCategory(ctx context.Context, tier string, now time.Time) (
 
 // SaveScan implements Store.
 func (s D1Store) SaveScan(ctx context.Context, genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) (int, error) {
-	stmts := ScanStatements(genreID, country, charts, now)
-	apps := 0
-	for _, st := range stmts {
-		if strings.HasPrefix(st.SQL, "INSERT INTO app_registry") {
-			apps++
-		}
-	}
-	_, err := s.DB.Exec(ctx, stmts...)
-	return apps, err
+	_, err := s.DB.Exec(ctx, ScanStatements(genreID, country, charts, now)...)
+	return distinctApps(charts), err
 }
 
 // SaveDevelopers implements Store.

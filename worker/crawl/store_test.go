@@ -179,7 +179,59 @@ FROM app_registry ORDER BY track_id`)
 			t.Fatalf("search result kept as %v, want the lookup fields of %+v at %s", r, real, d1.Time(now))
 		}
 	}
-	if e := drv.Rows(t, `SELECT name, rating_count, lookup_at FROM app_registry WHERE track_id = 3`)[0]; e["name"] != "enriched" || e["rating_count"] != 7.0 || e["lookup_at"] != nil {
+	// An enriched app keeps its record: only the sighting's fields move
+	// (issue 16's rediscovery: its rating count), and no lookup_at.
+	if e := drv.Rows(t, `SELECT name, rating_count, lookup_at FROM app_registry WHERE track_id = 3`)[0]; e["name"] != "enriched" ||
+		fmt.Sprint(e["rating_count"]) != fmt.Sprint(real.RatingCount) || e["lookup_at"] != nil {
 		t.Fatalf("an enriched app was rewritten by a search: %v", e)
+	}
+}
+
+// TestRediscoveryUpdatesKnownApps: a category scan and a search see apps
+// already known; they update last_seen_at and the fields the search
+// carries, append history for what changed, and clear a stale mark.
+func TestRediscoveryUpdatesKnownApps(t *testing.T) {
+	db, drv := d1test.New(t)
+	c := &Crawler{Store: D1Store{DB: db}, Fetch: fakeUpstream, Events: &queue{}, APIBase: "http://up", Country: "us", Sleep: noSleep}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	old := "2026-09-01T00:00:00.000Z"
+	// Chart app 100000001 and search app 200000001 are known and enriched,
+	// with older values; the chart app is marked stale.
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, version, enrichment_source, enriched_at, updated_at, last_seen_at, stale_at)
+VALUES (100000001, 'Budget Planner', 50, 4.0, '1.0', 'itunes+store', ?1, ?1, ?1, ?1), (200000001, 'budget 1', 4, 3.9, '1.0', 'itunes+store', ?1, ?1, ?1, NULL)`, old)
+	if res := c.Run(context.Background(), 0.1, now); res.Action != "category_scan" || res.Error != "" {
+		t.Fatalf("scan: %+v", res)
+	}
+	row := drv.Rows(t, `SELECT last_seen_at, stale_at, rating_count, name FROM app_registry WHERE track_id = 100000001`)[0]
+	if row["last_seen_at"] != d1.Time(now) || row["stale_at"] != nil || row["rating_count"] != 50.0 || row["name"] != "Budget Planner" {
+		t.Fatalf("a chart sighting: %v", row)
+	}
+	// A search then shows the other app with 10 ratings (it had 4).
+	drv.Exec(t, `UPDATE category_scans SET last_scanned_at = ?`, d1.Time(now))
+	drv.Exec(t, `DELETE FROM crawl_keywords`)
+	drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at) VALUES ('budget', 'title', ?)`, d1.Time(now))
+	later := now.Add(time.Hour)
+	if res := c.Run(context.Background(), 0.1, later); res.Action != "keyword_mapping" || res.Error != "" {
+		t.Fatalf("mapping: %+v", res)
+	}
+	row = drv.Rows(t, `SELECT last_seen_at, observed_at, rating_count, average_rating FROM app_registry WHERE track_id = 200000001`)[0]
+	if row["last_seen_at"] != d1.Time(later) || row["observed_at"] != d1.Time(later) || row["rating_count"] != 10.0 || row["average_rating"] != 4.1 {
+		t.Fatalf("a search sighting: %v", row)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 200000001 AND taken_at = ? AND rating_count = 10 AND source IS NOT NULL`, d1.Time(later)); n != 1 {
+		t.Fatalf("the rating change is an observation: %d", n)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM keyword_rank_history WHERE keyword = 'budget' AND day = '2026-11-23'`); n != 3 {
+		t.Fatalf("today's ranks: %d", n)
+	}
+	// Two observations: the stored 4 (from the insert) and the 10.
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 200000001`); n != 2 {
+		t.Fatalf("observations: %d", n)
+	}
+	// The same search again: nothing changed, no new history.
+	drv.Exec(t, `UPDATE crawl_keywords SET searched_at = NULL`)
+	c.Run(context.Background(), 0.1, later.Add(time.Hour))
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 200000001`); n != 2 {
+		t.Fatalf("an unchanged sighting appends nothing: %d", n)
 	}
 }

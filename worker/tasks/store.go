@@ -158,6 +158,8 @@ type Bindings struct {
 	// RetryFailedBatch is what one RetryFailed call requeues at most.
 	RetryFailedBatch int
 	Pruner           FactsPruner
+	// Catalogue runs the living catalogue's tasks (nil: none bound).
+	Catalogue CatalogueMaintainer
 	// Reviews is where reviews-refresh stores; ReviewsGet fetches through
 	// the reviews' global limit; Country is the storefront.
 	Reviews    reviews.RefreshStore

@@ -4,9 +4,11 @@ package tasks
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"storecrawl/worker/catalogue"
 	"storecrawl/worker/d1/d1test"
 )
 
@@ -23,6 +25,8 @@ func TestRatingSweepAgainstD1(t *testing.T) {
 	seedEnriched(t, drv, SweepBatch+5)
 	// App 1 had 40 ratings a day ago: its velocity is 60 a day.
 	drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating) VALUES (1, '2026-11-22T12:00:00.000Z', 40, 4.5)`)
+	// App 2 has no snapshot at all (not even the one its insert observed).
+	drv.Exec(t, `DELETE FROM app_snapshots WHERE track_id = 2`)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	values := mapKV{}
 	deps := Bindings{D1Store: D1Store{DB: db}, Values: values}
@@ -68,7 +72,9 @@ func TestDailySnapshotsAgainstD1(t *testing.T) {
 	if res.Error != "" || res.Apps != SweepBatch*DailySnapshotMaxBatches || res.Wrapped {
 		t.Fatalf("first run is bounded: %+v", res)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots`); n != int64(res.Apps) {
+	// The daily copies (source NULL); each seeded app also has the
+	// observation its insert recorded (migration 0018).
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE source IS NULL`); n != int64(res.Apps) {
 		t.Fatalf("snapshots: %d", n)
 	}
 	// The next run resumes from the cursor and wraps at the end.
@@ -78,7 +84,7 @@ func TestDailySnapshotsAgainstD1(t *testing.T) {
 	}
 	// A rerun the same day writes nothing new.
 	RunDaily(context.Background(), store, func() time.Time { return day.Add(2 * time.Hour) })
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots`); n != SweepBatch*DailySnapshotMaxBatches+10 {
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE source IS NULL`); n != SweepBatch*DailySnapshotMaxBatches+10 {
 		t.Fatalf("once per app per day: %d", n)
 	}
 	// A failed write keeps the cursor where it was.
@@ -96,3 +102,32 @@ func TestDailySnapshotsAgainstD1(t *testing.T) {
 type mapKV map[string]string
 
 func (m mapKV) Put(_ context.Context, k, v string) error { m[k] = v; return nil }
+
+// TestCatalogueTasksAgainstD1: the three catalogue tasks run on D1 through
+// RunTask, each reporting what it did; unbound, each fails on its own.
+func TestCatalogueTasksAgainstD1(t *testing.T) {
+	db, drv := d1test.New(t)
+	seedEnriched(t, drv, 3)
+	drv.Exec(t, `UPDATE app_registry SET last_seen_at = '2026-01-01T00:00:00.000Z', discovered_at = '2026-01-01T00:00:00.000Z', updated_at = NULL`)
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	deps := Bindings{D1Store: D1Store{DB: db}, Catalogue: Catalogue{Store: catalogue.D1Store{DB: db}, StaleAfter: 90 * 24 * time.Hour, Now: func() time.Time { return now }}}
+	for task, want := range map[string]string{
+		"catalogue-sweep": "scheduled 3 new",
+		// Enriched 2026-11-01, so seen then: not stale after 90 days.
+		"catalogue-stale": "marked stale 0 rows over 3 apps",
+		"history-prune":   "pruned 0 rows over 3 apps",
+	} {
+		res := RunTask(context.Background(), task, deps, "", func() time.Time { return now })
+		if !res.OK || !strings.HasPrefix(res.Summary, want) {
+			t.Errorf("%s: %+v", task, res)
+		}
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry WHERE next_refresh_at IS NOT NULL AND refresh_tier IS NOT NULL`); n != 3 {
+		t.Fatalf("scheduled apps: %d", n)
+	}
+	for _, task := range []string{"catalogue-sweep", "catalogue-stale", "history-prune"} {
+		if res := RunTask(context.Background(), task, Bindings{}, "", time.Now); res.OK || res.Error != errNoCatalogue {
+			t.Errorf("unbound %s: %+v", task, res)
+		}
+	}
+}

@@ -158,6 +158,8 @@ func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now fu
 		}
 		r := p.PruneFacts(ctx)
 		return scheduler.ResultMsg{Task: name, OK: r.Error == "", Summary: r.Summary(), Error: r.Error}
+	case "catalogue-sweep", "catalogue-stale", "history-prune":
+		return runCatalogueTask(ctx, name, deps)
 	}
 	return scheduler.ResultMsg{Task: name, Error: "no run function for task"}
 }

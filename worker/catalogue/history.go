@@ -1,0 +1,110 @@
+package catalogue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"storecrawl/worker/d1"
+)
+
+// GET /v1/apps/{id}/history bounds.
+const (
+	// DefaultHistoryDays: a quarter, the rank history's whole retention.
+	DefaultHistoryDays = 90
+	// MaxHistoryDays: the longest retention (version and price changes).
+	MaxHistoryDays = 730
+	// DefaultHistoryLimit and MaxHistoryLimit bound each series' rows: a
+	// year of daily rank rows for a few keywords fits the largest answer.
+	DefaultHistoryLimit = 100
+	MaxHistoryLimit     = 1000
+)
+
+// HistoryQuery is a validated history request.
+type HistoryQuery struct {
+	TrackID int64
+	Days    int
+	Limit   int
+}
+
+// ParseHistoryQuery validates the path id and the query's days and limit;
+// a bad one is named in field with a message (400).
+func ParseHistoryQuery(id string, get func(string) string) (q HistoryQuery, field, msg string) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n <= 0 {
+		return q, "id", "id must be a positive integer track id"
+	}
+	q = HistoryQuery{TrackID: n, Days: DefaultHistoryDays, Limit: DefaultHistoryLimit}
+	for _, p := range []struct {
+		name     string
+		min, max int
+		dst      *int
+	}{{"days", 1, MaxHistoryDays, &q.Days}, {"limit", 1, MaxHistoryLimit, &q.Limit}} {
+		raw := get(p.name)
+		if raw == "" {
+			continue
+		}
+		v, err := strconv.Atoi(raw)
+		if err != nil || v < p.min || v > p.max {
+			return q, p.name, fmt.Sprintf("%s must be an integer in [%d, %d]", p.name, p.min, p.max)
+		}
+		*p.dst = v
+	}
+	return q, "", ""
+}
+
+// appHistorySQL builds the answer in SQLite: the app's current values and
+// each series newest first, each read by its table's primary key prefix
+// (track_id, then time). ?1 the app, ?2 the since time, ?3 the since day,
+// ?4 the limit per series. No row: no such app.
+const appHistorySQL = `SELECT json_object(
+  'track_id', r.track_id, 'name', r.name,
+  'current', json_object('rating_count', r.rating_count, 'average_rating', r.average_rating, 'version', r.version,
+    'price', r.price, 'currency', r.currency, 'rating_velocity_7d', r.rating_velocity_7d,
+    'rating_velocity_30d', r.rating_velocity_30d, 'refresh_tier', r.refresh_tier, 'next_refresh_at', r.next_refresh_at,
+    'enriched_at', r.enriched_at, 'last_seen_at', r.last_seen_at, 'stale_at', r.stale_at),
+  'ratings', (SELECT json_group_array(json_object('at', taken_at, 'rating_count', rating_count, 'average_rating', average_rating, 'source', COALESCE(source, 'sweep')))
+    FROM (SELECT * FROM app_snapshots WHERE track_id = ?1 AND taken_at >= ?2 ORDER BY taken_at DESC LIMIT ?4)),
+  'versions', (SELECT json_group_array(json_object('at', seen_at, 'version', version, 'release_date', release_date, 'release_notes', release_notes))
+    FROM (SELECT * FROM app_version_history WHERE track_id = ?1 AND seen_at >= ?2 ORDER BY seen_at DESC LIMIT ?4)),
+  'prices', (SELECT json_group_array(json_object('at', seen_at, 'price', price, 'currency', currency))
+    FROM (SELECT * FROM app_price_history WHERE track_id = ?1 AND seen_at >= ?2 ORDER BY seen_at DESC LIMIT ?4)),
+  'keyword_ranks', (SELECT json_group_array(json_object('day', day, 'keyword', keyword, 'rank', rank))
+    FROM (SELECT * FROM keyword_rank_history WHERE track_id = ?1 AND day >= ?3 ORDER BY day DESC, keyword LIMIT ?4)),
+  'chart_ranks', (SELECT json_group_array(json_object('at', seen_at, 'country', country, 'collection', collection, 'genre_id', genre_id, 'rank', rank))
+    FROM (SELECT * FROM chart_position_history WHERE track_id = ?1 AND seen_at >= ?2 ORDER BY seen_at DESC LIMIT ?4))
+) AS record
+FROM app_registry r WHERE r.track_id = ?1`
+
+// AppHistory reads an app's history as JSON (false when there is no such app).
+func (s D1Store) AppHistory(ctx context.Context, q HistoryQuery, now time.Time) (json.RawMessage, bool, error) {
+	since := now.Add(-time.Duration(q.Days) * 24 * time.Hour)
+	var rows []struct {
+		Record string `json:"record"`
+	}
+	if err := s.DB.Query(ctx, &rows, appHistorySQL, q.TrackID, d1.Time(since), Day(since), q.Limit); err != nil || len(rows) == 0 {
+		return nil, false, err
+	}
+	return json.RawMessage(rows[0].Record), true, nil
+}
+
+// HotQueries are the catalogue's reads.
+func HotQueries() []d1.NamedQuery {
+	ts := "2026-01-01T00:00:00.000Z"
+	return []d1.NamedQuery{
+		{Name: "app history", SQL: appHistorySQL, Args: []any{100000001, ts, "2026-01-01", 100}},
+		{Name: "catalogue sweep", SQL: sweepCursorSQL, Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), 0, SweepBatchApps}},
+		{Name: "catalogue sweep unscheduled", SQL: sweepUnscheduledSQL, Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), SweepBatchApps}},
+		{Name: "catalogue batch end", SQL: batchEndSQL, Args: []any{0, StaleBatchApps}},
+		{Name: "due refreshes", SQL: DueRefreshSQL, Args: []any{ts, 50}},
+	}
+}
+
+// DueRefreshSQL is the due-refresh pick: the most overdue scheduled apps,
+// from idx_app_registry_refresh_due (it reads the rows it returns). Hot
+// apps come due sooner, so priority is in the order already.
+const DueRefreshSQL = `SELECT track_id, COALESCE(version, '') AS version, COALESCE(rating_count, 0) AS rating_count,
+  COALESCE(page_version, '') AS page_version, COALESCE(page_rating_count, -1) AS page_rating_count
+FROM app_registry WHERE next_refresh_at IS NOT NULL AND next_refresh_at <= ? ORDER BY next_refresh_at LIMIT ?`

@@ -1,0 +1,151 @@
+// Package catalogue is the living catalogue's side of D1 (issue 16): what
+// the crawl sees again updates what is stored (Observe), the catalogue
+// sweep computes rating velocities and schedules refreshes by the policy
+// of worker/refresh, apps not seen for long are marked stale, history is
+// pruned by age, and an app's history is served to the API.
+//
+// History itself (rating snapshots, version and price changes) is written
+// by the schema's triggers (migrations/0018) whenever any writer changes
+// those values, so every path records it alike; keyword rank history is
+// written here, chart positions per scan in chart_position_history (0003).
+package catalogue
+
+import (
+	"encoding/json"
+	"time"
+
+	"storecrawl/worker/appstore"
+	"storecrawl/worker/d1"
+)
+
+// Sources of an observation.
+const (
+	SourceChart  = "chart"
+	SourceSearch = "search"
+)
+
+// Seen is one app as a chart or a search showed it. A chart carries the
+// name only; a search result (Lookup true) also the lookup-level fields.
+type Seen struct {
+	TrackID int64
+	Name    string
+	GenreID int
+	Lookup  bool
+	// Lookup-level fields (Lookup true).
+	RatingCount   int64
+	AverageRating float64
+	Price         float64
+	Currency      string
+	Version       string
+	VersionDate   string
+}
+
+// SeenFromApp is a search result as an observation.
+func SeenFromApp(a appstore.App) Seen {
+	return Seen{TrackID: a.TrackID, Name: a.Name, GenreID: a.GenreID, Lookup: true,
+		RatingCount: a.RatingCount, AverageRating: a.AverageRating, Price: a.Price, Currency: a.Currency,
+		Version: a.Version, VersionDate: a.CurrentVersionReleaseDate}
+}
+
+// seenJSON is one observation as the upsert reads it with json_each;
+// absent lookup-level fields are null, which keeps the stored values.
+type seenJSON struct {
+	ID      int64    `json:"id"`
+	Name    string   `json:"name"`
+	Genre   any      `json:"genre"`
+	Count   *int64   `json:"n"`
+	Rating  *float64 `json:"r"`
+	Price   *float64 `json:"p"`
+	Cur     *string  `json:"cur"`
+	Version *string  `json:"v"`
+	VDate   *string  `json:"vd"`
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// observeSQL upserts what was seen in one statement: a new app is queued
+// for enrichment with what the source showed; a known one gets
+// last_seen_at, loses its stale mark, and takes the lookup-level fields
+// the source carries (the history triggers record what changed, at
+// observed_at). An enriched app whose version changed since its page was
+// fetched is due for a refresh now. Numbered parameters: ?1 the JSON
+// list, ?2 the time.
+const observeSQL = `WITH s AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.name') AS name,
+  json_extract(value, '$.genre') AS genre, json_extract(value, '$.n') AS n, json_extract(value, '$.r') AS r,
+  json_extract(value, '$.p') AS p, json_extract(value, '$.cur') AS cur, json_extract(value, '$.v') AS v,
+  json_extract(value, '$.vd') AS vd FROM json_each(?1))
+INSERT INTO app_registry (track_id, name, genre_id, rating_count, average_rating, price, currency, version,
+  current_version_release_date, last_seen_at, observed_at)
+SELECT id, name, genre, n, r, p, cur, v, vd, ?2, CASE WHEN n IS NOT NULL THEN ?2 END FROM s WHERE true
+ON CONFLICT (track_id) DO UPDATE SET
+  last_seen_at = excluded.last_seen_at,
+  stale_at = NULL,
+  observed_at = COALESCE(excluded.observed_at, app_registry.observed_at),
+  rating_count = COALESCE(excluded.rating_count, app_registry.rating_count),
+  average_rating = COALESCE(excluded.average_rating, app_registry.average_rating),
+  price = COALESCE(excluded.price, app_registry.price),
+  currency = COALESCE(excluded.currency, app_registry.currency),
+  version = COALESCE(excluded.version, app_registry.version),
+  current_version_release_date = COALESCE(excluded.current_version_release_date, app_registry.current_version_release_date),
+  next_refresh_at = CASE WHEN app_registry.next_refresh_at > ?2 AND excluded.version IS NOT NULL
+      AND app_registry.page_version IS NOT NULL AND excluded.version IS NOT app_registry.page_version
+    THEN ?2 ELSE app_registry.next_refresh_at END`
+
+// ObserveStmt records what one chart scan or search saw (one statement,
+// whatever the number of apps; none for none). Each app once: a later
+// sighting of the same id in the list is dropped.
+func ObserveStmt(seen []Seen, now time.Time) []d1.Stmt {
+	rows := make([]seenJSON, 0, len(seen))
+	dup := map[int64]bool{}
+	for _, s := range seen {
+		if dup[s.TrackID] {
+			continue
+		}
+		dup[s.TrackID] = true
+		r := seenJSON{ID: s.TrackID, Name: appstore.Truncate(s.Name, appstore.MaxTextLen)}
+		if s.GenreID > 0 {
+			r.Genre = s.GenreID
+		}
+		if s.Lookup {
+			n, avg, p := s.RatingCount, s.AverageRating, s.Price
+			r.Count, r.Rating, r.Price = &n, &avg, &p
+			r.Cur, r.Version, r.VDate = nonEmpty(s.Currency), nonEmpty(s.Version), nonEmpty(s.VersionDate)
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(rows)
+	return []d1.Stmt{{SQL: observeSQL, Args: []any{string(b), d1.Time(now)}}}
+}
+
+// Day is the UTC day of t as keyword_rank_history keys it.
+func Day(t time.Time) string { return t.UTC().Format("2006-01-02") }
+
+// KeywordRankStmt appends where each app ranked for a keyword today (rank
+// from 1 in list order); the day's first search is kept.
+func KeywordRankStmt(keyword string, ids []int64, now time.Time) []d1.Stmt {
+	if len(ids) == 0 {
+		return nil
+	}
+	type rank struct {
+		ID   int64 `json:"id"`
+		Rank int   `json:"rank"`
+	}
+	rows := make([]rank, len(ids))
+	for i, id := range ids {
+		rows[i] = rank{id, i + 1}
+	}
+	b, _ := json.Marshal(rows)
+	return []d1.Stmt{{
+		SQL: `INSERT OR IGNORE INTO keyword_rank_history (track_id, keyword, day, rank)
+SELECT json_extract(value, '$.id'), ?, ?, json_extract(value, '$.rank') FROM json_each(?)`,
+		Args: []any{keyword, Day(now), string(b)},
+	}}
+}

@@ -1,0 +1,304 @@
+//go:build !js
+
+package catalogue
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"storecrawl/worker/d1"
+	"storecrawl/worker/d1/d1test"
+	"storecrawl/worker/refresh"
+)
+
+var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+const day = 24 * time.Hour
+
+// enrich stores an enriched record the way the enrichment's save does
+// (rating count, version, price, page parsed, enriched_at = updated_at).
+func enrich(t *testing.T, drv *d1test.Driver, id int64, ratings int64, version string, at time.Time) {
+	t.Helper()
+	ts := d1.Time(at)
+	// Queued first (found by a crawl), then enriched by an update, as the
+	// pipeline does.
+	drv.Exec(t, `INSERT OR IGNORE INTO app_registry (track_id, discovered_at) VALUES (?, ?)`, id, d1.Time(at.Add(-time.Hour)))
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, version, price, currency, enrichment_source, enriched_at, updated_at, page_status)
+VALUES (?, 'Budget Planner', ?, 4.5, ?, 0, 'USD', 'itunes+store', ?, ?, 'parsed')
+ON CONFLICT (track_id) DO UPDATE SET rating_count = excluded.rating_count, average_rating = excluded.average_rating,
+  price = excluded.price, currency = excluded.currency, version = excluded.version, enrichment_source = excluded.enrichment_source,
+  enriched_at = excluded.enriched_at, updated_at = excluded.updated_at, page_status = excluded.page_status`, id, ratings, version, ts, ts)
+}
+
+func search(id, ratings int64, version string, price float64) Seen {
+	return Seen{TrackID: id, Name: "Budget Planner", GenreID: 6015, Lookup: true, RatingCount: ratings, AverageRating: 4.5,
+		Price: price, Currency: "USD", Version: version, VersionDate: "2026-10-01T00:00:00Z"}
+}
+
+func TestObserveUpdatesAndAppendsHistoryOnChange(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	// First sighting: a new app queued with what the search showed, and its
+	// first history rows.
+	if _, err := db.Exec(ctx, ObserveStmt([]Seen{search(1, 100, "1.0", 0), search(1, 999, "9", 9)}, t0)...); err != nil {
+		t.Fatal(err)
+	}
+	row := drv.Rows(t, `SELECT rating_count, version, last_seen_at, observed_at, enriched_at FROM app_registry WHERE track_id = 1`)[0]
+	if row["rating_count"] != 100.0 || row["version"] != "1.0" || row["last_seen_at"] != d1.Time(t0) || row["enriched_at"] != nil {
+		t.Fatalf("new app (the list's first sighting wins): %v", row)
+	}
+	count := func(table string) int64 { return drv.Int(t, `SELECT COUNT(*) FROM `+table+` WHERE track_id = 1`) }
+	if count("app_snapshots") != 1 || count("app_version_history") != 1 || count("app_price_history") != 1 {
+		t.Fatalf("first observation: %d ratings, %d versions, %d prices", count("app_snapshots"), count("app_version_history"), count("app_price_history"))
+	}
+	// Seen again, unchanged: last_seen_at moves, no history.
+	db.Exec(ctx, ObserveStmt([]Seen{search(1, 100, "1.0", 0)}, t0.Add(day))...)
+	if count("app_snapshots") != 1 || count("app_version_history") != 1 || count("app_price_history") != 1 {
+		t.Fatal("an unchanged sighting appends nothing")
+	}
+	if got := drv.Rows(t, `SELECT last_seen_at FROM app_registry WHERE track_id = 1`)[0]["last_seen_at"]; got != d1.Time(t0.Add(day)) {
+		t.Fatalf("last_seen_at: %v", got)
+	}
+	// Ratings, version and price change: one row each, at the sighting.
+	db.Exec(ctx, ObserveStmt([]Seen{search(1, 130, "1.1", 1.99)}, t0.Add(2*day))...)
+	if count("app_snapshots") != 2 || count("app_version_history") != 2 || count("app_price_history") != 2 {
+		t.Fatalf("changes: %d ratings, %d versions, %d prices", count("app_snapshots"), count("app_version_history"), count("app_price_history"))
+	}
+	if n := drv.Int(t, `SELECT rating_count FROM app_snapshots WHERE track_id = 1 AND taken_at = ?`, d1.Time(t0.Add(2*day))); n != 130 {
+		t.Fatalf("the observation is dated when it was seen: %d", n)
+	}
+	// A chart sighting carries no ratings: they stay; the stale mark goes.
+	drv.Exec(t, `UPDATE app_registry SET stale_at = ? WHERE track_id = 1`, d1.Time(t0))
+	db.Exec(ctx, ObserveStmt([]Seen{{TrackID: 1, Name: "Budget Planner"}}, t0.Add(3*day))...)
+	row = drv.Rows(t, `SELECT rating_count, version, price, stale_at, observed_at FROM app_registry WHERE track_id = 1`)[0]
+	if row["rating_count"] != 130.0 || row["version"] != "1.1" || row["price"] != 1.99 || row["stale_at"] != nil || row["observed_at"] != d1.Time(t0.Add(2*day)) {
+		t.Fatalf("chart sighting: %v", row)
+	}
+	if count("app_snapshots") != 2 {
+		t.Fatal("a chart sighting observes no ratings")
+	}
+}
+
+func TestEnrichmentSchedulesAndVersionChangeBringsRefreshForward(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	enrich(t, drv, 1, 500, "2.0", t0)
+	row := drv.Rows(t, `SELECT next_refresh_at, page_version, page_rating_count FROM app_registry WHERE track_id = 1`)[0]
+	if row["next_refresh_at"] != nil || row["page_version"] != "2.0" || row["page_rating_count"] != 500.0 {
+		t.Fatalf("first enrichment: unscheduled until the sweep, page fingerprint kept: %v", row)
+	}
+	// The sweep schedules it.
+	res := Sweep(ctx, D1Store{DB: db}, t0.Add(time.Hour))
+	if res.Error != "" || res.Scheduled != 1 {
+		t.Fatalf("sweep: %+v", res)
+	}
+	row = drv.Rows(t, `SELECT next_refresh_at, refresh_tier, refresh_interval_s FROM app_registry WHERE track_id = 1`)[0]
+	iv := time.Duration(row["refresh_interval_s"].(float64)) * time.Second
+	if row["refresh_tier"] != refresh.TierCold || iv < refresh.ColdInterval || row["next_refresh_at"] != d1.Time(t0.Add(iv)) {
+		t.Fatalf("scheduled: %v", row)
+	}
+	// A search shows a new version: the refresh is due now.
+	db.Exec(ctx, ObserveStmt([]Seen{search(1, 510, "2.1", 0)}, t0.Add(2*day))...)
+	if got := drv.Rows(t, `SELECT next_refresh_at FROM app_registry WHERE track_id = 1`)[0]["next_refresh_at"]; got != d1.Time(t0.Add(2*day)) {
+		t.Fatalf("version change: due at %v", got)
+	}
+	var due []struct {
+		TrackID     int64  `json:"track_id"`
+		Version     string `json:"version"`
+		PageVersion string `json:"page_version"`
+	}
+	db.Query(ctx, &due, DueRefreshSQL, d1.Time(t0.Add(2*day)), 10)
+	if len(due) != 1 || due[0].Version != "2.1" || due[0].PageVersion != "2.0" {
+		t.Fatalf("due refreshes: %+v", due)
+	}
+	if refresh.Unchanged(refresh.Fingerprint{Version: due[0].PageVersion, RatingCount: 500}, refresh.Fingerprint{Version: "2.1", RatingCount: 510}) {
+		t.Fatal("the page must be fetched for the new version")
+	}
+	// The refresh stores the record: the next refresh is scheduled from it
+	// with the app's interval, and the page fingerprint follows.
+	enrich(t, drv, 1, 510, "2.1", t0.Add(2*day+time.Hour))
+	row = drv.Rows(t, `SELECT next_refresh_at, page_version, last_seen_at FROM app_registry WHERE track_id = 1`)[0]
+	if row["next_refresh_at"] != d1.Time(t0.Add(2*day+time.Hour+iv)) || row["page_version"] != "2.1" || row["last_seen_at"] != d1.Time(t0.Add(2*day+time.Hour)) {
+		t.Fatalf("after the refresh: %v", row)
+	}
+	// An app that leaves the enriched state is not scheduled.
+	drv.Exec(t, `UPDATE app_registry SET enrichment_source = 'not_found', enriched_at = ? WHERE track_id = 1`, d1.Time(t0.Add(3*day)))
+	if got := drv.Rows(t, `SELECT next_refresh_at FROM app_registry WHERE track_id = 1`)[0]["next_refresh_at"]; got != nil {
+		t.Fatalf("not found: %v", got)
+	}
+}
+
+func TestSweepVelocityFromObservations(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	// Enriched 40 days ago with 1,000 ratings; searches saw it grow.
+	enrich(t, drv, 7, 1000, "1.0", t0.Add(-40*day))
+	for _, o := range []struct {
+		d int
+		n int64
+	}{{-20, 1600}, {-10, 2000}, {-5, 2200}, {0, 2700}} {
+		db.Exec(ctx, ObserveStmt([]Seen{search(7, o.n, "1.0", 0)}, t0.Add(time.Duration(o.d)*day))...)
+	}
+	// Sweep rows (copies of stored values, source NULL) are not observations.
+	drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating) VALUES (7, ?, 99999, 4)`, d1.Time(t0.Add(-8*day)))
+	res := Sweep(ctx, D1Store{DB: db}, t0)
+	// Scheduled first, then re-tiered by the cursor walk of the same run.
+	if res.Error != "" || res.Scheduled != 1 || res.Swept != 1 || res.Velocities != 2 {
+		t.Fatalf("sweep: %+v", res)
+	}
+	row := drv.Rows(t, `SELECT rating_velocity_7d, rating_velocity_30d, refresh_tier FROM app_registry WHERE track_id = 7`)[0]
+	// 7 days: 2,000 held from day -10 to day -7, so (2700-2000)/7 = 100 a day.
+	// 30 days: 1,000 held from day -40 to day -30: (2700-1000)/30 = 56.667.
+	if row["rating_velocity_7d"] != 100.0 || math.Abs(row["rating_velocity_30d"].(float64)-56.667) > 1e-9 || row["refresh_tier"] != refresh.TierHot {
+		t.Fatalf("velocities: %v", row)
+	}
+	// A second pass walks the cursor over every enriched app.
+	res = Sweep(ctx, D1Store{DB: db}, t0)
+	if res.Scheduled != 0 || res.Swept != 1 || res.Next != 0 {
+		t.Fatalf("cursor pass: %+v", res)
+	}
+	// D1 down: an error, nothing moves.
+	drv.FailNext.Store(1)
+	if res := Sweep(ctx, D1Store{DB: db}, t0); res.Error == "" {
+		t.Fatal("a failed read must be reported")
+	}
+}
+
+func TestPlanKeepsAnEarlierDueTime(t *testing.T) {
+	a := SweepApp{TrackID: 3, RatingCount: 10, Enriched: t0, Observed: t0, NextRefresh: t0.Add(2 * day)}
+	if p := Plan(a); !p.NextRefresh.Equal(t0.Add(2*day)) || p.Tier != refresh.TierCold {
+		t.Fatalf("a version change's earlier due time stays: %+v", p)
+	}
+	a.NextRefresh = t0.Add(-day) // from before this enrichment: replaced
+	if p := Plan(a); !p.NextRefresh.After(t0.Add(refresh.ColdInterval - time.Second)) {
+		t.Fatalf("a stale schedule is replaced: %+v", p)
+	}
+	a.InTopCharts = true
+	a.NextRefresh = t0.Add(refresh.ColdInterval)
+	if p := Plan(a); p.Tier != refresh.TierHot || p.NextRefresh.After(t0.Add(2*refresh.HotInterval)) {
+		t.Fatalf("a hot app comes due about daily: %+v", p)
+	}
+}
+
+func TestMarkStale(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	for id := 1; id <= StaleBatchApps+10; id++ {
+		drv.Exec(t, `INSERT INTO app_registry (track_id, discovered_at, last_seen_at) VALUES (?, ?, ?)`, id, d1.Time(t0.Add(-200*day)), d1.Time(t0.Add(-100*day)))
+	}
+	drv.Exec(t, `UPDATE app_registry SET last_seen_at = ? WHERE track_id = 5`, d1.Time(t0.Add(-day)))
+	drv.Exec(t, `UPDATE app_registry SET enriched_at = ? WHERE track_id = 6`, d1.Time(t0.Add(-day)))
+	res := MarkStale(ctx, D1Store{DB: db}, DefaultStaleAfter, t0)
+	if res.Error != "" || res.Apps != StaleBatchApps+10 || res.Changed != int64(StaleBatchApps+8) || res.Next != 0 {
+		t.Fatalf("mark: %+v", res)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry WHERE stale_at IS NOT NULL AND track_id IN (5, 6)`); n != 0 {
+		t.Fatal("apps seen or enriched lately are not stale")
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry`); n != StaleBatchApps+10 {
+		t.Fatal("stale apps are kept")
+	}
+	// Seen again: unmarked.
+	db.Exec(ctx, ObserveStmt([]Seen{{TrackID: 9, Name: "x"}}, t0)...)
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry WHERE track_id = 9 AND stale_at IS NULL`); n != 1 {
+		t.Fatal("a sighting clears the mark")
+	}
+	// A rerun marks nothing twice.
+	if res := MarkStale(ctx, D1Store{DB: db}, DefaultStaleAfter, t0.Add(time.Hour)); res.Changed != 0 {
+		t.Fatalf("rerun: %+v", res)
+	}
+}
+
+func TestPruneHistory(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	for id := 1; id <= PruneBatchApps+3; id++ {
+		drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (?)`, id)
+	}
+	old, recent := t0.Add(-800*day), t0.Add(-10*day)
+	for _, id := range []int{1, PruneBatchApps + 2} {
+		for _, at := range []time.Time{old, t0.Add(-100 * day), recent} {
+			drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, source) VALUES (?, ?, 1, 'observed')`, id, d1.Time(at))
+			drv.Exec(t, `INSERT INTO app_version_history (track_id, seen_at, version, source) VALUES (?, ?, 'v', 'observed')`, id, d1.Time(at))
+			drv.Exec(t, `INSERT INTO keyword_rank_history (track_id, keyword, day, rank) VALUES (?, 'budget', ?, 3)`, id, Day(at))
+			drv.Exec(t, `INSERT INTO chart_position_history (country, collection, genre_id, track_id, seen_at, rank) VALUES ('us', 'topfreeapplications', 6015, ?, ?, 4)`, id, d1.Time(at))
+		}
+	}
+	res := PruneHistory(ctx, D1Store{DB: db}, t0)
+	// Per app: the 800-day rows of all four tables, and the 100-day ranks (2).
+	if res.Error != "" || res.Changed != 2*(4+2) || res.Next != 0 || res.Apps != PruneBatchApps+3 {
+		t.Fatalf("prune: %+v", res)
+	}
+	for table, want := range map[string]int64{"app_snapshots": 4, "app_version_history": 4, "keyword_rank_history": 2, "chart_position_history": 2} {
+		if n := drv.Int(t, `SELECT COUNT(*) FROM `+table); n != want {
+			t.Errorf("%s: %d rows left, want %d", table, n, want)
+		}
+	}
+	if res := PruneHistory(ctx, D1Store{DB: db}, t0); res.Changed != 0 {
+		t.Fatalf("rerun deletes nothing: %+v", res)
+	}
+}
+
+func TestAppHistory(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	enrich(t, drv, 1, 100, "1.0", t0.Add(-3*day))
+	db.Exec(ctx, ObserveStmt([]Seen{search(1, 150, "1.1", 0.99)}, t0.Add(-day))...)
+	db.Exec(ctx, KeywordRankStmt("budget", []int64{2, 1}, t0.Add(-day))...)
+	db.Exec(ctx, KeywordRankStmt("budget", []int64{1, 2}, t0.Add(-day+time.Hour))...) // the day's first rank is kept
+	rec, ok, err := D1Store{DB: db}.AppHistory(ctx, HistoryQuery{TrackID: 1, Days: 30, Limit: 10}, t0)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	var h struct {
+		Current  map[string]any   `json:"current"`
+		Ratings  []map[string]any `json:"ratings"`
+		Versions []map[string]any `json:"versions"`
+		Prices   []map[string]any `json:"prices"`
+		Ranks    []map[string]any `json:"keyword_ranks"`
+	}
+	if err := json.Unmarshal(rec, &h); err != nil {
+		t.Fatal(err, string(rec))
+	}
+	if len(h.Ratings) != 2 || h.Ratings[0]["rating_count"] != 150.0 || h.Ratings[1]["rating_count"] != 100.0 {
+		t.Fatalf("ratings newest first: %s", rec)
+	}
+	if len(h.Versions) != 2 || h.Versions[0]["version"] != "1.1" || len(h.Prices) != 2 || h.Prices[0]["price"] != 0.99 {
+		t.Fatalf("versions and prices: %s", rec)
+	}
+	if len(h.Ranks) != 1 || h.Ranks[0]["rank"] != 2.0 || h.Current["rating_count"] != 150.0 {
+		t.Fatalf("ranks and current: %s", rec)
+	}
+	// A short window and a limit cut the series.
+	rec, _, _ = D1Store{DB: db}.AppHistory(ctx, HistoryQuery{TrackID: 1, Days: 2, Limit: 1}, t0)
+	json.Unmarshal(rec, &h)
+	if len(h.Ratings) != 1 || h.Ratings[0]["rating_count"] != 150.0 {
+		t.Fatalf("window: %s", rec)
+	}
+	if _, ok, err := (D1Store{DB: db}).AppHistory(ctx, HistoryQuery{TrackID: 2, Days: 30, Limit: 10}, t0); ok || err != nil {
+		t.Fatal("no such app")
+	}
+}
+
+func TestParseHistoryQuery(t *testing.T) {
+	get := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if q, f, _ := ParseHistoryQuery("7", get(nil)); f != "" || q.Days != DefaultHistoryDays || q.Limit != DefaultHistoryLimit || q.TrackID != 7 {
+		t.Fatalf("defaults: %+v %s", q, f)
+	}
+	for _, c := range []struct {
+		id    string
+		q     map[string]string
+		field string
+	}{
+		{"abc", nil, "id"}, {"0", nil, "id"}, {"7", map[string]string{"days": "0"}, "days"},
+		{"7", map[string]string{"days": "731"}, "days"}, {"7", map[string]string{"limit": "x"}, "limit"},
+		{"7", map[string]string{"limit": "1001"}, "limit"},
+	} {
+		if _, f, msg := ParseHistoryQuery(c.id, get(c.q)); f != c.field || msg == "" {
+			t.Errorf("%s %v: field %q", c.id, c.q, f)
+		}
+	}
+}

@@ -1,0 +1,248 @@
+// Package refresh is the living catalogue's policy (issue 16), pure and
+// with the clock passed in: when an enriched app is looked at again
+// (NextRefresh), how a tick's slots are shared between never-enriched apps
+// and due refreshes (Split), when a refresh needs no store page
+// (Unchanged), and how fast an app's ratings move (Velocity). The D1 side
+// lives in worker/catalogue; the enrichment pick calls these.
+package refresh
+
+import (
+	"math"
+	"time"
+)
+
+// Refresh intervals: how long an enriched app rests before it is looked at
+// again, by how much it matters. An app in a top chart, in a market worth
+// entering or gaining ratings fast changes what the catalogue says every
+// day; a long-tail app changes rarely and is cheap to leave for a month.
+var (
+	// HotInterval: about daily, the issue's "hot apps ~daily".
+	HotInterval = 24 * time.Hour
+	// WarmInterval: apps with a real audience but no sign of movement.
+	WarmInterval = 7 * 24 * time.Hour
+	// ColdInterval: the long tail, about monthly.
+	ColdInterval = 30 * 24 * time.Hour
+	// RetryInterval: an app whose last refresh failed (not found, no
+	// answer) is looked at again after this, not at its tier's pace, so a
+	// passing failure does not cost a month of freshness.
+	RetryInterval = 6 * time.Hour
+)
+
+// Tier thresholds: what makes an app hot or warm.
+const (
+	// HotClusterScore: an opportunity score (0–100) at or above this makes
+	// a cluster's members hot; a market worth entering is watched daily.
+	HotClusterScore = 60.0
+	// WarmClusterScore: a middling market keeps its members warm.
+	WarmClusterScore = 30.0
+	// HotVelocity7d: ratings per day over the last week at or above which
+	// an app is hot. 50 a day moves a 10k-rating app's count by 0.5% a day,
+	// so a week's rest would leave it well off the 1% freshness bound.
+	HotVelocity7d = 50.0
+	// HotRelativeVelocity: ratings a day as a share of the count at or
+	// above which an app is hot whatever its size: 0.5% a day exceeds the
+	// 1% freshness bound within two days.
+	HotRelativeVelocity = 0.005
+	// WarmVelocity7d: any real movement (a rating a day) keeps an app warm.
+	WarmVelocity7d = 1.0
+	// WarmRatingCount: apps this popular are worth a weekly look even when
+	// quiet (they anchor their markets' scores).
+	WarmRatingCount = 1000
+	// SpreadFraction: each app's interval is stretched by up to this share,
+	// by a stable hash of its id, so apps enriched in one burst do not all
+	// come due in the same tick a day or a month later.
+	SpreadFraction = 0.1
+)
+
+// Tier names, as the API and the logs show them.
+const (
+	TierHot  = "hot"
+	TierWarm = "warm"
+	TierCold = "cold"
+)
+
+// Facts are what the policy knows of one enriched app.
+type Facts struct {
+	TrackID int64
+	// InTopCharts: the app holds a current chart position.
+	InTopCharts bool
+	// ClusterScore is the best opportunity score (0–100) among the
+	// clusters the app is a member of; 0 when none.
+	ClusterScore float64
+	// Velocity7d is ratings per day over the last week; NaN when unknown.
+	Velocity7d  float64
+	RatingCount int64
+	// LastEnriched is when the app was last looked up (the zero time:
+	// never, then the refresh is due at once).
+	LastEnriched time.Time
+	// LastFailed: the last refresh did not get a record.
+	LastFailed bool
+}
+
+// Tier classifies an app.
+func Tier(f Facts) string {
+	v := f.Velocity7d
+	known := !math.IsNaN(v) && !math.IsInf(v, 0)
+	switch {
+	case f.InTopCharts, f.ClusterScore >= HotClusterScore,
+		known && v >= HotVelocity7d,
+		known && f.RatingCount > 0 && v/float64(f.RatingCount) >= HotRelativeVelocity:
+		return TierHot
+	case f.ClusterScore >= WarmClusterScore, f.RatingCount >= WarmRatingCount,
+		known && v >= WarmVelocity7d:
+		return TierWarm
+	}
+	return TierCold
+}
+
+// Interval is the rest an app of this tier gets before its next refresh.
+func Interval(tier string) time.Duration {
+	switch tier {
+	case TierHot:
+		return HotInterval
+	case TierWarm:
+		return WarmInterval
+	}
+	return ColdInterval
+}
+
+// NextRefresh is when the app is due again: its last enrichment plus its
+// tier's interval (stretched by its stable spread), RetryInterval after a
+// failure; never-enriched apps are due now. A time in the past means due.
+func NextRefresh(f Facts, now time.Time) time.Time {
+	if f.LastEnriched.IsZero() {
+		return now
+	}
+	if f.LastFailed {
+		return f.LastEnriched.Add(RetryInterval)
+	}
+	iv := Interval(Tier(f))
+	return f.LastEnriched.Add(iv + time.Duration(spread(f.TrackID)*SpreadFraction*float64(iv)))
+}
+
+// Priority orders due refreshes of one tick (higher first): hot before
+// warm before cold. Inside a tier the pick orders by rating count.
+func Priority(f Facts) int {
+	switch Tier(f) {
+	case TierHot:
+		return 2
+	case TierWarm:
+		return 1
+	}
+	return 0
+}
+
+// spread is a stable value in [0, 1) from an app's id (splitmix64's
+// finaliser: neighbouring ids land far apart).
+func spread(id int64) float64 {
+	x := uint64(id) + 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / float64(1<<53)
+}
+
+// Share bounds: DefaultRefreshShare is the share of a tick's slots due
+// refreshes get when never-enriched apps wait too (and no more), so a
+// discovery backlog never starves refreshes and refreshes never take more
+// than this from discovery. A quarter: discovery keeps most of the pace
+// while a day of hot refreshes (a few thousand apps) still fits.
+const (
+	DefaultRefreshShare = 0.25
+	MinRefreshShare     = 0.0
+	MaxRefreshShare     = 1.0
+)
+
+// Split shares a tick's n slots between never-enriched apps (discovery,
+// up to pending of them) and due refreshes (up to due): when both wait,
+// refreshes get ceil(n × share) slots (share clamped to [0, 1]) and
+// discovery the rest; slots one side cannot use go to the other.
+// refreshes + discovery ≤ n always.
+func Split(n, pending, due int, share float64) (refreshes, discovery int) {
+	if n <= 0 {
+		return 0, 0
+	}
+	pending, due = max(pending, 0), max(due, 0)
+	if math.IsNaN(share) {
+		share = DefaultRefreshShare
+	}
+	share = min(max(share, MinRefreshShare), MaxRefreshShare)
+	quota := int(math.Ceil(float64(n) * share))
+	refreshes = min(due, quota)
+	discovery = min(pending, n-refreshes)
+	refreshes = min(due, n-discovery) // discovery left slots over
+	return refreshes, discovery
+}
+
+// Fingerprint is what a lookup says of an app that decides whether its
+// store page must be fetched again.
+type Fingerprint struct {
+	Version     string
+	RatingCount int64
+}
+
+// Unchanged reports whether a refresh's lookup shows the app as it was
+// when its page was last fetched: the same version (so the same release
+// notes, screenshots, description) and the same rating count (so the same
+// histogram). Then the refresh needs no page. An unknown stored version
+// (never fetched, or from before this was recorded) is a change.
+func Unchanged(stored, looked Fingerprint) bool {
+	return stored.Version != "" && stored.Version == looked.Version && stored.RatingCount == looked.RatingCount
+}
+
+// Observation is an app's rating count as the upstream showed it at a time.
+type Observation struct {
+	At    time.Time
+	Count int64
+}
+
+// Velocity windows and their bound.
+const (
+	Window7d  = 7 * 24 * time.Hour
+	Window30d = 30 * 24 * time.Hour
+	// MinVelocitySpan: two observations closer than this say too little
+	// (one search an hour after another) to give a rate per day.
+	MinVelocitySpan = 24 * time.Hour
+)
+
+// Velocity is ratings per day over the window ending at current: from the
+// latest observation at or before current.At − window (the count then held
+// until the next change) or, for an app first seen inside the window, its
+// earliest observation, to current. ok is false when there is no baseline
+// or the two are less than MinVelocitySpan apart. history need not be
+// sorted; observations after current are ignored.
+func Velocity(history []Observation, current Observation, window time.Duration) (v float64, ok bool) {
+	start := current.At.Add(-window)
+	var before, earliest *Observation
+	for i := range history {
+		o := &history[i]
+		if o.At.After(current.At) {
+			continue
+		}
+		if !o.At.After(start) && (before == nil || o.At.After(before.At)) {
+			before = o // the latest at or before the window's start
+		}
+		if earliest == nil || o.At.Before(earliest.At) {
+			earliest = o
+		}
+	}
+	base := before
+	if base == nil {
+		base = earliest // first seen inside the window
+	}
+	if base == nil {
+		return 0, false
+	}
+	from := base.At
+	if from.Before(start) {
+		// The count held from base.At to the first change after it; over
+		// the window, count from its start.
+		from = start
+	}
+	span := current.At.Sub(from)
+	if span < MinVelocitySpan {
+		return 0, false
+	}
+	days := span.Hours() / 24
+	return math.Round(float64(current.Count-base.Count)/days*1000) / 1000, true
+}
