@@ -92,6 +92,15 @@ const (
 	// a little under it, since an over-estimate costs refusals at every
 	// cycle while an under-estimate is corrected by the next probe.
 	probeEstimateSlack = 0.98
+	// probeBusyShare: from this share of what the connections carry at the
+	// measured latency, the connections bind, not the rate (chunks that wait
+	// for their slowest answer carry less than the nominal six at once).
+	probeBusyShare = 0.8
+	// probeBusySpan is how much of the connections' work a latency-bound
+	// tick carries, all in one chunk: the tick ends at its slowest answer
+	// (up to a timeout), and a minute of work keeps that wait a small share
+	// while a refusal still ends the tick at once.
+	probeBusySpan = time.Minute
 )
 
 // Phase names.
@@ -125,12 +134,30 @@ func (p *Probe) Plan(now time.Time) Plan {
 		chunk = max(1, MaxConnections/p.Sub)
 	}
 	plan := p.plan(now, p.Rate, chunk)
-	if p.Phase == PhaseBlocked && plan.Items > 0 {
+	switch {
+	case plan.Items == 0:
+	case p.Phase == PhaseBlocked:
 		plan.Items, plan.ChunkItems = 1, 1 // one probe item while blocked
 		p.LastPlanRq = p.Sub
+	case p.latencyBound() && !p.Careful && p.Streak == 0:
+		// The connections are the limit: keep all six busy for a while in
+		// one chunk, rather than waiting out every small chunk's slowest answer.
+		items := int(math.Ceil(p.connPerMin() * probeBusySpan.Minutes() / float64(p.Sub)))
+		plan.Items = min(max(plan.Items, items), MaxSubrequestsPerTick/p.Sub)
+		plan.ChunkItems, plan.ChunkPause = plan.Items, 0
+		p.LastPlanRq = plan.Items * p.Sub
 	}
 	return plan
 }
+
+// connPerMin is what MaxConnections carry per minute at the measured latency.
+func (p *Probe) connPerMin() float64 {
+	return MaxConnections * float64(time.Minute.Milliseconds()) / math.Max(p.LatencyMs, 1)
+}
+
+// latencyBound reports whether the rate asks about as much as the
+// connections can carry, so latency, not the rate, sets the pace.
+func (p *Probe) latencyBound() bool { return p.Rate >= probeBusyShare*p.connPerMin() }
 
 // recoverTime is how long the climb back to the ceiling takes: longer for
 // slow upstreams, where each refusal is a bigger share of the traffic, and
@@ -228,7 +255,11 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		}
 		p.grow(now)
 	}
-	return p.next(now, p.Rate, t.sent)
+	rate := p.Rate
+	if p.latencyBound() {
+		rate = math.Max(rate, p.connPerMin()) // the connections pace this tick, not the rate
+	}
+	return p.next(now, rate, t.sent)
 }
 
 // grow advances the rate after a clean tick that used its plan.
