@@ -50,6 +50,10 @@ type Probe struct {
 	// waits in the runtime's queue to be sent after the answer that said stop.
 	Careful bool        `json:"careful"`
 	History []tickStats `json:"history"`
+	// Refused is the lowest rate known to be refused while bracketing the
+	// ceiling after a probe found far more room than expected (0 = not
+	// bracketing).
+	Refused float64 `json:"refused,omitempty"`
 }
 
 type tickStats struct {
@@ -80,6 +84,9 @@ const (
 	// far under the ceiling, and probes in single small steps.
 	probePenaltyMargin = 0.93
 	probeFirstStep     = 0.05 // first probe step above the ceiling
+	// probePenalizedStep is the one step a probe takes where refusals are
+	// penalised: small, since overshooting costs a block or a Retry-After.
+	probePenalizedStep = 0.05
 	probeMaxStep       = 1.0  // a probe tick at most doubles the rate
 	probeBackoffStart  = 15 * time.Second
 	// probeBackoffMax caps the wait between probes of a block: longer waits
@@ -92,6 +99,16 @@ const (
 	// a little under it, since an over-estimate costs refusals at every
 	// cycle while an under-estimate is corrected by the next probe.
 	probeEstimateSlack = 0.98
+	// probeBracketGap: a probe refused this far above the ceiling it
+	// learns means the capacity rose and the minute's accepted rate (which
+	// mixes the climb's slower ticks) underrates it; the ceiling is then
+	// found by bisecting between the two, a tick per step, until they are
+	// this close. A refused step costs one item, as in any probe.
+	probeBracketGap = 0.1
+	// probeBracketRest: after a refused bisection step the next waits this
+	// long at the ceiling, so refusals never bunch (an upstream that locks
+	// out after ~10 refusals a minute sees at most two refused items a minute).
+	probeBracketRest = 30 * time.Second
 	// probeBusyShare: from this share of what the connections carry at the
 	// measured latency, the connections bind, not the rate (chunks that wait
 	// for their slowest answer carry less than the nominal six at once).
@@ -110,6 +127,7 @@ const (
 	PhasePlateau   = "plateau"
 	PhaseProbe     = "probe"
 	PhaseBlocked   = "blocked"
+	PhaseBracket   = "bracket" // bisecting between the ceiling and a refused rate
 )
 
 // NewProbe starts in slow start.
@@ -127,7 +145,7 @@ func (p *Probe) Cooldowns() int { return p.Blocks }
 
 func (p *Probe) Plan(now time.Time) Plan {
 	chunk := 0
-	if p.Streak > 0 || p.Phase == PhaseProbe {
+	if p.Streak > 0 || p.Phase == PhaseProbe || p.Phase == PhaseBracket {
 		chunk = 1 // near the limit, a refusal should cost one item
 	}
 	if p.Careful {
@@ -211,9 +229,11 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		}
 	}
 	switch {
-	case t.throttled > 0 && t.ok == 0:
-		// Everything refused: a block or lockout. Rate says nothing here;
-		// wait, doubling the wait each time, and try one item.
+	case t.throttled > 0 && t.ok == 0 && (p.Streak > 0 || p.Phase == PhaseBlocked):
+		// Everything refused, even after backing off: a block or lockout.
+		// (A single refused tick is not enough: a tick of one item near
+		// the limit is all refused too.) Rate says nothing here; wait,
+		// doubling the wait each time, and try one item.
 		if p.Phase != PhaseBlocked {
 			p.Blocks++
 			p.Penalized = true
@@ -224,11 +244,31 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		}
 		p.NotBefore = max(p.NotBefore, now.UnixMilli()+p.BackoffMs)
 		p.LastThrottle = now.UnixMilli()
+	case t.throttled > 0 && p.Phase == PhaseBracket && p.Streak == 0:
+		// Bisecting: this step was too far; back to the ceiling, and bisect
+		// from there unless the bracket is already tight.
+		p.Refused = p.Rate
+		p.Rate = p.Ceiling
+		p.Streak++
+		p.LastThrottle = now.UnixMilli()
+		if p.Refused <= p.Ceiling*(1+probeBracketGap) {
+			p.Refused = 0
+			p.setPhase(PhasePlateau, now)
+		}
 	case t.throttled > 0:
 		if p.Streak == 0 {
 			est := p.acceptedPerMin(now) * probeEstimateSlack
+			refused, probing := p.Rate, p.Phase == PhaseProbe
 			p.Ceiling = math.Min(p.Rate, math.Max(est, MinRatePerMin))
 			p.Rate = clampRate(p.Ceiling * probeBeta)
+			if probing && !p.Penalized && refused > p.Ceiling*(1+probeBracketGap) {
+				// The capacity rose well above the old ceiling: bisect for it.
+				p.Refused, p.Rate = refused, p.Ceiling
+				p.Streak++
+				p.LastThrottle = now.UnixMilli()
+				p.setPhase(PhaseBracket, now)
+				break
+			}
 		} else {
 			// Still refused after backing off: the capacity fell.
 			p.Ceiling = p.Rate
@@ -267,6 +307,19 @@ func (p *Probe) grow(now time.Time) {
 	switch p.Phase {
 	case PhaseSlowStart:
 		p.Rate = clampRate(p.Rate * probeSlowStartGrow)
+	case PhaseBracket:
+		// The rate held: it is the new floor of the bracket.
+		p.Ceiling = math.Max(p.Ceiling, p.Rate)
+		if now.Sub(time.UnixMilli(p.LastThrottle)) < probeBracketRest {
+			return
+		}
+		if p.Refused <= p.Ceiling*(1+probeBracketGap) {
+			p.Refused = 0
+			p.LastThrottle = now.UnixMilli()
+			p.setPhase(PhasePlateau, now)
+			return
+		}
+		p.Rate = clampRate(math.Sqrt(p.Ceiling * p.Refused))
 	case PhaseRecover:
 		k := p.recoverTime()
 		target := p.Ceiling
@@ -291,7 +344,7 @@ func (p *Probe) grow(now time.Time) {
 		step := math.Min(probeFirstStep*math.Pow(2, float64(p.ProbeTicks)), probeMaxStep)
 		if p.Penalized {
 			// One small step, then cruise again: an over-probe costs a block.
-			p.Rate = clampRate(p.Rate * (1 + probeFirstStep))
+			p.Rate = clampRate(p.Rate * (1 + probePenalizedStep))
 			p.Ceiling = math.Max(p.Ceiling, p.Rate/probePenaltyMargin)
 			p.LastThrottle = now.UnixMilli()
 			p.setPhase(PhaseRecover, now)

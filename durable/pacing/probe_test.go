@@ -2,6 +2,7 @@ package pacing
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 	"time"
 )
@@ -49,4 +50,54 @@ func TestProbeOldStateDecodes(t *testing.T) {
 		t.Fatal("decoded old state plans nothing")
 	}
 	p.Done(t0.Add(10*time.Second), tickOf(1, 4, KindOK, t0, 100*time.Millisecond))
+}
+
+// runTick plans at now and reports every planned item answered with kind k
+// (100 ms each), returning the next wake.
+func runTick(p *Probe, now time.Time, k Kind) (Plan, time.Time) {
+	plan := p.Plan(now)
+	return plan, p.Done(now.Add(time.Second), tickOf(plan.Items, p.Sub, k, now, 100*time.Millisecond))
+}
+
+func TestProbeOneRefusedTickIsNotABlock(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling, p.Phase = 300, 300, PhaseProbe
+	now := t0
+	_, now = runTick(p, now, KindThrottled) // one item, all refused: near the limit
+	if p.Phase == PhaseBlocked || p.Penalized || p.Blocks != 0 {
+		t.Fatalf("a single all-refused tick was taken for a block: %+v", p)
+	}
+	_, _ = runTick(p, now, KindThrottled) // still everything refused after backing off
+	if p.Phase != PhaseBlocked || p.Blocks != 1 {
+		t.Fatalf("two all-refused ticks in a row are a block: phase %s blocks %d", p.Phase, p.Blocks)
+	}
+}
+
+func TestProbeBisectsAfterFindingFarMoreRoom(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	now := t0
+	p.Rate, p.Ceiling, p.Phase = 1000, 300, PhaseProbe
+	// The last minute served ~300/min (the climb), the probe at 1000 is refused.
+	p.History = []tickStats{{End: now.Add(-50 * time.Second).UnixMilli(), OK: 50}, {End: now.UnixMilli(), OK: 200}}
+	_, now = runTick(p, now, KindThrottled)
+	if p.Phase != PhaseBracket || p.Refused != 1000 || p.Rate != p.Ceiling {
+		t.Fatalf("refused far above the learned ceiling: want bisection from it, got %+v", p)
+	}
+	lo := p.Ceiling
+	// Clean ticks: the floor rises and the next step is the geometric mean,
+	// once the rest after the refusal is over.
+	for now.Sub(t0) < probeBracketRest {
+		_, now = runTick(p, now, KindOK)
+	}
+	_, now = runTick(p, now, KindOK)
+	if want := math.Sqrt(p.Ceiling * 1000); math.Abs(p.Rate-want) > 1e-6 || p.Ceiling < lo {
+		t.Fatalf("bisection step %v, want √(%v × 1000) = %v", p.Rate, p.Ceiling, want)
+	}
+	// Steps continue until the bracket is within probeBracketGap.
+	for i := 0; i < 20 && p.Phase == PhaseBracket; i++ {
+		_, now = runTick(p, now, KindOK)
+	}
+	if p.Phase != PhasePlateau || p.Ceiling < 1000/(1+probeBracketGap) {
+		t.Fatalf("after clean bisection steps: phase %s ceiling %v", p.Phase, p.Ceiling)
+	}
 }
