@@ -87,7 +87,7 @@ const (
 	// probePenalizedStep is the one step a probe takes where refusals are
 	// penalised: small, since overshooting costs a block or a Retry-After.
 	probePenalizedStep = 0.05
-	probeMaxStep       = 1.0  // a probe tick at most doubles the rate
+	probeMaxStep       = 1.0 // a probe tick at most doubles the rate
 	probeBackoffStart  = 15 * time.Second
 	// probeBackoffMax caps the wait between probes of a block: longer waits
 	// would waste more of the time after the block lifts than the probes cost.
