@@ -54,6 +54,13 @@ type Probe struct {
 	// ceiling after a probe found far more room than expected (0 = not
 	// bracketing).
 	Refused float64 `json:"refused,omitempty"`
+	// PenaltyWaitMs is the wait between probe steps where refusals are
+	// penalised (0 = not yet set: probePenaltyWaitMin); HoldMs is what the
+	// last penalty held traffic for (a Retry-After, a block's length);
+	// PenaltySteps counts the clean penalised steps since the last refusal.
+	PenaltyWaitMs int64 `json:"penalty_wait_ms,omitempty"`
+	HoldMs        int64 `json:"hold_ms,omitempty"`
+	PenaltySteps  int   `json:"penalty_steps,omitempty"`
 }
 
 type tickStats struct {
@@ -75,9 +82,22 @@ const (
 	// requests) are this share of the traffic sent meanwhile. A 20/min
 	// upstream is thus probed every ~15 min, a 600/min one every ~40 s.
 	probeRefusalShare = 0.01
-	// probePenaltyFactor stretches the probing cycle once refusals have
+	// probePenaltyFactor bounds the probing cycle once refusals have
 	// proven expensive (they came with a Retry-After or led to a block).
 	probePenaltyFactor = 3
+	// Where refusals are penalised the cycle is timed by what a refusal
+	// costs, not by a share of the traffic: the wait between probe steps
+	// is at least probePenaltyHolds × the last hold (a refused step then
+	// costs at most about 1/probePenaltyHolds of the time since the last),
+	// doubles after every refused step and halves after every clean one,
+	// so a capacity that keeps rising is followed step after step and one
+	// that does not is probed ever more rarely.
+	probePenaltyHolds   = 2
+	probePenaltyWaitMin = time.Minute
+	// probePenaltyMaxDoublings: clean penalised steps grow 5%, 10%, 20%
+	// and no further (a refused step costs the same hold whatever its size,
+	// but lands further above the capacity).
+	probePenaltyMaxDoublings = 2
 	// probePenaltyRetryAfter is the Retry-After from which a refusal counts as expensive.
 	probePenaltyRetryAfter = 5 * time.Second
 	// probePenaltyMargin: where refusals are penalised the loop cruises this
@@ -186,9 +206,22 @@ func (p *Probe) recoverTime() time.Duration {
 		d = time.Duration(float64(p.Sub) / (probeRefusalShare * p.Ceiling) * float64(time.Minute))
 	}
 	if p.Penalized {
-		d *= probePenaltyFactor
+		return p.penaltyWait()
 	}
 	return min(max(d, probeMinRecover), probeMaxRecover*probePenaltyFactor)
+}
+
+// penaltyWait is the wait between probe steps where refusals are penalised.
+func (p *Probe) penaltyWait() time.Duration {
+	lo := max(probePenaltyWaitMin, probePenaltyHolds*time.Duration(p.HoldMs)*time.Millisecond)
+	w := time.Duration(p.PenaltyWaitMs) * time.Millisecond
+	return min(max(w, lo), probeMaxRecover*probePenaltyFactor)
+}
+
+// penaltyRefused lengthens the penalised cycle after a refusal.
+func (p *Probe) penaltyRefused() {
+	p.PenaltyWaitMs = (2 * p.penaltyWait()).Milliseconds()
+	p.PenaltySteps = 0
 }
 
 func (p *Probe) setPhase(ph string, now time.Time) {
@@ -226,7 +259,11 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		}
 		if o.Kind == KindThrottled && o.RetryAfter >= probePenaltyRetryAfter {
 			p.Penalized = true
+			p.HoldMs = max(p.HoldMs, o.RetryAfter.Milliseconds())
 		}
+	}
+	if p.Penalized && t.throttled > 0 && p.Phase != PhaseBlocked {
+		p.penaltyRefused()
 	}
 	switch {
 	case t.throttled > 0 && t.ok == 0 && (p.Streak > 0 || p.Phase == PhaseBlocked):
@@ -281,6 +318,7 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		p.Streak = 0
 		if p.Phase == PhaseBlocked {
 			// The block lifted: resume below the old ceiling.
+			p.HoldMs = now.UnixMilli() - p.PhaseSince
 			p.BackoffMs = 0
 			p.setPhase(PhaseRecover, now)
 			p.LastThrottle = now.UnixMilli()
@@ -343,8 +381,12 @@ func (p *Probe) grow(now time.Time) {
 	case PhaseProbe:
 		step := math.Min(probeFirstStep*math.Pow(2, float64(p.ProbeTicks)), probeMaxStep)
 		if p.Penalized {
-			// One small step, then cruise again: an over-probe costs a block.
-			p.Rate = clampRate(p.Rate * (1 + probePenalizedStep))
+			// One step, then cruise again: an over-probe costs a block. The
+			// last step held, so the next comes sooner and may be larger.
+			step := probePenalizedStep * math.Pow(2, float64(min(p.PenaltySteps, probePenaltyMaxDoublings)))
+			p.PenaltyWaitMs = (p.penaltyWait() / 2).Milliseconds()
+			p.PenaltySteps++
+			p.Rate = clampRate(p.Rate * (1 + step))
 			p.Ceiling = math.Max(p.Ceiling, p.Rate/probePenaltyMargin)
 			p.LastThrottle = now.UnixMilli()
 			p.setPhase(PhaseRecover, now)

@@ -101,3 +101,39 @@ func TestProbeBisectsAfterFindingFarMoreRoom(t *testing.T) {
 		t.Fatalf("after clean bisection steps: phase %s ceiling %v", p.Phase, p.Ceiling)
 	}
 }
+
+func TestProbePenalisedCycleTimedByTheRefusalsCost(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling, p.Phase, p.Careful = 200, 215, PhasePlateau, true
+	now := t0
+	// A refusal carrying Retry-After: 30 s makes refusals expensive.
+	ra := tickOf(1, 4, KindThrottled, now, 100*time.Millisecond)
+	for i := range ra {
+		ra[i].RetryAfter = 30 * time.Second
+	}
+	p.Plan(now)
+	p.Done(now.Add(time.Second), append(tickOf(2, 4, KindOK, now, 100*time.Millisecond), ra...))
+	if !p.Penalized || p.HoldMs != 30_000 {
+		t.Fatalf("Retry-After 30 s: penalized %v hold %d ms", p.Penalized, p.HoldMs)
+	}
+	// The wait between steps is at least two holds, doubled by the refusal.
+	if w := p.penaltyWait(); w != 2*probePenaltyHolds*30*time.Second {
+		t.Fatalf("wait after a refused step %v, want %v", w, 2*probePenaltyHolds*30*time.Second)
+	}
+	// Clean steps: each halves the wait (down to two holds) and grows the step.
+	var rates []float64
+	for i := 0; i < 200 && len(rates) < 4; i++ {
+		now = now.Add(10 * time.Second)
+		before := p.Rate
+		runTick(p, now, KindOK)
+		if p.Phase == PhaseRecover && p.Rate > before && p.PenaltySteps > len(rates) {
+			rates = append(rates, p.Rate/before-1)
+		}
+	}
+	if len(rates) < 3 || math.Abs(rates[0]-0.05) > 1e-9 || math.Abs(rates[1]-0.10) > 1e-9 || math.Abs(rates[2]-0.20) > 1e-9 {
+		t.Fatalf("clean penalised steps %v, want 5%%, 10%%, 20%%", rates)
+	}
+	if w := p.penaltyWait(); w != probePenaltyHolds*30*time.Second {
+		t.Fatalf("wait after clean steps %v, want the floor %v", w, probePenaltyHolds*30*time.Second)
+	}
+}
