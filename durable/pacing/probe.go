@@ -18,12 +18,23 @@ import (
 //   - Recover: a concave (cubic) climb back to the ceiling over a time that
 //     grows as the ceiling shrinks (60 s at 6000/min … 15 min at 20/min), so
 //     a slow upstream is probed rarely and refusals stay a tiny share.
-//   - Plateau at the ceiling for a third of that time, then probe: ×1.05,
+//   - Plateau at the ceiling for a quarter of that time, then probe: ×1.05,
 //     ×1.1, ×1.2, … per clean tick, so a capacity that doubled is found in
-//     a handful of ticks.
-//   - A tick whose every request was refused is a block, not a rate: the
-//     rate is kept and the next try waits 15 s, 30 s, … up to 10 min,
-//     with a single item as the probe.
+//     a handful of ticks. A probe refused far above the learned ceiling
+//     (the capacity rose; the minute's accepted rate mixes in the climb)
+//     bisects between the two, a tick per step, instead of restarting the
+//     cycle from an underestimate.
+//   - Where refusals are penalised (Retry-After, blocks) the cycle is
+//     timed by what a refusal costs: at least two holds between steps,
+//     doubled after a refused step, halved after a clean one; clean steps
+//     grow 5%, 10%, 20%.
+//   - Latency-bound (the rate asks about what six connections carry at the
+//     measured latency): a tick is one chunk of a minute of the
+//     connections' work, so they stay busy instead of waiting out every
+//     small chunk's slowest answer or timeout.
+//   - Two ticks in a row whose every request was refused are a block, not
+//     a rate: the rate is kept and the next try waits 15 s, 30 s, … up to
+//     a minute, with a single item as the probe.
 //   - Only refusals (429/403) are rate signals. 5xx and timeouts lower the
 //     rate only when they are most of a tick (the upstream is overloaded);
 //     not-found answers are successes.
