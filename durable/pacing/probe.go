@@ -18,12 +18,23 @@ import (
 //   - Recover: a concave (cubic) climb back to the ceiling over a time that
 //     grows as the ceiling shrinks (60 s at 6000/min … 15 min at 20/min), so
 //     a slow upstream is probed rarely and refusals stay a tiny share.
-//   - Plateau at the ceiling for a third of that time, then probe: ×1.05,
+//   - Plateau at the ceiling for a quarter of that time, then probe: ×1.05,
 //     ×1.1, ×1.2, … per clean tick, so a capacity that doubled is found in
-//     a handful of ticks.
-//   - A tick whose every request was refused is a block, not a rate: the
-//     rate is kept and the next try waits 15 s, 30 s, … up to 10 min,
-//     with a single item as the probe.
+//     a handful of ticks. A probe refused far above the learned ceiling
+//     (the capacity rose; the minute's accepted rate mixes in the climb)
+//     bisects between the two, a tick per step, instead of restarting the
+//     cycle from an underestimate.
+//   - Where refusals are penalised (Retry-After, blocks) the cycle is
+//     timed by what a refusal costs: at least two holds between steps,
+//     doubled after a refused step, halved after a clean one; clean steps
+//     grow 5%, 10%, 20%.
+//   - Latency-bound (the rate asks about what six connections carry at the
+//     measured latency): a tick is one chunk of a minute of the
+//     connections' work, so they stay busy instead of waiting out every
+//     small chunk's slowest answer or timeout.
+//   - Two ticks in a row whose every request was refused are a block, not
+//     a rate: the rate is kept and the next try waits 15 s, 30 s, … up to
+//     a minute, with a single item as the probe.
 //   - Only refusals (429/403) are rate signals. 5xx and timeouts lower the
 //     rate only when they are most of a tick (the upstream is overloaded);
 //     not-found answers are successes.
@@ -50,6 +61,17 @@ type Probe struct {
 	// waits in the runtime's queue to be sent after the answer that said stop.
 	Careful bool        `json:"careful"`
 	History []tickStats `json:"history"`
+	// Refused is the lowest rate known to be refused while bracketing the
+	// ceiling after a probe found far more room than expected (0 = not
+	// bracketing).
+	Refused float64 `json:"refused,omitempty"`
+	// PenaltyWaitMs is the wait between probe steps where refusals are
+	// penalised (0 = not yet set: probePenaltyWaitMin); HoldMs is what the
+	// last penalty held traffic for (a Retry-After, a block's length);
+	// PenaltySteps counts the clean penalised steps since the last refusal.
+	PenaltyWaitMs int64 `json:"penalty_wait_ms,omitempty"`
+	HoldMs        int64 `json:"hold_ms,omitempty"`
+	PenaltySteps  int   `json:"penalty_steps,omitempty"`
 }
 
 type tickStats struct {
@@ -71,16 +93,32 @@ const (
 	// requests) are this share of the traffic sent meanwhile. A 20/min
 	// upstream is thus probed every ~15 min, a 600/min one every ~40 s.
 	probeRefusalShare = 0.01
-	// probePenaltyFactor stretches the probing cycle once refusals have
+	// probePenaltyFactor bounds the probing cycle once refusals have
 	// proven expensive (they came with a Retry-After or led to a block).
 	probePenaltyFactor = 3
+	// Where refusals are penalised the cycle is timed by what a refusal
+	// costs, not by a share of the traffic: the wait between probe steps
+	// is at least probePenaltyHolds × the last hold (a refused step then
+	// costs at most about 1/probePenaltyHolds of the time since the last),
+	// doubles after every refused step and halves after every clean one,
+	// so a capacity that keeps rising is followed step after step and one
+	// that does not is probed ever more rarely.
+	probePenaltyHolds   = 2
+	probePenaltyWaitMin = time.Minute
+	// probePenaltyMaxDoublings: clean penalised steps grow 5%, 10%, 20%
+	// and no further (a refused step costs the same hold whatever its size,
+	// but lands further above the capacity).
+	probePenaltyMaxDoublings = 2
 	// probePenaltyRetryAfter is the Retry-After from which a refusal counts as expensive.
 	probePenaltyRetryAfter = 5 * time.Second
 	// probePenaltyMargin: where refusals are penalised the loop cruises this
 	// far under the ceiling, and probes in single small steps.
 	probePenaltyMargin = 0.93
 	probeFirstStep     = 0.05 // first probe step above the ceiling
-	probeMaxStep       = 1.0  // a probe tick at most doubles the rate
+	// probePenalizedStep is the one step a probe takes where refusals are
+	// penalised: small, since overshooting costs a block or a Retry-After.
+	probePenalizedStep = 0.05
+	probeMaxStep       = 1.0 // a probe tick at most doubles the rate
 	probeBackoffStart  = 15 * time.Second
 	// probeBackoffMax caps the wait between probes of a block: longer waits
 	// would waste more of the time after the block lifts than the probes cost.
@@ -92,6 +130,25 @@ const (
 	// a little under it, since an over-estimate costs refusals at every
 	// cycle while an under-estimate is corrected by the next probe.
 	probeEstimateSlack = 0.98
+	// probeBracketGap: a probe refused this far above the ceiling it
+	// learns means the capacity rose and the minute's accepted rate (which
+	// mixes the climb's slower ticks) underrates it; the ceiling is then
+	// found by bisecting between the two, a tick per step, until they are
+	// this close. A refused step costs one item, as in any probe.
+	probeBracketGap = 0.1
+	// probeBracketRest: after a refused bisection step the next waits this
+	// long at the ceiling, so refusals never bunch (an upstream that locks
+	// out after ~10 refusals a minute sees at most two refused items a minute).
+	probeBracketRest = 30 * time.Second
+	// probeBusyShare: from this share of what the connections carry at the
+	// measured latency, the connections bind, not the rate (chunks that wait
+	// for their slowest answer carry less than the nominal six at once).
+	probeBusyShare = 0.8
+	// probeBusySpan is how much of the connections' work a latency-bound
+	// tick carries, all in one chunk: the tick ends at its slowest answer
+	// (up to a timeout), and a minute of work keeps that wait a small share
+	// while a refusal still ends the tick at once.
+	probeBusySpan = time.Minute
 )
 
 // Phase names.
@@ -101,6 +158,7 @@ const (
 	PhasePlateau   = "plateau"
 	PhaseProbe     = "probe"
 	PhaseBlocked   = "blocked"
+	PhaseBracket   = "bracket" // bisecting between the ceiling and a refused rate
 )
 
 // NewProbe starts in slow start.
@@ -118,19 +176,37 @@ func (p *Probe) Cooldowns() int { return p.Blocks }
 
 func (p *Probe) Plan(now time.Time) Plan {
 	chunk := 0
-	if p.Streak > 0 || p.Phase == PhaseProbe {
+	if p.Streak > 0 || p.Phase == PhaseProbe || p.Phase == PhaseBracket {
 		chunk = 1 // near the limit, a refusal should cost one item
 	}
 	if p.Careful {
 		chunk = max(1, MaxConnections/p.Sub)
 	}
 	plan := p.plan(now, p.Rate, chunk)
-	if p.Phase == PhaseBlocked && plan.Items > 0 {
+	switch {
+	case plan.Items == 0:
+	case p.Phase == PhaseBlocked:
 		plan.Items, plan.ChunkItems = 1, 1 // one probe item while blocked
 		p.LastPlanRq = p.Sub
+	case p.latencyBound() && !p.Careful && p.Streak == 0:
+		// The connections are the limit: keep all six busy for a while in
+		// one chunk, rather than waiting out every small chunk's slowest answer.
+		items := int(math.Ceil(p.connPerMin() * probeBusySpan.Minutes() / float64(p.Sub)))
+		plan.Items = min(max(plan.Items, items), MaxSubrequestsPerTick/p.Sub)
+		plan.ChunkItems, plan.ChunkPause = plan.Items, 0
+		p.LastPlanRq = plan.Items * p.Sub
 	}
 	return plan
 }
+
+// connPerMin is what MaxConnections carry per minute at the measured latency.
+func (p *Probe) connPerMin() float64 {
+	return MaxConnections * float64(time.Minute.Milliseconds()) / math.Max(p.LatencyMs, 1)
+}
+
+// latencyBound reports whether the rate asks about as much as the
+// connections can carry, so latency, not the rate, sets the pace.
+func (p *Probe) latencyBound() bool { return p.Rate >= probeBusyShare*p.connPerMin() }
 
 // recoverTime is how long the climb back to the ceiling takes: longer for
 // slow upstreams, where each refusal is a bigger share of the traffic, and
@@ -141,9 +217,22 @@ func (p *Probe) recoverTime() time.Duration {
 		d = time.Duration(float64(p.Sub) / (probeRefusalShare * p.Ceiling) * float64(time.Minute))
 	}
 	if p.Penalized {
-		d *= probePenaltyFactor
+		return p.penaltyWait()
 	}
 	return min(max(d, probeMinRecover), probeMaxRecover*probePenaltyFactor)
+}
+
+// penaltyWait is the wait between probe steps where refusals are penalised.
+func (p *Probe) penaltyWait() time.Duration {
+	lo := max(probePenaltyWaitMin, probePenaltyHolds*time.Duration(p.HoldMs)*time.Millisecond)
+	w := time.Duration(p.PenaltyWaitMs) * time.Millisecond
+	return min(max(w, lo), probeMaxRecover*probePenaltyFactor)
+}
+
+// penaltyRefused lengthens the penalised cycle after a refusal.
+func (p *Probe) penaltyRefused() {
+	p.PenaltyWaitMs = (2 * p.penaltyWait()).Milliseconds()
+	p.PenaltySteps = 0
 }
 
 func (p *Probe) setPhase(ph string, now time.Time) {
@@ -181,12 +270,18 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		}
 		if o.Kind == KindThrottled && o.RetryAfter >= probePenaltyRetryAfter {
 			p.Penalized = true
+			p.HoldMs = max(p.HoldMs, o.RetryAfter.Milliseconds())
 		}
 	}
+	if p.Penalized && t.throttled > 0 && p.Phase != PhaseBlocked {
+		p.penaltyRefused()
+	}
 	switch {
-	case t.throttled > 0 && t.ok == 0:
-		// Everything refused: a block or lockout. Rate says nothing here;
-		// wait, doubling the wait each time, and try one item.
+	case t.throttled > 0 && t.ok == 0 && (p.Streak > 0 || p.Phase == PhaseBlocked):
+		// Everything refused, even after backing off: a block or lockout.
+		// (A single refused tick is not enough: a tick of one item near
+		// the limit is all refused too.) Rate says nothing here; wait,
+		// doubling the wait each time, and try one item.
 		if p.Phase != PhaseBlocked {
 			p.Blocks++
 			p.Penalized = true
@@ -197,11 +292,31 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		}
 		p.NotBefore = max(p.NotBefore, now.UnixMilli()+p.BackoffMs)
 		p.LastThrottle = now.UnixMilli()
+	case t.throttled > 0 && p.Phase == PhaseBracket && p.Streak == 0:
+		// Bisecting: this step was too far; back to the ceiling, and bisect
+		// from there unless the bracket is already tight.
+		p.Refused = p.Rate
+		p.Rate = p.Ceiling
+		p.Streak++
+		p.LastThrottle = now.UnixMilli()
+		if p.Refused <= p.Ceiling*(1+probeBracketGap) {
+			p.Refused = 0
+			p.setPhase(PhasePlateau, now)
+		}
 	case t.throttled > 0:
 		if p.Streak == 0 {
 			est := p.acceptedPerMin(now) * probeEstimateSlack
+			refused, probing := p.Rate, p.Phase == PhaseProbe
 			p.Ceiling = math.Min(p.Rate, math.Max(est, MinRatePerMin))
 			p.Rate = clampRate(p.Ceiling * probeBeta)
+			if probing && !p.Penalized && refused > p.Ceiling*(1+probeBracketGap) {
+				// The capacity rose well above the old ceiling: bisect for it.
+				p.Refused, p.Rate = refused, p.Ceiling
+				p.Streak++
+				p.LastThrottle = now.UnixMilli()
+				p.setPhase(PhaseBracket, now)
+				break
+			}
 		} else {
 			// Still refused after backing off: the capacity fell.
 			p.Ceiling = p.Rate
@@ -214,6 +329,7 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		p.Streak = 0
 		if p.Phase == PhaseBlocked {
 			// The block lifted: resume below the old ceiling.
+			p.HoldMs = now.UnixMilli() - p.PhaseSince
 			p.BackoffMs = 0
 			p.setPhase(PhaseRecover, now)
 			p.LastThrottle = now.UnixMilli()
@@ -228,7 +344,11 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		}
 		p.grow(now)
 	}
-	return p.next(now, p.Rate, t.sent)
+	rate := p.Rate
+	if p.latencyBound() {
+		rate = math.Max(rate, p.connPerMin()) // the connections pace this tick, not the rate
+	}
+	return p.next(now, rate, t.sent)
 }
 
 // grow advances the rate after a clean tick that used its plan.
@@ -236,6 +356,19 @@ func (p *Probe) grow(now time.Time) {
 	switch p.Phase {
 	case PhaseSlowStart:
 		p.Rate = clampRate(p.Rate * probeSlowStartGrow)
+	case PhaseBracket:
+		// The rate held: it is the new floor of the bracket.
+		p.Ceiling = math.Max(p.Ceiling, p.Rate)
+		if now.Sub(time.UnixMilli(p.LastThrottle)) < probeBracketRest {
+			return
+		}
+		if p.Refused <= p.Ceiling*(1+probeBracketGap) {
+			p.Refused = 0
+			p.LastThrottle = now.UnixMilli()
+			p.setPhase(PhasePlateau, now)
+			return
+		}
+		p.Rate = clampRate(math.Sqrt(p.Ceiling * p.Refused))
 	case PhaseRecover:
 		k := p.recoverTime()
 		target := p.Ceiling
@@ -259,8 +392,12 @@ func (p *Probe) grow(now time.Time) {
 	case PhaseProbe:
 		step := math.Min(probeFirstStep*math.Pow(2, float64(p.ProbeTicks)), probeMaxStep)
 		if p.Penalized {
-			// One small step, then cruise again: an over-probe costs a block.
-			p.Rate = clampRate(p.Rate * (1 + probeFirstStep))
+			// One step, then cruise again: an over-probe costs a block. The
+			// last step held, so the next comes sooner and may be larger.
+			step := probePenalizedStep * math.Pow(2, float64(min(p.PenaltySteps, probePenaltyMaxDoublings)))
+			p.PenaltyWaitMs = (p.penaltyWait() / 2).Milliseconds()
+			p.PenaltySteps++
+			p.Rate = clampRate(p.Rate * (1 + step))
 			p.Ceiling = math.Max(p.Ceiling, p.Rate/probePenaltyMargin)
 			p.LastThrottle = now.UnixMilli()
 			p.setPhase(PhaseRecover, now)

@@ -31,7 +31,7 @@ func TestCLIAllTable(t *testing.T) {
 			if f[1] == "no-such" && !strings.Contains(line, "error: unknown controller") {
 				t.Errorf("unknown controller row: %q", line)
 			}
-			if f[1] == "seed" && len(f) != 10 {
+			if f[1] == "seed" && len(f) != 12 {
 				t.Errorf("seed row has %d columns: %q", len(f), line)
 			}
 		}

@@ -20,12 +20,14 @@
 // at 0, strictly increasing) and hold until the next. A phase does NOT
 // inherit from the one before: every field it omits is 0/false (so a later
 // phase must restate capacity_per_min, burst and latency). The one default
-// is on_exceed, "429" when omitted.
+// is on_exceed, "429" when omitted. With ramp_to_per_min > 0 a phase's
+// capacity moves linearly from capacity_per_min at at_s to ramp_to_per_min
+// at the next phase's start (or the run's end): a slow rise or fall.
 //
 // # The upstream
 //
-// A token bucket of capacity_per_min per minute holding at most burst
-// tokens (full at the start; a capacity change keeps the tokens, capped at
+// A token bucket of capacity_per_min per minute (or the point on the
+// phase's ramp) holding at most burst tokens (full at the start; a capacity change keeps the tokens, capped at
 // the new burst). A request takes a token when it arrives (its send time);
 // with none left it is refused with on_exceed (429 or 403, both
 // KindThrottled). Refusals carry Retry-After when retry_after_s > 0. With
@@ -68,7 +70,7 @@
 //     not-found: the upstream served them), server_errors, timeouts.
 //   - capacity_allowed: what an ideal client could have been served,
 //     the initial burst plus ∫ min(capacity_per_min/60, MaxConnections /
-//     mean latency) dt over the run: the hidden limit, bounded by what six
+//     mean latency) dt over the run (capacity_per_min following any ramp): the hidden limit, bounded by what six
 //     connections carry at the phase's mean latency (latency_ms; timeouts
 //     are not included).
 //   - goodput_ratio = requests_ok / capacity_allowed.
@@ -81,8 +83,8 @@
 //   - cooldowns: the controller's Cooldowns() if it has one, else 0.
 //   - recovery_s, one per phase change: seconds from the change to the end
 //     of the first 60 s window lying wholly in the new phase (so 60 is the
-//     best possible) whose OK answers reach 90% of the phase's ideal rate
-//     (as in capacity_allowed) and whose refused share is below 2%, on a
+//     best possible) whose OK answers reach 90% of what the ideal client
+//     is served in that window (as in capacity_allowed) and whose refused share is below 2%, on a
 //     1 s grid; -1 if none before the phase ends.
 //   - trace (-trace): per simulated minute, requests sent, OK and refused
 //     (by send time), the controller's CapacityPerMin and its last plan, as

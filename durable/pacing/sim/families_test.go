@@ -107,3 +107,96 @@ func TestSimulationIsDeterministic(t *testing.T) {
 		t.Fatalf("two runs differ: %d/%v vs %d/%v", a.RequestsSent, a.GoodputRatio, b.RequestsSent, b.GoodputRatio)
 	}
 }
+
+// judgeShipped runs the default and its peers on a shipped scenario and
+// judges the default against the best of them.
+func judgeShipped(t *testing.T, name string) (Metrics, verdict) {
+	t.Helper()
+	runs := []Metrics{runShipped(t, name, "default")}
+	for _, peer := range peerAlgorithms {
+		runs = append(runs, runShipped(t, name, peer))
+	}
+	v, ok := verdicts(runs)[0]
+	if !ok {
+		t.Fatalf("%s: the default was not judged", name)
+	}
+	return runs[0], v
+}
+
+// The issue-18 families. share is the least share of the best peer's
+// goodput; refused the most refused share. Where the goal (0.9) is not met
+// yet, the bound is today's figure less a little, so a regression fails,
+// and knownGaps below names the scenario.
+func TestIssue18FamiliesBounds(t *testing.T) {
+	cases := []struct {
+		name    string
+		share   float64
+		refused float64
+	}{
+		{"slow-noisy", goalShare, goalRefused},  // 1.04 of aws-adaptive
+		{"rise-linear", goalShare, goalRefused}, // 0.99 of the oracle
+		{"outage", goalShare, goalRefused},      // 0.93 of the oracle
+		{"sawtooth", 0.80, goalRefused},         // 0.83 of the oracle: goal not met
+		{"rise-retry-after", 0.70, goalRefused}, // 0.75 of the oracle: goal not met
+	}
+	for _, c := range cases {
+		m, v := judgeShipped(t, c.name)
+		if v.share < c.share || m.RefusedRatio > c.refused || m.RetryAfterViolations != 0 || m.Lockouts != 0 {
+			t.Errorf("%s: %.3f of %s (≥ %.2f), refused %.4f (≤ %.2f), %d Retry-After violations, %d lockouts",
+				c.name, v.share, v.best.Controller, c.share, m.RefusedRatio, c.refused, m.RetryAfterViolations, m.Lockouts)
+		}
+	}
+}
+
+func TestOutageRecoveredWithinThreeMinutes(t *testing.T) {
+	// 5xx are noise, but a tick of nothing else is an overloaded upstream:
+	// the rate backs off, and comes back once the answers do.
+	m := runShipped(t, "outage", "default")
+	if len(m.RecoveryS) != 2 || m.RecoveryS[1] < 0 || m.RecoveryS[1] > 180 {
+		t.Fatalf("recovery after the outage: %v s (goal ≤ 180)", m.RecoveryS)
+	}
+	if m.Cooldowns != 0 {
+		t.Fatalf("the outage was taken for a block: %d", m.Cooldowns)
+	}
+}
+
+func TestSawtoothFollowsEveryStep(t *testing.T) {
+	// Every capacity change of the sawtooth, up ×4 or down ÷4, is
+	// followed within five minutes (before issue 18: 430–505 s after a
+	// step up).
+	m := runShipped(t, "sawtooth", "default")
+	for i, r := range m.RecoveryS {
+		if r < 0 || r > 300 {
+			t.Errorf("change %d recovered in %d s (goal ≤ 300): %v", i+1, r, m.RecoveryS)
+		}
+	}
+}
+
+// knownGaps are the shipped scenarios where the default does not reach
+// the goal yet (see TestIssue18FamiliesBounds for their floors).
+var knownGaps = map[string]bool{"sawtooth": true, "retry-after": true, "rise-retry-after": true, "storm-403": true}
+
+func TestGoalMetOnEveryOtherScenario(t *testing.T) {
+	scs, err := loadScenarios(allFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range scs {
+		if knownGaps[sc.Name] {
+			continue
+		}
+		m, v := judgeShipped(t, sc.Name)
+		if !v.met {
+			t.Errorf("%s: %.3f of %s's goodput, refused %.4f (best %.4f)", sc.Name, v.share, v.best.Controller, m.RefusedRatio, v.best.RefusedRatio)
+		}
+	}
+}
+
+func TestRetryAfterClimbIsTimedByItsCost(t *testing.T) {
+	// Retry-After 30 s on every refusal: the climb to the capacity takes
+	// minutes, not the hour it took before issue 18 (83% of the oracle).
+	m, v := judgeShipped(t, "retry-after")
+	if v.share < 0.87 || m.RetryAfterViolations != 0 {
+		t.Fatalf("retry-after: %.3f of the oracle (≥ 0.87), %d violations", v.share, m.RetryAfterViolations)
+	}
+}

@@ -184,30 +184,51 @@ func (r *recorder) finishTrace(end time.Duration) []TraceRow {
 	return rows
 }
 
-// idealPerSec is what an ideal client is served per second in phase p: the
-// hidden limit, bounded by MaxConnections at the mean latency.
-func idealPerSec(p Phase) float64 {
-	r := perSec(p.CapacityPerMin)
+// connPerSec is what MaxConnections carry per second at phase p's mean
+// latency (unbounded without latency).
+func connPerSec(p Phase) float64 {
 	if lat := (time.Duration(p.LatencyMS) * time.Millisecond).Seconds(); lat > 0 {
-		r = math.Min(r, pacing.MaxConnections/lat)
+		return pacing.MaxConnections / lat
 	}
-	return r
+	return math.Inf(1)
+}
+
+// idealBetween is what an ideal client is served in [from, to): the
+// hidden limit (a ramp included), bounded by MaxConnections at each
+// phase's mean latency.
+func idealBetween(sc *Scenario, from, to time.Duration) float64 {
+	total := 0.0
+	for i, p := range sc.Phases {
+		a, b := max(from, p.at()), min(to, sc.phaseEnd(i))
+		if b <= a {
+			continue
+		}
+		total += clippedIntegral(perSec(sc.rateAt(i, a)), perSec(sc.rateAt(i, b)), connPerSec(p), (b - a).Seconds())
+	}
+	return total
+}
+
+// clippedIntegral is ∫ min(r(t), limit) dt over a span of secs where r
+// moves linearly from r0 to r1.
+func clippedIntegral(r0, r1, limit, secs float64) float64 {
+	switch {
+	case r0 <= limit && r1 <= limit:
+		return (r0 + r1) / 2 * secs
+	case r0 >= limit && r1 >= limit:
+		return limit * secs
+	}
+	// The line crosses the limit at x (a share of the span).
+	x := (limit - r0) / (r1 - r0)
+	if r0 < limit {
+		return (r0+limit)/2*x*secs + limit*(1-x)*secs
+	}
+	return limit*x*secs + (limit+r1)/2*(1-x)*secs
 }
 
 // capacityAllowed is the initial burst plus the ideal rate integrated over
 // [0, end).
 func capacityAllowed(sc *Scenario, end time.Duration) float64 {
-	total := float64(sc.Phases[0].Burst)
-	for i, p := range sc.Phases {
-		to := end
-		if i+1 < len(sc.Phases) {
-			to = min(to, sc.Phases[i+1].at())
-		}
-		if to > p.at() {
-			total += idealPerSec(p) * (to - p.at()).Seconds()
-		}
-	}
-	return total
+	return float64(sc.Phases[0].Burst) + idealBetween(sc, 0, end)
 }
 
 // recovery measures, per phase change, how long until a 60 s window wholly
@@ -226,9 +247,10 @@ func recovery(sc *Scenario, bins []bin, end time.Duration) []int {
 		if k+1 < len(sc.Phases) {
 			stop = min(stop, sc.Phases[k+1].AtS)
 		}
-		target := recoveryShare * idealPerSec(p) * recoveryWindowS
 		got := -1
 		for t := p.AtS + recoveryWindowS; t <= stop; t++ {
+			window := time.Duration(recoveryWindowS) * time.Second
+			target := recoveryShare * idealBetween(sc, time.Duration(t)*time.Second-window, time.Duration(t)*time.Second)
 			hi, lo := prefix[t], prefix[t-recoveryWindowS]
 			ok, refused, answered := hi.ok-lo.ok, hi.refused-lo.refused, hi.answered-lo.answered
 			if answered > 0 && float64(ok) >= target && float64(refused) < recoveryMaxRefused*float64(answered) {

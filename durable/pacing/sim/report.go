@@ -28,22 +28,34 @@ var tableHeader = fmt.Sprintf(`goodput%% = requests answered OK or not-found / c
   initial burst + ∫ min(capacity_per_min/60, %d connections / mean latency) dt (the hidden limit,
   bounded by what the connections carry). refused%% = refused / sent. att/succ = item attempts /
   items completed. RA-viol = requests sent before a Retry-After allowed. recovery_s = per phase
-  change, seconds until a %d s window reaches %.0f%% of the ideal rate with < %.0f%% refused (-1 never).`,
-	pacing.MaxConnections, recoveryWindowS, percent*recoveryShare, percent*recoveryMaxRefused)
+  change, seconds until a %d s window reaches %.0f%% of the ideal rate with < %.0f%% refused (-1 never).
+  vs-best (the default controller's rows) = its goodput / the best goodput of %s on the scenario;
+  goal = vs-best ≥ %.2f and refused ≤ %.0f%% (or no more than that best peer refuses).`,
+	pacing.MaxConnections, recoveryWindowS, percent*recoveryShare, percent*recoveryMaxRefused,
+	strings.Join(peerAlgorithms, ", "), goalShare, percent*goalRefused)
 
 // writeTable prints one row per run, then a per-controller summary.
 func writeTable(w io.Writer, runs []Metrics, controllers []string) error {
 	fmt.Fprintln(w, tableHeader)
 	fmt.Fprintln(w)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "scenario\tcontroller\tgoodput%\trefused%\tatt/succ\titems\tRA-viol\tlockouts\tcooldowns\trecovery_s")
-	for _, m := range runs {
+	fmt.Fprintln(tw, "scenario\tcontroller\tgoodput%\trefused%\tvs-best\tgoal\tatt/succ\titems\tRA-viol\tlockouts\tcooldowns\trecovery_s")
+	judged := verdicts(runs)
+	met := 0
+	for i, m := range runs {
 		if m.Error != "" {
 			fmt.Fprintf(tw, "%s\t%s\terror: %s\n", m.Scenario, m.Controller, m.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.2f\t%d\t%d\t%d\t%d\t%s\n",
-			m.Scenario, label(m), percent*m.GoodputRatio, percent*m.RefusedRatio, m.AttemptsPerSuccess,
+		share, goal := "-", "-"
+		if v, ok := judged[i]; ok {
+			share, goal = fmt.Sprintf("%.2f", v.share), "MISSED"
+			if v.met {
+				goal, met = "met", met+1
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%s\t%s\t%.2f\t%d\t%d\t%d\t%d\t%s\n",
+			m.Scenario, label(m), percent*m.GoodputRatio, percent*m.RefusedRatio, share, goal, m.AttemptsPerSuccess,
 			m.ItemsCompleted, m.RetryAfterViolations, m.Lockouts, m.Cooldowns, recoveryList(m.RecoveryS))
 	}
 	if err := tw.Flush(); err != nil {
@@ -66,7 +78,13 @@ func writeTable(w io.Writer, runs []Metrics, controllers []string) error {
 		}
 		fmt.Fprintf(tw, "\t%s\t%.1f\t%.1f\t%d\n", c, percent*good/float64(n), percent*refused/float64(n), n)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(judged) > 0 {
+		fmt.Fprintf(w, "\ngoal met on %d of %d scenarios\n", met, len(judged))
+	}
+	return nil
 }
 
 // label is the controller as named, with the algorithm behind an alias.

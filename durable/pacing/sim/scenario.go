@@ -28,8 +28,12 @@ type Scenario struct {
 // Phase is the upstream's behaviour from AtS until the next phase. Omitted
 // fields are 0/false, not inherited (on_exceed defaults to "429").
 type Phase struct {
-	AtS                        int     `json:"at_s"`
-	CapacityPerMin             float64 `json:"capacity_per_min"`
+	AtS            int     `json:"at_s"`
+	CapacityPerMin float64 `json:"capacity_per_min"`
+	// RampToPerMin > 0 makes the capacity move linearly from
+	// capacity_per_min at at_s to this at the next phase's start (or the
+	// end of the run): a slow rise or fall rather than a step.
+	RampToPerMin               float64 `json:"ramp_to_per_min"`
 	Burst                      int     `json:"burst"`
 	OnExceed                   string  `json:"on_exceed"`
 	RetryAfterS                int     `json:"retry_after_s"`
@@ -78,9 +82,30 @@ func (s *Scenario) phaseAt(t time.Duration) int {
 	return i
 }
 
+// phaseEnd is when phase i gives way to the next (the run's end for the last).
+func (s *Scenario) phaseEnd(i int) time.Duration {
+	if i+1 < len(s.Phases) {
+		return s.Phases[i+1].at()
+	}
+	return s.duration()
+}
+
+// rateAt is phase i's capacity per minute at t (within the phase): its
+// capacity_per_min, or the point on its ramp.
+func (s *Scenario) rateAt(i int, t time.Duration) float64 {
+	p := s.Phases[i]
+	if p.RampToPerMin <= 0 {
+		return p.CapacityPerMin
+	}
+	from, to := p.at(), s.phaseEnd(i)
+	x := min(max(float64(t-from)/float64(to-from), 0), 1)
+	return p.CapacityPerMin + x*(p.RampToPerMin-p.CapacityPerMin)
+}
+
 // capacityAt is the hidden capacity at t, for the oracle.
 func (s *Scenario) capacityAt(t time.Time) float64 {
-	return s.Phases[s.phaseAt(t.Sub(epoch))].CapacityPerMin
+	d := t.Sub(epoch)
+	return s.rateAt(s.phaseAt(d), d)
 }
 
 // FieldError names the scenario field that is wrong.
@@ -161,6 +186,8 @@ func (s *Scenario) validatePhase(i int) error {
 		return fieldErr(f("at_s"), "%d is not before duration_s %d", p.AtS, s.DurationS)
 	case !(p.CapacityPerMin > 0 && p.CapacityPerMin <= maxCapacityPerMin):
 		return fieldErr(f("capacity_per_min"), "%g is outside (0, %d] (phases do not inherit: restate it)", p.CapacityPerMin, maxCapacityPerMin)
+	case !(p.RampToPerMin >= 0 && p.RampToPerMin <= maxCapacityPerMin):
+		return fieldErr(f("ramp_to_per_min"), "%g is outside [0, %d] (0 = no ramp)", p.RampToPerMin, maxCapacityPerMin)
 	}
 	switch p.OnExceed {
 	case "":

@@ -96,6 +96,7 @@ func TestParseRejectsBadValues(t *testing.T) {
 		{"phases[0].not_found_rate", func(m map[string]any, p []map[string]any) { p[0]["not_found_rate"] = -0.1 }},
 		{"phases[0].block_s", func(m map[string]any, p []map[string]any) { p[0]["lockout_after_refusals_per_min"] = 5 }},
 		{"phases[0].retry_after_s", func(m map[string]any, p []map[string]any) { p[0]["retry_after_s"] = -1 }},
+		{"phases[0].ramp_to_per_min", func(m map[string]any, p []map[string]any) { p[0]["ramp_to_per_min"] = -5 }},
 	}
 	for _, c := range cases {
 		err := mutated(t, c.change)
@@ -127,8 +128,10 @@ func TestShippedScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"doubled", "errors-5xx", "halved", "high-latency", "lockout", "not-found-20", "ratelimit-headers",
-		"refusals-consume", "retry-after", "steady-20", "steady-60", "steady-600", "steady-6000", "storm-403"}
+	want := []string{"doubled", "errors-5xx", "halved", "high-latency", "lockout", "not-found-20", "outage", "ratelimit-headers",
+		"refusals-consume", "retry-after", "rise-linear", "rise-retry-after", "sawtooth", "slow-noisy",
+		"steady-20", "steady-60", "steady-600", "steady-6000", "storm-403"}
+	subrequests := map[string]int{"slow-noisy": 6} // the rest make 4 requests an item
 	if len(all) != len(want) {
 		t.Fatalf("%d scenarios, want %d", len(all), len(want))
 	}
@@ -136,7 +139,11 @@ func TestShippedScenarios(t *testing.T) {
 		if s.Name != want[i] {
 			t.Errorf("scenario %d is %s, want %s", i, s.Name, want[i])
 		}
-		if s.DurationS != 3600 || s.Items != 100000 || s.SubrequestsPerItem != 4 {
+		sub := subrequests[s.Name]
+		if sub == 0 {
+			sub = 4
+		}
+		if s.DurationS != 3600 || s.Items != 100000 || s.SubrequestsPerItem != sub {
 			t.Errorf("%s: %+v", s.Name, s)
 		}
 	}

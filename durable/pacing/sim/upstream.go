@@ -79,12 +79,15 @@ func (u *upstream) advance(at time.Duration) {
 	u.refill(at)
 }
 
+// refill adds the tokens of (refilled, to] within the current phase: the
+// mean of the rates at both ends (exact for a step and for a ramp).
 func (u *upstream) refill(to time.Duration) {
 	if to <= u.refilled {
 		return
 	}
 	p := u.cur()
-	u.tokens = min(float64(p.Burst), u.tokens+(to-u.refilled).Seconds()*perSec(p.CapacityPerMin))
+	mean := (u.sc.rateAt(u.phase, u.refilled) + u.sc.rateAt(u.phase, to)) / 2
+	u.tokens = min(float64(p.Burst), u.tokens+(to-u.refilled).Seconds()*perSec(mean))
 	u.refilled = to
 }
 
@@ -180,7 +183,7 @@ func (u *upstream) block(at time.Duration, p *Phase) {
 func (u *upstream) headers(at time.Duration, p *Phase) (remaining int, reset time.Duration) {
 	remaining = max(0, int(math.Floor(u.tokens+tokenEpsilon)))
 	if u.tokens < 1-tokenEpsilon {
-		reset = time.Duration((1 - u.tokens) / perSec(p.CapacityPerMin) * float64(time.Second))
+		reset = time.Duration((1 - u.tokens) / perSec(u.sc.rateAt(u.phase, at)) * float64(time.Second))
 	}
 	if at < u.blockedUntil {
 		remaining = 0

@@ -275,3 +275,35 @@ func TestDeterministicRun(t *testing.T) {
 		t.Errorf("different seeds, identical metrics")
 	}
 }
+
+func TestBucketRamp(t *testing.T) {
+	// 1/s rising linearly to 3/s over 60 s: the tokens are the area under
+	// the line, 45 in the first half (1→2/s), 75 in the second (2→3/s).
+	sc := testScenario(func(s *Scenario) {
+		s.DurationS = 120
+		s.Phases = []Phase{
+			{CapacityPerMin: 60, RampToPerMin: 180, Burst: 1000, LatencyMS: 100},
+			{AtS: 60, CapacityPerMin: 180, Burst: 1000, LatencyMS: 100},
+		}
+	})
+	u := newUpstream(sc)
+	kinds(u, 0, 1000) // empty the bucket
+	first := count(kinds(u, 30*time.Second, 1000), pacing.KindOK)
+	second := count(kinds(u, 60*time.Second, 1000), pacing.KindOK)
+	if first != 45 || second != 75 {
+		t.Errorf("ramp 1→3/s: served %d then %d, want 45 and 75", first, second)
+	}
+	if c := sc.capacityAt(epoch.Add(45 * time.Second)); math.Abs(c-150) > 1e-9 {
+		t.Errorf("capacity at 45 s is %v, want 150", c)
+	}
+	if c := sc.capacityAt(epoch.Add(90 * time.Second)); c != 180 {
+		t.Errorf("capacity after the ramp is %v, want 180", c)
+	}
+	// The ideal is the same area, clipped where the connections bind: at
+	// 3 s latency six connections carry 2/s, so the ramp's second half
+	// counts 2/s, not 2→3/s.
+	sc.Phases[0].LatencyMS, sc.Phases[1].LatencyMS = 3000, 3000
+	if got := idealBetween(sc, 0, 60*time.Second); math.Abs(got-(45+60)) > 1e-9 {
+		t.Errorf("clipped ramp ideal %v, want 105", got)
+	}
+}

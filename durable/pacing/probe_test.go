@@ -1,0 +1,139 @@
+package pacing
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+)
+
+// tickOf builds a tick of n items × sub requests of kind k, each taking lat.
+func tickOf(n, sub int, k Kind, at time.Time, lat time.Duration) []Outcome {
+	var out []Outcome
+	for i := 0; i < n; i++ {
+		for j := 0; j < sub; j++ {
+			out = append(out, Outcome{Item: i, SentAt: at, DoneAt: at.Add(lat), Kind: k, Remaining: -1})
+		}
+	}
+	return out
+}
+
+func TestProbeLatencyBoundPlanKeepsConnectionsBusy(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 6})
+	p.LatencyMs = 2500 // six connections carry 144 requests a minute
+	p.Rate = 200
+	plan := p.Plan(t0)
+	// A minute of the connections' work (144 requests = 24 items) in one chunk.
+	if plan.Items != 24 || plan.ChunkItems != 24 || plan.ChunkPause != 0 {
+		t.Fatalf("latency-bound plan %+v, want 24 items in one chunk", plan)
+	}
+	// Well under what the connections carry, the rate paces as before.
+	p.Rate = 60
+	if plan := p.Plan(t0); plan.Items != 2 || plan.ChunkItems != 1 {
+		t.Fatalf("rate-bound plan %+v, want 2 items (60/min × 10 s / 6) in chunks of 1", plan)
+	}
+}
+
+func TestProbeOldStateDecodes(t *testing.T) {
+	// State stored before issue 18 (no newer fields) must still decode and run.
+	old := `{"sub":4,"latency_ms":130,"not_before":0,"last_wake":0,"last_plan_requests":40,
+		"rate":540,"ceiling":600,"phase":"plateau","phase_since":1,"last_throttle":1,"streak":0,
+		"probe_ticks":0,"backoff_ms":0,"blocks":0,"penalized":false,"careful":false,"history":[{"end":1,"ok":40}]}`
+	var p Probe
+	if err := json.Unmarshal([]byte(old), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Rate != 540 || p.Ceiling != 600 || p.Phase != PhasePlateau || p.Sub != 4 {
+		t.Fatalf("decoded %+v", p)
+	}
+	if plan := p.Plan(t0); plan.Items == 0 {
+		t.Fatal("decoded old state plans nothing")
+	}
+	p.Done(t0.Add(10*time.Second), tickOf(1, 4, KindOK, t0, 100*time.Millisecond))
+}
+
+// runTick plans at now and reports every planned item answered with kind k
+// (100 ms each), returning the next wake.
+func runTick(p *Probe, now time.Time, k Kind) (Plan, time.Time) {
+	plan := p.Plan(now)
+	return plan, p.Done(now.Add(time.Second), tickOf(plan.Items, p.Sub, k, now, 100*time.Millisecond))
+}
+
+func TestProbeOneRefusedTickIsNotABlock(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling, p.Phase = 300, 300, PhaseProbe
+	now := t0
+	_, now = runTick(p, now, KindThrottled) // one item, all refused: near the limit
+	if p.Phase == PhaseBlocked || p.Penalized || p.Blocks != 0 {
+		t.Fatalf("a single all-refused tick was taken for a block: %+v", p)
+	}
+	_, _ = runTick(p, now, KindThrottled) // still everything refused after backing off
+	if p.Phase != PhaseBlocked || p.Blocks != 1 {
+		t.Fatalf("two all-refused ticks in a row are a block: phase %s blocks %d", p.Phase, p.Blocks)
+	}
+}
+
+func TestProbeBisectsAfterFindingFarMoreRoom(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	now := t0
+	p.Rate, p.Ceiling, p.Phase = 1000, 300, PhaseProbe
+	// The last minute served ~300/min (the climb), the probe at 1000 is refused.
+	p.History = []tickStats{{End: now.Add(-50 * time.Second).UnixMilli(), OK: 50}, {End: now.UnixMilli(), OK: 200}}
+	_, now = runTick(p, now, KindThrottled)
+	if p.Phase != PhaseBracket || p.Refused != 1000 || p.Rate != p.Ceiling {
+		t.Fatalf("refused far above the learned ceiling: want bisection from it, got %+v", p)
+	}
+	lo := p.Ceiling
+	// Clean ticks: the floor rises and the next step is the geometric mean,
+	// once the rest after the refusal is over.
+	for now.Sub(t0) < probeBracketRest {
+		_, now = runTick(p, now, KindOK)
+	}
+	_, now = runTick(p, now, KindOK)
+	if want := math.Sqrt(p.Ceiling * 1000); math.Abs(p.Rate-want) > 1e-6 || p.Ceiling < lo {
+		t.Fatalf("bisection step %v, want √(%v × 1000) = %v", p.Rate, p.Ceiling, want)
+	}
+	// Steps continue until the bracket is within probeBracketGap.
+	for i := 0; i < 20 && p.Phase == PhaseBracket; i++ {
+		_, now = runTick(p, now, KindOK)
+	}
+	if p.Phase != PhasePlateau || p.Ceiling < 1000/(1+probeBracketGap) {
+		t.Fatalf("after clean bisection steps: phase %s ceiling %v", p.Phase, p.Ceiling)
+	}
+}
+
+func TestProbePenalisedCycleTimedByTheRefusalsCost(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling, p.Phase, p.Careful = 200, 215, PhasePlateau, true
+	now := t0
+	// A refusal carrying Retry-After: 30 s makes refusals expensive.
+	ra := tickOf(1, 4, KindThrottled, now, 100*time.Millisecond)
+	for i := range ra {
+		ra[i].RetryAfter = 30 * time.Second
+	}
+	p.Plan(now)
+	p.Done(now.Add(time.Second), append(tickOf(2, 4, KindOK, now, 100*time.Millisecond), ra...))
+	if !p.Penalized || p.HoldMs != 30_000 {
+		t.Fatalf("Retry-After 30 s: penalized %v hold %d ms", p.Penalized, p.HoldMs)
+	}
+	// The wait between steps is at least two holds, doubled by the refusal.
+	if w := p.penaltyWait(); w != 2*probePenaltyHolds*30*time.Second {
+		t.Fatalf("wait after a refused step %v, want %v", w, 2*probePenaltyHolds*30*time.Second)
+	}
+	// Clean steps: each halves the wait (down to two holds) and grows the step.
+	var rates []float64
+	for i := 0; i < 200 && len(rates) < 4; i++ {
+		now = now.Add(10 * time.Second)
+		before := p.Rate
+		runTick(p, now, KindOK)
+		if p.Phase == PhaseRecover && p.Rate > before && p.PenaltySteps > len(rates) {
+			rates = append(rates, p.Rate/before-1)
+		}
+	}
+	if len(rates) < 3 || math.Abs(rates[0]-0.05) > 1e-9 || math.Abs(rates[1]-0.10) > 1e-9 || math.Abs(rates[2]-0.20) > 1e-9 {
+		t.Fatalf("clean penalised steps %v, want 5%%, 10%%, 20%%", rates)
+	}
+	if w := p.penaltyWait(); w != probePenaltyHolds*30*time.Second {
+		t.Fatalf("wait after clean steps %v, want the floor %v", w, probePenaltyHolds*30*time.Second)
+	}
+}
