@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	sc "storecrawl/worker"
 )
+
+// numbered matches SQLite's numbered parameters (?1, ?2, ...).
+var numbered = regexp.MustCompile(`\?\d+`)
 
 // fullScan matches a plan step that reads a whole table (no index).
 var fullScan = regexp.MustCompile(`^SCAN \w+( AS \w+)?$`)
@@ -23,13 +27,26 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 	persist := filepath.Join(dir, "state")
 	prepareDB(t, persist, dir, 0)
 	for _, q := range sc.HotQueries() {
-		sql := q.SQL
-		for _, a := range q.Args {
-			lit := fmt.Sprint(a)
+		literal := func(a any) string {
 			if s, ok := a.(string); ok {
-				lit = "'" + strings.ReplaceAll(s, "'", "''") + "'"
+				return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 			}
-			sql = strings.Replace(sql, "?", lit, 1)
+			return fmt.Sprint(a)
+		}
+		sql := q.SQL
+		if numbered.MatchString(sql) {
+			// ?N names the N-th argument, wherever and however often it appears.
+			sql = numbered.ReplaceAllStringFunc(sql, func(m string) string {
+				n, _ := strconv.Atoi(m[1:])
+				if n < 1 || n > len(q.Args) {
+					t.Fatalf("%s: %s with %d arguments", q.Name, m, len(q.Args))
+				}
+				return literal(q.Args[n-1])
+			})
+		} else {
+			for _, a := range q.Args {
+				sql = strings.Replace(sql, "?", literal(a), 1)
+			}
 		}
 		out := wrangler(t, persist, "d1", "execute", "DB", "--local", "--json", "--command", "EXPLAIN QUERY PLAN "+strings.Join(strings.Fields(sql), " "))
 		start := strings.Index(out, "[")
