@@ -409,6 +409,8 @@ func TestTuneValidation(t *testing.T) {
 		{`[]`, "body"},
 		{`{}`, "body"},
 		{`{"batch_size": 1}`, "batch_size"},
+		{`{"rate_per_min": 60, "host": "cdn"}`, "host"},
+		{`{"rate_per_min": 60, "host": 1}`, "host"},
 		{`{"batch_size": 51}`, "batch_size"},
 		{`{"batch_size": 5.5}`, "batch_size"},
 		{`{"batch_size": "10"}`, "batch_size"},
