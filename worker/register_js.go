@@ -162,6 +162,9 @@ func enrichmentRun(args []js.Value) (any, error) {
 		Sleep:     cf.Sleep,
 		Limit:     enrichment.GlobalLimit(up.Limits, upstream.CatalogueLimit),
 		PageLimit: enrichment.GlobalLimit(up.Limits, upstream.StorePagesLimit),
+		// Due refreshes (issue 16) share the tick with the queue.
+		Refreshes:    enrichment.D1Store{DB: db},
+		RefreshShare: cfg.RefreshShare,
 	}
 	// The run's D1 cost, from D1's result metadata, goes to the controller's totals.
 	ctx, cost := d1.WithCost(context.Background())

@@ -144,6 +144,13 @@ type ItemResult struct {
 	// StoredLookup: the item's lookup was its fresh stored fields (from a
 	// recent lookup or search), so no lookup was sent for it.
 	StoredLookup bool `json:"stored_lookup,omitempty"`
+	// Refresh: the item was an enriched app whose refresh came due (issue
+	// 16), not a queued one; it is never requeued, deferred or given up
+	// (the catalogue schedules it), and ActionFor does not apply.
+	Refresh bool `json:"refresh,omitempty"`
+	// Unchanged: the refresh's lookup showed the version and rating count
+	// its page was fetched for, so no page was fetched.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // RunPlan is the I/O the shim asks the Worker code to perform for one tick:
@@ -343,6 +350,14 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 	for _, r := range o.Results {
 		byClass[string(r.Class)]++
 		switch {
+		case r.Refresh && r.Class == ClassOK && (r.Unchanged || r.Page == PageParsed):
+			// A refresh stored: not a new app, so not Completed.
+			s.Totals.Refreshed++
+			if r.Unchanged {
+				s.Totals.RefreshesUnchanged++
+			}
+		case r.Refresh && r.Class == ClassOK:
+			// A refresh whose page is pending: still due, not failed.
 		case r.Class == ClassOK && r.Page == PageSkipped:
 			// Looked up, page pending (parser drift): not complete, not failed.
 		case r.Class == ClassOK:

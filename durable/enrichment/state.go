@@ -224,7 +224,13 @@ type Totals struct {
 	// LookupsSkipped counts items enriched from their fresh stored lookup
 	// (LOOKUP_FRESH_H), with no lookup sent for them.
 	LookupsSkipped int64 `json:"lookups_skipped"`
-	Ticks          int64 `json:"ticks"`
+	// Refreshed counts enriched apps looked at again because their refresh
+	// came due (issue 16), stored with a new record or, when their lookup
+	// showed nothing a page is needed for, RefreshesUnchanged (one share
+	// of a lookup, no page). Neither counts in Completed.
+	Refreshed          int64 `json:"refreshed"`
+	RefreshesUnchanged int64 `json:"refreshes_unchanged"`
+	Ticks              int64 `json:"ticks"`
 	// Cooldowns counts entries into the critical zone.
 	Cooldowns int64 `json:"cooldowns"`
 	// D1RowsRead/D1RowsWritten: the runs' D1 cost (rows per completed app

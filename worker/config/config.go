@@ -15,6 +15,7 @@ import (
 	"storecrawl/durable/enrichment"
 	"storecrawl/durable/ledger"
 	"storecrawl/durable/scheduler"
+	"storecrawl/worker/refresh"
 )
 
 // Binding names, as wrangler.jsonc binds them (a test checks they agree).
@@ -116,6 +117,10 @@ type Config struct {
 	FactsRetention time.Duration
 	// StaleAfter is CATALOGUE_STALE_AFTER_DAYS.
 	StaleAfter time.Duration
+	// RefreshShare is REFRESH_SHARE_PCT as a fraction: the share of an
+	// enrichment tick's slots due refreshes get while never-enriched apps
+	// wait too (refresh.Split).
+	RefreshShare float64
 	// AdminToken guards the mutating routes; empty refuses them all.
 	AdminToken string
 	// ClientToken (LIMITER_CLIENT_TOKEN) guards POST /v1/limiter/acquire and
@@ -275,6 +280,19 @@ func Load(getenv func(string) string) (Config, []Problem) {
 			bad("CATALOGUE_STALE_AFTER_DAYS", raw, err)
 		} else {
 			c.StaleAfter = time.Duration(days) * 24 * time.Hour
+		}
+	}
+
+	c.RefreshShare = refresh.DefaultRefreshShare
+	if raw := getenv("REFRESH_SHARE_PCT"); raw != "" {
+		pct, err := strconv.Atoi(raw)
+		if err == nil && (pct < 0 || pct > 100) {
+			err = fmt.Errorf("must be a whole percentage in [0, 100]")
+		}
+		if err != nil {
+			bad("REFRESH_SHARE_PCT", raw, err)
+		} else {
+			c.RefreshShare = float64(pct) / 100
 		}
 	}
 

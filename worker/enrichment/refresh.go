@@ -17,6 +17,29 @@ import (
 // (UnchangedRefreshStatements) sets enriched_at, and the next refresh is
 // scheduled from it.
 
+// RefreshStore is the catalogue side of refreshes: which are due, and how
+// a refresh that stored no new record is settled. Runner.Refreshes nil
+// means the run serves the discovery queue alone.
+type RefreshStore interface {
+	// DueRefreshes reads up to n refreshes due at now, most overdue first.
+	DueRefreshes(ctx context.Context, n int, now time.Time) ([]DueRefresh, error)
+	// SaveUnchangedRefresh records a refresh whose lookup showed nothing a
+	// page is needed for (UnchangedRefreshStatements).
+	SaveUnchangedRefresh(ctx context.Context, app appstore.App, at time.Time) error
+	// PostponeRefresh makes a refresh that got no record due again at
+	// until, so a failing app does not take every tick's slots.
+	PostponeRefresh(ctx context.Context, id int64, until time.Time) error
+}
+
+// RefreshOutageDelay postpones a refresh that met an upstream-level
+// failure (5xx, timeout, connection error): short, like the queue's first
+// deferral, without a counter (the pacing slows the whole run in an
+// outage). A failure about the app itself (not found, a lookup or page
+// that does not parse, a D1 error on its row) postpones it by the policy's
+// refresh.RetryInterval: hours, not its tier's month. Neither counts as an
+// attempt; the app stays enriched as it was.
+const RefreshOutageDelay = 5 * time.Minute
+
 // DueRefresh is an enriched app whose refresh is due, with what its page
 // was fetched for.
 type DueRefresh struct {
@@ -55,6 +78,20 @@ func (s D1Store) DueRefreshes(ctx context.Context, n int, now time.Time) ([]DueR
 // count need no page).
 func (d DueRefresh) NeedsPage(looked appstore.App) bool {
 	return !refresh.Unchanged(d.Page, refresh.Fingerprint{Version: looked.Version, RatingCount: looked.RatingCount})
+}
+
+// SaveUnchangedRefresh implements RefreshStore.
+func (s D1Store) SaveUnchangedRefresh(ctx context.Context, app appstore.App, at time.Time) error {
+	_, err := s.DB.ExecAtomic(ctx, UnchangedRefreshStatements(app, at)...)
+	return err
+}
+
+// PostponeRefresh implements RefreshStore: only a scheduled app (still
+// enriched) is moved.
+func (s D1Store) PostponeRefresh(ctx context.Context, id int64, until time.Time) error {
+	_, err := s.DB.Exec(ctx, d1.Stmt{SQL: `UPDATE app_registry SET next_refresh_at = ? WHERE track_id = ? AND next_refresh_at IS NOT NULL`,
+		Args: []any{ts(until), id}})
+	return err
 }
 
 // UnchangedRefreshStatements record a refresh whose lookup showed nothing

@@ -22,6 +22,7 @@ import (
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/bytebudget"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/refresh"
 	"storecrawl/worker/subreq"
 	"storecrawl/worker/upstream"
 )
@@ -36,6 +37,9 @@ type QueuedItem struct {
 	// stored (from a lookup or a search result); nil when it has none.
 	Lookup   *appstore.App
 	LookupAt time.Time
+	// Refresh is set for an enriched app whose refresh came due (not a
+	// queued item): it is always looked up, and settled by settleRefresh.
+	Refresh *DueRefresh
 }
 
 // freshLookup reports whether the item's stored lookup is recent enough
@@ -144,6 +148,11 @@ type Runner struct {
 	PageLimit func(ctx context.Context, cost int, fn func(context.Context) error) error
 	// BodyBytes bounds the bodies a run holds at once (TickBodyBytes when 0).
 	BodyBytes int64
+	// Refreshes, when set, serves due refreshes beside the queue: they get
+	// RefreshShare of a tick's slots when never-enriched apps wait too, and
+	// every slot the queue leaves (refresh.Split).
+	Refreshes    RefreshStore
+	RefreshShare float64
 }
 
 // ErrLimited is what Limit returns when the global limit had no room.
@@ -190,6 +199,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	if err != nil {
 		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds(), Subrequests: budget.Used()}
 	}
+	items = r.withRefreshes(ctx, items, plan, start)
 	// Items whose stored lookup is fresh go first and need no lookup: their
 	// pages start the run, then the others in lookup batches.
 	fresh := time.Duration(plan.LookupFreshS) * time.Second
@@ -357,6 +367,73 @@ func anyRefused(rs []controller.ItemResult) bool {
 	return false
 }
 
+// withRefreshes shares the tick's slots between the queue's items and due
+// refreshes (refresh.Split): never-enriched apps first, refreshes after
+// them. No refresh runs while store pages are paused (parser drift) or
+// lookups are (the API host held): a refresh needs its lookup, and its
+// page when the app changed. A failed read of the due refreshes leaves the
+// tick to the queue.
+func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, plan controller.RunPlan, now time.Time) []QueuedItem {
+	if r.Refreshes == nil || plan.SkipPages || plan.NoLookups || plan.BatchSize <= 0 {
+		return items
+	}
+	due, err := r.Refreshes.DueRefreshes(ctx, plan.BatchSize, now)
+	if err != nil {
+		logx.Err("controller.refresh_pick_failed", err, nil)
+		return items
+	}
+	refreshes, discovery := SplitTick(plan.BatchSize, len(items), len(due), r.RefreshShare)
+	items = items[:discovery]
+	for i := range due[:refreshes] {
+		items = append(items, QueuedItem{TrackID: due[i].TrackID, Refresh: &due[i]})
+	}
+	return items
+}
+
+// settleRefresh performs a due refresh: an unchanged app is recorded from
+// its lookup alone; a changed one gets its page and a new record (which
+// schedules its next refresh). A refresh that stored neither is postponed
+// (refused: left due for the next tick), never requeued or given up: the
+// app stays enriched as it was.
+func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lookup lookupOutcome, fetchPage bool) (controller.ItemResult, []controller.RequestOutcome) {
+	var res controller.ItemResult
+	var reqs []controller.RequestOutcome
+	if lookup.class == controller.ClassOK && !it.Refresh.NeedsPage(lookup.app) {
+		res = controller.ItemResult{TrackID: it.TrackID, Class: controller.ClassOK, Status: lookup.status, Unchanged: true}
+		if err := r.Refreshes.SaveUnchangedRefresh(ctx, lookup.app, r.Now()); err != nil {
+			res.Class, res.Error = controller.ClassStoreError, "d1 save refresh: "+err.Error()
+		}
+	} else if lookup.class == controller.ClassOK && !fetchPage {
+		// The run turned pages off (a streak that did not parse): the app
+		// stays due, untouched, and its lookup is not written over a record.
+		res = controller.ItemResult{TrackID: it.TrackID, Class: controller.ClassOK, Status: lookup.status, Page: controller.PageSkipped}
+	} else {
+		res, reqs = r.enrichOne(ctx, it.TrackID, index, lookup, true)
+	}
+	res.Refresh = true
+	var delay time.Duration
+	switch {
+	case res.Class == controller.ClassOK:
+		// Stored (or left due with its page skipped).
+	case res.Class == controller.ClassRateLimit:
+		// Next when the pace lets it: it is still due.
+	case res.Class == controller.ClassServerError || res.Class == controller.ClassTimeout:
+		delay = RefreshOutageDelay
+	default: // not found, parse and store errors: the app's own
+		delay = refresh.RetryInterval
+	}
+	if delay > 0 {
+		if err := r.Refreshes.PostponeRefresh(ctx, it.TrackID, r.Now().Add(delay)); err != nil {
+			logx.Err("controller.settle_failed", err, map[string]any{"track_id": it.TrackID, "action": "postpone_refresh"})
+		}
+	}
+	if res.Class != controller.ClassOK && !res.BatchFailed {
+		logx.Event("controller.refresh_failed", map[string]any{"level": logx.Warn, "track_id": it.TrackID,
+			"class": string(res.Class), "status": res.Status, "postponed_s": int64(delay / time.Second), "error": res.Error})
+	}
+	return res, reqs
+}
+
 // lookupOutcome is what an item's lookup batch said about it.
 type lookupOutcome struct {
 	app         appstore.App
@@ -452,6 +529,9 @@ func (r *Runner) lookupBatch(ctx context.Context, items []QueuedItem, first int)
 
 // settle enriches one item and applies the controller's verdict to it.
 func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, lookup lookupOutcome, fetchPage, probing bool) (controller.ItemResult, []controller.RequestOutcome) {
+	if it.Refresh != nil {
+		return r.settleRefresh(ctx, it, index, lookup, fetchPage)
+	}
 	res, reqs := r.enrichOne(ctx, it.TrackID, index, lookup, fetchPage)
 	res.Probe = fetchPage && probing
 	action := controller.ActionFor(res, it.Attempts)

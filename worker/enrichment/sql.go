@@ -11,7 +11,9 @@ import (
 	"storecrawl/worker/d1"
 )
 
-// PickSQL is the controller's pick; idx_app_registry_queue serves it. With
+// PickSQL is the controller's pick: priority, then rating count (an app
+// whose lookup or a search showed more ratings matters more; unknown
+// counts last), from idx_app_registry_queue_value (migrations/0024). With
 // the first argument 1 it skips items that already have their lookup
 // (while store pages are paused they wait for their page); the second is
 // now: an item deferred by an upstream outage waits out its backoff.
@@ -23,7 +25,7 @@ const PickSQL = `SELECT track_id, enrich_attempts, enrich_defers, lookup_at, nam
 FROM app_registry
 WHERE enriched_at IS NULL AND (? = 0 OR enrichment_source IS NULL)
   AND (enrich_retry_at IS NULL OR enrich_retry_at <= ?)
-ORDER BY enrich_priority DESC, track_id
+ORDER BY enrich_priority DESC, rating_count DESC, track_id
 LIMIT ?`
 
 // enrichment_source values.

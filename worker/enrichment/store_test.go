@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -343,5 +344,33 @@ func TestItemWorstCaseCoversTheClients(t *testing.T) {
 	}
 	if want := ratelimit.MaxAttempts + controller.MaxCallsPerFetch; controller.MaxCallsPerLookup < want {
 		t.Fatalf("MaxCallsPerLookup %d < %d", controller.MaxCallsPerLookup, want)
+	}
+}
+
+// TestPickByPriorityThenRatingCount: the pick serves priority first, then
+// the apps with most ratings (unknown counts last), from its partial index
+// without a sort.
+func TestPickByPriorityThenRatingCount(t *testing.T) {
+	db, drv := d1test.New(t)
+	for _, r := range []struct {
+		id, priority int64
+		count        any
+	}{{1, 0, nil}, {2, 0, 500}, {3, 0, 50000}, {4, 5, 1}, {5, 0, 500}} {
+		drv.Exec(t, `INSERT INTO app_registry (track_id, enrich_priority, rating_count) VALUES (?,?,?)`, r.id, r.priority, r.count)
+	}
+	items, err := D1Store{DB: db}.PickQueued(context.Background(), 10, false, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []int64
+	for _, it := range items {
+		order = append(order, it.TrackID)
+	}
+	if fmt.Sprint(order) != "[4 3 2 5 1]" {
+		t.Fatalf("pick order %v", order)
+	}
+	plan := fmt.Sprint(drv.Rows(t, `EXPLAIN QUERY PLAN `+PickSQL, 0, "2026-01-01T00:00:00.000Z", 10))
+	if !strings.Contains(plan, "idx_app_registry_queue_value") || strings.Contains(plan, "TEMP B-TREE") {
+		t.Fatalf("pick plan: %s", plan)
 	}
 }
