@@ -23,11 +23,13 @@ import (
 //     a handful of ticks. A probe refused far above the learned ceiling
 //     (the capacity rose; the minute's accepted rate mixes in the climb)
 //     bisects between the two, a tick per step, instead of restarting the
-//     cycle from an underestimate.
+//     cycle from an underestimate; a probe tick served in full at twice
+//     the ceiling or more is the bracket's floor.
 //   - Where refusals are penalised (Retry-After, blocks) the cycle is
 //     timed by what a refusal costs: at least two holds between steps,
-//     doubled after a refused step, halved after a clean one; clean steps
-//     grow 5%, 10%, 20%.
+//     doubled after a refused step, halved after a step that held for a
+//     whole wait; clean steps grow 5%, 10%, 20%. A refused step resumes at
+//     the rate before it (the hold is the refusal's cost; no cut on top).
 //   - Latency-bound (the rate asks about what six connections carry at the
 //     measured latency): a tick is one chunk of a minute of the
 //     connections' work, so they stay busy instead of waiting out every
@@ -65,6 +67,9 @@ type Probe struct {
 	// ceiling after a probe found far more room than expected (0 = not
 	// bracketing).
 	Refused float64 `json:"refused,omitempty"`
+	// Clean is the rate of the last probe tick that was served in full
+	// (0 = none since the last refusal).
+	Clean float64 `json:"clean,omitempty"`
 	// PenaltyWaitMs is the wait between probe steps where refusals are
 	// penalised (0 = not yet set: probePenaltyWaitMin); HoldMs is what the
 	// last penalty held traffic for (a Retry-After, a block's length);
@@ -140,6 +145,12 @@ const (
 	// long at the ceiling, so refusals never bunch (an upstream that locks
 	// out after ~10 refusals a minute sees at most two refused items a minute).
 	probeBracketRest = 30 * time.Second
+	// probeRiseEvidence: a probe tick served in full at this multiple of
+	// the learned ceiling shows the capacity rose, and its rate (a burst
+	// of a few dozen tokens cannot carry a tick at twice the ceiling) is
+	// the bracket's floor, rather than the last minute's accepted rate,
+	// which mixes in the slower ticks of the climb.
+	probeRiseEvidence = 2.0
 	// probeBusyShare: from this share of what the connections carry at the
 	// measured latency, the connections bind, not the rate (chunks that wait
 	// for their slowest answer carry less than the nominal six at once).
@@ -306,9 +317,19 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 	case t.throttled > 0:
 		if p.Streak == 0 {
 			est := p.acceptedPerMin(now) * probeEstimateSlack
-			refused, probing := p.Rate, p.Phase == PhaseProbe
+			refused, probing, old := p.Rate, p.Phase == PhaseProbe, p.Ceiling
 			p.Ceiling = math.Min(p.Rate, math.Max(est, MinRatePerMin))
+			if probing && !p.Penalized && old > 0 && p.Clean >= probeRiseEvidence*old {
+				p.Ceiling = math.Max(p.Ceiling, math.Min(p.Clean, refused))
+			}
 			p.Rate = clampRate(p.Ceiling * probeBeta)
+			if p.Penalized && p.Clean > 0 && p.Clean < refused {
+				// A refusal here cost a hold already: resume at the last
+				// rate served in full (the one before the refused step)
+				// rather than cutting below it and climbing back.
+				p.Ceiling, p.Rate = p.Clean/probePenaltyMargin, p.Clean
+			}
+			p.Clean = 0
 			if probing && !p.Penalized && refused > p.Ceiling*(1+probeBracketGap) {
 				// The capacity rose well above the old ceiling: bisect for it.
 				p.Refused, p.Rate = refused, p.Ceiling
@@ -355,6 +376,7 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 func (p *Probe) grow(now time.Time) {
 	switch p.Phase {
 	case PhaseSlowStart:
+		p.Clean = p.Rate
 		p.Rate = clampRate(p.Rate * probeSlowStartGrow)
 	case PhaseBracket:
 		// The rate held: it is the new floor of the bracket.
@@ -395,8 +417,14 @@ func (p *Probe) grow(now time.Time) {
 			// One step, then cruise again: an over-probe costs a block. The
 			// last step held, so the next comes sooner and may be larger.
 			step := probePenalizedStep * math.Pow(2, float64(min(p.PenaltySteps, probePenaltyMaxDoublings)))
-			p.PenaltyWaitMs = (p.penaltyWait() / 2).Milliseconds()
+			if p.PenaltySteps > 0 {
+				// The last step held for a whole wait: clean, so the
+				// wait halves. (The first step after a refusal has no
+				// clean step behind it: the doubled wait stands.)
+				p.PenaltyWaitMs = (p.penaltyWait() / 2).Milliseconds()
+			}
 			p.PenaltySteps++
+			p.Clean = p.Rate
 			p.Rate = clampRate(p.Rate * (1 + step))
 			p.Ceiling = math.Max(p.Ceiling, p.Rate/probePenaltyMargin)
 			p.LastThrottle = now.UnixMilli()
@@ -404,6 +432,7 @@ func (p *Probe) grow(now time.Time) {
 			return
 		}
 		p.ProbeTicks++
+		p.Clean = p.Rate
 		p.Rate = clampRate(p.Rate * (1 + step))
 	}
 }

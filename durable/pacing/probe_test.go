@@ -137,3 +137,72 @@ func TestProbePenalisedCycleTimedByTheRefusalsCost(t *testing.T) {
 		t.Fatalf("wait after clean steps %v, want the floor %v", w, probePenaltyHolds*30*time.Second)
 	}
 }
+
+// raTick is a tick of ok clean items and one refused item carrying a
+// Retry-After of ra.
+func raTick(p *Probe, now time.Time, ok int, ra time.Duration) time.Time {
+	p.Plan(now)
+	refused := tickOf(1, p.Sub, KindThrottled, now, 100*time.Millisecond)
+	for i := range refused {
+		refused[i].Item = ok
+		refused[i].RetryAfter = ra
+	}
+	return p.Done(now.Add(time.Second), append(tickOf(ok, p.Sub, KindOK, now, 100*time.Millisecond), refused...))
+}
+
+func TestProbePenalisedRefusedStepResumesAtTheLastCleanRate(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling, p.Phase, p.Careful, p.Penalized, p.HoldMs = 200, 215, PhaseProbe, true, true, 30_000
+	p.PenaltySteps = 1 // the step before held
+	now := t0
+	_, now = runTick(p, now, KindOK) // a 5%… step above 200
+	stepped := p.Rate
+	if stepped <= 200 || p.Clean != 200 {
+		t.Fatalf("penalised step: rate %v clean %v, want a step above 200 from 200", stepped, p.Clean)
+	}
+	waitBefore := p.penaltyWait()
+	now = raTick(p, now, 3, 30*time.Second)
+	// The refusal already cost a 30 s hold: resume at the rate that held,
+	// not 0.9× under a ceiling estimate.
+	if p.Rate != 200 || p.Ceiling*probePenaltyMargin != 200 {
+		t.Fatalf("after a refused step: rate %v ceiling %v, want to cruise at 200", p.Rate, p.Ceiling)
+	}
+	if w := p.penaltyWait(); w != 2*waitBefore {
+		t.Fatalf("wait after a refused step %v, want doubled %v", w, 2*waitBefore)
+	}
+	// The next step is the first after a refusal: it does not halve the
+	// wait (no clean step behind it), so refused steps grow ever rarer.
+	for p.Phase != PhaseProbe {
+		_, now = runTick(p, now, KindOK)
+	}
+	_, now = runTick(p, now, KindOK)
+	if w := p.penaltyWait(); w != 2*waitBefore {
+		t.Fatalf("wait after the first step since a refusal %v, want still %v", w, 2*waitBefore)
+	}
+	_ = now
+}
+
+func TestProbeRiseEvidenceSetsTheBracketFloor(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	now := t0
+	p.Rate, p.Ceiling, p.Phase, p.ProbeTicks = 1000, 300, PhaseProbe, 5
+	p.History = []tickStats{{End: now.Add(-50 * time.Second).UnixMilli(), OK: 50}, {End: now.UnixMilli(), OK: 200}}
+	_, now = runTick(p, now, KindOK) // 1000/min served in full: over 2× the ceiling
+	if p.Clean != 1000 || p.Rate != 2000 {
+		t.Fatalf("clean probe tick: clean %v rate %v", p.Clean, p.Rate)
+	}
+	_, _ = runTick(p, now, KindThrottled)
+	if p.Phase != PhaseBracket || p.Ceiling != 1000 || p.Refused != 2000 {
+		t.Fatalf("refused at 2000 after 1000 was served: want the bracket [1000, 2000], got %+v", p)
+	}
+	// Without that evidence (the last clean tick under 2× the ceiling) the
+	// floor stays the last minute's accepted rate.
+	q := NewProbe(Config{SubrequestsPerItem: 4})
+	q.Rate, q.Ceiling, q.Phase, q.Clean = 500, 300, PhaseProbe, 400
+	q.History = p.History[:0:0]
+	q.History = append(q.History, tickStats{End: t0.Add(-50 * time.Second).UnixMilli(), OK: 50}, tickStats{End: t0.UnixMilli(), OK: 200})
+	runTick(q, t0, KindThrottled)
+	if q.Ceiling >= 400 {
+		t.Fatalf("a clean tick at 1.3× the ceiling taken as rise evidence: ceiling %v", q.Ceiling)
+	}
+}
