@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"sort"
@@ -60,18 +61,23 @@ func PickTier(due map[string]bool, r float64) string {
 
 // Gaps is what the crawl cycle's existence checks found.
 type Gaps struct {
-	Tiers           map[string]bool // tiers with a category due for a scan
-	PendingKeywords bool
+	Tiers map[string]bool // tiers with a category due for a scan
+	// DueKeywords: a keyword never searched, or searched and due again.
+	DueKeywords bool
 	// RankingFill: an enriched app whose rankings were never filled or are stale.
 	RankingFill bool
 }
 
 // Store is the D1 side of the crawl cycle.
 type Store interface {
+	// Steer revalues the keywords of re-scored clusters and makes the
+	// searched keywords whose rest is over due (bounded writes).
+	Steer(ctx context.Context, now time.Time) (SteerResult, error)
 	// Gaps runs the cheap existence checks (LIMIT 1 each, in one round).
 	Gaps(ctx context.Context, now time.Time) (Gaps, error)
-	// PendingKeywords returns up to n keywords never searched.
-	PendingKeywords(ctx context.Context, n int) ([]string, error)
+	// PickKeywords returns up to n keywords to search, pending or due, by
+	// expected value (highest first).
+	PickKeywords(ctx context.Context, n int) ([]string, error)
 	// SaveRankings records one keyword's search results (and queues the apps).
 	SaveRankings(ctx context.Context, keyword string, apps []appstore.App, now time.Time) error
 	// SaveDevelopers upserts developers (already deduplicated).
@@ -105,6 +111,15 @@ type Result struct {
 	Found   int    `json:"found,omitempty"`
 	Apps    int    `json:"apps,omitempty"`   // distinct apps upserted (queued if new)
 	Filled  int    `json:"filled,omitempty"` // apps whose rankings were filled
+	// Searches is how many searches the task sent; RateLimited: a refusal
+	// (the global limit's or the upstream's) stopped them.
+	Searches    int  `json:"searches,omitempty"`
+	RateLimited bool `json:"rate_limited,omitempty"`
+	// Conns is the most requests the task had in flight at once.
+	Conns int `json:"conns,omitempty"`
+	// Steering: keywords of re-scored clusters rescheduled, keywords made due.
+	Revalued int `json:"revalued,omitempty"`
+	Promoted int `json:"promoted,omitempty"`
 	// Keywords mapped this cycle (for the rankings-updated event).
 	Keywords []string `json:"-"`
 	// Side is the task run alongside the primary one, if any.
@@ -112,47 +127,77 @@ type Result struct {
 	Error string  `json:"error,omitempty"`
 }
 
-// CrawlCycle is the 5-minute discovery step: exit early when nothing is
-// due; otherwise run one primary task by priority: a category scan (tier by
-// weighted choice) queuing what it finds for the EnrichmentController, else
-// keyword mapping, else ranking fill. Ranking fill also runs as a side task
-// next to keyword mapping (each with its own error handling; 2 × KeywordChunk
-// searches in flight at most, within the 6 connections of an invocation).
+// CrawlCycle is the 5-minute discovery step: the existence checks, then
+// the steering step (keyword values and due re-searches), then one primary
+// task by priority, a category scan (tier by weighted choice) queuing what
+// it finds for the EnrichmentController, else ranking fill, with keyword
+// mapping beside it as the side task whenever keywords are due (alone when
+// nothing else is). The side task gets the connections the primary leaves
+// of ConnectionBudget, and the cycle's searches stay within
+// KeywordSearchesPerCycle. Each task has its own error handling.
 func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), r float64, now time.Time) Result {
 	gaps, err := store.Gaps(ctx, now)
 	if err != nil {
 		return Result{Action: "error", Error: "gap check: " + err.Error()}
 	}
-	tier := PickTier(gaps.Tiers, r)
+	steered, steerErr := store.Steer(ctx, now)
+	if steered.Promoted > 0 || steered.Revalued > 0 {
+		gaps.DueKeywords = true // checked before the step made some due: the pick tells
+	}
+	res := runTasks(ctx, store, fetch, apiBase, country, sleep, PickTier(gaps.Tiers, r), gaps, now)
+	res.Revalued, res.Promoted = steered.Revalued, steered.Promoted
+	if steerErr != nil {
+		res.Error = joinErr(res.Error, "steer: "+steerErr.Error())
+	}
+	return res
+}
+
+// runTasks runs the cycle's tasks: a scan with keyword mapping beside it;
+// else keyword mapping with ranking fill beside it; else whichever is due.
+func runTasks(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), tier string, gaps Gaps, now time.Time) Result {
+	mapping := func(conns, n int) func() Result {
+		return func() Result { return mapKeywords(ctx, store, fetch, apiBase, country, sleep, conns, n, now) }
+	}
+	fill := func() Result { return fillRankings(ctx, store, fetch, apiBase, country, sleep, now) }
 	switch {
 	case tier != "":
-		return scanCategory(ctx, store, fetch, apiBase, country, tier, now)
-	case gaps.PendingKeywords && gaps.RankingFill:
-		var side Result
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			defer func() {
-				if err := logx.Recovered(recover(), "ranking fill"); err != nil {
-					side = Result{Action: "error", Error: err.Error()}
-				}
-			}()
-			side = fillRankings(ctx, store, fetch, apiBase, country, sleep, now)
-		}()
-		res := mapKeywords(ctx, store, fetch, apiBase, country, sleep, now)
-		<-done
-		res.Side = &side
-		res.Keywords = append(res.Keywords, side.Keywords...)
-		if side.Error != "" {
-			res.Error = strings.TrimPrefix(res.Error+"; ranking_fill: "+side.Error, "; ")
+		scan := func() Result { return scanCategory(ctx, store, fetch, apiBase, country, tier, now) }
+		if !gaps.DueKeywords {
+			return scan()
 		}
-		return res
-	case gaps.PendingKeywords:
-		return mapKeywords(ctx, store, fetch, apiBase, country, sleep, now)
+		return beside(scan, mapping(ConnectionBudget-ScanConnections, KeywordSearchesPerCycle), "keyword_mapping")
+	case gaps.DueKeywords && gaps.RankingFill:
+		return beside(mapping(ConnectionBudget-FillConnections, KeywordSearchesPerCycle-RankingFillSearches), fill, "ranking_fill")
+	case gaps.DueKeywords:
+		return mapping(ConnectionBudget, KeywordSearchesPerCycle)()
 	case gaps.RankingFill:
-		return fillRankings(ctx, store, fetch, apiBase, country, sleep, now)
+		return fill()
 	}
 	return Result{Action: "idle"}
+}
+
+// beside runs side next to primary, each in its own error boundary, and
+// folds side's keywords and error into primary's result.
+func beside(primary, side func() Result, sideName string) Result {
+	var s Result
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if err := logx.Recovered(recover(), sideName); err != nil {
+				s = Result{Action: "error", Error: err.Error()}
+			}
+		}()
+		s = side()
+	}()
+	res := primary()
+	<-done
+	res.Side = &s
+	res.Keywords = append(res.Keywords, s.Keywords...)
+	if s.Error != "" {
+		res.Error = joinErr(res.Error, sideName+": "+s.Error)
+	}
+	return res
 }
 
 // scanCategory scans the most overdue category of tier.
@@ -187,10 +232,11 @@ func scanCategory(ctx context.Context, store Store, fetch func(ctx context.Conte
 	return res
 }
 
-// Keyword mapping bounds.
+// Keyword search bounds.
 const (
-	KeywordsPerCycle  = 12
-	KeywordChunk      = 3 // searches at once
+	// KeywordChunk is how many searches ranking fill sends at once.
+	KeywordChunk = 3
+	// KeywordChunkPause spaces a task's chunks (the limiter paces them too).
 	KeywordChunkPause = 200 * time.Millisecond
 	KeywordSearchSize = 50
 	// SearchEntity asks the iTunes Search API for iOS apps only: without it
@@ -203,18 +249,30 @@ type searched struct {
 	kw   string
 	apps []appstore.App
 	err  error
+	// limited: the search was refused (rate_limit), nothing was saved.
+	limited bool
 }
 
-// searchKeywords searches kws in parallel chunks of KeywordChunk with a
-// pause between chunks, and saves each result as it settles.
-func searchKeywords(ctx context.Context, kws []string, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration),
-	save func(ctx context.Context, kw string, apps []appstore.App, now time.Time) error, now time.Time) []searched {
+// searchReport is what a run of searches did besides the results.
+type searchReport struct {
+	sent, peak int
+	limited    bool
+}
+
+// searchKeywords searches kws in parallel chunks of chunk with a pause
+// between chunks, and saves each result as it settles. A refused search
+// (the global limit's or the upstream's rate_limit answer) ends the run
+// after its chunk: the keywords not searched stay due.
+func searchKeywords(ctx context.Context, kws []string, chunk int, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration),
+	save func(ctx context.Context, kw string, apps []appstore.App, now time.Time) error, now time.Time) ([]searched, searchReport) {
+	chunk = max(chunk, 1)
 	out := make([]searched, 0, len(kws))
-	for i := 0; i < len(kws); i += KeywordChunk {
-		chunk := kws[i:min(i+KeywordChunk, len(kws))]
-		results := make([]searched, len(chunk))
+	var rep searchReport
+	for i := 0; i < len(kws); i += chunk {
+		part := kws[i:min(i+chunk, len(kws))]
+		results := make([]searched, len(part))
 		var wg sync.WaitGroup
-		for j, kw := range chunk {
+		for j, kw := range part {
 			wg.Add(1)
 			go func(j int, kw string) {
 				defer wg.Done()
@@ -226,7 +284,7 @@ func searchKeywords(ctx context.Context, kws []string, fetch func(ctx context.Co
 				q := url.Values{"term": {kw}, "country": {country}, "entity": {SearchEntity}, "limit": {fmt.Sprint(KeywordSearchSize)}}
 				resp := fetch(ctx, apiBase+"/search?"+q.Encode())
 				if resp.Class != object.ClassOK {
-					results[j] = searched{kw: kw, err: fmt.Errorf("search: %v", resp.Err)}
+					results[j] = searched{kw: kw, err: fmt.Errorf("search: %v", resp.Err), limited: resp.Class == object.ClassRateLimit}
 					return
 				}
 				apps, err := appstore.ParseSearch(resp.Body)
@@ -234,17 +292,24 @@ func searchKeywords(ctx context.Context, kws []string, fetch func(ctx context.Co
 			}(j, kw)
 		}
 		wg.Wait()
+		rep.sent += len(part)
+		rep.peak = max(rep.peak, len(part))
 		for _, f := range results {
 			if f.err == nil {
 				f.err = save(ctx, f.kw, f.apps, now)
 			}
+			rep.limited = rep.limited || f.limited
 			out = append(out, f)
 		}
-		if i+KeywordChunk < len(kws) {
+		if rep.limited {
+			logx.Event("crawl.searches_rate_limited", map[string]any{"level": logx.Warn, "sent": rep.sent, "left": len(kws) - rep.sent})
+			break
+		}
+		if i+chunk < len(kws) {
 			sleep(KeywordChunkPause)
 		}
 	}
-	return out
+	return out, rep
 }
 
 // settleSearches adds the searches to res: saved keywords (for the
@@ -275,16 +340,21 @@ func settleSearches(ctx context.Context, store Store, res *Result, results []sea
 	}
 }
 
-// mapKeywords searches pending keywords in bounded parallel chunks and
-// records where apps rank; each keyword is settled on its own (a failed one
-// stays pending for a later cycle).
-func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), now time.Time) Result {
+// mapKeywords searches up to n keywords, the most valuable of the pending
+// and the due (PickKeywords), conns at once, and records where apps rank;
+// each keyword is settled on its own (a failed one stays due).
+func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), conns, n int, now time.Time) Result {
 	res := Result{Action: "keyword_mapping"}
-	kws, err := store.PendingKeywords(ctx, KeywordsPerCycle)
-	if err != nil {
-		return Result{Action: "error", Error: "pending keywords: " + err.Error()}
+	if n <= 0 || conns <= 0 {
+		return res
 	}
-	settleSearches(ctx, store, &res, searchKeywords(ctx, kws, fetch, apiBase, country, sleep, store.SaveRankings, now), now)
+	kws, err := store.PickKeywords(ctx, n)
+	if err != nil {
+		return Result{Action: "error", Error: "pick keywords: " + err.Error()}
+	}
+	results, rep := searchKeywords(ctx, kws, conns, fetch, apiBase, country, sleep, store.SaveRankings, now)
+	res.Searches, res.Conns, res.RateLimited = rep.sent, rep.peak, rep.limited
+	settleSearches(ctx, store, &res, results, now)
 	return res
 }
 
@@ -330,28 +400,44 @@ func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.
 		})
 	}
 	stmts = append(stmts, catalogue.KeywordRankStmt(keyword, ids, now)...)
-	return append(stmts, d1.Stmt{
-		SQL:  `UPDATE crawl_keywords SET searched_at = ?, result_count = ? WHERE keyword = ?`,
-		Args: []any{ts, len(apps), keyword},
-	})
+	// The keyword searched, valued and scheduled (searchedSQL): after the
+	// rankings, so its enriched carriers are this search's.
+	return append(stmts, d1.Stmt{SQL: searchedSQL, Args: []any{ts, len(apps), keyword}})
 }
 
-// KeywordStatements queues keywords derived from titles as pending.
-func KeywordStatements(source string, texts []string, now time.Time) []d1.Stmt {
+// TitledApp is an app whose title keywords are derived.
+type TitledApp struct {
+	TrackID int64
+	Title   string
+}
+
+// MaxCarrierIDs bounds the apps one derived keyword is valued from: its
+// statement reads their clusters by index, one seek each.
+const MaxCarrierIDs = 50
+
+// KeywordStatements queues the keywords derived from apps' titles as
+// pending, each once, valued from the apps that carry it (derivedSQL).
+func KeywordStatements(source string, apps []TitledApp, now time.Time) []d1.Stmt {
 	ts := d1.Time(now)
-	seen := map[string]bool{}
-	var stmts []d1.Stmt
-	for _, t := range texts {
-		for _, kw := range appstore.DeriveKeywords(t, "") {
-			if seen[kw] {
-				continue
+	carriers := map[string][]int64{}
+	seen := map[string]map[int64]bool{}
+	var order []string
+	for _, a := range apps {
+		for _, kw := range appstore.DeriveKeywords(a.Title, "") {
+			if seen[kw] == nil {
+				seen[kw] = map[int64]bool{}
+				order = append(order, kw)
 			}
-			seen[kw] = true
-			stmts = append(stmts, d1.Stmt{
-				SQL:  `INSERT OR IGNORE INTO crawl_keywords (keyword, source, created_at) VALUES (?,?,?)`,
-				Args: []any{kw, source, ts},
-			})
+			if !seen[kw][a.TrackID] && len(carriers[kw]) < MaxCarrierIDs {
+				seen[kw][a.TrackID] = true
+				carriers[kw] = append(carriers[kw], a.TrackID)
+			}
 		}
+	}
+	stmts := make([]d1.Stmt, 0, len(order))
+	for _, kw := range order {
+		ids, _ := json.Marshal(carriers[kw])
+		stmts = append(stmts, d1.Stmt{SQL: derivedSQL, Args: []any{kw, source, ts, string(ids)}})
 	}
 	return stmts
 }
@@ -380,10 +466,10 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 	}
 	// The apps first, so a chart position never names an unknown app.
 	stmts = append(catalogue.ObserveStmt(seen, now), stmts...)
-	var titles []string
+	var titles []TitledApp
 	for _, coll := range appstore.ChartCollections {
 		for _, e := range charts[coll] {
-			titles = append(titles, e.Name)
+			titles = append(titles, TitledApp{TrackID: e.TrackID, Title: e.Name})
 		}
 	}
 	stmts = append(stmts, KeywordStatements("title", titles, now)...)

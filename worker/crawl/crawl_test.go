@@ -47,7 +47,10 @@ type fakeDiscovery struct {
 }
 
 func (f *fakeDiscovery) Gaps(context.Context, time.Time) (Gaps, error) {
-	return Gaps{Tiers: f.due, PendingKeywords: len(f.pending) > 0, RankingFill: len(f.fillApps) > 0}, f.dueErr
+	return Gaps{Tiers: f.due, DueKeywords: len(f.pending) > 0, RankingFill: len(f.fillApps) > 0}, f.dueErr
+}
+func (f *fakeDiscovery) Steer(context.Context, time.Time) (SteerResult, error) {
+	return SteerResult{}, nil
 }
 func (f *fakeDiscovery) FillCandidates(_ context.Context, n int, _ time.Time) ([]FillApp, error) {
 	return f.fillApps[:min(n, len(f.fillApps))], nil
@@ -71,7 +74,7 @@ func (f *fakeDiscovery) MarkFilled(_ context.Context, ids []int64, _ time.Time) 
 	f.filled = append(f.filled, ids...)
 	return nil
 }
-func (f *fakeDiscovery) PendingKeywords(_ context.Context, n int) ([]string, error) {
+func (f *fakeDiscovery) PickKeywords(_ context.Context, n int) ([]string, error) {
 	return f.pending[:min(n, len(f.pending))], nil
 }
 func (f *fakeDiscovery) SaveDevelopers(_ context.Context, d map[int64]string, _ time.Time) error {
@@ -174,10 +177,10 @@ func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 	stmts := RankingStatements("budget", []appstore.App{{TrackID: 5}, {TrackID: 6}}, time.Now())
 	// Clear the keyword, upsert the apps, keep each one's lookup fields,
 	// two ranks, today's ranks, mark the keyword.
-	if len(stmts) != 1+1+2+2+1+1 || !strings.HasPrefix(stmts[len(stmts)-1].SQL, "UPDATE crawl_keywords") {
+	if len(stmts) != 1+1+2+2+1+1 || stmts[len(stmts)-1].SQL != searchedSQL {
 		t.Fatalf("ranking statements: %d", len(stmts))
 	}
-	kw := KeywordStatements("title", []string{"Budget Planner", "Budget Planner Pro"}, time.Now())
+	kw := KeywordStatements("title", []TitledApp{{1, "Budget Planner"}, {2, "Budget Planner Pro"}}, time.Now())
 	if len(kw) != 5 { // budget, budget planner, planner, planner pro, budget planner pro
 		t.Fatalf("keyword statements: %d", len(kw))
 	}

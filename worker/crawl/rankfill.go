@@ -21,9 +21,10 @@ const (
 	// appstore.MaxKeywordsPerApp keywords each, so the keyword check reads
 	// a few dozen rows by primary key.
 	RankingFillApps = 4
-	// RankingFillSearches bounds one cycle's upstream searches, the same
-	// budget as keyword mapping (both go through the global limiter).
-	RankingFillSearches = KeywordsPerCycle
+	// RankingFillSearches bounds one fill's upstream searches: four apps'
+	// stale keywords (about three each). Keyword mapping beside it gets the
+	// rest of KeywordSearchesPerCycle (both go through the global limiter).
+	RankingFillSearches = 12
 	// RankingRefreshAge: rankings older than this are stale and an app
 	// filled this long ago is due again. Weekly, like the high tier's
 	// category rescans: search ranks move on about that scale.
@@ -135,7 +136,8 @@ func fillRankings(ctx context.Context, store Store, fetch func(ctx context.Conte
 		}
 	}
 	plan := PlanRankingFill(apps, searchedAt, now, RankingFillSearches)
-	results := searchKeywords(ctx, plan.Searches, fetch, apiBase, country, sleep, store.SaveFillRankings, now)
+	results, rep := searchKeywords(ctx, plan.Searches, FillConnections, fetch, apiBase, country, sleep, store.SaveFillRankings, now)
+	res.Searches, res.Conns, res.RateLimited = rep.sent, rep.peak, rep.limited
 	settleSearches(ctx, store, &res, results, now)
 	failed := map[string]bool{}
 	for _, r := range results {

@@ -21,9 +21,6 @@ const nextCategorySQL = `SELECT genre_id, name FROM category_scans
 WHERE tier = ? AND COALESCE(last_scanned_at, '') < ?
 ORDER BY COALESCE(last_scanned_at, '') LIMIT 1`
 
-// pendingKeywordSQL is served by the partial index idx_crawl_keywords_pending.
-const pendingKeywordSQL = `SELECT keyword FROM crawl_keywords WHERE searched_at IS NULL LIMIT ?`
-
 // fillDueSQL is the ranking-fill existence check: served by the partial
 // index idx_app_registry_fill_due, it reads at most one row.
 const fillDueSQL = `SELECT 1 FROM app_registry
@@ -42,14 +39,13 @@ func keywordsSearchedSQL(n int) string {
 
 // HotQueries are the crawl cycle's reads.
 func HotQueries() []d1.NamedQuery {
-	return []d1.NamedQuery{
+	return append([]d1.NamedQuery{
 		{Name: "due tier check", SQL: dueTierSQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{Name: "next category", SQL: nextCategorySQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
-		{Name: "pending keywords", SQL: pendingKeywordSQL, Args: []any{12}},
 		{Name: "ranking fill check", SQL: fillDueSQL, Args: []any{"2026-01-01T00:00:00.000Z"}},
 		{Name: "ranking fill candidates", SQL: fillCandidatesSQL, Args: []any{"2026-01-01T00:00:00.000Z", RankingFillApps}},
 		{Name: "keywords searched", SQL: keywordsSearchedSQL(2), Args: []any{"budget", "chat"}},
-	}
+	}, steerHotQueries()...)
 }
 
 func cutoff(now time.Time, age time.Duration) string { return d1.Time(now.Add(-age)) }
@@ -81,7 +77,7 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 	for _, t := range Tiers {
 		go ask(t.Name, dueTierSQL, t.Name, cutoff(now, t.Rescan))
 	}
-	go ask("keywords", pendingKeywordSQL, 1)
+	go ask("keywords", dueKeywordSQL)
 	go ask("fill", fillDueSQL, cutoff(now, RankingRefreshAge))
 	g := Gaps{Tiers: map[string]bool{}}
 	var firstErr error
@@ -92,7 +88,7 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 		}
 		switch c.name {
 		case "keywords":
-			g.PendingKeywords = c.ok
+			g.DueKeywords = c.ok
 		case "fill":
 			g.RankingFill = c.ok
 		default:
@@ -102,17 +98,22 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 	return g, firstErr
 }
 
-// PendingKeywords implements Store.
-func (s D1Store) PendingKeywords(ctx context.Context, n int) ([]string, error) {
+// PickKeywords implements Store: the best n of the pending and the due
+// keywords by value (a keyword in both sets once).
+func (s D1Store) PickKeywords(ctx context.Context, n int) ([]string, error) {
 	var rows []struct {
 		Keyword string `json:"keyword"`
 	}
-	if err := s.DB.Query(ctx, &rows, pendingKeywordSQL, n); err != nil {
+	if err := s.DB.Query(ctx, &rows, pickSQL, n); err != nil {
 		return nil, err
 	}
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		out[i] = r.Keyword
+	seen := map[string]bool{}
+	out := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if !seen[r.Keyword] {
+			seen[r.Keyword] = true
+			out = append(out, r.Keyword)
+		}
 	}
 	return out, nil
 }
