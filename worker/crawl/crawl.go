@@ -141,9 +141,12 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 		return Result{Action: "error", Error: "gap check: " + err.Error()}
 	}
 	steered, steerErr := store.Steer(ctx, now)
-	if steered.Promoted > 0 || steered.Revalued > 0 {
-		gaps.DueKeywords = true // checked before the step made some due: the pick tells
+	if steered.Promoted > 0 {
+		gaps.DueKeywords = true // checked before the step made some due
 	}
+	// A revalue may make keywords due too (a cluster scored hot whose
+	// keyword rested a day): the next cycle's check finds them; re-scoring
+	// alone is no reason to run the pick.
 	res := runTasks(ctx, store, fetch, apiBase, country, sleep, PickTier(gaps.Tiers, r), gaps, now)
 	res.Revalued, res.Promoted = steered.Revalued, steered.Promoted
 	if steerErr != nil {
