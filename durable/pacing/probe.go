@@ -193,6 +193,9 @@ func (p *Probe) Plan(now time.Time) Plan {
 	if p.Careful {
 		chunk = max(1, MaxConnections/p.Sub)
 	}
+	// An upstream that paces clients itself gets chunks in flight at once:
+	// a chunk is one round, and the tick's slowest answer overrates it.
+	p.selfPaced = p.Careful
 	plan := p.plan(now, p.Rate, chunk)
 	switch {
 	case plan.Items == 0:

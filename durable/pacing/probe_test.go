@@ -206,3 +206,33 @@ func TestProbeRiseEvidenceSetsTheBracketFloor(t *testing.T) {
 		t.Fatalf("a clean tick at 1.3× the ceiling taken as rise evidence: ceiling %v", q.Ceiling)
 	}
 }
+
+func TestPausesAreSizedByTheSlowestAnswer(t *testing.T) {
+	// Answers averaging 120 ms but up to 160 ms: a chunk waits for its
+	// slowest, so the pause after it is shorter by the difference.
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Phase = 1200, PhaseRecover
+	now := t0
+	out := tickOf(1, 4, KindOK, now, 80*time.Millisecond)
+	out = append(out, tickOf(1, 4, KindOK, now, 160*time.Millisecond)...)
+	p.LatencyMs, p.SlowMs = 120, 0
+	p.observe(out)
+	if p.SlowMs != 160 {
+		t.Fatalf("slowest answer %v ms, want 160", p.SlowMs)
+	}
+	p.LatencyMs = 120
+	slow := p.Plan(now)
+	p.SlowMs = 0
+	mean := p.Plan(now)
+	if slow.ChunkItems != mean.ChunkItems || slow.ChunkPause >= mean.ChunkPause {
+		t.Fatalf("pause %v with the slowest answer, %v with the mean: want shorter", slow.ChunkPause, mean.ChunkPause)
+	}
+	// An upstream that paces clients itself gets one-round chunks: the
+	// mean latency sizes them.
+	p.Careful, p.SlowMs = true, 160
+	careful := p.Plan(now)
+	p.SlowMs = 0
+	if again := p.Plan(now); careful.ChunkPause != again.ChunkPause {
+		t.Fatalf("careful pause %v, want %v (mean latency)", careful.ChunkPause, again.ChunkPause)
+	}
+}
