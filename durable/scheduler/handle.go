@@ -41,6 +41,10 @@ var Registry = []Task{
 	{Name: "catalogue-sweep", Every: 15 * time.Minute, Jitter: time.Minute},
 	{Name: "catalogue-stale", Every: time.Hour, Jitter: 5 * time.Minute},
 	{Name: "history-prune", Every: time.Hour, Jitter: 5 * time.Minute},
+	// The analyst (issue 17): LLM briefs of the top opportunity clusters and
+	// those asked for (POST /v1/analyst/run), as resumable steps in D1, a
+	// few calls a run, within the daily LLM spend cap (worker/analyst).
+	{Name: "analyst-run", Every: 10 * time.Minute, Jitter: time.Minute},
 }
 
 // The Go⇄JS protocol (durable/object); Run lists the tasks to start now,

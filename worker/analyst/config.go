@@ -20,6 +20,9 @@ const (
 	VarPriceOut        = "LLM_PRICE_OUT_PER_1K_USD"
 	VarDailyCap        = "LLM_DAILY_CAP_USD"
 	VarTokensPerMinute = "LLM_TOKENS_PER_MINUTE"
+	// BindingAI is the Workers AI binding; when bound it is used instead of
+	// LLM_BASE_URL.
+	BindingAI = "AI"
 
 	// DefaultModel is the OpenAI-compatible model asked for by default (the
 	// llm-sim answers any name).

@@ -52,7 +52,7 @@ func TestDashboardIsSelfContained(t *testing.T) {
 	for _, want := range []string{
 		`data-limiter-keys="llm-tokens upstream-catalogue upstream-reviews upstream-store-pages"`, `data-targets="main"`, `data-chart="pace"`, `data-chart="success"`,
 		`id="ctl-running"`, `id="ctl-stop"`, `id="ctl-start"`, `id="token"`, `type="password"`, `id="scheduler"`, `id="limiters"`,
-		`id="count-apps-known"`, `id="count-opportunities"`, `"/v1/history?target="`, `"/v1/pipeline/counts"`,
+		`id="count-apps-known"`, `id="count-opportunities"`, `"/v1/history?target="`, `"/v1/pipeline/counts"`, `"/v1/analyst/status"`, `id="analyst-state"`, `id="analyst-spend"`, `id="analyst-top"`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
