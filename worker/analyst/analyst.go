@@ -166,8 +166,9 @@ func (a *Analyst) Run(ctx context.Context) (res RunResult) {
 		res.Err = "top clusters: " + err.Error()
 		return res
 	}
-	for _, c := range top {
-		if err := a.Store.Enqueue(ctx, a.newID(), c, TriggerSchedule, a.Model, now); err != nil {
+	for i, c := range top {
+		// A millisecond apart, so the best cluster is the oldest: briefed first.
+		if err := a.Store.Enqueue(ctx, a.newID(), c, TriggerSchedule, a.Model, now.Add(time.Duration(i)*time.Millisecond)); err != nil {
 			res.Err = "enqueue: " + err.Error()
 			return res
 		}

@@ -94,6 +94,7 @@ func seed(t *testing.T, drv *d1test.Driver) {
 			id := 100000001 + i*10 + j
 			drv.Exec(t, `INSERT INTO app_registry (track_id, name, developer_name, rating_count, average_rating) VALUES (?, ?, 'Dev', 100, 3.5)`, id, fmt.Sprintf("App %d", id))
 			drv.Exec(t, `INSERT INTO market_cluster_members (cluster_id, track_id, position) VALUES (?, ?, ?)`, c, id, j)
+			drv.Exec(t, `INSERT INTO review_fetches (app_id, country, fetched_at, reviews) VALUES (?, 'us', ?, 4)`, id, ts)
 			for k := 0; k < 4; k++ {
 				drv.Exec(t, `INSERT INTO app_reviews (id, app_id, country, rating, title, body, version, author_hash, reviewed_at, sentiment, fetched_at)
 VALUES (?, ?, 'us', 1, 'Crashes', 'It crashes every time I open it. Terrible sync too.', '1.0', 'abcd', ?, -0.8, ?)`, fmt.Sprintf("%d-%d", id, k), id, ts, ts)
@@ -160,6 +161,24 @@ func TestRunWritesBriefsForTopClustersWithTheirInput(t *testing.T) {
 	// A second run has nothing to do: no brief is written twice.
 	if res := a.Run(ctx); res.Calls != 0 || res.Queued != 0 {
 		t.Fatalf("second run %+v", res)
+	}
+}
+
+// A cluster whose members' reviews were never fetched is not briefed
+// automatically (its brief would have no complaint themes); on demand it is.
+func TestTopClustersWaitForTheirReviews(t *testing.T) {
+	a, drv, f, _, _ := newAnalyst(t, 1)
+	drv.Exec(t, `DELETE FROM review_fetches WHERE app_id IN (SELECT track_id FROM market_cluster_members WHERE cluster_id = 'budget')`)
+	ctx := context.Background()
+	if res := a.Run(ctx); res.Queued != 2 || f.calls != 2 {
+		t.Fatalf("run %+v, %d calls", res, f.calls)
+	}
+	if _, ok, _ := a.Brief(ctx, "budget"); ok {
+		t.Fatal("budget has no fetched reviews: no automatic brief")
+	}
+	a.Request(ctx, "budget")
+	if res := a.Run(ctx); res.Done != 1 {
+		t.Fatalf("requested brief: %+v", res)
 	}
 }
 

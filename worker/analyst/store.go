@@ -61,9 +61,12 @@ WHERE state IN ('queued', 'ready') OR (state = 'calling' AND updated_at < ?)
 ORDER BY created_at, brief_id LIMIT 1`
 
 // topWithoutBriefSQL: of the top clusters by opportunity, those with no
-// brief (of any state) created since a given time.
+// brief (of any state) created since a given time and whose members'
+// reviews were fetched (reviews-refresh): a brief stands on the complaint
+// themes, so it waits for them.
 const topWithoutBriefSQL = `SELECT t.cluster_id FROM (SELECT cluster_id, score FROM opportunity_scores ORDER BY score DESC LIMIT ?) t
 WHERE NOT EXISTS (SELECT 1 FROM analyst_briefs b WHERE b.cluster_id = t.cluster_id AND b.created_at >= ?)
+  AND EXISTS (SELECT 1 FROM market_cluster_members m JOIN review_fetches f ON f.app_id = m.track_id WHERE m.cluster_id = t.cluster_id)
 ORDER BY t.score DESC, t.cluster_id`
 
 const openForClusterSQL = `SELECT ` + briefCols + ` FROM analyst_briefs WHERE cluster_id = ? AND state IN ('queued', 'ready', 'calling')
