@@ -98,6 +98,7 @@ type briefView struct {
 		Outcome   string  `json:"outcome"`
 		Cost      float64 `json:"cost_micro_usd"`
 		Reserved  float64 `json:"reserved_micro_usd"`
+		EstTokens float64 `json:"est_tokens"`
 		CreatedAt string  `json:"created_at"`
 	} `json:"calls"`
 }
@@ -238,6 +239,7 @@ func TestAnalystBriefsUnderCapAndRateLimits(t *testing.T) {
 	}
 	stats = llm.stats(t)
 	briefs := stats["briefs"].(float64) // the sim counts answered brief prompts
-	t.Logf("measured: %v briefs served; sim counted %v prompt + %v completion tokens; top brief: %v prompt + %v completion tokens, $%.6f at the default prices ($0.00015/$0.0006 per 1k); spent today $%.6f over %v calls",
-		briefs, stats["prompt_tokens"], stats["completion_tokens"], b.PromptTokens, b.CompletionTokens, b.Cost/1e6, st.Spent/1e6, st.Calls)
+	okCall := b.Calls[len(b.Calls)-1]
+	t.Logf("measured: %v briefs served; sim counted %v prompt + %v completion tokens; top brief: %v prompt + %v completion tokens, $%.6f at the default prices ($0.00015/$0.0006 per 1k); its call acquired %v estimated tokens and reserved $%.6f (worst case); spent today $%.6f over %v calls",
+		briefs, stats["prompt_tokens"], stats["completion_tokens"], b.PromptTokens, b.CompletionTokens, b.Cost/1e6, okCall.EstTokens, okCall.Reserved/1e6, st.Spent/1e6, st.Calls)
 }
