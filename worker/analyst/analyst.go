@@ -88,6 +88,45 @@ type RunResult struct {
 	RateLimited                          bool
 	RetryAfterS                          int
 	Err                                  string
+	// Charges are the calls this run settled (or found lost), for the
+	// scheduler's ledger fact.
+	Charges []Charge
+}
+
+// Charge is one call's spend.
+type Charge struct {
+	BriefID, ClusterID       string
+	Cost                     llm.MicroUSD
+	PromptTokens, Completion int64
+}
+
+// Counters are the run's additions to the analyst-run task's lifetime
+// counters (the scheduler's ledger fact carries them as deltas).
+func (r RunResult) Counters() map[string]int64 {
+	c := map[string]int64{"llm-calls": int64(len(r.Charges)), "briefs-done": int64(r.Done), "briefs-failed": int64(r.Failed)}
+	for _, ch := range r.Charges {
+		c["llm-cost-micro-usd"] += ch.Cost
+		c["llm-prompt-tokens"] += ch.PromptTokens
+		c["llm-completion-tokens"] += ch.Completion
+	}
+	for k, v := range c {
+		if v == 0 {
+			delete(c, k)
+		}
+	}
+	return c
+}
+
+// maxDetailCharges bounds the charges listed in a run's fact detail.
+const maxDetailCharges = 8
+
+// Detail lists the run's spend per cluster and brief ("cluster/brief:µ$").
+func (r RunResult) Detail() string {
+	parts := make([]string, 0, min(len(r.Charges), maxDetailCharges))
+	for _, ch := range r.Charges[:min(len(r.Charges), maxDetailCharges)] {
+		parts = append(parts, fmt.Sprintf("%s/%s:%d", cutText(ch.ClusterID, 40), cutText(ch.BriefID, 8), ch.Cost))
+	}
+	return strings.Join(parts, " ")
 }
 
 // Summary is the task's one-line result.
@@ -255,7 +294,7 @@ func (a *Analyst) step(ctx context.Context, b BriefRow, now time.Time, res *RunR
 	case StateQueued:
 		return a.gather(ctx, b, now, res)
 	case StateCalling:
-		return a.recoverLost(ctx, b, now)
+		return a.recoverLost(ctx, b, now, res)
 	case StateReady:
 		return a.call(ctx, b, now, res)
 	}
@@ -304,8 +343,14 @@ const briefCostSQL = `cost_micro_usd = (SELECT COALESCE(SUM(cost_micro_usd), 0) 
 // recoverLost handles a brief left "calling" by a crashed run: its call
 // stays charged at its worst case (whether it was billed is unknown; the
 // cap must hold either way) and the brief is ready for another call.
-func (a *Analyst) recoverLost(ctx context.Context, b BriefRow, now time.Time) stepOut {
+func (a *Analyst) recoverLost(ctx context.Context, b BriefRow, now time.Time, res *RunResult) stepOut {
 	id := callID(b.BriefID, b.Calls)
+	var held []struct {
+		Reserved int64 `json:"reserved_micro_usd"`
+	}
+	if err := a.Store.DB.Query(ctx, &held, `SELECT reserved_micro_usd FROM llm_spend WHERE call_id = ? AND state = 'reserved'`, id); err != nil {
+		return stepOut{stop: true, err: "read lost call: " + err.Error()}
+	}
 	logx.Event("analyst.call_lost", map[string]any{"level": logx.Warn, "brief_id": b.BriefID, "call_id": id, "since": b.UpdatedAt})
 	_, err := a.Store.DB.ExecAtomic(ctx,
 		d1.Stmt{SQL: `UPDATE llm_spend SET state = 'lost', outcome = 'lost', cost_micro_usd = reserved_micro_usd, settled_at = ?
@@ -315,6 +360,9 @@ WHERE brief_id = ? AND state = 'calling' AND calls = ?`,
 			Args: []any{"call " + id + " lost mid-flight; charged at its worst case", d1.Time(now), b.BriefID, b.Calls}})
 	if err != nil {
 		return stepOut{stop: true, err: "recover lost call: " + err.Error()}
+	}
+	if len(held) > 0 {
+		res.Charges = append(res.Charges, Charge{BriefID: b.BriefID, ClusterID: b.ClusterID, Cost: held[0].Reserved})
 	}
 	return stepOut{}
 }
@@ -387,7 +435,7 @@ WHERE brief_id = ? AND state = 'ready' AND calls = ? AND EXISTS (SELECT 1 FROM l
 		if errors.Is(cerr, llm.ErrRateLimited) {
 			outcome = "rate_limited"
 		}
-		if err := a.settle(ctx, b, id, n, llm.Usage{}, outcome, settledAt, d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'ready', error = ?, ` +
+		if err := a.settle(ctx, res, b, id, n, llm.Usage{}, outcome, settledAt, d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'ready', error = ?, ` +
 			briefCostSQL + `, updated_at = ? WHERE brief_id = ? AND state = 'calling' AND calls = ?`,
 			Args: []any{cutText(cerr.Error(), maxErrorText), d1.Time(settledAt), b.BriefID, n}}); err != nil {
 			return stepOut{stop: true, err: "settle: " + err.Error()}
@@ -427,7 +475,7 @@ WHERE brief_id = ? AND state = 'ready' AND calls = ? AND EXISTS (SELECT 1 FROM l
 				d1.Time(settledAt), d1.Time(settledAt), b.BriefID, n}}
 		logx.Event("analyst.brief_failed", map[string]any{"level": logx.Warn, "brief_id": b.BriefID, "cluster_id": b.ClusterID, "reason": cutText(next.Reason, maxErrorText)})
 	}
-	if err := a.settle(ctx, b, id, n, resp.Usage, outcome, settledAt, upd); err != nil {
+	if err := a.settle(ctx, res, b, id, n, resp.Usage, outcome, settledAt, upd); err != nil {
 		return stepOut{stop: true, err: "settle: " + err.Error()}
 	}
 	return stepOut{}
@@ -435,13 +483,14 @@ WHERE brief_id = ? AND state = 'ready' AND calls = ? AND EXISTS (SELECT 1 FROM l
 
 // settle charges a call at its reported usage (0 when the endpoint counted
 // nothing) and applies the brief's update, in one batch.
-func (a *Analyst) settle(ctx context.Context, b BriefRow, id string, n int, u llm.Usage, outcome string, now time.Time, upd d1.Stmt) error {
+func (a *Analyst) settle(ctx context.Context, res *RunResult, b BriefRow, id string, n int, u llm.Usage, outcome string, now time.Time, upd d1.Stmt) error {
 	cost := a.Config.Price.Cost(u.PromptTokens, u.CompletionTokens)
 	_, err := a.Store.DB.ExecAtomic(ctx,
 		d1.Stmt{SQL: `UPDATE llm_spend SET state = 'settled', prompt_tokens = ?, completion_tokens = ?, cost_micro_usd = ?, outcome = ?, settled_at = ?
 WHERE call_id = ? AND state = 'reserved'`, Args: []any{u.PromptTokens, u.CompletionTokens, cost, outcome, d1.Time(now), id}},
 		upd)
 	if err == nil {
+		res.Charges = append(res.Charges, Charge{BriefID: b.BriefID, ClusterID: b.ClusterID, Cost: cost, PromptTokens: u.PromptTokens, Completion: u.CompletionTokens})
 		logx.Event("analyst.llm_charge", map[string]any{"brief_id": b.BriefID, "cluster_id": b.ClusterID, "call_id": id, "call": n,
 			"outcome": outcome, "prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "cost_micro_usd": cost,
 			"estimated_usage": u.Estimated})

@@ -231,7 +231,7 @@ func TestCrashMidCallResumes(t *testing.T) {
 		t.Fatalf("a fresh call was taken over: %+v", res)
 	}
 	*now = now.Add(StaleCall + time.Second)
-	a.Run(ctx)
+	resumed := a.Run(ctx)
 	row = drv.Rows(t, `SELECT state, calls, input_json, cost_micro_usd FROM analyst_briefs WHERE cluster_id = 'chat'`)[0]
 	lost := drv.Rows(t, `SELECT state, cost_micro_usd, reserved_micro_usd FROM llm_spend WHERE call_id LIKE '%/1' AND cluster_id = 'chat'`)[0]
 	if row["state"] != "done" || fmt.Sprint(row["calls"]) != "2" || row["input_json"] != input {
@@ -243,6 +243,12 @@ func TestCrashMidCallResumes(t *testing.T) {
 	settled := drv.Int(t, `SELECT SUM(cost_micro_usd) FROM llm_spend WHERE brief_id = (SELECT brief_id FROM analyst_briefs WHERE cluster_id = 'chat')`)
 	if fmt.Sprint(row["cost_micro_usd"]) != fmt.Sprint(settled) {
 		t.Fatalf("brief cost %v, ledger %d", row["cost_micro_usd"], settled)
+	}
+	// What the scheduler's ledger fact carries for this run: the lost call
+	// (at its worst case) and the new one, the same spend as llm_spend.
+	if c := resumed.Counters(); c["llm-cost-micro-usd"] != settled || c["llm-calls"] != 2 || c["briefs-done"] != 1 ||
+		!strings.Contains(resumed.Detail(), "chat/b1:") {
+		t.Fatalf("run counters %v detail %q, ledger %d", c, resumed.Detail(), settled)
 	}
 }
 
@@ -401,4 +407,17 @@ func TestLoadConfig(t *testing.T) {
 func TestMain(m *testing.M) {
 	logx.SetOutput(io.Discard)
 	os.Exit(m.Run())
+}
+
+// The analyst's reads use their indexes (no full-table scan), on SQLite
+// with the real migrations.
+func TestHotQueriesUseIndexes(t *testing.T) {
+	_, drv := d1test.New(t)
+	for _, q := range HotQueries() {
+		for _, step := range drv.Rows(t, "EXPLAIN QUERY PLAN "+q.SQL, q.Args...) {
+			if d := fmt.Sprint(step["detail"]); strings.HasPrefix(d, "SCAN ") {
+				t.Errorf("%s: %s", q.Name, d)
+			}
+		}
+	}
 }

@@ -233,6 +233,13 @@ func TestAnalystBriefsUnderCapAndRateLimits(t *testing.T) {
 	if st.StoppedAtCap || st.Spent <= 0 || st.Spent > st.Cap || st.Reserved != 0 {
 		t.Fatalf("status after the briefs: %s", jsonString(st))
 	}
+	// The spend is in the replicated ledger: the scheduler's analyst-run
+	// facts carry it as counter deltas, summing to the day's spend.
+	eventually(t, 60*time.Second, "the spend replicated to the facts ledger", func() (bool, string) {
+		rows := d1Rows(t, persist, `SELECT COALESCE(SUM(json_extract(counters, '$."analyst-run.llm-cost-micro-usd"')), 0) AS cost,
+  COALESCE(SUM(json_extract(counters, '$."analyst-run.llm-calls"')), 0) AS calls FROM facts WHERE source = 'scheduler:v1' AND kind = 'scheduler.task_run'`)
+		return rows[0]["cost"].(float64) == st.Spent && rows[0]["calls"].(float64) == st.Calls, jsonString(rows) + " vs " + jsonString(st)
+	})
 	var lim map[string]any
 	if code := doJSON(t, "GET", w.base+"/v1/limiter/status?namespace=internal&key=llm-tokens", "", nil, &lim); code != 200 || lim["counters"].(map[string]any)["allowed"].(float64) < 3 {
 		t.Fatalf("LLM calls did not acquire from the llm-tokens limiter: %d %v", code, lim)

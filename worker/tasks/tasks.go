@@ -172,8 +172,9 @@ func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now fu
 			return scheduler.ResultMsg{Task: name, Error: "platform cannot run the analyst"}
 		}
 		out := r.RunAnalyst(ctx)
+		// The spend rides on the run's ledger fact (per cluster and brief in its detail).
 		return scheduler.ResultMsg{Task: name, OK: out.Err == "" && !out.RateLimited, Summary: out.Summary(), Error: out.Err,
-			RateLimited: out.RateLimited, RetryAfterS: out.RetryAfterS}
+			RateLimited: out.RateLimited, RetryAfterS: out.RetryAfterS, Counters: out.Counters(), Detail: out.Detail()}
 	}
 	return scheduler.ResultMsg{Task: name, Error: "no run function for task"}
 }
