@@ -22,6 +22,8 @@ endif
 
 DEV_PORT ?= 8787
 SIM_ADDR ?= 127.0.0.1:8790
+# The analyst's OpenAI-compatible LLM simulator (cmd/llm-sim).
+LLM_SIM_ADDR ?= 127.0.0.1:8791
 SEED_APPS ?= 2000
 # Share of simulated store pages in the current (2025) markup; the rest are legacy.
 SIM_CURRENT_MARKUP_PCT ?= 50
@@ -63,10 +65,13 @@ seed: migrate-local
 dev: install build .dev.vars seed
 	@echo "starting upstream simulator on $(SIM_ADDR) and wrangler dev on :$(DEV_PORT)"
 	$(GO) build -o build/upstream-sim ./cmd/upstream-sim
+	$(GO) build -o build/llm-sim ./cmd/llm-sim
 	@build/upstream-sim -addr $(SIM_ADDR) -apps $(SEED_APPS) -current-markup-pct $(SIM_CURRENT_MARKUP_PCT) & SIM=$$!; \
-	trap "kill $$SIM 2>/dev/null" EXIT INT TERM; \
+	build/llm-sim -addr $(LLM_SIM_ADDR) & LLMSIM=$$!; \
+	trap "kill $$SIM $$LLMSIM 2>/dev/null" EXIT INT TERM; \
 	wrangler dev --port $(DEV_PORT) --ip 127.0.0.1 --test-scheduled \
-		--var UPSTREAM_API_BASE:http://$(SIM_ADDR) --var UPSTREAM_STORE_BASE:http://$(SIM_ADDR)
+		--var UPSTREAM_API_BASE:http://$(SIM_ADDR) --var UPSTREAM_STORE_BASE:http://$(SIM_ADDR) \
+		--var LLM_BASE_URL:http://$(LLM_SIM_ADDR)/v1
 
 test: install build test-go test-integration
 

@@ -53,6 +53,7 @@ func Register() {
 		RetryFailedBatch: enrichment.RetryFailedBatch,
 		Replay:           historyService,
 		Requeue:          eventQueue,
+		Analyst:          analystService(),
 		AdminToken:       func() string { return cfg.AdminToken },
 		ClientToken:      func() string { return cfg.ClientToken },
 	}

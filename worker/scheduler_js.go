@@ -32,6 +32,7 @@ func schedulerRunTask(args []js.Value) (any, error) {
 		Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter, RetryFailedBatch: enrichment.RetryFailedBatch,
 		Pruner:    history.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now},
 		Catalogue: tasks.Catalogue{Store: living.D1Store{DB: db}, StaleAfter: cfg.StaleAfter, Now: time.Now},
-		Reviews:   reviews.D1Store{DB: db}, ReviewsGet: reviewsFeed().Get, APIBase: cfg.APIBase, Country: cfg.Country}
+		Reviews:   reviews.D1Store{DB: db}, ReviewsGet: reviewsFeed().Get, APIBase: cfg.APIBase, Country: cfg.Country,
+		Analyst: analystService()}
 	return tasks.RunTask(context.Background(), args[0].String(), deps, cfg.APIBase, time.Now), nil
 }

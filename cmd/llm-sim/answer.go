@@ -93,7 +93,7 @@ func simBrief(in llm.BriefInput) llm.Brief {
 	}
 	label := in.Label
 	if label == "" {
-		label = fmt.Sprintf("cluster %d", in.ClusterID)
+		label = "cluster " + in.ClusterID
 	}
 	need := "a simpler, more reliable app"
 	if len(in.ClusterThemes) > 0 {

@@ -45,7 +45,7 @@ func client(srv *httptest.Server, key string) llm.OpenAI {
 
 func sampleInput() llm.BriefInput {
 	return llm.BriefInput{
-		ClusterID: 3, Label: "bill splitting", Keywords: []string{"split", "bill", "receipt"}, Apps: 9,
+		ClusterID: "bill splitting", Label: "bill splitting", Keywords: []string{"split", "bill", "receipt"}, Apps: 9,
 		Opportunity: 0.7, Demand: 0.5, Competition: 0.4,
 		Leaders: []llm.LeaderInput{
 			{AppID: 595068606, Name: "Tab", Reviews: 25, Themes: []llm.ThemeInput{{Phrase: "venmo", Share: 0.12}, {Phrase: "receipt", Share: 0.08}}},

@@ -41,6 +41,10 @@ var Registry = []Task{
 	{Name: "catalogue-sweep", Every: 15 * time.Minute, Jitter: time.Minute},
 	{Name: "catalogue-stale", Every: time.Hour, Jitter: 5 * time.Minute},
 	{Name: "history-prune", Every: time.Hour, Jitter: 5 * time.Minute},
+	// The analyst (issue 17): LLM briefs of the top opportunity clusters and
+	// those asked for (POST /v1/analyst/run), as resumable steps in D1, a
+	// few calls a run, within the daily LLM spend cap (worker/analyst).
+	{Name: "analyst-run", Every: 10 * time.Minute, Jitter: time.Minute},
 }
 
 // The Go⇄JS protocol (durable/object); Run lists the tasks to start now,
@@ -62,6 +66,13 @@ type ResultMsg struct {
 	DurationMs  int64  `json:"duration_ms"`
 	RateLimited bool   `json:"rate_limited,omitempty"`
 	RetryAfterS int    `json:"retry_after_s,omitempty"`
+	// Counters are what the run adds to the task's own lifetime counters
+	// (e.g. the analyst's LLM spend); they ride on the run's ledger fact as
+	// "<task>.<name>" (AddTaskCounters bounds them).
+	Counters map[string]int64 `json:"counters,omitempty"`
+	// Detail is a short note kept in the run's fact (e.g. the spend per
+	// cluster and brief), cut to maxFactText.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Load decodes stored state (defaults for missing or corrupt) and syncs it
@@ -136,6 +147,9 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) 
 				kind = "scheduler.task_run"
 				data = map[string]any{"task": r.Task, "ok": r.OK, "duration_ms": r.DurationMs,
 					"summary": ledger.Truncate(r.Summary, maxFactText), "error": ledger.Truncate(r.Error, maxFactText), "rate_limited": r.RateLimited}
+				if r.Detail != "" {
+					data["detail"] = ledger.Truncate(r.Detail, maxFactText)
+				}
 			}
 			d.Facts = append(d.Facts, ledger.New(ledger.SourceScheduler, kind, now, delta, data))
 			d.State = s.encode()
@@ -180,6 +194,7 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) 
 			OK: r.OK, Summary: r.Summary, Error: r.Error, Duration: time.Duration(r.DurationMs) * time.Millisecond,
 			RateLimited: r.RateLimited, RetryAfter: time.Duration(r.RetryAfterS) * time.Second,
 		}, now)...)
+		d.Events = append(d.Events, s.AddTaskCounters(r.Task, r.Counters)...)
 	case "rearm":
 		s.alarm(&d, now)
 	case "http":
@@ -213,7 +228,53 @@ func (s *State) Counters() map[string]int64 {
 		out[runsCounter(name)] += ts.Runs
 		out[failuresCounter(name)] += ts.Failures
 	}
+	for k, v := range s.TaskCounters {
+		out[k] += v
+	}
 	return out
+}
+
+// Bounds of the task-reported counters.
+const (
+	// MaxTaskCounters caps the distinct task counters kept (state size).
+	MaxTaskCounters = 32
+	// maxTaskCounterName caps a counter's name as a task reports it.
+	maxTaskCounterName = 48
+)
+
+// AddTaskCounters adds a registered task's reported counters (positive
+// deltas; zeros are skipped, names of 1..maxTaskCounterName bytes) to its lifetime counters
+// as "<task>.<name>"; anything else is refused with an event, never kept.
+func (s *State) AddTaskCounters(task string, deltas map[string]int64) []Event {
+	if len(deltas) == 0 {
+		return nil
+	}
+	if _, ok := s.Tasks[task]; !ok {
+		return []Event{{"event": "scheduler.task_counters_refused", "level": "warn", "task": task, "reason": "unknown task"}}
+	}
+	var ev []Event
+	names := make([]string, 0, len(deltas))
+	for k := range deltas {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v, key := deltas[k], task+"."+k
+		_, known := s.TaskCounters[key]
+		switch {
+		case v == 0:
+		case v < 0 || k == "" || len(k) > maxTaskCounterName || strings.HasPrefix(k, "_") || strings.ContainsAny(k, " ."):
+			ev = append(ev, Event{"event": "scheduler.task_counters_refused", "level": "warn", "task": task, "counter": ledger.Truncate(k, maxTaskCounterName), "reason": "bad name or delta"})
+		case !known && len(s.TaskCounters) >= MaxTaskCounters:
+			ev = append(ev, Event{"event": "scheduler.task_counters_refused", "level": "warn", "task": task, "counter": k, "reason": "too many counters"})
+		default:
+			if s.TaskCounters == nil {
+				s.TaskCounters = map[string]int64{}
+			}
+			s.TaskCounters[key] += v
+		}
+	}
+	return ev
 }
 
 func runsCounter(task string) string     { return "runs." + task }

@@ -84,6 +84,9 @@ type State struct {
 	// Retired keeps the counters of tasks dropped from the registry, so the
 	// lifetime counters (and the facts that sum to them) never shrink.
 	Retired map[string]int64 `json:"retired,omitempty"`
+	// TaskCounters are what tasks reported of their own work
+	// ("<task>.<name>", e.g. the analyst's LLM spend), lifetime totals.
+	TaskCounters map[string]int64 `json:"task_counters,omitempty"`
 }
 
 // New returns a state with every registered task scheduled from now.

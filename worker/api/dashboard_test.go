@@ -50,9 +50,9 @@ func TestDashboardIsSelfContained(t *testing.T) {
 	}
 	// What the browser test and operators rely on.
 	for _, want := range []string{
-		`data-limiter-keys="upstream-catalogue upstream-reviews upstream-store-pages"`, `data-targets="main"`, `data-chart="pace"`, `data-chart="success"`,
+		`data-limiter-keys="llm-tokens upstream-catalogue upstream-reviews upstream-store-pages"`, `data-targets="main"`, `data-chart="pace"`, `data-chart="success"`,
 		`id="ctl-running"`, `id="ctl-stop"`, `id="ctl-start"`, `id="token"`, `type="password"`, `id="scheduler"`, `id="limiters"`,
-		`id="count-apps-known"`, `id="count-opportunities"`, `"/v1/history?target="`, `"/v1/pipeline/counts"`,
+		`id="count-apps-known"`, `id="count-opportunities"`, `"/v1/history?target="`, `"/v1/pipeline/counts"`, `"/v1/analyst/status"`, `id="analyst-state"`, `id="analyst-spend"`, `id="analyst-top"`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)

@@ -148,6 +148,9 @@ type Server struct {
 	Requeue EventSender
 	// TestFaults, when set (TEST_ROUTES), mounts POST /__test/faults.
 	TestFaults FactFaults
+	// Analyst is the LLM analyst (GET /v1/opportunities/{id}/brief,
+	// /v1/analyst/status, POST /v1/analyst/run); nil answers 503.
+	Analyst AnalystService
 	// RetryFailedBatch is what one Failed.RetryFailed call requeues at most.
 	RetryFailedBatch int
 	// AdminToken returns the configured token; empty means mutating calls are refused.
@@ -192,6 +195,7 @@ func NewServer(s *Server) *Server {
 	mux.HandleFunc("GET /v1/apps/{id}/reviews", s.appReviews)
 	mux.HandleFunc("GET /v1/clusters/{id}/themes", s.clusterThemes)
 	mux.HandleFunc("GET /v1/apps/{id}/history", s.appHistory)
+	s.mountAnalyst(mux)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
 	mux.HandleFunc("GET /v1/history", s.history)
 	mux.HandleFunc("GET /v1/pipeline/counts", s.pipelineCounts)

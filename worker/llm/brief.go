@@ -83,7 +83,7 @@ type LeaderInput struct {
 // BriefInput is everything the analyst sees for one cluster. It is stored
 // with the brief, so a brief can be reproduced and audited.
 type BriefInput struct {
-	ClusterID     int64         `json:"cluster_id"`
+	ClusterID     string        `json:"cluster_id"`
 	Label         string        `json:"label"`
 	Keywords      []string      `json:"keywords"`
 	Apps          int           `json:"apps"`

@@ -29,7 +29,7 @@ func input(t *testing.T) BriefInput {
 	}
 	themes := reviews.ComplaintThemes(reviews.ScoreAll(page.Reviews), reviews.ThemeOptions{Exclude: []string{"Instagram"}})
 	return BriefInput{
-		ClusterID: 17, Label: "photo sharing", Keywords: []string{"photo", "social", "stories"}, Apps: 12,
+		ClusterID: "photo sharing", Label: "photo sharing", Keywords: []string{"photo", "social", "stories"}, Apps: 12,
 		Opportunity: 0.61, Demand: 0.8, Competition: 0.7, Fragmentation: 0.3,
 		Leaders: []LeaderInput{
 			{AppID: 389801252, Name: "Instagram", Developer: "Instagram, Inc.", Rating: 4.7, RatingCount: 28000000, Reviews: len(page.Reviews), Themes: ThemeInputs(themes, byID)},
@@ -70,7 +70,7 @@ func TestBuildBriefPrompt(t *testing.T) {
 	if err := json.Unmarshal(data, &shown); err != nil {
 		t.Fatal(err)
 	}
-	if shown.ClusterID != 17 || len(shown.Leaders) != 2 || shown.Leaders[0].AppID != 389801252 || len(shown.Leaders[0].Themes) == 0 {
+	if shown.ClusterID != "photo sharing" || len(shown.Leaders) != 2 || shown.Leaders[0].AppID != 389801252 || len(shown.Leaders[0].Themes) == 0 {
 		t.Errorf("shown input %+v", shown)
 	}
 	for _, th := range shown.Leaders[0].Themes {
@@ -107,7 +107,7 @@ func TestBuildBriefPrompt(t *testing.T) {
 	if est := EstimatePrompt(msgs); est > 4000 {
 		t.Errorf("a brief prompt of %d tokens is over the size the budget assumes", est)
 	}
-	if _, _, err := BuildBriefPrompt(BriefInput{ClusterID: 1}); err == nil {
+	if _, _, err := BuildBriefPrompt(BriefInput{ClusterID: "x"}); err == nil {
 		t.Error("a cluster without leaders built a prompt")
 	}
 }

@@ -212,7 +212,7 @@ func (b Budget) Reserve(l Ledger, c Call, now time.Time) (Ledger, Reservation, V
 type Charge struct {
 	ID               string   `json:"id"`
 	Day              string   `json:"day"`
-	ClusterID        int64    `json:"cluster_id"`
+	ClusterID        string   `json:"cluster_id"`
 	BriefID          string   `json:"brief_id"`
 	PromptTokens     int64    `json:"prompt_tokens"`
 	CompletionTokens int64    `json:"completion_tokens"`
@@ -283,13 +283,13 @@ func usd(m MicroUSD) string {
 type Spend struct {
 	Day       string              `json:"day"`
 	Total     MicroUSD            `json:"total"`
-	ByCluster map[int64]MicroUSD  `json:"by_cluster"`
+	ByCluster map[string]MicroUSD `json:"by_cluster"`
 	ByBrief   map[string]MicroUSD `json:"by_brief"`
 }
 
 // SummarizeSpend totals one day's charges.
 func SummarizeSpend(charges []Charge, day string) Spend {
-	s := Spend{Day: day, ByCluster: map[int64]MicroUSD{}, ByBrief: map[string]MicroUSD{}}
+	s := Spend{Day: day, ByCluster: map[string]MicroUSD{}, ByBrief: map[string]MicroUSD{}}
 	for _, c := range charges {
 		if c.Day != day {
 			continue
@@ -302,3 +302,6 @@ func SummarizeSpend(charges []Charge, day string) Spend {
 	}
 	return s
 }
+
+// USD renders micro-dollars as dollars with 4 decimals (rounded up).
+func USD(m MicroUSD) string { return usd(m) }

@@ -141,13 +141,13 @@ func TestBudgetMinuteTokens(t *testing.T) {
 
 func TestSummarizeSpend(t *testing.T) {
 	cs := []Charge{
-		{Day: "2026-03-01", ClusterID: 1, BriefID: "b1", Cost: 100},
-		{Day: "2026-03-01", ClusterID: 1, BriefID: "b1", Cost: 50},
-		{Day: "2026-03-01", ClusterID: 2, BriefID: "b2", Cost: 7},
-		{Day: "2026-02-28", ClusterID: 1, BriefID: "b0", Cost: 1000},
+		{Day: "2026-03-01", ClusterID: "c1", BriefID: "b1", Cost: 100},
+		{Day: "2026-03-01", ClusterID: "c1", BriefID: "b1", Cost: 50},
+		{Day: "2026-03-01", ClusterID: "c2", BriefID: "b2", Cost: 7},
+		{Day: "2026-02-28", ClusterID: "c1", BriefID: "b0", Cost: 1000},
 	}
 	s := SummarizeSpend(cs, "2026-03-01")
-	if s.Total != 157 || s.ByCluster[1] != 150 || s.ByCluster[2] != 7 || s.ByBrief["b1"] != 150 || len(s.ByBrief) != 2 {
+	if s.Total != 157 || s.ByCluster["c1"] != 150 || s.ByCluster["c2"] != 7 || s.ByBrief["b1"] != 150 || len(s.ByBrief) != 2 {
 		t.Errorf("%+v", s)
 	}
 	if usd(1_234_567) != "1.2346" || usd(0) != "0.0000" {

@@ -28,6 +28,10 @@ const (
 	// Reviews names the limit of the customer-reviews feed (on the API
 	// host, but its own budget, so reviews never starve lookups).
 	Reviews = "upstream-reviews"
+	// LLMTokens names the analyst's per-minute LLM token budget: every LLM
+	// call acquires its estimated tokens (cost) under it (issue 17). The
+	// analyst sends its LLM_TOKENS_PER_MINUTE as the limit; this is the default.
+	LLMTokens = "llm-tokens"
 )
 
 // Limits are the named limiter definitions: every upstream the system calls
@@ -39,6 +43,7 @@ var Limits = map[string]limiter.Policy{
 	Catalogue:  {Limit: 1200, Window: 60, Algorithm: limiter.GCRA},
 	StorePages: {Limit: 1200, Window: 60, Algorithm: limiter.GCRA},
 	Reviews:    {Limit: 60, Window: 60, Algorithm: limiter.GCRA},
+	LLMTokens:  {Limit: 20000, Window: 60, Algorithm: limiter.SlidingWindow},
 }
 
 // Caller sends one request to a key's OmniLimiter object.

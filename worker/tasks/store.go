@@ -8,6 +8,7 @@ import (
 	"storecrawl/worker/reviews"
 	"time"
 
+	"storecrawl/worker/analyst"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/history"
 	"storecrawl/worker/upstream"
@@ -166,6 +167,16 @@ type Bindings struct {
 	ReviewsGet func(ctx context.Context, url string) upstream.Response
 	APIBase    string
 	Country    string
+	// Analyst writes the LLM briefs (analyst-run; nil: none bound).
+	Analyst *analyst.Analyst
+}
+
+// RunAnalyst implements AnalystRunner.
+func (p Bindings) RunAnalyst(ctx context.Context) analyst.RunResult {
+	if p.Analyst == nil {
+		return analyst.RunResult{Err: "no analyst bound"}
+	}
+	return p.Analyst.Run(ctx)
 }
 
 // RefreshReviews implements ReviewsRefresher.

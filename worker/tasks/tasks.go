@@ -11,6 +11,7 @@ import (
 
 	"storecrawl/durable/enrichment"
 	"storecrawl/durable/scheduler"
+	"storecrawl/worker/analyst"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/history"
 	"storecrawl/worker/logx"
@@ -89,6 +90,11 @@ type ReviewsRefresher interface {
 	RefreshReviews(ctx context.Context, now time.Time) reviews.RefreshResult
 }
 
+// AnalystRunner advances the analyst's briefs (analyst-run).
+type AnalystRunner interface {
+	RunAnalyst(ctx context.Context) analyst.RunResult
+}
+
 // RunTask runs a registered task in its own error boundary: a panic or a
 // failure becomes the task's result, never the alarm's.
 func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now func() time.Time) (res scheduler.ResultMsg) {
@@ -160,6 +166,15 @@ func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now fu
 		return scheduler.ResultMsg{Task: name, OK: r.Error == "", Summary: r.Summary(), Error: r.Error}
 	case "catalogue-sweep", "catalogue-stale", "history-prune":
 		return runCatalogueTask(ctx, name, deps)
+	case "analyst-run":
+		r, ok := deps.(AnalystRunner)
+		if !ok {
+			return scheduler.ResultMsg{Task: name, Error: "platform cannot run the analyst"}
+		}
+		out := r.RunAnalyst(ctx)
+		// The spend rides on the run's ledger fact (per cluster and brief in its detail).
+		return scheduler.ResultMsg{Task: name, OK: out.Err == "" && !out.RateLimited, Summary: out.Summary(), Error: out.Err,
+			RateLimited: out.RateLimited, RetryAfterS: out.RetryAfterS, Counters: out.Counters(), Detail: out.Detail()}
 	}
 	return scheduler.ResultMsg{Task: name, Error: "no run function for task"}
 }
