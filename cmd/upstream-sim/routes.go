@@ -82,6 +82,7 @@ type lookupResult struct {
 	Version                   string   `json:"version"`
 	ReleaseDate               string   `json:"releaseDate"`
 	CurrentVersionReleaseDate string   `json:"currentVersionReleaseDate"`
+	ReleaseNotes              string   `json:"releaseNotes"`
 	Description               string   `json:"description"`
 	ContentAdvisoryRating     string   `json:"contentAdvisoryRating"`
 	TrackContentRating        string   `json:"trackContentRating"`
@@ -98,6 +99,29 @@ type lookupResult struct {
 type lookupResponse struct {
 	ResultCount int            `json:"resultCount"`
 	Results     []lookupResult `json:"results"`
+}
+
+// releaseNotesTemplates are "What's New" texts in the style of the real
+// captures' releaseNotes ("Bug fixes.", a short list of changes).
+var releaseNotesTemplates = []string{
+	"Bug fixes.",
+	"Bug fixes and performance improvements.",
+	"What's new in %s:\n\n- Faster start-up\n- Fixed a crash when syncing",
+	"We update the app regularly to make it faster and more reliable. Version %s fixes bugs and improves stability.",
+}
+
+// releaseNotes are the notes of a version: chosen by the version string
+// alone (no catalogue state), so a new version (drift) brings new notes.
+func releaseNotes(version string) string {
+	h := 0
+	for _, c := range version {
+		h = h*31 + int(c)
+	}
+	t := releaseNotesTemplates[(h%len(releaseNotesTemplates)+len(releaseNotesTemplates))%len(releaseNotesTemplates)]
+	if strings.Contains(t, "%s") {
+		return fmt.Sprintf(t, version)
+	}
+	return t
 }
 
 func formattedPrice(p float64) string {
@@ -123,7 +147,8 @@ func toLookup(r *http.Request, country string, a *App) lookupResult {
 		PrimaryGenreName: a.Genre.Name, PrimaryGenreID: a.Genre.ID,
 		Genres: []string{a.Genre.Name}, GenreIDs: []string{strconv.Itoa(a.Genre.ID)},
 		Version: a.Version, ReleaseDate: a.ReleaseDate, CurrentVersionReleaseDate: a.UpdatedDate,
-		Description: a.Description, ContentAdvisoryRating: a.ContentRating, TrackContentRating: a.ContentRating,
+		ReleaseNotes: releaseNotes(a.Version),
+		Description:  a.Description, ContentAdvisoryRating: a.ContentRating, TrackContentRating: a.ContentRating,
 		TrackViewURL:  appURL(r, country, a),
 		ArtistViewURL: fmt.Sprintf("http://%s/%s/developer/id%d", r.Host, country, a.DevID),
 		ArtworkURL60:  art(60), ArtworkURL100: art(100), ArtworkURL512: art(512),

@@ -29,6 +29,9 @@ type App struct {
 	ArtworkURL                string   `json:"artwork_url"`
 	FileSizeBytes             int64    `json:"file_size_bytes"`
 	Languages                 []string `json:"languages"`
+	// ReleaseNotes are the current version's "What's New" text
+	// (releaseNotes; absent from some results).
+	ReleaseNotes string `json:"release_notes"`
 }
 
 // wrapperSoftware is the wrapperType of an app (iOS or Mac) in the iTunes
@@ -60,6 +63,7 @@ type itunesResult struct {
 	ArtworkURL100             string      `json:"artworkUrl100"`
 	FileSizeBytes             stringInt64 `json:"fileSizeBytes"`
 	LanguageCodesISO2A        []string    `json:"languageCodesISO2A"`
+	ReleaseNotes              string      `json:"releaseNotes"`
 }
 
 // envelope is the shared lookup/search wrapper. Results is a pointer so a
@@ -154,6 +158,7 @@ func (r itunesResult) toApp() App {
 		ArtworkURL:                artwork,
 		FileSizeBytes:             int64(r.FileSizeBytes),
 		Languages:                 r.LanguageCodesISO2A,
+		ReleaseNotes:              r.ReleaseNotes,
 	}
 }
 
@@ -260,7 +265,7 @@ func ParseLookupBatch(body []byte, ids []int64) (LookupBatch, error) {
 // statement that stores lookup fields (enrichment, searches).
 const StoredLookupColumns = `track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
   price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
-  description, content_rating, artwork_url, file_size_bytes, languages`
+  description, content_rating, artwork_url, file_size_bytes, languages, release_notes`
 
 // StoredLookupUpdates sets those columns but track_id from an upsert's
 // excluded row.
@@ -270,7 +275,7 @@ const StoredLookupUpdates = `name=excluded.name, bundle_id=excluded.bundle_id, d
   rating_count=excluded.rating_count, version=excluded.version, release_date=excluded.release_date,
   current_version_release_date=excluded.current_version_release_date, description=excluded.description,
   content_rating=excluded.content_rating, artwork_url=excluded.artwork_url,
-  file_size_bytes=excluded.file_size_bytes, languages=excluded.languages`
+  file_size_bytes=excluded.file_size_bytes, languages=excluded.languages, release_notes=excluded.release_notes`
 
 // StoredLookupArgs are a's values for StoredLookupColumns, texts cut to
 // their bounds and the languages as a JSON array.
@@ -285,6 +290,6 @@ func (a App) StoredLookupArgs() []any {
 		Truncate(a.DeveloperName, MaxTextLen), a.Genre, a.GenreID,
 		a.Price, a.Currency, a.AverageRating, a.RatingCount, a.Version, a.ReleaseDate,
 		a.CurrentVersionReleaseDate, Truncate(a.Description, MaxTextLen),
-		a.ContentRating, a.ArtworkURL, a.FileSizeBytes, string(langsJSON),
+		a.ContentRating, a.ArtworkURL, a.FileSizeBytes, string(langsJSON), Truncate(a.ReleaseNotes, MaxTextLen),
 	}
 }

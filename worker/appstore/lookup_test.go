@@ -43,6 +43,8 @@ func TestParseLookup(t *testing.T) {
 		Languages: []string{"AR", "AZ", "BG", "HR", "CS", "DA", "NL", "EN", "ET", "FI", "FR", "DE", "EL", "HE", "HI", "HU",
 			"ID", "IT", "JA", "KO", "LV", "LT", "MS", "NB", "PL", "PT", "RO", "RU", "ZH", "SK", "SL", "ES", "SW", "SV", "TL",
 			"TH", "ZH", "TR", "UK", "UR", "VI"},
+		ReleaseNotes: "We update the app as often as possible to make it faster and more reliable for you. Check back next week to see the latest features and fixes available.\n\n" +
+			"Love the app? Rate us! Your feedback keeps the Uber engine running.\n\nHave a question? Tap Help in the Uber app or visit help.uber.com.",
 	}
 	got, err := ParseLookup(readFixture(t, "lookup_us_uber_2017.json"))
 	if err != nil {

@@ -55,7 +55,7 @@ func (a App) Bounded() App {
 	a.Currency, a.Genre, a.Version = field(a.Currency), field(a.Genre), field(a.Version)
 	a.ReleaseDate, a.CurrentVersionReleaseDate = field(a.ReleaseDate), field(a.CurrentVersionReleaseDate)
 	a.ContentRating, a.TrackViewURL, a.ArtworkURL = field(a.ContentRating), field(a.TrackViewURL), field(a.ArtworkURL)
-	a.Description = Truncate(a.Description, MaxTextLen)
+	a.Description, a.ReleaseNotes = Truncate(a.Description, MaxTextLen), Truncate(a.ReleaseNotes, MaxTextLen)
 	a.Languages = boundedFields(a.Languages, MaxLanguages)
 	return a
 }

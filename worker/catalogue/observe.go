@@ -38,13 +38,15 @@ type Seen struct {
 	Currency      string
 	Version       string
 	VersionDate   string
+	// ReleaseNotes are the version's notes when the source carries them.
+	ReleaseNotes string
 }
 
 // SeenFromApp is a search result as an observation.
 func SeenFromApp(a appstore.App) Seen {
 	return Seen{TrackID: a.TrackID, Name: a.Name, GenreID: a.GenreID, Lookup: true,
 		RatingCount: a.RatingCount, AverageRating: a.AverageRating, Price: a.Price, Currency: a.Currency,
-		Version: a.Version, VersionDate: a.CurrentVersionReleaseDate}
+		Version: a.Version, VersionDate: a.CurrentVersionReleaseDate, ReleaseNotes: a.ReleaseNotes}
 }
 
 // seenJSON is one observation as the upsert reads it with json_each;
@@ -59,6 +61,7 @@ type seenJSON struct {
 	Cur     *string  `json:"cur"`
 	Version *string  `json:"v"`
 	VDate   *string  `json:"vd"`
+	Notes   *string  `json:"rn"`
 }
 
 func nonEmpty(s string) *string {
@@ -73,15 +76,17 @@ func nonEmpty(s string) *string {
 // last_seen_at, loses its stale mark, and takes the lookup-level fields
 // the source carries (the history triggers record what changed, at
 // observed_at). An enriched app whose version changed since its page was
-// fetched is due for a refresh now. Numbered parameters: ?1 the JSON
+// fetched is due for a refresh now. A new version's release notes are
+// the source's, or unknown (NULL), never the old version's, so the version
+// history records the right ones. Numbered parameters: ?1 the JSON
 // list, ?2 the time.
 const observeSQL = `WITH s AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.name') AS name,
   json_extract(value, '$.genre') AS genre, json_extract(value, '$.n') AS n, json_extract(value, '$.r') AS r,
   json_extract(value, '$.p') AS p, json_extract(value, '$.cur') AS cur, json_extract(value, '$.v') AS v,
-  json_extract(value, '$.vd') AS vd FROM json_each(?1))
+  json_extract(value, '$.vd') AS vd, json_extract(value, '$.rn') AS rn FROM json_each(?1))
 INSERT INTO app_registry (track_id, name, genre_id, rating_count, average_rating, price, currency, version,
-  current_version_release_date, last_seen_at, observed_at)
-SELECT id, name, genre, n, r, p, cur, v, vd, ?2, CASE WHEN n IS NOT NULL THEN ?2 END FROM s WHERE true
+  current_version_release_date, release_notes, last_seen_at, observed_at)
+SELECT id, name, genre, n, r, p, cur, v, vd, rn, ?2, CASE WHEN n IS NOT NULL THEN ?2 END FROM s WHERE true
 ON CONFLICT (track_id) DO UPDATE SET
   last_seen_at = excluded.last_seen_at,
   stale_at = NULL,
@@ -92,6 +97,8 @@ ON CONFLICT (track_id) DO UPDATE SET
   currency = COALESCE(excluded.currency, app_registry.currency),
   version = COALESCE(excluded.version, app_registry.version),
   current_version_release_date = COALESCE(excluded.current_version_release_date, app_registry.current_version_release_date),
+  release_notes = CASE WHEN excluded.version IS NOT NULL AND excluded.version IS NOT app_registry.version
+    THEN excluded.release_notes ELSE COALESCE(excluded.release_notes, app_registry.release_notes) END,
   next_refresh_at = CASE WHEN app_registry.next_refresh_at > ?2 AND excluded.version IS NOT NULL
       AND app_registry.page_version IS NOT NULL AND excluded.version IS NOT app_registry.page_version
     THEN ?2 ELSE app_registry.next_refresh_at END`
@@ -115,6 +122,7 @@ func ObserveStmt(seen []Seen, now time.Time) []d1.Stmt {
 			n, avg, p := s.RatingCount, s.AverageRating, s.Price
 			r.Count, r.Rating, r.Price = &n, &avg, &p
 			r.Cur, r.Version, r.VDate = nonEmpty(s.Currency), nonEmpty(s.Version), nonEmpty(s.VersionDate)
+			r.Notes = nonEmpty(appstore.Truncate(s.ReleaseNotes, appstore.MaxTextLen))
 		}
 		rows = append(rows, r)
 	}

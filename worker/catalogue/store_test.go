@@ -5,6 +5,7 @@ package catalogue
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -300,5 +301,28 @@ func TestParseHistoryQuery(t *testing.T) {
 		if _, f, msg := ParseHistoryQuery(c.id, get(c.q)); f != c.field || msg == "" {
 			t.Errorf("%s %v: field %q", c.id, c.q, f)
 		}
+	}
+}
+
+// TestObservedVersionKeepsItsOwnReleaseNotes: a search showing a new
+// version records it with the notes it carried; a chart sighting of a new
+// version (no notes) leaves them unknown, never the old version's.
+func TestObservedVersionKeepsItsOwnReleaseNotes(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	seen := func(v, notes string, at time.Time) {
+		t.Helper()
+		s := Seen{TrackID: 7, Name: "App", Lookup: true, RatingCount: 10, Version: v, ReleaseNotes: notes}
+		if _, err := db.Exec(ctx, ObserveStmt([]Seen{s}, at)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen("1.0", "First release.", t0)
+	seen("1.1", "Bug fixes.", t0.Add(time.Hour))
+	seen("1.2", "", t0.Add(2*time.Hour))
+	rows := drv.Rows(t, `SELECT version, release_notes FROM app_version_history WHERE track_id = 7 ORDER BY seen_at`)
+	if fmt.Sprint(rows) != "[map[release_notes:First release. version:1.0] map[release_notes:Bug fixes. version:1.1] map[release_notes:<nil> version:1.2]]" {
+		t.Fatalf("version history: %v", rows)
 	}
 }

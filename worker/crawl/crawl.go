@@ -368,7 +368,7 @@ func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Contex
 // before it is enriched; a queued app's fields are refreshed; an enriched
 // app is left alone (no write: its record comes from its own enrichment).
 const searchResultSQL = `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, lookup_at)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET ` + appstore.StoredLookupUpdates + `, lookup_at=excluded.lookup_at
 WHERE app_registry.enriched_at IS NULL`
 

@@ -63,9 +63,9 @@ func TestLedgerReplicatesExactlyOnce(t *testing.T) {
 		ok := v.Consumer["faults_injected"] == 1 && v.Consumer["duplicates"] > 0 && len(v.Writers) >= 3
 		for _, wr := range v.Writers {
 			// The limiter's first minute closes within a minute of traffic;
-			// a configured limiter nothing used here (upstream-reviews) has
-			// no facts, and must show none pending.
-			used := wr.Source != "limiter:"+ratelimit.Reviews
+			// a configured limiter nothing used here (upstream-reviews,
+			// llm-tokens) has no facts, and must show none pending.
+			used := wr.Source != "limiter:"+ratelimit.Reviews && wr.Source != "limiter:"+ratelimit.LLMTokens
 			ok = ok && wr.Status == "ok" && (wr.FactsInD1 > 0 || !used) && wr.PendingFacts == 0
 		}
 		return ok, jsonString(v)

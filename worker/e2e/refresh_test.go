@@ -141,7 +141,8 @@ UPDATE app_registry SET next_refresh_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') 
 			RatingCount int64  `json:"rating_count"`
 		} `json:"ratings"`
 		Versions []struct {
-			Version string `json:"version"`
+			Version      string  `json:"version"`
+			ReleaseNotes *string `json:"release_notes"`
 		} `json:"versions"`
 	}
 	eventually(t, time.Minute, "the probe's velocity", func() (bool, string) {
@@ -161,7 +162,7 @@ UPDATE app_registry SET next_refresh_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') 
 		t.Fatalf("velocity %v, want %.3f (%d ratings in about 2 days)", *h.Current.Velocity7d, want, gained)
 	}
 	if now[probe].Version != stored[probe].Version {
-		if len(h.Versions) < 2 || h.Versions[0].Version != now[probe].Version {
+		if len(h.Versions) < 2 || h.Versions[0].Version != now[probe].Version || h.Versions[0].ReleaseNotes == nil || *h.Versions[0].ReleaseNotes == "" {
 			t.Fatalf("the probe's version history: %s", jsonString(h.Versions))
 		}
 	}

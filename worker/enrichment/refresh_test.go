@@ -100,7 +100,7 @@ func TestRunServesDueRefreshes(t *testing.T) {
 		drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (?)`, id)
 	}
 	enrichedDue(t, drv, 20, fixtureVersion, fixtureCount, monthAgo, now.Add(-3*time.Hour)) // unchanged
-	enrichedDue(t, drv, 21, fixtureVersion, 50000, monthAgo, now.Add(-2*time.Hour))        // 1,392 new ratings
+	enrichedDue(t, drv, 21, "3.0", 50000, monthAgo, now.Add(-2*time.Hour))                 // a new version, 1,392 new ratings
 	enrichedDue(t, drv, 2, "1.0", 10, monthAgo, now.Add(-time.Hour))                       // gone from the store
 	enrichedDue(t, drv, 30, "1.0", 10, monthAgo, now.Add(time.Hour))                       // not due yet
 	st := D1Store{DB: db}
@@ -150,6 +150,10 @@ func TestRunServesDueRefreshes(t *testing.T) {
 	}
 	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 21 AND rating_count = ? AND taken_at = ?`, fixtureCount, d1.Time(now)); n != 1 {
 		t.Fatalf("history of the changed app: %d rows", n)
+	}
+	// Its version change, with the release notes the lookup carried.
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_version_history WHERE track_id = 21 AND version = ? AND seen_at = ? AND release_notes LIKE 'We update the app as often%'`, fixtureVersion, d1.Time(now)); n != 1 {
+		t.Fatalf("version history of the changed app: %v", drv.Rows(t, `SELECT * FROM app_version_history WHERE track_id = 21`))
 	}
 
 	// The next tick: app 2 (due) and app 12 (queued) remain; the queue's

@@ -21,7 +21,8 @@ import (
 // one (LOOKUP_FRESH_H) needs only its page.
 const PickSQL = `SELECT track_id, enrich_attempts, enrich_defers, lookup_at, name, bundle_id, developer_id,
   developer_name, genre, genre_id, price, currency, average_rating, rating_count, version, release_date,
-  current_version_release_date, description, content_rating, artwork_url, file_size_bytes, languages
+  current_version_release_date, description, content_rating, artwork_url, file_size_bytes, languages,
+  COALESCE(release_notes, '') AS release_notes
 FROM app_registry
 WHERE enriched_at IS NULL AND (? = 0 OR enrichment_source IS NULL)
   AND (enrich_retry_at IS NULL OR enrich_retry_at <= ?)
@@ -78,8 +79,8 @@ func SaveStatements(r Record) []d1.Stmt {
   price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
   description, content_rating, artwork_url, file_size_bytes, languages, subtitle, rating_histogram,
   iap_count, in_app_purchases, similar_app_ids, html_r2_key, enrichment_source, enrich_error,
-  enriched_at, updated_at, page_status, page_format, page_missing, page_parser_version, rating_share, lookup_at)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?,?,?,?,?,?,?)
+  enriched_at, updated_at, page_status, page_format, page_missing, page_parser_version, rating_share, lookup_at, release_notes)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET
   name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
   developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
@@ -94,7 +95,8 @@ ON CONFLICT (track_id) DO UPDATE SET
   enrich_error_class=NULL, enrich_retry_at=NULL, enrich_defers=0,
   enriched_at=excluded.enriched_at, updated_at=excluded.updated_at, page_status=excluded.page_status,
   page_format=excluded.page_format, page_missing=excluded.page_missing,
-  page_parser_version=excluded.page_parser_version, rating_share=excluded.rating_share, lookup_at=excluded.lookup_at`,
+  page_parser_version=excluded.page_parser_version, rating_share=excluded.rating_share, lookup_at=excluded.lookup_at,
+  release_notes=excluded.release_notes`,
 		Args: []any{
 			a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
 			appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
@@ -105,7 +107,7 @@ ON CONFLICT (track_id) DO UPDATE SET
 			len(iaps), jsonText(iaps), jsonText(similar),
 			r.HTMLKey, SourceEnriched, now, now,
 			PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion, jsonText(p.RatingShare),
-			ts(cmp.Or(r.LookupAt, r.FetchedAt)),
+			ts(cmp.Or(r.LookupAt, r.FetchedAt)), appstore.Truncate(a.ReleaseNotes, appstore.MaxTextLen),
 		},
 	}}
 	stmts = append(stmts, similarStmts(a.TrackID, similar)...)
@@ -128,7 +130,7 @@ func SaveLookupStatements(a appstore.App, htmlKey, pageStatus string, at time.Ti
 	stmts := []d1.Stmt{{
 		SQL: `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, html_r2_key, enrichment_source,
   page_status, updated_at, lookup_at)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET ` + appstore.StoredLookupUpdates + `,
   html_r2_key=COALESCE(excluded.html_r2_key, app_registry.html_r2_key),
   enrichment_source=CASE WHEN app_registry.enrichment_source = '` + SourceEnriched + `' THEN app_registry.enrichment_source ELSE excluded.enrichment_source END,
