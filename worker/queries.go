@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"storecrawl/worker/analyst"
 	living "storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
@@ -16,7 +17,7 @@ import (
 // full-table scans).
 func HotQueries() []d1.NamedQuery {
 	var all []d1.NamedQuery
-	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), history.HotQueries(), living.HotQueries()} {
+	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), history.HotQueries(), living.HotQueries(), analyst.HotQueries()} {
 		all = append(all, qs...)
 	}
 	return all
