@@ -164,6 +164,9 @@ const (
 	// the bracket's floor, rather than the last minute's accepted rate,
 	// which mixes in the slower ticks of the climb.
 	probeRiseEvidence = 2.0
+	// probeSmoothShare: from this share of the learned ceiling, ticks are
+	// sent in the smallest chunks that fill the connections.
+	probeSmoothShare = 0.8
 	// probeBusyShare: from this share of what the connections carry at the
 	// measured latency, the connections bind, not the rate (chunks that wait
 	// for their slowest answer carry less than the nominal six at once).
@@ -202,6 +205,12 @@ func (p *Probe) Plan(now time.Time) Plan {
 	chunk := 0
 	if p.Streak > 0 || p.Phase == PhaseProbe || p.Phase == PhaseBracket {
 		chunk = 1 // near the limit, a refusal should cost one item
+	}
+	if chunk == 0 && p.Ceiling > 0 && p.Rate >= probeSmoothShare*p.Ceiling {
+		// Near the ceiling, the smallest chunks that fill the connections:
+		// a token bucket with a small burst refuses a second's worth of
+		// requests sent at once even when the rate is under its capacity.
+		chunk = chunkItems(p.Sub)
 	}
 	if p.Careful {
 		chunk = max(1, MaxConnections/p.Sub)

@@ -284,3 +284,18 @@ func TestProbeRecoverTimeShorterWhereAnItemIsSmall(t *testing.T) {
 		t.Fatalf("240/min: recover %v, want %v", fast, want)
 	}
 }
+
+func TestProbeSmallChunksNearTheCeiling(t *testing.T) {
+	// 1400/min at 4 requests an item: a second's worth is 6 items; near a
+	// learned ceiling of 1500 the chunks shrink to the 3 items that fill
+	// the connections, so a small burst is not overrun at once.
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Phase = 1400, PhasePlateau
+	if plan := p.Plan(t0); plan.ChunkItems != 6 {
+		t.Fatalf("no ceiling known: chunks of %d items, want 6", plan.ChunkItems)
+	}
+	p.Ceiling = 1500
+	if plan := p.Plan(t0); plan.ChunkItems != chunkItems(4) {
+		t.Fatalf("near the ceiling: chunks of %d items, want %d", plan.ChunkItems, chunkItems(4))
+	}
+}
