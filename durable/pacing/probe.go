@@ -9,7 +9,9 @@ import (
 // the upstream starts refusing (its ceiling) and spends most of its time
 // just under it, probing above it rarely and gently.
 //
-//   - Slow start: from a modest rate, ×1.5 per clean tick until the first refusal.
+//   - Slow start: from a modest rate, ×1.5 per clean tick until the first
+//     refusal; unless refusals are penalised, the ceiling is then bisected
+//     between the last clean rate and the refused one.
 //   - On a tick with refusals the ceiling becomes the accepted rate of the
 //     last minute (what the upstream really served: a token bucket refuses
 //     exactly the excess) and the rate drops to 0.9× of it; refusals in
@@ -26,7 +28,8 @@ import (
 //     cycle from an underestimate; a probe tick served in full at twice
 //     the ceiling or more is the bracket's floor.
 //   - Where refusals are penalised (Retry-After, blocks) the cycle is
-//     timed by what a refusal costs: at least two holds between steps,
+//     timed by what a refusal costs: at least two holds (three once the
+//     upstream has blocked) between steps,
 //     doubled after a refused step, halved after a step that held for a
 //     whole wait; clean steps grow 5%, 10%, 20%. A refused step resumes at
 //     the rate before it (the hold is the refusal's cost; no cut on top).
@@ -98,6 +101,12 @@ const (
 	// requests) are this share of the traffic sent meanwhile. A 20/min
 	// upstream is thus probed every ~15 min, a 600/min one every ~40 s.
 	probeRefusalShare = 0.01
+	// probeFastRefusalShare replaces probeRefusalShare from
+	// probeFastItemsPerMin items a minute: there one refused item is a
+	// small share of a cycle's traffic anyway, and probing twice as often
+	// finds a capacity that stepped up twice as soon.
+	probeFastRefusalShare = 0.02
+	probeFastItemsPerMin  = 30.0
 	// probePenaltyFactor bounds the probing cycle once refusals have
 	// proven expensive (they came with a Retry-After or led to a block).
 	probePenaltyFactor = 3
@@ -110,6 +119,10 @@ const (
 	// that does not is probed ever more rarely.
 	probePenaltyHolds   = 2
 	probePenaltyWaitMin = time.Minute
+	// probePenaltyBlockHolds replaces probePenaltyHolds once the upstream
+	// has blocked: a block holds for minutes and may come back longer, so
+	// the steps towards it are spaced further apart.
+	probePenaltyBlockHolds = 3
 	// probePenaltyMaxDoublings: clean penalised steps grow 5%, 10%, 20%
 	// and no further (a refused step costs the same hold whatever its size,
 	// but lands further above the capacity).
@@ -151,6 +164,9 @@ const (
 	// the bracket's floor, rather than the last minute's accepted rate,
 	// which mixes in the slower ticks of the climb.
 	probeRiseEvidence = 2.0
+	// probeSmoothShare: from this share of the learned ceiling, ticks are
+	// sent in the smallest chunks that fill the connections.
+	probeSmoothShare = 0.8
 	// probeBusyShare: from this share of what the connections carry at the
 	// measured latency, the connections bind, not the rate (chunks that wait
 	// for their slowest answer carry less than the nominal six at once).
@@ -190,6 +206,12 @@ func (p *Probe) Plan(now time.Time) Plan {
 	if p.Streak > 0 || p.Phase == PhaseProbe || p.Phase == PhaseBracket {
 		chunk = 1 // near the limit, a refusal should cost one item
 	}
+	if chunk == 0 && p.Ceiling > 0 && p.Rate >= probeSmoothShare*p.Ceiling {
+		// Near the ceiling, the smallest chunks that fill the connections:
+		// a token bucket with a small burst refuses a second's worth of
+		// requests sent at once even when the rate is under its capacity.
+		chunk = chunkItems(p.Sub)
+	}
 	if p.Careful {
 		chunk = max(1, MaxConnections/p.Sub)
 	}
@@ -228,7 +250,11 @@ func (p *Probe) latencyBound() bool { return p.Rate >= probeBusyShare*p.connPerM
 func (p *Probe) recoverTime() time.Duration {
 	d := probeRefRecover
 	if p.Ceiling > 0 {
-		d = time.Duration(float64(p.Sub) / (probeRefusalShare * p.Ceiling) * float64(time.Minute))
+		share := probeRefusalShare
+		if p.Ceiling/float64(p.Sub) >= probeFastItemsPerMin {
+			share = probeFastRefusalShare
+		}
+		d = time.Duration(float64(p.Sub) / (share * p.Ceiling) * float64(time.Minute))
 	}
 	if p.Penalized {
 		return p.penaltyWait()
@@ -238,7 +264,11 @@ func (p *Probe) recoverTime() time.Duration {
 
 // penaltyWait is the wait between probe steps where refusals are penalised.
 func (p *Probe) penaltyWait() time.Duration {
-	lo := max(probePenaltyWaitMin, probePenaltyHolds*time.Duration(p.HoldMs)*time.Millisecond)
+	holds := time.Duration(probePenaltyHolds)
+	if p.Blocks > 0 {
+		holds = probePenaltyBlockHolds
+	}
+	lo := max(probePenaltyWaitMin, holds*time.Duration(p.HoldMs)*time.Millisecond)
 	w := time.Duration(p.PenaltyWaitMs) * time.Millisecond
 	return min(max(w, lo), probeMaxRecover*probePenaltyFactor)
 }
@@ -324,6 +354,12 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 			p.Ceiling = math.Min(p.Rate, math.Max(est, MinRatePerMin))
 			if probing && !p.Penalized && old > 0 && p.Clean >= probeRiseEvidence*old {
 				p.Ceiling = math.Max(p.Ceiling, math.Min(p.Clean, refused))
+			}
+			if p.Phase == PhaseSlowStart && !p.Penalized && p.Clean > 0 {
+				// Slow start's last clean tick is a floor the minute's
+				// accepted rate (mixing in slower ticks) may underrate.
+				p.Ceiling = math.Max(p.Ceiling, math.Min(p.Clean, refused))
+				probing = true
 			}
 			p.Rate = clampRate(p.Ceiling * probeBeta)
 			if p.Penalized && p.Clean > 0 && p.Clean < refused {

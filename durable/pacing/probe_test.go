@@ -236,3 +236,66 @@ func TestPausesAreSizedByTheSlowestAnswer(t *testing.T) {
 		t.Fatalf("careful pause %v, want %v (mean latency)", careful.ChunkPause, again.ChunkPause)
 	}
 }
+
+func TestProbeSlowStartRefusalBisectsFromLastCleanRate(t *testing.T) {
+	// Slow start served 200/min in full, then 300/min was refused. The
+	// minute's accepted rate mixes in the slower ticks before; the last
+	// clean rate is the floor, and the gap to the refused rate is bisected.
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	now := t0
+	p.History = []tickStats{{End: now.Add(-50 * time.Second).UnixMilli(), OK: 8}, {End: now.Add(-10 * time.Second).UnixMilli(), OK: 32}}
+	p.Clean, p.Rate = 200, 300
+	p.Done(now, append(tickOf(2, 4, KindOK, now, 100*time.Millisecond), tickOf(1, 1, KindThrottled, now, 100*time.Millisecond)...))
+	if p.Phase != PhaseBracket || p.Ceiling != 200 || p.Rate != 200 || p.Refused != 300 {
+		t.Fatalf("after a refused slow-start tick: phase %s ceiling %.0f rate %.0f refused %.0f, want bracket 200/200/300",
+			p.Phase, p.Ceiling, p.Rate, p.Refused)
+	}
+	// Where refusals are penalised the bracket is not used.
+	q := NewProbe(Config{SubrequestsPerItem: 4})
+	q.History, q.Clean, q.Rate, q.Penalized = p.History, 200, 300, true
+	q.Done(now, tickOf(1, 1, KindThrottled, now, 100*time.Millisecond))
+	if q.Phase == PhaseBracket {
+		t.Fatal("penalised slow start bisects")
+	}
+}
+
+func TestProbePenaltyWaitAfterABlockSpansMoreHolds(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Penalized, p.HoldMs = true, (5 * time.Minute).Milliseconds()
+	if w := p.penaltyWait(); w != probePenaltyHolds*5*time.Minute {
+		t.Fatalf("Retry-After hold of 5 min: wait %v", w)
+	}
+	p.Blocks = 1
+	if w := p.penaltyWait(); w != probePenaltyBlockHolds*5*time.Minute {
+		t.Fatalf("block of 5 min: wait %v", w)
+	}
+}
+
+func TestProbeRecoverTimeShorterWhereAnItemIsSmall(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Ceiling = 60 // 15 items a minute: one refused item is a larger share
+	slow := p.recoverTime()
+	p.Ceiling = 240 // 60 items a minute
+	fast := p.recoverTime()
+	if want := time.Duration(4 / (probeRefusalShare * 60) * float64(time.Minute)); slow != want {
+		t.Fatalf("60/min: recover %v, want %v", slow, want)
+	}
+	if want := time.Duration(4 / (probeFastRefusalShare * 240) * float64(time.Minute)); fast != want {
+		t.Fatalf("240/min: recover %v, want %v", fast, want)
+	}
+}
+
+func TestProbeSmallChunksNearTheCeiling(t *testing.T) {
+	// 1400/min at 4 requests an item: a second's worth is 6 items; near a
+	// learned ceiling of 1500 the chunks shrink to the 3 items that fill
+	// the connections, so a small burst is not overrun at once.
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Phase = 1400, PhasePlateau
+	if plan := p.Plan(t0); plan.ChunkItems != 6 {
+		t.Fatalf("no ceiling known: chunks of %d items, want 6", plan.ChunkItems)
+	}
+	p.Ceiling = 1500
+	if plan := p.Plan(t0); plan.ChunkItems != chunkItems(4) {
+		t.Fatalf("near the ceiling: chunks of %d items, want %d", plan.ChunkItems, chunkItems(4))
+	}
+}

@@ -136,7 +136,7 @@ func TestIssue18FamiliesBounds(t *testing.T) {
 		{"slow-noisy", goalShare, goalRefused},  // 1.04 of aws-adaptive
 		{"rise-linear", goalShare, goalRefused}, // 0.99 of the oracle
 		{"outage", goalShare, goalRefused},      // 0.93 of the oracle
-		{"sawtooth", 0.83, goalRefused},         // 0.85 of the oracle: goal not met
+		{"sawtooth", 0.88, goalRefused},         // 0.89 of the oracle: goal not met
 		{"rise-retry-after", 0.77, goalRefused}, // 0.80 of the oracle: goal not met
 	}
 	for _, c := range cases {
@@ -219,7 +219,7 @@ func TestStorm403BlocksOnce(t *testing.T) {
 	// by a controller that must find the capacity; after it the climb is
 	// timed by the block's cost, so there is no second.
 	m := runShipped(t, "storm-403", "default")
-	if m.Lockouts > 1 || m.GoodputRatio < 0.70 || m.RefusedRatio > goalRefused {
-		t.Fatalf("storm-403: %d blocks (≤ 1), goodput %.3f (≥ 0.70), refused %.4f", m.Lockouts, m.GoodputRatio, m.RefusedRatio)
+	if m.Lockouts > 1 || m.GoodputRatio < 0.78 || m.RefusedRatio > goalRefused {
+		t.Fatalf("storm-403: %d blocks (≤ 1), goodput %.3f (≥ 0.78), refused %.4f", m.Lockouts, m.GoodputRatio, m.RefusedRatio)
 	}
 }
