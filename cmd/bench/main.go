@@ -6,6 +6,7 @@
 // and the wasm module's raw and gzip size. Figures, not pass/fail.
 //
 //	go run ./cmd/bench [-duration 10s] [-concurrency 1,16,64] [-rounds 2] [-only-pipeline] [-only-enrichment]
+//	    [-only-freshness [-apps 100000] [-hours 72] [-pace 0] [-changes-per-hour 400]]
 package main
 
 import (
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"storecrawl/internal/devstack"
+	"storecrawl/worker/refresh"
 )
 
 const startupTimeout = 120 * time.Second
@@ -42,9 +44,22 @@ func main() {
 	onlyEnrichment := flag.Bool("only-enrichment", false, "measure only upstream requests per enriched app and apps per hour")
 	fidelityRun := flag.Bool("fidelity", true, "also run the live-fidelity scenario (9 minutes) next to cmd/simulate's prediction")
 	onlyFidelity := flag.Bool("only-fidelity", false, "run only the live-fidelity scenario")
+	freshRun := flag.Bool("freshness", true, "also measure value-weighted freshness under the simulator's catalogue drift")
+	onlyFreshness := flag.Bool("only-freshness", false, "measure only the freshness scenario")
+	freshAppsN := flag.Int("apps", freshApps, "freshness: catalogue size")
+	freshHoursN := flag.Int("hours", freshHours, "freshness: simulated hours")
+	freshPace := flag.Int("pace", 0, "freshness: upstream requests per simulated hour (0 = the simulator's default limit × 60)")
+	freshChanges := flag.Int("changes-per-hour", freshChangesPerHour, "freshness: the simulator's app changes per simulated hour")
+	flag.DurationVar(&refresh.HotInterval, "hot-interval", refresh.HotInterval, "freshness: the policy's hot refresh interval (refresh.HotInterval)")
+	flag.DurationVar(&refresh.WarmInterval, "warm-interval", refresh.WarmInterval, "freshness: the policy's warm refresh interval (refresh.WarmInterval)")
+	flag.DurationVar(&refresh.ColdInterval, "cold-interval", refresh.ColdInterval, "freshness: the policy's cold refresh interval (refresh.ColdInterval)")
 	flag.Parse()
 
 	root, _ := os.Getwd()
+	if *onlyFreshness { // native: needs no wasm build
+		benchFreshness(root, *freshAppsN, *freshHoursN, *freshPace, *freshChanges)
+		return
+	}
 	printSize(*wasm)
 	if *onlyEnrichment {
 		benchEnrichmentRate(root)
@@ -83,7 +98,7 @@ func main() {
 	}
 	benchLimiter(gow, ref, *duration)
 	afterGo := health(gow)
-	if *pipeline || *enrichRate || *fidelityRun {
+	if *pipeline || *enrichRate || *fidelityRun || *freshRun {
 		stopRef()
 		stopGo()
 	}
@@ -95,6 +110,9 @@ func main() {
 	}
 	if *fidelityRun {
 		benchFidelity(root)
+	}
+	if *freshRun {
+		benchFreshness(root, *freshAppsN, *freshHoursN, *freshPace, *freshChanges)
 	}
 	fmt.Printf("\nGo instance reuse: instance_id %s before and %s after (same = one instance served every request); requests_served %v → %v\n",
 		short(beforeGo["instance_id"]), short(afterGo["instance_id"]), beforeGo["requests_served"], afterGo["requests_served"])

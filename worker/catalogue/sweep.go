@@ -26,7 +26,7 @@ const (
 	SweepBatchApps = 200
 	// SweepMaxBatches bounds one run: 1,000 apps; at the task's 15-minute
 	// cadence, 96,000 apps a day, so a 100,000-app catalogue is re-tiered
-	// about daily, as often as hot apps are refreshed.
+	// about daily (hot apps are refreshed more often than they are re-tiered).
 	SweepMaxBatches = 5
 	// sweepCursorName names the cursor in sweep_cursors.
 	sweepCursorName = "catalogue-sweep"

@@ -3,7 +3,7 @@
 // Package d1test is a d1.Driver over an in-memory SQLite database (D1 is
 // SQLite) with the project's migrations applied, so feature packages test
 // their real SQL natively: their read→compute→write sequences against the
-// real schema, its indexes and triggers. For tests only.
+// real schema, its indexes and triggers. For tests, and for cmd/bench (Open).
 package d1test
 
 import (
@@ -40,41 +40,59 @@ var dbSeq atomic.Int64
 // returns a DB over it.
 func New(t testing.TB) (*d1.DB, *Driver) {
 	t.Helper()
-	name := fmt.Sprintf("file:d1test%d?mode=memory&cache=shared", dbSeq.Add(1))
-	db, err := sql.Open("sqlite", name)
+	db, drv, closeDB, err := Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.SetMaxOpenConns(1) // one connection: the in-memory database lives while it does
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Exec("PRAGMA foreign_keys = ON"); err != nil {
-		t.Fatal(err)
+	t.Cleanup(closeDB)
+	return db, drv
+}
+
+// Open is New outside a test (cmd/bench): the database lives until close
+// is called. The migrations are found from the working directory up.
+func Open() (_ *d1.DB, _ *Driver, closeDB func(), err error) {
+	name := fmt.Sprintf("file:d1test%d?mode=memory&cache=shared", dbSeq.Add(1))
+	db, err := sql.Open("sqlite", name)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	dir := migrationsDir(t)
+	db.SetMaxOpenConns(1) // one connection: the in-memory database lives while it does
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
+	if _, err := db.Exec("PRAGMA foreign_keys = ON"); err != nil {
+		return nil, nil, nil, err
+	}
+	dir, err := migrationsDir()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.sql"))
 	sort.Strings(files)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			t.Fatal(err)
+			return nil, nil, nil, err
 		}
 		if _, err := db.Exec(string(b)); err != nil {
-			t.Fatalf("migration %s: %v", filepath.Base(f), err)
+			return nil, nil, nil, fmt.Errorf("migration %s: %w", filepath.Base(f), err)
 		}
 	}
 	drv := &Driver{db: db}
-	return &d1.DB{Driver: drv}, drv
+	return &d1.DB{Driver: drv}, drv, func() { db.Close() }, nil
 }
 
-func migrationsDir(t testing.TB) string {
+func migrationsDir() (string, error) {
 	dir, _ := os.Getwd()
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "migrations")
+			return filepath.Join(dir, "migrations"), nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("d1test: no go.mod above the test's directory")
+			return "", fmt.Errorf("d1test: no go.mod above %s", dir)
 		}
 		dir = parent
 	}
