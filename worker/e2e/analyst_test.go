@@ -3,58 +3,19 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"storecrawl/internal/devstack"
 )
 
 // startLLMSim builds and starts cmd/llm-sim on a free loopback port.
 func startLLMSim(t *testing.T, dir string) *sim {
 	t.Helper()
-	bin := filepath.Join(dir, "llm-sim")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/llm-sim")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build llm-sim: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
-	pr, pw := io.Pipe()
-	logf, _ := os.Create(filepath.Join(dir, "llm-sim.log"))
-	cmd.Stdout = pw
-	errBuf := &syncBuffer{}
-	cmd.Stderr = io.MultiWriter(errBuf, logf)
-	devstack.InGroup(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopGroup(cmd); pw.Close(); logf.Close() })
-	addrCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			var ev struct{ Event, Addr string }
-			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Event == "listening" {
-				addrCh <- ev.Addr
-			}
-		}
-	}()
-	select {
-	case addr := <-addrCh:
-		return &sim{base: "http://" + addr, log: errBuf}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("llm-sim did not start: %s", errBuf.String())
-	}
-	return nil
+	return startSimulator(t, dir, "llm-sim")
 }
 
 type analystStatus struct {

@@ -111,15 +111,27 @@ type sim struct {
 
 func startSim(t *testing.T, dir string, args ...string) *sim {
 	t.Helper()
-	bin := filepath.Join(dir, "upstream-sim")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/upstream-sim")
+	return startSimulator(t, dir, "upstream-sim", args...)
+}
+
+// startSimulator builds cmd/<name> and starts it on a free loopback port
+// (-addr 127.0.0.1:0), its log in dir/<name>.log, and waits for its
+// "listening" event.
+func startSimulator(t *testing.T, dir, name string, args ...string) *sim {
+	t.Helper()
+	bin := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", bin, "./cmd/"+name)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build sim: %v\n%s", err, out)
+		t.Fatalf("build %s: %v\n%s", name, err, out)
 	}
 	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	pr, pw := io.Pipe()
-	logf, _ := os.Create(filepath.Join(dir, "sim.log"))
+	logName := "sim.log"
+	if name != "upstream-sim" {
+		logName = name + ".log"
+	}
+	logf, _ := os.Create(filepath.Join(dir, logName))
 	cmd.Stdout = pw
 	errBuf := &syncBuffer{}
 	cmd.Stderr = io.MultiWriter(errBuf, logf)
@@ -143,7 +155,7 @@ func startSim(t *testing.T, dir string, args ...string) *sim {
 	case addr := <-addrCh:
 		return &sim{base: "http://" + addr, log: errBuf}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("simulator did not start: %s", errBuf.String())
+		t.Fatalf("%s did not start: %s", name, errBuf.String())
 	}
 	return nil
 }
