@@ -6,18 +6,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"storecrawl/internal/simserve"
 )
 
 const (
@@ -106,38 +106,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("flag: %v", err)
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.MessageKey {
-				a.Key = "event"
-			}
-			return a
-		},
-	}))
+	logger := simserve.NewLogger(stderr)
 	srv := &http.Server{
 		Handler:           NewServer(Options{Config: cfg, APIKey: *apiKey, Model: *model, Logger: logger}),
 		ReadHeaderTimeout: readHeaderTimeout,
 	}
-	ln, err := net.Listen("tcp", *addr)
+	err := simserve.Run(ctx, srv, *addr, stdout, shutdownTimeout, func() { logger.Info("started", "model", *model, "config", cfg) })
 	if err != nil {
-		return err
-	}
-	announce, _ := json.Marshal(struct {
-		Event string `json:"event"`
-		Addr  string `json:"addr"`
-	}{"listening", ln.Addr().String()})
-	fmt.Fprintf(stdout, "%s\n", announce)
-	logger.Info("started", "model", *model, "config", cfg)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
 		return err
 	}
 	logger.Info("stopped")

@@ -5,19 +5,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
+
+	"storecrawl/internal/simserve"
 )
 
 const (
@@ -113,40 +112,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("flag -apps: must be between 1 and %d", maxApps)
 	}
 
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{
-		// Name the message "event", matching the stdout announcement.
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.MessageKey {
-				a.Key = "event"
-			}
-			return a
-		},
-	}))
+	logger := simserve.NewLogger(stderr)
 	srv := &http.Server{
 		Handler:           NewServer(NewCatalogue(*apps, *seed), Options{Config: cfg, Seed: *seed, Logger: logger}),
 		ReadHeaderTimeout: readHeaderTimeout,
 	}
-	ln, err := net.Listen("tcp", *addr)
+	err := simserve.Run(ctx, srv, *addr, stdout, shutdownTimeout, func() { logger.Info("started", "apps", *apps, "seed", *seed, "config", cfg) })
 	if err != nil {
-		return err
-	}
-	announce, _ := json.Marshal(struct {
-		Event string `json:"event"`
-		Addr  string `json:"addr"`
-	}{"listening", ln.Addr().String()})
-	fmt.Fprintf(stdout, "%s\n", announce)
-	logger.Info("started", "apps", *apps, "seed", *seed, "config", cfg)
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
 		return err
 	}
 	logger.Info("stopped")
