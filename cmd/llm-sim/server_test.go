@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -276,5 +277,59 @@ func TestRunLoopbackOnly(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("shutdown: %v", err)
+	}
+}
+
+// shapeKeys lists an object's keys and its nested objects' as "a.b" paths,
+// the first element standing for each array.
+func shapeKeys(prefix string, v any, out map[string]bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, sub := range x {
+			out[prefix+k] = true
+			shapeKeys(prefix+k+".", sub, out)
+		}
+	case []any:
+		if len(x) > 0 {
+			shapeKeys(prefix, x[0], out)
+		}
+	}
+}
+
+// TestAnswersInTheRealShape: every key the simulator's answer carries is
+// one a real chat-completions answer carries (worker/llm/testdata), and
+// the keys the client reads are there.
+func TestAnswersInTheRealShape(t *testing.T) {
+	realBody, err := os.ReadFile("../../worker/llm/testdata/chat_completion_gpt4omini_2024.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var realAns any
+	json.Unmarshal(realBody, &realAns)
+	real := map[string]bool{}
+	shapeKeys("", realAns, real)
+
+	srv, _ := newSim(t, Config{}, "")
+	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}`
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var simAns any
+	if err := json.NewDecoder(resp.Body).Decode(&simAns); err != nil {
+		t.Fatal(err)
+	}
+	sim := map[string]bool{}
+	shapeKeys("", simAns, sim)
+	for k := range sim {
+		if !real[k] {
+			t.Errorf("the simulator answers %q, which a real answer does not carry", k)
+		}
+	}
+	for _, k := range []string{"model", "choices.message.content", "choices.finish_reason", "usage.prompt_tokens", "usage.completion_tokens", "usage.total_tokens"} {
+		if !sim[k] || !real[k] {
+			t.Errorf("%q: simulator %v, real %v", k, sim[k], real[k])
+		}
 	}
 }

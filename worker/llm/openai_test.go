@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +126,29 @@ type headerDoer struct {
 func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
 	r.Header.Set("X-Test", d.v)
 	return d.c.Do(r)
+}
+
+// TestOpenAIReadsARealCompletion: a real chat-completions answer
+// (testdata/README.md) gives its text, model, finish reason and the
+// usage it reports (not an estimate).
+func TestOpenAIReadsARealCompletion(t *testing.T) {
+	real, err := os.ReadFile("testdata/chat_completion_gpt4omini_2024.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(real)
+	}))
+	defer srv.Close()
+	c := OpenAI{BaseURL: srv.URL + "/v1", Model: "gpt-4o-mini", Doer: srv.Client()}
+	resp, err := c.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "weather on Tuesday?"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(resp.Text, "On Tuesday, we can expect a chilly day") || !strings.HasSuffix(resp.Text, "is in store!") ||
+		resp.Model != "gpt-4o-mini-2024-07-18" || resp.FinishReason != "stop" ||
+		resp.Usage != (Usage{PromptTokens: 54, CompletionTokens: 79, TotalTokens: 133}) {
+		t.Fatalf("got %+v", resp)
+	}
 }
