@@ -22,6 +22,7 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 	list := fs.String("controller", defaultControllers, "comma-separated controllers (pacing.New names, \"default\", \"oracle\")")
 	asJSON := fs.Bool("json", false, "print JSON: one object for one run, an array for several")
 	trace := fs.Bool("trace", false, "include a per-minute trace")
+	seeds := fs.Int("seeds", 0, "run every scenario under seeds 1..N and print the default's standing per scenario (mean, worst seed)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -38,6 +39,9 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "simulate: %v\n", err)
 		return exitError
+	}
+	if *seeds > 0 {
+		return sweepSeeds(stdout, stderr, scenarios, controllers, *seeds)
 	}
 	var runs []Metrics
 	for _, sc := range scenarios {
@@ -81,4 +85,32 @@ func report(w io.Writer, runs []Metrics, controllers []string, all, asJSON bool)
 		}
 	}
 	return nil
+}
+
+// maxSeeds bounds -seeds: each seed reruns every controller on every scenario.
+const maxSeeds = 100
+
+func sweepSeeds(stdout, stderr io.Writer, scenarios []*Scenario, controllers []string, n int) int {
+	if n > maxSeeds {
+		fmt.Fprintf(stderr, "simulate: -seeds %d: at most %d\n", n, maxSeeds)
+		return exitUsage
+	}
+	if err := writeSeedTable(stdout, seedSweep(scenarios, withPeers(controllers), n), n); err != nil {
+		fmt.Fprintf(stderr, "simulate: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// withPeers is controllers plus the default and every peer it is judged against.
+func withPeers(controllers []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range append(append([]string{}, controllers...), append([]string{"default"}, peerAlgorithms...)...) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -101,3 +101,26 @@ func TestCLIErrors(t *testing.T) {
 		t.Errorf("no controllers: exit %d", code)
 	}
 }
+
+func TestCLISeedSweep(t *testing.T) {
+	code, out, errs := runCLI(t, "-scenario", "steady-60", "-seeds", "3", "-controller", "default")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var row []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "steady-60" {
+			row = f
+		}
+	}
+	// scenario, goodput, refused, mean, min, max, worst seed, "N of 3"
+	if len(row) != 10 || row[len(row)-1] != "3" || row[len(row)-2] != "of" {
+		t.Fatalf("seed row %q in:\n%s", row, out)
+	}
+	if !strings.Contains(out, "over seeds 1..3") {
+		t.Errorf("header missing:\n%s", out)
+	}
+	if code, _, _ := runCLI(t, "-seeds", "1000"); code != exitUsage {
+		t.Errorf("-seeds 1000: exit %d, want %d", code, exitUsage)
+	}
+}
