@@ -39,7 +39,7 @@ import (
 //     small chunk's slowest answer or timeout.
 //   - Two ticks in a row whose every request was refused are a block, not
 //     a rate: the rate is kept and a single item probes it 15 s, 30 s and
-//     a minute after the block began (its first refusal, not when it was
+//     a minute after the block began (its refusal, not when it was
 //     recognised), then on every whole minute since, so a block set in
 //     whole minutes is left the moment it lifts; its length, measured
 //     from its start, times the later probe steps.
@@ -61,8 +61,9 @@ type Probe struct {
 	ProbeTicks   int     `json:"probe_ticks"`
 	BackoffMs    int64   `json:"backoff_ms"`
 	Blocks       int     `json:"blocks"`
-	// BlockFrom is when the current block began: the end of the first
-	// tick of the refused streak (unix ms; 0 = not blocked).
+	// BlockFrom is when the current block began, as late as it can have:
+	// the end of the refused tick before the one that showed the block
+	// (unix ms; 0 = not blocked).
 	BlockFrom int64 `json:"block_from,omitempty"`
 	// Penalized: refusals here are expensive (Retry-After, blocks), so the
 	// ceiling is probed far more rarely.
@@ -146,7 +147,7 @@ const (
 	probeBackoffStart  = 15 * time.Second
 	// probeBackoffMax caps the wait between probes of a block: longer waits
 	// would waste more of the time after the block lifts than the probes cost.
-	// The probes are timed from when the block began (its first refusal),
+	// The probes are timed from when the block began (its refusal),
 	// not from when it was recognised, and from a minute on fall on whole
 	// minutes since then: blocks are set in whole minutes (1, 5, 10, 60),
 	// so such a block's end is found at once, any other within a minute.
@@ -339,12 +340,15 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		if p.Phase != PhaseBlocked {
 			p.Blocks++
 			p.Penalized = true
-			// The block began with the streak's first refused tick.
+			// The block began with the refused tick before this one.
 			p.BlockFrom = now.UnixMilli()
 			if p.Streak > 0 {
 				p.BlockFrom = p.LastThrottle
 			}
 			p.setPhase(PhaseBlocked, now)
+		}
+		if p.BlockFrom == 0 {
+			p.BlockFrom = p.PhaseSince // blocked in state stored before BlockFrom
 		}
 		at := p.blockProbeAt(now)
 		p.BackoffMs = at - now.UnixMilli()
