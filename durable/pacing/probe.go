@@ -38,8 +38,11 @@ import (
 //     connections' work, so they stay busy instead of waiting out every
 //     small chunk's slowest answer or timeout.
 //   - Two ticks in a row whose every request was refused are a block, not
-//     a rate: the rate is kept and the next try waits 15 s, 30 s, … up to
-//     a minute, with a single item as the probe.
+//     a rate: the rate is kept and a single item probes it 15 s, 30 s and
+//     a minute after the block began (its refusal, not when it was
+//     recognised), then on every whole minute since, so a block set in
+//     whole minutes is left the moment it lifts; its length, measured
+//     from its start, times the later probe steps.
 //   - Only refusals (429/403) are rate signals. 5xx and timeouts lower the
 //     rate only when they are most of a tick (the upstream is overloaded);
 //     not-found answers are successes.
@@ -58,6 +61,10 @@ type Probe struct {
 	ProbeTicks   int     `json:"probe_ticks"`
 	BackoffMs    int64   `json:"backoff_ms"`
 	Blocks       int     `json:"blocks"`
+	// BlockFrom is when the current block began, as late as it can have:
+	// the end of the refused tick before the one that showed the block
+	// (unix ms; 0 = not blocked).
+	BlockFrom int64 `json:"block_from,omitempty"`
 	// Penalized: refusals here are expensive (Retry-After, blocks), so the
 	// ceiling is probed far more rarely.
 	Penalized bool `json:"penalized"`
@@ -140,6 +147,10 @@ const (
 	probeBackoffStart  = 15 * time.Second
 	// probeBackoffMax caps the wait between probes of a block: longer waits
 	// would waste more of the time after the block lifts than the probes cost.
+	// The probes are timed from when the block began (its refusal),
+	// not from when it was recognised, and from a minute on fall on whole
+	// minutes since then: blocks are set in whole minutes (1, 5, 10, 60),
+	// so such a block's end is found at once, any other within a minute.
 	probeBackoffMax     = time.Minute
 	probeOverloadShare  = 0.5 // 5xx+timeouts share of a tick that means overload
 	probeOverloadFactor = 0.8
@@ -329,12 +340,19 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		if p.Phase != PhaseBlocked {
 			p.Blocks++
 			p.Penalized = true
-			p.BackoffMs = probeBackoffStart.Milliseconds()
+			// The block began with the refused tick before this one.
+			p.BlockFrom = now.UnixMilli()
+			if p.Streak > 0 {
+				p.BlockFrom = p.LastThrottle
+			}
 			p.setPhase(PhaseBlocked, now)
-		} else {
-			p.BackoffMs = min(p.BackoffMs*2, probeBackoffMax.Milliseconds())
 		}
-		p.NotBefore = max(p.NotBefore, now.UnixMilli()+p.BackoffMs)
+		if p.BlockFrom == 0 {
+			p.BlockFrom = p.PhaseSince // blocked in state stored before BlockFrom
+		}
+		at := p.blockProbeAt(now)
+		p.BackoffMs = at - now.UnixMilli()
+		p.NotBefore = max(p.NotBefore, at)
 		p.LastThrottle = now.UnixMilli()
 	case t.throttled > 0 && p.Phase == PhaseBracket && p.Streak == 0:
 		// Bisecting: this step was too far; back to the ceiling, and bisect
@@ -389,8 +407,11 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		p.Streak = 0
 		if p.Phase == PhaseBlocked {
 			// The block lifted: resume below the old ceiling.
-			p.HoldMs = now.UnixMilli() - p.PhaseSince
-			p.BackoffMs = 0
+			p.HoldMs = now.UnixMilli() - p.BlockFrom
+			if p.BlockFrom == 0 {
+				p.HoldMs = now.UnixMilli() - p.PhaseSince // state from before BlockFrom
+			}
+			p.BackoffMs, p.BlockFrom = 0, 0
 			p.setPhase(PhaseRecover, now)
 			p.LastThrottle = now.UnixMilli()
 			break
@@ -409,6 +430,22 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		rate = math.Max(rate, p.connPerMin()) // the connections pace this tick, not the rate
 	}
 	return p.next(now, rate, t.sent)
+}
+
+// blockProbeAt is when to try one item next while blocked: probeBackoffStart
+// after the block began, doubling up to probeBackoffMax, then every
+// probeBackoffMax, all counted from BlockFrom (see probeBackoffMax).
+func (p *Probe) blockProbeAt(now time.Time) int64 {
+	since := now.UnixMilli() - p.BlockFrom
+	start, step := probeBackoffStart.Milliseconds(), probeBackoffMax.Milliseconds()
+	off := start
+	for off < step && off <= since {
+		off = min(2*off, step)
+	}
+	if off <= since {
+		off = (since/step + 1) * step
+	}
+	return p.BlockFrom + off
 }
 
 // grow advances the rate after a clean tick that used its plan.

@@ -299,3 +299,37 @@ func TestProbeSmallChunksNearTheCeiling(t *testing.T) {
 		t.Fatalf("near the ceiling: chunks of %d items, want %d", plan.ChunkItems, chunkItems(4))
 	}
 }
+
+func TestProbeBlockProbesOnWholeMinutesSinceItBegan(t *testing.T) {
+	// The first refusal ends its tick at t0; everything is refused from
+	// then on (a 5-minute block). The probes are timed from t0, not from
+	// when the block was recognised: 15 s, 30 s, 1 min, then every whole
+	// minute, so the block's end is found the moment it lifts.
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling, p.Phase = 300, 300, PhaseProbe
+	p.History = []tickStats{{End: t0.Add(-30 * time.Second).UnixMilli(), OK: 100}, {End: t0.Add(-10 * time.Second).UnixMilli(), OK: 100}}
+	refused := func(at time.Time) time.Time {
+		p.Plan(at)
+		return p.Done(at.Add(150*time.Millisecond), tickOf(1, 4, KindThrottled, at, 100*time.Millisecond))
+	}
+	p.Plan(t0.Add(-time.Second))
+	next := p.Done(t0, tickOf(1, 4, KindThrottled, t0.Add(-time.Second), 100*time.Millisecond))
+	var got []time.Duration
+	for i := 0; i < 7; i++ {
+		next = refused(next)
+		got = append(got, next.Sub(t0))
+	}
+	want := []time.Duration{15, 30, 60, 120, 180, 240, 300}
+	for i, w := range want {
+		if got[i] != w*time.Second {
+			t.Fatalf("probes at %v after the first refusal, want %v seconds", got, want)
+		}
+	}
+	// The block lifts at 5 min: the probe then is served, and the block's
+	// length is measured from its first refusal.
+	p.Plan(next)
+	p.Done(next.Add(150*time.Millisecond), tickOf(1, 4, KindOK, next, 100*time.Millisecond))
+	if p.Phase != PhaseRecover || p.HoldMs != (5*time.Minute+150*time.Millisecond).Milliseconds() {
+		t.Fatalf("after the block: phase %s hold %d ms", p.Phase, p.HoldMs)
+	}
+}

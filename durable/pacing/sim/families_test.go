@@ -216,10 +216,12 @@ func TestRetryAfterClimbIsTimedByItsCost(t *testing.T) {
 
 func TestStorm403BlocksOnce(t *testing.T) {
 	// Any refusal blocks for 5 minutes. The first block cannot be avoided
-	// by a controller that must find the capacity; after it the climb is
-	// timed by the block's cost, so there is no second.
+	// by a controller that must find the capacity; its end is found the
+	// moment it lifts (probes on whole minutes since it began: 0.80 before,
+	// when they counted from its recognition); after it the climb is timed
+	// by the block's cost, so there is no second.
 	m := runShipped(t, "storm-403", "default")
-	if m.Lockouts > 1 || m.GoodputRatio < 0.78 || m.RefusedRatio > goalRefused {
-		t.Fatalf("storm-403: %d blocks (≤ 1), goodput %.3f (≥ 0.78), refused %.4f", m.Lockouts, m.GoodputRatio, m.RefusedRatio)
+	if m.Lockouts > 1 || m.GoodputRatio < 0.81 || m.RefusedRatio > goalRefused {
+		t.Fatalf("storm-403: %d blocks (≤ 1), goodput %.3f (≥ 0.81), refused %.4f", m.Lockouts, m.GoodputRatio, m.RefusedRatio)
 	}
 }
