@@ -24,8 +24,10 @@ import (
 //     ×1.1, ×1.2, … per clean tick, so a capacity that doubled is found in
 //     a handful of ticks. A probe refused far above the learned ceiling
 //     (the capacity rose; the minute's accepted rate mixes in the climb)
-//     bisects between the two, a tick per step, instead of restarting the
-//     cycle from an underestimate; a probe tick served in full at twice
+//     bisects between the two instead of restarting the cycle from an
+//     underestimate (after a refused step the next waits at the floor
+//     until that refusal is ~2% of the traffic: a tick at 1000/min, half
+//     a minute at slow rates); a probe tick served in full at twice
 //     the ceiling or more is the bracket's floor.
 //   - Where refusals are penalised (Retry-After, blocks) the cycle is
 //     timed by what a refusal costs: at least two holds (three once the
@@ -154,9 +156,11 @@ const (
 	// found by bisecting between the two, a tick per step, until they are
 	// this close. A refused step costs one item, as in any probe.
 	probeBracketGap = 0.1
-	// probeBracketRest: after a refused bisection step the next waits this
-	// long at the ceiling, so refusals never bunch (an upstream that locks
-	// out after ~10 refusals a minute sees at most two refused items a minute).
+	// probeBracketRest caps the wait at the floor after a refused bisection
+	// step (bracketRest: until the refused item is a small share of the
+	// traffic), so refusals never bunch at slow rates (an upstream that
+	// locks out after ~10 refusals a minute sees at most two refused items
+	// a minute); a fast upstream refills within a second and waits a tick.
 	probeBracketRest = 30 * time.Second
 	// probeRiseEvidence: a probe tick served in full at this multiple of
 	// the learned ceiling shows the capacity rose, and its rate (a burst
@@ -260,6 +264,16 @@ func (p *Probe) recoverTime() time.Duration {
 		return p.penaltyWait()
 	}
 	return min(max(d, probeMinRecover), probeMaxRecover*probePenaltyFactor)
+}
+
+// bracketRest is the wait at the floor after a refused bisection step:
+// long enough that the refused item is probeFastRefusalShare of the
+// traffic sent meanwhile, at least a tick and at most probeBracketRest.
+// A fast upstream's bracket thus closes in a few ticks instead of spending
+// half a minute under the capacity per refused step.
+func (p *Probe) bracketRest() time.Duration {
+	d := time.Duration(float64(p.Sub) / (probeFastRefusalShare * math.Max(p.Ceiling, MinRatePerMin)) * float64(time.Minute))
+	return min(max(d, TickInterval), probeBracketRest)
 }
 
 // penaltyWait is the wait between probe steps where refusals are penalised.
@@ -420,7 +434,7 @@ func (p *Probe) grow(now time.Time) {
 	case PhaseBracket:
 		// The rate held: it is the new floor of the bracket.
 		p.Ceiling = math.Max(p.Ceiling, p.Rate)
-		if now.Sub(time.UnixMilli(p.LastThrottle)) < probeBracketRest {
+		if now.Sub(time.UnixMilli(p.LastThrottle)) < p.bracketRest() {
 			return
 		}
 		if p.Refused <= p.Ceiling*(1+probeBracketGap) {

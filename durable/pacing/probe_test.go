@@ -299,3 +299,34 @@ func TestProbeSmallChunksNearTheCeiling(t *testing.T) {
 		t.Fatalf("near the ceiling: chunks of %d items, want %d", plan.ChunkItems, chunkItems(4))
 	}
 }
+
+// bracketStepAfter puts p in a bracket at ceiling (a step to 2×ceiling just
+// refused at t0) and runs clean ticks: how long until the next step up.
+func bracketStepAfter(t *testing.T, ceiling float64) time.Duration {
+	t.Helper()
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling, p.Refused, p.Phase = ceiling, ceiling, 2*ceiling, PhaseBracket
+	p.Streak, p.LastThrottle = 1, t0.UnixMilli()
+	now := t0
+	for i := 0; i < 100; i++ {
+		_, next := runTick(p, now, KindOK)
+		if p.Rate > ceiling {
+			return now.Sub(t0)
+		}
+		now = next
+	}
+	t.Fatalf("no bisection step at ceiling %v: %+v", ceiling, p)
+	return 0
+}
+
+func TestProbeBracketRestScalesWithTheRefusalsShare(t *testing.T) {
+	// At 1200/min one refused item (4 requests) is 2% of 12 s of traffic:
+	// the next bisection step comes after about a tick, not half a minute.
+	if d := bracketStepAfter(t, 1200); d >= 2*TickInterval {
+		t.Errorf("ceiling 1200/min: next bisection step after %v, want about a tick", d)
+	}
+	// At 240/min the rest stays probeBracketRest: refusals must not bunch.
+	if d := bracketStepAfter(t, 240); d < probeBracketRest {
+		t.Errorf("ceiling 240/min: next bisection step after %v, want ≥ %v", d, probeBracketRest)
+	}
+}
