@@ -21,14 +21,16 @@ import (
 //     grows as the ceiling shrinks (60 s at 6000/min … 15 min at 20/min), so
 //     a slow upstream is probed rarely and refusals stay a tiny share.
 //   - Plateau at the ceiling for a quarter of that time, then probe: ×1.05,
-//     ×1.1, ×1.2, … per clean tick, so a capacity that doubled is found in
-//     a handful of ticks. A probe refused far above the learned ceiling
+//     ×1.15, ×1.45, ×2 per clean tick, so a capacity that quadrupled is
+//     found in a handful of ticks. A probe refused far above the learned ceiling
 //     (the capacity rose; the minute's accepted rate mixes in the climb)
 //     bisects between the two instead of restarting the cycle from an
 //     underestimate (after a refused step the next waits at the floor
 //     until that refusal is ~2% of the traffic: a tick at 1000/min, half
 //     a minute at slow rates); a probe tick served in full at twice
-//     the ceiling or more is the bracket's floor.
+//     the ceiling or more is the bracket's floor. A refusal at the floor
+//     right after a refused step ends the bracket there (the step drained
+//     the bucket; it is not a fall of the capacity).
 //   - Where refusals are penalised (Retry-After, blocks) the cycle is
 //     timed by what a refusal costs: at least two holds (three once the
 //     upstream has blocked) between steps,
@@ -135,6 +137,10 @@ const (
 	// far under the ceiling, and probes in single small steps.
 	probePenaltyMargin = 0.93
 	probeFirstStep     = 0.05 // first probe step above the ceiling
+	// probeStepGrowth multiplies the step per clean probe tick (5%, 15%,
+	// 45%, 100%): a refused probe costs one item whatever its size, and a
+	// capacity that quadrupled is reached a tick sooner than by doubling.
+	probeStepGrowth = 3.0
 	// probePenalizedStep is the one step a probe takes where refusals are
 	// penalised: small, since overshooting costs a block or a Retry-After.
 	probePenalizedStep = 0.05
@@ -391,6 +397,12 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 				p.setPhase(PhaseBracket, now)
 				break
 			}
+		} else if p.Streak == 1 && p.Phase == PhaseBracket && !p.Penalized {
+			// Refused at the bracket's floor (served in full before) right
+			// after a refused step above it: the step drained the bucket,
+			// the capacity did not fall. End the bracket at the floor.
+			p.Refused = 0
+			p.Rate = clampRate(p.Ceiling * probeBeta)
 		} else {
 			// Still refused after backing off: the capacity fell.
 			p.Ceiling = p.Rate
@@ -465,7 +477,7 @@ func (p *Probe) grow(now time.Time) {
 			p.setPhase(PhaseProbe, now)
 		}
 	case PhaseProbe:
-		step := math.Min(probeFirstStep*math.Pow(2, float64(p.ProbeTicks)), probeMaxStep)
+		step := math.Min(probeFirstStep*math.Pow(probeStepGrowth, float64(p.ProbeTicks)), probeMaxStep)
 		if p.Penalized {
 			// One step, then cruise again: an over-probe costs a block. The
 			// last step held, so the next comes sooner and may be larger.
