@@ -21,12 +21,16 @@ import (
 //     grows as the ceiling shrinks (60 s at 6000/min … 15 min at 20/min), so
 //     a slow upstream is probed rarely and refusals stay a tiny share.
 //   - Plateau at the ceiling for a quarter of that time, then probe: ×1.05,
-//     ×1.1, ×1.2, … per clean tick, so a capacity that doubled is found in
-//     a handful of ticks. A probe refused far above the learned ceiling
+//     ×1.15, ×1.45, ×2 per clean tick, so a capacity that quadrupled is
+//     found in a handful of ticks. A probe refused far above the learned ceiling
 //     (the capacity rose; the minute's accepted rate mixes in the climb)
-//     bisects between the two, a tick per step, instead of restarting the
-//     cycle from an underestimate; a probe tick served in full at twice
-//     the ceiling or more is the bracket's floor.
+//     bisects between the two instead of restarting the cycle from an
+//     underestimate (after a refused step the next waits at the floor
+//     until that refusal is ~2% of the traffic: a tick at 1000/min, half
+//     a minute at slow rates); a probe tick served in full at twice
+//     the ceiling or more is the bracket's floor. A refusal at the floor
+//     right after a refused step ends the bracket there (the step drained
+//     the bucket; it is not a fall of the capacity).
 //   - Where refusals are penalised (Retry-After, blocks) the cycle is
 //     timed by what a refusal costs: at least two holds (three once the
 //     upstream has blocked) between steps,
@@ -140,6 +144,10 @@ const (
 	// far under the ceiling, and probes in single small steps.
 	probePenaltyMargin = 0.93
 	probeFirstStep     = 0.05 // first probe step above the ceiling
+	// probeStepGrowth multiplies the step per clean probe tick (5%, 15%,
+	// 45%, 100%): a refused probe costs one item whatever its size, and a
+	// capacity that quadrupled is reached a tick sooner than by doubling.
+	probeStepGrowth = 3.0
 	// probePenalizedStep is the one step a probe takes where refusals are
 	// penalised: small, since overshooting costs a block or a Retry-After.
 	probePenalizedStep = 0.05
@@ -165,9 +173,11 @@ const (
 	// found by bisecting between the two, a tick per step, until they are
 	// this close. A refused step costs one item, as in any probe.
 	probeBracketGap = 0.1
-	// probeBracketRest: after a refused bisection step the next waits this
-	// long at the ceiling, so refusals never bunch (an upstream that locks
-	// out after ~10 refusals a minute sees at most two refused items a minute).
+	// probeBracketRest caps the wait at the floor after a refused bisection
+	// step (bracketRest: until the refused item is a small share of the
+	// traffic), so refusals never bunch at slow rates (an upstream that
+	// locks out after ~10 refusals a minute sees at most two refused items
+	// a minute); a fast upstream refills within a second and waits a tick.
 	probeBracketRest = 30 * time.Second
 	// probeRiseEvidence: a probe tick served in full at this multiple of
 	// the learned ceiling shows the capacity rose, and its rate (a burst
@@ -271,6 +281,16 @@ func (p *Probe) recoverTime() time.Duration {
 		return p.penaltyWait()
 	}
 	return min(max(d, probeMinRecover), probeMaxRecover*probePenaltyFactor)
+}
+
+// bracketRest is the wait at the floor after a refused bisection step:
+// long enough that the refused item is probeFastRefusalShare of the
+// traffic sent meanwhile, at least a tick and at most probeBracketRest.
+// A fast upstream's bracket thus closes in a few ticks instead of spending
+// half a minute under the capacity per refused step.
+func (p *Probe) bracketRest() time.Duration {
+	d := time.Duration(float64(p.Sub) / (probeFastRefusalShare * math.Max(p.Ceiling, MinRatePerMin)) * float64(time.Minute))
+	return min(max(d, TickInterval), probeBracketRest)
 }
 
 // penaltyWait is the wait between probe steps where refusals are penalised.
@@ -395,6 +415,12 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 				p.setPhase(PhaseBracket, now)
 				break
 			}
+		} else if p.Streak == 1 && p.Phase == PhaseBracket && !p.Penalized {
+			// Refused at the bracket's floor (served in full before) right
+			// after a refused step above it: the step drained the bucket,
+			// the capacity did not fall. End the bracket at the floor.
+			p.Refused = 0
+			p.Rate = clampRate(p.Ceiling * probeBeta)
 		} else {
 			// Still refused after backing off: the capacity fell.
 			p.Ceiling = p.Rate
@@ -457,7 +483,7 @@ func (p *Probe) grow(now time.Time) {
 	case PhaseBracket:
 		// The rate held: it is the new floor of the bracket.
 		p.Ceiling = math.Max(p.Ceiling, p.Rate)
-		if now.Sub(time.UnixMilli(p.LastThrottle)) < probeBracketRest {
+		if now.Sub(time.UnixMilli(p.LastThrottle)) < p.bracketRest() {
 			return
 		}
 		if p.Refused <= p.Ceiling*(1+probeBracketGap) {
@@ -488,7 +514,7 @@ func (p *Probe) grow(now time.Time) {
 			p.setPhase(PhaseProbe, now)
 		}
 	case PhaseProbe:
-		step := math.Min(probeFirstStep*math.Pow(2, float64(p.ProbeTicks)), probeMaxStep)
+		step := math.Min(probeFirstStep*math.Pow(probeStepGrowth, float64(p.ProbeTicks)), probeMaxStep)
 		if p.Penalized {
 			// One step, then cruise again: an over-probe costs a block. The
 			// last step held, so the next comes sooner and may be larger.

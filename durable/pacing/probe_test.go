@@ -333,3 +333,71 @@ func TestProbeBlockProbesOnWholeMinutesSinceItBegan(t *testing.T) {
 		t.Fatalf("after the block: phase %s hold %d ms", p.Phase, p.HoldMs)
 	}
 }
+
+// bracketStepAfter puts p in a bracket at ceiling (a step to 2×ceiling just
+// refused at t0) and runs clean ticks: how long until the next step up.
+func bracketStepAfter(t *testing.T, ceiling float64) time.Duration {
+	t.Helper()
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling, p.Refused, p.Phase = ceiling, ceiling, 2*ceiling, PhaseBracket
+	p.Streak, p.LastThrottle = 1, t0.UnixMilli()
+	now := t0
+	for i := 0; i < 100; i++ {
+		_, next := runTick(p, now, KindOK)
+		if p.Rate > ceiling {
+			return now.Sub(t0)
+		}
+		now = next
+	}
+	t.Fatalf("no bisection step at ceiling %v: %+v", ceiling, p)
+	return 0
+}
+
+func TestProbeBracketRestScalesWithTheRefusalsShare(t *testing.T) {
+	// At 1200/min one refused item (4 requests) is 2% of 12 s of traffic:
+	// the next bisection step comes after about a tick, not half a minute.
+	if d := bracketStepAfter(t, 1200); d >= 2*TickInterval {
+		t.Errorf("ceiling 1200/min: next bisection step after %v, want about a tick", d)
+	}
+	// At 240/min the rest stays probeBracketRest: refusals must not bunch.
+	if d := bracketStepAfter(t, 240); d < probeBracketRest {
+		t.Errorf("ceiling 240/min: next bisection step after %v, want ≥ %v", d, probeBracketRest)
+	}
+}
+
+func TestProbeStepsTripleWhileClean(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling = 300, 300
+	p.setPhase(PhaseProbe, t0)
+	now := t0
+	var steps []float64
+	for i := 0; i < 4; i++ {
+		before := p.Rate
+		_, now = runTick(p, now, KindOK)
+		steps = append(steps, p.Rate/before-1)
+	}
+	for i, want := range []float64{0.05, 0.15, 0.45, 1.0} {
+		if math.Abs(steps[i]-want) > 1e-9 {
+			t.Fatalf("clean probe steps %v, want 5%%, 15%%, 45%%, 100%%", steps)
+		}
+	}
+}
+
+func TestProbeRefusalAtTheFloorAfterARefusedStepEndsTheBracket(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling, p.Refused, p.Phase = 1400, 1000, 2000, PhaseBracket
+	now := t0
+	_, now = runTick(p, now, KindThrottled) // the step at 1400 is refused
+	if p.Phase != PhaseBracket || p.Rate != 1000 || p.Refused != 1400 {
+		t.Fatalf("refused bisection step: %+v", p)
+	}
+	// The next tick at the floor is refused too: the step drained the
+	// bucket. The bracket ends at the floor; no cut for a falling capacity.
+	p.Plan(now)
+	p.Done(now.Add(time.Second), append(tickOf(2, 4, KindOK, now, 100*time.Millisecond),
+		tickOf(1, 4, KindThrottled, now, 100*time.Millisecond)...))
+	if p.Phase != PhaseRecover || p.Refused != 0 || p.Ceiling != 1000 || math.Abs(p.Rate-1000*probeBeta) > 1e-9 {
+		t.Fatalf("refused at the floor after a refused step: phase %s ceiling %v rate %v refused %v, want recover at %v under 1000",
+			p.Phase, p.Ceiling, p.Rate, p.Refused, 1000*probeBeta)
+	}
+}

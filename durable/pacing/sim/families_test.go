@@ -136,7 +136,7 @@ func TestIssue18FamiliesBounds(t *testing.T) {
 		{"slow-noisy", goalShare, goalRefused},  // 1.04 of aws-adaptive
 		{"rise-linear", goalShare, goalRefused}, // 0.99 of the oracle
 		{"outage", goalShare, goalRefused},      // 0.93 of the oracle
-		{"sawtooth", 0.88, goalRefused},         // 0.89 of the oracle: goal not met
+		{"sawtooth", 0.89, goalRefused},         // 0.91 of the oracle (seeds 1..5: 0.898–0.919)
 		{"rise-retry-after", 0.77, goalRefused}, // 0.80 of the oracle: goal not met
 	}
 	for _, c := range cases {
