@@ -37,6 +37,14 @@ import (
 //     doubled after a refused step, halved after a step that held for a
 //     whole wait; clean steps grow 5%, 10%, 20%. A refused step resumes at
 //     the rate before it (the hold is the refusal's cost; no cut on top).
+//     A refused step also measures the upstream's burst (what it served
+//     since the step began beyond the clean rate under it). A step served
+//     in full at r for dt proves a capacity of at least r - burst/dt; once
+//     that exceeds a rate refused before, the capacity rose: steps then
+//     double (20%, 40%, … up to ×2), each as soon as it has proven half of
+//     itself, until one is refused. After such a rise, a step near a rate
+//     already refused tests 20% above it instead, so a clean one proves
+//     the next rise within a few ticks and a refused one costs the same hold.
 //   - Latency-bound (the rate asks about what six connections carry at the
 //     measured latency): a tick is one chunk of a minute of the
 //     connections' work, so they stay busy instead of waiting out every
@@ -91,6 +99,21 @@ type Probe struct {
 	PenaltyWaitMs int64 `json:"penalty_wait_ms,omitempty"`
 	HoldMs        int64 `json:"hold_ms,omitempty"`
 	PenaltySteps  int   `json:"penalty_steps,omitempty"`
+	// StepAt is when the current penalised step began (unix ms) and StepOK
+	// what the upstream served since; Burst is the upstream's burst as a
+	// refused step measured it (requests; 0 = not yet measured).
+	StepAt int64   `json:"step_at,omitempty"`
+	StepOK int     `json:"step_ok,omitempty"`
+	Burst  float64 `json:"burst,omitempty"`
+	// StepRefused is the lowest rate a penalised step was refused at since
+	// the capacity last rose (0 = none); Rising means a step proved the
+	// capacity rose above it, so steps grow geometrically, each as soon as
+	// the last has proven itself.
+	StepRefused float64 `json:"step_refused,omitempty"`
+	Rising      bool    `json:"rising,omitempty"`
+	RoseAt      int64   `json:"rose_at,omitempty"`     // unix ms of the last proven rise (0 = none)
+	StepSize    float64 `json:"step_size,omitempty"`   // the last rising step, as a share of the rate
+	EvidenceMs  int64   `json:"evidence_ms,omitempty"` // how long a rising step runs before the next
 }
 
 type tickStats struct {
@@ -138,6 +161,15 @@ const (
 	// and no further (a refused step costs the same hold whatever its size,
 	// but lands further above the capacity).
 	probePenaltyMaxDoublings = 2
+	// probePenaltyRiseProbe: once the capacity has been seen to rise, a
+	// penalised step near a rate already refused tests this far above it
+	// instead (the largest clean step): refused, it costs the same hold
+	// as a small one, sooner; clean, it proves the rise in a few ticks.
+	probePenaltyRiseProbe = probePenalizedStep * (1 << probePenaltyMaxDoublings)
+	// probePenaltyEvidence: a rising step runs until it proves at least
+	// half of itself (a burst of Burst requests carries a rate r for dt
+	// only if the capacity is at least r - Burst/dt) before the next.
+	probePenaltyEvidence = 2.0
 	// probePenaltyRetryAfter is the Retry-After from which a refusal counts as expensive.
 	probePenaltyRetryAfter = 5 * time.Second
 	// probePenaltyMargin: where refusals are penalised the loop cruises this
@@ -295,6 +327,9 @@ func (p *Probe) bracketRest() time.Duration {
 
 // penaltyWait is the wait between probe steps where refusals are penalised.
 func (p *Probe) penaltyWait() time.Duration {
+	if p.Rising {
+		return time.Duration(p.EvidenceMs) * time.Millisecond
+	}
 	holds := time.Duration(probePenaltyHolds)
 	if p.Blocks > 0 {
 		holds = probePenaltyBlockHolds
@@ -304,10 +339,35 @@ func (p *Probe) penaltyWait() time.Duration {
 	return min(max(w, lo), probeMaxRecover*probePenaltyFactor)
 }
 
-// penaltyRefused lengthens the penalised cycle after a refusal.
-func (p *Probe) penaltyRefused() {
+// penaltyRefused lengthens the penalised cycle after a refusal, and learns
+// from it: the refused rate tops the bracket, and a step that began at a
+// full bucket (under the capacity, not mid-ramp) measures the burst the
+// upstream let through beyond the clean rate under it.
+func (p *Probe) penaltyRefused(now time.Time) {
+	if p.StepAt > 0 && !p.Rising && p.Clean > 0 {
+		dt := float64(now.UnixMilli()-p.StepAt) / 60000
+		if b := float64(p.StepOK) - p.Clean*dt; b >= 1 {
+			p.Burst = math.Max(p.Burst, b)
+		}
+	}
+	if p.StepRefused == 0 || p.Rate < p.StepRefused {
+		p.StepRefused = p.Rate
+	}
+	p.Rising, p.StepSize, p.StepAt, p.StepOK = false, 0, 0, 0
 	p.PenaltyWaitMs = (2 * p.penaltyWait()).Milliseconds()
 	p.PenaltySteps = 0
+}
+
+// riseProven reports whether the current penalised step has been served in
+// full for long enough to prove a rate above one refused before: a burst
+// of Burst requests carries a rate r for dt only if the capacity is at
+// least r - Burst/dt.
+func (p *Probe) riseProven(now time.Time) bool {
+	if p.StepAt == 0 || p.StepRefused == 0 || p.Burst == 0 || p.Rate <= p.StepRefused {
+		return false
+	}
+	dt := float64(now.UnixMilli()-p.StepAt) / 60000
+	return dt > 0 && p.Rate-p.Burst/dt > p.StepRefused
 }
 
 func (p *Probe) setPhase(ph string, now time.Time) {
@@ -348,8 +408,11 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 			p.HoldMs = max(p.HoldMs, o.RetryAfter.Milliseconds())
 		}
 	}
+	if p.StepAt > 0 {
+		p.StepOK += t.ok
+	}
 	if p.Penalized && t.throttled > 0 && p.Phase != PhaseBlocked {
-		p.penaltyRefused()
+		p.penaltyRefused(now)
 	}
 	switch {
 	case t.throttled > 0 && t.ok == 0 && (p.Streak > 0 || p.Phase == PhaseBlocked):
@@ -476,6 +539,13 @@ func (p *Probe) blockProbeAt(now time.Time) int64 {
 
 // grow advances the rate after a clean tick that used its plan.
 func (p *Probe) grow(now time.Time) {
+	if p.Penalized && !p.Rising && p.riseProven(now) {
+		// The capacity rose: step on at once, in doubling steps from the
+		// largest clean step (the one after StepSize).
+		p.Rising, p.StepRefused, p.StepSize = true, 0, probePenalizedStep*math.Pow(2, probePenaltyMaxDoublings-1)
+		p.RoseAt = now.UnixMilli()
+		p.setPhase(PhaseProbe, now)
+	}
 	switch p.Phase {
 	case PhaseSlowStart:
 		p.Clean = p.Rate
@@ -519,6 +589,13 @@ func (p *Probe) grow(now time.Time) {
 			// One step, then cruise again: an over-probe costs a block. The
 			// last step held, so the next comes sooner and may be larger.
 			step := probePenalizedStep * math.Pow(2, float64(min(p.PenaltySteps, probePenaltyMaxDoublings)))
+			if p.Rising {
+				step = math.Min(2*math.Max(p.StepSize, probePenalizedStep), probeMaxStep)
+				p.StepSize = step
+				next := p.Rate * (1 + step)
+				p.EvidenceMs = int64(probePenaltyEvidence * p.Burst / (next - p.Rate) * 60000)
+				p.EvidenceMs = max(p.EvidenceMs, TickInterval.Milliseconds())
+			}
 			if p.PenaltySteps > 0 {
 				// The last step held for a whole wait: clean, so the
 				// wait halves. (The first step after a refusal has no
@@ -527,7 +604,17 @@ func (p *Probe) grow(now time.Time) {
 			}
 			p.PenaltySteps++
 			p.Clean = p.Rate
-			p.Rate = clampRate(p.Rate * (1 + step))
+			next := p.Rate * (1 + step)
+			if r := p.StepRefused; p.RoseAt > 0 && r > 0 && next*(1+probePenalizedStep) >= r {
+				// The capacity has risen before: a step at or just under
+				// a rate already refused would only be refused again or
+				// prove nothing new, so test well above it. A refusal
+				// costs the same hold, comes sooner, and a clean step
+				// proves a rise within a few ticks.
+				next = math.Max(next, r*(1+probePenaltyRiseProbe))
+			}
+			p.Rate = clampRate(next)
+			p.StepAt, p.StepOK = now.UnixMilli(), 0
 			p.Ceiling = math.Max(p.Ceiling, p.Rate/probePenaltyMargin)
 			p.LastThrottle = now.UnixMilli()
 			p.setPhase(PhaseRecover, now)

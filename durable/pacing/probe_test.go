@@ -401,3 +401,60 @@ func TestProbeRefusalAtTheFloorAfterARefusedStepEndsTheBracket(t *testing.T) {
 			p.Phase, p.Ceiling, p.Rate, p.Refused, 1000*probeBeta)
 	}
 }
+
+func TestProbePenalisedRiseProvenStepsOnInDoublingSteps(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Careful, p.Penalized, p.HoldMs = true, true, 30_000
+	// A step from 200 to 240 was refused: the burst it measured is what
+	// was served beyond 200/min (30 s at 240 from a full bucket, 20 more).
+	p.Rate, p.Clean, p.Phase = 240, 200, PhaseRecover
+	p.StepAt, p.StepOK = t0.UnixMilli(), 120
+	p.Done(t0.Add(30*time.Second), tickOf(0, 4, KindOK, t0, 0)) // nothing sent: no evidence
+	p.penaltyRefused(t0.Add(30 * time.Second))
+	if math.Abs(p.Burst-20) > 1e-9 || p.StepRefused != 240 {
+		t.Fatalf("refused step: burst %v refused %v, want 20 and 240", p.Burst, p.StepRefused)
+	}
+	// Later the capacity rose: a step to 260 is served in full. After a
+	// minute it proves 260 - 20 = 240/min, not yet more than the refused
+	// rate; after two it proves 250/min: the capacity rose.
+	now := t0.Add(10 * time.Minute)
+	p.Rate, p.Clean, p.Phase, p.PenaltySteps = 260, 240, PhaseRecover, 1
+	p.StepAt, p.StepOK, p.LastThrottle = now.UnixMilli(), 0, now.UnixMilli()
+	p.PenaltyWaitMs = (10 * time.Minute).Milliseconds()
+	for i := 0; i < 5; i++ {
+		now = now.Add(10 * time.Second)
+		runTick(p, now, KindOK)
+	}
+	if p.Rising || p.Rate != 260 {
+		t.Fatalf("after 51 s: rising %v rate %v, want still cruising at 260", p.Rising, p.Rate)
+	}
+	for i := 0; i < 7 && !p.Rising; i++ {
+		now = now.Add(10 * time.Second)
+		runTick(p, now, KindOK)
+	}
+	if !p.Rising || math.Abs(p.Rate-260*1.2) > 1e-9 || p.RoseAt == 0 {
+		t.Fatalf("rise proven: rising %v rate %v, want a 20%% step to %v at once", p.Rising, p.Rate, 260*1.2)
+	}
+	// The next step doubles and comes once this one proved half of itself
+	// (2 × 20 requests / 52/min ≈ 46 s), not after the ten-minute wait.
+	start, rate := now, p.Rate
+	for i := 0; i < 30 && p.Rate == rate; i++ {
+		now = now.Add(10 * time.Second)
+		runTick(p, now, KindOK)
+	}
+	if math.Abs(p.Rate-rate*1.4) > 1e-9 || now.Sub(start) > 90*time.Second {
+		t.Fatalf("next rising step: rate %v after %v, want %v within 90 s", p.Rate, now.Sub(start), rate*1.4)
+	}
+	// Refused: back to the rate before, the ramp over.
+	now = raTick(p, now.Add(10*time.Second), 3, 30*time.Second)
+	if p.Rising || p.Rate != rate || p.StepRefused != rate*1.4 {
+		t.Fatalf("refused rising step: rising %v rate %v refused %v", p.Rising, p.Rate, p.StepRefused)
+	}
+	// A rise was seen: a step that would land near the refused rate tests
+	// 20% above it instead.
+	p.Rate, p.StepRefused, p.Phase, p.PenaltySteps = 400, 410, PhaseProbe, 0
+	runTick(p, now.Add(time.Minute), KindOK)
+	if want := 410 * (1 + probePenaltyRiseProbe); math.Abs(p.Rate-want) > 1e-9 {
+		t.Fatalf("step near a refused rate after a rise: %v, want %v", p.Rate, want)
+	}
+}
