@@ -56,8 +56,12 @@ import (
 //     whole minutes is left the moment it lifts; its length, measured
 //     from its start, times the later probe steps.
 //   - Only refusals (429/403) are rate signals. 5xx and timeouts lower the
-//     rate only when they are most of a tick (the upstream is overloaded);
-//     not-found answers are successes.
+//     rate only when they are most of a tick (the upstream is overloaded),
+//     ×0.8 a tick down to an item a tick, so an outage's end is seen at
+//     once; the ceiling is kept, refusals among them are ignored and the
+//     overloaded minute is left out of the accepted rate, and once a tick
+//     is served the rate climbs back as after a refusal. Not-found answers
+//     are successes.
 //   - Retry-After and RateLimit-Remaining/Reset are obeyed exactly: no
 //     request before the time they give.
 //   - Every tick stops at the first chunk with a refusal; after a refusal,
@@ -437,6 +441,19 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		p.BackoffMs = at - now.UnixMilli()
 		p.NotBefore = max(p.NotBefore, at)
 		p.LastThrottle = now.UnixMilli()
+	case p.Phase != PhaseBlocked && float64(t.serverErr+t.timeouts) > probeOverloadShare*float64(t.sent):
+		// Overloaded: its refusals, if any, say nothing about the rate
+		// limit, nor does the minute's accepted rate; cut the rate, no
+		// lower than an item a tick (so the end of an outage is seen
+		// within a tick), and climb back to the ceiling once it is served.
+		p.Streak = 0
+		p.History = p.History[:0]
+		p.Rate = clampRate(p.Rate * probeOverloadFactor)
+		p.Rate = math.Max(p.Rate, math.Min(p.Ceiling, float64(p.Sub)*time.Minute.Seconds()/TickInterval.Seconds()))
+		if p.Phase == PhasePlateau || p.Phase == PhaseProbe || p.Phase == PhaseBracket {
+			p.Refused = 0
+			p.setPhase(PhaseRecover, now)
+		}
 	case t.throttled > 0 && p.Phase == PhaseBracket && p.Streak == 0:
 		// Bisecting: this step was too far; back to the ceiling, and bisect
 		// from there unless the bracket is already tight.
@@ -503,10 +520,6 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 			p.BackoffMs, p.BlockFrom = 0, 0
 			p.setPhase(PhaseRecover, now)
 			p.LastThrottle = now.UnixMilli()
-			break
-		}
-		if t.sent > 0 && float64(t.serverErr+t.timeouts) > probeOverloadShare*float64(t.sent) {
-			p.Rate = clampRate(p.Rate * probeOverloadFactor)
 			break
 		}
 		if !p.usedPlan(t, p.Rate) {

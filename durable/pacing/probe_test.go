@@ -458,3 +458,35 @@ func TestProbePenalisedRiseProvenStepsOnInDoublingSteps(t *testing.T) {
 		t.Fatalf("step near a refused rate after a rise: %v, want %v", p.Rate, want)
 	}
 }
+
+func TestProbeOutageKeepsAnItemATickAndClimbsBackToTheCeiling(t *testing.T) {
+	// An outage (every answer a 5xx) in the middle of a probe: the rate is
+	// cut, but no lower than an item a tick, so its end is seen within a
+	// tick; once served, the rate climbs back to the ceiling at once
+	// rather than probing up from the bottom.
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling, p.Phase = 630, 600, PhaseProbe
+	now := t0
+	for i := 0; i < 40; i++ {
+		_, now = runTick(p, now, KindServerError)
+	}
+	if floor := 4 * 6.0; p.Rate != floor {
+		t.Fatalf("after a long outage: rate %v, want an item a tick (%v/min)", p.Rate, floor)
+	}
+	if p.Ceiling != 600 || p.Phase != PhaseRecover || len(p.History) != 0 {
+		t.Fatalf("after an outage: ceiling %v phase %s history %v, want 600, recover and no history", p.Ceiling, p.Phase, p.History)
+	}
+	_, now = runTick(p, now, KindOK)
+	if p.Rate < probeBeta*600 {
+		t.Fatalf("first served tick after the outage: rate %v, want back near the ceiling 600", p.Rate)
+	}
+	// A refusal among an overloaded tick's answers is not a rate signal.
+	q := NewProbe(Config{SubrequestsPerItem: 4})
+	q.Rate, q.Ceiling, q.Phase = 600, 600, PhasePlateau
+	q.Plan(t0)
+	q.Done(t0.Add(time.Second), append(tickOf(5, 4, KindServerError, t0, 100*time.Millisecond), tickOf(1, 4, KindThrottled, t0, 100*time.Millisecond)...))
+	if q.Ceiling != 600 || q.Streak != 0 {
+		t.Fatalf("refusal in an overloaded tick: ceiling %v streak %d, want 600 and no streak", q.Ceiling, q.Streak)
+	}
+	_ = now
+}
