@@ -104,11 +104,21 @@ func TestKeywordOrderByValueAndSchedule(t *testing.T) {
 		}
 		return kws
 	}
+	// steer runs the cycle's gap check, then the steering step as the
+	// cycle does: the promote step only when the check found keywords
+	// waiting; a step that promotes must have been asked to.
 	steer := func(at time.Time) SteerResult {
 		t.Helper()
-		r, err := s.Steer(ctx, at)
+		g, err := s.Gaps(ctx, at)
 		if err != nil {
 			t.Fatal(err)
+		}
+		r, err := s.Steer(ctx, at, g.KeywordsWaiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all, err := s.Steer(ctx, at, true); err != nil || all.Promoted != 0 {
+			t.Fatalf("at %s the check found none waiting (%v), yet the promote step made %d due (%v)", at, g.KeywordsWaiting, all.Promoted, err)
 		}
 		return r
 	}
