@@ -360,7 +360,17 @@ func TestSearchesPerDayAtDefaults(t *testing.T) {
 	if config.CronCrawlCycle != "*/5 * * * *" || CyclePeriod != 5*time.Minute {
 		t.Fatalf("CyclePeriod %s does not match the crawl cron %q", CyclePeriod, config.CronCrawlCycle)
 	}
-	if KeywordSearchesPerCycle*SubrequestsPerSearch+2*len(appstore.ChartCollections)+10 > subreq.PlatformLimit {
+	ids := make([]int64, KeywordSearchSize)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+	}
+	full := len(RankingStatements("kw", searchResults(ids...), time.Now()))
+	if batches := (full + d1.MaxBatch - 1) / d1.MaxBatch; SubrequestsPerSearch != 2+batches {
+		t.Fatalf("a full search is %d statements, %d batches: SubrequestsPerSearch %d", full, batches, SubrequestsPerSearch)
+	}
+	// Worst case: every result from a new developer.
+	developerBatches := (KeywordSearchesPerCycle*KeywordSearchSize + d1.MaxBatch - 1) / d1.MaxBatch
+	if KeywordSearchesPerCycle*SubrequestsPerSearch+developerBatches+2*len(appstore.ChartCollections)+10 > subreq.PlatformLimit {
 		t.Fatal("a cycle's searches must fit an invocation's subrequests")
 	}
 	if RankingFillSearches >= KeywordSearchesPerCycle || KeywordPromoteBatch < KeywordSearchesPerCycle || KeywordRevalueBatch < KeywordSearchesPerCycle {
