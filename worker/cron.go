@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/subreq"
 	"storecrawl/worker/tasks"
 )
 
@@ -28,8 +30,14 @@ type CronRun struct {
 	Crawl     *crawl.Result      `json:"crawl,omitempty"`
 	Daily     *tasks.DailyResult `json:"daily,omitempty"`
 	// D1 is what the run cost in D1, from D1's own result metadata.
-	D1    *d1.CostView `json:"d1,omitempty"`
-	Error string       `json:"error,omitempty"`
+	D1 *d1.CostView `json:"d1,omitempty"`
+	// DurationMs is the run's wall time (its record's KV write after it).
+	DurationMs int64 `json:"duration_ms"`
+	// Subrequests is what the run made of the invocation's
+	// subreq.PlatformLimit: the calls of the D1, upstream, limiter and
+	// queue clients (they spend from ctx's budget) and the two wakes.
+	Subrequests int    `json:"subrequests"`
+	Error       string `json:"error,omitempty"`
 }
 
 // CronTasks runs the work of one cron expression.
@@ -52,11 +60,15 @@ type CronTasks interface {
 // runtime (that would kill the shared Go instance); failures are in the run.
 func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTasks, now func() time.Time) CronRun {
 	run := CronRun{Cron: expr, ScheduledTime: scheduled.UTC().Format(time.RFC3339)}
+	start := now()
 	ctx, cost := d1.WithCost(ctx)
+	// Counted, not capped: the platform enforces its own limit.
+	ctx, calls := subreq.With(ctx, math.MaxInt32)
 	switch expr {
 	case config.CronCrawlCycle:
 		// Independent steps, each with its own error handling: one failing
 		// cannot sink the other.
+		subreq.Spend(ctx, 2) // the wakes: Durable Object calls
 		running, err := tasks.WakeController(ctx)
 		if err != nil {
 			run.Result, run.Error = "controller_wake_failed", err.Error()
@@ -90,10 +102,13 @@ func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTa
 	default:
 		run.Result, run.Error = "unknown_cron", "no task for this expression"
 	}
-	run.RanAt = now().UTC().Format(time.RFC3339Nano)
+	end := now()
+	run.RanAt = end.UTC().Format(time.RFC3339Nano)
+	run.DurationMs = end.Sub(start).Milliseconds()
+	run.Subrequests = calls.Used()
 	d1 := cost.View()
 	run.D1 = &d1
-	fields := map[string]any{"cron": expr, "result": run.Result, "d1": d1}
+	fields := map[string]any{"cron": expr, "result": run.Result, "d1": d1, "duration_ms": run.DurationMs, "subrequests": run.Subrequests}
 	if run.Error != "" {
 		fields["level"] = logx.Error
 		fields["error"] = run.Error

@@ -31,7 +31,7 @@ func (f wakeFn) Daily(context.Context) tasks.DailyResult {
 func TestRunCron(t *testing.T) {
 	now := func() time.Time { return time.Date(2026, 1, 1, 0, 5, 1, 0, time.UTC) }
 	run := RunCron(context.Background(), config.CronCrawlCycle, now(), wakeFn(func() (bool, error) { return true, nil }), now)
-	if run.Result != "controller_awake running=true" || run.Scheduler != "scheduler_awake tasks=4" || run.Error != "" || run.Crawl == nil || run.Crawl.Action != "idle" || run.D1 == nil {
+	if run.Result != "controller_awake running=true" || run.Scheduler != "scheduler_awake tasks=4" || run.Error != "" || run.Crawl == nil || run.Crawl.Action != "idle" || run.D1 == nil || run.Subrequests != 2 {
 		t.Fatalf("%+v", run)
 	}
 	run = RunCron(context.Background(), config.CronCrawlCycle, now(), wakeFn(func() (bool, error) { return false, errors.New("x") }), now)

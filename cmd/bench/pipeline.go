@@ -15,15 +15,25 @@ import (
 	"time"
 
 	"storecrawl/internal/devstack"
+	"storecrawl/worker/crawl"
+	"storecrawl/worker/subreq"
 )
 
 // pipelineApps is the catalogue the cost benchmark seeds.
 const pipelineApps = 100_000
 
+// idleCycleMaxRows is the idle cycle's bound (worker/e2e's idleCycleMaxRows).
+const idleCycleMaxRows = 9
+
+// keywordCycleKeywords is how many keywords the busy keyword cycle finds
+// pending: more than one cycle searches, so the pick is full.
+var keywordCycleKeywords = crawl.KeywordSearchesPerCycle + 50
+
 // benchPipeline measures D1 rows read and written per crawl cycle, from the
 // Worker's own D1 result metadata (reported in /v1/system/cron), on a local
-// D1 seeded with pipelineApps apps: busy cycles (category scans), then an
-// idle one (nothing due).
+// D1 seeded with pipelineApps apps: busy cycles (category scans), an idle
+// one (nothing due), then a busy keyword cycle (benchKeywordCycle); with
+// each, its subrequests and wall time from the same record.
 func benchPipeline(root string) {
 	persist, _ := os.MkdirTemp("", "bench-pipeline-")
 	defer os.RemoveAll(persist)
@@ -38,12 +48,13 @@ func benchPipeline(root string) {
 		"--var", "ADMIN_TOKEN:"+benchAdminToken)
 	defer stop()
 
-	fmt.Printf("\nD1 cost of the 5-minute crawl cycle on %d seeded apps (rows from D1's result metadata)\n", pipelineApps)
-	fmt.Printf("%-6s %-16s %6s %10s %13s %8s   %s\n", "cycle", "action", "apps", "rows read", "rows written", "queries", "read ÷ written (goal busy ≤ 3)")
+	fmt.Printf("\nD1 cost of the 5-minute crawl cycle on %d seeded apps (rows from D1's result metadata; subrequests of the\n", pipelineApps)
+	fmt.Printf("invocation's %d, as the cron record counts them; wall time from the record)\n", subreq.PlatformLimit)
+	fmt.Printf("%-6s %-16s %6s %10s %13s %8s %8s %8s   %s\n", "cycle", "action", "apps", "rows read", "rows written", "queries", "subreqs", "wall ms", "read ÷ written (goal busy ≤ 3)")
 	for i := 1; i <= 3; i++ {
 		r := fireCron(base)
-		fmt.Printf("%-6s %-16s %6v %10d %13d %8d   %.2f\n", "busy", r.Crawl.Action, r.Crawl.Apps, r.D1.RowsRead, r.D1.RowsWritten, r.D1.Queries,
-			float64(r.D1.RowsRead)/max(1, float64(r.D1.RowsWritten)))
+		fmt.Printf("%-6s %-16s %6v %10d %13d %8d %8d %8d   %.2f\n", "busy", r.Crawl.Action, r.Crawl.Apps, r.D1.RowsRead, r.D1.RowsWritten, r.D1.Queries,
+			r.Subrequests, r.DurationMs, float64(r.D1.RowsRead)/max(1, float64(r.D1.RowsWritten)))
 	}
 	// Nothing due: every category freshly scanned, no pending keyword, and
 	// every app stamped ranking-filled (the controller keeps enriching, and
@@ -51,8 +62,22 @@ func benchPipeline(root string) {
 	run("d1", "execute", "DB", "--local", "--command",
 		"UPDATE category_scans SET last_scanned_at = strftime('%Y-%m-%dT%H:%M:%fZ','now'); UPDATE crawl_keywords SET searched_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE searched_at IS NULL; "+
 			"UPDATE app_registry SET rankings_filled_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')")
+	// The steering step first catches up on the clusters the markets stage
+	// scored since its cursor (as the e2e idle test does): idle cycles
+	// until one re-values and promotes nothing.
+	for i := 0; ; i++ {
+		r := fireCron(base)
+		if r.Crawl.Action != "idle" || i == 10 {
+			fail("catch-up cycle %d: %+v", i, r)
+		}
+		if r.Crawl.Revalued == 0 && r.Crawl.Promoted == 0 {
+			break
+		}
+	}
 	r := fireCron(base)
-	fmt.Printf("%-6s %-16s %6v %10d %13d %8d   (goal: ≤ 5 rows read)\n", "idle", r.Crawl.Action, r.Crawl.Apps, r.D1.RowsRead, r.D1.RowsWritten, r.D1.Queries)
+	fmt.Printf("%-6s %-16s %6v %10d %13d %8d %8d %8d   (bound: ≤ %d rows read, worker/e2e idleCycleMaxRows)\n", "idle", r.Crawl.Action, r.Crawl.Apps,
+		r.D1.RowsRead, r.D1.RowsWritten, r.D1.Queries, r.Subrequests, r.DurationMs, idleCycleMaxRows)
+	benchKeywordCycle(base, run)
 	benchEnrichmentCost(base)
 	// The daily cron over the apps enriched so far: snapshots + data-quality check.
 	control(base, "stop", "")
@@ -126,9 +151,15 @@ func benchEnrichmentCost(base string) {
 
 type cronRun struct {
 	Crawl struct {
-		Action string `json:"action"`
-		Apps   int    `json:"apps"`
-		Error  string `json:"error"`
+		Action      string `json:"action"`
+		Apps        int    `json:"apps"`
+		Found       int    `json:"found"`
+		Searches    int    `json:"searches"`
+		RateLimited bool   `json:"rate_limited"`
+		Conns       int    `json:"conns"`
+		Revalued    int    `json:"revalued"`
+		Promoted    int    `json:"promoted"`
+		Error       string `json:"error"`
 	} `json:"crawl"`
 	D1 struct {
 		RowsRead    int64 `json:"rows_read"`
@@ -138,7 +169,10 @@ type cronRun struct {
 	Daily *struct {
 		Apps int `json:"apps"`
 	} `json:"daily"`
-	RanAt string `json:"ran_at"`
+	RanAt       string `json:"ran_at"`
+	DurationMs  int64  `json:"duration_ms"`
+	Subrequests int    `json:"subrequests"`
+	Error       string `json:"error"`
 }
 
 // fireCron triggers the 5-minute cron and returns the run it recorded.
@@ -233,4 +267,36 @@ func seedLocalDB(root, persist string, apps int) {
 	seedFile := filepath.Join(persist, "seed.sql")
 	os.WriteFile(seedFile, sql, 0o644)
 	wranglerLocal(root, persist, "d1", "execute", "DB", "--local", "--file", seedFile)
+}
+
+// benchKeywordCycle measures a busy keyword cycle: nothing due but
+// keywordCycleKeywords pending keywords (title keywords the scans derived,
+// never searched, made pending again), so the cycle runs keyword mapping
+// alone, up to crawl.KeywordSearchesPerCycle searches through the global
+// limit, each answered by the simulator and saved in its own D1 batches.
+func benchKeywordCycle(base string, run func(args ...string) string) {
+	out := run("d1", "execute", "DB", "--local", "--json", "--command",
+		fmt.Sprintf("UPDATE crawl_keywords SET searched_at = NULL WHERE keyword IN (SELECT keyword FROM crawl_keywords WHERE next_search_at IS NULL ORDER BY keyword LIMIT %d) RETURNING keyword", keywordCycleKeywords))
+	var res []struct {
+		Results []json.RawMessage `json:"results"`
+	}
+	if i := strings.Index(out, "["); i < 0 || json.Unmarshal([]byte(out[i:]), &res) != nil || len(res) == 0 {
+		fail("pending keywords: %s", out)
+	}
+	pending := len(res[0].Results)
+	r := fireCron(base)
+	c := r.Crawl
+	per := func(v int64) float64 { return float64(v) / float64(max(1, c.Searches)) }
+	fmt.Printf("\nBusy keyword cycle: %d keywords pending, nothing else due (KeywordSearchesPerCycle %d, %d connections)\n",
+		pending, crawl.KeywordSearchesPerCycle, crawl.ConnectionBudget)
+	fmt.Printf("%-16s %8s %6s %8s %7s %10s %13s %8s %8s %8s\n", "action", "searches", "saved", "results", "limited", "rows read", "rows written", "queries", "subreqs", "wall ms")
+	fmt.Printf("%-16s %8d %6d %8d %7v %10d %13d %8d %8d %8d\n", c.Action, c.Searches, c.Found, c.Apps, c.RateLimited,
+		r.D1.RowsRead, r.D1.RowsWritten, r.D1.Queries, r.Subrequests, r.DurationMs)
+	fmt.Printf("%-16s %8s %6s %8.1f %7s %10.1f %13.1f %8.1f %8.2f %8.0f\n", "per search", "", "", per(int64(c.Apps)), "",
+		per(r.D1.RowsRead), per(r.D1.RowsWritten), per(r.D1.Queries), per(int64(r.Subrequests)), per(r.DurationMs))
+	fmt.Printf("subrequests: %d of %d (crawl.SubrequestsPerSearch %d × %d searches = %d)\n", r.Subrequests, subreq.PlatformLimit,
+		crawl.SubrequestsPerSearch, c.Searches, crawl.SubrequestsPerSearch*c.Searches)
+	if c.Searches < crawl.KeywordSearchesPerCycle || c.Error != "" || r.Error != "" {
+		fmt.Printf("fewer searches than the cycle allows, or errors: rate_limited=%v crawl error %q, run error %q\n", c.RateLimited, c.Error, r.Error)
+	}
 }

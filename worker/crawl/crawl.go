@@ -64,15 +64,19 @@ type Gaps struct {
 	Tiers map[string]bool // tiers with a category due for a scan
 	// DueKeywords: a keyword never searched, or searched and due again.
 	DueKeywords bool
+	// KeywordsWaiting: a searched keyword whose rest is over, not yet
+	// made due (the steering's promote step has work).
+	KeywordsWaiting bool
 	// RankingFill: an enriched app whose rankings were never filled or are stale.
 	RankingFill bool
 }
 
 // Store is the D1 side of the crawl cycle.
 type Store interface {
-	// Steer revalues the keywords of re-scored clusters and makes the
-	// searched keywords whose rest is over due (bounded writes).
-	Steer(ctx context.Context, now time.Time) (SteerResult, error)
+	// Steer revalues the keywords of re-scored clusters and, when
+	// promote, makes the searched keywords whose rest is over due
+	// (bounded writes).
+	Steer(ctx context.Context, now time.Time, promote bool) (SteerResult, error)
 	// Gaps runs the cheap existence checks (LIMIT 1 each, in one round).
 	Gaps(ctx context.Context, now time.Time) (Gaps, error)
 	// PickKeywords returns up to n keywords to search, pending or due, by
@@ -140,7 +144,7 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 	if err != nil {
 		return Result{Action: "error", Error: "gap check: " + err.Error()}
 	}
-	steered, steerErr := store.Steer(ctx, now)
+	steered, steerErr := store.Steer(ctx, now, gaps.KeywordsWaiting)
 	if steered.Promoted > 0 {
 		gaps.DueKeywords = true // checked before the step made some due
 	}

@@ -49,7 +49,7 @@ type fakeDiscovery struct {
 func (f *fakeDiscovery) Gaps(context.Context, time.Time) (Gaps, error) {
 	return Gaps{Tiers: f.due, DueKeywords: len(f.pending) > 0, RankingFill: len(f.fillApps) > 0}, f.dueErr
 }
-func (f *fakeDiscovery) Steer(context.Context, time.Time) (SteerResult, error) {
+func (f *fakeDiscovery) Steer(context.Context, time.Time, bool) (SteerResult, error) {
 	return SteerResult{}, nil
 }
 func (f *fakeDiscovery) FillCandidates(_ context.Context, n int, _ time.Time) ([]FillApp, error) {

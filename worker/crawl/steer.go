@@ -119,8 +119,11 @@ const (
 	// leaving the rest to the enrichment controller's lookups, whose pace
 	// sets how fast the catalogue is enriched and refreshed.
 	KeywordSearchShare = 1.0 / 60
-	// SubrequestsPerSearch: the limiter's acquire, the search, its D1 batch.
-	SubrequestsPerSearch = 3
+	// SubrequestsPerSearch: the limiter's acquire, the search, and its D1
+	// batches: a full answer (KeywordSearchSize apps) is 104 statements
+	// (RankingStatements), two batches of d1.MaxBatch. A limiter wait adds
+	// an acquire; the cycle's developers are upserted once, in batches.
+	SubrequestsPerSearch = 4
 )
 
 // KeywordSearchesPerCycle bounds one cycle's searches (keyword mapping and
@@ -214,9 +217,15 @@ SELECT keyword, v, t FROM (SELECT keyword, due_value AS v, next_search_at AS t F
   WHERE due_value IS NOT NULL ORDER BY due_value DESC, next_search_at LIMIT ?1)
 ORDER BY v DESC, t, keyword LIMIT ?1`
 
-// dueKeywordSQL is the existence check: a pending or a due keyword.
-const dueKeywordSQL = `SELECT 1 WHERE EXISTS (SELECT 1 FROM crawl_keywords WHERE searched_at IS NULL)
-  OR EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NOT NULL)`
+// keywordGapSQL is the keywords' existence check (?1 now): due, a pending
+// or a due keyword; waiting, a searched keyword whose rest is over, which
+// the steering's promote step would make due (idx_crawl_keywords_waiting).
+// Without one the step is skipped, so an idle cycle writes nothing: the
+// promote UPDATE reads four rows even when it finds none (the index seek,
+// its IN list, the update's own pass and RETURNING), this EXISTS one.
+const keywordGapSQL = `SELECT EXISTS (SELECT 1 FROM crawl_keywords WHERE searched_at IS NULL)
+  OR EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NOT NULL) AS due,
+  EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NULL AND next_search_at IS NOT NULL AND next_search_at <= ?1) AS waiting`
 
 // steerCursor is the revalue step's position: the last cluster re-valued.
 type steerCursor struct {
@@ -231,9 +240,9 @@ type SteerResult struct {
 
 // Steer implements Store: the revalue step (keywords of clusters scored
 // since the cursor rescheduled from their new scores, the cursor moved in
-// the same atomic batch) and the promote step (keywords whose rest is
-// over made due).
-func (s D1Store) Steer(ctx context.Context, now time.Time) (SteerResult, error) {
+// the same atomic batch) and, when promote, the promote step (keywords
+// whose rest is over made due). With neither there is no write.
+func (s D1Store) Steer(ctx context.Context, now time.Time, promote bool) (SteerResult, error) {
 	var res SteerResult
 	var cur []struct {
 		Cursor string `json:"cursor"`
@@ -270,7 +279,12 @@ func (s D1Store) Steer(ctx context.Context, now time.Time) (SteerResult, error) 
 				Args: []any{steerCursorName, string(pos), d1.Time(now)}})
 		res.Revalued = len(rows)
 	}
-	stmts = append(stmts, d1.Stmt{SQL: promoteSQL, Args: []any{d1.Time(now), KeywordPromoteBatch}})
+	if promote {
+		stmts = append(stmts, d1.Stmt{SQL: promoteSQL, Args: []any{d1.Time(now), KeywordPromoteBatch}})
+	}
+	if len(stmts) == 0 {
+		return res, nil
+	}
 	promoted, err := s.DB.ExecAtomic(ctx, stmts...)
 	if err != nil {
 		return SteerResult{}, err
@@ -283,7 +297,7 @@ func (s D1Store) Steer(ctx context.Context, now time.Time) (SteerResult, error) 
 func steerHotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
 		{Name: "keyword pick", SQL: pickSQL, Args: []any{KeywordSearchesPerCycle}},
-		{Name: "due keyword check", SQL: dueKeywordSQL},
+		{Name: "keyword gap check", SQL: keywordGapSQL, Args: []any{"2026-01-01T00:00:00.000Z"}},
 		{Name: "keywords coming due", SQL: waitingSQL, Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
 		{Name: "re-scored clusters", SQL: rescoredSQL, Args: []any{"2026-01-01T00:00:00.000Z", "budget", KeywordRevalueBatch}},
 		{Name: "keyword facts", SQL: keywordFacts + ` WHERE k.keyword IN (SELECT value FROM json_each(?1))`, Args: []any{`["budget","chat"]`}},

@@ -104,11 +104,21 @@ func TestKeywordOrderByValueAndSchedule(t *testing.T) {
 		}
 		return kws
 	}
+	// steer runs the cycle's gap check, then the steering step as the
+	// cycle does: the promote step only when the check found keywords
+	// waiting; a step that promotes must have been asked to.
 	steer := func(at time.Time) SteerResult {
 		t.Helper()
-		r, err := s.Steer(ctx, at)
+		g, err := s.Gaps(ctx, at)
 		if err != nil {
 			t.Fatal(err)
+		}
+		r, err := s.Steer(ctx, at, g.KeywordsWaiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all, err := s.Steer(ctx, at, true); err != nil || all.Promoted != 0 {
+			t.Fatalf("at %s the check found none waiting (%v), yet the promote step made %d due (%v)", at, g.KeywordsWaiting, all.Promoted, err)
 		}
 		return r
 	}
@@ -350,7 +360,17 @@ func TestSearchesPerDayAtDefaults(t *testing.T) {
 	if config.CronCrawlCycle != "*/5 * * * *" || CyclePeriod != 5*time.Minute {
 		t.Fatalf("CyclePeriod %s does not match the crawl cron %q", CyclePeriod, config.CronCrawlCycle)
 	}
-	if KeywordSearchesPerCycle*SubrequestsPerSearch+2*len(appstore.ChartCollections)+10 > subreq.PlatformLimit {
+	ids := make([]int64, KeywordSearchSize)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+	}
+	full := len(RankingStatements("kw", searchResults(ids...), time.Now()))
+	if batches := (full + d1.MaxBatch - 1) / d1.MaxBatch; SubrequestsPerSearch != 2+batches {
+		t.Fatalf("a full search is %d statements, %d batches: SubrequestsPerSearch %d", full, batches, SubrequestsPerSearch)
+	}
+	// Worst case: every result from a new developer.
+	developerBatches := (KeywordSearchesPerCycle*KeywordSearchSize + d1.MaxBatch - 1) / d1.MaxBatch
+	if KeywordSearchesPerCycle*SubrequestsPerSearch+developerBatches+2*len(appstore.ChartCollections)+10 > subreq.PlatformLimit {
 		t.Fatal("a cycle's searches must fit an invocation's subrequests")
 	}
 	if RankingFillSearches >= KeywordSearchesPerCycle || KeywordPromoteBatch < KeywordSearchesPerCycle || KeywordRevalueBatch < KeywordSearchesPerCycle {

@@ -65,19 +65,32 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 	type check struct {
 		name string // a tier, "keywords" or "fill"
 		ok   bool
-		err  error
+		// waiting: the keyword check found keywords to promote.
+		waiting bool
+		err     error
 	}
 	checks := len(Tiers) + 2
 	ch := make(chan check, checks)
 	ask := func(name, q string, args ...any) {
 		var rows exists
 		err := s.DB.Query(ctx, &rows, q, args...)
-		ch <- check{name, len(rows) > 0, err}
+		ch <- check{name: name, ok: len(rows) > 0, err: err}
 	}
 	for _, t := range Tiers {
 		go ask(t.Name, dueTierSQL, t.Name, cutoff(now, t.Rescan))
 	}
-	go ask("keywords", dueKeywordSQL)
+	go func() {
+		var rows []struct {
+			Due     int `json:"due"`
+			Waiting int `json:"waiting"`
+		}
+		err := s.DB.Query(ctx, &rows, keywordGapSQL, d1.Time(now))
+		c := check{name: "keywords", err: err}
+		if len(rows) > 0 {
+			c.ok, c.waiting = rows[0].Due == 1, rows[0].Waiting == 1
+		}
+		ch <- c
+	}()
 	go ask("fill", fillDueSQL, cutoff(now, RankingRefreshAge))
 	g := Gaps{Tiers: map[string]bool{}}
 	var firstErr error
@@ -88,7 +101,7 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 		}
 		switch c.name {
 		case "keywords":
-			g.DueKeywords = c.ok
+			g.DueKeywords, g.KeywordsWaiting = c.ok, c.waiting
 		case "fill":
 			g.RankingFill = c.ok
 		default:
