@@ -490,3 +490,19 @@ func TestProbeOutageKeepsAnItemATickAndClimbsBackToTheCeiling(t *testing.T) {
 	}
 	_ = now
 }
+
+func TestProbePenalisedCruiseKeepsCloseUnderTheCeiling(t *testing.T) {
+	// A refusal where refusals are penalised costs one hold; cruising
+	// far under the ceiling costs as much every few minutes. After a
+	// refused step from 200, the ceiling is learned at most ~4% above the
+	// rate that held, so the climb after the next refusal ends close to it.
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling, p.Phase, p.Careful, p.Penalized, p.HoldMs = 200, 215, PhaseProbe, true, true, 30_000
+	p.PenaltySteps = 1
+	now := t0
+	_, now = runTick(p, now, KindOK) // a step above 200
+	raTick(p, now, 3, 30*time.Second)
+	if p.Rate != 200 || p.Ceiling > 200/0.96 {
+		t.Fatalf("after a refused step: rate %v ceiling %v, want 200 under a ceiling ≤ %.1f", p.Rate, p.Ceiling, 200/0.96)
+	}
+}
