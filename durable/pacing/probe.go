@@ -31,6 +31,18 @@ import (
 //     the ceiling or more is the bracket's floor. A refusal at the floor
 //     right after a refused step ends the bracket there (the step drained
 //     the bucket; it is not a fall of the capacity).
+//   - Unpenalised probes learn the upstream's burst: a refused probe that
+//     proved no rise measures what was served since it began beyond the
+//     rate it began from (kept at the largest, so it errs high). Once known,
+//     the first step asks a burst beyond the ceiling over a tick (smaller
+//     steps are served whatever the capacity and prove nothing), later
+//     steps triple from it; a refused probe is a rise only if what was
+//     served beyond the burst over some stretch up to the refusal proves a
+//     rate over 1.1× the ceiling, and the bracket then starts from that
+//     proven rate (its refused steps raise it likewise). A refused probe
+//     that proved no rise sets the ceiling to the minute's accepted rate,
+//     at most one first step above the old ceiling (the big step bounds
+//     the capacity loosely), and never under what was proven.
 //   - Where refusals are penalised (Retry-After, blocks) the cycle is
 //     timed by what a refusal costs: at least two holds (three once the
 //     upstream has blocked) between steps,
@@ -118,6 +130,14 @@ type Probe struct {
 	RoseAt      int64   `json:"rose_at,omitempty"`     // unix ms of the last proven rise (0 = none)
 	StepSize    float64 `json:"step_size,omitempty"`   // the last rising step, as a share of the rate
 	EvidenceMs  int64   `json:"evidence_ms,omitempty"` // how long a rising step runs before the next
+	// ProbeAt is when the current unpenalised probe began (unix ms; 0 =
+	// not probing), ProbeFrom the rate it began from (served in full, so
+	// under the capacity) and ProbeOK what the upstream served since: at
+	// a refusal that is no rise, what it served beyond ProbeFrom is its burst.
+	ProbeAt   int64   `json:"probe_at,omitempty"`
+	ProbeFrom float64 `json:"probe_from,omitempty"`
+	ProbeOK   int     `json:"probe_ok,omitempty"`
+	LastStep  float64 `json:"last_step,omitempty"` // the last probe step, as a share of the rate
 }
 
 type tickStats struct {
@@ -192,7 +212,11 @@ const (
 	// penalised: small, since overshooting costs a block or a Retry-After.
 	probePenalizedStep = 0.05
 	probeMaxStep       = 1.0 // a probe tick at most doubles the rate
-	probeBackoffStart  = 15 * time.Second
+	// probeBurstCarry: the first probe step asks this many bursts beyond
+	// the ceiling over a tick, so a refusal is sure if the capacity did
+	// not rise and a clean tick proves it did.
+	probeBurstCarry   = 1.0
+	probeBackoffStart = 15 * time.Second
 	// probeBackoffMax caps the wait between probes of a block: longer waits
 	// would waste more of the time after the block lifts than the probes cost.
 	// The probes are timed from when the block began (its refusal),
@@ -382,6 +406,39 @@ func (p *Probe) setPhase(ph string, now time.Time) {
 	p.Phase, p.PhaseSince = ph, now.UnixMilli()
 }
 
+// provenPerMin is the capacity the upstream proved up to now: over any
+// stretch a token bucket serves at most its burst plus its rate, so what
+// it served beyond Burst since the end of an earlier tick (or since this
+// tick's first request) is a rate it sustains. The best such stretch is
+// the one where the client sent above the capacity throughout.
+func (p *Probe) provenPerMin(now time.Time, t tally) float64 {
+	best := 0.0
+	if dt := now.Sub(t.first).Minutes(); dt > 0 && !t.first.IsZero() {
+		best = (float64(t.ok) - p.Burst) / dt
+	}
+	ok := 0
+	for i := len(p.History) - 1; i > 0; i-- {
+		ok += p.History[i].OK
+		if dt := float64(now.UnixMilli()-p.History[i-1].End) / 60000; dt > 0 {
+			best = math.Max(best, (float64(ok)-p.Burst)/dt)
+		}
+	}
+	return best
+}
+
+// measureBurst learns the upstream's burst from a refused probe that was
+// no rise: what the upstream served since the probe began beyond the rate
+// it began from (served in full, so at most the capacity).
+func (p *Probe) measureBurst(now time.Time) {
+	if p.ProbeAt == 0 || p.ProbeFrom <= 0 {
+		return
+	}
+	dt := float64(now.UnixMilli()-p.ProbeAt) / 60000
+	if b := float64(p.ProbeOK) - p.ProbeFrom*dt; b >= 1 {
+		p.Burst = math.Max(p.Burst, b)
+	}
+}
+
 // acceptedPerMin is what the upstream served over the last minute.
 func (p *Probe) acceptedPerMin(now time.Time) float64 {
 	cutoff := now.Add(-probeHistory).UnixMilli()
@@ -418,6 +475,9 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 	}
 	if p.StepAt > 0 {
 		p.StepOK += t.ok
+	}
+	if p.ProbeAt > 0 {
+		p.ProbeOK += t.ok
 	}
 	if p.Penalized && t.throttled > 0 && p.Phase != PhaseBlocked {
 		p.penaltyRefused(now)
@@ -465,6 +525,10 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		p.Rate = p.Ceiling
 		p.Streak++
 		p.LastThrottle = now.UnixMilli()
+		if !p.Penalized && p.Burst > 0 {
+			p.Ceiling = math.Max(p.Ceiling, math.Min(p.provenPerMin(now, t), p.Refused))
+			p.Rate = clampRate(p.Ceiling * probeBeta)
+		}
 		if p.Refused <= p.Ceiling*(1+probeBracketGap) {
 			p.Refused = 0
 			p.setPhase(PhasePlateau, now)
@@ -473,8 +537,27 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 		if p.Streak == 0 {
 			est := p.acceptedPerMin(now) * probeEstimateSlack
 			refused, probing, old := p.Rate, p.Phase == PhaseProbe, p.Ceiling
+			aware, rise := probing && !p.Penalized && p.Burst > 0 && old > 0, false
+			if aware {
+				// The burst is known: what the upstream served beyond
+				// it proves a capacity (a token bucket serves at most
+				// its burst plus its rate over any stretch).
+				proven := p.provenPerMin(now, t)
+				rise = proven > old*(1+probeBracketGap)
+				if rise {
+					est = proven // the capacity rose: bracket from what is proven
+				} else {
+					// No rise: the step, sized beyond the burst, says
+					// little about how far above the ceiling the capacity is.
+					est = math.Max(math.Min(old*(1+probeFirstStep), est), proven)
+				}
+			}
+			if probing && !p.Penalized && !rise && (p.Burst == 0 || p.ProbeTicks <= 1) {
+				p.measureBurst(now)
+			}
+			p.ProbeAt, p.ProbeOK = 0, 0
 			p.Ceiling = math.Min(p.Rate, math.Max(est, MinRatePerMin))
-			if probing && !p.Penalized && old > 0 && p.Clean >= probeRiseEvidence*old {
+			if probing && !p.Penalized && p.Burst == 0 && old > 0 && p.Clean >= probeRiseEvidence*old {
 				p.Ceiling = math.Max(p.Ceiling, math.Min(p.Clean, refused))
 			}
 			if p.Phase == PhaseSlowStart && !p.Penalized && p.Clean > 0 {
@@ -491,7 +574,7 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 				p.Ceiling, p.Rate = p.Clean/probePenaltyMargin, p.Clean
 			}
 			p.Clean = 0
-			if probing && !p.Penalized && refused > p.Ceiling*(1+probeBracketGap) {
+			if probing && !p.Penalized && (!aware || rise) && refused > p.Ceiling*(1+probeBracketGap) {
 				// The capacity rose well above the old ceiling: bisect for it.
 				p.Refused, p.Rate = refused, p.Ceiling
 				p.Streak++
@@ -598,6 +681,7 @@ func (p *Probe) grow(now time.Time) {
 	case PhasePlateau:
 		if now.Sub(time.UnixMilli(p.PhaseSince)) >= p.recoverTime()/4 {
 			p.ProbeTicks = 0
+			p.ProbeAt, p.ProbeFrom, p.ProbeOK = now.UnixMilli(), p.Rate, 0
 			p.setPhase(PhaseProbe, now)
 		}
 	case PhaseProbe:
@@ -637,6 +721,16 @@ func (p *Probe) grow(now time.Time) {
 			p.setPhase(PhaseRecover, now)
 			return
 		}
+		if !p.Penalized && p.Burst > 0 && p.ProbeTicks == 0 {
+			// The first step goes beyond what the burst carries in a
+			// tick: a smaller one is served whatever the capacity.
+			tick := math.Max(TickInterval.Minutes(), float64(p.Sub)/p.Rate)
+			step = math.Min(math.Max(step, probeBurstCarry*p.Burst/(p.Rate*tick)), probeMaxStep)
+		}
+		if p.ProbeTicks > 0 {
+			step = math.Min(math.Max(step, p.LastStep*probeStepGrowth), probeMaxStep)
+		}
+		p.LastStep = step
 		p.ProbeTicks++
 		p.Clean = p.Rate
 		p.Rate = clampRate(p.Rate * (1 + step))

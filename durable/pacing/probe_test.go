@@ -506,3 +506,49 @@ func TestProbePenalisedCruiseKeepsCloseUnderTheCeiling(t *testing.T) {
 		t.Fatalf("after a refused step: rate %v ceiling %v, want 200 under a ceiling ≤ %.1f", p.Rate, p.Ceiling, 200/0.96)
 	}
 }
+
+func TestProbeBurstAwareStepsAndRefusals(t *testing.T) {
+	// With the burst known (20 requests), the first probe step asks a
+	// burst beyond the ceiling over a tick (20 in 10 s at 300/min: +40%),
+	// the next grows from there.
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Ceiling, p.Burst = 300, 300, 20
+	p.setPhase(PhaseProbe, t0)
+	now := t0
+	_, now = runTick(p, now, KindOK)
+	if math.Abs(p.Rate-420) > 1e-9 {
+		t.Fatalf("first burst-aware step to %v, want 420", p.Rate)
+	}
+	runTick(p, now, KindOK)
+	if math.Abs(p.Rate-840) > 1e-9 {
+		t.Fatalf("second step to %v, want 840 (the step tripled, capped at ×2)", p.Rate)
+	}
+
+	// Refused with nothing proven above the ceiling: no bracket (the step
+	// was sized beyond the burst, not near the capacity); the ceiling
+	// moves at most a first step up; the probe measured the burst (served
+	// since it began beyond the 300/min it began from: 170 - 150).
+	q := NewProbe(Config{SubrequestsPerItem: 4})
+	q.Rate, q.Ceiling, q.Burst, q.Phase, q.ProbeTicks = 420, 300, 15, PhaseProbe, 1
+	q.ProbeAt, q.ProbeFrom, q.ProbeOK = t0.Add(-30*time.Second).UnixMilli(), 300, 162
+	q.History = []tickStats{{End: t0.Add(-20 * time.Second).UnixMilli(), OK: 50}, {End: t0.Add(-10 * time.Second).UnixMilli(), OK: 50}}
+	out := append(tickOf(2, 4, KindOK, t0.Add(-5*time.Second), 100*time.Millisecond),
+		tickOf(1, 4, KindThrottled, t0.Add(-time.Second), 100*time.Millisecond)...)
+	q.Done(t0, out)
+	if q.Phase != PhaseRecover || q.Ceiling != 300*(1+probeFirstStep) || math.Abs(q.Burst-20) > 1e-9 {
+		t.Fatalf("refused burst-sized step: phase %s ceiling %v burst %v, want recover, %v, 20",
+			q.Phase, q.Ceiling, q.Burst, 300*(1+probeFirstStep))
+	}
+
+	// Refused after serving 100 requests in 5 s: beyond the burst that
+	// proves 960/min, far above the ceiling of 300: the capacity rose, and
+	// the bracket starts from what was proven.
+	r := NewProbe(Config{SubrequestsPerItem: 4})
+	r.Rate, r.Ceiling, r.Burst, r.Phase, r.ProbeTicks = 2000, 300, 20, PhaseProbe, 3
+	out = append(tickOf(25, 4, KindOK, t0, 100*time.Millisecond), tickOf(1, 4, KindThrottled, t0, 100*time.Millisecond)...)
+	r.Done(t0.Add(5*time.Second), out)
+	if r.Phase != PhaseBracket || math.Abs(r.Ceiling-960) > 1e-6 || r.Refused != 2000 {
+		t.Fatalf("refused after proving 960/min: phase %s ceiling %v refused %v, want the bracket [960, 2000]",
+			r.Phase, r.Ceiling, r.Refused)
+	}
+}
