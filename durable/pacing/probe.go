@@ -57,6 +57,11 @@ import (
 //     itself, until one is refused. After such a rise, a step near a rate
 //     already refused tests 20% above it instead, so a clean one proves
 //     the next rise within a few ticks and a refused one costs the same hold.
+//     A refused rising step (from a rate well under the capacity, so a
+//     full bucket) measures the capacity: it was served the burst plus
+//     the capacity over its length, the burst taken as the smallest a
+//     refused step measured. The loop resumes at 0.97 of that when it is
+//     above the step before (which may lie far under it).
 //   - Latency-bound (the rate asks about what six connections carry at the
 //     measured latency): a tick is one chunk of a minute of the
 //     connections' work, so they stay busy instead of waiting out every
@@ -76,6 +81,9 @@ import (
 //     are successes.
 //   - Retry-After and RateLimit-Remaining/Reset are obeyed exactly: no
 //     request before the time they give.
+//   - Where the upstream paces clients (Careful) chunks are one round, and
+//     each pause is sized by how long such a chunk lasted (its own slowest
+//     answer), so the rate sent is the rate asked for.
 //   - Every tick stops at the first chunk with a refusal; after a refusal,
 //     chunks shrink to one item, so a refusal costs a few requests at most.
 type Probe struct {
@@ -138,6 +146,13 @@ type Probe struct {
 	ProbeFrom float64 `json:"probe_from,omitempty"`
 	ProbeOK   int     `json:"probe_ok,omitempty"`
 	LastStep  float64 `json:"last_step,omitempty"` // the last probe step, as a share of the rate
+	// BurstLow is the smallest burst a refused step measured (each
+	// measurement is an upper bound on the burst; Burst, their largest,
+	// keeps rise proofs safe, this one sizes a capacity measurement);
+	// StepCap is the capacity the last refused rising step measured with
+	// it (0 = none).
+	BurstLow float64 `json:"burst_low,omitempty"`
+	StepCap  float64 `json:"step_cap,omitempty"`
 }
 
 type tickStats struct {
@@ -376,10 +391,19 @@ func (p *Probe) penaltyWait() time.Duration {
 // full bucket (under the capacity, not mid-ramp) measures the burst the
 // upstream let through beyond the clean rate under it.
 func (p *Probe) penaltyRefused(now time.Time) {
-	if p.StepAt > 0 && !p.Rising && p.Clean > 0 {
-		dt := float64(now.UnixMilli()-p.StepAt) / 60000
-		if b := float64(p.StepOK) - p.Clean*dt; b >= 1 {
+	p.StepCap = 0
+	if dt := float64(now.UnixMilli()-p.StepAt) / 60000; p.StepAt > 0 && p.Clean > 0 && dt > 0 {
+		switch b := float64(p.StepOK) - p.Clean*dt; {
+		case !p.Rising && b >= 1:
 			p.Burst = math.Max(p.Burst, b)
+			if p.BurstLow == 0 || b < p.BurstLow {
+				p.BurstLow = b
+			}
+		case p.Rising && p.BurstLow > 0:
+			// A rising step starts from a rate well under the capacity
+			// (a full bucket) and is refused once the bucket is empty:
+			// it was served BurstLow + capacity × dt.
+			p.StepCap = (float64(p.StepOK) - p.BurstLow) / dt
 		}
 	}
 	if p.StepRefused == 0 || p.Rate < p.StepRefused {
@@ -572,6 +596,11 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 				// rate served in full (the one before the refused step)
 				// rather than cutting below it and climbing back.
 				p.Ceiling, p.Rate = p.Clean/probePenaltyMargin, p.Clean
+				if c := math.Min(p.StepCap, refused); c*probePenaltyMargin > p.Clean {
+					// A refused rising step measured a capacity above
+					// the step before it: cruise under that instead.
+					p.Ceiling, p.Rate = c, c*probePenaltyMargin
+				}
 			}
 			p.Clean = 0
 			if probing && !p.Penalized && (!aware || rise) && refused > p.Ceiling*(1+probeBracketGap) {

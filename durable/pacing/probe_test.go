@@ -552,3 +552,57 @@ func TestProbeBurstAwareStepsAndRefusals(t *testing.T) {
 			r.Phase, r.Ceiling, r.Refused)
 	}
 }
+
+func TestProbePenalisedRefusedRisingStepMeasuresTheCapacity(t *testing.T) {
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Careful, p.Penalized, p.HoldMs = true, true, 30_000
+	p.Burst, p.BurstLow = 30, 20
+	// A rising step from 750 to 1050/min was served 150 requests in 8 s
+	// before its refusal: with a burst of 20 (the smallest measured), the
+	// capacity is 130 per 8 s = 975/min, well above the step before.
+	p.Rate, p.Clean, p.Ceiling, p.Phase, p.Rising = 1050, 750, 1050/probePenaltyMargin, PhaseRecover, true
+	p.StepAt, p.StepOK = t0.UnixMilli(), 150
+	now := t0.Add(8 * time.Second)
+	p.Done(now, tickOf(1, 4, KindThrottled, now, 0))
+	if math.Abs(p.Ceiling-975) > 1e-6 || math.Abs(p.Rate-975*probePenaltyMargin) > 1e-6 || p.Rising {
+		t.Fatalf("refused rising step: ceiling %v rate %v rising %v, want 975 and %v", p.Ceiling, p.Rate, p.Rising, 975*probePenaltyMargin)
+	}
+	// A non-rising refused step measures the burst: its bounds stay
+	// apart (the largest proves rises, the smallest measures capacity).
+	p.Rate, p.Clean, p.StepAt, p.StepOK = 1000, 940, now.UnixMilli(), 0
+	p.StepOK = int(940.0/60*30) + 25
+	p.penaltyRefused(now.Add(30 * time.Second))
+	if p.Burst != 30 || math.Abs(p.BurstLow-20) > 1e-9 {
+		t.Fatalf("burst %v low %v, want 30 and 20", p.Burst, p.BurstLow)
+	}
+}
+
+func TestCarefulPausesAreSizedByEachChunksSlowestAnswer(t *testing.T) {
+	// One-round chunks whose answers average 120 ms but whose slowest
+	// takes 150 ms: each chunk lasts 150 ms, so the pause is 30 ms shorter
+	// than the mean latency would make it, and the sent rate is the rate.
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	p.Rate, p.Phase, p.Careful = 1000, PhaseRecover, true
+	plan := p.Plan(t0)
+	if plan.ChunkItems != 1 {
+		t.Fatalf("careful chunks of %d items, want 1", plan.ChunkItems)
+	}
+	var out []Outcome
+	for i := 0; i < plan.Items; i++ {
+		at := t0.Add(time.Duration(i) * time.Second)
+		for _, lat := range []time.Duration{90, 120, 120, 150} {
+			out = append(out, Outcome{Item: i, SentAt: at, DoneAt: at.Add(lat * time.Millisecond), Kind: KindOK, Remaining: -1})
+		}
+	}
+	p.LatencyMs = 120
+	p.observe(out)
+	if math.Abs(p.RoundMs-150) > 1e-9 {
+		t.Fatalf("chunk span %v ms, want 150", p.RoundMs)
+	}
+	p.LatencyMs = 120
+	again := p.Plan(t0)
+	spacing := time.Duration(4 / (1000.0 / 60) * float64(time.Second))
+	if want := spacing - 150*time.Millisecond; again.ChunkPause != want {
+		t.Fatalf("pause %v, want %v (spacing %v less the chunk's 150 ms)", again.ChunkPause, want, spacing)
+	}
+}

@@ -137,7 +137,7 @@ func TestIssue18FamiliesBounds(t *testing.T) {
 		{"rise-linear", goalShare, goalRefused}, // 0.99 of the oracle
 		{"outage", goalShare, goalRefused},      // 0.93 of the oracle
 		{"sawtooth", goalShare, goalRefused},    // 0.93 of the oracle (seeds 1..5: 0.918–0.933)
-		{"rise-retry-after", 0.81, goalRefused}, // 0.825 of the oracle (seeds 1..5, min 0.820): goal not met
+		{"rise-retry-after", 0.83, goalRefused}, // 0.837 of the oracle (seeds 1..5, min 0.834): goal not met
 	}
 	for _, c := range cases {
 		m, v := judgeShipped(t, c.name)
