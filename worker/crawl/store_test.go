@@ -314,3 +314,37 @@ VALUES (99, 'enriched', 7, 4.0, '1.0', 0, 'itunes+store', '2026-11-01T00:00:00.0
 		t.Fatalf("a search past the granularity wrote %d rows", n)
 	}
 }
+
+// TestRepeatedScanWritesOnlyWhatChanged: a category scanned again within
+// catalogue.SightingGranularity, its charts unchanged, writes its chart
+// positions and their per-scan history and the category's mark; not the
+// apps (seen within the granularity) nor their derived keywords (pending
+// with the same value).
+func TestRepeatedScanWritesOnlyWhatChanged(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	ctx := context.Background()
+	charts := map[string][]appstore.ChartEntry{}
+	entries := 0
+	for _, coll := range appstore.ChartCollections {
+		for r := 1; r <= 5; r++ {
+			charts[coll] = append(charts[coll], appstore.ChartEntry{Rank: r, TrackID: int64(1000 + r), Name: fmt.Sprint("Budget Planner ", r)})
+			entries++
+		}
+	}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	if _, err := s.SaveScan(ctx, 6014, "us", charts, now); err != nil {
+		t.Fatal(err)
+	}
+	keywords := drv.Int(t, `SELECT count(*) FROM crawl_keywords`)
+	before := drv.TotalChanges(t)
+	if _, err := s.SaveScan(ctx, 6014, "us", charts, now.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if n := drv.TotalChanges(t) - before; n > int64(2*entries+1) {
+		t.Fatalf("the same scan again wrote %d rows, want ≤ %d (positions, their history, the mark)", n, 2*entries+1)
+	}
+	if drv.Int(t, `SELECT count(*) FROM crawl_keywords`) != keywords || keywords == 0 {
+		t.Fatalf("keywords: %d", keywords)
+	}
+}
