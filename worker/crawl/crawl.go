@@ -371,25 +371,35 @@ func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Contex
 // (lookup_at). A new app is queued with them, so its markets can be scored
 // before it is enriched; a queued app's fields are refreshed; an enriched
 // app is left alone (no write: its record comes from its own enrichment).
-// A queued app is rewritten only when a field differs or its lookup_at is
-// older than catalogue.SightingGranularity (the last parameter), so a
-// search seeing it again unchanged writes nothing (an UPDATE to the same
-// values still writes the row and its index entries).
+// The fields catalogue.ObserveStmt keeps (ratings, price, currency,
+// version and its date and notes: observedColumns) are its own: it runs
+// first in the same batch, with history for what changed. This statement
+// sets the others, so it touches no index of app_registry (rating_count
+// is in the enrichment pick's). A queued app is rewritten only when one of
+// them differs or its lookup_at is older than
+// catalogue.SightingGranularity (the last parameter), so a search seeing
+// it again unchanged writes nothing (an UPDATE to the same values still
+// writes the row and its index entries).
 var searchResultSQL = `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, lookup_at)
 VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-ON CONFLICT (track_id) DO UPDATE SET ` + appstore.StoredLookupUpdates + `, lookup_at=excluded.lookup_at
-WHERE app_registry.enriched_at IS NULL AND (COALESCE(app_registry.lookup_at, '') < ?` + lookupFieldsDiffer() + `)`
+ON CONFLICT (track_id) DO UPDATE SET ` + searchOwnUpdates("%[1]s=excluded.%[1]s", ", ") + `, lookup_at=excluded.lookup_at
+WHERE app_registry.enriched_at IS NULL AND (COALESCE(app_registry.lookup_at, '') < ?` +
+	searchOwnUpdates("\n  OR excluded.%[1]s IS NOT app_registry.%[1]s", "") + `)`
 
-// lookupFieldsDiffer is an OR of "the stored value differs" for each of
-// appstore.StoredLookupColumns but track_id.
-func lookupFieldsDiffer() string {
-	var b strings.Builder
+// observedColumns are the lookup columns catalogue.ObserveStmt writes for a search.
+var observedColumns = map[string]bool{"price": true, "currency": true, "average_rating": true, "rating_count": true,
+	"version": true, "current_version_release_date": true, "release_notes": true}
+
+// searchOwnUpdates formats each of appstore.StoredLookupColumns but
+// track_id and observedColumns with format, joined by sep.
+func searchOwnUpdates(format, sep string) string {
+	var out []string
 	for _, c := range strings.Split(appstore.StoredLookupColumns, ",") {
-		if c = strings.TrimSpace(c); c != "track_id" {
-			fmt.Fprintf(&b, "\n  OR excluded.%[1]s IS NOT app_registry.%[1]s", c)
+		if c = strings.TrimSpace(c); c != "track_id" && !observedColumns[c] {
+			out = append(out, fmt.Sprintf(format, c))
 		}
 	}
-	return b.String()
+	return strings.Join(out, sep)
 }
 
 // searchResultStmt is searchResultSQL for one result seen at now.

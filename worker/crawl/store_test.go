@@ -348,3 +348,26 @@ func TestRepeatedScanWritesOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("keywords: %d", keywords)
 	}
 }
+
+// TestSearchResultTouchesNoIndex: searchResultSQL's update sets no column
+// any index of app_registry reads (key or partial WHERE), so a queued app's
+// refresh writes its row alone; SQLite rewrites an index's entry whenever
+// the update sets one of its columns, changed or not.
+func TestSearchResultTouchesNoIndex(t *testing.T) {
+	_, drv := d1test.New(t)
+	set := searchResultSQL[strings.Index(searchResultSQL, "DO UPDATE SET")+len("DO UPDATE SET") : strings.Index(searchResultSQL, "\nWHERE")]
+	var cols []string
+	for _, a := range strings.Split(set, ",") {
+		cols = append(cols, strings.TrimSpace(strings.SplitN(a, "=", 2)[0]))
+	}
+	if len(cols) < 5 {
+		t.Fatalf("set columns %v", cols)
+	}
+	for _, ix := range drv.Rows(t, `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'app_registry' AND sql IS NOT NULL`) {
+		for _, c := range cols {
+			if regexp.MustCompile(`\b` + c + `\b`).MatchString(ix["sql"].(string)) {
+				t.Errorf("index %s reads %s, which a search result's update sets", ix["name"], c)
+			}
+		}
+	}
+}
