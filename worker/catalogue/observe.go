@@ -71,6 +71,21 @@ func nonEmpty(s string) *string {
 	return &s
 }
 
+// SightingGranularity is how fine a known app's sighting times are kept:
+// a sighting that changes no stored value moves last_seen_at (and
+// observed_at) only when they are older than this, so an app seen again
+// and again (in many searches of a cycle, cycle after cycle) is not
+// rewritten each time; D1 bills every row and index entry written. Their
+// readers are coarser: the stale mark (StaleAge, days), the velocities
+// (7 and 30 day windows), the history API's last_seen_at; lookup_at, the
+// enrichment's LOOKUP_FRESH_H (a day by default), moves with the same
+// granularity (crawl's searchResultSQL).
+const SightingGranularity = time.Hour
+
+// SightingBefore is the time a stored sighting older than which moves:
+// now less SightingGranularity, as stored times compare.
+func SightingBefore(now time.Time) string { return d1.Time(now.Add(-SightingGranularity)) }
+
 // observeSQL upserts what was seen in one statement: a new app is queued
 // for enrichment with what the source showed; a known one gets
 // last_seen_at, loses its stale mark, and takes the lookup-level fields
@@ -78,8 +93,12 @@ func nonEmpty(s string) *string {
 // observed_at). An enriched app whose version changed since its page was
 // fetched is due for a refresh now. A new version's release notes are
 // the source's, or unknown (NULL), never the old version's, so the version
-// history records the right ones. Numbered parameters: ?1 the JSON
-// list, ?2 the time.
+// history records the right ones. A known app is written only when
+// something changes: a value, its stale mark, its refresh, or a sighting
+// older than SightingGranularity (?3); otherwise the update is skipped
+// and writes nothing (an UPDATE to the same values would still write the
+// row and its index entries). Numbered parameters: ?1 the JSON list, ?2
+// the time, ?3 SightingBefore(?2).
 const observeSQL = `WITH s AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.name') AS name,
   json_extract(value, '$.genre') AS genre, json_extract(value, '$.n') AS n, json_extract(value, '$.r') AS r,
   json_extract(value, '$.p') AS p, json_extract(value, '$.cur') AS cur, json_extract(value, '$.v') AS v,
@@ -101,7 +120,17 @@ ON CONFLICT (track_id) DO UPDATE SET
     THEN excluded.release_notes ELSE COALESCE(excluded.release_notes, app_registry.release_notes) END,
   next_refresh_at = CASE WHEN app_registry.next_refresh_at > ?2 AND excluded.version IS NOT NULL
       AND app_registry.page_version IS NOT NULL AND excluded.version IS NOT app_registry.page_version
-    THEN ?2 ELSE app_registry.next_refresh_at END`
+    THEN ?2 ELSE app_registry.next_refresh_at END
+WHERE app_registry.stale_at IS NOT NULL OR COALESCE(app_registry.last_seen_at, '') < ?3
+  OR (excluded.rating_count IS NOT NULL AND excluded.rating_count IS NOT app_registry.rating_count)
+  OR (excluded.average_rating IS NOT NULL AND excluded.average_rating IS NOT app_registry.average_rating)
+  OR (excluded.price IS NOT NULL AND excluded.price IS NOT app_registry.price)
+  OR (excluded.currency IS NOT NULL AND excluded.currency IS NOT app_registry.currency)
+  OR (excluded.version IS NOT NULL AND excluded.version IS NOT app_registry.version)
+  OR (excluded.current_version_release_date IS NOT NULL AND excluded.current_version_release_date IS NOT app_registry.current_version_release_date)
+  OR (excluded.release_notes IS NOT NULL AND excluded.release_notes IS NOT app_registry.release_notes)
+  OR (app_registry.next_refresh_at > ?2 AND excluded.version IS NOT NULL
+      AND app_registry.page_version IS NOT NULL AND excluded.version IS NOT app_registry.page_version)`
 
 // ObserveStmt records what one chart scan or search saw (one statement,
 // whatever the number of apps; none for none). Each app once: a later
@@ -130,7 +159,7 @@ func ObserveStmt(seen []Seen, now time.Time) []d1.Stmt {
 		return nil
 	}
 	b, _ := json.Marshal(rows)
-	return []d1.Stmt{{SQL: observeSQL, Args: []any{string(b), d1.Time(now)}}}
+	return []d1.Stmt{{SQL: observeSQL, Args: []any{string(b), d1.Time(now), SightingBefore(now)}}}
 }
 
 // Day is the UTC day of t as keyword_rank_history keys it.

@@ -371,23 +371,61 @@ func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Contex
 // (lookup_at). A new app is queued with them, so its markets can be scored
 // before it is enriched; a queued app's fields are refreshed; an enriched
 // app is left alone (no write: its record comes from its own enrichment).
-const searchResultSQL = `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, lookup_at)
+// The fields catalogue.ObserveStmt keeps (ratings, price, currency,
+// version and its date and notes: observedColumns) are its own: it runs
+// first in the same batch, with history for what changed. This statement
+// sets the others, so it touches no index of app_registry (rating_count
+// is in the enrichment pick's). A queued app is rewritten only when one of
+// them differs or its lookup_at is older than
+// catalogue.SightingGranularity (the last parameter), so a search seeing
+// it again unchanged writes nothing (an UPDATE to the same values still
+// writes the row and its index entries).
+var searchResultSQL = `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, lookup_at)
 VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-ON CONFLICT (track_id) DO UPDATE SET ` + appstore.StoredLookupUpdates + `, lookup_at=excluded.lookup_at
-WHERE app_registry.enriched_at IS NULL`
+ON CONFLICT (track_id) DO UPDATE SET ` + searchOwnUpdates("%[1]s=excluded.%[1]s", ", ") + `, lookup_at=excluded.lookup_at
+WHERE app_registry.enriched_at IS NULL AND (COALESCE(app_registry.lookup_at, '') < ?` +
+	searchOwnUpdates("\n  OR excluded.%[1]s IS NOT app_registry.%[1]s", "") + `)`
 
-// searchResultStmt is searchResultSQL for one result seen at ts.
-func searchResultStmt(a appstore.App, ts string) d1.Stmt {
-	return d1.Stmt{SQL: searchResultSQL, Args: append(a.StoredLookupArgs(), ts)}
+// observedColumns are the lookup columns catalogue.ObserveStmt writes for a search.
+var observedColumns = map[string]bool{"price": true, "currency": true, "average_rating": true, "rating_count": true,
+	"version": true, "current_version_release_date": true, "release_notes": true}
+
+// searchOwnUpdates formats each of appstore.StoredLookupColumns but
+// track_id and observedColumns with format, joined by sep.
+func searchOwnUpdates(format, sep string) string {
+	var out []string
+	for _, c := range strings.Split(appstore.StoredLookupColumns, ",") {
+		if c = strings.TrimSpace(c); c != "track_id" && !observedColumns[c] {
+			out = append(out, fmt.Sprintf(format, c))
+		}
+	}
+	return strings.Join(out, sep)
 }
+
+// searchResultStmt is searchResultSQL for one result seen at now.
+func searchResultStmt(a appstore.App, now time.Time) d1.Stmt {
+	return d1.Stmt{SQL: searchResultSQL, Args: append(a.StoredLookupArgs(), d1.Time(now), catalogue.SightingBefore(now))}
+}
+
+// rankingSQL keeps where one app ranks for a keyword: a new row, or the
+// rank (and when it was taken, seen_at) when it moved; an app holding its
+// rank is not rewritten. rankingsGoneSQL deletes the rows of the apps no
+// longer in the keyword's results (?2, a JSON array of track ids).
+const (
+	rankingSQL = `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?,?,?,?)
+ON CONFLICT (keyword, track_id) DO UPDATE SET rank = excluded.rank, seen_at = excluded.seen_at
+WHERE crawl_rankings.rank IS NOT excluded.rank`
+	rankingsGoneSQL = `DELETE FROM crawl_rankings WHERE keyword = ?1 AND track_id NOT IN (SELECT value FROM json_each(?2))`
+)
 
 // RankingStatements records one keyword search: the apps (queued if new;
 // a known app's last sighting and the lookup-level fields the search
 // carries, rating, rating count, price and version, with history rows for
 // what changed; every app not yet enriched keeps the search result's full
-// lookup fields, searchResultSQL), where each ranks now and today, and the
-// keyword marked
-// searched.
+// lookup fields, searchResultSQL), where each ranks now (the rows of apps
+// gone deleted, of moved ones rewritten) and today, and the keyword marked
+// searched. Only what changed is written: the same search again within
+// catalogue.SightingGranularity writes the keyword's mark alone.
 func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.Stmt {
 	ts := d1.Time(now)
 	seen := make([]catalogue.Seen, len(apps))
@@ -395,16 +433,14 @@ func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.
 	for i, a := range apps {
 		seen[i], ids[i] = catalogue.SeenFromApp(a), a.TrackID
 	}
-	stmts := []d1.Stmt{{SQL: `DELETE FROM crawl_rankings WHERE keyword = ?`, Args: []any{keyword}}}
+	present, _ := json.Marshal(ids)
+	stmts := []d1.Stmt{{SQL: rankingsGoneSQL, Args: []any{keyword, string(present)}}}
 	stmts = append(stmts, catalogue.ObserveStmt(seen, now)...)
 	for _, a := range apps {
-		stmts = append(stmts, searchResultStmt(a, ts))
+		stmts = append(stmts, searchResultStmt(a, now))
 	}
 	for i, a := range apps {
-		stmts = append(stmts, d1.Stmt{
-			SQL:  `INSERT OR REPLACE INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?,?,?,?)`,
-			Args: []any{keyword, a.TrackID, i + 1, ts},
-		})
+		stmts = append(stmts, d1.Stmt{SQL: rankingSQL, Args: []any{keyword, a.TrackID, i + 1, ts}})
 	}
 	stmts = append(stmts, catalogue.KeywordRankStmt(keyword, ids, now)...)
 	// The keyword searched, valued and scheduled (searchedSQL): after the

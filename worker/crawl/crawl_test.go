@@ -175,8 +175,8 @@ func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 		t.Fatalf("%+v %v %v", r, urls, f.rankings)
 	}
 	stmts := RankingStatements("budget", []appstore.App{{TrackID: 5}, {TrackID: 6}}, time.Now())
-	// Clear the keyword, upsert the apps, keep each one's lookup fields,
-	// two ranks, today's ranks, mark the keyword.
+	// Drop the apps gone from the keyword, upsert the apps, keep each
+	// one's lookup fields, two ranks, today's ranks, mark the keyword.
 	if len(stmts) != 1+1+2+2+1+1 || stmts[len(stmts)-1].SQL != searchedSQL {
 		t.Fatalf("ranking statements: %d", len(stmts))
 	}

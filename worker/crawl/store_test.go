@@ -16,6 +16,7 @@ import (
 
 	"storecrawl/durable/object"
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/catalogue"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/events"
@@ -233,5 +234,140 @@ VALUES (100000001, 'Budget Planner', 50, 4.0, '1.0', 'itunes+store', ?1, ?1, ?1,
 	c.Run(context.Background(), 0.1, later.Add(time.Hour))
 	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 200000001`); n != 2 {
 		t.Fatalf("an unchanged sighting appends nothing: %d", n)
+	}
+}
+
+// TestRepeatedSearchWritesOnlyWhatChanged: the same search again within
+// catalogue.SightingGranularity changes no stored value, so it writes
+// nothing but the keyword's own mark (and no history); one app moving
+// rank rewrites its ranking row and nothing else of the others; an app
+// that left the results loses its ranking row.
+func TestRepeatedSearchWritesOnlyWhatChanged(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	ctx := context.Background()
+	drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at) VALUES ('budget', 'title', '2026-11-01T00:00:00.000Z')`)
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, version, price, enrichment_source, enriched_at, page_version, next_refresh_at, refresh_interval_s)
+VALUES (99, 'enriched', 7, 4.0, '1.0', 0, 'itunes+store', '2026-11-01T00:00:00.000Z', '1.0', '2026-12-01T00:00:00.000Z', 2592000)`)
+	apps := make([]appstore.App, 0, 10)
+	for i := int64(1); i <= 10; i++ {
+		apps = append(apps, appstore.App{TrackID: i, Name: fmt.Sprint("budget ", i), BundleID: fmt.Sprint("b.", i), DeveloperID: 70, DeveloperName: "Dev",
+			RatingCount: 10 * i, AverageRating: 4.5, Price: 0.99, Currency: "USD", Version: "1.0", Description: "d", Languages: []string{"EN"}})
+	}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	if err := s.SaveRankings(ctx, "budget", apps, now); err != nil {
+		t.Fatal(err)
+	}
+	history := func() int64 {
+		return drv.Int(t, `SELECT (SELECT count(*) FROM app_snapshots) + (SELECT count(*) FROM app_version_history) + (SELECT count(*) FROM app_price_history)`)
+	}
+	h := history()
+	// The same results a few minutes later: only the keyword's mark.
+	before := drv.TotalChanges(t)
+	if err := s.SaveRankings(ctx, "budget", apps, now.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if n := drv.TotalChanges(t) - before; n > 1 {
+		t.Fatalf("an identical search again wrote %d rows, want 1 (the keyword's mark)", n)
+	}
+	if history() != h {
+		t.Fatalf("an unchanged search wrote history")
+	}
+	// App 99 (enriched, unchanged) joins at rank 2, app 10 leaves, app 1's
+	// rating count moves: the rows that changed, a history row, the mark.
+	moved := append([]appstore.App{apps[0], {TrackID: 99, Name: "enriched", RatingCount: 7, AverageRating: 4.0, Version: "1.0"}}, apps[1:9]...)
+	moved[0].RatingCount = 11
+	before = drv.TotalChanges(t)
+	if err := s.SaveRankings(ctx, "budget", moved, now.Add(10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// App 1: its count (observe; its lookup fields are then the same) and
+	// a snapshot; app 99: its sighting (never seen before), a ranking row
+	// and today's rank; apps 2..9 shift a rank (8 ranking rows); app 10's
+	// ranking row deleted; the keyword's mark.
+	if n := drv.TotalChanges(t) - before; n > 2+3+8+1+1 {
+		t.Fatalf("a search with one change wrote %d rows", n)
+	}
+	ranks := drv.Rows(t, `SELECT track_id, rank FROM crawl_rankings WHERE keyword = 'budget' ORDER BY rank`)
+	if len(ranks) != 10 {
+		t.Fatalf("rankings %v", ranks)
+	}
+	for i, r := range ranks {
+		want := moved[i].TrackID
+		if fmt.Sprint(r["track_id"]) != fmt.Sprint(want) || fmt.Sprint(r["rank"]) != fmt.Sprint(i+1) {
+			t.Fatalf("rank %d: %v, want app %d", i+1, r, want)
+		}
+	}
+	if n := drv.Int(t, `SELECT count(*) FROM app_snapshots WHERE track_id = 1 AND rating_count = 11`); n != 1 {
+		t.Fatalf("the rating change is kept: %d", n)
+	}
+	// Past the granularity the sighting moves again (one write per app).
+	later := now.Add(catalogue.SightingGranularity + 11*time.Minute)
+	before = drv.TotalChanges(t)
+	if err := s.SaveRankings(ctx, "budget", moved, later); err != nil {
+		t.Fatal(err)
+	}
+	if got := drv.Rows(t, `SELECT last_seen_at, lookup_at FROM app_registry WHERE track_id = 2`)[0]; got["last_seen_at"] != d1.Time(later) || got["lookup_at"] != d1.Time(later) {
+		t.Fatalf("the sighting past the granularity: %v", got)
+	}
+	if n := drv.TotalChanges(t) - before; n > 2*10+1 {
+		t.Fatalf("a search past the granularity wrote %d rows", n)
+	}
+}
+
+// TestRepeatedScanWritesOnlyWhatChanged: a category scanned again within
+// catalogue.SightingGranularity, its charts unchanged, writes its chart
+// positions and their per-scan history and the category's mark; not the
+// apps (seen within the granularity) nor their derived keywords (pending
+// with the same value).
+func TestRepeatedScanWritesOnlyWhatChanged(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	ctx := context.Background()
+	charts := map[string][]appstore.ChartEntry{}
+	entries := 0
+	for _, coll := range appstore.ChartCollections {
+		for r := 1; r <= 5; r++ {
+			charts[coll] = append(charts[coll], appstore.ChartEntry{Rank: r, TrackID: int64(1000 + r), Name: fmt.Sprint("Budget Planner ", r)})
+			entries++
+		}
+	}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	if _, err := s.SaveScan(ctx, 6014, "us", charts, now); err != nil {
+		t.Fatal(err)
+	}
+	keywords := drv.Int(t, `SELECT count(*) FROM crawl_keywords`)
+	before := drv.TotalChanges(t)
+	if _, err := s.SaveScan(ctx, 6014, "us", charts, now.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if n := drv.TotalChanges(t) - before; n > int64(2*entries+1) {
+		t.Fatalf("the same scan again wrote %d rows, want ≤ %d (positions, their history, the mark)", n, 2*entries+1)
+	}
+	if drv.Int(t, `SELECT count(*) FROM crawl_keywords`) != keywords || keywords == 0 {
+		t.Fatalf("keywords: %d", keywords)
+	}
+}
+
+// TestSearchResultTouchesNoIndex: searchResultSQL's update sets no column
+// any index of app_registry reads (key or partial WHERE), so a queued app's
+// refresh writes its row alone; SQLite rewrites an index's entry whenever
+// the update sets one of its columns, changed or not.
+func TestSearchResultTouchesNoIndex(t *testing.T) {
+	_, drv := d1test.New(t)
+	set := searchResultSQL[strings.Index(searchResultSQL, "DO UPDATE SET")+len("DO UPDATE SET") : strings.Index(searchResultSQL, "\nWHERE")]
+	var cols []string
+	for _, a := range strings.Split(set, ",") {
+		cols = append(cols, strings.TrimSpace(strings.SplitN(a, "=", 2)[0]))
+	}
+	if len(cols) < 5 {
+		t.Fatalf("set columns %v", cols)
+	}
+	for _, ix := range drv.Rows(t, `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'app_registry' AND sql IS NOT NULL`) {
+		for _, c := range cols {
+			if regexp.MustCompile(`\b` + c + `\b`).MatchString(ix["sql"].(string)) {
+				t.Errorf("index %s reads %s, which a search result's update sets", ix["name"], c)
+			}
+		}
 	}
 }

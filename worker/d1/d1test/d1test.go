@@ -192,6 +192,22 @@ func (d *Driver) Int(t testing.TB, q string, args ...any) int64 {
 	return n.Int64
 }
 
+// TotalChanges is SQLite's total_changes() on the database's one
+// connection: the rows inserted, updated or deleted so far, triggers'
+// included (index entries are not counted; D1 counts them as well). A
+// no-op UPDATE (the same values) counts: tests of write-only-what-changed
+// take the difference around the writes they pin.
+func (d *Driver) TotalChanges(t testing.TB) int64 {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var n int64
+	if err := d.db.QueryRow(`SELECT total_changes()`).Scan(&n); err != nil {
+		t.Fatalf("d1test total_changes: %v", err)
+	}
+	return n
+}
+
 // rowsJSON renders rows as D1 does: a JSON array of objects, integers and
 // reals as numbers, text as strings, NULL as null.
 func rowsJSON(rows *sql.Rows) ([]byte, int64, error) {
