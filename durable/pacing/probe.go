@@ -84,6 +84,12 @@ import (
 //   - Where the upstream paces clients (Careful) chunks are one round, and
 //     each pause is sized by how long such a chunk lasted (its own slowest
 //     answer), so the rate sent is the rate asked for.
+//   - Small bursts: the first refusal of a run that came in chunks of
+//     several items with less than half a chunk served is read as "too many
+//     at once", not "too fast": the rate is kept and sending turns smooth
+//     for the run (the smallest chunks that carry the rate, one item where
+//     the latency allows, and a chunk's spacing across tick boundaries
+//     too); refusals from then on are rate signals as above.
 //   - Every tick stops at the first chunk with a refusal; after a refusal,
 //     chunks shrink to one item, so a refusal costs a few requests at most.
 type Probe struct {
@@ -153,6 +159,13 @@ type Probe struct {
 	// it (0 = none).
 	BurstLow float64 `json:"burst_low,omitempty"`
 	StepCap  float64 `json:"step_cap,omitempty"`
+	// Smooth: the upstream's burst looked smaller than a chunk (Done's
+	// trial), so chunks are the smallest that carry the rate and a tick
+	// begins a chunk's spacing after the last one's start; SmoothTried:
+	// the trial was made (once a run); LastChunk: the last plan's chunk.
+	Smooth      bool `json:"smooth,omitempty"`
+	SmoothTried bool `json:"smooth_tried,omitempty"`
+	LastChunk   int  `json:"last_chunk,omitempty"`
 }
 
 type tickStats struct {
@@ -276,6 +289,15 @@ const (
 	// (up to a timeout), and a minute of work keeps that wait a small share
 	// while a refusal still ends the tick at once.
 	probeBusySpan = time.Minute
+	// probeSmoothSlack: a smooth chunk (Smooth) is the smallest whose
+	// spacing at the rate exceeds its slowest answer by this share, so
+	// the pause after it absorbs the latency's jitter and the rate is kept.
+	probeSmoothSlack = 0.2
+	// probeSmallBurstShare: a first refusal in a tick that served at most
+	// this share of one chunk's requests says the bucket held less than
+	// half a chunk: its burst may be small (a refusal at the rate after a
+	// burst of 20 drained comes with most of a chunk served).
+	probeSmallBurstShare = 0.5
 )
 
 // Phase names.
@@ -312,6 +334,11 @@ func (p *Probe) Plan(now time.Time) Plan {
 		// requests sent at once even when the rate is under its capacity.
 		chunk = chunkItems(p.Sub)
 	}
+	if p.Smooth && chunk != 1 {
+		if c := p.smoothChunk(); c > 0 {
+			chunk = c
+		}
+	}
 	if p.Careful {
 		chunk = max(1, MaxConnections/p.Sub)
 	}
@@ -319,6 +346,7 @@ func (p *Probe) Plan(now time.Time) Plan {
 	// a chunk is one round, and the tick's slowest answer overrates it.
 	p.selfPaced = p.Careful
 	plan := p.plan(now, p.Rate, chunk)
+	p.LastChunk = plan.ChunkItems
 	switch {
 	case plan.Items == 0:
 	case p.Phase == PhaseBlocked:
@@ -333,6 +361,23 @@ func (p *Probe) Plan(now time.Time) Plan {
 		p.LastPlanRq = plan.Items * p.Sub
 	}
 	return plan
+}
+
+// smoothChunk is the smallest chunk that still carries the rate: its
+// requests at once are few, and the pause after it (its spacing at the
+// rate less its slowest answer) stays at least probeSmoothSlack of it.
+// 0 (the usual chunks) where no chunk up to a connection-filling one does.
+func (p *Probe) smoothChunk() int {
+	perSec := p.Rate / 60
+	lat := math.Max(p.LatencyMs, p.SlowMs) / 1000
+	for ci := 1; ci <= chunkItems(p.Sub); ci++ {
+		reqs := float64(ci * p.Sub)
+		rounds := math.Ceil(reqs / MaxConnections)
+		if reqs/perSec*(1-probeSmoothSlack) >= rounds*lat {
+			return ci
+		}
+	}
+	return 0
 }
 
 // connPerMin is what MaxConnections carry per minute at the measured latency.
@@ -503,6 +548,17 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 	if p.ProbeAt > 0 {
 		p.ProbeOK += t.ok
 	}
+	if t.throttled > 0 && !p.Smooth && !p.SmoothTried && !p.Penalized && p.Phase != PhaseBlocked && p.Streak == 0 &&
+		p.LastChunk > 1 && float64(t.ok) <= probeSmallBurstShare*float64(p.LastChunk*p.Sub) &&
+		float64(t.serverErr+t.timeouts) <= probeOverloadShare*float64(t.sent) {
+		// The first refusal of a run, in chunks of several items, with
+		// less than half a chunk served: the upstream's burst may be
+		// smaller than a chunk (too many at once, not too fast). Send
+		// smoothly from now on and keep the rate; a refusal then is a
+		// rate signal as any.
+		p.Smooth, p.SmoothTried = true, true
+		return p.next(now, p.Rate, t.sent)
+	}
 	if p.Penalized && t.throttled > 0 && p.Phase != PhaseBlocked {
 		p.penaltyRefused(now)
 	}
@@ -647,7 +703,17 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 	if p.latencyBound() {
 		rate = math.Max(rate, p.connPerMin()) // the connections pace this tick, not the rate
 	}
-	return p.next(now, rate, t.sent)
+	next := p.next(now, rate, t.sent)
+	if p.Smooth && p.LastChunk > 0 && !t.lastSent.IsZero() {
+		// The next tick's first chunk keeps the spacing after this tick's
+		// last one: woken at the paid-for time, it would go out right after
+		// the last chunk's answers, two chunks at once.
+		gap := time.Duration(float64(p.LastChunk*p.Sub) / (rate / 60) * float64(time.Second))
+		if at := t.lastSent.Add(gap); next.Before(at) {
+			next = at
+		}
+	}
+	return next
 }
 
 // blockProbeAt is when to try one item next while blocked: probeBackoffStart

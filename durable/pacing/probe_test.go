@@ -606,3 +606,35 @@ func TestCarefulPausesAreSizedByEachChunksSlowestAnswer(t *testing.T) {
 		t.Fatalf("pause %v, want %v (spacing %v less the chunk's 150 ms)", again.ChunkPause, want, spacing)
 	}
 }
+
+func TestProbeSmallBurstSmoothsBeforeCuttingTheRate(t *testing.T) {
+	// Slow start at 60/min sends 3 items (12 requests) at once; a burst-5
+	// bucket serves 5 and refuses the rest. That is too many at once, not
+	// too fast: the rate is kept, no ceiling is learned, and from then on
+	// a chunk is one item, the next tick a chunk's spacing after the last.
+	p := NewProbe(Config{SubrequestsPerItem: 4})
+	plan := p.Plan(t0)
+	if plan.ChunkItems != 3 {
+		t.Fatalf("slow start: chunks of %d items, want 3", plan.ChunkItems)
+	}
+	out := tickOf(2, 4, KindOK, t0, 100*time.Millisecond)
+	for i := 5; i < len(out); i++ {
+		out[i].Kind = KindThrottled
+	}
+	now := t0.Add(100 * time.Millisecond)
+	next := p.Done(now, out)
+	if !p.Smooth || p.Ceiling != 0 || p.Rate != probeStartRate || p.Phase != PhaseSlowStart || p.Streak != 0 {
+		t.Fatalf("a burst-sized refusal was read as the rate: %+v", p)
+	}
+	if min := t0.Add(4 * time.Second); next.Before(min) { // 4 requests at 1/s after the last chunk
+		t.Fatalf("next tick at %v, want no earlier than %v", next.Sub(t0), min.Sub(t0))
+	}
+	if plan := p.Plan(next); plan.ChunkItems != 1 {
+		t.Fatalf("smooth: chunks of %d items, want 1", plan.ChunkItems)
+	}
+	// Refused again, now smooth: a rate signal as before.
+	p.Done(next.Add(100*time.Millisecond), tickOf(1, 4, KindThrottled, next, 100*time.Millisecond))
+	if p.Ceiling == 0 || p.Phase != PhaseRecover {
+		t.Fatalf("a refusal once smooth is a rate signal: ceiling %v phase %s", p.Ceiling, p.Phase)
+	}
+}

@@ -144,6 +144,7 @@ func (p *pacer) next(now time.Time, ratePerMin float64, sent int) time.Time {
 type tally struct {
 	sent, ok, throttled, serverErr, timeouts int
 	first, last                              time.Time
+	lastSent                                 time.Time // the last request's send time
 }
 
 func (t tally) span() time.Duration { return t.last.Sub(t.first) }
@@ -166,6 +167,9 @@ func (p *pacer) observe(outcomes []Outcome) tally {
 	for i, o := range outcomes {
 		if i == 0 || o.SentAt.Before(t.first) {
 			t.first = o.SentAt
+		}
+		if o.SentAt.After(t.lastSent) {
+			t.lastSent = o.SentAt
 		}
 		if o.DoneAt.After(t.last) {
 			t.last = o.DoneAt

@@ -32,6 +32,17 @@ func TestSteadyLimitsNearCapacityWithFewRefusals(t *testing.T) {
 	}
 }
 
+// TestSmallBurstIsSentSmoothly: steady-600 with a burst of 5 (a chunk of
+// 3 items is 12 requests at once): the default sends smoothly and keeps
+// near the capacity instead of reading the burst's refusals as the rate
+// (it ran at 4% before; the oracle, sending in bursts, refuses 42%).
+func TestSmallBurstIsSentSmoothly(t *testing.T) {
+	m := runShipped(t, "small-burst", "default")
+	if m.GoodputRatio < 0.90 || m.RefusedRatio > 0.01 || m.Lockouts > 0 {
+		t.Fatalf("small-burst: goodput %.3f (≥ 0.90), refused %.4f (≤ 0.01), lockouts %d", m.GoodputRatio, m.RefusedRatio, m.Lockouts)
+	}
+}
+
 func TestHalvedLimitStopsRefusalsWithinAMinute(t *testing.T) {
 	m := runShipped(t, "halved", "default")
 	change := 1800 / 60 // the phase change, in trace minutes

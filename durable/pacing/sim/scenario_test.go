@@ -129,7 +129,7 @@ func TestShippedScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"doubled", "errors-5xx", "halved", "high-latency", "lockout", "not-found-20", "outage", "ratelimit-headers",
-		"refusals-consume", "retry-after", "rise-linear", "rise-retry-after", "sawtooth", "slow-noisy",
+		"refusals-consume", "retry-after", "rise-linear", "rise-retry-after", "sawtooth", "slow-noisy", "small-burst",
 		"steady-20", "steady-60", "steady-600", "steady-6000", "storm-403"}
 	subrequests := map[string]int{"slow-noisy": 6} // the rest make 4 requests an item
 	if len(all) != len(want) {
