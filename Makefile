@@ -28,12 +28,13 @@ SEED_APPS ?= 2000
 # Share of simulated store pages in the current (2025) markup; the rest are legacy.
 SIM_CURRENT_MARKUP_PCT ?= 50
 
-.PHONY: all install build dev test test-go test-integration bench clean seed migrate-local chromium
+.PHONY: all install build dev dev-prepare test test-go test-integration bench clean seed migrate-local chromium
 
 all: build
 
+# npm ci installs exactly package-lock.json and never rewrites it.
 node_modules/.stamp: package.json package-lock.json
-	npm install --no-audit --no-fund
+	npm ci --no-audit --no-fund
 	touch $@
 
 install: node_modules/.stamp
@@ -62,7 +63,11 @@ seed: migrate-local
 	$(GO) run ./cmd/seed -apps $(SEED_APPS) > build/seed.sql
 	wrangler d1 execute DB --local --file build/seed.sql
 
-dev: install build .dev.vars seed
+# dev-prepare is everything make dev does before it starts the servers; CI runs
+# it to check that make dev leaves the tree clean.
+dev-prepare: install build .dev.vars seed
+
+dev: dev-prepare
 	@echo "starting upstream simulator on $(SIM_ADDR) and wrangler dev on :$(DEV_PORT)"
 	$(GO) build -o build/upstream-sim ./cmd/upstream-sim
 	$(GO) build -o build/llm-sim ./cmd/llm-sim
