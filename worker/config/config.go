@@ -7,7 +7,6 @@ package config
 
 import (
 	"fmt"
-	"storecrawl/worker/upstream"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +14,9 @@ import (
 	"storecrawl/durable/enrichment"
 	"storecrawl/durable/ledger"
 	"storecrawl/durable/scheduler"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/refresh"
+	"storecrawl/worker/upstream"
 )
 
 // Binding names, as wrangler.jsonc binds them (a test checks they agree).
@@ -53,7 +54,7 @@ const (
 	// deployment can prefix the region as well (idFromName(region + key)).
 	LimiterPrefix = "limiter_"
 	// ControllerName addresses the controller of the default crawl target.
-	ControllerName = enrichment.DefaultTarget
+	ControllerName = objects.DefaultTarget
 )
 
 // Defaults of the vars.

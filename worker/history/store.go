@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"storecrawl/durable/ledger"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/d1"
 )
 
@@ -200,7 +200,7 @@ func (s D1Store) LimiterTotals(ctx context.Context, first, last int64) ([]Limite
 	}
 	out := make([]LimiterSummary, len(rows))
 	for i, r := range rows {
-		out[i] = LimiterSummary{Key: strings.TrimPrefix(r.Source, ledger.SourceLimiterPrefix), Allowed: r.Allowed, Refused: r.Refused, Waited: r.Waited}
+		out[i] = LimiterSummary{Key: strings.TrimPrefix(r.Source, objects.SourceLimiterPrefix), Allowed: r.Allowed, Refused: r.Refused, Waited: r.Waited}
 	}
 	return out, nil
 }

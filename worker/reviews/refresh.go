@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/upstream"
 )
@@ -71,12 +71,12 @@ func Refresh(ctx context.Context, st RefreshStore, fetch func(ctx context.Contex
 	}
 	for _, id := range apps {
 		r := fetch(ctx, FeedURL(base, country, 1, id))
-		if r.Class == object.ClassRateLimit {
+		if r.Class == objects.ClassRateLimit {
 			res.RateLimited, res.RetryAfterS = true, r.RetryAfterS
 			return res
 		}
 		var page Page
-		if r.Class == object.ClassOK {
+		if r.Class == objects.ClassOK {
 			page, err = Parse(r.Body, id, country)
 		} else {
 			err = fmt.Errorf("HTTP %d (%s): %v", r.Status, r.Class, r.Err)
