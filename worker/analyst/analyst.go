@@ -311,14 +311,14 @@ func (a *Analyst) gather(ctx context.Context, b BriefRow, now time.Time, res *Ru
 	if err != nil {
 		return stepOut{stop: true, err: "gather " + b.ClusterID + ": " + err.Error()}
 	}
-	msgs, shown, err := llm.BuildBriefPrompt(in)
+	msgs, shown, err := BuildBriefPrompt(in)
 	if err != nil {
 		res.Failed++
 		return a.fail(ctx, b, err.Error(), now)
 	}
 	_, err = a.Store.DB.Exec(ctx, d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'ready', attempt = 1, input_json = ?, prompt_hash = ?,
   messages_json = ?, prompt_version = ?, model = ?, updated_at = ? WHERE brief_id = ? AND state = 'queued'`,
-		Args: []any{string(shown), llm.PromptHash(msgs), mustJSON(msgs), llm.PromptVersion, a.Model, d1.Time(now), b.BriefID}})
+		Args: []any{string(shown), llm.PromptHash(msgs), mustJSON(msgs), PromptVersion, a.Model, d1.Time(now), b.BriefID}})
 	if err != nil {
 		return stepOut{stop: true, err: "store input: " + err.Error()}
 	}
@@ -374,7 +374,7 @@ func (a *Analyst) call(ctx context.Context, b BriefRow, now time.Time, res *RunR
 		return a.fail(ctx, b, fmt.Sprintf("gave up after %d calls; last error: %s", b.Calls, b.Error), now)
 	}
 	var msgs []llm.Message
-	var in llm.BriefInput
+	var in BriefInput
 	if err := json.Unmarshal([]byte(b.MessagesJSON), &msgs); err != nil || len(msgs) == 0 {
 		res.Failed++
 		return a.fail(ctx, b, "stored prompt unreadable", now)
@@ -383,7 +383,7 @@ func (a *Analyst) call(ctx context.Context, b BriefRow, now time.Time, res *RunR
 		res.Failed++
 		return a.fail(ctx, b, "stored input unreadable", now)
 	}
-	req := llm.Request{Model: a.Model, Messages: msgs, MaxTokens: llm.BriefMaxTokens, JSON: true}
+	req := llm.Request{Model: a.Model, Messages: msgs, MaxTokens: BriefMaxTokens, JSON: true}
 	n := b.Calls + 1
 	id := callID(b.BriefID, n)
 	c := llm.CallOf(id, req)
@@ -445,21 +445,21 @@ WHERE brief_id = ? AND state = 'ready' AND calls = ? AND EXISTS (SELECT 1 FROM l
 		}
 		return stepOut{stop: true, err: "model call: " + cerr.Error()}
 	}
-	brief, verr := llm.ValidateBrief(resp.Text, in)
-	next := llm.NextStep(b.Attempt, msgs, resp.Text, verr)
+	brief, verr := ValidateBrief(resp.Text, in)
+	next := NextStep(b.Attempt, msgs, resp.Text, verr)
 	answer := cutText(resp.Text, maxStoredAnswer)
 	var upd d1.Stmt
 	outcome := "ok"
 	tokens := `prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?`
 	switch next.Action {
-	case llm.Accept:
+	case Accept:
 		res.Done++
 		upd = d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'done', answer = ?, brief_json = ?, headline = ?, confidence = ?, error = NULL, ` +
 			tokens + `, ` + briefCostSQL + `, updated_at = ?, finished_at = ? WHERE brief_id = ? AND state = 'calling' AND calls = ?`,
 			Args: []any{answer, mustJSON(brief), brief.Headline, brief.Confidence, resp.Usage.PromptTokens, resp.Usage.CompletionTokens,
 				d1.Time(settledAt), d1.Time(settledAt), b.BriefID, n}}
 		logx.Event("analyst.brief_done", map[string]any{"brief_id": b.BriefID, "cluster_id": b.ClusterID, "calls": n})
-	case llm.Retry:
+	case Retry:
 		outcome = "invalid"
 		res.Retries++
 		upd = d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'ready', attempt = attempt + 1, messages_json = ?, answer = ?, error = ?, ` +
