@@ -28,13 +28,13 @@ var (
 	schedulerDO  = cf.Namespace{Binding: config.BindingScheduler}
 	limiterDO    = cf.Namespace{Binding: config.BindingLimiter}
 	controllerNS cf.Namespace // needs cfg.LocationHint: set by loadConfig
-	cfg          config.Config
+	cfg          settings
 )
 
 // loadConfig reads the env once; a bad var is logged and its default used.
 func loadConfig() {
 	var probs []config.Problem
-	cfg, probs = config.Load(cloudflare.Getenv)
+	cfg, probs = loadSettings(cloudflare.Getenv)
 	for _, p := range probs {
 		logx.Event("config.bad_config", map[string]any{"level": logx.Error, "var": p.Var, "value": p.Value, "error": p.Error})
 	}

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"unicode"
 
+	"storecrawl/worker/analyst"
 	"storecrawl/worker/llm"
 )
 
 // The simulator's answers are a pure function of the conversation.
 
 // briefMarker starts the user message of a brief prompt
-// (llm.BuildBriefPrompt); the cluster's JSON follows it.
+// (analyst.BuildBriefPrompt); the cluster's JSON follows it.
 const briefMarker = "Market cluster:\n"
 
 // Confidence rules of the simulated analyst: how many reviews it read.
@@ -65,21 +66,21 @@ func answer(msgs []llm.Message, jsonMode bool, invalid string) simAnswer {
 }
 
 // briefInput finds the cluster JSON of a brief prompt.
-func briefInput(msgs []llm.Message) (llm.BriefInput, bool) {
+func briefInput(msgs []llm.Message) (analyst.BriefInput, bool) {
 	for _, m := range msgs {
 		if m.Role != llm.RoleUser || !strings.HasPrefix(m.Content, briefMarker) {
 			continue
 		}
-		var in llm.BriefInput
+		var in analyst.BriefInput
 		if json.Unmarshal([]byte(strings.TrimPrefix(m.Content, briefMarker)), &in) == nil && len(in.Leaders) > 0 {
 			return in, true
 		}
 	}
-	return llm.BriefInput{}, false
+	return analyst.BriefInput{}, false
 }
 
 // simBrief writes a valid brief from the input alone.
-func simBrief(in llm.BriefInput) llm.Brief {
+func simBrief(in analyst.BriefInput) analyst.Brief {
 	reviews := 0
 	for _, l := range in.Leaders {
 		reviews += l.Reviews
@@ -99,7 +100,7 @@ func simBrief(in llm.BriefInput) llm.Brief {
 	if len(in.ClusterThemes) > 0 {
 		need = fmt.Sprintf("an app without the %q problems users report (%.0f%% of reviews)", in.ClusterThemes[0].Phrase, 100*in.ClusterThemes[0].Share)
 	}
-	b := llm.Brief{
+	b := analyst.Brief{
 		Headline:       clip(fmt.Sprintf("%s: room for %s", label, need), 140),
 		Market:         clip(fmt.Sprintf("%d apps around %s; opportunity %.2f, demand %.2f, competitiveness %.2f.", in.Apps, strings.Join(in.Keywords, ", "), in.Opportunity, in.Demand, in.Competition), 1200),
 		UnmetNeed:      clip("Users want "+need+".", 1200),
@@ -108,7 +109,7 @@ func simBrief(in llm.BriefInput) llm.Brief {
 		Confidence:     conf,
 	}
 	for _, l := range in.Leaders[:min(len(in.Leaders), simLeaders)] {
-		bl := llm.BriefLeader{AppID: l.AppID, Name: clip(l.Name, 120)}
+		bl := analyst.BriefLeader{AppID: l.AppID, Name: clip(l.Name, 120)}
 		if bl.Name == "" {
 			bl.Name = fmt.Sprintf("app %d", l.AppID)
 		}

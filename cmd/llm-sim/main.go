@@ -34,7 +34,7 @@ events on stderr.
 
 Routes:
   POST /v1/chat/completions   OpenAI chat completions (Bearer -api-key when set);
-                              a brief prompt (worker/llm.BuildBriefPrompt) gets a valid
+                              a brief prompt (worker/analyst.BuildBriefPrompt) gets a valid
                               brief JSON built from its input; any other prompt a
                               deterministic short answer; usage counts in every answer
   GET  /v1/models             the one model served

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"storecrawl/worker/analyst"
 	"storecrawl/worker/llm"
 )
 
@@ -44,15 +45,15 @@ func client(srv *httptest.Server, key string) llm.OpenAI {
 	return llm.OpenAI{BaseURL: srv.URL + "/v1", APIKey: key, Model: "any", Doer: srv.Client()}
 }
 
-func sampleInput() llm.BriefInput {
-	return llm.BriefInput{
+func sampleInput() analyst.BriefInput {
+	return analyst.BriefInput{
 		ClusterID: "bill splitting", Label: "bill splitting", Keywords: []string{"split", "bill", "receipt"}, Apps: 9,
 		Opportunity: 0.7, Demand: 0.5, Competition: 0.4,
-		Leaders: []llm.LeaderInput{
-			{AppID: 595068606, Name: "Tab", Reviews: 25, Themes: []llm.ThemeInput{{Phrase: "venmo", Share: 0.12}, {Phrase: "receipt", Share: 0.08}}},
+		Leaders: []analyst.LeaderInput{
+			{AppID: 595068606, Name: "Tab", Reviews: 25, Themes: []analyst.ThemeInput{{Phrase: "venmo", Share: 0.12}, {Phrase: "receipt", Share: 0.08}}},
 			{AppID: 1, Name: "Splitwise", Reviews: 20},
 		},
-		ClusterThemes: []llm.ThemeInput{{Phrase: "venmo", Share: 0.1}},
+		ClusterThemes: []analyst.ThemeInput{{Phrase: "venmo", Share: 0.1}},
 	}
 }
 
@@ -82,16 +83,16 @@ func postConfig(t *testing.T, srv *httptest.Server, body string) int {
 
 func TestBriefRoundTripThroughTheRealClient(t *testing.T) {
 	srv, clk := newSim(t, Config{LatencyMS: 100, MSPerToken: 2}, "sk-test")
-	msgs, _, err := llm.BuildBriefPrompt(sampleInput())
+	msgs, _, err := analyst.BuildBriefPrompt(sampleInput())
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := client(srv, "sk-test")
-	resp, err := c.Complete(context.Background(), llm.Request{Messages: msgs, MaxTokens: llm.BriefMaxTokens, JSON: true})
+	resp, err := c.Complete(context.Background(), llm.Request{Messages: msgs, MaxTokens: analyst.BriefMaxTokens, JSON: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := llm.ValidateBrief(resp.Text, sampleInput())
+	b, err := analyst.ValidateBrief(resp.Text, sampleInput())
 	if err != nil {
 		t.Fatalf("the simulator's brief is invalid: %v\n%s", err, resp.Text)
 	}
@@ -113,7 +114,7 @@ func TestBriefRoundTripThroughTheRealClient(t *testing.T) {
 		t.Errorf("slept %v, want [%v]", clk.slept, want)
 	}
 	// Deterministic: the same prompt gets the same answer.
-	again, _ := c.Complete(context.Background(), llm.Request{Messages: msgs, MaxTokens: llm.BriefMaxTokens})
+	again, _ := c.Complete(context.Background(), llm.Request{Messages: msgs, MaxTokens: analyst.BriefMaxTokens})
 	if again.Text != resp.Text {
 		t.Error("same prompt, different answer")
 	}
@@ -180,28 +181,28 @@ func TestInvalidFirstThenRetryIsValid(t *testing.T) {
 	srv, _ := newSim(t, Config{Invalid: "first"}, "")
 	c := client(srv, "")
 	in := sampleInput()
-	msgs, _, _ := llm.BuildBriefPrompt(in)
-	resp, err := c.Complete(context.Background(), llm.Request{Messages: msgs, MaxTokens: llm.BriefMaxTokens})
+	msgs, _, _ := analyst.BuildBriefPrompt(in)
+	resp, err := c.Complete(context.Background(), llm.Request{Messages: msgs, MaxTokens: analyst.BriefMaxTokens})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, verr := llm.ValidateBrief(resp.Text, in)
-	step := llm.NextStep(1, msgs, resp.Text, verr)
-	if verr == nil || step.Action != llm.Retry {
+	_, verr := analyst.ValidateBrief(resp.Text, in)
+	step := analyst.NextStep(1, msgs, resp.Text, verr)
+	if verr == nil || step.Action != analyst.Retry {
 		t.Fatalf("first answer should be invalid: %v %+v", verr, step.Action)
 	}
-	resp2, err := c.Complete(context.Background(), llm.Request{Messages: step.Messages, MaxTokens: llm.BriefMaxTokens})
+	resp2, err := c.Complete(context.Background(), llm.Request{Messages: step.Messages, MaxTokens: analyst.BriefMaxTokens})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, verr2 := llm.ValidateBrief(resp2.Text, in)
-	if s := llm.NextStep(2, step.Messages, resp2.Text, verr2); s.Action != llm.Accept {
+	_, verr2 := analyst.ValidateBrief(resp2.Text, in)
+	if s := analyst.NextStep(2, step.Messages, resp2.Text, verr2); s.Action != analyst.Accept {
 		t.Fatalf("retry: %v %+v", verr2, s)
 	}
 	postConfig(t, srv, `{"invalid":"always"}`)
 	resp3, _ := c.Complete(context.Background(), llm.Request{Messages: step.Messages})
-	_, verr3 := llm.ValidateBrief(resp3.Text, in)
-	if s := llm.NextStep(2, step.Messages, resp3.Text, verr3); s.Action != llm.Fail {
+	_, verr3 := analyst.ValidateBrief(resp3.Text, in)
+	if s := analyst.NextStep(2, step.Messages, resp3.Text, verr3); s.Action != analyst.Fail {
 		t.Fatalf("always invalid: %+v", s)
 	}
 	if st := getStats(t, srv); st.InvalidAnswers != 2 || st.Briefs != 3 {
@@ -212,7 +213,7 @@ func TestInvalidFirstThenRetryIsValid(t *testing.T) {
 func TestMaxTokensTruncatesAndBadRequests(t *testing.T) {
 	srv, _ := newSim(t, Config{}, "")
 	in := sampleInput()
-	msgs, _, _ := llm.BuildBriefPrompt(in)
+	msgs, _, _ := analyst.BuildBriefPrompt(in)
 	resp, err := client(srv, "").Complete(context.Background(), llm.Request{Messages: msgs, MaxTokens: 20})
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +221,7 @@ func TestMaxTokensTruncatesAndBadRequests(t *testing.T) {
 	if resp.FinishReason != "length" || resp.Usage.CompletionTokens > 20 {
 		t.Errorf("finish %q, %d tokens", resp.FinishReason, resp.Usage.CompletionTokens)
 	}
-	if _, verr := llm.ValidateBrief(resp.Text, in); verr == nil {
+	if _, verr := analyst.ValidateBrief(resp.Text, in); verr == nil {
 		t.Error("a cut brief validated")
 	}
 	for _, body := range []string{`{`, `{"messages":[]}`, `{"messages":[{"role":"user","content":"x"}],"stream":true}`} {

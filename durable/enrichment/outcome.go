@@ -3,26 +3,26 @@ package enrichment
 import (
 	"time"
 
-	"storecrawl/durable/object"
 	"storecrawl/durable/pacing"
+	"storecrawl/internal/objects"
 )
 
 // Class is the outcome of one upstream request or item (the protocol's
 // vocabulary, shared with worker/upstream).
-type Class = object.Class
+type Class = objects.Class
 
 const (
-	ClassOK          = object.ClassOK
-	ClassRateLimit   = object.ClassRateLimit
-	ClassServerError = object.ClassServerError
-	ClassTimeout     = object.ClassTimeout
-	ClassNotFound    = object.ClassNotFound
-	ClassParseError  = object.ClassParseError
-	ClassStoreError  = object.ClassStoreError
+	ClassOK          = objects.ClassOK
+	ClassRateLimit   = objects.ClassRateLimit
+	ClassServerError = objects.ClassServerError
+	ClassTimeout     = objects.ClassTimeout
+	ClassNotFound    = objects.ClassNotFound
+	ClassParseError  = objects.ClassParseError
+	ClassStoreError  = objects.ClassStoreError
 )
 
-// ClassifyStatus maps an upstream HTTP status to a class (object.ClassifyStatus).
-var ClassifyStatus = object.ClassifyStatus
+// ClassifyStatus maps an upstream HTTP status to a class (objects.ClassifyStatus).
+var ClassifyStatus = objects.ClassifyStatus
 
 // MaxItemAttempts bounds how often one item is tried before it is marked
 // permanently failed, so no item is retried forever. Only item-level

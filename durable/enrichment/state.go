@@ -15,8 +15,8 @@ import (
 	"fmt"
 	"time"
 
-	"storecrawl/durable/ledger"
 	"storecrawl/durable/pacing"
+	"storecrawl/internal/objects"
 )
 
 // Controller settings.
@@ -28,15 +28,13 @@ const (
 	MaxCooldown = time.Hour
 	// DefaultPacing names the pacing algorithm the product runs.
 	DefaultPacing = "probe"
-	// DefaultTarget is the one crawl target today (the object's name).
-	DefaultTarget = "main"
 	// maxFactError bounds an error text kept in a ledger fact.
 	maxFactError = 300
 )
 
 // Config holds deploy-time settings (Worker vars), validated by NewConfig.
 type Config struct {
-	// Target names the crawl target (the object's name); "" = DefaultTarget.
+	// Target names the crawl target (the object's name); "" = objects.DefaultTarget.
 	Target string
 	// Pacing names the algorithm (durable/pacing): "probe" or "seed".
 	Pacing string
@@ -150,9 +148,9 @@ func NewConfig(pacingName string, cooldownSeconds int) (Config, error) {
 // Source is this controller's name in the ledger.
 func (c Config) Source() string {
 	if c.Target == "" {
-		return ledger.SourceControllerPrefix + DefaultTarget
+		return objects.SourceControllerPrefix + objects.DefaultTarget
 	}
-	return ledger.SourceControllerPrefix + c.Target
+	return objects.SourceControllerPrefix + c.Target
 }
 
 // Counters are the totals as ledger counters.

@@ -79,13 +79,6 @@ func Truncate(s string, n int) string {
 	return s[:n]
 }
 
-// Source names, one per writer object.
-const (
-	SourceControllerPrefix = "controller:"
-	SourceLimiterPrefix    = "limiter:"
-	SourceScheduler        = "scheduler:v1"
-)
-
 // KindRetired is the last fact of a writer whose storage is about to be
 // deleted (an idle limiter client key, durable/limiter.Objects.Retire). It
 // changes no counter; its data.totals are the writer's lifetime counters

@@ -7,6 +7,7 @@ import (
 
 	"storecrawl/durable/ledger"
 	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 )
 
 // Objects is the in-memory state of the OmniLimiter objects one Go instance
@@ -170,7 +171,7 @@ func (o *Objects) Handle(id string, c Call, now time.Time) Answer {
 		if json.Unmarshal([]byte(c.Body), &q) != nil || !validStoredKey(q.Key) {
 			return Answer{Response: object.ErrorResponse(400, "key", "ledger report needs the key")}
 		}
-		return Answer{Report: ledger.SourceLimiterPrefix + q.Key}
+		return Answer{Report: objects.SourceLimiterPrefix + q.Key}
 	}
 	return Answer{Response: object.ErrorResponse(404, "path", "no such limiter route: "+c.Method+" "+c.Path)}
 }
@@ -211,7 +212,7 @@ func (obj *keyObject) closeFact(t *Tally, now time.Time) (*ledger.Fact, *Counter
 	if t == nil || obj.key == "" {
 		return nil, nil
 	}
-	f := ledger.New(ledger.SourceLimiterPrefix+obj.key, "limiter.minute", now, t.Counters(), map[string]any{"minute": t.Start})
+	f := ledger.New(objects.SourceLimiterPrefix+obj.key, "limiter.minute", now, t.Counters(), map[string]any{"minute": t.Start})
 	closed := obj.ledger.Closed
 	return &f, &closed
 }
@@ -267,7 +268,7 @@ func (o *Objects) Retire(id string, appended int64, now time.Time) *ledger.Fact 
 	}
 	c := obj.ledger.Closed
 	lifetime := Tally{Allowed: c.Allowed, Refused: c.Refused, Waited: c.Waited}.Counters()
-	f := ledger.Retired(ledger.SourceLimiterPrefix+obj.key, now, lifetime, appended)
+	f := ledger.Retired(objects.SourceLimiterPrefix+obj.key, now, lifetime, appended)
 	delete(o.m, id)
 	return &f
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"storecrawl/durable/ledger"
+	"storecrawl/internal/objects"
 )
 
 // TestLongestKeyMakesAValidFact: a limiter key of MaxKeyLen bytes, in the
@@ -21,15 +22,15 @@ func TestLongestKeyMakesAValidFact(t *testing.T) {
 	for _, k := range []string{key, a.Key} {
 		at := time.Unix(1700000000, 0)
 		for _, f := range []ledger.Fact{
-			ledger.New(ledger.SourceLimiterPrefix+k, "limiter.minute", at, map[string]int64{"allowed": 1}, nil),
-			ledger.Retired(ledger.SourceLimiterPrefix+k, at, map[string]int64{"allowed": 1}, 1),
+			ledger.New(objects.SourceLimiterPrefix+k, "limiter.minute", at, map[string]int64{"allowed": 1}, nil),
+			ledger.Retired(objects.SourceLimiterPrefix+k, at, map[string]int64{"allowed": 1}, 1),
 		} {
 			if err := f.Validate(); err != nil {
 				t.Fatalf("fact of the longest key %q: %v", k, err)
 			}
 		}
 	}
-	if len(ledger.SourceLimiterPrefix)+MaxStoredKeyLen > ledger.MaxNameLen {
+	if len(objects.SourceLimiterPrefix)+MaxStoredKeyLen > ledger.MaxNameLen {
 		t.Fatal("ledger.MaxNameLen must hold limiter:client:<MaxKeyLen>")
 	}
 }

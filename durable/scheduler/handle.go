@@ -10,6 +10,7 @@ import (
 
 	"storecrawl/durable/ledger"
 	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 )
 
 // Registry is every periodic task of the system. The run functions live in
@@ -136,7 +137,7 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) 
 	if s.LedgerSince == 0 {
 		// The ledger starts here: a baseline fact carries the counters so far.
 		s.LedgerSince = now.UnixMilli()
-		d.Facts = append(d.Facts, ledger.New(ledger.SourceScheduler, "scheduler.baseline", now, before, nil))
+		d.Facts = append(d.Facts, ledger.New(objects.SourceScheduler, "scheduler.baseline", now, before, nil))
 	}
 	defer func() {
 		if delta := ledger.Diff(s.Counters(), before); len(delta) > 0 {
@@ -151,7 +152,7 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) 
 					data["detail"] = ledger.Truncate(r.Detail, maxFactText)
 				}
 			}
-			d.Facts = append(d.Facts, ledger.New(ledger.SourceScheduler, kind, now, delta, data))
+			d.Facts = append(d.Facts, ledger.New(objects.SourceScheduler, kind, now, delta, data))
 			d.State = s.encode()
 		}
 	}()
@@ -328,7 +329,7 @@ func (s *State) http(req Request, now time.Time, d *Decision) *Response {
 		return &Response{Status: 200, Body: s.Status(now)}
 	case req.Method == "GET" && req.Path == "/ledger":
 		// The counters the ledger's facts sum to (reconciliation).
-		return &Response{Status: 200, Body: map[string]any{"source": ledger.SourceScheduler, "counters": s.Counters()}}
+		return &Response{Status: 200, Body: map[string]any{"source": objects.SourceScheduler, "counters": s.Counters()}}
 	case req.Method == "POST" && (req.Path == "/pause" || req.Path == "/resume" || req.Path == "/run" || req.Path == "/run-now"):
 		c, until, fe := ParseControl(req.Path, req.Body, now)
 		if fe != nil {

@@ -311,14 +311,13 @@ func (a *Analyst) gather(ctx context.Context, b BriefRow, now time.Time, res *Ru
 	if err != nil {
 		return stepOut{stop: true, err: "gather " + b.ClusterID + ": " + err.Error()}
 	}
-	msgs, shown, err := llm.BuildBriefPrompt(in)
+	msgs, shown, err := BuildBriefPrompt(in)
 	if err != nil {
 		res.Failed++
 		return a.fail(ctx, b, err.Error(), now)
 	}
-	_, err = a.Store.DB.Exec(ctx, d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'ready', attempt = 1, input_json = ?, prompt_hash = ?,
-  messages_json = ?, prompt_version = ?, model = ?, updated_at = ? WHERE brief_id = ? AND state = 'queued'`,
-		Args: []any{string(shown), llm.PromptHash(msgs), mustJSON(msgs), llm.PromptVersion, a.Model, d1.Time(now), b.BriefID}})
+	_, err = a.Store.DB.Exec(ctx, d1.Stmt{SQL: storeInputSQL,
+		Args: []any{string(shown), llm.PromptHash(msgs), mustJSON(msgs), PromptVersion, a.Model, d1.Time(now), b.BriefID}})
 	if err != nil {
 		return stepOut{stop: true, err: "store input: " + err.Error()}
 	}
@@ -327,7 +326,7 @@ func (a *Analyst) gather(ctx context.Context, b BriefRow, now time.Time, res *Ru
 
 func (a *Analyst) fail(ctx context.Context, b BriefRow, reason string, now time.Time) stepOut {
 	logx.Event("analyst.brief_failed", map[string]any{"level": logx.Warn, "brief_id": b.BriefID, "cluster_id": b.ClusterID, "reason": reason})
-	_, err := a.Store.DB.Exec(ctx, d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'failed', error = ?, updated_at = ?, finished_at = ? WHERE brief_id = ?`,
+	_, err := a.Store.DB.Exec(ctx, d1.Stmt{SQL: failBriefSQL,
 		Args: []any{cutText(reason, maxErrorText), d1.Time(now), d1.Time(now), b.BriefID}})
 	if err != nil {
 		return stepOut{stop: true, err: "record failure: " + err.Error()}
@@ -337,9 +336,6 @@ func (a *Analyst) fail(ctx context.Context, b BriefRow, reason string, now time.
 
 func callID(briefID string, n int) string { return fmt.Sprintf("%s/%d", briefID, n) }
 
-// briefCostSQL keeps a brief's cost the sum of its settled and lost calls.
-const briefCostSQL = `cost_micro_usd = (SELECT COALESCE(SUM(cost_micro_usd), 0) FROM llm_spend WHERE brief_id = analyst_briefs.brief_id AND state != 'reserved')`
-
 // recoverLost handles a brief left "calling" by a crashed run: its call
 // stays charged at its worst case (whether it was billed is unknown; the
 // cap must hold either way) and the brief is ready for another call.
@@ -348,15 +344,13 @@ func (a *Analyst) recoverLost(ctx context.Context, b BriefRow, now time.Time, re
 	var held []struct {
 		Reserved int64 `json:"reserved_micro_usd"`
 	}
-	if err := a.Store.DB.Query(ctx, &held, `SELECT reserved_micro_usd FROM llm_spend WHERE call_id = ? AND state = 'reserved'`, id); err != nil {
+	if err := a.Store.DB.Query(ctx, &held, lostCallHeldSQL, id); err != nil {
 		return stepOut{stop: true, err: "read lost call: " + err.Error()}
 	}
 	logx.Event("analyst.call_lost", map[string]any{"level": logx.Warn, "brief_id": b.BriefID, "call_id": id, "since": b.UpdatedAt})
 	_, err := a.Store.DB.ExecAtomic(ctx,
-		d1.Stmt{SQL: `UPDATE llm_spend SET state = 'lost', outcome = 'lost', cost_micro_usd = reserved_micro_usd, settled_at = ?
-WHERE call_id = ? AND state = 'reserved'`, Args: []any{d1.Time(now), id}},
-		d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'ready', error = ?, ` + briefCostSQL + `, updated_at = ?
-WHERE brief_id = ? AND state = 'calling' AND calls = ?`,
+		d1.Stmt{SQL: chargeLostCallSQL, Args: []any{d1.Time(now), id}},
+		d1.Stmt{SQL: readyAfterLostSQL,
 			Args: []any{"call " + id + " lost mid-flight; charged at its worst case", d1.Time(now), b.BriefID, b.Calls}})
 	if err != nil {
 		return stepOut{stop: true, err: "recover lost call: " + err.Error()}
@@ -374,7 +368,7 @@ func (a *Analyst) call(ctx context.Context, b BriefRow, now time.Time, res *RunR
 		return a.fail(ctx, b, fmt.Sprintf("gave up after %d calls; last error: %s", b.Calls, b.Error), now)
 	}
 	var msgs []llm.Message
-	var in llm.BriefInput
+	var in BriefInput
 	if err := json.Unmarshal([]byte(b.MessagesJSON), &msgs); err != nil || len(msgs) == 0 {
 		res.Failed++
 		return a.fail(ctx, b, "stored prompt unreadable", now)
@@ -383,7 +377,7 @@ func (a *Analyst) call(ctx context.Context, b BriefRow, now time.Time, res *RunR
 		res.Failed++
 		return a.fail(ctx, b, "stored input unreadable", now)
 	}
-	req := llm.Request{Model: a.Model, Messages: msgs, MaxTokens: llm.BriefMaxTokens, JSON: true}
+	req := llm.Request{Model: a.Model, Messages: msgs, MaxTokens: BriefMaxTokens, JSON: true}
 	n := b.Calls + 1
 	id := callID(b.BriefID, n)
 	c := llm.CallOf(id, req)
@@ -393,11 +387,9 @@ func (a *Analyst) call(ctx context.Context, b BriefRow, now time.Time, res *RunR
 	// call's worst case stay within the cap; the brief moves to calling in
 	// the same batch, only if the reservation was inserted.
 	got, err := a.Store.DB.ExecAtomic(ctx,
-		d1.Stmt{SQL: `INSERT INTO llm_spend (call_id, day, cluster_id, brief_id, state, est_tokens, reserved_micro_usd, created_at)
-SELECT ?, ?, ?, ?, 'reserved', ?, ?, ? WHERE (` + heldSQL + `) + ? <= ? RETURNING call_id`,
+		d1.Stmt{SQL: reserveCallSQL,
 			Args: []any{id, day, b.ClusterID, b.BriefID, c.Estimate, worst, d1.Time(now), day, worst, a.Config.DailyCap}},
-		d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'calling', calls = ?, updated_at = ?
-WHERE brief_id = ? AND state = 'ready' AND calls = ? AND EXISTS (SELECT 1 FROM llm_spend WHERE call_id = ?)`,
+		d1.Stmt{SQL: startCallingSQL,
 			Args: []any{n, d1.Time(now), b.BriefID, b.Calls, id}})
 	if err != nil {
 		return stepOut{stop: true, err: "reserve: " + err.Error()}
@@ -418,8 +410,8 @@ WHERE brief_id = ? AND state = 'ready' AND calls = ? AND EXISTS (SELECT 1 FROM l
 	if perr != nil {
 		// Never sent: the reservation is released and the brief is ready again.
 		if _, err := a.Store.DB.ExecAtomic(ctx,
-			d1.Stmt{SQL: `DELETE FROM llm_spend WHERE call_id = ? AND state = 'reserved'`, Args: []any{id}},
-			d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'ready', calls = ?, updated_at = ? WHERE brief_id = ? AND state = 'calling' AND calls = ?`,
+			d1.Stmt{SQL: releaseCallSQL, Args: []any{id}},
+			d1.Stmt{SQL: readyAfterUnsentSQL,
 				Args: []any{b.Calls, d1.Time(a.now()), b.BriefID, n}}); err != nil {
 			return stepOut{stop: true, err: "release: " + err.Error()}
 		}
@@ -435,8 +427,7 @@ WHERE brief_id = ? AND state = 'ready' AND calls = ? AND EXISTS (SELECT 1 FROM l
 		if errors.Is(cerr, llm.ErrRateLimited) {
 			outcome = "rate_limited"
 		}
-		if err := a.settle(ctx, res, b, id, n, llm.Usage{}, outcome, settledAt, d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'ready', error = ?, ` +
-			briefCostSQL + `, updated_at = ? WHERE brief_id = ? AND state = 'calling' AND calls = ?`,
+		if err := a.settle(ctx, res, b, id, n, llm.Usage{}, outcome, settledAt, d1.Stmt{SQL: readyAfterErrorSQL,
 			Args: []any{cutText(cerr.Error(), maxErrorText), d1.Time(settledAt), b.BriefID, n}}); err != nil {
 			return stepOut{stop: true, err: "settle: " + err.Error()}
 		}
@@ -445,32 +436,28 @@ WHERE brief_id = ? AND state = 'ready' AND calls = ? AND EXISTS (SELECT 1 FROM l
 		}
 		return stepOut{stop: true, err: "model call: " + cerr.Error()}
 	}
-	brief, verr := llm.ValidateBrief(resp.Text, in)
-	next := llm.NextStep(b.Attempt, msgs, resp.Text, verr)
+	brief, verr := ValidateBrief(resp.Text, in)
+	next := NextStep(b.Attempt, msgs, resp.Text, verr)
 	answer := cutText(resp.Text, maxStoredAnswer)
 	var upd d1.Stmt
 	outcome := "ok"
-	tokens := `prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?`
 	switch next.Action {
-	case llm.Accept:
+	case Accept:
 		res.Done++
-		upd = d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'done', answer = ?, brief_json = ?, headline = ?, confidence = ?, error = NULL, ` +
-			tokens + `, ` + briefCostSQL + `, updated_at = ?, finished_at = ? WHERE brief_id = ? AND state = 'calling' AND calls = ?`,
+		upd = d1.Stmt{SQL: briefDoneSQL,
 			Args: []any{answer, mustJSON(brief), brief.Headline, brief.Confidence, resp.Usage.PromptTokens, resp.Usage.CompletionTokens,
 				d1.Time(settledAt), d1.Time(settledAt), b.BriefID, n}}
 		logx.Event("analyst.brief_done", map[string]any{"brief_id": b.BriefID, "cluster_id": b.ClusterID, "calls": n})
-	case llm.Retry:
+	case Retry:
 		outcome = "invalid"
 		res.Retries++
-		upd = d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'ready', attempt = attempt + 1, messages_json = ?, answer = ?, error = ?, ` +
-			tokens + `, ` + briefCostSQL + `, updated_at = ? WHERE brief_id = ? AND state = 'calling' AND calls = ?`,
+		upd = d1.Stmt{SQL: briefRetrySQL,
 			Args: []any{mustJSON(next.Messages), answer, cutText(next.Reason, maxErrorText), resp.Usage.PromptTokens, resp.Usage.CompletionTokens,
 				d1.Time(settledAt), b.BriefID, n}}
 	default:
 		outcome = "invalid"
 		res.Failed++
-		upd = d1.Stmt{SQL: `UPDATE analyst_briefs SET state = 'failed', answer = ?, error = ?, ` +
-			tokens + `, ` + briefCostSQL + `, updated_at = ?, finished_at = ? WHERE brief_id = ? AND state = 'calling' AND calls = ?`,
+		upd = d1.Stmt{SQL: briefFailedSQL,
 			Args: []any{answer, cutText(next.Reason, maxErrorText), resp.Usage.PromptTokens, resp.Usage.CompletionTokens,
 				d1.Time(settledAt), d1.Time(settledAt), b.BriefID, n}}
 		logx.Event("analyst.brief_failed", map[string]any{"level": logx.Warn, "brief_id": b.BriefID, "cluster_id": b.ClusterID, "reason": cutText(next.Reason, maxErrorText)})
@@ -486,8 +473,7 @@ WHERE brief_id = ? AND state = 'ready' AND calls = ? AND EXISTS (SELECT 1 FROM l
 func (a *Analyst) settle(ctx context.Context, res *RunResult, b BriefRow, id string, n int, u llm.Usage, outcome string, now time.Time, upd d1.Stmt) error {
 	cost := a.Config.Price.Cost(u.PromptTokens, u.CompletionTokens)
 	_, err := a.Store.DB.ExecAtomic(ctx,
-		d1.Stmt{SQL: `UPDATE llm_spend SET state = 'settled', prompt_tokens = ?, completion_tokens = ?, cost_micro_usd = ?, outcome = ?, settled_at = ?
-WHERE call_id = ? AND state = 'reserved'`, Args: []any{u.PromptTokens, u.CompletionTokens, cost, outcome, d1.Time(now), id}},
+		d1.Stmt{SQL: settleCallSQL, Args: []any{u.PromptTokens, u.CompletionTokens, cost, outcome, d1.Time(now), id}},
 		upd)
 	if err == nil {
 		res.Charges = append(res.Charges, Charge{BriefID: b.BriefID, ClusterID: b.ClusterID, Cost: cost, PromptTokens: u.PromptTokens, Completion: u.CompletionTokens})

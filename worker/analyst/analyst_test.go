@@ -56,14 +56,14 @@ func (f *fakeLLM) Complete(_ context.Context, req llm.Request) (llm.Response, er
 		f.invalid--
 		return llm.Response{Text: `{"headline": ""}`, Usage: usage}, nil
 	}
-	var in llm.BriefInput
+	var in BriefInput
 	user := req.Messages[1].Content
 	if err := json.Unmarshal([]byte(strings.TrimPrefix(user, "Market cluster:\n")), &in); err != nil {
 		return llm.Response{}, err
 	}
-	b := llm.Brief{Headline: in.Label + ": room for a calmer app", Market: "m", UnmetNeed: "u", ProductConcept: "p",
+	b := Brief{Headline: in.Label + ": room for a calmer app", Market: "m", UnmetNeed: "u", ProductConcept: "p",
 		Risks: []string{"r"}, Confidence: "medium",
-		Leaders: []llm.BriefLeader{{AppID: in.Leaders[0].AppID, Name: in.Leaders[0].Name, Weaknesses: []string{"w"}}}}
+		Leaders: []BriefLeader{{AppID: in.Leaders[0].AppID, Name: in.Leaders[0].Name, Weaknesses: []string{"w"}}}}
 	out, _ := json.Marshal(b)
 	return llm.Response{Text: string(out), Usage: usage}, nil
 }
@@ -140,16 +140,16 @@ func TestRunWritesBriefsForTopClustersWithTheirInput(t *testing.T) {
 	}
 	// The input stored is exactly what the prompt showed: rebuilding the
 	// prompt from it gives the stored hash.
-	var in llm.BriefInput
+	var in BriefInput
 	if err := json.Unmarshal(v.Input, &in); err != nil {
 		t.Fatal(err)
 	}
-	msgs, _, _ := llm.BuildBriefPrompt(in)
+	msgs, _, _ := BuildBriefPrompt(in)
 	if llm.PromptHash(msgs) != v.PromptHash || len(in.Leaders) != 2 || len(in.Leaders[0].Themes) == 0 {
 		t.Fatalf("input %+v does not reproduce hash %s", in, v.PromptHash)
 	}
 	// Each call acquired its estimated tokens from the limiter.
-	if len(p.costs) != 3 || int64(p.costs[0]) != llm.EstimatePrompt(msgs)+llm.BriefMaxTokens {
+	if len(p.costs) != 3 || int64(p.costs[0]) != llm.EstimatePrompt(msgs)+BriefMaxTokens {
 		t.Fatalf("limiter costs %v", p.costs)
 	}
 	// The ledger's day total is the sum of the briefs' costs.

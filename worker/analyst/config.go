@@ -43,7 +43,7 @@ const (
 	// (a typo must not lift the cap to infinity or starve every call).
 	maxPricePer1K       = 1.0
 	maxDailyCapUSD      = 10000.0
-	minTokensPerMinute  = 2 * llm.BriefMaxTokens
+	minTokensPerMinute  = 2 * BriefMaxTokens
 	maxTokensPerMinute  = 1_000_000
 	microUSDPerUSD      = 1_000_000
 	tokensPer1K         = 1000

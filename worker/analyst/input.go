@@ -6,7 +6,6 @@ import (
 	"math"
 	"strings"
 
-	"storecrawl/worker/llm"
 	"storecrawl/worker/reviews"
 )
 
@@ -53,7 +52,7 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 // scores, its leaders (by position) with their complaint themes, and the
 // cluster's themes, quoting example reviews. Deterministic for a given D1
 // state.
-func (s Store) GatherInput(ctx context.Context, clusterID string) (llm.BriefInput, error) {
+func (s Store) GatherInput(ctx context.Context, clusterID string) (BriefInput, error) {
 	var cl []struct {
 		ClusterID     string  `json:"cluster_id"`
 		Apps          int     `json:"app_count"`
@@ -62,12 +61,12 @@ func (s Store) GatherInput(ctx context.Context, clusterID string) (llm.BriefInpu
 		Fragmentation float64 `json:"fragmentation"`
 	}
 	if err := s.DB.Query(ctx, &cl, inputClusterSQL, clusterID); err != nil {
-		return llm.BriefInput{}, err
+		return BriefInput{}, err
 	}
 	if len(cl) == 0 {
-		return llm.BriefInput{}, ErrNoCluster
+		return BriefInput{}, ErrNoCluster
 	}
-	in := llm.BriefInput{ClusterID: clusterID, Label: clusterID, Keywords: []string{clusterID}, Apps: cl[0].Apps,
+	in := BriefInput{ClusterID: clusterID, Label: clusterID, Keywords: []string{clusterID}, Apps: cl[0].Apps,
 		Opportunity: round3(cl[0].Score / scoreScale), Demand: round3(cl[0].Demand), Fragmentation: round3(cl[0].Fragmentation)}
 	var leaders []struct {
 		TrackID         int64    `json:"track_id"`
@@ -78,18 +77,18 @@ func (s Store) GatherInput(ctx context.Context, clusterID string) (llm.BriefInpu
 		Price           float64  `json:"price"`
 		Competitiveness *float64 `json:"competitiveness_score"`
 	}
-	if err := s.DB.Query(ctx, &leaders, inputLeadersSQL, clusterID, llm.MaxLeaders); err != nil {
-		return llm.BriefInput{}, err
+	if err := s.DB.Query(ctx, &leaders, inputLeadersSQL, clusterID, MaxLeaders); err != nil {
+		return BriefInput{}, err
 	}
 	if len(leaders) == 0 {
-		return llm.BriefInput{}, ErrNoLeaders
+		return BriefInput{}, ErrNoLeaders
 	}
 	var names []struct {
 		Name      string `json:"name"`
 		Developer string `json:"developer_name"`
 	}
 	if err := s.DB.Query(ctx, &names, inputMemberNamesSQL, clusterID); err != nil {
-		return llm.BriefInput{}, err
+		return BriefInput{}, err
 	}
 	var exclude []string
 	for _, n := range names {
@@ -101,14 +100,14 @@ func (s Store) GatherInput(ctx context.Context, clusterID string) (llm.BriefInpu
 	for _, l := range leaders {
 		var rs []reviews.Review
 		if err := s.DB.Query(ctx, &rs, inputAppReviewsSQL, l.TrackID, MaxLeaderReviews); err != nil {
-			return llm.BriefInput{}, err
+			return BriefInput{}, err
 		}
 		for _, r := range rs {
 			byID[r.ID] = r
 		}
 		themes := reviews.ComplaintThemes(reviews.ScoreAll(rs), reviews.ThemeOptions{Exclude: exclude})
-		in.Leaders = append(in.Leaders, llm.LeaderInput{AppID: l.TrackID, Name: l.Name, Developer: l.Developer,
-			Rating: round3(l.Rating), RatingCount: l.RatingCount, Price: l.Price, Reviews: len(rs), Themes: llm.ThemeInputs(themes, byID)})
+		in.Leaders = append(in.Leaders, LeaderInput{AppID: l.TrackID, Name: l.Name, Developer: l.Developer,
+			Rating: round3(l.Rating), RatingCount: l.RatingCount, Price: l.Price, Reviews: len(rs), Themes: ThemeInputs(themes, byID)})
 		if l.Competitiveness != nil {
 			comp += *l.Competitiveness
 			nComp++
@@ -119,11 +118,11 @@ func (s Store) GatherInput(ctx context.Context, clusterID string) (llm.BriefInpu
 	}
 	var rs []reviews.Review
 	if err := s.DB.Query(ctx, &rs, inputClusterReviewsSQL, clusterID, MaxClusterReviews); err != nil {
-		return llm.BriefInput{}, err
+		return BriefInput{}, err
 	}
 	for _, r := range rs {
 		byID[r.ID] = r
 	}
-	in.ClusterThemes = llm.ThemeInputs(reviews.ComplaintThemes(reviews.ScoreAll(rs), reviews.ThemeOptions{Exclude: exclude}), byID)
+	in.ClusterThemes = ThemeInputs(reviews.ComplaintThemes(reviews.ScoreAll(rs), reviews.ThemeOptions{Exclude: exclude}), byID)
 	return in.Bounded(), nil
 }

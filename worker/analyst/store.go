@@ -252,7 +252,7 @@ func (s Store) TopWithoutBrief(ctx context.Context, n int, since time.Time) ([]s
 // Enqueue inserts a queued brief.
 func (s Store) Enqueue(ctx context.Context, briefID, clusterID, trigger, model string, now time.Time) error {
 	_, err := s.DB.Exec(ctx, d1.Stmt{SQL: `INSERT INTO analyst_briefs (brief_id, cluster_id, state, trigger, model, prompt_version, created_at, updated_at)
-VALUES (?, ?, 'queued', ?, ?, ?, ?, ?)`, Args: []any{briefID, clusterID, trigger, model, llm.PromptVersion, d1.Time(now), d1.Time(now)}})
+VALUES (?, ?, 'queued', ?, ?, ?, ?, ?)`, Args: []any{briefID, clusterID, trigger, model, PromptVersion, d1.Time(now), d1.Time(now)}})
 	return err
 }
 

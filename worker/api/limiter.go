@@ -4,8 +4,10 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -13,6 +15,7 @@ import (
 	"storecrawl/durable/object"
 	"storecrawl/worker/config"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/ratelimit"
 )
 
 // POST /v1/limiter/acquire is the hottest route: every client of a shared
@@ -103,3 +106,99 @@ func SetRateLimitHeaders(h http.Header, key string, limit int, windowS float64, 
 
 // MaxControlBody bounds control-plane request bodies.
 const MaxControlBody = 4 << 10
+
+// limiterAcquire checks the client token, validates the request (a refused
+// one never reaches, or changes, any limiter) and forwards it to the key's
+// OmniLimiter object, the key in the clients' namespace (AcquireFront).
+func (s *Server) limiterAcquire(w http.ResponseWriter, r *http.Request) {
+	// A body past the bound is cut here and refused by AcquireFront, after
+	// the token is checked.
+	body, _ := io.ReadAll(io.LimitReader(r.Body, MaxControlBody+1))
+	token := ""
+	if s.ClientToken != nil {
+		token = s.ClientToken()
+	}
+	f := AcquireFront(r.Header.Get("Authorization"), body, token)
+	if f.Status != 0 {
+		for k, v := range f.Headers {
+			w.Header().Set(k, v)
+		}
+		writeJSON(w, f.Status, f.Body)
+		return
+	}
+	status, resp, err := s.Limiter.CallLimiter(r.Context(), limiter.ClientPrefix+f.Key, "POST", "/acquire", []byte(f.Send))
+	if err != nil {
+		logx.Err("limiter.call_failed", err, map[string]any{"key": limiter.ClientPrefix + f.Key})
+		writeError(w, http.StatusBadGateway, "", "limiter unavailable")
+		return
+	}
+	if status == http.StatusOK {
+		for k, v := range AcquireHeaders(f, resp) {
+			w.Header().Set(k, v)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(resp)
+}
+
+// Namespaces of GET /v1/limiter/status.
+const (
+	// NamespaceClient (the default): a client's key, as it names it in its
+	// acquires; needs the client token.
+	NamespaceClient = "client"
+	// NamespaceInternal: one of the crawler's named limits
+	// (ratelimit.Limits), public like the dashboard's other reads. Read
+	// only: no HTTP route acquires in it.
+	NamespaceInternal = "internal"
+)
+
+// limiterStatus serves GET /v1/limiter/status?key=&namespace=. An unknown
+// key is a 404 and gets no storage (its object only reads).
+func (s *Server) limiterStatus(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	key, stored := q.Get("key"), ""
+	switch ns := q.Get("namespace"); ns {
+	case "", NamespaceClient:
+		if !authorized(w, r, s.ClientToken, "missing or wrong bearer token (the limiter client token)") {
+			return
+		}
+		if !limiter.ValidKey(key) {
+			writeError(w, http.StatusBadRequest, "key", fmt.Sprintf("key must be 1–%d printable characters", limiter.MaxKeyLen))
+			return
+		}
+		stored = limiter.ClientPrefix + key
+	case NamespaceInternal:
+		if _, ok := ratelimit.Limits[key]; !ok {
+			writeError(w, http.StatusBadRequest, "key", "key must be one of the internal limits: "+strings.Join(internalLimits(), ", "))
+			return
+		}
+		stored = key
+	default:
+		writeError(w, http.StatusBadRequest, "namespace", "namespace must be client or internal")
+		return
+	}
+	status, resp, err := s.Limiter.CallLimiter(r.Context(), stored, "GET", "/status", nil)
+	if err != nil {
+		logx.Err("limiter.call_failed", err, map[string]any{"key": stored})
+		writeError(w, http.StatusBadGateway, "", "limiter unavailable")
+		return
+	}
+	if status == http.StatusNotFound {
+		writeError(w, http.StatusNotFound, "key", "no acquire has been made for this key")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(resp)
+}
+
+// internalLimits names the crawler's limits, sorted.
+func internalLimits() []string {
+	keys := make([]string, 0, len(ratelimit.Limits))
+	for k := range ratelimit.Limits {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

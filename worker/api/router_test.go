@@ -1,11 +1,6 @@
 package api
 
 import (
-	"storecrawl/durable/ledger"
-	"storecrawl/worker/catalogue"
-	"storecrawl/worker/history"
-	"storecrawl/worker/reviews"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +11,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"storecrawl/durable/ledger"
+	"storecrawl/worker/catalogue"
+	"storecrawl/worker/history"
+	"storecrawl/worker/reviews"
 )
 
 type recordingController struct {

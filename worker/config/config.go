@@ -3,18 +3,19 @@
 // with their defaults. A var that does not parse is reported as a
 // config.bad_config event and its default used, so a typo cannot stop the
 // system. Pure Go: Load takes the getenv function.
+//
+// It imports no controller: the Durable Objects' own vars are read here as
+// set (ObjectVars) and parsed and bounded by the objects' constructors in
+// the Worker's wiring (storecrawl/worker.loadSettings).
 package config
 
 import (
 	"fmt"
-	"storecrawl/worker/upstream"
 	"strconv"
 	"strings"
 	"time"
 
-	"storecrawl/durable/enrichment"
-	"storecrawl/durable/ledger"
-	"storecrawl/durable/scheduler"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/refresh"
 )
 
@@ -53,7 +54,7 @@ const (
 	// deployment can prefix the region as well (idFromName(region + key)).
 	LimiterPrefix = "limiter_"
 	// ControllerName addresses the controller of the default crawl target.
-	ControllerName = enrichment.DefaultTarget
+	ControllerName = objects.DefaultTarget
 )
 
 // Defaults of the vars.
@@ -103,16 +104,15 @@ type Config struct {
 	StoreBase string
 	Country   string
 	// MaxHold caps how long one upstream answer (Retry-After,
-	// RateLimit-Reset) can hold the crawler (UPSTREAM_MAX_HOLD_S).
+	// RateLimit-Reset) can hold the crawler (UPSTREAM_MAX_HOLD_S); 0 when
+	// unset: the client's default (upstream.DefaultMaxHold).
 	MaxHold time.Duration
 	// LocationHint is where the EnrichmentController is created.
 	LocationHint string
-	Enrichment   enrichment.Config
-	Scheduler    scheduler.Config
+	// Objects are the Durable Objects' vars, as set.
+	Objects ObjectVars
 	// RetryFailedAfter is ENRICHMENT_RETRY_FAILED_AFTER_H (0: never).
 	RetryFailedAfter time.Duration
-	// LedgerRetention is how long an object keeps its replicated facts.
-	LedgerRetention time.Duration
 	// FactsRetention is how long D1 keeps raw facts (FACTS_RETENTION_DAYS).
 	FactsRetention time.Duration
 	// StaleAfter is CATALOGUE_STALE_AFTER_DAYS.
@@ -133,6 +133,20 @@ type Config struct {
 	// LedgerFaultFailAfterWrite makes the facts consumer fail its first N
 	// batches after writing them (the exactly-once integration test).
 	LedgerFaultFailAfterWrite int64
+}
+
+// ObjectVars are the Durable Objects' vars as set ("" when unset). The
+// objects' own constructors parse and bound them (enrichment.NewConfig and
+// its setters, scheduler.NewConfig, ledger.RetentionFromDays), and a value
+// they refuse is a Problem like any other.
+type ObjectVars struct {
+	EnrichmentCooldownS       string // ENRICHMENT_COOLDOWN_S
+	EnrichmentPacing          string // ENRICHMENT_PACING
+	EnrichmentParserProbeS    string // ENRICHMENT_PARSER_PROBE_S
+	LookupBatch               string // LOOKUP_BATCH
+	LookupFreshH              string // LOOKUP_FRESH_H
+	SchedulerBreakerThreshold string // SCHEDULER_BREAKER_THRESHOLD
+	LedgerRetentionDays       string // LEDGER_RETENTION_DAYS
 }
 
 // Problem is a var that did not parse; its default is used.
@@ -156,6 +170,15 @@ func Load(getenv func(string) string) (Config, []Problem) {
 		AdminToken:   getenv("ADMIN_TOKEN"),
 		ClientToken:  getenv("LIMITER_CLIENT_TOKEN"),
 		TestRoutes:   getenv("TEST_ROUTES") == "1",
+		Objects: ObjectVars{
+			EnrichmentCooldownS:       getenv("ENRICHMENT_COOLDOWN_S"),
+			EnrichmentPacing:          getenv("ENRICHMENT_PACING"),
+			EnrichmentParserProbeS:    getenv("ENRICHMENT_PARSER_PROBE_S"),
+			LookupBatch:               getenv("LOOKUP_BATCH"),
+			LookupFreshH:              getenv("LOOKUP_FRESH_H"),
+			SchedulerBreakerThreshold: getenv("SCHEDULER_BREAKER_THRESHOLD"),
+			LedgerRetentionDays:       getenv("LEDGER_RETENTION_DAYS"),
+		},
 	}
 	if c.ClientToken != "" && c.ClientToken == c.AdminToken {
 		// The value is a secret: the event names the var, never the value.
@@ -166,60 +189,6 @@ func Load(getenv func(string) string) (Config, []Problem) {
 		c.Country = DefaultCountry
 	}
 
-	c.Enrichment = enrichment.DefaultConfig()
-	cooldown, pacingName := getenv("ENRICHMENT_COOLDOWN_S"), getenv("ENRICHMENT_PACING")
-	secs, err := intVar(cooldown)
-	if err == nil {
-		var cfg enrichment.Config
-		if cfg, err = enrichment.NewConfig(pacingName, secs); err == nil {
-			c.Enrichment = cfg
-		}
-	}
-	if err != nil {
-		bad("ENRICHMENT_COOLDOWN_S/ENRICHMENT_PACING", cooldown+"/"+pacingName, err)
-	}
-	if raw := getenv("ENRICHMENT_PARSER_PROBE_S"); raw != "" {
-		secs, err := intVar(raw)
-		if err == nil {
-			err = c.Enrichment.SetParserProbe(secs)
-		}
-		if err != nil {
-			bad("ENRICHMENT_PARSER_PROBE_S", raw, err)
-		}
-	}
-
-	if raw := getenv("LOOKUP_BATCH"); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err == nil {
-			err = c.Enrichment.SetLookupBatch(n)
-		}
-		if err != nil {
-			bad("LOOKUP_BATCH", raw, err)
-		}
-	}
-
-	if raw := getenv("LOOKUP_FRESH_H"); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err == nil {
-			err = c.Enrichment.SetLookupFreshHours(n)
-		}
-		if err != nil {
-			bad("LOOKUP_FRESH_H", raw, err)
-		}
-	}
-
-	if raw := getenv("SCHEDULER_BREAKER_THRESHOLD"); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err == nil {
-			c.Scheduler, err = scheduler.NewConfig(n)
-		}
-		if err != nil {
-			c.Scheduler = scheduler.Config{}
-			bad("SCHEDULER_BREAKER_THRESHOLD", raw, err)
-		}
-	}
-
-	c.MaxHold = upstream.DefaultMaxHold
 	if raw := getenv("UPSTREAM_MAX_HOLD_S"); raw != "" {
 		secs, err := intVar(raw)
 		if err == nil && (secs < minMaxHoldS || secs > maxMaxHoldS) {
@@ -242,18 +211,6 @@ func Load(getenv func(string) string) (Config, []Problem) {
 			bad("ENRICHMENT_RETRY_FAILED_AFTER_H", raw, err)
 		} else {
 			c.RetryFailedAfter = time.Duration(h) * time.Hour
-		}
-	}
-
-	c.LedgerRetention = ledger.DefaultRetention
-	if raw := getenv("LEDGER_RETENTION_DAYS"); raw != "" {
-		days, err := strconv.ParseFloat(raw, 64)
-		if err == nil {
-			c.LedgerRetention, err = ledger.RetentionFromDays(days)
-		}
-		if err != nil {
-			c.LedgerRetention = ledger.DefaultRetention
-			bad("LEDGER_RETENTION_DAYS", raw, err)
 		}
 	}
 

@@ -5,12 +5,8 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"storecrawl/worker/upstream"
 	"testing"
 	"time"
-
-	"storecrawl/durable/enrichment"
-	"storecrawl/durable/ledger"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -18,10 +14,9 @@ func env(m map[string]string) func(string) string { return func(k string) string
 func TestLoadParsesVarsAndDefaults(t *testing.T) {
 	c, probs := Load(env(map[string]string{
 		"UPSTREAM_API_BASE": "http://127.0.0.1:1/", "UPSTREAM_STORE_BASE": "http://s//",
-		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": "seed", "SCHEDULER_BREAKER_THRESHOLD": "4",
-		"LEDGER_RETENTION_DAYS": "2", "ADMIN_TOKEN": "t", "LIMITER_CLIENT_TOKEN": "c", "TEST_ROUTES": "1", "ENRICHMENT_PARSER_PROBE_S": "5",
+		"ADMIN_TOKEN": "t", "LIMITER_CLIENT_TOKEN": "c", "TEST_ROUTES": "1",
 		"UPSTREAM_MAX_HOLD_S": "120", "ENRICHMENT_RETRY_FAILED_AFTER_H": "0", "FACTS_RETENTION_DAYS": "90",
-		"LOOKUP_BATCH": "150",
+		"ENRICHMENT_PACING": "seed", "LOOKUP_BATCH": "150",
 	}))
 	if len(probs) != 0 {
 		t.Fatalf("problems: %+v", probs)
@@ -29,54 +24,33 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 	if c.APIBase != "http://127.0.0.1:1" || c.StoreBase != "http://s" || c.Country != DefaultCountry {
 		t.Fatalf("bases: %+v", c)
 	}
-	if c.Enrichment.Pacing != "seed" || c.Enrichment.Cooldown != time.Minute || c.Scheduler.BreakerThreshold != 4 ||
-		c.LedgerRetention != 48*time.Hour || c.AdminToken != "t" || c.ClientToken != "c" || !c.TestRoutes || c.Enrichment.ProbeInterval() != 5*time.Second || c.MaxHold != 2*time.Minute ||
-		c.FactsRetention != 90*24*time.Hour || c.RetryFailedAfter != 0 || c.Enrichment.LookupBatchSize() != 150 {
+	if c.AdminToken != "t" || c.ClientToken != "c" || !c.TestRoutes || c.MaxHold != 2*time.Minute ||
+		c.FactsRetention != 90*24*time.Hour || c.RetryFailedAfter != 0 {
 		t.Fatalf("parsed: %+v", c)
+	}
+	// The objects' vars are passed on as set: their constructors parse them
+	// (storecrawl/worker.loadSettings).
+	if c.Objects.EnrichmentPacing != "seed" || c.Objects.LookupBatch != "150" || c.Objects.EnrichmentCooldownS != "" {
+		t.Fatalf("object vars: %+v", c.Objects)
 	}
 }
 
 func TestBadVarsAreReportedAndDefaulted(t *testing.T) {
 	c, probs := Load(env(map[string]string{
-		"ENRICHMENT_COOLDOWN_S": "soon", "SCHEDULER_BREAKER_THRESHOLD": "-3", "LEDGER_RETENTION_DAYS": "x",
-		"LEDGER_FAULT_FAIL_AFTER_WRITE": "-1", "ENRICHMENT_PARSER_PROBE_S": "0", "UPSTREAM_MAX_HOLD_S": "86400",
+		"LEDGER_FAULT_FAIL_AFTER_WRITE": "-1", "UPSTREAM_MAX_HOLD_S": "86400",
 		"ENRICHMENT_RETRY_FAILED_AFTER_H": "-1",
 		"FACTS_RETENTION_DAYS":            "30d",
-		"LOOKUP_BATCH":                    "500",
 	}))
-	if len(probs) != 9 {
-		t.Fatalf("want 9 problems, got %+v", probs)
+	if len(probs) != 4 {
+		t.Fatalf("want 4 problems, got %+v", probs)
 	}
 	const defaultFacts = DefaultFactsRetentionDays * 24 * time.Hour
-	if c.Enrichment != enrichment.DefaultConfig() || c.MaxHold != upstream.DefaultMaxHold || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention || c.LedgerFaultFailAfterWrite != 0 ||
+	if c.MaxHold != 0 || c.LedgerFaultFailAfterWrite != 0 ||
 		c.FactsRetention != defaultFacts || c.RetryFailedAfter != DefaultRetryFailedAfter {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if c, probs := Load(env(nil)); len(probs) != 0 || c.Enrichment != enrichment.DefaultConfig() || c.FactsRetention != defaultFacts {
+	if c, probs := Load(env(nil)); len(probs) != 0 || c.FactsRetention != defaultFacts {
 		t.Fatalf("empty env: %+v %+v", c, probs)
-	}
-	// LOOKUP_BATCH: 1 to 200 ids a lookup (the real endpoint's reported cap).
-	for _, raw := range []string{"0", "-5", "201", "100x", "1.5"} {
-		c, probs := Load(env(map[string]string{"LOOKUP_BATCH": raw}))
-		if len(probs) != 1 || probs[0].Var != "LOOKUP_BATCH" || c.Enrichment.LookupBatchSize() != enrichment.DefaultLookupBatch {
-			t.Errorf("LOOKUP_BATCH=%s: %d, %+v", raw, c.Enrichment.LookupBatchSize(), probs)
-		}
-	}
-	for raw, want := range map[string]int{"1": 1, "200": 200} {
-		if c, probs := Load(env(map[string]string{"LOOKUP_BATCH": raw})); len(probs) != 0 || c.Enrichment.LookupBatchSize() != want {
-			t.Errorf("LOOKUP_BATCH=%s: %d, %+v", raw, c.Enrichment.LookupBatchSize(), probs)
-		}
-	}
-	// LOOKUP_FRESH_H: 0 looks every item up; beyond 30 days is refused.
-	for raw, want := range map[string]time.Duration{"0": 0, "6": 6 * time.Hour, "720": 720 * time.Hour} {
-		if c, probs := Load(env(map[string]string{"LOOKUP_FRESH_H": raw})); len(probs) != 0 || c.Enrichment.LookupFreshness() != want {
-			t.Errorf("LOOKUP_FRESH_H=%s: %s, %+v", raw, c.Enrichment.LookupFreshness(), probs)
-		}
-	}
-	for _, raw := range []string{"-1", "721", "1.5"} {
-		if c, probs := Load(env(map[string]string{"LOOKUP_FRESH_H": raw})); len(probs) != 1 || c.Enrichment.LookupFreshness() != enrichment.DefaultLookupFresh {
-			t.Errorf("LOOKUP_FRESH_H=%s: %s, %+v", raw, c.Enrichment.LookupFreshness(), probs)
-		}
 	}
 	// FACTS_RETENTION_DAYS is bounded: shorter than a queue message can be
 	// redelivered, or beyond ten years, is refused and the default kept.
@@ -153,7 +127,7 @@ func TestBindingsAndCronsMatchWrangler(t *testing.T) {
 		t.Fatalf("crons: %v, want %v", w.Triggers.Crons, Crons)
 	}
 	// The vars as deployed load without a problem.
-	if c, probs := Load(env(w.Vars)); len(probs) != 0 || c.Enrichment.LookupBatchSize() != enrichment.DefaultLookupBatch || w.Vars["LOOKUP_BATCH"] == "" {
+	if c, probs := Load(env(w.Vars)); len(probs) != 0 || c.Objects.LookupBatch == "" {
 		t.Fatalf("wrangler.jsonc vars: %+v %+v", probs, w.Vars)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/d1"
@@ -217,7 +217,7 @@ func scanCategory(ctx context.Context, store Store, fetch func(ctx context.Conte
 	charts := map[string][]appstore.ChartEntry{}
 	for _, coll := range appstore.ChartCollections {
 		resp := fetch(ctx, appstore.ChartURL(apiBase, country, coll, genre, CategoryScanLimit))
-		if resp.Class != object.ClassOK {
+		if resp.Class != objects.ClassOK {
 			// The category stays due; the next cycle tries again.
 			res.Action, res.Error = "error", fmt.Sprintf("chart %s: %v", coll, resp.Err)
 			return res
@@ -290,8 +290,8 @@ func searchKeywords(ctx context.Context, kws []string, chunk int, fetch func(ctx
 				}()
 				q := url.Values{"term": {kw}, "country": {country}, "entity": {SearchEntity}, "limit": {fmt.Sprint(KeywordSearchSize)}}
 				resp := fetch(ctx, apiBase+"/search?"+q.Encode())
-				if resp.Class != object.ClassOK {
-					results[j] = searched{kw: kw, err: fmt.Errorf("search: %v", resp.Err), limited: resp.Class == object.ClassRateLimit}
+				if resp.Class != objects.ClassOK {
+					results[j] = searched{kw: kw, err: fmt.Errorf("search: %v", resp.Err), limited: resp.Class == objects.ClassRateLimit}
 					return
 				}
 				apps, err := appstore.ParseSearch(resp.Body)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/upstream"
 )
@@ -106,7 +106,7 @@ func TestCrawlCycle(t *testing.T) {
 	var urls []string
 	fetch := func(_ context.Context, u string) upstream.Response {
 		urls = append(urls, u)
-		return upstream.Response{Class: object.ClassOK, Body: []byte(`{"feed":{"results":[{"id":"1","name":"a"},{"id":"2","name":"b"}]}}`), Remaining: -1}
+		return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"feed":{"results":[{"id":"1","name":"a"},{"id":"2","name":"b"}]}}`), Remaining: -1}
 	}
 	idle := &fakeDiscovery{due: map[string]bool{}}
 	if r := CrawlCycle(context.Background(), idle, fetch, "http://up", "us", noSleep, 0.5, now); r.Action != "idle" || len(urls) != 0 {
@@ -118,7 +118,7 @@ func TestCrawlCycle(t *testing.T) {
 		t.Fatalf("%+v %v", r, urls)
 	}
 	failing := func(context.Context, string) upstream.Response {
-		return upstream.Response{Class: object.ClassRateLimit, Err: errors.New("429"), Remaining: -1}
+		return upstream.Response{Class: objects.ClassRateLimit, Err: errors.New("429"), Remaining: -1}
 	}
 	f = &fakeDiscovery{due: map[string]bool{"high": true}}
 	if r := CrawlCycle(context.Background(), f, failing, "http://up", "us", noSleep, 0.5, now); r.Action != "error" || f.scanned != 0 {
@@ -161,12 +161,12 @@ func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 		urls = append(urls, u)
 		mu.Unlock()
 		if strings.Contains(u, "term=bad") {
-			return upstream.Response{Class: object.ClassServerError, Err: errors.New("503"), Remaining: -1}
+			return upstream.Response{Class: objects.ClassServerError, Err: errors.New("503"), Remaining: -1}
 		}
 		if strings.Contains(u, "term=photo") {
 			panic("a bug in a search") // costs that keyword, not the instance
 		}
-		return upstream.Response{Class: object.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":5,"trackName":"x","artistId":77,"artistName":"Dev"}]}`), Remaining: -1}
+		return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":5,"trackName":"x","artistId":77,"artistName":"Dev"}]}`), Remaining: -1}
 	}
 	f := &fakeDiscovery{due: map[string]bool{}, pending: []string{"budget", "bad", "fitness", "photo"}}
 	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now())

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/upstream"
 )
 
@@ -83,9 +83,9 @@ func searchFetch(inflight, peak *atomic.Int64, calls *atomic.Int64, fail string)
 		}
 		time.Sleep(5 * time.Millisecond)
 		if fail != "" && strings.Contains(u, "term="+fail) {
-			return upstream.Response{Class: object.ClassServerError, Err: errors.New("503"), Remaining: -1}
+			return upstream.Response{Class: objects.ClassServerError, Err: errors.New("503"), Remaining: -1}
 		}
-		return upstream.Response{Class: object.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":9,"trackName":"x","artistId":70,"artistName":"Dev"}]}`), Remaining: -1}
+		return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":9,"trackName":"x","artistId":70,"artistName":"Dev"}]}`), Remaining: -1}
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"storecrawl/durable/limiter"
-	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/config"
 	"storecrawl/worker/d1"
@@ -224,12 +224,12 @@ func (f *sideFetch) fetch(ctx context.Context, u string) upstream.Response {
 			f.mu.Lock()
 			f.refused = append(f.refused, u)
 			f.mu.Unlock()
-			return upstream.Response{Class: object.ClassRateLimit, Remaining: -1, Err: fmt.Errorf("global limit: refused")}
+			return upstream.Response{Class: objects.ClassRateLimit, Remaining: -1, Err: fmt.Errorf("global limit: refused")}
 		}
-		return upstream.Response{Class: object.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":9,"trackName":"x","artistId":70,"artistName":"Dev"}]}`), Remaining: -1}
+		return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":9,"trackName":"x","artistId":70,"artistName":"Dev"}]}`), Remaining: -1}
 	}
 	f.charts.Add(1)
-	return upstream.Response{Class: object.ClassOK, Body: []byte(`{"feed":{"results":[{"id":"1","name":"a"}]}}`), Remaining: -1}
+	return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"feed":{"results":[{"id":"1","name":"a"}]}}`), Remaining: -1}
 }
 
 func manyKeywords(n int) []string {

@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -247,4 +248,75 @@ func (c *Crawler) Run(ctx context.Context, r float64, now time.Time) Result {
 		res.Error = joinErr(res.Error, "emit rankings-updated: "+err.Error())
 	}
 	return res
+}
+
+// steerCursor is the revalue step's position: the last cluster re-valued.
+type steerCursor struct {
+	At, Cluster string
+}
+
+// Steer implements Store: the revalue step (keywords of clusters scored
+// since the cursor rescheduled from their new scores, the cursor moved in
+// the same atomic batch) and, when promote, the promote step (keywords
+// whose rest is over made due). With neither there is no write.
+func (s D1Store) Steer(ctx context.Context, now time.Time, promote bool) (SteerResult, error) {
+	var res SteerResult
+	var cur []struct {
+		Cursor string `json:"cursor"`
+	}
+	if err := s.DB.Query(ctx, &cur, steerCursorSQL, steerCursorName); err != nil {
+		return res, err
+	}
+	var c steerCursor
+	if len(cur) > 0 {
+		var pair []string
+		if json.Unmarshal([]byte(cur[0].Cursor), &pair) == nil && len(pair) == 2 {
+			c = steerCursor{pair[0], pair[1]}
+		}
+	}
+	var rows []struct {
+		ClusterID  string `json:"cluster_id"`
+		ComputedAt string `json:"computed_at"`
+	}
+	if err := s.DB.Query(ctx, &rows, rescoredSQL, c.At, c.Cluster, KeywordRevalueBatch); err != nil {
+		return res, err
+	}
+	stmts := []d1.Stmt{}
+	if len(rows) > 0 {
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ClusterID
+		}
+		b, _ := json.Marshal(ids)
+		last := rows[len(rows)-1]
+		pos, _ := json.Marshal([]string{last.ComputedAt, last.ClusterID})
+		stmts = append(stmts,
+			d1.Stmt{SQL: revalueSQL, Args: []any{string(b), d1.Time(now)}},
+			d1.Stmt{SQL: saveSteerCursorSQL,
+				Args: []any{steerCursorName, string(pos), d1.Time(now)}})
+		res.Revalued = len(rows)
+	}
+	if promote {
+		stmts = append(stmts, d1.Stmt{SQL: promoteSQL, Args: []any{d1.Time(now), KeywordPromoteBatch}})
+	}
+	if len(stmts) == 0 {
+		return res, nil
+	}
+	promoted, err := s.DB.ExecAtomic(ctx, stmts...)
+	if err != nil {
+		return SteerResult{}, err
+	}
+	res.Promoted = int(promoted)
+	return res, nil
+}
+
+// SteerHotQueries are the steering's reads.
+func steerHotQueries() []d1.NamedQuery {
+	return []d1.NamedQuery{
+		{Name: "keyword pick", SQL: pickSQL, Args: []any{KeywordSearchesPerCycle}},
+		{Name: "keyword gap check", SQL: keywordGapSQL, Args: []any{"2026-01-01T00:00:00.000Z"}},
+		{Name: "keywords coming due", SQL: waitingSQL, Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
+		{Name: "re-scored clusters", SQL: rescoredSQL, Args: []any{"2026-01-01T00:00:00.000Z", "budget", KeywordRevalueBatch}},
+		{Name: "keyword facts", SQL: keywordFacts + ` WHERE k.keyword IN (SELECT value FROM json_each(?1))`, Args: []any{`["budget","chat"]`}},
+	}
 }

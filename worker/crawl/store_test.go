@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/d1"
@@ -55,7 +55,7 @@ func fakeUpstream(ctx context.Context, raw string) upstream.Response {
 			`{"im:name":{"label":"Chat Pro"},"id":{"label":"https://apps.apple.com/us/app/id100000002","attributes":{"im:id":"100000002"}}}]}}`
 	case u.Path == "/search":
 		if q.Get("entity") != "software" {
-			return upstream.Response{Status: 400, Class: object.ClassParseError, Remaining: -1, Err: fmt.Errorf("search without entity=software: %s", raw)}
+			return upstream.Response{Status: 400, Class: objects.ClassParseError, Remaining: -1, Err: fmt.Errorf("search without entity=software: %s", raw)}
 		}
 		var rs []string
 		for i := 1; i <= 3; i++ {
@@ -63,9 +63,9 @@ func fakeUpstream(ctx context.Context, raw string) upstream.Response {
 		}
 		body = `{"resultCount":3,"results":[` + strings.Join(rs, ",") + `]}`
 	default:
-		return upstream.Response{Status: 404, Class: object.ClassNotFound, Remaining: -1, Err: fmt.Errorf("404")}
+		return upstream.Response{Status: 404, Class: objects.ClassNotFound, Remaining: -1, Err: fmt.Errorf("404")}
 	}
-	return upstream.Response{Status: 200, Class: object.ClassOK, Body: []byte(body), Remaining: -1}
+	return upstream.Response{Status: 200, Class: objects.ClassOK, Body: []byte(body), Remaining: -1}
 }
 
 func TestCategoryScanThenKeywordMappingAgainstD1(t *testing.T) {

@@ -8,8 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"storecrawl/durable/enrichment"
-	"storecrawl/durable/ledger"
+	"storecrawl/internal/objects"
 )
 
 // History window bounds.
@@ -39,15 +38,15 @@ type HistoryQuery struct {
 }
 
 // Source is the ledger writer the query reads.
-func (q HistoryQuery) Source() string { return ledger.SourceControllerPrefix + q.Target }
+func (q HistoryQuery) Source() string { return objects.SourceControllerPrefix + q.Target }
 
 // ParseHistoryQuery validates target, since (RFC 3339 or unix ms) and
 // bucket_s. It returns the offending field on error.
 func ParseHistoryQuery(get func(string) string, now time.Time) (HistoryQuery, string, string) {
-	q := HistoryQuery{Target: enrichment.DefaultTarget, Until: now, Since: now.Add(-DefaultHistoryWindow), Bucket: DefaultBucket}
+	q := HistoryQuery{Target: objects.DefaultTarget, Until: now, Since: now.Add(-DefaultHistoryWindow), Bucket: DefaultBucket}
 	if t := get("target"); t != "" {
-		if t != enrichment.DefaultTarget || len(t) > maxTargetNameLen {
-			return q, "target", fmt.Sprintf("unknown crawl target %q (have: %s)", t, enrichment.DefaultTarget)
+		if t != objects.DefaultTarget || len(t) > maxTargetNameLen {
+			return q, "target", fmt.Sprintf("unknown crawl target %q (have: %s)", t, objects.DefaultTarget)
 		}
 		q.Target = t
 	}

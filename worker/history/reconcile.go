@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"storecrawl/durable/enrichment"
 	"storecrawl/durable/ledger"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/ratelimit"
 )
@@ -58,14 +58,14 @@ const reconcileCursorName = "ledger-reconcile"
 // Every run reads them (and the first page of /v1/ledger shows them), with
 // facts in D1 or not yet.
 func LedgerSourceNames() []string {
-	out := []string{enrichment.DefaultConfig().Source(), ledger.SourceScheduler}
+	out := []string{objects.SourceControllerPrefix + objects.DefaultTarget, objects.SourceScheduler}
 	var keys []string
 	for k := range ratelimit.Limits {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		out = append(out, ledger.SourceLimiterPrefix+k)
+		out = append(out, objects.SourceLimiterPrefix+k)
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"storecrawl/durable/ledger"
+	"storecrawl/internal/objects"
 )
 
 // ObjectCall sends one request to a named Durable Object of a namespace.
@@ -29,12 +30,12 @@ func (o ObjectReports) LedgerReport(ctx context.Context, source string) (ledger.
 	var body []byte
 	var err error
 	switch {
-	case source == ledger.SourceScheduler:
+	case source == objects.SourceScheduler:
 		status, body, err = o.Scheduler(ctx, o.SchedulerName, "GET", "/ledger", nil)
-	case strings.HasPrefix(source, ledger.SourceControllerPrefix):
-		status, body, err = o.Controller(ctx, strings.TrimPrefix(source, ledger.SourceControllerPrefix), "GET", "/ledger", nil)
-	case strings.HasPrefix(source, ledger.SourceLimiterPrefix):
-		key := strings.TrimPrefix(source, ledger.SourceLimiterPrefix)
+	case strings.HasPrefix(source, objects.SourceControllerPrefix):
+		status, body, err = o.Controller(ctx, strings.TrimPrefix(source, objects.SourceControllerPrefix), "GET", "/ledger", nil)
+	case strings.HasPrefix(source, objects.SourceLimiterPrefix):
+		key := strings.TrimPrefix(source, objects.SourceLimiterPrefix)
 		q, _ := json.Marshal(map[string]string{"key": key})
 		status, body, err = o.Limiter(ctx, o.LimiterPrefix+key, "GET", "/ledger", q)
 	default:

@@ -12,14 +12,15 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
-	"storecrawl/worker/ratelimit"
 	"strings"
 	"testing"
 	"time"
 
 	"storecrawl/durable/ledger"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
+	"storecrawl/worker/ratelimit"
 )
 
 // oldFact is a fact as /v1/history read it before the rollups.
@@ -112,7 +113,7 @@ func factsHistory(t *testing.T, drv *d1test.Driver, q HistoryQuery) History {
 	}
 	byKey := map[string]*LimiterSummary{}
 	for _, f := range limiterFacts {
-		key := f.Source[len(ledger.SourceLimiterPrefix):]
+		key := f.Source[len(objects.SourceLimiterPrefix):]
 		s := byKey[key]
 		if s == nil {
 			s = &LimiterSummary{Key: key}

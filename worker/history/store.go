@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"storecrawl/durable/ledger"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/d1"
 )
 
@@ -200,7 +200,7 @@ func (s D1Store) LimiterTotals(ctx context.Context, first, last int64) ([]Limite
 	}
 	out := make([]LimiterSummary, len(rows))
 	for i, r := range rows {
-		out[i] = LimiterSummary{Key: strings.TrimPrefix(r.Source, ledger.SourceLimiterPrefix), Allowed: r.Allowed, Refused: r.Refused, Waited: r.Waited}
+		out[i] = LimiterSummary{Key: strings.TrimPrefix(r.Source, objects.SourceLimiterPrefix), Allowed: r.Allowed, Refused: r.Refused, Waited: r.Waited}
 	}
 	return out, nil
 }
@@ -254,4 +254,57 @@ func (s D1Store) DeadLetters(ctx context.Context, limit, offset int) ([]json.Raw
 		out = append(out, json.RawMessage(r.Record))
 	}
 	return out, nil
+}
+
+// The prune statements (HotQueries lists them for the plan test).
+const (
+	// pruneFactsSQL: a writer's oldest facts before the cutoff, walked on
+	// idx_facts_source_at (it holds the id) from the writer's first entry,
+	// so the subquery reads the rows it deletes; each is then deleted by
+	// its primary key. RETURNING counts them.
+	pruneFactsSQL = `DELETE FROM facts WHERE id IN (SELECT id FROM facts WHERE source = ? AND at < ? ORDER BY at LIMIT ?) RETURNING 1 AS pruned`
+	// pruneMinutesSQL: the same over fact_minutes' primary key (source, minute).
+	pruneMinutesSQL = `DELETE FROM fact_minutes WHERE source = ? AND minute IN
+  (SELECT minute FROM fact_minutes WHERE source = ? AND minute < ? ORDER BY minute LIMIT ?) RETURNING 1 AS pruned`
+	// pruneCursorSQL reads a cursor (the prune's, the reconciliation's) by
+	// sweep_cursors' primary key.
+	pruneCursorSQL     = `SELECT cursor FROM sweep_cursors WHERE name = ?`
+	savePruneCursorSQL = `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?)
+ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`
+)
+
+func (s D1Store) PruneFacts(ctx context.Context, source string, before int64, n int) (int64, error) {
+	return s.DB.Exec(ctx, d1.Stmt{SQL: pruneFactsSQL, Args: []any{source, before, n}})
+}
+
+func (s D1Store) PruneMinutes(ctx context.Context, source string, before int64, n int) (int64, error) {
+	return s.DB.Exec(ctx, d1.Stmt{SQL: pruneMinutesSQL, Args: []any{source, source, before, n}})
+}
+
+func (s D1Store) PruneCursor(ctx context.Context) (string, error) {
+	return s.cursor(ctx, pruneCursorName)
+}
+
+func (s D1Store) SavePruneCursor(ctx context.Context, source string, at time.Time) error {
+	return s.saveCursor(ctx, pruneCursorName, source, at)
+}
+
+// cursor reads a named text cursor of sweep_cursors ("" when none).
+func (s D1Store) cursor(ctx context.Context, name string) (string, error) {
+	var rows []struct {
+		Cursor any `json:"cursor"` // text here (the table keeps numeric cursors too)
+	}
+	if err := s.DB.Query(ctx, &rows, pruneCursorSQL, name); err != nil {
+		return "", err
+	}
+	if len(rows) == 0 {
+		return "", nil
+	}
+	c, _ := rows[0].Cursor.(string)
+	return c, nil
+}
+
+func (s D1Store) saveCursor(ctx context.Context, name, value string, at time.Time) error {
+	_, err := s.DB.Exec(ctx, d1.Stmt{SQL: savePruneCursorSQL, Args: []any{name, value, d1.Time(at)}})
+	return err
 }

@@ -1,9 +1,9 @@
-// Package llm is the analyst's model access and its cost control: one small
+// Package llm is model access and its cost control: one small
 // chat-completion interface with two implementations (any OpenAI-compatible
 // endpoint over an injected HTTP doer, and the Workers AI binding through a
-// Runner), the analyst brief's prompt and its validation, the
-// retry-once-then-fail decision, token estimation and the budget (a
-// per-minute token budget and a daily spend cap that is never overspent).
+// Runner), token estimation and the budget (a per-minute token budget and a
+// daily spend cap that is never overspent). It knows nothing of what is
+// asked: the analyst's prompt and its validation live in worker/analyst.
 //
 // Everything but workersai_js.go is plain Go, natively tested; decisions
 // take the clock as an argument.
@@ -11,9 +11,13 @@ package llm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Message is one chat message.
@@ -96,4 +100,22 @@ func (e *StatusError) Unwrap() error {
 	default:
 		return ErrUpstream
 	}
+}
+
+// PromptHash identifies a prompt exactly (sha256 of the messages).
+func PromptHash(msgs []Message) string {
+	h := sha256.New()
+	for _, m := range msgs {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", m.Role, len(m.Content), m.Content)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// cut shortens s to at most n runes (valid UTF-8), marking a cut with "…".
+func cut(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }

@@ -3,9 +3,6 @@ package markets
 import (
 	"math"
 	"sort"
-	"time"
-
-	"storecrawl/worker/d1"
 )
 
 // A market cluster is the set of apps that rank for one keyword: apps a
@@ -100,39 +97,6 @@ func (c *Cluster) Score() {
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
-// ScoreStatements writes the opportunity scores of clusters.
-func ScoreStatements(cs []Cluster, now time.Time) []d1.Stmt {
-	ts := d1.Time(now)
-	stmts := make([]d1.Stmt, 0, len(cs))
-	for _, c := range cs {
-		stmts = append(stmts, d1.Stmt{SQL: `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES (?,?,?,?,?,?)
-ON CONFLICT (cluster_id) DO UPDATE SET score = excluded.score, demand = excluded.demand, fragmentation = excluded.fragmentation, quality_gap = excluded.quality_gap, computed_at = excluded.computed_at`,
-			Args: []any{c.ID, c.OpportunityScore, c.Demand, c.Fragmentation, c.Quality, ts}})
-	}
-	return stmts
-}
-
-// ClusterStatements replaces each cluster and its members; fragmentation
-// and scores follow from the clusters-ready event. The stored fragmentation
-// is cleared (not yet analysed): it described the old members.
-func ClusterStatements(cs []Cluster, now time.Time) []d1.Stmt {
-	ts := d1.Time(now)
-	var stmts []d1.Stmt
-	for _, c := range cs {
-		stmts = append(stmts,
-			d1.Stmt{SQL: `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at) VALUES (?,?,?,?,?,?)
-ON CONFLICT (cluster_id) DO UPDATE SET app_count = excluded.app_count, total_ratings = excluded.total_ratings, avg_rating = excluded.avg_rating, top_share = excluded.top_share, computed_at = excluded.computed_at,
-  hhi = NULL, fragmentation = NULL, fragmented_at = NULL`,
-				Args: []any{c.ID, c.Apps, c.TotalRatings, c.AvgRating, c.TopShare, ts}},
-			d1.Stmt{SQL: `DELETE FROM market_cluster_members WHERE cluster_id = ?`, Args: []any{c.ID}},
-		)
-		for i, id := range c.Members {
-			stmts = append(stmts, d1.Stmt{SQL: `INSERT OR IGNORE INTO market_cluster_members (cluster_id, track_id, position) VALUES (?,?,?)`, Args: []any{c.ID, id, i + 1}})
-		}
-	}
-	return stmts
-}
-
 // Herfindahl is the Herfindahl–Hirschman index of the apps' shares of a
 // market's ratings, Σ sᵢ²: 1 when one app holds them all, 1/n for n equal
 // apps. With no ratings at all nothing shows concentration, so the shares
@@ -180,18 +144,4 @@ func AnalyzeFragmentation(members map[string][]int64) []ClusterFragmentation {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ClusterID < out[j].ClusterID })
 	return out
-}
-
-// FragmentationStatements store the analysis on each cluster (an update by
-// primary key: replaying it writes the same values).
-func FragmentationStatements(fs []ClusterFragmentation, now time.Time) []d1.Stmt {
-	ts := d1.Time(now)
-	stmts := make([]d1.Stmt, 0, len(fs))
-	for _, f := range fs {
-		stmts = append(stmts, d1.Stmt{
-			SQL:  `UPDATE market_clusters SET hhi = ?, fragmentation = ?, fragmented_at = ? WHERE cluster_id = ?`,
-			Args: []any{f.HHI, f.Fragmentation, ts, f.ClusterID},
-		})
-	}
-	return stmts
 }

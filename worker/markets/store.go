@@ -289,3 +289,50 @@ func (m *Markets) List(ctx context.Context, byScore bool, limit, offset int) ([]
 	}
 	return out, nil
 }
+
+// ScoreStatements writes the opportunity scores of clusters.
+func ScoreStatements(cs []Cluster, now time.Time) []d1.Stmt {
+	ts := d1.Time(now)
+	stmts := make([]d1.Stmt, 0, len(cs))
+	for _, c := range cs {
+		stmts = append(stmts, d1.Stmt{SQL: `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES (?,?,?,?,?,?)
+ON CONFLICT (cluster_id) DO UPDATE SET score = excluded.score, demand = excluded.demand, fragmentation = excluded.fragmentation, quality_gap = excluded.quality_gap, computed_at = excluded.computed_at`,
+			Args: []any{c.ID, c.OpportunityScore, c.Demand, c.Fragmentation, c.Quality, ts}})
+	}
+	return stmts
+}
+
+// ClusterStatements replaces each cluster and its members; fragmentation
+// and scores follow from the clusters-ready event. The stored fragmentation
+// is cleared (not yet analysed): it described the old members.
+func ClusterStatements(cs []Cluster, now time.Time) []d1.Stmt {
+	ts := d1.Time(now)
+	var stmts []d1.Stmt
+	for _, c := range cs {
+		stmts = append(stmts,
+			d1.Stmt{SQL: `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at) VALUES (?,?,?,?,?,?)
+ON CONFLICT (cluster_id) DO UPDATE SET app_count = excluded.app_count, total_ratings = excluded.total_ratings, avg_rating = excluded.avg_rating, top_share = excluded.top_share, computed_at = excluded.computed_at,
+  hhi = NULL, fragmentation = NULL, fragmented_at = NULL`,
+				Args: []any{c.ID, c.Apps, c.TotalRatings, c.AvgRating, c.TopShare, ts}},
+			d1.Stmt{SQL: `DELETE FROM market_cluster_members WHERE cluster_id = ?`, Args: []any{c.ID}},
+		)
+		for i, id := range c.Members {
+			stmts = append(stmts, d1.Stmt{SQL: `INSERT OR IGNORE INTO market_cluster_members (cluster_id, track_id, position) VALUES (?,?,?)`, Args: []any{c.ID, id, i + 1}})
+		}
+	}
+	return stmts
+}
+
+// FragmentationStatements store the analysis on each cluster (an update by
+// primary key: replaying it writes the same values).
+func FragmentationStatements(fs []ClusterFragmentation, now time.Time) []d1.Stmt {
+	ts := d1.Time(now)
+	stmts := make([]d1.Stmt, 0, len(fs))
+	for _, f := range fs {
+		stmts = append(stmts, d1.Stmt{
+			SQL:  `UPDATE market_clusters SET hhi = ?, fragmentation = ?, fragmented_at = ? WHERE cluster_id = ?`,
+			Args: []any{f.HHI, f.Fragmentation, ts, f.ClusterID},
+		})
+	}
+	return stmts
+}

@@ -2,14 +2,11 @@ package reviews
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"storecrawl/durable/object"
-	"storecrawl/worker/d1"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/upstream"
 )
 
@@ -71,12 +68,12 @@ func Refresh(ctx context.Context, st RefreshStore, fetch func(ctx context.Contex
 	}
 	for _, id := range apps {
 		r := fetch(ctx, FeedURL(base, country, 1, id))
-		if r.Class == object.ClassRateLimit {
+		if r.Class == objects.ClassRateLimit {
 			res.RateLimited, res.RetryAfterS = true, r.RetryAfterS
 			return res
 		}
 		var page Page
-		if r.Class == object.ClassOK {
+		if r.Class == objects.ClassOK {
 			page, err = Parse(r.Body, id, country)
 		} else {
 			err = fmt.Errorf("HTTP %d (%s): %v", r.Status, r.Class, r.Err)
@@ -99,108 +96,4 @@ func Refresh(ctx context.Context, st RefreshStore, fetch func(ctx context.Contex
 		res.Err = ""
 	}
 	return res
-}
-
-// D1Store is RefreshStore and the API's review reads over D1.
-type D1Store struct{ DB *d1.DB }
-
-// dueAppsSQL: the members of the top clusters by opportunity score whose
-// reviews are due, leaders (lowest position) first.
-const dueAppsSQL = `SELECT m.track_id FROM (SELECT cluster_id FROM opportunity_scores ORDER BY score DESC LIMIT ?) o
-JOIN market_cluster_members m ON m.cluster_id = o.cluster_id
-LEFT JOIN review_fetches f ON f.app_id = m.track_id AND f.country = ?
-WHERE f.fetched_at IS NULL OR f.fetched_at < ?
-GROUP BY m.track_id ORDER BY MIN(m.position), m.track_id LIMIT ?`
-
-// DueApps implements RefreshStore.
-func (s D1Store) DueApps(ctx context.Context, country string, clusters, n int, staleBefore time.Time) ([]int64, error) {
-	var rows []struct {
-		TrackID int64 `json:"track_id"`
-	}
-	if err := s.DB.Query(ctx, &rows, dueAppsSQL, clusters, country, d1.Time(staleBefore), n); err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(rows))
-	for i, r := range rows {
-		out[i] = r.TrackID
-	}
-	return out, nil
-}
-
-// SaveFetch implements RefreshStore: the reviews and the fetch commit
-// together, so a failed save leaves the app due.
-func (s D1Store) SaveFetch(ctx context.Context, appID int64, country string, rs []Review, at time.Time) error {
-	// One batch holds at most d1.MaxBatch statements: the most recent
-	// reviews (the feed's order) and the fetch.
-	rs = rs[:min(len(rs), d1.MaxBatch-1)]
-	stmts := make([]d1.Stmt, 0, len(rs)+1)
-	for _, r := range rs {
-		stmts = append(stmts, UpsertStmt(r, ScoreReview(r.Title, r.Body), at))
-	}
-	stmts = append(stmts, d1.Stmt{
-		SQL:  `INSERT OR REPLACE INTO review_fetches (app_id, country, fetched_at, reviews) VALUES (?, ?, ?, ?)`,
-		Args: []any{appID, country, d1.Time(at), len(rs)},
-	})
-	_, err := s.DB.ExecAtomic(ctx, stmts...)
-	return err
-}
-
-// appReviewsSQL pages an app's reviews, most recent first
-// (app_reviews_by_app).
-const appReviewsSQL = `SELECT json_object('id', id, 'app_id', app_id, 'country', country, 'rating', rating, 'title', title,
-  'body', body, 'truncated', truncated = 1, 'version', version, 'author_hash', author_hash, 'reviewed_at', reviewed_at,
-  'sentiment', sentiment, 'fetched_at', fetched_at) AS record
-FROM app_reviews WHERE app_id = ? ORDER BY reviewed_at DESC, id LIMIT ? OFFSET ?`
-
-// AppReviews is one page of an app's stored reviews, as JSON records.
-func (s D1Store) AppReviews(ctx context.Context, appID int64, limit, offset int) ([]json.RawMessage, error) {
-	var rows []struct {
-		Record string `json:"record"`
-	}
-	if err := s.DB.Query(ctx, &rows, appReviewsSQL, appID, limit, offset); err != nil {
-		return nil, err
-	}
-	out := make([]json.RawMessage, len(rows))
-	for i, r := range rows {
-		out[i] = json.RawMessage(r.Record)
-	}
-	return out, nil
-}
-
-// clusterReviewsSQL: the reviews of a cluster's members, most recent
-// first, and the members' names (excluded from the themes).
-const (
-	clusterExistsSQL  = `SELECT COUNT(*) AS n FROM market_clusters WHERE cluster_id = ?`
-	clusterReviewsSQL = `SELECT r.id, r.app_id, r.country, r.rating, r.title, r.body, r.version, r.author_hash
-FROM market_cluster_members m JOIN app_reviews r ON r.app_id = m.track_id
-WHERE m.cluster_id = ? ORDER BY r.reviewed_at DESC, r.id LIMIT ?`
-	clusterNamesSQL = `SELECT a.name, a.developer_name FROM market_cluster_members m JOIN app_registry a ON a.track_id = m.track_id
-WHERE m.cluster_id = ?`
-)
-
-// ClusterThemes is a cluster's complaint themes from its members' stored
-// reviews; found is false for an unknown cluster.
-func (s D1Store) ClusterThemes(ctx context.Context, clusterID string) (themes []Theme, reviews int, found bool, err error) {
-	var exists []struct {
-		N int `json:"n"`
-	}
-	if err := s.DB.Query(ctx, &exists, clusterExistsSQL, clusterID); err != nil || len(exists) == 0 || exists[0].N == 0 {
-		return nil, 0, false, err
-	}
-	var rs []Review
-	if err := s.DB.Query(ctx, &rs, clusterReviewsSQL, clusterID, MaxThemeReviews); err != nil {
-		return nil, 0, true, err
-	}
-	var names []struct {
-		Name          string `json:"name"`
-		DeveloperName string `json:"developer_name"`
-	}
-	if err := s.DB.Query(ctx, &names, clusterNamesSQL, clusterID); err != nil {
-		return nil, 0, true, err
-	}
-	var exclude []string
-	for _, n := range names {
-		exclude = append(exclude, strings.Fields(strings.ToLower(n.Name+" "+n.DeveloperName))...)
-	}
-	return ComplaintThemes(ScoreAll(rs), ThemeOptions{Exclude: exclude}), len(rs), true, nil
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/upstream"
 )
@@ -34,12 +34,12 @@ func TestRefreshFetchesTheTopClustersApps(t *testing.T) {
 		for id, name := range feeds {
 			if strings.Contains(url, "/id="+itoa(id)+"/") {
 				if id == broken {
-					return upstream.Response{Status: 503, Class: object.ClassServerError, Remaining: -1}
+					return upstream.Response{Status: 503, Class: objects.ClassServerError, Remaining: -1}
 				}
-				return upstream.Response{Status: 200, Class: object.ClassOK, Body: fixture(t, name), Remaining: -1}
+				return upstream.Response{Status: 200, Class: objects.ClassOK, Body: fixture(t, name), Remaining: -1}
 			}
 		}
-		return upstream.Response{Status: 404, Class: object.ClassNotFound, Remaining: -1}
+		return upstream.Response{Status: 404, Class: objects.ClassNotFound, Remaining: -1}
 	}
 	st := D1Store{DB: db}
 	res := Refresh(ctx, st, fetch, "http://up", "us", now)
@@ -55,7 +55,7 @@ func TestRefreshFetchesTheTopClustersApps(t *testing.T) {
 	asked, broken = nil, 0
 	refused := func(_ context.Context, url string) upstream.Response {
 		asked = append(asked, url)
-		return upstream.Response{Status: 429, Class: object.ClassRateLimit, RetryAfterS: 30, Remaining: -1}
+		return upstream.Response{Status: 429, Class: objects.ClassRateLimit, RetryAfterS: 30, Remaining: -1}
 	}
 	if res := Refresh(ctx, st, refused, "http://up", "us", now.Add(time.Hour)); !res.RateLimited || res.RetryAfterS != 30 || len(asked) != 1 || !strings.Contains(asked[0], "/id=415458524/") {
 		t.Fatalf("refused run %+v, asked %v", res, asked)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/bytebudget"
 )
 
@@ -25,7 +25,7 @@ func TestBodyHoldsItsRoomUntilReleased(t *testing.T) {
 	budget := bytebudget.New(1 << 20)
 	c := &Client{HTTP: srv.Client(), Timeout: 5 * time.Second}
 	r := c.Get(WithBodyBudget(context.Background(), budget), srv.URL)
-	if r.Class != object.ClassOK || len(r.Body) != 300<<10 {
+	if r.Class != objects.ClassOK || len(r.Body) != 300<<10 {
 		t.Fatalf("class %s, %d bytes, err %v", r.Class, len(r.Body), r.Err)
 	}
 	if got := budget.InUse(); got != 300<<10 {
@@ -45,14 +45,14 @@ func TestBodyWithoutRoomFailsAtOnce(t *testing.T) {
 	others.Take(900 << 10) // the other items' bodies
 	c := &Client{HTTP: srv.Client(), Timeout: 5 * time.Second}
 	r := c.Get(WithBodyBudget(context.Background(), budget), srv.URL)
-	if r.Class != object.ClassTimeout || !errors.Is(r.Err, ErrBodyBudget) || r.Body != nil {
+	if r.Class != objects.ClassTimeout || !errors.Is(r.Err, ErrBodyBudget) || r.Body != nil {
 		t.Fatalf("over the budget: class %s err %v, %d bytes kept", r.Class, r.Err, len(r.Body))
 	}
 	if got := budget.InUse(); got != 900<<10 {
 		t.Fatalf("a refused body must give back what it read: %d in use, want %d", got, 900<<10)
 	}
 	others.Release()
-	if r = c.Get(WithBodyBudget(context.Background(), budget), srv.URL); r.Class != object.ClassOK {
+	if r = c.Get(WithBodyBudget(context.Background(), budget), srv.URL); r.Class != objects.ClassOK {
 		t.Fatalf("with room again: class %s err %v", r.Class, r.Err)
 	}
 }
@@ -61,7 +61,7 @@ func TestNoBudgetIsUnbounded(t *testing.T) {
 	srv := bodyServer(t, 300<<10)
 	c := &Client{HTTP: srv.Client(), Timeout: 5 * time.Second}
 	r := c.Get(context.Background(), srv.URL)
-	if r.Class != object.ClassOK || len(r.Body) != 300<<10 {
+	if r.Class != objects.ClassOK || len(r.Body) != 300<<10 {
 		t.Fatalf("class %s, %d bytes, err %v", r.Class, len(r.Body), r.Err)
 	}
 	r.Release()
@@ -117,7 +117,7 @@ func TestTimeoutRunsOnTheInjectedTimer(t *testing.T) {
 	timer.fire <- time.Now()
 	select {
 	case r := <-done:
-		if r.Class != object.ClassTimeout {
+		if r.Class != objects.ClassTimeout {
 			t.Fatalf("class %s err %v", r.Class, r.Err)
 		}
 	case <-time.After(5 * time.Second):
@@ -129,7 +129,7 @@ func TestAnsweredCallStopsItsTimer(t *testing.T) {
 	srv := bodyServer(t, 10)
 	timer := newManualTimer()
 	c := &Client{HTTP: srv.Client(), Timeout: time.Hour, After: timer.After}
-	if r := c.Get(context.Background(), srv.URL); r.Class != object.ClassOK {
+	if r := c.Get(context.Background(), srv.URL); r.Class != objects.ClassOK {
 		t.Fatalf("class %s err %v", r.Class, r.Err)
 	}
 	select {
@@ -158,7 +158,7 @@ func TestAbandonedCallGivesBackItsRoom(t *testing.T) {
 	go func() { done <- c.Get(WithBodyBudget(context.Background(), budget), srv.URL) }()
 	waitFor(t, func() bool { return budget.InUse() > 0 }, "the body to be read in part")
 	timer.fire <- time.Now()
-	if r := <-done; r.Class != object.ClassTimeout {
+	if r := <-done; r.Class != objects.ClassTimeout {
 		t.Fatalf("class %s err %v", r.Class, r.Err)
 	}
 	waitFor(t, func() bool { return budget.InUse() == 0 }, "the abandoned call to give its room back")

@@ -10,14 +10,14 @@ import (
 	"io"
 	"net/http"
 	neturl "net/url"
-	"storecrawl/worker/subreq"
 	"strconv"
 	"strings"
 	"time"
 
-	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/bytebudget"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/subreq"
 )
 
 const (
@@ -60,7 +60,7 @@ type Response struct {
 	// Reset when it refills; the pacing algorithm obeys both.
 	Remaining int
 	Reset     time.Duration
-	Class     object.Class
+	Class     objects.Class
 	Err       error
 	// HoldHint is the longer hold the upstream asked for when it was capped
 	// at MaxHold (0 when nothing was capped), for the upstream.hold_capped log.
@@ -141,7 +141,7 @@ func (c *Client) Get(ctx context.Context, url string) Response {
 	go func() {
 		defer func() {
 			if err := logx.Recovered(recover(), "upstream.Get"); err != nil {
-				ch <- Response{Class: object.ClassTimeout, Remaining: -1, Err: err}
+				ch <- Response{Class: objects.ClassTimeout, Remaining: -1, Err: err}
 			}
 		}()
 		ch <- c.do(ctx, url)
@@ -150,10 +150,10 @@ func (c *Client) Get(ctx context.Context, url string) Response {
 	select {
 	case r = <-ch:
 	case <-fire:
-		r = Response{Class: object.ClassTimeout, Remaining: -1, Err: fmt.Errorf("GET %s: no answer within %s", url, timeout)}
+		r = Response{Class: objects.ClassTimeout, Remaining: -1, Err: fmt.Errorf("GET %s: no answer within %s", url, timeout)}
 		go abandon(ch)
 	case <-ctx.Done():
-		r = Response{Class: object.ClassTimeout, Remaining: -1, Err: ctx.Err()}
+		r = Response{Class: objects.ClassTimeout, Remaining: -1, Err: ctx.Err()}
 		go abandon(ch)
 	}
 	r.SentAt, r.DoneAt = sent, time.Now()
@@ -191,25 +191,25 @@ func (c *Client) do(ctx context.Context, url string) Response {
 	for hops := 0; ; hops++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {
-			return Response{Class: object.ClassParseError, Remaining: -1, Err: err}
+			return Response{Class: objects.ClassParseError, Remaining: -1, Err: err}
 		}
 		if err := subreq.Spend(ctx, 1); err != nil {
 			// Never reached in a run (it reserves each item's worst case,
 			// every hop included); a guard against the platform killing the
 			// invocation mid-item.
-			return Response{Class: object.ClassTimeout, Remaining: -1, Err: fmt.Errorf("GET %s: %w", target, err)}
+			return Response{Class: objects.ClassTimeout, Remaining: -1, Err: fmt.Errorf("GET %s: %w", target, err)}
 		}
 		resp, err := c.HTTP.Do(req)
 		if err != nil {
 			// No answer at all: connection refused/reset, DNS. Count it like a timeout.
-			return Response{Class: object.ClassTimeout, Remaining: -1, Err: err}
+			return Response{Class: objects.ClassTimeout, Remaining: -1, Err: err}
 		}
 		if resp.Request != nil && resp.Request.URL != nil && !sameOrigin(req.URL, resp.Request.URL) {
 			// A Doer that followed a redirect itself: what it reached
 			// elsewhere is refused like a redirect there.
 			r := head(resp)
 			drop(resp)
-			r.Class, r.Err = object.ClassParseError, fmt.Errorf("GET %s: the Doer followed a redirect to another host (%s); answer not used", url, origin(resp.Request.URL))
+			r.Class, r.Err = objects.ClassParseError, fmt.Errorf("GET %s: the Doer followed a redirect to another host (%s); answer not used", url, origin(resp.Request.URL))
 			return r
 		}
 		next, ok := redirectTarget(req.URL, resp)
@@ -224,11 +224,11 @@ func (c *Client) do(ctx context.Context, url string) Response {
 		// does not parse (retried, then given up).
 		switch {
 		case next == nil:
-			r.Class, r.Err = object.ClassParseError, fmt.Errorf("GET %s: HTTP %d with a bad Location %q", url, resp.StatusCode, resp.Header.Get("Location"))
+			r.Class, r.Err = objects.ClassParseError, fmt.Errorf("GET %s: HTTP %d with a bad Location %q", url, resp.StatusCode, resp.Header.Get("Location"))
 		case !sameOrigin(req.URL, next):
-			r.Class, r.Err = object.ClassParseError, fmt.Errorf("GET %s: HTTP %d to another host (%s), not followed", url, resp.StatusCode, origin(next))
+			r.Class, r.Err = objects.ClassParseError, fmt.Errorf("GET %s: HTTP %d to another host (%s), not followed", url, resp.StatusCode, origin(next))
 		case hops >= MaxRedirects:
-			r.Class, r.Err = object.ClassParseError, fmt.Errorf("GET %s: more than %d redirects", url, MaxRedirects)
+			r.Class, r.Err = objects.ClassParseError, fmt.Errorf("GET %s: more than %d redirects", url, MaxRedirects)
 		default:
 			target = next.String()
 			continue
@@ -253,12 +253,12 @@ func read(ctx context.Context, url string, resp *http.Response) Response {
 	r := head(resp)
 	switch {
 	case errors.Is(err, ErrBodyBudget):
-		r.Class, r.Err = object.ClassTimeout, fmt.Errorf("GET %s: %w", url, err)
+		r.Class, r.Err = objects.ClassTimeout, fmt.Errorf("GET %s: %w", url, err)
 	case err != nil:
-		r.Class, r.Err = object.ClassTimeout, fmt.Errorf("reading body: %w", err)
+		r.Class, r.Err = objects.ClassTimeout, fmt.Errorf("reading body: %w", err)
 	case len(body) > MaxBodyBytes:
-		r.Class, r.Err = object.ClassParseError, errors.New("body exceeds MaxBodyBytes")
-	case r.Class != object.ClassOK:
+		r.Class, r.Err = objects.ClassParseError, errors.New("body exceeds MaxBodyBytes")
+	case r.Class != objects.ClassOK:
 		r.Err = fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
 	}
 	if err != nil || len(body) > MaxBodyBytes {
@@ -272,7 +272,7 @@ func read(ctx context.Context, url string, resp *http.Response) Response {
 
 // head classifies an answer by its status and headers.
 func head(resp *http.Response) Response {
-	r := Response{Status: resp.StatusCode, Class: object.ClassifyStatus(resp.StatusCode), RetryAfterS: RetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	r := Response{Status: resp.StatusCode, Class: objects.ClassifyStatus(resp.StatusCode), RetryAfterS: RetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	r.Remaining, r.Reset = RateLimitBudget(resp.Header)
 	return r
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 )
 
 func TestGetClassifies(t *testing.T) {
@@ -30,27 +30,27 @@ func TestGetClassifies(t *testing.T) {
 	c := &Client{HTTP: srv.Client(), Timeout: 100 * time.Millisecond}
 	cases := []struct {
 		path  string
-		class object.Class
+		class objects.Class
 		ra    int
 	}{
-		{"/ok", object.ClassOK, 0},
-		{"/limited", object.ClassRateLimit, 7},
-		{"/blocked", object.ClassRateLimit, 0},
-		{"/boom", object.ClassServerError, 0},
-		{"/missing", object.ClassNotFound, 0},
-		{"/slow", object.ClassTimeout, 0},
+		{"/ok", objects.ClassOK, 0},
+		{"/limited", objects.ClassRateLimit, 7},
+		{"/blocked", objects.ClassRateLimit, 0},
+		{"/boom", objects.ClassServerError, 0},
+		{"/missing", objects.ClassNotFound, 0},
+		{"/slow", objects.ClassTimeout, 0},
 	}
 	for _, tc := range cases {
 		r := c.Get(context.Background(), srv.URL+tc.path)
 		if r.Class != tc.class || r.RetryAfterS != tc.ra {
 			t.Errorf("%s: class=%s ra=%d err=%v; want %s %d", tc.path, r.Class, r.RetryAfterS, r.Err, tc.class, tc.ra)
 		}
-		if (tc.class == object.ClassOK) != (r.Err == nil) {
+		if (tc.class == objects.ClassOK) != (r.Err == nil) {
 			t.Errorf("%s: err=%v", tc.path, r.Err)
 		}
 	}
 	srv.Close()
-	if r := c.Get(context.Background(), srv.URL+"/ok"); r.Class != object.ClassTimeout {
+	if r := c.Get(context.Background(), srv.URL+"/ok"); r.Class != objects.ClassTimeout {
 		t.Errorf("refused connection: %s", r.Class)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 	"storecrawl/worker/ratelimit"
 )
 
@@ -36,7 +36,7 @@ func (l Limited) Get(ctx context.Context, url string) Response {
 		return nil
 	})
 	if err != nil {
-		return Response{Class: object.ClassRateLimit, Remaining: -1, Err: fmt.Errorf("global limit: %w", err)}
+		return Response{Class: objects.ClassRateLimit, Remaining: -1, Err: fmt.Errorf("global limit: %w", err)}
 	}
 	return r
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/object"
+	"storecrawl/internal/objects"
 )
 
 // noFollow is a native Doer as the Worker's fetch behaves: redirects come back.
@@ -33,7 +33,7 @@ func TestSameHostRedirectsAreFollowed(t *testing.T) {
 	mux.HandleFunc("/us/app/final/id1", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("page")) })
 	c := &Client{HTTP: noFollow(srv), Timeout: 5 * time.Second}
 	r := c.Get(context.Background(), srv.URL+"/us/app/id1")
-	if r.Class != object.ClassOK || string(r.Body) != "page" || r.Status != 200 {
+	if r.Class != objects.ClassOK || string(r.Body) != "page" || r.Status != 200 {
 		t.Fatalf("same-host redirects: class %s status %d body %q err %v", r.Class, r.Status, r.Body, r.Err)
 	}
 }
@@ -52,7 +52,7 @@ func TestRedirectToAnotherHostIsNotFollowed(t *testing.T) {
 
 	c := &Client{HTTP: noFollow(store), Timeout: 5 * time.Second}
 	r := c.Get(context.Background(), store.URL+"/us/app/id1")
-	if r.Class != object.ClassParseError || r.Status != http.StatusFound || r.Body != nil {
+	if r.Class != objects.ClassParseError || r.Status != http.StatusFound || r.Body != nil {
 		t.Fatalf("cross-host redirect: class %s status %d body %q", r.Class, r.Status, r.Body)
 	}
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "another host") {
@@ -66,7 +66,7 @@ func TestRedirectToAnotherHostIsNotFollowed(t *testing.T) {
 	// from the other host is used.
 	c = &Client{HTTP: store.Client(), Timeout: 5 * time.Second}
 	r = c.Get(context.Background(), store.URL+"/us/app/id1")
-	if r.Class != object.ClassParseError || r.Body != nil || r.Err == nil || !strings.Contains(r.Err.Error(), "another host") {
+	if r.Class != objects.ClassParseError || r.Body != nil || r.Err == nil || !strings.Contains(r.Err.Error(), "another host") {
 		t.Fatalf("following Doer: class %s body %q err %v", r.Class, r.Body, r.Err)
 	}
 }
@@ -80,7 +80,7 @@ func TestRedirectLoopIsBounded(t *testing.T) {
 	defer srv.Close()
 	c := &Client{HTTP: noFollow(srv), Timeout: 5 * time.Second}
 	r := c.Get(context.Background(), srv.URL+"/start")
-	if r.Class != object.ClassParseError || r.Err == nil || !strings.Contains(r.Err.Error(), "redirects") {
+	if r.Class != objects.ClassParseError || r.Err == nil || !strings.Contains(r.Err.Error(), "redirects") {
 		t.Fatalf("redirect loop: class %s err %v", r.Class, r.Err)
 	}
 	if n := hits.Load(); n != MaxRedirects+1 {

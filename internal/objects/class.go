@@ -1,4 +1,4 @@
-package object
+package objects
 
 // Class is the outcome of one upstream request or work item, as the Worker
 // reports it in a run's outcome and the deciding object counts it. It is

@@ -1,9 +1,7 @@
-package llm
+package analyst
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"storecrawl/worker/llm"
 	"storecrawl/worker/reviews"
 )
 
@@ -220,7 +219,7 @@ Use only the data given. Answer with one JSON object and nothing else, matching 
 // BuildBriefPrompt returns the messages for a cluster's brief and the input
 // JSON shown (to store with the brief). The same input always gives the same
 // bytes.
-func BuildBriefPrompt(in BriefInput) ([]Message, []byte, error) {
+func BuildBriefPrompt(in BriefInput) ([]llm.Message, []byte, error) {
 	in = in.Bounded()
 	if len(in.Leaders) == 0 {
 		return nil, nil, errors.New("llm: a brief needs at least one leader app")
@@ -229,20 +228,11 @@ func BuildBriefPrompt(in BriefInput) ([]Message, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	msgs := []Message{
-		{Role: RoleSystem, Content: systemPrompt + BriefSchema},
-		{Role: RoleUser, Content: "Market cluster:\n" + string(data)},
+	msgs := []llm.Message{
+		{Role: llm.RoleSystem, Content: systemPrompt + BriefSchema},
+		{Role: llm.RoleUser, Content: "Market cluster:\n" + string(data)},
 	}
 	return msgs, data, nil
-}
-
-// PromptHash identifies a prompt exactly (sha256 of the messages).
-func PromptHash(msgs []Message) string {
-	h := sha256.New()
-	for _, m := range msgs {
-		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", m.Role, len(m.Content), m.Content)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ValidationError lists what is wrong with an answer, by JSON path.
@@ -371,7 +361,7 @@ type Step struct {
 	Action Action
 	// Messages is the retry's prompt (Retry only): the original prompt, the
 	// invalid answer, and the validation error.
-	Messages []Message
+	Messages []llm.Message
 	// Reason is the validation error (Retry and Fail).
 	Reason string
 }
@@ -379,7 +369,7 @@ type Step struct {
 // NextStep decides what follows attempt (1-based) whose answer failed
 // validation with verr (nil when it passed): accept, retry once with the
 // error, or fail.
-func NextStep(attempt int, prompt []Message, answer string, verr error) Step {
+func NextStep(attempt int, prompt []llm.Message, answer string, verr error) Step {
 	if verr == nil {
 		return Step{Action: Accept}
 	}
@@ -387,8 +377,8 @@ func NextStep(attempt int, prompt []Message, answer string, verr error) Step {
 		return Step{Action: Fail, Reason: verr.Error()}
 	}
 	msgs := append(slices.Clone(prompt),
-		Message{Role: RoleAssistant, Content: cut(answer, maxRetryEcho)},
-		Message{Role: RoleUser, Content: "That answer is not valid: " + verr.Error() +
+		llm.Message{Role: llm.RoleAssistant, Content: cut(answer, maxRetryEcho)},
+		llm.Message{Role: llm.RoleUser, Content: "That answer is not valid: " + verr.Error() +
 			"\nReply again with only the corrected JSON object matching the schema."})
 	return Step{Action: Retry, Messages: msgs, Reason: verr.Error()}
 }

@@ -1,4 +1,4 @@
-package llm
+package analyst
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"storecrawl/worker/llm"
 	"storecrawl/worker/reviews"
 )
 
@@ -59,7 +60,7 @@ func TestBuildBriefPrompt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(msgs) != 2 || msgs[0].Role != RoleSystem || msgs[1].Role != RoleUser {
+	if len(msgs) != 2 || msgs[0].Role != llm.RoleSystem || msgs[1].Role != llm.RoleUser {
 		t.Fatalf("messages %+v", msgs)
 	}
 	if !strings.Contains(msgs[0].Content, BriefSchema) || !strings.Contains(msgs[1].Content, string(data)) {
@@ -85,12 +86,12 @@ func TestBuildBriefPrompt(t *testing.T) {
 	}
 	// Deterministic: same input, same bytes and hash.
 	msgs2, data2, _ := BuildBriefPrompt(input(t))
-	if string(data) != string(data2) || PromptHash(msgs) != PromptHash(msgs2) {
+	if string(data) != string(data2) || llm.PromptHash(msgs) != llm.PromptHash(msgs2) {
 		t.Error("the same input built a different prompt")
 	}
 	in.Opportunity = 0.62
 	msgs3, _, _ := BuildBriefPrompt(in)
-	if PromptHash(msgs3) == PromptHash(msgs) {
+	if llm.PromptHash(msgs3) == llm.PromptHash(msgs) {
 		t.Error("a different input has the same prompt hash")
 	}
 	// Bounds: many leaders, themes and long text are cut.
@@ -104,7 +105,7 @@ func TestBuildBriefPrompt(t *testing.T) {
 	if len(shown.Leaders) != MaxLeaders || len(shown.Keywords) != MaxKeywords {
 		t.Errorf("bounds: %d leaders, %d keywords", len(shown.Leaders), len(shown.Keywords))
 	}
-	if est := EstimatePrompt(msgs); est > 4000 {
+	if est := llm.EstimatePrompt(msgs); est > 4000 {
 		t.Errorf("a brief prompt of %d tokens is over the size the budget assumes", est)
 	}
 	if _, _, err := BuildBriefPrompt(BriefInput{ClusterID: "x"}); err == nil {
@@ -189,14 +190,14 @@ func TestSchemaMatchesValidator(t *testing.T) {
 }
 
 func TestNextStep(t *testing.T) {
-	prompt := []Message{{Role: RoleSystem, Content: "s"}, {Role: RoleUser, Content: "u"}}
+	prompt := []llm.Message{{Role: llm.RoleSystem, Content: "s"}, {Role: llm.RoleUser, Content: "u"}}
 	verr := &ValidationError{Problems: []string{"risks: required"}}
 	if s := NextStep(1, prompt, "{}", nil); s.Action != Accept {
 		t.Errorf("valid first answer: %+v", s)
 	}
 	s := NextStep(1, prompt, `{"headline":"x"}`, verr)
-	if s.Action != Retry || len(s.Messages) != 4 || s.Messages[2].Role != RoleAssistant || s.Messages[2].Content != `{"headline":"x"}` ||
-		s.Messages[3].Role != RoleUser || !strings.Contains(s.Messages[3].Content, "risks: required") {
+	if s.Action != Retry || len(s.Messages) != 4 || s.Messages[2].Role != llm.RoleAssistant || s.Messages[2].Content != `{"headline":"x"}` ||
+		s.Messages[3].Role != llm.RoleUser || !strings.Contains(s.Messages[3].Content, "risks: required") {
 		t.Errorf("retry: %+v", s)
 	}
 	if len(prompt) != 2 {

@@ -1,0 +1,78 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"storecrawl/durable/ledger"
+	"storecrawl/worker/history"
+	"storecrawl/worker/logx"
+)
+
+// history serves /v1/history?target=&since=&bucket_s=.
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	q, field, msg := history.ParseHistoryQuery(r.URL.Query().Get, time.Now())
+	if field != "" {
+		writeError(w, http.StatusBadRequest, field, msg)
+		return
+	}
+	h, err := s.Ledger.History(r.Context(), q)
+	if err != nil {
+		logx.Err("history.read_failed", err, nil)
+		writeError(w, http.StatusInternalServerError, "", "read failed")
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+// pipelineCounts serves /v1/pipeline/counts from trigger-kept counters.
+func (s *Server) pipelineCounts(w http.ResponseWriter, r *http.Request) {
+	c, err := s.Ledger.PipelineCounts(r.Context())
+	if err != nil {
+		logx.Err("pipeline_counts.read_failed", err, nil)
+		writeError(w, http.StatusInternalServerError, "", "read failed")
+		return
+	}
+	out := map[string]any{"as_of": time.Now().UTC().Format(time.RFC3339)}
+	for _, k := range []string{"apps_known", "apps_enriched", "apps_pending", "clusters", "opportunities"} {
+		out[k] = c[k]
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ledgerStatus serves /v1/ledger?after=&limit=: a page of writers
+// reconciled with D1 now (the configured ones first, on the first page;
+// at most history.ReconcileBatch others, so one request makes a bounded
+// number of Durable Object calls), next_after to ask for the next page
+// (null at the end), and this isolate's consumer counts.
+func (s *Server) ledgerStatus(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	after, limit := q.Get("after"), history.ReconcileBatch
+	if len(after) > ledger.MaxNameLen {
+		writeError(w, http.StatusBadRequest, "after", fmt.Sprintf("after must be a writer's source (at most %d bytes)", ledger.MaxNameLen))
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > history.ReconcileBatch {
+			writeError(w, http.StatusBadRequest, "limit", fmt.Sprintf("limit must be an integer from 1 to %d", history.ReconcileBatch))
+			return
+		}
+		limit = n
+	}
+	p, err := s.Ledger.LedgerPage(r.Context(), after, limit)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "ledger writers unavailable")
+		return
+	}
+	if p.Writers == nil {
+		p.Writers = []ledger.Result{}
+	}
+	next := any(nil)
+	if p.Next != "" {
+		next = p.Next
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"writers": p.Writers, "next_after": next, "limit": limit, "consumer": s.Ledger.ConsumerStats()})
+}

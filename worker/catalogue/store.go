@@ -1,0 +1,181 @@
+package catalogue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"storecrawl/worker/d1"
+	"storecrawl/worker/refresh"
+)
+
+// The sweep's side of D1 (sweep.go holds its plan): the apps' facts read,
+// the schedules and the cursor written.
+
+// obsAt is when an app's stored rating count was last observed: the
+// latest of observed_at (rediscovery), updated_at (the enrichment's saves)
+// and enriched_at.
+const obsAt = `max(COALESCE(r.observed_at, ''), COALESCE(r.updated_at, ''), COALESCE(r.enriched_at, ''))`
+
+// sweepSelect reads the facts of enriched apps; %[1]s is obsAt, %[2]s the
+// WHERE clause and ordering (a cursor or the unscheduled ones). Parameters
+// ?1 and ?2 are the two windows as SQLite modifiers ('-604800 seconds').
+const sweepSelect = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS ratings, r.enriched_at AS enriched_at,
+  %[1]s AS observed_at, COALESCE(r.next_refresh_at, '') AS next_refresh_at,
+  EXISTS (SELECT 1 FROM chart_positions c WHERE c.track_id = r.track_id) AS in_charts,
+  COALESCE((SELECT max(o.score) FROM market_cluster_members m JOIN opportunity_scores o ON o.cluster_id = m.cluster_id
+    WHERE m.track_id = r.track_id), 0) AS cluster_score,
+  (SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
+    AND s.taken_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?1) ORDER BY s.taken_at DESC LIMIT 1) AS before_7d,
+  (SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
+    AND s.taken_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?2) ORDER BY s.taken_at DESC LIMIT 1) AS before_30d,
+  (SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
+    ORDER BY s.taken_at LIMIT 1) AS first_obs
+FROM app_registry r %[2]s`
+
+var (
+	sweepCursorSQL      = fmt.Sprintf(sweepSelect, obsAt, `WHERE r.track_id > ?3 AND r.enrichment_source = 'itunes+store' AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?4`)
+	sweepUnscheduledSQL = fmt.Sprintf(sweepSelect, obsAt, `WHERE r.enrichment_source = 'itunes+store' AND r.refresh_interval_s IS NULL AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?3`)
+)
+
+// modifier is a duration back in time as a SQLite date modifier.
+func modifier(d time.Duration) string {
+	return "-" + strconv.FormatInt(int64(d/time.Second), 10) + " seconds"
+}
+
+type sweepRow struct {
+	TrackID      int64   `json:"track_id"`
+	Ratings      int64   `json:"ratings"`
+	EnrichedAt   string  `json:"enriched_at"`
+	ObservedAt   string  `json:"observed_at"`
+	NextRefresh  string  `json:"next_refresh_at"`
+	InCharts     int     `json:"in_charts"`
+	ClusterScore float64 `json:"cluster_score"`
+	Before7d     *string `json:"before_7d"`
+	Before30d    *string `json:"before_30d"`
+	FirstObs     *string `json:"first_obs"`
+}
+
+func parseObs(raw *string) (refresh.Observation, bool) {
+	if raw == nil {
+		return refresh.Observation{}, false
+	}
+	var pair []any
+	if json.Unmarshal([]byte(*raw), &pair) != nil || len(pair) != 2 {
+		return refresh.Observation{}, false
+	}
+	at, _ := pair[0].(string)
+	n, ok := pair[1].(float64)
+	t, err := d1.ParseTime(at)
+	if err != nil || !ok {
+		return refresh.Observation{}, false
+	}
+	return refresh.Observation{At: t, Count: int64(n)}, true
+}
+
+func (r sweepRow) app() SweepApp {
+	a := SweepApp{TrackID: r.TrackID, RatingCount: r.Ratings, InTopCharts: r.InCharts != 0, ClusterScore: r.ClusterScore}
+	a.Enriched, _ = d1.ParseTime(r.EnrichedAt)
+	if t, err := d1.ParseTime(r.ObservedAt); err == nil {
+		a.Observed = t
+	} else {
+		a.Observed = a.Enriched
+	}
+	if r.NextRefresh != "" {
+		a.NextRefresh, _ = d1.ParseTime(r.NextRefresh)
+	}
+	for _, raw := range []*string{r.Before7d, r.Before30d, r.FirstObs} {
+		if o, ok := parseObs(raw); ok {
+			a.Observations = append(a.Observations, o)
+		}
+	}
+	return a
+}
+
+// SweepApps reads up to n enriched apps: unscheduled ones when
+// unscheduled, else those past the cursor.
+func (s D1Store) SweepApps(ctx context.Context, unscheduled bool, cursor int64, n int) ([]SweepApp, error) {
+	var rows []sweepRow
+	var err error
+	w7, w30 := modifier(refresh.Window7d), modifier(refresh.Window30d)
+	if unscheduled {
+		err = s.DB.Query(ctx, &rows, sweepUnscheduledSQL, w7, w30, n)
+	} else {
+		err = s.DB.Query(ctx, &rows, sweepCursorSQL, w7, w30, cursor, n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SweepApp, len(rows))
+	for i, r := range rows {
+		out[i] = r.app()
+	}
+	return out, nil
+}
+
+type scheduledJSON struct {
+	ID       int64    `json:"id"`
+	Tier     string   `json:"tier"`
+	Interval int64    `json:"iv"`
+	Next     string   `json:"next"`
+	V7       *float64 `json:"v7"`
+	V30      *float64 `json:"v30"`
+}
+
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// SaveSweep writes the batch's schedules and velocities and, when cursor
+// is not negative, the cursor, as one atomic batch: the cursor moves only
+// if every row was written.
+func (s D1Store) SaveSweep(ctx context.Context, planned []Scheduled, cursor int64, at time.Time) error {
+	rows := make([]scheduledJSON, len(planned))
+	for i, p := range planned {
+		rows[i] = scheduledJSON{ID: p.TrackID, Tier: p.Tier, Interval: int64(p.Interval / time.Second), Next: d1.Time(p.NextRefresh),
+			V7: finite(p.Velocity7d), V30: finite(p.Velocity30d)}
+	}
+	b, _ := json.Marshal(rows)
+	stmts := []d1.Stmt{{
+		SQL: `WITH p AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.tier') AS tier, json_extract(value, '$.iv') AS iv,
+  json_extract(value, '$.next') AS next, json_extract(value, '$.v7') AS v7, json_extract(value, '$.v30') AS v30 FROM json_each(?1))
+UPDATE app_registry SET refresh_tier = p.tier, refresh_interval_s = p.iv, next_refresh_at = p.next,
+  rating_velocity_7d = p.v7, rating_velocity_30d = p.v30
+FROM p WHERE app_registry.track_id = p.id`,
+		Args: []any{string(b)},
+	}}
+	if cursor >= 0 {
+		stmts = append(stmts, d1.Stmt{
+			SQL:  `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
+			Args: []any{sweepCursorName, cursor, d1.Time(at)},
+		})
+	}
+	_, err := s.DB.ExecAtomic(ctx, stmts...)
+	return err
+}
+
+// SweepCursor reads the sweep's cursor (0: from the start).
+func (s D1Store) SweepCursor(ctx context.Context) (int64, error) {
+	return s.intCursor(ctx, sweepCursorName)
+}
+
+func (s D1Store) intCursor(ctx context.Context, name string) (int64, error) {
+	var rows []struct {
+		Cursor any `json:"cursor"`
+	}
+	if err := s.DB.Query(ctx, &rows, `SELECT cursor FROM sweep_cursors WHERE name = ?`, name); err != nil {
+		return 0, err
+	}
+	if len(rows) > 0 {
+		if c, ok := rows[0].Cursor.(float64); ok {
+			return int64(c), nil
+		}
+	}
+	return 0, nil
+}

@@ -1,0 +1,104 @@
+package crawl
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"storecrawl/worker/refresh"
+)
+
+// The keyword steering's SQL: steer.go holds the policy whose constants it
+// formats in, store.go runs it.
+
+// steerCursorSQL reads the revalue step's cursor by its name.
+const steerCursorSQL = `SELECT CAST(cursor AS TEXT) AS cursor FROM sweep_cursors WHERE name = ?`
+
+// saveSteerCursorSQL moves the revalue step's cursor (name, cursor, now).
+const saveSteerCursorSQL = `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`
+
+// The SQL of the policy, with its numbers formatted in from the constants.
+var (
+	num = func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	// valueSQL is KeywordValue over SQL expressions.
+	valueSQL = func(score, carriers string) string {
+		return fmt.Sprintf(`(min(max(%s, 0), %s) + %s * min(max(%s, 0), %d))`, score, num(MaxOpportunityScore), num(KeywordCarrierValue), carriers, KeywordCarrierCap)
+	}
+	// intervalSQL is ResearchInterval in seconds.
+	intervalSQL = func(score string) string {
+		return fmt.Sprintf(`(CASE WHEN %[1]s >= %[2]s THEN %[3]d WHEN %[1]s >= %[4]s THEN %[5]d ELSE %[6]d END)`, score,
+			num(refresh.HotClusterScore), int64(HotKeywordResearch/time.Second),
+			num(refresh.WarmClusterScore), int64(WarmKeywordResearch/time.Second), int64(ColdKeywordResearch/time.Second))
+	}
+	// keywordFacts: a keyword's market score (its own cluster's) and its
+	// enriched carriers (the apps of its latest search, by primary key).
+	keywordFacts = `SELECT k.keyword AS keyword, k.searched_at AS searched_at, COALESCE(o.score, 0) AS score,
+  (SELECT count(*) FROM crawl_rankings r JOIN app_registry a ON a.track_id = r.track_id
+    WHERE r.keyword = k.keyword AND a.enrichment_source = 'itunes+store') AS carriers
+FROM crawl_keywords k LEFT JOIN opportunity_scores o ON o.cluster_id = k.keyword`
+
+	// searchedSQL marks one keyword searched (?1 the time, ?2 the result
+	// count, ?3 the keyword) and schedules it from its facts: not due until
+	// its interval has passed.
+	searchedSQL = `WITH f AS (SELECT keyword, ` + valueSQL("score", "carriers") + ` AS value, ` + intervalSQL("score") + ` AS iv
+  FROM (` + keywordFacts + ` WHERE k.keyword = ?3))
+UPDATE crawl_keywords SET searched_at = ?1, result_count = ?2, value = f.value, research_interval_s = f.iv,
+  next_search_at = strftime('%Y-%m-%dT%H:%M:%fZ', ?1, '+' || f.iv || ' seconds'), due_value = NULL
+FROM f WHERE crawl_keywords.keyword = f.keyword`
+
+	// revalueSQL reschedules searched keywords (?1 a JSON array of them)
+	// from their facts now (?2): due at once when the new interval has
+	// passed since their search, else not due.
+	revalueSQL = `WITH f AS (SELECT keyword, ` + valueSQL("score", "carriers") + ` AS value, ` + intervalSQL("score") + ` AS iv, searched_at
+  FROM (` + keywordFacts + ` WHERE k.keyword IN (SELECT value FROM json_each(?1)) AND k.searched_at IS NOT NULL)),
+g AS (SELECT keyword, value, iv, strftime('%Y-%m-%dT%H:%M:%fZ', searched_at, '+' || iv || ' seconds') AS next FROM f)
+UPDATE crawl_keywords SET value = g.value, research_interval_s = g.iv, next_search_at = g.next,
+  due_value = CASE WHEN g.next <= ?2 THEN g.value END
+FROM g WHERE crawl_keywords.keyword = g.keyword`
+
+	// derivedSQL queues one derived keyword (?1, source ?2, at ?3) from the
+	// apps whose titles carry it (?4, a JSON array of track ids), valued by
+	// PendingKeywordValue; derived again while pending, it keeps the better
+	// value (written only when better: a scan deriving the same keywords
+	// again writes nothing).
+	derivedSQL = `INSERT INTO crawl_keywords (keyword, source, created_at, value)
+SELECT ?1, ?2, ?3, ` + valueSQL(`COALESCE((SELECT max(o.score) FROM market_cluster_members m JOIN opportunity_scores o ON o.cluster_id = m.cluster_id
+    WHERE m.track_id IN (SELECT value FROM json_each(?4))), 0)`,
+		`(SELECT count(*) FROM app_registry WHERE track_id IN (SELECT value FROM json_each(?4)) AND enrichment_source = 'itunes+store')`) + ` + ` + num(FirstSearchValue) + `
+WHERE true
+ON CONFLICT (keyword) DO UPDATE SET value = excluded.value
+WHERE crawl_keywords.searched_at IS NULL AND excluded.value > crawl_keywords.value`
+)
+
+// promoteSQL makes the searched keywords whose rest is over due (?1 now,
+// ?2 at most), soonest first, from idx_crawl_keywords_waiting.
+const promoteSQL = `UPDATE crawl_keywords SET due_value = value
+WHERE keyword IN (` + waitingSQL + `) RETURNING keyword`
+
+// waitingSQL is the promote step's read.
+const waitingSQL = `SELECT keyword FROM crawl_keywords
+WHERE due_value IS NULL AND next_search_at IS NOT NULL AND next_search_at <= ?1 ORDER BY next_search_at LIMIT ?2`
+
+// rescoredSQL reads the clusters scored since the cursor (?1 computed_at,
+// ?2 cluster id), from idx_opportunity_scores_computed.
+const rescoredSQL = `SELECT cluster_id, computed_at FROM opportunity_scores
+WHERE (computed_at, cluster_id) > (?1, ?2) ORDER BY computed_at, cluster_id LIMIT ?3`
+
+// pickSQL is the best ?1 keywords to search: the pending and the due,
+// each read in value order from its partial index (at most ?1 rows each).
+const pickSQL = `SELECT keyword, v, t FROM (SELECT keyword, value AS v, created_at AS t FROM crawl_keywords
+  WHERE searched_at IS NULL ORDER BY value DESC, created_at LIMIT ?1)
+UNION ALL
+SELECT keyword, v, t FROM (SELECT keyword, due_value AS v, next_search_at AS t FROM crawl_keywords
+  WHERE due_value IS NOT NULL ORDER BY due_value DESC, next_search_at LIMIT ?1)
+ORDER BY v DESC, t, keyword LIMIT ?1`
+
+// keywordGapSQL is the keywords' existence check (?1 now): due, a pending
+// or a due keyword; waiting, a searched keyword whose rest is over, which
+// the steering's promote step would make due (idx_crawl_keywords_waiting).
+// Without one the step is skipped, so an idle cycle writes nothing: the
+// promote UPDATE reads four rows even when it finds none (the index seek,
+// its IN list, the update's own pass and RETURNING), this EXISTS one.
+const keywordGapSQL = `SELECT EXISTS (SELECT 1 FROM crawl_keywords WHERE searched_at IS NULL)
+  OR EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NOT NULL) AS due,
+  EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NULL AND next_search_at IS NOT NULL AND next_search_at <= ?1) AS waiting`

@@ -1,0 +1,107 @@
+package worker
+
+import (
+	"strconv"
+	"time"
+
+	"storecrawl/durable/enrichment"
+	"storecrawl/durable/ledger"
+	"storecrawl/durable/scheduler"
+	"storecrawl/worker/config"
+)
+
+// settings is the Worker's configuration: config's settings, and the
+// Durable Objects' configs built from their vars (config.ObjectVars) by the
+// objects' own constructors, so worker/config imports no controller.
+type settings struct {
+	config.Config
+	Enrichment enrichment.Config
+	Scheduler  scheduler.Config
+	// LedgerRetention is how long an object keeps its replicated facts.
+	LedgerRetention time.Duration
+}
+
+// loadSettings reads every setting with getenv. A var that does not parse
+// or that its object refuses is a config.Problem; its default is used.
+func loadSettings(getenv func(string) string) (settings, []config.Problem) {
+	cc, probs := config.Load(getenv)
+	c := settings{Config: cc}
+	v := cc.Objects
+	bad := func(name, value string, err error) {
+		probs = append(probs, config.Problem{Var: name, Value: value, Error: err.Error()})
+	}
+
+	c.Enrichment = enrichment.DefaultConfig()
+	cooldown, pacingName := v.EnrichmentCooldownS, v.EnrichmentPacing
+	secs, err := intVar(cooldown)
+	if err == nil {
+		var cfg enrichment.Config
+		if cfg, err = enrichment.NewConfig(pacingName, secs); err == nil {
+			c.Enrichment = cfg
+		}
+	}
+	if err != nil {
+		bad("ENRICHMENT_COOLDOWN_S/ENRICHMENT_PACING", cooldown+"/"+pacingName, err)
+	}
+	if raw := v.EnrichmentParserProbeS; raw != "" {
+		secs, err := intVar(raw)
+		if err == nil {
+			err = c.Enrichment.SetParserProbe(secs)
+		}
+		if err != nil {
+			bad("ENRICHMENT_PARSER_PROBE_S", raw, err)
+		}
+	}
+
+	if raw := v.LookupBatch; raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err == nil {
+			err = c.Enrichment.SetLookupBatch(n)
+		}
+		if err != nil {
+			bad("LOOKUP_BATCH", raw, err)
+		}
+	}
+
+	if raw := v.LookupFreshH; raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err == nil {
+			err = c.Enrichment.SetLookupFreshHours(n)
+		}
+		if err != nil {
+			bad("LOOKUP_FRESH_H", raw, err)
+		}
+	}
+
+	if raw := v.SchedulerBreakerThreshold; raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err == nil {
+			c.Scheduler, err = scheduler.NewConfig(n)
+		}
+		if err != nil {
+			c.Scheduler = scheduler.Config{}
+			bad("SCHEDULER_BREAKER_THRESHOLD", raw, err)
+		}
+	}
+
+	c.LedgerRetention = ledger.DefaultRetention
+	if raw := v.LedgerRetentionDays; raw != "" {
+		days, err := strconv.ParseFloat(raw, 64)
+		if err == nil {
+			c.LedgerRetention, err = ledger.RetentionFromDays(days)
+		}
+		if err != nil {
+			c.LedgerRetention = ledger.DefaultRetention
+			bad("LEDGER_RETENTION_DAYS", raw, err)
+		}
+	}
+	return c, probs
+}
+
+// intVar parses an optional integer var ("" is 0: the default).
+func intVar(raw string) (int, error) {
+	if raw == "" {
+		return 0, nil
+	}
+	return strconv.Atoi(raw)
+}

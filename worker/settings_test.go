@@ -1,0 +1,93 @@
+package worker
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"storecrawl/durable/enrichment"
+	"storecrawl/durable/ledger"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadSettingsBuildsTheObjectsConfigs(t *testing.T) {
+	c, probs := loadSettings(env(map[string]string{
+		"UPSTREAM_API_BASE":     "http://127.0.0.1:1/",
+		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": "seed", "SCHEDULER_BREAKER_THRESHOLD": "4",
+		"LEDGER_RETENTION_DAYS": "2", "ENRICHMENT_PARSER_PROBE_S": "5", "UPSTREAM_MAX_HOLD_S": "120",
+		"LOOKUP_BATCH": "150",
+	}))
+	if len(probs) != 0 {
+		t.Fatalf("problems: %+v", probs)
+	}
+	if c.Enrichment.Pacing != "seed" || c.Enrichment.Cooldown != time.Minute || c.Scheduler.BreakerThreshold != 4 ||
+		c.LedgerRetention != 48*time.Hour || c.Enrichment.ProbeInterval() != 5*time.Second || c.Enrichment.LookupBatchSize() != 150 ||
+		c.APIBase != "http://127.0.0.1:1" || c.MaxHold != 2*time.Minute {
+		t.Fatalf("parsed: %+v", c)
+	}
+}
+
+func TestBadObjectVarsAreReportedAndDefaulted(t *testing.T) {
+	c, probs := loadSettings(env(map[string]string{
+		"ENRICHMENT_COOLDOWN_S": "soon", "SCHEDULER_BREAKER_THRESHOLD": "-3", "LEDGER_RETENTION_DAYS": "x",
+		"LEDGER_FAULT_FAIL_AFTER_WRITE": "-1", "ENRICHMENT_PARSER_PROBE_S": "0", "UPSTREAM_MAX_HOLD_S": "86400",
+		"ENRICHMENT_RETRY_FAILED_AFTER_H": "-1",
+		"FACTS_RETENTION_DAYS":            "30d",
+		"LOOKUP_BATCH":                    "500",
+	}))
+	// 5 of the objects' vars, and 4 of config's own.
+	if len(probs) != 9 {
+		t.Fatalf("want 9 problems, got %+v", probs)
+	}
+	if c.Enrichment != enrichment.DefaultConfig() || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if c, probs := loadSettings(env(nil)); len(probs) != 0 || c.Enrichment != enrichment.DefaultConfig() || c.LedgerRetention != ledger.DefaultRetention {
+		t.Fatalf("empty env: %+v %+v", c, probs)
+	}
+	// LOOKUP_BATCH: 1 to 200 ids a lookup (the real endpoint's reported cap).
+	for _, raw := range []string{"0", "-5", "201", "100x", "1.5"} {
+		c, probs := loadSettings(env(map[string]string{"LOOKUP_BATCH": raw}))
+		if len(probs) != 1 || probs[0].Var != "LOOKUP_BATCH" || c.Enrichment.LookupBatchSize() != enrichment.DefaultLookupBatch {
+			t.Errorf("LOOKUP_BATCH=%s: %d, %+v", raw, c.Enrichment.LookupBatchSize(), probs)
+		}
+	}
+	for raw, want := range map[string]int{"1": 1, "200": 200} {
+		if c, probs := loadSettings(env(map[string]string{"LOOKUP_BATCH": raw})); len(probs) != 0 || c.Enrichment.LookupBatchSize() != want {
+			t.Errorf("LOOKUP_BATCH=%s: %d, %+v", raw, c.Enrichment.LookupBatchSize(), probs)
+		}
+	}
+	// LOOKUP_FRESH_H: 0 looks every item up; beyond 30 days is refused.
+	for raw, want := range map[string]time.Duration{"0": 0, "6": 6 * time.Hour, "720": 720 * time.Hour} {
+		if c, probs := loadSettings(env(map[string]string{"LOOKUP_FRESH_H": raw})); len(probs) != 0 || c.Enrichment.LookupFreshness() != want {
+			t.Errorf("LOOKUP_FRESH_H=%s: %s, %+v", raw, c.Enrichment.LookupFreshness(), probs)
+		}
+	}
+	for _, raw := range []string{"-1", "721", "1.5"} {
+		if c, probs := loadSettings(env(map[string]string{"LOOKUP_FRESH_H": raw})); len(probs) != 1 || c.Enrichment.LookupFreshness() != enrichment.DefaultLookupFresh {
+			t.Errorf("LOOKUP_FRESH_H=%s: %s, %+v", raw, c.Enrichment.LookupFreshness(), probs)
+		}
+	}
+}
+
+// TestDeployedVarsLoad: the vars as wrangler.jsonc deploys them load
+// without a problem, the objects' included.
+func TestDeployedVarsLoad(t *testing.T) {
+	raw, err := os.ReadFile("../wrangler.jsonc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// JSONC: drop // comments and trailing commas (as config's test does).
+	text := regexp.MustCompile(`(?m)^\s*//.*$|\s//\s.*$`).ReplaceAllString(string(raw), "")
+	text = regexp.MustCompile(`,(\s*[}\]])`).ReplaceAllString(text, "$1")
+	var w struct{ Vars map[string]string }
+	if err := json.Unmarshal([]byte(text), &w); err != nil {
+		t.Fatalf("wrangler.jsonc: %v", err)
+	}
+	if c, probs := loadSettings(env(w.Vars)); len(probs) != 0 || c.Enrichment.LookupBatchSize() != enrichment.DefaultLookupBatch || w.Vars["LOOKUP_BATCH"] == "" {
+		t.Fatalf("wrangler.jsonc vars: %+v %+v", probs, w.Vars)
+	}
+}
