@@ -226,9 +226,9 @@ ORDER BY v DESC, t, keyword LIMIT ?1`
 // Without one the step is skipped, so an idle cycle writes nothing: the
 // promote UPDATE reads four rows even when it finds none (the index seek,
 // its IN list, the update's own pass and RETURNING), this EXISTS one.
-const keywordGapSQL = `SELECT EXISTS (SELECT 1 FROM crawl_keywords WHERE searched_at IS NULL)
-  OR EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NOT NULL) AS due,
-  EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NULL AND next_search_at IS NOT NULL AND next_search_at <= ?1) AS waiting`
+const keywordGapSQL = `SELECT EXISTS (SELECT 1 FROM crawl_keywords WHERE searched_at IS NULL LIMIT 1)
+  OR EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NOT NULL LIMIT 1) AS due,
+  EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NULL AND next_search_at IS NOT NULL AND next_search_at <= ?1 LIMIT 1) AS waiting`
 
 // steerCursor is the revalue step's position: the last cluster re-valued.
 type steerCursor struct {
@@ -299,8 +299,10 @@ func (s D1Store) Steer(ctx context.Context, now time.Time, promote bool) (SteerR
 // SteerHotQueries are the steering's reads.
 func steerHotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
-		{Name: "keyword pick", SQL: pickSQL, Args: []any{KeywordSearchesPerCycle}},
-		{Name: "keyword gap check", SQL: keywordGapSQL, Args: []any{"2026-01-01T00:00:00.000Z"}},
+		{Name: "keyword pick", SQL: pickSQL, Args: []any{KeywordSearchesPerCycle},
+			Bounded: "each arm is the head of a partial index in pick order, stopped by its LIMIT (KeywordSearchesPerCycle)"},
+		{Name: "keyword gap check", SQL: keywordGapSQL, Args: []any{"2026-01-01T00:00:00.000Z"},
+			Bounded: "EXISTS ... LIMIT 1: the first entry of the pending keywords' partial index"},
 		{Name: "keywords coming due", SQL: waitingSQL, Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
 		{Name: "re-scored clusters", SQL: rescoredSQL, Args: []any{"2026-01-01T00:00:00.000Z", "budget", KeywordRevalueBatch}},
 		{Name: "keyword facts", SQL: keywordFacts + ` WHERE k.keyword IN (SELECT value FROM json_each(?1))`, Args: []any{`["budget","chat"]`}},

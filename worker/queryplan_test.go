@@ -1,0 +1,241 @@
+//go:build !js
+
+package worker
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"storecrawl/worker/d1"
+	"storecrawl/worker/d1/d1test"
+)
+
+// The test catalogue: production's shape at 1.1M apps scaled down to
+// CatalogueApps. Each table's rows are a multiple of the apps, as there.
+const (
+	CatalogueApps = 100_000
+	// Of the apps, 85 % enriched, 11 % queued, the rest not found or failed.
+	enrichedPct, queuedPct = 85, 11
+	// LargeTableRows: a table with more rows than this in the catalogue
+	// grows with it; walking it (a SCAN, through an index or not) is a
+	// read that grows with the table. The catalogue's smallest growing
+	// tables (the clusters, 8 % of the apps) are well above it; the fixed
+	// ones (category_scans, pipeline_counters, fact_totals) well below.
+	LargeTableRows = 1_000
+)
+
+// catalogueFill builds the catalogue with a few INSERT ... SELECT over a
+// counting CTE, not row by row. {apps} is CatalogueApps.
+var catalogueFill = []string{
+	// apps: track ids from 100000001; i % 100 picks the state.
+	`INSERT INTO app_registry (track_id, name, subtitle, description, developer_id, developer_name, genre_id, price, currency,
+  average_rating, rating_count, version, enrichment_source, enriched_at, page_status, rankings_filled_at,
+  refresh_interval_s, next_refresh_at, enrich_priority, discovered_at, updated_at)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps})
+SELECT 100000001 + i, 'app ' || i, 'subtitle ' || i, 'description ' || i, 1 + i % ({apps} / 4), 'dev ' || (i % ({apps} / 4)),
+  6000 + i % 25, CASE WHEN i % 100 < 85 THEN (i % 5) * 0.99 END, CASE WHEN i % 100 < 85 THEN 'USD' END,
+  CASE WHEN i % 100 < 85 THEN 1 + (i % 40) / 10.0 END, CASE WHEN i % 100 < 85 THEN i * 7 % 100000 END,
+  CASE WHEN i % 100 < 85 THEN '1.' || (i % 9) END,
+  CASE WHEN i % 100 < 85 THEN 'itunes+store' WHEN i % 100 < 96 THEN NULL WHEN i % 2 = 0 THEN 'not_found' ELSE 'failed' END,
+  CASE WHEN i % 100 < 85 OR i % 100 >= 96 THEN strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '-' || (i % 60) || ' days') END,
+  CASE WHEN i % 100 < 85 THEN 'parsed' END,
+  CASE WHEN i % 100 < 85 AND i % 3 > 0 THEN strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '-' || (i % 30) || ' days') END,
+  CASE WHEN i % 100 < 85 AND i % 10 > 0 THEN 86400 * (1 + i % 30) END,
+  CASE WHEN i % 100 < 85 AND i % 10 > 0 THEN strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || (i % 30 - 15) || ' days') END,
+  CASE WHEN i % 100 BETWEEN 85 AND 95 AND i % 7 = 0 THEN 1 ELSE 0 END,
+  '2025-10-01T00:00:00.000Z', strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '-' || (i % 60) || ' days')
+FROM n`,
+	// developers: a quarter of the apps.
+	`INSERT INTO developers (developer_id, name, first_seen_at, updated_at)
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i + 1 <= {apps} / 4)
+SELECT i, 'dev ' || i, '2025-10-01T00:00:00.000Z', '2025-10-01T00:00:00.000Z' FROM n`,
+	// keywords: 9 % of the apps; a third pending, the rest searched (half due).
+	`INSERT INTO crawl_keywords (keyword, source, created_at, searched_at, result_count, value, research_interval_s, next_search_at, due_value)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps} * 9 / 100)
+SELECT 'kw' || i, 'title', '2025-10-01T00:00:00.000Z',
+  CASE WHEN i % 3 > 0 THEN '2025-12-01T00:00:00.000Z' END, CASE WHEN i % 3 > 0 THEN 20 END,
+  i % 97, CASE WHEN i % 3 > 0 THEN 2592000 END,
+  CASE WHEN i % 3 > 0 THEN strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || (i % 20 - 10) || ' days') END,
+  CASE WHEN i % 3 = 1 THEN i % 89 END
+FROM n`,
+	// rankings: 1.6 per app, each keyword's apps in rank order.
+	`INSERT OR IGNORE INTO crawl_rankings (keyword, track_id, rank, seen_at)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps} * 16 / 10)
+SELECT 'kw' || (i % ({apps} * 9 / 100)), 100000001 + (i * 7919) % {apps}, 1 + i / ({apps} * 9 / 100), '2025-12-01T00:00:00.000Z' FROM n`,
+	// clusters: 8 % of the apps (the first keywords), 1.6 memberships per app.
+	`INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at, hhi, fragmentation, fragmented_at)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps} * 8 / 100)
+SELECT 'kw' || i, 20, i * 13 % 500000, 3.5, 0.3, '2025-12-01T00:00:00.000Z', 0.2, 0.8, '2025-12-01T00:00:00.000Z' FROM n`,
+	`INSERT OR IGNORE INTO market_cluster_members (cluster_id, track_id, position)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps} * 16 / 10)
+SELECT 'kw' || (i % ({apps} * 8 / 100)), 100000001 + (i * 7919) % {apps}, i / ({apps} * 8 / 100) FROM n`,
+	`INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at)
+SELECT cluster_id, (total_ratings % 1000) / 10.0, 0.5, 0.8, 0.3, computed_at FROM market_clusters`,
+	// history: the insert trigger wrote each enriched app's first snapshot,
+	// version and price; a second snapshot of a sixth brings it to 2.7 an app.
+	`INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating, source)
+SELECT track_id, '2025-11-01T00:00:00.000Z', rating_count, average_rating, 'sweep' FROM app_registry WHERE rating_count IS NOT NULL AND track_id % 6 = 0`,
+	`INSERT OR IGNORE INTO keyword_rank_history (track_id, keyword, day, rank)
+SELECT track_id, keyword, '2025-12-01', rank FROM crawl_rankings`,
+	`INSERT OR IGNORE INTO app_similar (app_id, similar_id, position)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps})
+SELECT 100000001 + i, 100000001 + (i * 31 + 1) % {apps}, 1 FROM n`,
+	`INSERT OR IGNORE INTO chart_positions (country, collection, genre_id, rank, track_id, seen_at)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 25 * 200)
+SELECT 'us', 'topfree', 6000 + i / 200, 1 + i % 200, 100000001 + (i * 13) % {apps}, '2025-12-01T00:00:00.000Z' FROM n`,
+	// reviews of the top clusters' members; their fetches.
+	`INSERT OR IGNORE INTO app_reviews (id, app_id, country, rating, title, body, version, author_hash, reviewed_at, sentiment, fetched_at)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps} / 5)
+SELECT 'r' || i, 100000001 + (i * 7919) % {apps}, 'us', 1 + i % 5, 'title', 'body', '1.0', 'h', '2025-12-01T00:00:00.000Z', 0, '2025-12-01T00:00:00.000Z' FROM n`,
+	`INSERT OR IGNORE INTO review_fetches (app_id, country, fetched_at, reviews)
+SELECT DISTINCT app_id, 'us', '2025-12-01T00:00:00.000Z', 1 FROM app_reviews`,
+	// the ledger: facts and their minutes, a few writers' totals.
+	`INSERT INTO facts (id, source, kind, at, counters, data, received_at)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps} / 20)
+SELECT 'f' || i, CASE WHEN i % 2 = 0 THEN 'controller:main' ELSE 'limiter:client:a' END,
+  CASE WHEN i % 2 = 0 THEN 'controller.tick' ELSE 'limiter.minute' END,
+  1767225600000 + i * 30000, '{"ticks":1,"allowed":2}', '{}', 1767225600000 + i * 30000 FROM n`,
+	`INSERT INTO dead_letters (message_id, queue, event_type, body, received_at, replayed_at)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps} / 50)
+SELECT 'm' || i, 'events', 'app-enriched', '{}', strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '-' || i || ' minutes'),
+  CASE WHEN i % 2 = 0 THEN '2026-01-01T00:00:00.000Z' END FROM n`,
+	// the analyst: briefs and their calls.
+	`INSERT INTO analyst_briefs (brief_id, cluster_id, state, trigger, created_at, updated_at)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps} / 50)
+SELECT 'b' || i, 'kw' || (i % 100), CASE WHEN i % 10 = 0 THEN 'queued' ELSE 'done' END, 'schedule',
+  strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '-' || i || ' hours'), '2026-01-01T00:00:00.000Z' FROM n`,
+	`INSERT INTO llm_spend (call_id, day, cluster_id, brief_id, state, est_tokens, reserved_micro_usd, created_at)
+SELECT brief_id || '/1', substr(created_at, 1, 10), cluster_id, brief_id, 'settled', 1000, 100, created_at FROM analyst_briefs`,
+}
+
+var catalogue struct {
+	once  sync.Once
+	db    *d1.DB
+	drv   *d1test.Driver
+	rows  map[string]int64 // each table's rows
+	built time.Duration
+}
+
+// testCatalogue builds the catalogue once per test binary (no ANALYZE: the
+// planner sees no statistics, as on a D1 never analyzed).
+func testCatalogue(t *testing.T) (*d1.DB, *d1test.Driver, map[string]int64) {
+	t.Helper()
+	catalogue.once.Do(func() {
+		start := time.Now()
+		db, drv, _, err := d1test.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range catalogueFill {
+			drv.Exec(t, strings.ReplaceAll(q, "{apps}", strconv.Itoa(CatalogueApps)))
+		}
+		rows := map[string]int64{}
+		for _, r := range drv.Rows(t, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`) {
+			name := r["name"].(string)
+			rows[name] = drv.Int(t, `SELECT COUNT(*) FROM "`+name+`"`)
+		}
+		catalogue.db, catalogue.drv, catalogue.rows, catalogue.built = db, drv, rows, time.Since(start)
+	})
+	if catalogue.db == nil {
+		t.Fatal("the test catalogue failed to build (see the first test's failure)")
+	}
+	return catalogue.db, catalogue.drv, catalogue.rows
+}
+
+// TestCatalogueShape: the catalogue is the 1.1M shape scaled down.
+func TestCatalogueShape(t *testing.T) {
+	_, _, rows := testCatalogue(t)
+	t.Logf("built in %v: %v", catalogue.built, rows)
+}
+
+// walkStep is a plan step that walks a table: a bare SCAN, or a SCAN
+// through an index (every entry of the index, a row each).
+var walkStep = regexp.MustCompile(`^SCAN (\w+)(?: USING (?:COVERING )?INDEX (\w+))?`)
+
+// tableRef is a table named after FROM or JOIN, with its alias if any.
+var tableRef = regexp.MustCompile(`(?i)\b(?:FROM|JOIN|UPDATE|INTO)\s+(\w+)(?:\s+(?:AS\s+)?(\w+))?`)
+
+var notAlias = map[string]bool{"WHERE": true, "JOIN": true, "LEFT": true, "INNER": true, "CROSS": true, "ON": true,
+	"GROUP": true, "ORDER": true, "LIMIT": true, "SET": true, "USING": true, "INDEXED": true, "NOT": true, "RETURNING": true,
+	"UNION": true, "VALUES": true, "SELECT": true, "WITH": true, "FROM": true}
+
+// isRead is a statement that only reads (the plan test runs those too).
+var isRead = regexp.MustCompile(`(?is)^\s*(SELECT|WITH)\b`)
+
+var hasLimit = regexp.MustCompile(`(?i)\bLIMIT\b`)
+
+// walkedTable names the table a plan step walks ("" for none: a
+// subquery, a CTE, json_each), resolving the query's aliases.
+func walkedTable(step, sql string, indexTable map[string]string) string {
+	m := walkStep.FindStringSubmatch(step)
+	if m == nil {
+		return ""
+	}
+	if m[2] != "" {
+		return indexTable[m[2]]
+	}
+	for _, ref := range tableRef.FindAllStringSubmatch(sql, -1) {
+		if ref[1] == m[1] || (ref[2] == m[1] && !notAlias[strings.ToUpper(ref[2])]) {
+			return ref[1]
+		}
+	}
+	return ""
+}
+
+// TestHotQueriesDoNotGrowWithTheCatalogue: EXPLAIN QUERY PLAN of every hot
+// query on the catalogue (no statistics) walks no large table, unless the
+// query is marked Bounded (a cursor and a LIMIT: a page a run). A query
+// whose reads grow with its table is a defect: at 1.1M apps it is what
+// the bill is made of.
+func TestHotQueriesDoNotGrowWithTheCatalogue(t *testing.T) {
+	start := time.Now()
+	_, drv, rows := testCatalogue(t)
+	indexTable := map[string]string{}
+	for _, r := range drv.Rows(t, `SELECT name, tbl_name FROM sqlite_schema WHERE type = 'index'`) {
+		indexTable[r["name"].(string)] = r["tbl_name"].(string)
+	}
+	var large []string
+	for name, n := range rows {
+		if n > LargeTableRows {
+			large = append(large, fmt.Sprintf("%s %d", name, n))
+		}
+	}
+	sort.Strings(large)
+	t.Logf("large tables (> %d rows): %s", LargeTableRows, strings.Join(large, ", "))
+	for _, q := range HotQueries() {
+		var steps, walks []string
+		for _, r := range drv.Rows(t, "EXPLAIN QUERY PLAN "+q.SQL, q.Args...) {
+			d := fmt.Sprint(r["detail"])
+			steps = append(steps, d)
+			if tb := walkedTable(d, q.SQL, indexTable); tb != "" && rows[tb] > LargeTableRows {
+				walks = append(walks, fmt.Sprintf("%q walks %s (%d rows)", d, tb, rows[tb]))
+			}
+		}
+		plan := strings.Join(steps, " | ")
+		switch {
+		case q.Bounded != "" && !hasLimit.MatchString(q.SQL):
+			t.Errorf("%s is marked bounded (%s) but has no LIMIT: %s", q.Name, q.Bounded, plan)
+		case q.Bounded != "" && len(walks) == 0:
+			t.Errorf("%s is marked bounded (%s) but walks no large table: drop the mark: %s", q.Name, q.Bounded, plan)
+		case q.Bounded == "" && len(walks) > 0:
+			t.Errorf("%s grows with its table: %s\n\tplan: %s", q.Name, strings.Join(walks, "; "), plan)
+		}
+		if isRead.MatchString(q.SQL) {
+			// A read runs too: what it walks at the sample arguments.
+			w := drv.Measure(t, q.SQL, q.Args...)
+			if w.Walked >= LargeTableRows {
+				t.Errorf("%s walked %d rows (returned %d): %s", q.Name, w.Walked, w.Rows, plan)
+			}
+			t.Logf("%s: walked %d, %d VM steps, %d rows: %s", q.Name, w.Walked, w.VMSteps, w.Rows, plan)
+			continue
+		}
+		t.Logf("%s: %s", q.Name, plan)
+	}
+	t.Logf("%d queries in %v (catalogue built in %v)", len(HotQueries()), time.Since(start), catalogue.built)
+}
