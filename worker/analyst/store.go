@@ -82,8 +82,9 @@ const openCountSQL = `SELECT COUNT(*) AS n FROM analyst_briefs WHERE state IN ('
 // ones at their worst case.
 const heldSQL = `SELECT COALESCE(SUM(CASE WHEN state = 'reserved' THEN reserved_micro_usd ELSE cost_micro_usd END), 0) AS held FROM llm_spend WHERE day = ?`
 
-// HotQueries are the analyst's reads with sample arguments; TestHotQueriesUseIndexes
-// checks their plans on SQLite with the real migrations (no full-table scan).
+// HotQueries are the analyst's reads with sample arguments: TestHotQueriesUseIndexes
+// checks their plans on SQLite with the real migrations (no full-table scan),
+// worker/queryplan_test.go on a 100,000-app catalogue (no walk of a large table).
 func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
 		{Name: "analyst next open brief", SQL: nextOpenSQL, Args: []any{"2026-01-01T00:00:00.000Z"}},
