@@ -215,8 +215,8 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "reviews due apps", SQL: dueAppsSQL, Args: []any{RefreshClusters, "us", "2026-01-01T00:00:00.000Z", RefreshAppsPerRun},
 			Bounded: "the top RefreshClusters of idx_opportunity_scores_score in order, stopped by the subquery's LIMIT"},
 		{Name: "app reviews", SQL: appReviewsSQL, Args: []any{100000001, 20, 0}},
-		{Name: "cluster exists", SQL: clusterExistsSQL, Args: []any{"kw1"}},
-		{Name: "cluster reviews", SQL: clusterReviewsSQL, Args: []any{"kw1", MaxThemeReviews}},
-		{Name: "cluster names", SQL: clusterNamesSQL, Args: []any{"kw1"}},
+		{Name: "cluster exists", SQL: clusterExistsSQL, Args: []any{"budget"}},
+		{Name: "cluster reviews", SQL: clusterReviewsSQL, Args: []any{"budget", MaxThemeReviews}},
+		{Name: "cluster names", SQL: clusterNamesSQL, Args: []any{"budget"}},
 	}
 }
