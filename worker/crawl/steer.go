@@ -306,5 +306,10 @@ func steerHotQueries() []d1.NamedQuery {
 		{Name: "keywords coming due", SQL: waitingSQL, Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
 		{Name: "re-scored clusters", SQL: rescoredSQL, Args: []any{"2026-01-01T00:00:00.000Z", "budget", KeywordRevalueBatch}},
 		{Name: "keyword facts", SQL: keywordFacts + ` WHERE k.keyword IN (SELECT value FROM json_each(?1))`, Args: []any{`["budget","chat"]`}},
+		// The steering's writes (explained, not run).
+		{Name: "keyword searched", SQL: searchedSQL, Args: []any{"2026-01-01T00:00:00.000Z", 20, "budget"}},
+		{Name: "keywords revalued", SQL: revalueSQL, Args: []any{`["budget","chat"]`, "2026-01-01T00:00:00.000Z"}},
+		{Name: "derived keyword", SQL: derivedSQL, Args: []any{"budget app", "title", "2026-01-01T00:00:00.000Z", `[100000001,100000002]`}},
+		{Name: "keywords promoted", SQL: promoteSQL, Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
 	}
 }

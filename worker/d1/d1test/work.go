@@ -43,15 +43,32 @@ func (d *Driver) Measure(t testing.TB, q string, args ...any) Work {
 	return w
 }
 
-func (d *Driver) measure(q string, args []any) (w Work, err error) {
+// ReadOnly reports whether a statement only reads (sqlite3_stmt_readonly):
+// a WITH ... UPDATE is a write.
+func (d *Driver) ReadOnly(t testing.TB, q string) bool {
+	t.Helper()
+	var ro bool
+	err := d.withStmt(q, func(tls *libc.TLS, db, stmt uintptr) error {
+		ro = sqlite3.Xsqlite3_stmt_readonly(tls, stmt) != 0
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("d1test read-only: %v\n%s", err, q)
+	}
+	return ro
+}
+
+// withStmt prepares q on the database's connection, hands it to fn and
+// finalizes it.
+func (d *Driver) withStmt(q string, fn func(tls *libc.TLS, db, stmt uintptr) error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c, err := d.db.Conn(context.Background())
 	if err != nil {
-		return w, err
+		return err
 	}
 	defer c.Close()
-	err = c.Raw(func(dc any) error {
+	return c.Raw(func(dc any) error {
 		tls, db, err := rawConn(dc)
 		if err != nil {
 			return err
@@ -69,6 +86,12 @@ func (d *Driver) measure(q string, args []any) (w Work, err error) {
 		// pp is C memory (tls.Alloc), not Go's: read the pointer SQLite wrote there.
 		stmt := *(*uintptr)(unsafe.Add(nil, pp))
 		defer sqlite3.Xsqlite3_finalize(tls, stmt)
+		return fn(tls, db, stmt)
+	})
+}
+
+func (d *Driver) measure(q string, args []any) (w Work, err error) {
+	err = d.withStmt(q, func(tls *libc.TLS, db, stmt uintptr) error {
 		for i, a := range args {
 			n := int32(i + 1)
 			var rc int32

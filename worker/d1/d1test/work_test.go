@@ -25,4 +25,7 @@ INSERT INTO sweep_cursors (name, cursor) SELECT 'c' || i, i FROM n`)
 	if seek.VMSteps == 0 || walk.VMSteps <= seek.VMSteps {
 		t.Errorf("vm steps: walk %d, seek %d", walk.VMSteps, seek.VMSteps)
 	}
+	if !drv.ReadOnly(t, `WITH c AS (SELECT 1) SELECT * FROM c`) || drv.ReadOnly(t, `WITH c AS (SELECT 'c1' AS n) UPDATE sweep_cursors SET cursor = 0 FROM c WHERE name = c.n`) {
+		t.Error("read-only: a WITH ... SELECT reads, a WITH ... UPDATE writes")
+	}
 }
