@@ -20,8 +20,6 @@ import (
 // CatalogueApps. Each table's rows are a multiple of the apps, as there.
 const (
 	CatalogueApps = 100_000
-	// Of the apps, 85 % enriched, 11 % queued, the rest not found or failed.
-	enrichedPct, queuedPct = 85, 11
 	// LargeTableRows: a table with more rows than this in the catalogue
 	// grows with it; walking it (a SCAN, through an index or not) is a
 	// read that grows with the table. The catalogue's smallest growing
@@ -103,6 +101,9 @@ SELECT track_id, keyword, '2025-12-01', rank FROM crawl_rankings ORDER BY track_
 	`INSERT OR IGNORE INTO app_similar (app_id, similar_id, position)
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps})
 SELECT 100000001 + i, 100000001 + (i * 31 + 1) % {apps}, 1 FROM n`,
+	`INSERT INTO chart_position_history (country, collection, genre_id, track_id, seen_at, rank)
+SELECT country, collection, genre_id, track_id, day, rank FROM chart_positions,
+  (SELECT '2025-11-30T00:00:00.000Z' AS day UNION ALL SELECT '2025-12-01T00:00:00.000Z')`,
 	`INSERT OR IGNORE INTO chart_positions (country, collection, genre_id, rank, track_id, seen_at)
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 25 * 200)
 SELECT 'us', 'topfree', 6000 + i / 200, 1 + i % 200, 100000001 + (i * 13) % {apps}, '2025-12-01T00:00:00.000Z' FROM n`,
@@ -192,6 +193,9 @@ func testCatalogue(t *testing.T) (*d1.DB, *d1test.Driver, map[string]int64) {
 		if after := drv.Rows(t, schemaSQL); fmt.Sprint(after) != fmt.Sprint(schema) {
 			t.Fatalf("the schema after the fill is not the migrations':\n%v\n%v", after, schema)
 		}
+		if drv.Int(t, `SELECT count(*) FROM sqlite_schema WHERE name LIKE 'sqlite_stat%'`) != 0 {
+			t.Fatal("the catalogue has ANALYZE statistics: plans here would not be D1's")
+		}
 		rows := map[string]int64{}
 		for _, r := range drv.Rows(t, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`) {
 			name := r["name"].(string)
@@ -205,10 +209,34 @@ func testCatalogue(t *testing.T) (*d1.DB, *d1test.Driver, map[string]int64) {
 	return catalogue.db, catalogue.drv, catalogue.rows
 }
 
-// TestCatalogueShape: the catalogue is the 1.1M shape scaled down.
+// TestCatalogueShape: the catalogue is production's shape at 1.1M apps
+// (90k clusters, 1.8M memberships) scaled down: each figure a share of
+// the apps, within 2 %.
 func TestCatalogueShape(t *testing.T) {
-	_, _, rows := testCatalogue(t)
+	_, drv, rows := testCatalogue(t)
 	t.Logf("built in %v: %v", catalogue.built, rows)
+	share := func(q string) float64 { return float64(drv.Int(t, q)) / CatalogueApps }
+	for _, c := range []struct {
+		what      string
+		got, want float64
+	}{
+		{"enriched", share(`SELECT count(*) FROM app_registry WHERE enrichment_source = 'itunes+store'`), 0.85},
+		{"queued", share(`SELECT count(*) FROM app_registry WHERE enriched_at IS NULL`), 0.11},
+		{"not found or failed", share(`SELECT count(*) FROM app_registry WHERE enrichment_source IN ('not_found', 'failed')`), 0.04},
+		{"developers", share(`SELECT count(*) FROM developers`), 0.25},
+		{"keywords", share(`SELECT count(*) FROM crawl_keywords`), 0.09},
+		{"rankings", share(`SELECT count(*) FROM crawl_rankings`), 1.6},
+		{"clusters", share(`SELECT count(*) FROM market_clusters`), 0.08},
+		{"memberships", share(`SELECT count(*) FROM market_cluster_members`), 1.6},
+		{"history", share(`SELECT (SELECT count(*) FROM app_snapshots) + (SELECT count(*) FROM app_version_history) + (SELECT count(*) FROM app_price_history)`), 2.7},
+	} {
+		if c.got < c.want*0.98 || c.got > c.want*1.02 {
+			t.Errorf("%s: %.3f an app, want %.3f", c.what, c.got, c.want)
+		}
+	}
+	if rows["app_registry"] != CatalogueApps {
+		t.Errorf("apps: %d", rows["app_registry"])
+	}
 }
 
 // walkStep is a plan step that walks a table: a bare SCAN, or a SCAN
