@@ -101,12 +101,13 @@ SELECT track_id, keyword, '2025-12-01', rank FROM crawl_rankings ORDER BY track_
 	`INSERT OR IGNORE INTO app_similar (app_id, similar_id, position)
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps})
 SELECT 100000001 + i, 100000001 + (i * 31 + 1) % {apps}, 1 FROM n`,
-	`INSERT INTO chart_position_history (country, collection, genre_id, track_id, seen_at, rank)
-SELECT country, collection, genre_id, track_id, day, rank FROM chart_positions,
-  (SELECT '2025-11-30T00:00:00.000Z' AS day UNION ALL SELECT '2025-12-01T00:00:00.000Z')`,
 	`INSERT OR IGNORE INTO chart_positions (country, collection, genre_id, rank, track_id, seen_at)
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 25 * 200)
 SELECT 'us', 'topfree', 6000 + i / 200, 1 + i % 200, 100000001 + (i * 13) % {apps}, '2025-12-01T00:00:00.000Z' FROM n`,
+	// two days of chart history.
+	`INSERT INTO chart_position_history (country, collection, genre_id, track_id, seen_at, rank)
+SELECT country, collection, genre_id, track_id, day, rank FROM chart_positions,
+  (SELECT '2025-11-30T00:00:00.000Z' AS day UNION ALL SELECT '2025-12-01T00:00:00.000Z')`,
 	// reviews of the top clusters' members; their fetches.
 	`INSERT OR IGNORE INTO app_reviews (id, app_id, country, rating, title, body, version, author_hash, reviewed_at, sentiment, fetched_at)
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps} / 5)
