@@ -410,10 +410,15 @@ func TestMain(m *testing.M) {
 }
 
 // The analyst's reads use their indexes (no full-table scan), on SQLite
-// with the real migrations.
+// with the real migrations. A read marked Bounded walks the head of an
+// index up to its LIMIT: worker/queryplan_test.go checks it at catalogue
+// scale (it runs it and counts the rows walked).
 func TestHotQueriesUseIndexes(t *testing.T) {
 	_, drv := d1test.New(t)
 	for _, q := range HotQueries() {
+		if q.Bounded != "" {
+			continue
+		}
 		for _, step := range drv.Rows(t, "EXPLAIN QUERY PLAN "+q.SQL, q.Args...) {
 			if d := fmt.Sprint(step["detail"]); strings.HasPrefix(d, "SCAN ") {
 				t.Errorf("%s: %s", q.Name, d)

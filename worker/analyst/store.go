@@ -82,13 +82,18 @@ const openCountSQL = `SELECT COUNT(*) AS n FROM analyst_briefs WHERE state IN ('
 // ones at their worst case.
 const heldSQL = `SELECT COALESCE(SUM(CASE WHEN state = 'reserved' THEN reserved_micro_usd ELSE cost_micro_usd END), 0) AS held FROM llm_spend WHERE day = ?`
 
-// HotQueries are the analyst's reads with sample arguments; TestHotQueriesUseIndexes
-// checks their plans on SQLite with the real migrations (no full-table scan).
+// HotQueries are the analyst's reads with sample arguments: TestHotQueriesUseIndexes
+// checks their plans on SQLite with the real migrations (no full-table scan),
+// worker/queryplan_test.go on a 100,000-app catalogue (no walk of a large table).
 func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
 		{Name: "analyst next open brief", SQL: nextOpenSQL, Args: []any{"2026-01-01T00:00:00.000Z"}},
 		{Name: "analyst latest brief", SQL: latestBriefSQL, Args: []any{"budget"}},
 		{Name: "llm spend held", SQL: heldSQL, Args: []any{"2026-01-01"}},
+		{Name: "analyst top without brief", SQL: topWithoutBriefSQL, Args: []any{TopClusters, "2026-01-01T00:00:00.000Z"},
+			Bounded: "the top TopClusters of idx_opportunity_scores_score in order, stopped by the subquery's LIMIT"},
+		{Name: "analyst top briefs", SQL: topBriefsSQL, Args: []any{TopShown},
+			Bounded: "the top TopShown of idx_opportunity_scores_score in order, stopped by the subquery's LIMIT"},
 	}
 }
 
@@ -284,16 +289,20 @@ type TopBrief struct {
 	CompletedAt string  `json:"finished_at,omitempty"`
 }
 
-// TopBriefs lists the top n opportunities with their newest brief (a done
-// one first).
-func (s Store) TopBriefs(ctx context.Context, n int) ([]TopBrief, error) {
-	var rows []TopBrief
-	err := s.DB.Query(ctx, &rows, `SELECT o.cluster_id AS cluster_id, o.score AS opportunity_score, b.brief_id AS brief_id, b.state AS brief_state,
+// topBriefsSQL: the top opportunities, each with its newest brief (a done
+// one first) by analyst_briefs_by_cluster.
+const topBriefsSQL = `SELECT o.cluster_id AS cluster_id, o.score AS opportunity_score, b.brief_id AS brief_id, b.state AS brief_state,
   b.headline AS headline, b.confidence AS confidence, COALESCE(b.cost_micro_usd, 0) AS cost_micro_usd, b.finished_at AS finished_at
 FROM (SELECT cluster_id, score FROM opportunity_scores ORDER BY score DESC LIMIT ?) o
 LEFT JOIN analyst_briefs b ON b.brief_id = (SELECT x.brief_id FROM analyst_briefs x WHERE x.cluster_id = o.cluster_id
   ORDER BY x.state = 'done' DESC, x.created_at DESC LIMIT 1)
-ORDER BY o.score DESC, o.cluster_id`, n)
+ORDER BY o.score DESC, o.cluster_id`
+
+// TopBriefs lists the top n opportunities with their newest brief (a done
+// one first).
+func (s Store) TopBriefs(ctx context.Context, n int) ([]TopBrief, error) {
+	var rows []TopBrief
+	err := s.DB.Query(ctx, &rows, topBriefsSQL, n)
 	if rows == nil {
 		rows = []TopBrief{}
 	}

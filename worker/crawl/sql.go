@@ -99,6 +99,6 @@ ORDER BY v DESC, t, keyword LIMIT ?1`
 // Without one the step is skipped, so an idle cycle writes nothing: the
 // promote UPDATE reads four rows even when it finds none (the index seek,
 // its IN list, the update's own pass and RETURNING), this EXISTS one.
-const keywordGapSQL = `SELECT EXISTS (SELECT 1 FROM crawl_keywords WHERE searched_at IS NULL)
-  OR EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NOT NULL) AS due,
-  EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NULL AND next_search_at IS NOT NULL AND next_search_at <= ?1) AS waiting`
+const keywordGapSQL = `SELECT EXISTS (SELECT 1 FROM crawl_keywords WHERE searched_at IS NULL LIMIT 1)
+  OR EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NOT NULL LIMIT 1) AS due,
+  EXISTS (SELECT 1 FROM crawl_keywords WHERE due_value IS NULL AND next_search_at IS NOT NULL AND next_search_at <= ?1 LIMIT 1) AS waiting`

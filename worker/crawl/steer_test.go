@@ -29,8 +29,9 @@ import (
 	"storecrawl/worker/upstream"
 )
 
-// fullScanStep is a plan step that reads a whole table (no index), as
-// worker/e2e's query-plan test has it.
+// fullScanStep is a plan step that reads a whole table (no index); the
+// catalogue-scale check of every package's hot queries, walks through an
+// index included, is worker/queryplan_test.go.
 var fullScanStep = regexp.MustCompile(`^SCAN \w+( AS \w+)?$`)
 
 // TestCrawlHotQueriesUseIndexes runs EXPLAIN QUERY PLAN of the crawl's

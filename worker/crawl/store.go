@@ -313,10 +313,17 @@ func (s D1Store) Steer(ctx context.Context, now time.Time, promote bool) (SteerR
 // SteerHotQueries are the steering's reads.
 func steerHotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
-		{Name: "keyword pick", SQL: pickSQL, Args: []any{KeywordSearchesPerCycle}},
-		{Name: "keyword gap check", SQL: keywordGapSQL, Args: []any{"2026-01-01T00:00:00.000Z"}},
+		{Name: "keyword pick", SQL: pickSQL, Args: []any{KeywordSearchesPerCycle},
+			Bounded: "each arm is the head of a partial index in pick order, stopped by its LIMIT (KeywordSearchesPerCycle)"},
+		{Name: "keyword gap check", SQL: keywordGapSQL, Args: []any{"2026-01-01T00:00:00.000Z"},
+			Bounded: "EXISTS ... LIMIT 1: the first entry of the pending keywords' partial index"},
 		{Name: "keywords coming due", SQL: waitingSQL, Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
 		{Name: "re-scored clusters", SQL: rescoredSQL, Args: []any{"2026-01-01T00:00:00.000Z", "budget", KeywordRevalueBatch}},
 		{Name: "keyword facts", SQL: keywordFacts + ` WHERE k.keyword IN (SELECT value FROM json_each(?1))`, Args: []any{`["budget","chat"]`}},
+		// The steering's writes (explained, not run).
+		{Name: "keyword searched", SQL: searchedSQL, Args: []any{"2026-01-01T00:00:00.000Z", 20, "budget"}},
+		{Name: "keywords revalued", SQL: revalueSQL, Args: []any{`["budget","chat"]`, "2026-01-01T00:00:00.000Z"}},
+		{Name: "derived keyword", SQL: derivedSQL, Args: []any{"budget app", "title", "2026-01-01T00:00:00.000Z", `[100000001,100000002]`}},
+		{Name: "keywords promoted", SQL: promoteSQL, Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
 	}
 }

@@ -387,8 +387,8 @@ FROM fact_minutes ORDER BY source, minute`)
 	}
 }
 
-// fullScan matches a plan step that reads a whole table (as the
-// integration plan test in worker/e2e does).
+// fullScan matches a plan step that reads a whole table (the catalogue-
+// scale check of every package's hot queries is worker/queryplan_test.go).
 var fullScan = regexp.MustCompile(`^SCAN \w+( AS \w+)?$`)
 
 // TestHistoryQueriesReadTheRowsTheyReturn checks the plans of history's hot

@@ -90,8 +90,9 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "facts prune", SQL: pruneFactsSQL, Args: []any{"controller:main", 1 << 50, PruneBatchRows}},
 		{Name: "fact minutes prune", SQL: pruneMinutesSQL, Args: []any{"controller:main", "controller:main", 1 << 50, PruneBatchRows}},
 		{Name: "prune cursor", SQL: pruneCursorSQL, Args: []any{pruneCursorName}},
-		{Name: "dead letters", SQL: deadLettersSQL, Args: []any{20, 0}},
-		{Name: "dead letters to replay", SQL: deadLettersToReplaySQL, Args: []any{ReplayBatch}},
+		{Name: "dead letters", SQL: deadLettersSQL, Args: []any{20, 0}, Bounded: "an API page: OFFSET at most api.MaxOffset (10,000) plus the LIMIT, whatever the table holds"},
+		{Name: "dead letters to replay", SQL: deadLettersToReplaySQL, Args: []any{ReplayBatch},
+			Bounded: "the oldest unreplayed: idx_dead_letters_unreplayed in order, stopped by the LIMIT (ReplayBatch); a replayed letter leaves the index"},
 		{Name: "dead letter by id", SQL: deadLetterByIDSQL, Args: []any{"m1"}},
 	}
 }

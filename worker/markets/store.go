@@ -78,8 +78,8 @@ func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
 		{Name: "score inputs", SQL: ScoreInputsSQL(3), Args: []any{1, 2, 3}},
 		{Name: "cluster batch", SQL: clusterBatchSQL, Args: []any{"", 200}},
-		{Name: "opportunities", SQL: opportunitiesSQL, Args: []any{20, 0}},
-		{Name: "clusters", SQL: clustersSQL, Args: []any{20, 0}},
+		{Name: "opportunities", SQL: opportunitiesSQL, Args: []any{20, 0}, Bounded: "an API page: OFFSET at most api.MaxOffset (10,000) plus the LIMIT, whatever the table holds"},
+		{Name: "clusters", SQL: clustersSQL, Args: []any{20, 0}, Bounded: "an API page: OFFSET at most api.MaxOffset (10,000) plus the LIMIT, whatever the table holds"},
 		{Name: "keyword rankings", SQL: keywordRankingsSQL(2), Args: []any{"budget", "chat"}},
 		{Name: "cluster aggregates", SQL: clusterAggregatesSQL(2), Args: []any{"budget", "chat"}},
 		{Name: "cluster member ratings", SQL: clusterMemberRatingsSQL(2), Args: []any{"budget", "chat"}},

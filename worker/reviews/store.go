@@ -36,9 +36,13 @@ ON CONFLICT (id) DO UPDATE SET app_id = excluded.app_id, country = excluded.coun
 type D1Store struct{ DB *d1.DB }
 
 // dueAppsSQL: the members of the top clusters by opportunity score whose
-// reviews are due, leaders (lowest position) first.
+// reviews are due, leaders (lowest position) first. CROSS JOIN fixes the
+// join order: the top clusters first (RefreshClusters rows of
+// idx_opportunity_scores_score), then each one's members by the primary
+// key. Left to itself the planner (no statistics) walked every membership
+// by idx_market_cluster_members_track: 1.83M rows a run at 1.1M apps.
 const dueAppsSQL = `SELECT m.track_id FROM (SELECT cluster_id FROM opportunity_scores ORDER BY score DESC LIMIT ?) o
-JOIN market_cluster_members m ON m.cluster_id = o.cluster_id
+CROSS JOIN market_cluster_members m ON m.cluster_id = o.cluster_id
 LEFT JOIN review_fetches f ON f.app_id = m.track_id AND f.country = ?
 WHERE f.fetched_at IS NULL OR f.fetched_at < ?
 GROUP BY m.track_id ORDER BY MIN(m.position), m.track_id LIMIT ?`
@@ -134,4 +138,16 @@ func (s D1Store) ClusterThemes(ctx context.Context, clusterID string) (themes []
 		exclude = append(exclude, strings.Fields(strings.ToLower(n.Name+" "+n.DeveloperName))...)
 	}
 	return ComplaintThemes(ScoreAll(rs), ThemeOptions{Exclude: exclude}), len(rs), true, nil
+}
+
+// HotQueries are the reviews' reads: the refresh's pick and the API's.
+func HotQueries() []d1.NamedQuery {
+	return []d1.NamedQuery{
+		{Name: "reviews due apps", SQL: dueAppsSQL, Args: []any{RefreshClusters, "us", "2026-01-01T00:00:00.000Z", RefreshAppsPerRun},
+			Bounded: "the top RefreshClusters of idx_opportunity_scores_score in order, stopped by the subquery's LIMIT"},
+		{Name: "app reviews", SQL: appReviewsSQL, Args: []any{100000001, 20, 0}},
+		{Name: "cluster exists", SQL: clusterExistsSQL, Args: []any{"budget"}},
+		{Name: "cluster reviews", SQL: clusterReviewsSQL, Args: []any{"budget", MaxThemeReviews}},
+		{Name: "cluster names", SQL: clusterNamesSQL, Args: []any{"budget"}},
+	}
 }

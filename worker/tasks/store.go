@@ -38,6 +38,7 @@ const sweepCursorSQL = `SELECT cursor FROM sweep_cursors WHERE name = ?`
 func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
 		{Name: "rating sweep", SQL: sweepSQL, Args: []any{0, 200}},
+		{Name: "rating sweep velocities", SQL: sweepVelocitySQL, Args: []any{`[{"id":100000001,"v":1.5},{"id":100000002,"v":null}]`}},
 		{Name: "sweep cursor", SQL: sweepCursorSQL, Args: []any{"rating-sweep"}},
 		{Name: "daily snapshot check", SQL: snapshotTodaySQL, Args: []any{100000001, "2026-01-01T00:00:00.000Z"}},
 	}
@@ -117,6 +118,14 @@ func sweepRowsJSON(rows []SweepRow) string {
 	return string(b)
 }
 
+// sweepVelocitySQL writes a batch's velocities: each app of the batch
+// (json_each, once) updates its row by primary key, so the cost is linear
+// in the batch. A correlated subquery over json_each per updated row read
+// the whole batch for each app: 20,900 rows read for 200 apps on D1.
+const sweepVelocitySQL = `UPDATE app_registry SET rating_velocity = j.v
+FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.v') AS v FROM json_each(?1)) AS j
+WHERE app_registry.track_id = j.id`
+
 // SaveSweep writes the sweep's snapshots, velocities and the new cursor as
 // one batch: the cursor moves only if every row was written.
 func (s D1Store) SaveSweep(ctx context.Context, cursorName string, next int64, rows []SweepRow, at time.Time) error {
@@ -126,9 +135,7 @@ func (s D1Store) SaveSweep(ctx context.Context, cursorName string, next int64, r
 SELECT json_extract(value, '$.id'), ?, json_extract(value, '$.n'), json_extract(value, '$.r') FROM json_each(?)`,
 		Args: []any{d1.Time(at), batch},
 	}, {
-		SQL: `UPDATE app_registry SET rating_velocity = (
-  SELECT json_extract(value, '$.v') FROM json_each(?1) WHERE json_extract(value, '$.id') = app_registry.track_id)
-WHERE track_id IN (SELECT json_extract(value, '$.id') FROM json_each(?1))`,
+		SQL:  sweepVelocitySQL,
 		Args: []any{batch},
 	}, CursorStmt(cursorName, next, at)}
 	_, err := s.DB.ExecAtomic(ctx, stmts...)

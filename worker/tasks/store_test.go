@@ -4,6 +4,7 @@ package tasks
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +130,40 @@ func TestCatalogueTasksAgainstD1(t *testing.T) {
 		if res := RunTask(context.Background(), task, Bindings{}, "", time.Now); res.OK || res.Error != errNoCatalogue {
 			t.Errorf("unbound %s: %+v", task, res)
 		}
+	}
+}
+
+// TestSweepVelocitiesLinearInTheBatch: the velocity update of a batch of n
+// apps writes n rows and its work is n times a constant (VM steps per app
+// flat from 50 to 800 apps; it walks no table). The correlated form it
+// replaced read the whole batch for every app: quadratic.
+func TestSweepVelocitiesLinearInTheBatch(t *testing.T) {
+	_, drv := d1test.New(t)
+	const most = 800
+	seedEnriched(t, drv, most)
+	perApp := map[int]float64{}
+	for _, n := range []int{50, 200, most} {
+		rows := make([]SweepRow, n)
+		for i := range rows {
+			rows[i] = SweepRow{TrackID: int64(i + 1), Velocity: float64(n + i)}
+		}
+		rows[n-1].Velocity = math.NaN() // unknown: written as NULL
+		w := drv.Measure(t, sweepVelocitySQL, sweepRowsJSON(rows))
+		if w.Changes != int64(n) || w.Walked != 0 {
+			t.Fatalf("batch of %d: %+v, want %d rows written, none walked", n, w, n)
+		}
+		perApp[n] = float64(w.VMSteps) / float64(n)
+		t.Logf("batch of %d: %d VM steps (%.1f an app), %d rows written", n, w.VMSteps, perApp[n], w.Changes)
+		if v := drv.Rows(t, `SELECT rating_velocity FROM app_registry WHERE track_id = 1`)[0]["rating_velocity"]; v != float64(n) {
+			t.Fatalf("batch of %d: app 1's velocity %v", n, v)
+		}
+		if v := drv.Rows(t, `SELECT rating_velocity FROM app_registry WHERE track_id = ?`, n)[0]["rating_velocity"]; v != nil {
+			t.Fatalf("batch of %d: an unknown velocity is NULL, got %v", n, v)
+		}
+	}
+	// Linear: the work an app does not grow with the batch (10 % slack
+	// for the statement's fixed steps spread over fewer apps).
+	if perApp[most] > perApp[50]*1.1 {
+		t.Errorf("VM steps an app: %.1f at 50 apps, %.1f at %d: grows with the batch", perApp[50], perApp[most], most)
 	}
 }
