@@ -105,7 +105,9 @@ type pulseLedger struct {
 	h history.History
 }
 
-func (l *pulseLedger) History(context.Context, history.HistoryQuery) (history.History, error) { return l.h, nil }
+func (l *pulseLedger) History(context.Context, history.HistoryQuery) (history.History, error) {
+	return l.h, nil
+}
 func (l *pulseLedger) PipelineCounts(context.Context) (map[string]int64, error) {
 	return map[string]int64{"apps_pending": 4120}, nil
 }
