@@ -62,9 +62,16 @@ func TestBriefInputScoresEqualTheAPIs(t *testing.T) {
 	if err := json.Unmarshal(listed[0], &api); err != nil {
 		t.Fatal(err)
 	}
-	in, err := Store{DB: db}.GatherInput(ctx, "habit tracker")
+	costCtx, cost := d1.WithCost(ctx)
+	in, err := Store{DB: db}.GatherInput(costCtx, "habit tracker")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// What one gathering reads for a 50-app cluster without reviews: the
+	// scores (1 row), the leaders (5), the members' names (50), each
+	// leader's reviews and the cluster's (none), whether any was fetched (1).
+	if v := cost.View(); v.Queries != 5+MaxLeaders || v.RowsRead != 1+MaxLeaders+50+1 {
+		t.Errorf("gathering read %+v", v)
 	}
 	if fmt.Sprintf("%+v", derefScores(in.Market)) != fmt.Sprintf("%+v", derefScores(api)) {
 		t.Fatalf("brief input %+v\nAPI answer  %+v", derefScores(in.Market), derefScores(api))
