@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -100,9 +101,12 @@ func simBrief(in analyst.BriefInput) analyst.Brief {
 	if len(in.ClusterThemes) > 0 {
 		need = fmt.Sprintf("an app without the %q problems users report (%.0f%% of reviews)", in.ClusterThemes[0].Phrase, 100*in.ClusterThemes[0].Share)
 	}
+	if in.ThemesMissingReason != "" {
+		conf = "low"
+	}
 	b := analyst.Brief{
 		Headline:       clip(fmt.Sprintf("%s: room for %s", label, need), 140),
-		Market:         clip(fmt.Sprintf("%d apps around %s; opportunity %.2f, demand %.2f, competitiveness %.2f.", in.Apps, strings.Join(in.Keywords, ", "), in.Opportunity, in.Demand, in.Competition), 1200),
+		Market:         clip(marketText(in), 1200),
 		UnmetNeed:      clip("Users want "+need+".", 1200),
 		ProductConcept: clip(fmt.Sprintf("A focused %s app that fixes what the leaders' reviews complain about first.", label), 1200),
 		Risks:          []string{"The leaders may fix these complaints first.", "Review themes come from a small recent sample."},
@@ -117,11 +121,38 @@ func simBrief(in analyst.BriefInput) analyst.Brief {
 			bl.Weaknesses = append(bl.Weaknesses, clip(fmt.Sprintf("Complaints about %q in %.0f%% of reviews", t.Phrase, 100*t.Share), 300))
 		}
 		if len(bl.Weaknesses) == 0 {
-			bl.Weaknesses = []string{"No clear complaint theme in recent reviews"}
+			why := l.ThemesMissingReason
+			if why == "" {
+				why = "no clear complaint theme in recent reviews"
+			}
+			bl.Weaknesses = []string{clip("Not known from reviews: "+why, 300)}
 		}
 		b.Leaders = append(b.Leaders, bl)
 	}
 	return b
+}
+
+// marketText states the cluster's scores as given, on the API's scales,
+// and says plainly when there are no complaint themes.
+func marketText(in analyst.BriefInput) string {
+	m := in.Market
+	s := fmt.Sprintf("%d apps around %s; opportunity %s/100, demand %s (log10 of ratings), fragmentation %s, leaders' competitiveness %s.",
+		m.AppCount, strings.Join(in.Keywords, ", "), score(m.OpportunityScore), score(m.Demand), score(m.Fragmentation), score(in.LeadersCompetitiveness))
+	if in.LeadersCompetitiveness != nil {
+		s = strings.TrimSuffix(s, ".") + "/100."
+	}
+	if in.ThemesMissingReason != "" {
+		s += " No complaint themes: " + in.ThemesMissingReason + "."
+	}
+	return s
+}
+
+// score prints a score as given, or says it is not scored yet.
+func score(v *float64) string {
+	if v == nil {
+		return "not scored yet"
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
 }
 
 func clip(s string, n int) string {

@@ -17,6 +17,7 @@ import (
 
 	"storecrawl/worker/analyst"
 	"storecrawl/worker/llm"
+	"storecrawl/worker/markets"
 )
 
 type fakeClock struct {
@@ -45,10 +46,12 @@ func client(srv *httptest.Server, key string) llm.OpenAI {
 	return llm.OpenAI{BaseURL: srv.URL + "/v1", APIKey: key, Model: "any", Doer: srv.Client()}
 }
 
+func ptr(f float64) *float64 { return &f }
+
 func sampleInput() analyst.BriefInput {
 	return analyst.BriefInput{
-		ClusterID: "bill splitting", Label: "bill splitting", Keywords: []string{"split", "bill", "receipt"}, Apps: 9,
-		Opportunity: 0.7, Demand: 0.5, Competition: 0.4,
+		ClusterID: "bill splitting", Label: "bill splitting", Keywords: []string{"split", "bill", "receipt"},
+		Market: markets.Scores{ClusterID: "bill splitting", OpportunityScore: ptr(33.5), Demand: ptr(4.2), AppCount: 9},
 		Leaders: []analyst.LeaderInput{
 			{AppID: 595068606, Name: "Tab", Reviews: 25, Themes: []analyst.ThemeInput{{Phrase: "venmo", Share: 0.12}, {Phrase: "receipt", Share: 0.08}}},
 			{AppID: 1, Name: "Splitwise", Reviews: 20},
@@ -332,5 +335,27 @@ func TestAnswersInTheRealShape(t *testing.T) {
 		if !sim[k] || !real[k] {
 			t.Errorf("%q: simulator %v, real %v", k, sim[k], real[k])
 		}
+	}
+}
+
+// The simulated brief quotes scores as given, on the API's scales, and says
+// plainly when the cluster has no complaint themes.
+func TestMarketTextQuotesScoresAsGiven(t *testing.T) {
+	in := sampleInput()
+	got := marketText(in)
+	for _, want := range []string{"9 apps", "opportunity 33.5/100", "demand 4.2", "leaders' competitiveness not scored yet"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	c := 64.8
+	in.LeadersCompetitiveness = &c
+	in.ThemesMissingReason = analyst.NoReviewsFetched
+	got = marketText(in)
+	if !strings.Contains(got, "leaders' competitiveness 64.8/100") || !strings.Contains(got, "No complaint themes: "+analyst.NoReviewsFetched) {
+		t.Errorf("%q", got)
+	}
+	if b := simBrief(in); b.Confidence != "low" {
+		t.Errorf("a brief without themes is %s confidence", b.Confidence)
 	}
 }

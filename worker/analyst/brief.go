@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"storecrawl/worker/llm"
+	"storecrawl/worker/markets"
 	"storecrawl/worker/reviews"
 )
 
@@ -37,7 +38,7 @@ const (
 	// ~400-600 tokens; 1000 leaves room and bounds the worst-case cost.
 	BriefMaxTokens = 1000
 	// PromptVersion names the prompt's wording; stored with each brief.
-	PromptVersion = "brief-v1"
+	PromptVersion = "brief-v2"
 )
 
 // Bounds of the answer (what the validator enforces).
@@ -69,29 +70,40 @@ type ThemeInput struct {
 
 // LeaderInput is one leading app of the cluster.
 type LeaderInput struct {
-	AppID       int64        `json:"app_id"`
-	Name        string       `json:"name"`
-	Developer   string       `json:"developer"`
-	Rating      float64      `json:"rating"`
-	RatingCount int64        `json:"rating_count"`
-	Price       float64      `json:"price"`
-	Reviews     int          `json:"reviews_read"`
-	Themes      []ThemeInput `json:"complaint_themes"`
+	AppID       int64   `json:"app_id"`
+	Name        string  `json:"name"`
+	Developer   string  `json:"developer"`
+	Rating      float64 `json:"rating"`
+	RatingCount int64   `json:"rating_count"`
+	Price       float64 `json:"price"`
+	// Competitiveness is the app's competitiveness_score as GET
+	// /v1/apps/{id} serves it (0–100); null until the app is enriched.
+	Competitiveness *float64     `json:"competitiveness_score"`
+	Reviews         int          `json:"reviews_read"`
+	Themes          []ThemeInput `json:"complaint_themes,omitempty"`
+	// ThemesMissingReason says why the app has no complaint themes.
+	ThemesMissingReason string `json:"themes_missing_reason,omitempty"`
 }
 
 // BriefInput is everything the analyst sees for one cluster. It is stored
 // with the brief, so a brief can be reproduced and audited.
 type BriefInput struct {
-	ClusterID     string        `json:"cluster_id"`
-	Label         string        `json:"label"`
-	Keywords      []string      `json:"keywords"`
-	Apps          int           `json:"apps"`
-	Opportunity   float64       `json:"opportunity_score"`
-	Demand        float64       `json:"demand_score"`
-	Competition   float64       `json:"competitiveness_score"`
-	Fragmentation float64       `json:"fragmentation_score"`
-	Leaders       []LeaderInput `json:"leaders"`
-	ClusterThemes []ThemeInput  `json:"cluster_complaint_themes"`
+	ClusterID string   `json:"cluster_id"`
+	Label     string   `json:"label"`
+	Keywords  []string `json:"keywords"`
+	// Market is the cluster's scores exactly as GET /v1/opportunities
+	// serves them (markets.ReadScores): same values, same scales.
+	Market markets.Scores `json:"market"`
+	// LeadersCompetitiveness is the mean competitiveness_score (0–100) of
+	// the leaders scored so far (CompetitivenessScored of them); null when
+	// none is: unknown, not 0.
+	LeadersCompetitiveness *float64      `json:"leaders_competitiveness"`
+	CompetitivenessScored  int           `json:"leaders_competitiveness_scored"`
+	Leaders                []LeaderInput `json:"leaders"`
+	ClusterThemes          []ThemeInput  `json:"cluster_complaint_themes,omitempty"`
+	// ThemesMissingReason says why the cluster has no complaint themes (its
+	// reviews were never fetched, none was stored, or none recurs).
+	ThemesMissingReason string `json:"themes_missing_reason,omitempty"`
 }
 
 // Bounded returns in cut to the prompt's bounds, leaders in the order given.
@@ -202,16 +214,23 @@ type BriefLeader struct {
 	Weaknesses []string `json:"weaknesses"`
 }
 
-const systemPrompt = `You are a product-market analyst for the App Store. You are given one market cluster as JSON: its keywords, scores (0-1, higher opportunity is better, higher competitiveness is harder), its leading apps with the complaint themes found in their recent reviews (each with its share of reviews and example quotes), and the cluster's overall complaint themes.
+const systemPrompt = `You are a product-market analyst for the App Store. You are given one market cluster as JSON:
+- keywords;
+- market: its scores exactly as the storecrawl API serves them, on the API's scales: opportunity_score 0-100 (higher is a better opportunity; null = not scored yet), demand = log10(1 + the members' total ratings) (0 to about 7), fragmentation 0-1 (1 - hhi; high = demand spread over many apps), hhi 0-1 (high = one app holds the ratings), quality_gap 0-1 (how far the members' weighted rating falls under 4.5), app_count, total_ratings, avg_rating (1-5);
+- leaders_competitiveness: 0-100, the mean competitiveness_score of the leaders scored so far (leaders_competitiveness_scored of them); higher is harder to compete with. null means no leader is scored yet: unknown, not easy;
+- leaders: the leading apps, each with its competitiveness_score (0-100, null = not scored yet) and the complaint themes found in its recent reviews (each with its share of reviews and example quotes);
+- cluster_complaint_themes: the cluster's overall complaint themes.
+When you quote a score, quote it as given with its scale (e.g. "opportunity 33.5/100"); never rescale it.
+Where themes_missing_reason is given, there are no complaint themes for that app or cluster, for that reason: say so plainly, do not invent complaints, and lower the confidence.
 
 Write a brief for a team deciding whether to build an app for this market:
 - headline: one line, the opportunity in plain words;
 - market: who the users are and what the market looks like, from the data;
-- leaders: for each leading app you discuss, its app_id exactly as given and its weaknesses, grounded in its complaint themes;
+- leaders: for each leading app you discuss, its app_id exactly as given and its weaknesses, grounded in its complaint themes (or "not known from reviews" and why, when it has none);
 - unmet_need: what users want that the leaders fail to give;
 - product_concept: the app you would build to meet that need;
 - risks: what could make this fail;
-- confidence: low, medium or high, lower when reviews are few or themes weak.
+- confidence: low, medium or high, lower when reviews are few or themes weak or missing.
 
 Use only the data given. Answer with one JSON object and nothing else, matching this JSON Schema:
 `

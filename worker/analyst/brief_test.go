@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"storecrawl/worker/llm"
+	"storecrawl/worker/markets"
 	"storecrawl/worker/reviews"
 )
 
@@ -30,15 +31,18 @@ func input(t *testing.T) BriefInput {
 	}
 	themes := reviews.ComplaintThemes(reviews.ScoreAll(page.Reviews), reviews.ThemeOptions{Exclude: []string{"Instagram"}})
 	return BriefInput{
-		ClusterID: "photo sharing", Label: "photo sharing", Keywords: []string{"photo", "social", "stories"}, Apps: 12,
-		Opportunity: 0.61, Demand: 0.8, Competition: 0.7, Fragmentation: 0.3,
+		ClusterID: "photo sharing", Label: "photo sharing", Keywords: []string{"photo", "social", "stories"},
+		Market:                 markets.Scores{ClusterID: "photo sharing", OpportunityScore: ptr(61.2), Demand: ptr(7.5), Fragmentation: ptr(0.3), AppCount: 12},
+		LeadersCompetitiveness: ptr(70.0), CompetitivenessScored: 1,
 		Leaders: []LeaderInput{
-			{AppID: 389801252, Name: "Instagram", Developer: "Instagram, Inc.", Rating: 4.7, RatingCount: 28000000, Reviews: len(page.Reviews), Themes: ThemeInputs(themes, byID)},
+			{AppID: 389801252, Name: "Instagram", Developer: "Instagram, Inc.", Rating: 4.7, RatingCount: 28000000, Competitiveness: ptr(70.0), Reviews: len(page.Reviews), Themes: ThemeInputs(themes, byID)},
 			{AppID: 447188370, Name: "Snapchat", Developer: "Snap, Inc.", Rating: 4.6, RatingCount: 7000000},
 		},
 		ClusterThemes: ThemeInputs(themes, byID),
 	}
 }
+
+func ptr(f float64) *float64 { return &f }
 
 func validBrief() Brief {
 	return Brief{
@@ -89,7 +93,7 @@ func TestBuildBriefPrompt(t *testing.T) {
 	if string(data) != string(data2) || llm.PromptHash(msgs) != llm.PromptHash(msgs2) {
 		t.Error("the same input built a different prompt")
 	}
-	in.Opportunity = 0.62
+	in.Market.OpportunityScore = ptr(61.3)
 	msgs3, _, _ := BuildBriefPrompt(in)
 	if llm.PromptHash(msgs3) == llm.PromptHash(msgs) {
 		t.Error("a different input has the same prompt hash")

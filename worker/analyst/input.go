@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"storecrawl/worker/markets"
 	"storecrawl/worker/reviews"
 )
 
@@ -17,8 +18,13 @@ const (
 	// MaxClusterReviews is the newest reviews of the cluster's members read
 	// for the cluster's themes.
 	MaxClusterReviews = 1000
-	// scoreScale turns the stored 0–100 opportunity score into the prompt's 0–1.
-	scoreScale = 100
+)
+
+// Why a brief has no complaint themes (themes_missing_reason).
+const (
+	NoReviewsFetched = "no reviews fetched yet: reviews-refresh has not reached these apps"
+	NoReviewsStored  = "reviews were fetched but none was stored (the apps have no recent reviews)"
+	NoThemeRecurs    = "reviews were read but no complaint recurs often enough to be a theme"
 )
 
 // ErrNoCluster / ErrNoLeaders: a brief that can never be written (failed,
@@ -29,12 +35,9 @@ var (
 )
 
 const (
-	inputClusterSQL = `SELECT c.cluster_id, c.app_count, COALESCE(o.score, 0) AS score, COALESCE(o.demand, 0) AS demand,
-  COALESCE(o.fragmentation, 0) AS fragmentation
-FROM market_clusters c LEFT JOIN opportunity_scores o ON o.cluster_id = c.cluster_id WHERE c.cluster_id = ?`
 	inputLeadersSQL = `SELECT a.track_id, COALESCE(a.name, '') AS name, COALESCE(a.developer_name, '') AS developer_name,
   COALESCE(a.average_rating, 0) AS average_rating, COALESCE(a.rating_count, 0) AS rating_count, COALESCE(a.price, 0) AS price,
-  a.competitiveness_score
+  a.competitiveness_score, EXISTS (SELECT 1 FROM review_fetches f WHERE f.app_id = a.track_id) AS fetched
 FROM market_cluster_members m JOIN app_registry a ON a.track_id = m.track_id
 WHERE m.cluster_id = ? ORDER BY m.position, m.track_id LIMIT ?`
 	inputAppReviewsSQL = `SELECT id, app_id, country, rating, title, body, version, author_hash FROM app_reviews
@@ -42,32 +45,42 @@ WHERE app_id = ? ORDER BY reviewed_at DESC, id LIMIT ?`
 	inputClusterReviewsSQL = `SELECT r.id, r.app_id, r.country, r.rating, r.title, r.body, r.version, r.author_hash
 FROM market_cluster_members m JOIN app_reviews r ON r.app_id = m.track_id
 WHERE m.cluster_id = ? ORDER BY r.reviewed_at DESC, r.id LIMIT ?`
+	// inputClusterFetchedSQL: whether any member's reviews were fetched.
+	inputClusterFetchedSQL = `SELECT EXISTS (SELECT 1 FROM market_cluster_members m JOIN review_fetches f ON f.app_id = m.track_id
+WHERE m.cluster_id = ?) AS n`
 	inputMemberNamesSQL = `SELECT COALESCE(a.name, '') AS name, COALESCE(a.developer_name, '') AS developer_name
 FROM market_cluster_members m JOIN app_registry a ON a.track_id = m.track_id WHERE m.cluster_id = ?`
 )
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-// GatherInput reads what the analyst shows the model for a cluster: its
-// scores, its leaders (by position) with their complaint themes, and the
-// cluster's themes, quoting example reviews. Deterministic for a given D1
-// state.
-func (s Store) GatherInput(ctx context.Context, clusterID string) (BriefInput, error) {
-	var cl []struct {
-		ClusterID     string  `json:"cluster_id"`
-		Apps          int     `json:"app_count"`
-		Score         float64 `json:"score"`
-		Demand        float64 `json:"demand"`
-		Fragmentation float64 `json:"fragmentation"`
+// themesMissing says why a set of apps has no complaint themes: none of
+// them fetched, reviews fetched but none stored, or none recurs.
+func themesMissing(fetched bool, reviewsRead, themes int) string {
+	switch {
+	case themes > 0:
+		return ""
+	case !fetched:
+		return NoReviewsFetched
+	case reviewsRead == 0:
+		return NoReviewsStored
 	}
-	if err := s.DB.Query(ctx, &cl, inputClusterSQL, clusterID); err != nil {
+	return NoThemeRecurs
+}
+
+// GatherInput reads what the analyst shows the model for a cluster: its
+// scores as the API serves them, its leaders (by position) with their
+// complaint themes, and the cluster's themes, quoting example reviews; where
+// there are no themes, why. Deterministic for a given D1 state.
+func (s Store) GatherInput(ctx context.Context, clusterID string) (BriefInput, error) {
+	sc, ok, err := markets.ReadScores(ctx, s.DB, clusterID)
+	if err != nil {
 		return BriefInput{}, err
 	}
-	if len(cl) == 0 {
+	if !ok {
 		return BriefInput{}, ErrNoCluster
 	}
-	in := BriefInput{ClusterID: clusterID, Label: clusterID, Keywords: []string{clusterID}, Apps: cl[0].Apps,
-		Opportunity: round3(cl[0].Score / scoreScale), Demand: round3(cl[0].Demand), Fragmentation: round3(cl[0].Fragmentation)}
+	in := BriefInput{ClusterID: clusterID, Label: clusterID, Keywords: []string{clusterID}, Market: sc}
 	var leaders []struct {
 		TrackID         int64    `json:"track_id"`
 		Name            string   `json:"name"`
@@ -76,6 +89,7 @@ func (s Store) GatherInput(ctx context.Context, clusterID string) (BriefInput, e
 		RatingCount     int64    `json:"rating_count"`
 		Price           float64  `json:"price"`
 		Competitiveness *float64 `json:"competitiveness_score"`
+		Fetched         int      `json:"fetched"`
 	}
 	if err := s.DB.Query(ctx, &leaders, inputLeadersSQL, clusterID, MaxLeaders); err != nil {
 		return BriefInput{}, err
@@ -95,8 +109,7 @@ func (s Store) GatherInput(ctx context.Context, clusterID string) (BriefInput, e
 		exclude = append(exclude, strings.Fields(strings.ToLower(n.Name+" "+n.Developer))...)
 	}
 	byID := map[string]reviews.Review{}
-	var comp float64
-	nComp := 0
+	comps := make([]*float64, 0, len(leaders))
 	for _, l := range leaders {
 		var rs []reviews.Review
 		if err := s.DB.Query(ctx, &rs, inputAppReviewsSQL, l.TrackID, MaxLeaderReviews); err != nil {
@@ -105,17 +118,13 @@ func (s Store) GatherInput(ctx context.Context, clusterID string) (BriefInput, e
 		for _, r := range rs {
 			byID[r.ID] = r
 		}
-		themes := reviews.ComplaintThemes(reviews.ScoreAll(rs), reviews.ThemeOptions{Exclude: exclude})
+		themes := ThemeInputs(reviews.ComplaintThemes(reviews.ScoreAll(rs), reviews.ThemeOptions{Exclude: exclude}), byID)
 		in.Leaders = append(in.Leaders, LeaderInput{AppID: l.TrackID, Name: l.Name, Developer: l.Developer,
-			Rating: round3(l.Rating), RatingCount: l.RatingCount, Price: l.Price, Reviews: len(rs), Themes: ThemeInputs(themes, byID)})
-		if l.Competitiveness != nil {
-			comp += *l.Competitiveness
-			nComp++
-		}
+			Rating: round3(l.Rating), RatingCount: l.RatingCount, Price: l.Price, Competitiveness: l.Competitiveness,
+			Reviews: len(rs), Themes: themes, ThemesMissingReason: themesMissing(l.Fetched != 0, len(rs), len(themes))})
+		comps = append(comps, l.Competitiveness)
 	}
-	if nComp > 0 {
-		in.Competition = round3(comp / float64(nComp))
-	}
+	in.LeadersCompetitiveness, in.CompetitivenessScored = markets.MeanCompetitiveness(comps)
 	var rs []reviews.Review
 	if err := s.DB.Query(ctx, &rs, inputClusterReviewsSQL, clusterID, MaxClusterReviews); err != nil {
 		return BriefInput{}, err
@@ -124,5 +133,12 @@ func (s Store) GatherInput(ctx context.Context, clusterID string) (BriefInput, e
 		byID[r.ID] = r
 	}
 	in.ClusterThemes = ThemeInputs(reviews.ComplaintThemes(reviews.ScoreAll(rs), reviews.ThemeOptions{Exclude: exclude}), byID)
+	var fetched []struct {
+		N int `json:"n"`
+	}
+	if err := s.DB.Query(ctx, &fetched, inputClusterFetchedSQL, clusterID); err != nil {
+		return BriefInput{}, err
+	}
+	in.ThemesMissingReason = themesMissing(len(fetched) > 0 && fetched[0].N > 0, len(rs), len(in.ClusterThemes))
 	return in.Bounded(), nil
 }

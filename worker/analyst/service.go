@@ -94,26 +94,29 @@ func (a *Analyst) Status(ctx context.Context) (Status, error) {
 // BriefView is GET /v1/opportunities/{id}/brief: the brief, the exact
 // input and prompt it came from, and its calls with their cost.
 type BriefView struct {
-	BriefID          string          `json:"brief_id"`
-	ClusterID        string          `json:"cluster_id"`
-	State            string          `json:"state"`
-	Trigger          string          `json:"trigger"`
-	Headline         string          `json:"headline,omitempty"`
-	Confidence       string          `json:"confidence,omitempty"`
-	Brief            json.RawMessage `json:"brief"`
-	Error            string          `json:"error,omitempty"`
-	Model            string          `json:"model"`
-	PromptVersion    string          `json:"prompt_version"`
-	PromptHash       string          `json:"prompt_hash,omitempty"`
-	Input            json.RawMessage `json:"input"`
-	Attempts         int             `json:"attempts"`
-	PromptTokens     int64           `json:"prompt_tokens"`
-	CompletionTokens int64           `json:"completion_tokens"`
-	Cost             llm.MicroUSD    `json:"cost_micro_usd"`
-	CostUSD          string          `json:"cost_usd"`
-	Calls            []Call          `json:"calls"`
-	CreatedAt        string          `json:"created_at"`
-	FinishedAt       string          `json:"finished_at,omitempty"`
+	BriefID    string          `json:"brief_id"`
+	ClusterID  string          `json:"cluster_id"`
+	State      string          `json:"state"`
+	Trigger    string          `json:"trigger"`
+	Headline   string          `json:"headline,omitempty"`
+	Confidence string          `json:"confidence,omitempty"`
+	Brief      json.RawMessage `json:"brief"`
+	// ThemesMissingReason says why the brief had no complaint themes to
+	// stand on (from its input); absent when it had them.
+	ThemesMissingReason string          `json:"themes_missing_reason,omitempty"`
+	Error               string          `json:"error,omitempty"`
+	Model               string          `json:"model"`
+	PromptVersion       string          `json:"prompt_version"`
+	PromptHash          string          `json:"prompt_hash,omitempty"`
+	Input               json.RawMessage `json:"input"`
+	Attempts            int             `json:"attempts"`
+	PromptTokens        int64           `json:"prompt_tokens"`
+	CompletionTokens    int64           `json:"completion_tokens"`
+	Cost                llm.MicroUSD    `json:"cost_micro_usd"`
+	CostUSD             string          `json:"cost_usd"`
+	Calls               []Call          `json:"calls"`
+	CreatedAt           string          `json:"created_at"`
+	FinishedAt          string          `json:"finished_at,omitempty"`
 }
 
 func rawOrNull(s string) json.RawMessage {
@@ -140,5 +143,15 @@ func (a *Analyst) Brief(ctx context.Context, clusterID string) (BriefView, bool,
 		Confidence: b.Confidence, Brief: rawOrNull(b.BriefJSON), Error: b.Error, Model: b.Model, PromptVersion: b.PromptVersion,
 		PromptHash: b.PromptHash, Input: rawOrNull(b.InputJSON), Attempts: b.Attempt, PromptTokens: b.PromptTokens,
 		CompletionTokens: b.CompletionTokens, Cost: b.Cost, CostUSD: llm.USD(b.Cost), Calls: calls, CreatedAt: b.CreatedAt,
-		FinishedAt: b.FinishedAt}, true, nil
+		FinishedAt: b.FinishedAt, ThemesMissingReason: themesMissingOf(b.InputJSON)}, true, nil
+}
+
+// themesMissingOf reads a stored input's themes_missing_reason ("" when
+// the input is not stored yet or had themes).
+func themesMissingOf(inputJSON string) string {
+	var in struct {
+		Reason string `json:"themes_missing_reason"`
+	}
+	_ = json.Unmarshal([]byte(inputJSON), &in)
+	return in.Reason
 }

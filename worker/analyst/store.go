@@ -61,12 +61,18 @@ WHERE state IN ('queued', 'ready') OR (state = 'calling' AND updated_at < ?)
 ORDER BY created_at, brief_id LIMIT 1`
 
 // topWithoutBriefSQL: of the top clusters by opportunity, those with no
-// brief (of any state) created since a given time and whose members'
-// reviews were fetched (reviews-refresh): a brief stands on the complaint
-// themes, so it waits for them.
+// brief (of any state) created since a given time and whose leaders (the
+// first MaxLeaders members by position, those the brief describes) all had
+// their reviews fetched (reviews-refresh, which fetches the top clusters'
+// members leaders first): a brief stands on the complaint themes, so it
+// waits for them. One fetched member among fifty is not enough.
 const topWithoutBriefSQL = `SELECT t.cluster_id FROM (SELECT cluster_id, score FROM opportunity_scores ORDER BY score DESC LIMIT ?) t
 WHERE NOT EXISTS (SELECT 1 FROM analyst_briefs b WHERE b.cluster_id = t.cluster_id AND b.created_at >= ?)
-  AND EXISTS (SELECT 1 FROM market_cluster_members m JOIN review_fetches f ON f.app_id = m.track_id WHERE m.cluster_id = t.cluster_id)
+  AND EXISTS (SELECT 1 FROM market_cluster_members m WHERE m.cluster_id = t.cluster_id)
+  AND NOT EXISTS (SELECT 1 FROM market_cluster_members l
+    WHERE l.track_id IN (SELECT track_id FROM market_cluster_members WHERE cluster_id = t.cluster_id ORDER BY position, track_id LIMIT ?)
+      AND l.cluster_id = t.cluster_id
+      AND NOT EXISTS (SELECT 1 FROM review_fetches f WHERE f.app_id = l.track_id))
 ORDER BY t.score DESC, t.cluster_id`
 
 const openForClusterSQL = `SELECT ` + briefCols + ` FROM analyst_briefs WHERE cluster_id = ? AND state IN ('queued', 'ready', 'calling')
@@ -244,7 +250,7 @@ func (s Store) TopWithoutBrief(ctx context.Context, n int, since time.Time) ([]s
 	var rows []struct {
 		ClusterID string `json:"cluster_id"`
 	}
-	if err := s.DB.Query(ctx, &rows, topWithoutBriefSQL, n, d1.Time(since)); err != nil {
+	if err := s.DB.Query(ctx, &rows, topWithoutBriefSQL, n, d1.Time(since), MaxLeaders); err != nil {
 		return nil, err
 	}
 	out := make([]string, len(rows))

@@ -53,9 +53,16 @@ func TestDashboardIsSelfContained(t *testing.T) {
 		`data-limiter-keys="llm-tokens upstream-catalogue upstream-reviews upstream-store-pages"`, `data-targets="main"`, `data-chart="pace"`, `data-chart="success"`,
 		`id="ctl-running"`, `id="ctl-stop"`, `id="ctl-start"`, `id="token"`, `type="password"`, `id="scheduler"`, `id="limiters"`,
 		`id="count-apps-known"`, `id="count-opportunities"`, `"/v1/history?target="`, `"/v1/pipeline/counts"`, `"/v1/analyst/status"`, `id="analyst-state"`, `id="analyst-spend"`, `id="analyst-top"`,
+		`"/v1/enrichment/pulse?target="`, `data-testid="stall-alert"`, `data-testid="controller-completions-per-min"`, `data-field="projected-basis"`,
+		`data-testid="drift-help"`, `POST /v1/enrichment/resume-pages`, `control("/v1/enrichment/resume-pages"`, `#limiters .key {`, `text-overflow: ellipsis`, `th.title = key`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}
+	}
+	// One projection per day on the page: the pulse's, never the
+	// controller's burst-extrapolated projected_per_day.
+	if strings.Count(page, "projected_per_day") != 1 || !strings.Contains(page, "fmtNum(p.projected_per_day)") || strings.Count(page, "Projected per day") != 1 {
+		t.Error("the page shows a projection other than the pulse's")
 	}
 }

@@ -76,6 +76,7 @@ func NewServer(s *Server) *Server {
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /v1/dashboard", s.dashboard)
 	mux.HandleFunc("GET /v1/enrichment/status", s.forward("/status"))
+	mux.HandleFunc("GET /v1/enrichment/pulse", s.pulse)
 	for _, action := range []string{"start", "stop", "reset", "tune"} {
 		mux.HandleFunc("POST /v1/enrichment/"+action, s.requireAdmin(s.forward("/"+action)))
 	}

@@ -86,6 +86,26 @@ func CompetitivenessScore(in ScoreInput, now time.Time) float64 {
 	return math.Round(1000*(proofWeight*proof+qualityWeight*quality+freshnessWeight*fresh)) / 10
 }
 
+// MeanCompetitiveness is a set of apps' competitiveness, 0–100: the mean
+// of the scored ones (CompetitivenessScore, written once an app is
+// enriched) and how many were scored. nil when none is: unknown, which is
+// not the same as 0 (easy to beat).
+func MeanCompetitiveness(scores []*float64) (*float64, int) {
+	var sum float64
+	n := 0
+	for _, s := range scores {
+		if s != nil {
+			sum += *s
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, 0
+	}
+	m := math.Round(10*sum/float64(n)) / 10
+	return &m, n
+}
+
 // ErrBadEvent marks a message that can never be processed; it is retried to
 // the dead-letter queue (kept for inspection), never dropped.
 var ErrBadEvent = errors.New("bad event")

@@ -152,3 +152,14 @@ func TestCompetitivenessScore(t *testing.T) {
 		t.Fatalf("out of range: %v", got)
 	}
 }
+
+func TestMeanCompetitiveness(t *testing.T) {
+	a, b := 71.4, 58.2
+	if m, n := MeanCompetitiveness([]*float64{&a, nil, &b}); m == nil || *m != 64.8 || n != 2 {
+		t.Errorf("mean %v of %d", m, n)
+	}
+	// None scored (no member enriched yet): unknown, not 0.
+	if m, n := MeanCompetitiveness([]*float64{nil, nil}); m != nil || n != 0 {
+		t.Errorf("unscored: %v of %d", m, n)
+	}
+}

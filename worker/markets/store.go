@@ -49,14 +49,59 @@ FROM market_cluster_members m JOIN app_registry a ON a.track_id = m.track_id
 WHERE m.cluster_id IN (` + d1.Placeholders(n) + `)`
 }
 
-// marketJSON renders one market (a cluster, its score and its members).
-const marketJSON = `SELECT json_object('cluster_id', o.cluster_id, 'opportunity_score', o.score, 'demand', o.demand,
+// scoreFields are a market's scores as the API serves them (GET
+// /v1/opportunities, GET /v1/clusters) and the analyst's brief shows them:
+// one list, so the two can never disagree on a value or its scale.
+const scoreFields = `'cluster_id', c.cluster_id, 'opportunity_score', o.score, 'demand', o.demand,
   'fragmentation', o.fragmentation, 'hhi', c.hhi, 'quality_gap', o.quality_gap, 'app_count', c.app_count,
-  'total_ratings', c.total_ratings, 'avg_rating', c.avg_rating, 'computed_at', o.computed_at,
+  'total_ratings', c.total_ratings, 'avg_rating', c.avg_rating`
+
+// marketJSON renders one market (a cluster, its score and its members).
+const marketJSON = `SELECT json_object(` + scoreFields + `, 'computed_at', o.computed_at,
   'members', (SELECT json_group_array(json_object('track_id', m.track_id, 'position', m.position,
       'name', (SELECT name FROM app_registry WHERE track_id = m.track_id)))
     FROM market_cluster_members m WHERE m.cluster_id = o.cluster_id)) AS market
 FROM opportunity_scores o JOIN market_clusters c ON c.cluster_id = o.cluster_id`
+
+// scoresSQL reads one cluster's scores by primary key; a cluster not scored
+// yet has a null opportunity score.
+const scoresSQL = `SELECT json_object(` + scoreFields + `) AS scores
+FROM market_clusters c LEFT JOIN opportunity_scores o ON o.cluster_id = c.cluster_id WHERE c.cluster_id = ?`
+
+// Scores is one market's scores exactly as the API serves them, on the
+// API's scales.
+type Scores struct {
+	ClusterID string `json:"cluster_id"`
+	// OpportunityScore is 0–100 (Cluster.Score); null while not scored.
+	OpportunityScore *float64 `json:"opportunity_score"`
+	// Demand is log10(1 + the members' total ratings): 0 to about 7.
+	Demand *float64 `json:"demand"`
+	// Fragmentation is 1 − HHI, 0–1: high = demand spread over many apps.
+	Fragmentation *float64 `json:"fragmentation"`
+	// HHI is the Herfindahl index of the members' rating shares, 0–1.
+	HHI *float64 `json:"hhi"`
+	// QualityGap is how far the weighted rating is under QualityBar, 0–1.
+	QualityGap   *float64 `json:"quality_gap"`
+	AppCount     int      `json:"app_count"`
+	TotalRatings int64    `json:"total_ratings"`
+	AvgRating    float64  `json:"avg_rating"`
+}
+
+// ReadScores reads one cluster's scores as the API serves them (found false
+// for an unknown cluster).
+func ReadScores(ctx context.Context, db *d1.DB, clusterID string) (Scores, bool, error) {
+	var rows []struct {
+		Scores string `json:"scores"`
+	}
+	if err := db.Query(ctx, &rows, scoresSQL, clusterID); err != nil || len(rows) == 0 {
+		return Scores{}, false, err
+	}
+	var sc Scores
+	if err := json.Unmarshal([]byte(rows[0].Scores), &sc); err != nil {
+		return Scores{}, false, fmt.Errorf("markets: scores of %q: %w", clusterID, err)
+	}
+	return sc, true, nil
+}
 
 // opportunitiesSQL lists markets by opportunity score (idx_opportunity_scores_score).
 const opportunitiesSQL = marketJSON + `
@@ -83,6 +128,7 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "keyword rankings", SQL: keywordRankingsSQL(2), Args: []any{"budget", "chat"}},
 		{Name: "cluster aggregates", SQL: clusterAggregatesSQL(2), Args: []any{"budget", "chat"}},
 		{Name: "cluster member ratings", SQL: clusterMemberRatingsSQL(2), Args: []any{"budget", "chat"}},
+		{Name: "cluster scores", SQL: scoresSQL, Args: []any{"budget"}},
 	}
 }
 

@@ -140,6 +140,17 @@ try {
     await page.waitForFunction(() => /^[\d,]+$/.test(document.querySelector('[data-testid="lim6h-allowed-upstream-catalogue"]').textContent));
     log(`limiter upstream-catalogue: ${allowed} allowed since start, ${await num("lim6h-allowed-upstream-catalogue")} in the last 6 h (API: ${lim6h.allowed})`);
   }
+  // The pulse (GET /v1/enrichment/pulse): completions/min beside the success rate, the one
+  // projection with its basis, the plan beside actual completions, the stall alert as the API decides.
+  const pulse = await api("/v1/enrichment/pulse?target=main");
+  if (pulse.status !== 200) fail(`/v1/enrichment/pulse answered ${pulse.status}: ${JSON.stringify(pulse.body)}`);
+  await page.locator('[data-testid="controller-completions-per-min"]', { hasText: /completed\/min \(last \d+ min\)/ }).waitFor();
+  await page.locator('[data-testid="target-projected-basis-main"]', { hasText: /measured/ }).waitFor();
+  await page.locator('[data-testid="controller-plan"]', { hasText: /^plan .* · actual [\d.,]+\/min completed/ }).waitFor();
+  if ((await page.locator('[data-testid="stall-alert"]').getAttribute("data-stalled")) !== String(pulse.body.stalled)) {
+    await page.waitForFunction((s) => document.querySelector('[data-testid="stall-alert"]').dataset.stalled === s, String(pulse.body.stalled));
+  }
+  log(`pulse: ${await page.locator('[data-testid="controller-plan"]').textContent()}; stalled ${pulse.body.stalled}`);
   for (const task of ["charts-refresh", "rating-sweep"]) await page.locator(`#scheduler tr[data-task="${task}"]`).waitFor();
   const counts = await api("/v1/pipeline/counts");
   if (counts.status === 200) {

@@ -1,0 +1,148 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"storecrawl/durable/enrichment"
+	"storecrawl/worker/history"
+)
+
+var pulseNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// historyWith builds the target's one-minute history (6 h up to pulseNow)
+// from completions per minute, keyed by minutes before now.
+func historyWith(completedMinutesAgo map[int]int64) history.History {
+	q := history.HistoryQuery{Target: "main", Since: pulseNow.Add(-6 * time.Hour), Until: pulseNow, Bucket: time.Minute}
+	var ticks []history.TickMinute
+	for ago := 360; ago >= 1; ago-- {
+		n, ok := completedMinutesAgo[ago]
+		if !ok {
+			continue
+		}
+		ticks = append(ticks, history.TickMinute{Minute: pulseNow.Add(-time.Duration(ago) * time.Minute).UnixMilli(), Ticks: 6, Dispatched: n + 1, Completed: n})
+	}
+	return history.BuildHistory(q, ticks, nil)
+}
+
+func runningStatus() enrichment.Status {
+	return enrichment.Status{Running: true, BatchSize: 88, IntervalMs: 10000}
+}
+
+func TestPulseShowsThePlanBesideMeasuredCompletions(t *testing.T) {
+	// 13 apps over the last 15 minutes: the history's 0.867/min, 1,248 a day.
+	h := historyWith(map[int]int64{14: 5, 9: 4, 3: 4})
+	p := DecidePulse(PulseInput{Status: runningStatus(), History: h, Pending: 4120, Now: pulseNow})
+	if p.CompletionsPerMin != 0.867 || p.ProjectedPerDay != 1248 || p.ProjectedPerDay != int64(h.ProjectedPerDay) || p.WindowMin != 15 {
+		t.Errorf("measured: %v/min, %d/day (history %v)", p.CompletionsPerMin, p.ProjectedPerDay, h.ProjectedPerDay)
+	}
+	if !strings.Contains(p.ProjectionBasis, "measured") || !strings.Contains(p.ProjectionBasis, "15 min") {
+		t.Errorf("basis %q", p.ProjectionBasis)
+	}
+	if p.Plan != "88 items every 10 s" || p.PlannedPerMin != 528 {
+		t.Errorf("plan %q, %v/min", p.Plan, p.PlannedPerMin)
+	}
+	if p.Stalled || p.MinutesSinceCompletion == nil || *p.MinutesSinceCompletion != 2 {
+		t.Errorf("completing: stalled %v, since %v", p.Stalled, p.MinutesSinceCompletion)
+	}
+}
+
+func TestPulseMarksAStall(t *testing.T) {
+	quiet := historyWith(map[int]int64{40: 30, 23: 6})
+	st := runningStatus()
+	st.ParserHealth.PagesPaused = true
+	p := DecidePulse(PulseInput{Status: st, History: quiet, Pending: 4120, Now: pulseNow})
+	if !p.Stalled || *p.MinutesSinceCompletion != 22 || p.StallAfterMin != 10 || p.CompletionsPerMin != 0 || p.ProjectedPerDay != 0 {
+		t.Fatalf("pulse %+v", p)
+	}
+	for _, want := range []string{"no app completed for 22 min", "4120 apps wait", LiftDriftPause} {
+		if !strings.Contains(p.StallReason, want) {
+			t.Errorf("reason %q lacks %q", p.StallReason, want)
+		}
+	}
+	if p.LiftDriftPause != LiftDriftPause {
+		t.Errorf("lift %q", p.LiftDriftPause)
+	}
+	// Nothing at all in the history's 6 hours: stalled for all of them.
+	if p := DecidePulse(PulseInput{Status: runningStatus(), History: historyWith(nil), Pending: 5, Now: pulseNow}); !p.Stalled ||
+		p.LastCompletionAt != nil || !strings.Contains(p.StallReason, "in the last 6 h") {
+		t.Errorf("empty history: %+v", p)
+	}
+	// Not a stall: just under the bound, the controller stopped, nothing
+	// waiting, or the controller's own window already has a completion (the
+	// history lags its replication).
+	cases := map[string]PulseInput{
+		"under the bound": {Status: runningStatus(), History: historyWith(map[int]int64{10: 1}), Pending: 5, Now: pulseNow},
+		"stopped":         {Status: enrichment.Status{BatchSize: 88, IntervalMs: 10000}, History: quiet, Pending: 5, Now: pulseNow},
+		"nothing waits":   {Status: runningStatus(), History: quiet, Pending: 0, Now: pulseNow},
+	}
+	live := runningStatus()
+	live.Rolling.Completed = 3
+	cases["controller completed"] = PulseInput{Status: live, History: quiet, Pending: 5, Now: pulseNow}
+	for name, in := range cases {
+		if p := DecidePulse(in); p.Stalled {
+			t.Errorf("%s: stalled (%s)", name, p.StallReason)
+		}
+	}
+}
+
+type statusController struct{ body string }
+
+func (c statusController) CallController(_ context.Context, method, path string, _ []byte) (int, []byte, error) {
+	if method != "GET" || path != "/status" {
+		return 404, nil, nil
+	}
+	return 200, []byte(c.body), nil
+}
+
+type pulseLedger struct {
+	fakeLedger
+	h history.History
+}
+
+func (l *pulseLedger) History(context.Context, history.HistoryQuery) (history.History, error) {
+	return l.h, nil
+}
+func (l *pulseLedger) PipelineCounts(context.Context) (map[string]int64, error) {
+	return map[string]int64{"apps_pending": 4120}, nil
+}
+
+func TestPulseEndpoint(t *testing.T) {
+	st, _ := json.Marshal(runningStatus())
+	l := &pulseLedger{h: historyWith(nil)}
+	s := NewServer(&Server{Controller: statusController{body: string(st)}, Ledger: l})
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/enrichment/pulse?target=main", nil))
+	var p Pulse
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &p) != nil || p.Pending != 4120 || p.Plan != "88 items every 10 s" {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/enrichment/pulse?bucket_s=7", nil))
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"field":"bucket_s"`) {
+		t.Errorf("bad bucket: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// Why the page showed two projections a day apart by ×40: both are measured,
+// over different spans. The controller's status divides its 5-minute
+// window's completions by the minutes since the window's oldest bucket (at
+// least one), so a burst after a quiet spell is extrapolated as if it went
+// on all day; the history divides the last 15 minutes' completions by 15.
+// The pulse keeps the history's, the one with a fixed span, and says so.
+func TestTheTwoProjectionsDiffer(t *testing.T) {
+	now := pulseNow.Add(30 * time.Second)
+	burst := enrichment.State{Running: true, Metrics: []enrichment.Bucket{{Minute: pulseNow.UnixMilli(), Dispatched: 33, Completed: 33}}}
+	st := burst.Status(now, enrichment.DefaultConfig())
+	h := history.BuildHistory(history.HistoryQuery{Target: "main", Since: now.Add(-6 * time.Hour), Until: now, Bucket: time.Minute},
+		[]history.TickMinute{{Minute: pulseNow.UnixMilli(), Ticks: 3, Dispatched: 33, Completed: 33}}, nil)
+	p := DecidePulse(PulseInput{Status: st, History: h, Pending: 100, Now: now})
+	if st.ProjectedPerDay != 47520 || p.ProjectedPerDay != 3168 {
+		t.Errorf("controller %d/day, pulse (history) %d/day", st.ProjectedPerDay, p.ProjectedPerDay)
+	}
+}
