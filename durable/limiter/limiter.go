@@ -150,11 +150,11 @@ func parseAcquire(body []byte, fromClient bool) (Acquire, *FieldError) {
 			}
 			a.Policy.Limit = int(v)
 		case "windowInSeconds":
-			var f float64
-			if err := json.Unmarshal(raw, &f); err != nil || f < MinWindow.Seconds() || f > MaxWindow.Seconds() || math.IsNaN(f) {
-				return Acquire{}, &FieldError{Field: k, Error: fmt.Sprintf("windowInSeconds must be from %g to %g", MinWindow.Seconds(), MaxWindow.Seconds())}
+			// Its range depends on the key's namespace: checked below, once
+			// the key is known.
+			if err := json.Unmarshal(raw, &a.Policy.Window); err != nil || math.IsNaN(a.Policy.Window) {
+				a.Policy.Window = -1
 			}
-			a.Policy.Window = f
 		case "cost":
 			v, ok := intField(raw)
 			if !ok || v < 1 || v > MaxLimit {
@@ -182,8 +182,8 @@ func parseAcquire(body []byte, fromClient bool) (Acquire, *FieldError) {
 		return Acquire{}, &FieldError{Field: "key", Error: "key is required"}
 	case a.Policy.Limit == 0:
 		return Acquire{}, &FieldError{Field: "limit", Error: "limit is required"}
-	case a.Policy.Window == 0:
-		return Acquire{}, &FieldError{Field: "windowInSeconds", Error: "windowInSeconds is required"}
+	case a.Policy.Window < MinWindow.Seconds() || a.Policy.Window > maxWindow(a.Key).Seconds():
+		return Acquire{}, windowError(a.Key)
 	case a.Cost > a.Policy.Limit:
 		return Acquire{}, &FieldError{Field: "cost", Error: "cost exceeds limit: it could never be admitted"}
 	}
@@ -200,10 +200,22 @@ func clientBounds(p Policy) *FieldError {
 	if p.Algorithm == SlidingWindow && p.Limit > MaxClientRing {
 		return &FieldError{Field: "limit", Error: fmt.Sprintf("limit of a sliding_window must be from %d to %d (gcra and token_bucket: up to %d)", MinLimit, MaxClientRing, MaxLimit)}
 	}
-	if p.Window > MaxClientWindow.Seconds() {
-		return &FieldError{Field: "windowInSeconds", Error: fmt.Sprintf("windowInSeconds must be from %g to %g", MinWindow.Seconds(), MaxClientWindow.Seconds())}
-	}
 	return nil
+}
+
+// maxWindow is the longest window a key may have: MaxClientWindow in the
+// clients' namespace, MaxWindow for the crawler's keys.
+func maxWindow(key string) time.Duration {
+	if IsClientKey(key) {
+		return MaxClientWindow
+	}
+	return MaxWindow
+}
+
+// windowError is the one answer to a windowInSeconds that is missing, not
+// a number or out of its key's range: the field and the range that applies.
+func windowError(key string) *FieldError {
+	return &FieldError{Field: "windowInSeconds", Error: fmt.Sprintf("windowInSeconds must be a number of seconds from %g to %g", MinWindow.Seconds(), maxWindow(key).Seconds())}
 }
 
 // validStoredKey checks a key as an object holds it: a valid key, with the
