@@ -284,7 +284,7 @@ func Conflict(a Acquire, have Policy) *PolicyConflict {
 		fields = append(fields, "algorithm")
 	}
 	return &PolicyConflict{
-		Error: fmt.Sprintf("the key has another policy (limit %d, windowInSeconds %g, algorithm %s): %s differ; send \"replace\": true to change it",
+		Error: fmt.Sprintf("the key has another policy (limit %d, windowInSeconds %g, algorithm %s); differing: %s; send \"replace\": true to change it",
 			have.Limit, have.Window, have.Algorithm, strings.Join(fields, ", ")),
 		Field: fields[0], Fields: fields, Policy: have,
 	}
