@@ -82,12 +82,11 @@ async function acquire(go, request, env) {
   return new Response(json, { status, headers: { "content-type": "application/json", ...headers } });
 }
 
-// boundedBody reads at most bounds.max+1 bytes of a request's body for Go
-// to judge, never the whole of a large one (a declared length past max
-// comes without its body: fetch drains it). Whatever is left is drained up to bounds.drain, then
-// cancelled, before the answer goes out (as Go's api.finishBody does), so
-// the runtime never sees a half-read body. size is the length as declared,
-// else as read (past max: at least max+1).
+// boundedBody keeps at most bounds.max+1 bytes of a request's body for Go
+// to judge (a declared length past max comes without its body: fetch
+// drains it). A chunked body past max is drained up to bounds.drain, then
+// cancelled, before the answer goes out, as Go's api.finishBody does. size
+// is the length as declared, else as read (past max: more than max).
 async function boundedBody(request, bounds) {
   const size = declaredLength(request);
   if (!request.body) return { text: "", size: Math.max(size, 0) };
