@@ -96,6 +96,18 @@ func TestLargeBodiesAre413(t *testing.T) {
 		t.Fatalf("a refused request reached an object: %v %v %v", c.calls, sch.calls, *sent)
 	}
 
+	// No route takes more than MaxBody: the shim hands Go a request whose
+	// Content-Length is past it without its body.
+	for _, rt := range writeRoutes {
+		req := httptest.NewRequest("POST", rt.path, strings.NewReader(strings.Repeat(" ", MaxBody+1)))
+		req.Header.Set("Authorization", "Bearer "+rt.token)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if rec.Code != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s takes %d bytes, more than MaxBody: %d", rt.path, MaxBody+1, rec.Code)
+		}
+	}
+
 	// Past MaxDrainBody the rest is left to Close (the JS reader's cancel).
 	body := &countingBody{r: io.LimitReader(zeros{}, MaxDrainBody*2)}
 	req := httptest.NewRequest("POST", "/v1/enrichment/tune", nil)
