@@ -180,11 +180,13 @@ export class OmniLimiter extends DurableObject {
     let waited = false;
     for (;;) {
       const a = callGo(go, "limiterCall", this.id, method, path, body, started, waited, Date.now(), this.ops.writes, this.ops.reads);
+      // Storage's policy first: an acquire of a key this instance has not
+      // seen is compared with it (Go answers 409 to a change not asked for).
+      if (a.restore_stored && this.restoreStored(go)) continue;
       if (a.restore) {
         this.restore(go, a.restore, a.key);
         continue;
       }
-      if (a.restore_stored && this.restoreStored(go)) continue;
       this.persist(a.write); // the output gate holds the answer until this is durable
       this.record(go, a);
       await this.arm(a.open_until, 0);

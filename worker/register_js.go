@@ -118,6 +118,10 @@ func Register() {
 	binding.Set("ledgerPlan", cf.Export(ledgerPlan))
 	binding.Set("acquireFront", cf.Export(acquireFront))
 	binding.Set("acquireHeaders", cf.Export(acquireHeaders))
+	// Body bounds for the shim: past max (the largest body any route
+	// takes) Go judges a request by its Content-Length alone while the
+	// shim drains the body, up to drain, and cancels the rest.
+	binding.Set("bodyBounds", map[string]any{"max": api.MaxBody, "drain": api.MaxDrainBody})
 	workers.Ready()
 }
 
@@ -175,14 +179,16 @@ func enrichmentRun(args []js.Value) (any, error) {
 	return out, nil
 }
 
-// acquireFront(authorization, body) → api.Front: the shim's fast path of
-// POST /v1/limiter/acquire asks Go to check the client token, validate the
-// body and name the object and the body to send it.
+// acquireFront(authorization, body, size) → api.Front: the shim's fast
+// path of POST /v1/limiter/acquire asks Go to check the client token,
+// validate the body (what the shim read of it, at most
+// bodyBounds.max+1 bytes, and its size as declared or read) and
+// name the object and the body to send it.
 func acquireFront(args []js.Value) (any, error) {
-	if len(args) != 2 {
-		return nil, fmt.Errorf("acquireFront: want 2 args, got %d", len(args))
+	if len(args) != 3 {
+		return nil, fmt.Errorf("acquireFront: want 3 args, got %d", len(args))
 	}
-	return api.AcquireFront(args[0].String(), []byte(args[1].String()), cfg.ClientToken), nil
+	return api.AcquireFront(args[0].String(), []byte(args[1].String()), int64(args[2].Float()), cfg.ClientToken), nil
 }
 
 // acquireHeaders(key, limit, window, answerJSON) → the answer's headers.

@@ -93,6 +93,9 @@ type Acquire struct {
 	Policy Policy
 	Cost   int
 	Wait   time.Duration
+	// Replace says the caller means to change the key's policy: without
+	// it, a client key whose stored policy differs is a 409 (Conflict).
+	Replace bool
 }
 
 // FieldError is a 400 body naming the offending field (durable/object).
@@ -116,7 +119,7 @@ func ParseClientAcquire(body []byte) (Acquire, *FieldError) { return parseAcquir
 func (a Acquire) Body() []byte {
 	b, _ := json.Marshal(map[string]any{
 		"key": a.Key, "limit": a.Policy.Limit, "windowInSeconds": a.Policy.Window, "algorithm": a.Policy.Algorithm,
-		"cost": a.Cost, "waitMs": a.Wait.Milliseconds(),
+		"cost": a.Cost, "waitMs": a.Wait.Milliseconds(), "replace": a.Replace,
 	})
 	return b
 }
@@ -150,11 +153,11 @@ func parseAcquire(body []byte, fromClient bool) (Acquire, *FieldError) {
 			}
 			a.Policy.Limit = int(v)
 		case "windowInSeconds":
-			var f float64
-			if err := json.Unmarshal(raw, &f); err != nil || f < MinWindow.Seconds() || f > MaxWindow.Seconds() || math.IsNaN(f) {
-				return Acquire{}, &FieldError{Field: k, Error: fmt.Sprintf("windowInSeconds must be from %g to %g", MinWindow.Seconds(), MaxWindow.Seconds())}
+			// Its range depends on the key's namespace: checked below, once
+			// the key is known.
+			if err := json.Unmarshal(raw, &a.Policy.Window); err != nil || math.IsNaN(a.Policy.Window) {
+				a.Policy.Window = -1
 			}
-			a.Policy.Window = f
 		case "cost":
 			v, ok := intField(raw)
 			if !ok || v < 1 || v > MaxLimit {
@@ -173,6 +176,10 @@ func parseAcquire(body []byte, fromClient bool) (Acquire, *FieldError) {
 				return Acquire{}, &FieldError{Field: k, Error: fmt.Sprintf("waitMs must be an integer from 0 to %d", MaxWait.Milliseconds())}
 			}
 			a.Wait = time.Duration(v) * time.Millisecond
+		case "replace":
+			if err := json.Unmarshal(raw, &a.Replace); err != nil {
+				return Acquire{}, &FieldError{Field: k, Error: "replace must be a boolean"}
+			}
 		default:
 			return Acquire{}, &FieldError{Field: k, Error: "unknown field " + strconv.Quote(k)}
 		}
@@ -182,8 +189,8 @@ func parseAcquire(body []byte, fromClient bool) (Acquire, *FieldError) {
 		return Acquire{}, &FieldError{Field: "key", Error: "key is required"}
 	case a.Policy.Limit == 0:
 		return Acquire{}, &FieldError{Field: "limit", Error: "limit is required"}
-	case a.Policy.Window == 0:
-		return Acquire{}, &FieldError{Field: "windowInSeconds", Error: "windowInSeconds is required"}
+	case a.Policy.Window < MinWindow.Seconds() || a.Policy.Window > maxWindow(a.Key).Seconds():
+		return Acquire{}, windowError(a.Key)
 	case a.Cost > a.Policy.Limit:
 		return Acquire{}, &FieldError{Field: "cost", Error: "cost exceeds limit: it could never be admitted"}
 	}
@@ -200,10 +207,22 @@ func clientBounds(p Policy) *FieldError {
 	if p.Algorithm == SlidingWindow && p.Limit > MaxClientRing {
 		return &FieldError{Field: "limit", Error: fmt.Sprintf("limit of a sliding_window must be from %d to %d (gcra and token_bucket: up to %d)", MinLimit, MaxClientRing, MaxLimit)}
 	}
-	if p.Window > MaxClientWindow.Seconds() {
-		return &FieldError{Field: "windowInSeconds", Error: fmt.Sprintf("windowInSeconds must be from %g to %g", MinWindow.Seconds(), MaxClientWindow.Seconds())}
-	}
 	return nil
+}
+
+// maxWindow is the longest window a key may have: MaxClientWindow in the
+// clients' namespace, MaxWindow for the crawler's keys.
+func maxWindow(key string) time.Duration {
+	if IsClientKey(key) {
+		return MaxClientWindow
+	}
+	return MaxWindow
+}
+
+// windowError is the one answer to a windowInSeconds that is missing, not
+// a number or out of its key's range: the field and the range that applies.
+func windowError(key string) *FieldError {
+	return &FieldError{Field: "windowInSeconds", Error: fmt.Sprintf("windowInSeconds must be a number of seconds from %g to %g", MinWindow.Seconds(), maxWindow(key).Seconds())}
 }
 
 // validStoredKey checks a key as an object holds it: a valid key, with the
@@ -233,4 +252,40 @@ func intField(raw json.RawMessage) (int64, bool) {
 		return 0, false
 	}
 	return int64(f), true
+}
+
+// PolicyConflict is the 409 body of an acquire whose policy differs from
+// the one its client key has, without "replace": true.
+type PolicyConflict struct {
+	Error string `json:"error"`
+	// Field is the first field that differs, Fields all of them.
+	Field  string   `json:"field"`
+	Fields []string `json:"fields"`
+	// Policy is the key's policy, which stands.
+	Policy Policy `json:"policy"`
+}
+
+// Conflict compares an acquire's policy with the key's: nil when they
+// agree, or when the acquire says replace, or for the crawler's keys, whose
+// policy is the code's (ratelimit.Limits) and changes with it. A client
+// key's policy changes only when its client says so.
+func Conflict(a Acquire, have Policy) *PolicyConflict {
+	if a.Policy == have || a.Replace || !IsClientKey(a.Key) {
+		return nil
+	}
+	var fields []string
+	if a.Policy.Limit != have.Limit {
+		fields = append(fields, "limit")
+	}
+	if a.Policy.Window != have.Window {
+		fields = append(fields, "windowInSeconds")
+	}
+	if a.Policy.Algorithm != have.Algorithm {
+		fields = append(fields, "algorithm")
+	}
+	return &PolicyConflict{
+		Error: fmt.Sprintf("the key has another policy (limit %d, windowInSeconds %g, algorithm %s); differing: %s; send \"replace\": true to change it",
+			have.Limit, have.Window, have.Algorithm, strings.Join(fields, ", ")),
+		Field: fields[0], Fields: fields, Policy: have,
+	}
 }

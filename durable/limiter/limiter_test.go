@@ -198,3 +198,36 @@ func TestParseAcquire(t *testing.T) {
 		t.Fatalf("defaults: %+v", a)
 	}
 }
+
+// TestWindowHasOneRulePerNamespace: a client key's windowInSeconds that is
+// 0, missing, not a number or past the hour gets one message naming the
+// field and the client range (0 said "to 86400", 3601 "to 3600"); the
+// crawler's keys keep the 24 h range, in the same words.
+func TestWindowHasOneRulePerNamespace(t *testing.T) {
+	const client = "windowInSeconds must be a number of seconds from 0.001 to 3600"
+	for _, w := range []string{`,"windowInSeconds":0`, `,"windowInSeconds":3601`, ``, `,"windowInSeconds":"10"`, `,"windowInSeconds":-1`, `,"windowInSeconds":0.0001`} {
+		_, fe := ParseClientAcquire([]byte(`{"key":"k","limit":1` + w + `}`))
+		if fe == nil || fe.Field != "windowInSeconds" || fe.Error != client {
+			t.Errorf("client %q: %+v; want %q", w, fe, client)
+		}
+		_, fe = ParseAcquire([]byte(`{"key":"client:k","limit":1` + w + `}`))
+		if fe == nil || fe.Error != client {
+			t.Errorf("client key at the object %q: %+v", w, fe)
+		}
+	}
+	const internal = "windowInSeconds must be a number of seconds from 0.001 to 86400"
+	for _, w := range []string{`,"windowInSeconds":0`, `,"windowInSeconds":86401`, ``} {
+		_, fe := ParseAcquire([]byte(`{"key":"upstream-catalogue","limit":1` + w + `}`))
+		if fe == nil || fe.Field != "windowInSeconds" || fe.Error != internal {
+			t.Errorf("internal %q: %+v; want %q", w, fe, internal)
+		}
+	}
+	for _, ok := range []string{`{"key":"k","limit":1,"windowInSeconds":3600}`, `{"key":"k","limit":1,"windowInSeconds":0.001}`} {
+		if _, fe := ParseClientAcquire([]byte(ok)); fe != nil {
+			t.Errorf("%s: %+v", ok, fe)
+		}
+	}
+	if _, fe := ParseAcquire([]byte(`{"key":"upstream-catalogue","limit":1,"windowInSeconds":86400}`)); fe != nil {
+		t.Errorf("internal day: %+v", fe)
+	}
+}

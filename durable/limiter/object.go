@@ -78,7 +78,9 @@ type StatusBody struct {
 // the alarm due by OpenUntil; hold the caller WaitMs and call again; else
 // answer Response (or, for Report, the ledger's side of reconciliation).
 type Answer struct {
-	// Restore asks for the object's storage under this policy.
+	// Restore asks for the object's storage under this policy (after
+	// RestoreStored, when both are set and storage keeps a policy: then
+	// the call comes again instead).
 	Restore *Policy `json:"restore,omitempty"`
 	// Key is the object's key, for the shim to keep with the policy (a
 	// restore of a fresh instance gets it back).
@@ -177,9 +179,21 @@ func (o *Objects) Handle(id string, c Call, now time.Time) Answer {
 }
 
 func (obj *keyObject) acquire(a Acquire, c Call, now time.Time) Answer {
-	if obj.state == nil || obj.state.Policy != a.Policy {
-		// Unknown here, or the caller's policy changed: rebuild from storage
-		// under the policy given (storage keeps admissions, not the policy).
+	switch {
+	case obj.state == nil && IsClientKey(a.Key):
+		// Unknown here: restore under the policy storage keeps, then this
+		// call comes again and is compared with it; with none stored (a
+		// new or retired key), restore under the caller's.
+		return Answer{RestoreStored: true, Restore: &a.Policy, Key: a.Key}
+	case obj.state == nil:
+		// The crawler's keys take the code's policy as it is.
+		return Answer{Restore: &a.Policy, Key: a.Key}
+	case obj.state.Policy != a.Policy:
+		if c := Conflict(a, obj.state.Policy); c != nil {
+			return Answer{Response: &object.Response{Status: 409, Body: c}}
+		}
+		// The caller changes the policy: rebuild from storage under the new
+		// one (storage keeps admissions; the shim stores the policy).
 		return Answer{Restore: &a.Policy, Key: a.Key}
 	}
 	d := obj.state.Acquire(now, a.Cost)

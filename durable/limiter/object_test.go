@@ -87,3 +87,94 @@ func TestObjectsRejectBadCallsAndAnswerLedgerAndUnknownStatus(t *testing.T) {
 		t.Fatalf("counters across a policy change: %+v", u.Counters)
 	}
 }
+
+// fakeShim plays shim/omni_limiter.mjs's call loop against one object's
+// storage: the stored policy first (restore_stored), then the caller's.
+type fakeShim struct {
+	o        *Objects
+	policy   *Policy // meta "policy"
+	restores int
+}
+
+func (f *fakeShim) acquire(t *testing.T, id, body string, now time.Time) Answer {
+	t.Helper()
+	for i := 0; i < 4; i++ {
+		a := f.o.Handle(id, Call{Method: "POST", Path: "/acquire", Body: body, StartedMs: now.UnixMilli()}, now)
+		switch {
+		case a.RestoreStored && f.policy != nil:
+			f.o.Restore(id, Stored{Policy: *f.policy, Key: a.Key}, now)
+		case a.Restore != nil:
+			p := *a.Restore
+			f.policy = &p
+			f.o.Restore(id, Stored{Policy: p, Key: a.Key}, now)
+		default:
+			return a
+		}
+		f.restores++
+	}
+	t.Fatalf("%s: the call loop did not settle", body)
+	return Answer{}
+}
+
+// TestClientPolicyChangesOnlyWhenAsked: a client key's policy is set by
+// its first acquire and changed only by one that says "replace": true; a
+// different policy otherwise is a 409 naming the fields that differ, and
+// changes nothing, in the instance that holds the key and in a fresh one
+// restoring it from storage. The crawler's keys take the caller's policy
+// as before (ratelimit.Limits is the code's).
+func TestClientPolicyChangesOnlyWhenAsked(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	shim := &fakeShim{o: &Objects{}}
+	const first = `{"key":"client:claude","limit":5,"windowInSeconds":10}`
+	if a := shim.acquire(t, "c", first, now); a.Response == nil || a.Response.Status != 200 || shim.policy.Limit != 5 {
+		t.Fatalf("no stored policy: set by the first acquire: %+v %+v", a, shim.policy)
+	}
+	if a := shim.acquire(t, "c", first, now); a.Response.Status != 200 {
+		t.Fatalf("same policy: %+v", a.Response)
+	}
+	conflict := func(o *fakeShim, body string, fields ...string) {
+		t.Helper()
+		a := o.acquire(t, "c", body, now)
+		c, ok := a.Response.Body.(*PolicyConflict)
+		if a.Response.Status != 409 || !ok || c.Field != fields[0] || len(c.Fields) != len(fields) || c.Policy.Limit != 5 || a.Write != nil {
+			t.Fatalf("%s: %+v; want 409 naming %v", body, a.Response, fields)
+		}
+		for i, f := range fields {
+			if c.Fields[i] != f {
+				t.Fatalf("%s: fields %v, want %v", body, c.Fields, fields)
+			}
+		}
+		if o.policy.Limit != 5 || o.policy.Window != 10 || o.policy.Algorithm != SlidingWindow {
+			t.Fatalf("%s: a refused change changed the stored policy: %+v", body, o.policy)
+		}
+	}
+	conflict(shim, `{"key":"client:claude","limit":1000,"windowInSeconds":10}`, "limit")
+	conflict(shim, `{"key":"client:claude","limit":5,"windowInSeconds":3600,"algorithm":"gcra"}`, "windowInSeconds", "algorithm")
+	conflict(shim, `{"key":"client:claude","limit":5,"windowInSeconds":10,"replace":false,"algorithm":"token_bucket"}`, "algorithm")
+
+	// A fresh instance (or an evicted entry) compares with storage's policy.
+	fresh := &fakeShim{o: &Objects{}, policy: shim.policy}
+	conflict(fresh, `{"key":"client:claude","limit":6,"windowInSeconds":10}`, "limit")
+	if a := fresh.acquire(t, "c", first, now); a.Response.Status != 200 {
+		t.Fatalf("fresh instance, same policy: %+v", a.Response)
+	}
+
+	// Asked for: the policy changes, and stays changed.
+	const replaced = `{"key":"client:claude","limit":7,"windowInSeconds":10,"replace":true}`
+	if a := shim.acquire(t, "c", replaced, now); a.Response.Status != 200 || shim.policy.Limit != 7 {
+		t.Fatalf("replace: %+v %+v", a.Response, shim.policy)
+	}
+	if a := shim.acquire(t, "c", `{"key":"client:claude","limit":7,"windowInSeconds":10}`, now); a.Response.Status != 200 {
+		t.Fatalf("the new policy without replace: %+v", a.Response)
+	}
+	if _, fe := ParseClientAcquire([]byte(`{"key":"k","limit":1,"windowInSeconds":1,"replace":"yes"}`)); fe == nil || fe.Field != "replace" {
+		t.Fatalf("replace must be a boolean: %+v", fe)
+	}
+
+	// The crawler's keys: the caller's policy wins, one restore on a cold start.
+	internal := &fakeShim{o: &Objects{}, policy: &Policy{Limit: 60, Window: 60, Algorithm: GCRA}}
+	if a := internal.acquire(t, "i", `{"key":"upstream-reviews","limit":120,"windowInSeconds":60,"algorithm":"gcra"}`, now); a.Response.Status != 200 ||
+		internal.policy.Limit != 120 || internal.restores != 1 {
+		t.Fatalf("internal key: %+v %+v, %d restores", a.Response, internal.policy, internal.restores)
+	}
+}

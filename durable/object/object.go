@@ -11,7 +11,11 @@ package object
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 	"reflect"
+	"strconv"
+	"strings"
 
 	"storecrawl/durable/ledger"
 )
@@ -111,4 +115,53 @@ func Fail(msg string) string {
 		Error string `json:"error"`
 	}{msg})
 	return string(b)
+}
+
+// DecodeError turns an encoding/json decode error into a 400 body that
+// names the field and the rule, never a Go type: a value of the wrong type
+// is {"field": <its JSON name>, "error": "<field> must be a <kind>"}, an
+// unknown field names itself, bad syntax (or a cut body) is "body: not
+// valid JSON", anything else "body must be a JSON object".
+func DecodeError(err error) *FieldError {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return &FieldError{Field: te.Field, Error: te.Field + " must be " + jsonKind(te.Type)}
+	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return &FieldError{Field: "body", Error: "body: not valid JSON"}
+	}
+	// encoding/json's only word for an unknown field (DisallowUnknownFields).
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if f, uerr := strconv.Unquote(name); uerr == nil {
+			return &FieldError{Field: f, Error: "unknown field " + strconv.Quote(f)}
+		}
+	}
+	return &FieldError{Field: "body", Error: "body must be a JSON object"}
+}
+
+// jsonKind names what a Go type holds in JSON terms.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a JSON value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a JSON value"
 }

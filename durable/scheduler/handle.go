@@ -299,7 +299,11 @@ func ParseControl(path, body string, now time.Time) (Control, time.Time, *FieldE
 		dec := json.NewDecoder(strings.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
-			return c, time.Time{}, &FieldError{Error: "body must be a JSON object with task, reason, until: " + err.Error(), Field: "body"}
+			fe := object.DecodeError(err)
+			if fe.Field == "body" && fe.Error != "body: not valid JSON" {
+				fe.Error = "body must be a JSON object with task, reason, until"
+			}
+			return c, time.Time{}, fe
 		}
 	}
 	isRun := path == "/run" || path == "/run-now"

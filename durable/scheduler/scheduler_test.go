@@ -266,7 +266,7 @@ func TestHandleControl(t *testing.T) {
 	bad := []struct{ path, body, field string }{
 		{"/pause", `{"task":"nope"}`, "task"},
 		{"/pause", `{"task":"rating-sweep","until":"yesterday"}`, "until"},
-		{"/pause", `{"task":"rating-sweep","extra":1}`, "body"},
+		{"/pause", `{"task":"rating-sweep","extra":1}`, "extra"}, // the unknown field names itself
 		{"/run-now", `{}`, "task"},
 		{"/run", `{}`, "task"},
 		{"/pause", `{"task":"all"}`, "task"}, // "all" is for run only
@@ -391,5 +391,29 @@ func TestSchedulerFactsSumToCounters(t *testing.T) {
 	s.Sync(Registry, now)
 	if after := s.Counters(); after["runs.gone"] != 4 || len(ledger.Diff(after, before)) != 0 {
 		t.Fatalf("retired counters lost: %v", after)
+	}
+}
+
+// TestControlDecodeErrorsNameTheField: a control body's 400 names the
+// field and the rule, never a Go type (it read `json: cannot unmarshal
+// number into Go struct field Control.task of type string`).
+func TestControlDecodeErrorsNameTheField(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for _, c := range []struct{ body, field, msg string }{
+		{`{"task": 5}`, "task", "task must be a string"},
+		{`{"reason": ["x"]}`, "reason", "reason must be a string"},
+		{`{"until": true}`, "until", "until must be a string"},
+		{`{"task": `, "body", "body: not valid JSON"},
+		{`{task}`, "body", "body: not valid JSON"},
+		{`[1]`, "body", "body must be a JSON object with task, reason, until"},
+		{`{"now": true}`, "now", `unknown field "now"`},
+	} {
+		_, _, fe := ParseControl("/pause", c.body, now)
+		if fe == nil || fe.Field != c.field || fe.Error != c.msg {
+			t.Errorf("%s: %+v; want field %q, %q", c.body, fe, c.field, c.msg)
+		}
+		if fe != nil && (strings.Contains(fe.Error, "Go ") || strings.Contains(fe.Error, "Control")) {
+			t.Errorf("%s: a Go type in %q", c.body, fe.Error)
+		}
 	}
 }

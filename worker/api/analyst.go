@@ -103,9 +103,8 @@ func ParseAnalystRun(b []byte) (clusterID, field, msg string) {
 // analystRun queues a brief for a cluster and has the scheduler run the
 // analyst at once: 202 with the brief (its open one, if it has one).
 func (s *Server) analystRun(w http.ResponseWriter, r *http.Request) {
-	b, err := readBody(r, MaxControlBody)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "body", err.Error())
+	b, ok := readBody(w, r, MaxControlBody)
+	if !ok {
 		return
 	}
 	id, field, msg := ParseAnalystRun(b)

@@ -22,9 +22,8 @@ func validated(call doCall, path, failEvent string, validate func(b []byte) (sen
 	return func(w http.ResponseWriter, r *http.Request) {
 		var body []byte
 		if r.Method == http.MethodPost {
-			b, err := readBody(r, MaxControlBody)
-			if err != nil {
-				writeError(w, http.StatusBadRequest, "body", err.Error())
+			b, ok := readBody(w, r, MaxControlBody)
+			if !ok {
 				return
 			}
 			send, bad := validate(b)

@@ -45,18 +45,20 @@ type Front struct {
 
 // AcquireFront decides an acquire: authorization is the request's
 // Authorization header, token the configured client token
-// (LIMITER_CLIENT_TOKEN; empty refuses every call), body at most
-// MaxControlBody bytes. The caller's key goes to the clients' namespace
+// (LIMITER_CLIENT_TOKEN; empty refuses every call), body what was read of
+// the request's body (at most MaxControlBody+1 bytes: the caller stops
+// there) and size its length as declared (Content-Length) or read, -1
+// when unknown; past MaxControlBody it is a 413, whatever was read. The caller's key goes to the clients' namespace
 // (limiter.ClientPrefix), so it can never name an internal key such as the
 // crawler's "upstream-catalogue".
-func AcquireFront(authorization string, body []byte, token string) Front {
+func AcquireFront(authorization string, body []byte, size int64, token string) Front {
 	if !bearerOK(authorization, token) {
 		logx.Event("http.unauthorized", map[string]any{"level": logx.Warn, "path": "/v1/limiter/acquire"})
 		return Front{Status: http.StatusUnauthorized, Body: &object.FieldError{Error: "missing or wrong bearer token (the limiter client token)", Field: "authorization"},
 			Headers: map[string]string{"WWW-Authenticate": bearerRealm}}
 	}
-	if len(body) > MaxControlBody {
-		return Front{Status: http.StatusBadRequest, Body: &object.FieldError{Error: "body too large", Field: "body"}}
+	if size > MaxControlBody || len(body) > MaxControlBody {
+		return Front{Status: http.StatusRequestEntityTooLarge, Body: &object.FieldError{Error: fmt.Sprintf("body is at most %d bytes", MaxControlBody), Field: "body"}}
 	}
 	a, fe := limiter.ParseClientAcquire(body)
 	if fe != nil {
@@ -67,9 +69,11 @@ func AcquireFront(authorization string, body []byte, token string) Front {
 }
 
 // bearerOK checks an Authorization header against a configured token in
-// constant time; an empty token admits nobody.
+// constant time; an empty token admits nobody. The scheme is matched
+// case-insensitively (RFC 7235 §2.1: "bearer", "BEARER").
 func bearerOK(authorization, want string) bool {
-	got, ok := strings.CutPrefix(authorization, "Bearer ")
+	scheme, got, ok := strings.Cut(authorization, " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer")
 	return want != "" && ok && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
@@ -111,14 +115,18 @@ const MaxControlBody = 4 << 10
 // one never reaches, or changes, any limiter) and forwards it to the key's
 // OmniLimiter object, the key in the clients' namespace (AcquireFront).
 func (s *Server) limiterAcquire(w http.ResponseWriter, r *http.Request) {
-	// A body past the bound is cut here and refused by AcquireFront, after
-	// the token is checked.
-	body, _ := io.ReadAll(io.LimitReader(r.Body, MaxControlBody+1))
+	// A body past the bound is not read (declared) or cut here (chunked),
+	// and refused by AcquireFront after the token is checked; the rest is
+	// finishBody's.
+	var body []byte
+	if r.Body != nil && r.ContentLength <= MaxControlBody {
+		body, _ = io.ReadAll(io.LimitReader(r.Body, MaxControlBody+1))
+	}
 	token := ""
 	if s.ClientToken != nil {
 		token = s.ClientToken()
 	}
-	f := AcquireFront(r.Header.Get("Authorization"), body, token)
+	f := AcquireFront(r.Header.Get("Authorization"), body, r.ContentLength, token)
 	if f.Status != 0 {
 		for k, v := range f.Headers {
 			w.Header().Set(k, v)

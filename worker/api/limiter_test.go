@@ -12,7 +12,7 @@ import (
 const clientToken = "client-secret"
 
 func TestAcquireFrontValidatesBeforeAnyObjectIsCalled(t *testing.T) {
-	f := AcquireFront("Bearer "+clientToken, []byte(`{"key":"claude","limit":5,"windowInSeconds":10}`), clientToken)
+	f := AcquireFront("Bearer "+clientToken, []byte(`{"key":"claude","limit":5,"windowInSeconds":10}`), -1, clientToken)
 	if f.Status != 0 || f.Key != "claude" || f.Object != "limiter_client:claude" || f.Binding != "OMNI_LIMITER" || f.Limit != 5 || f.Window != 10 {
 		t.Fatalf("front: %+v", f)
 	}
@@ -25,15 +25,26 @@ func TestAcquireFrontValidatesBeforeAnyObjectIsCalled(t *testing.T) {
 	for body, field := range map[string]string{
 		`{"key":"claude","limit":0,"windowInSeconds":10}`: "limit",
 		`not json`: "body",
-		`{"key":"","limit":1,"windowInSeconds":1}`:              "key",
-		`{"key":"k","limit":1,"windowInSeconds":1,"x":1}`:       "x",
-		`{"key":"` + strings.Repeat("k", MaxControlBody) + `"}`: "body",
+		`{"key":"","limit":1,"windowInSeconds":1}`:        "key",
+		`{"key":"k","limit":1,"windowInSeconds":1,"x":1}`: "x",
 		// Client bounds: a ring of at most MaxClientRing rows, a window of at most an hour.
 		`{"key":"k","limit":1001,"windowInSeconds":1}`:  "limit",
 		`{"key":"k","limit":10,"windowInSeconds":3601}`: "windowInSeconds",
 	} {
-		if f := AcquireFront("Bearer "+clientToken, []byte(body), clientToken); f.Status != 400 || f.Body == nil || f.Body.Field != field || f.Object != "" {
+		if f := AcquireFront("Bearer "+clientToken, []byte(body), -1, clientToken); f.Status != 400 || f.Body == nil || f.Body.Field != field || f.Object != "" {
 			t.Errorf("%.40s: want 400 naming %s, got %+v", body, field, f)
+		}
+	}
+	// Past the bound, read (cut at MaxControlBody+1) or only declared, it
+	// is a 413 naming body and the bound.
+	long := []byte(`{"key":"` + strings.Repeat("k", MaxControlBody) + `"}`)
+	for _, c := range []struct {
+		body []byte
+		size int64
+	}{{long[:MaxControlBody+1], -1}, {nil, 6 << 20}, {long[:10], MaxControlBody + 1}} {
+		f := AcquireFront("Bearer "+clientToken, c.body, c.size, clientToken)
+		if f.Status != 413 || f.Body == nil || f.Body.Field != "body" || !strings.Contains(f.Body.Error, "4096 bytes") || f.Object != "" {
+			t.Errorf("%d bytes read, size %d: want 413 naming body and 4096, got %+v", len(c.body), c.size, f)
 		}
 	}
 }
@@ -48,13 +59,13 @@ func TestAcquireNeedsTheClientToken(t *testing.T) {
 		{"", clientToken}, {"Bearer wrong", clientToken}, {clientToken, clientToken}, {"Bearer admin-secret", clientToken},
 		{"Bearer ", ""}, {"Bearer " + clientToken, ""},
 	} {
-		f := AcquireFront(c.auth, body, c.token)
+		f := AcquireFront(c.auth, body, -1, c.token)
 		if f.Status != 401 || f.Body == nil || f.Body.Field != "authorization" || f.Object != "" || f.Headers["WWW-Authenticate"] == "" {
 			t.Errorf("auth %q, token %q: %+v", c.auth, c.token, f)
 		}
 	}
 	// Checked first: an anonymous bad body learns nothing about the body.
-	if f := AcquireFront("", []byte(`not json`), clientToken); f.Status != 401 {
+	if f := AcquireFront("", []byte(`not json`), -1, clientToken); f.Status != 401 {
 		t.Fatalf("anonymous bad body: %+v", f)
 	}
 }

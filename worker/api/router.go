@@ -110,9 +110,8 @@ func NewServer(s *Server) *Server {
 	if s.TestFaults != nil {
 		mux.HandleFunc("POST /__test/faults", s.requireAdmin(s.setFaults))
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "path", "no route for "+r.Method+" "+r.URL.Path)
-	})
+	// No catch-all "/" route: it would shadow ServeMux's 405 for a known
+	// path under a wrong method. ServeHTTP answers both in JSON (unrouted).
 	s.mux = mux
 	return s
 }
@@ -120,13 +119,51 @@ func NewServer(s *Server) *Server {
 // ServeHTTP answers a request; a panic becomes a logged 500, never a dead instance.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.served.Add(1)
+	// Deferred first, so it runs last: after a panic's 500 too.
+	defer finishBody(r.Body)
 	defer func() {
 		if p := recover(); p != nil {
 			logx.Event("http.panic", map[string]any{"level": logx.Error, "path": r.URL.Path, "panic": strings.TrimSpace(toString(p))})
 			writeError(w, http.StatusInternalServerError, "", "internal error")
 		}
 	}()
+	if h, pattern := s.mux.Handler(r); pattern == "" {
+		unrouted(w, r, h)
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// unrouted answers a request no route takes, in JSON: a known path under
+// a method it does not serve is a 405 with the Allow header ServeMux
+// computes, naming the method; anything else a 404 naming the path.
+func unrouted(w http.ResponseWriter, r *http.Request, muxAnswer http.Handler) {
+	probe := &statusProbe{header: http.Header{}}
+	muxAnswer.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		allow := probe.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, "method", "method "+r.Method+" is not allowed on "+r.URL.Path+" (allowed: "+allow+")")
+		return
+	}
+	writeError(w, http.StatusNotFound, "path", "no route for "+r.Method+" "+r.URL.Path)
+}
+
+// statusProbe keeps the status and headers a handler answers, not its body.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header { return p.header }
+func (p *statusProbe) WriteHeader(status int) {
+	if p.status == 0 {
+		p.status = status
+	}
+}
+func (p *statusProbe) Write(b []byte) (int, error) {
+	p.WriteHeader(http.StatusOK)
+	return len(b), nil
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

@@ -30,9 +30,8 @@ func (s *Server) setFaults(w http.ResponseWriter, r *http.Request) {
 // object, not checked further: the queue consumer judges it) goes to the
 // EVENTS queue as it is.
 func (s *Server) injectEvent(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r, MaxControlBody)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "body", err.Error())
+	body, ok := readBody(w, r, MaxControlBody)
+	if !ok {
 		return
 	}
 	var obj map[string]json.RawMessage
