@@ -5,7 +5,7 @@
 // minimal pure-JS reference worker served by wrangler dev in the same run,
 // and the wasm module's raw and gzip size. Figures, not pass/fail.
 //
-//	go run ./cmd/bench [-duration 10s] [-concurrency 1,16,64] [-rounds 2] [-only-pipeline] [-only-enrichment]
+//	go run ./cmd/bench [-md docs/measurements.md] [-only-coldstart] [-duration 10s] [-concurrency 1,16,64] [-rounds 2] [-only-pipeline] [-only-enrichment]
 //	    [-only-freshness [-apps 100000] [-hours 72] [-pace 0] [-changes-per-hour 400]]
 package main
 
@@ -53,7 +53,13 @@ func main() {
 	flag.DurationVar(&refresh.HotInterval, "hot-interval", refresh.HotInterval, "freshness: the policy's hot refresh interval (refresh.HotInterval)")
 	flag.DurationVar(&refresh.WarmInterval, "warm-interval", refresh.WarmInterval, "freshness: the policy's warm refresh interval (refresh.WarmInterval)")
 	flag.DurationVar(&refresh.ColdInterval, "cold-interval", refresh.ColdInterval, "freshness: the policy's cold refresh interval (refresh.ColdInterval)")
+	onlyColdStart := flag.Bool("only-coldstart", false, "measure only the module's size and cold start")
+	mdPath := flag.String("md", "", "also write the output as this Markdown page (make bench: docs/measurements.md)")
 	flag.Parse()
+	if *mdPath != "" {
+		finish := teeMarkdown(*mdPath, os.Args[1:])
+		defer finish()
+	}
 
 	root, _ := os.Getwd()
 	if *onlyFreshness { // native: needs no wasm build
@@ -61,6 +67,11 @@ func main() {
 		return
 	}
 	printSize(*wasm)
+	printUploadSize(root)
+	benchColdStart(root, *wasm, coldStartRuns)
+	if *onlyColdStart {
+		return
+	}
 	if *onlyEnrichment {
 		benchEnrichmentRate(root)
 		return
