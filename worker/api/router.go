@@ -17,6 +17,7 @@ import (
 	"storecrawl/worker/tasks"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -163,14 +164,23 @@ type Server struct {
 	instanceID string
 	started    time.Time
 	served     atomic.Int64
-	mux        *http.ServeMux
+	// mux is the router, built on the first request rather than in the
+	// Worker's cold start (registering the routes took ~5 ms there, and a Go
+	// instance started for a Durable Object call never routes a request).
+	mux func() *http.ServeMux
 }
 
-// NewServer builds the router. One Server lives as long as its Go instance,
+// NewServer makes the server. One Server lives as long as its Go instance,
 // so /health can show whether instances are being reused.
 func NewServer(s *Server) *Server {
 	s.instanceID = uuid.NewString()
 	s.started = time.Now()
+	s.mux = sync.OnceValue(s.routes)
+	return s
+}
+
+// routes builds the router.
+func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /v1/dashboard", s.dashboard)
@@ -211,8 +221,7 @@ func NewServer(s *Server) *Server {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "path", "no route for "+r.Method+" "+r.URL.Path)
 	})
-	s.mux = mux
-	return s
+	return mux
 }
 
 // ServeHTTP answers a request; a panic becomes a logged 500, never a dead instance.
@@ -224,7 +233,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusInternalServerError, "", "internal error")
 		}
 	}()
-	s.mux.ServeHTTP(w, r)
+	s.mux().ServeHTTP(w, r)
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
