@@ -161,7 +161,9 @@ type Server struct {
 	// refuses them all.
 	ClientToken func() string
 
-	instanceID string
+	// instanceID names this Go instance (drawn on the first /health, not
+	// in the cold start).
+	instanceID func() string
 	started    time.Time
 	served     atomic.Int64
 	// mux is the router, built on the first request rather than in the
@@ -173,7 +175,7 @@ type Server struct {
 // NewServer makes the server. One Server lives as long as its Go instance,
 // so /health can show whether instances are being reused.
 func NewServer(s *Server) *Server {
-	s.instanceID = uuid.NewString()
+	s.instanceID = sync.OnceValue(uuid.NewString)
 	s.started = time.Now()
 	s.mux = sync.OnceValue(s.routes)
 	return s
@@ -240,7 +242,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"ok":                  true,
 		"service":             "storecrawl",
-		"instance_id":         s.instanceID,
+		"instance_id":         s.instanceID(),
 		"instance_started_at": s.started.UTC().Format(time.RFC3339Nano),
 		"requests_served":     s.served.Load(),
 	})
