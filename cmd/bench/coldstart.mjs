@@ -8,7 +8,8 @@
 // env/ctx/connect/binding, `tryCatch`), the `workers.ready` import, one
 // WebAssembly.Instance started with go.run. Timed from the module's bytes in
 // memory:
-//   compile  WebAssembly.compile(bytes) resolved (what workerd does on upload)
+//   compile  WebAssembly.compile(bytes) resolved (workerd compiles the module
+//            when it loads the Worker)
 //   init     new WebAssembly.Instance + go.run until `ready`: the Go runtime,
 //            every package initialiser and main up to the moment it calls the
 //            `workers.ready` import (worker.Register, after it has installed
