@@ -2,6 +2,8 @@ module storecrawl
 
 go 1.26
 
+toolchain go1.26.8
+
 require (
 	github.com/PuerkitoBio/goquery v1.10.3
 	github.com/google/uuid v1.6.0

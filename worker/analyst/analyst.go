@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -179,8 +180,10 @@ func (a *Analyst) Request(ctx context.Context, clusterID string) (b BriefRow, fo
 	return b, true, true, err
 }
 
-// ErrTooManyOpen: MaxOpenBriefs briefs are waiting already.
-var ErrTooManyOpen = fmt.Errorf("analyst: %d briefs are waiting already", MaxOpenBriefs)
+// ErrTooManyOpen: MaxOpenBriefs briefs are waiting already. Not
+// fmt.Errorf: the first fmt call compiles fmt's code, which a package
+// initialiser would add to every cold start of the Worker.
+var ErrTooManyOpen = errors.New("analyst: " + strconv.Itoa(MaxOpenBriefs) + " briefs are waiting already")
 
 // Run is one run of the analyst-run task: queue the top clusters that need
 // a brief, then advance open briefs, oldest first, for at most

@@ -96,7 +96,7 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "analyst next open brief", SQL: nextOpenSQL, Args: []any{"2026-01-01T00:00:00.000Z"}},
 		{Name: "analyst latest brief", SQL: latestBriefSQL, Args: []any{"budget"}},
 		{Name: "llm spend held", SQL: heldSQL, Args: []any{"2026-01-01"}},
-		{Name: "analyst top without brief", SQL: topWithoutBriefSQL, Args: []any{TopClusters, "2026-01-01T00:00:00.000Z"},
+		{Name: "analyst top without brief", SQL: topWithoutBriefSQL, Args: []any{TopClusters, "2026-01-01T00:00:00.000Z", MaxLeaders},
 			Bounded: "the top TopClusters of idx_opportunity_scores_score in order, stopped by the subquery's LIMIT"},
 		{Name: "analyst top briefs", SQL: topBriefsSQL, Args: []any{TopShown},
 			Bounded: "the top TopShown of idx_opportunity_scores_score in order, stopped by the subquery's LIMIT"},

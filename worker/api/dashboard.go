@@ -7,6 +7,7 @@ import (
 	"html"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // dashboardHTML is the operator dashboard: one self-contained page (inline
@@ -17,11 +18,12 @@ import (
 //go:embed dashboard.html
 var dashboardHTML string
 
-// dashboardPage is the page as served (the limiter keys filled in) and
-// dashboardCSP its Content-Security-Policy: only the page's own inline
-// script and style (by hash) run, and it may fetch only from this origin,
-// so nothing external is ever loaded.
-var dashboardPage, dashboardCSP = buildDashboard(dashboardHTML)
+// dashboardPage is the page as served (the limiter keys filled in) and its
+// Content-Security-Policy: only the page's own inline script and style (by
+// hash) run, and it may fetch only from this origin, so nothing external is
+// ever loaded. Built on the first view, not at start-up: hashing the page
+// was the slowest package initialiser of the Worker's cold start.
+var dashboardPage = sync.OnceValues(func() (string, string) { return buildDashboard(dashboardHTML) })
 
 func buildDashboard(page string) (string, string) {
 	page = strings.Replace(page, `data-limiter-keys=""`, `data-limiter-keys="`+html.EscapeString(strings.Join(internalLimits(), " "))+`"`, 1)
@@ -44,12 +46,13 @@ func inlineHash(page, tag string) string {
 func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", dashboardCSP)
+	page, csp := dashboardPage()
+	h.Set("Content-Security-Policy", csp)
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		w.Write([]byte(dashboardPage))
+		w.Write([]byte(page))
 	}
 }

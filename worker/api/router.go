@@ -14,6 +14,7 @@ package api
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,17 +62,28 @@ type Server struct {
 	// refuses them all.
 	ClientToken func() string
 
-	instanceID string
+	// instanceID names this Go instance (drawn on the first /health, not
+	// in the cold start).
+	instanceID func() string
 	started    time.Time
 	served     atomic.Int64
-	mux        *http.ServeMux
+	// mux is the router, built on the first request rather than in the
+	// Worker's cold start (registering the routes took ~5 ms there, and a Go
+	// instance started for a Durable Object call never routes a request).
+	mux func() *http.ServeMux
 }
 
-// NewServer builds the router. One Server lives as long as its Go instance,
+// NewServer makes the server. One Server lives as long as its Go instance,
 // so /health can show whether instances are being reused.
 func NewServer(s *Server) *Server {
-	s.instanceID = uuid.NewString()
+	s.instanceID = sync.OnceValue(uuid.NewString)
 	s.started = time.Now()
+	s.mux = sync.OnceValue(s.routes)
+	return s
+}
+
+// routes builds the router.
+func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /v1/dashboard", s.dashboard)
@@ -112,8 +124,7 @@ func NewServer(s *Server) *Server {
 	}
 	// No catch-all "/" route: it would shadow ServeMux's 405 for a known
 	// path under a wrong method. ServeHTTP answers both in JSON (unrouted).
-	s.mux = mux
-	return s
+	return mux
 }
 
 // ServeHTTP answers a request; a panic becomes a logged 500, never a dead instance.
@@ -127,11 +138,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusInternalServerError, "", "internal error")
 		}
 	}()
-	if h, pattern := s.mux.Handler(r); pattern == "" {
+	mux := s.mux()
+	if h, pattern := mux.Handler(r); pattern == "" {
 		unrouted(w, r, h)
 		return
 	}
-	s.mux.ServeHTTP(w, r)
+	mux.ServeHTTP(w, r)
 }
 
 // unrouted answers a request no route takes, in JSON: a known path under
@@ -170,7 +182,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"ok":                  true,
 		"service":             "storecrawl",
-		"instance_id":         s.instanceID,
+		"instance_id":         s.instanceID(),
 		"instance_started_at": s.started.UTC().Format(time.RFC3339Nano),
 		"requests_served":     s.served.Load(),
 	})

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/PuerkitoBio/goquery"
 )
@@ -32,12 +33,22 @@ const (
 	starsClassPrefix = "we-star-bar-graph__stars--"
 )
 
-// barWidth reads a rating bar's length, drawn as style="width: 67%;".
-var barWidth = regexp.MustCompile(`width:\s*([0-9]+(?:\.[0-9]+)?)%`)
+type legacyExprs struct {
+	// barWidth reads a rating bar's length, drawn as style="width: 67%;".
+	barWidth *regexp.Regexp
+	// appIDInHref matches the trailing "/id<digits>" of an app URL,
+	// optionally followed by a query string or fragment.
+	appIDInHref *regexp.Regexp
+}
 
-// appIDInHref matches the trailing "/id<digits>" of an app URL, optionally
-// followed by a query string or fragment.
-var appIDInHref = regexp.MustCompile(`/id(\d+)(?:[?#].*)?$`)
+// legacyRE compiles them on the first legacy page, not in the Worker's cold
+// start.
+var legacyRE = sync.OnceValue(func() legacyExprs {
+	return legacyExprs{
+		barWidth:    regexp.MustCompile(`width:\s*([0-9]+(?:\.[0-9]+)?)%`),
+		appIDInHref: regexp.MustCompile(`/id(\d+)(?:[?#].*)?$`),
+	}
+})
 
 func parseLegacy(html []byte) (StorePage, error) {
 	doc, err := newDoc(html)
@@ -92,7 +103,7 @@ func legacyShares(graph *goquery.Selection) (share [numStars]float64, ok bool) {
 				stars = n
 			}
 		}
-		m := barWidth.FindStringSubmatch(row.Find(selRowBar).AttrOr("style", ""))
+		m := legacyRE().barWidth.FindStringSubmatch(row.Find(selRowBar).AttrOr("style", ""))
 		if m == nil {
 			ok = false
 			return false
@@ -127,7 +138,7 @@ func legacySimilar(doc *goquery.Document) []int64 {
 	var ids []int64
 	seen := make(map[int64]bool)
 	doc.Find(selSimilarLink).Each(func(_ int, a *goquery.Selection) {
-		m := appIDInHref.FindStringSubmatch(a.AttrOr("href", ""))
+		m := legacyRE().appIDInHref.FindStringSubmatch(a.AttrOr("href", ""))
 		if m == nil {
 			return // e.g. a "See All" link
 		}

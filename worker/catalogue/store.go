@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"storecrawl/worker/d1"
@@ -37,8 +38,13 @@ const sweepSelect = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) 
 FROM app_registry r %[2]s`
 
 var (
-	sweepCursorSQL      = fmt.Sprintf(sweepSelect, obsAt, `WHERE r.track_id > ?3 AND r.enrichment_source = 'itunes+store' AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?4`)
-	sweepUnscheduledSQL = fmt.Sprintf(sweepSelect, obsAt, `WHERE r.enrichment_source = 'itunes+store' AND r.refresh_interval_s IS NULL AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?3`)
+	// Formatted on first use, not in the Worker's cold start.
+	sweepCursorSQL = sync.OnceValue(func() string {
+		return fmt.Sprintf(sweepSelect, obsAt, `WHERE r.track_id > ?3 AND r.enrichment_source = 'itunes+store' AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?4`)
+	})
+	sweepUnscheduledSQL = sync.OnceValue(func() string {
+		return fmt.Sprintf(sweepSelect, obsAt, `WHERE r.enrichment_source = 'itunes+store' AND r.refresh_interval_s IS NULL AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?3`)
+	})
 )
 
 // modifier is a duration back in time as a SQLite date modifier.
@@ -102,9 +108,9 @@ func (s D1Store) SweepApps(ctx context.Context, unscheduled bool, cursor int64, 
 	var err error
 	w7, w30 := modifier(refresh.Window7d), modifier(refresh.Window30d)
 	if unscheduled {
-		err = s.DB.Query(ctx, &rows, sweepUnscheduledSQL, w7, w30, n)
+		err = s.DB.Query(ctx, &rows, sweepUnscheduledSQL(), w7, w30, n)
 	} else {
-		err = s.DB.Query(ctx, &rows, sweepCursorSQL, w7, w30, cursor, n)
+		err = s.DB.Query(ctx, &rows, sweepCursorSQL(), w7, w30, cursor, n)
 	}
 	if err != nil {
 		return nil, err

@@ -380,11 +380,13 @@ func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Contex
 // catalogue.SightingGranularity (the last parameter), so a search seeing
 // it again unchanged writes nothing (an UPDATE to the same values still
 // writes the row and its index entries).
-var searchResultSQL = `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, lookup_at)
+var searchResultSQL = sync.OnceValue(func() string {
+	return `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, lookup_at)
 VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET ` + searchOwnUpdates("%[1]s=excluded.%[1]s", ", ") + `, lookup_at=excluded.lookup_at
 WHERE app_registry.enriched_at IS NULL AND (COALESCE(app_registry.lookup_at, '') < ?` +
-	searchOwnUpdates("\n  OR excluded.%[1]s IS NOT app_registry.%[1]s", "") + `)`
+		searchOwnUpdates("\n  OR excluded.%[1]s IS NOT app_registry.%[1]s", "") + `)`
+})
 
 // observedColumns are the lookup columns catalogue.ObserveStmt writes for a search.
 var observedColumns = map[string]bool{"price": true, "currency": true, "average_rating": true, "rating_count": true,
@@ -404,7 +406,7 @@ func searchOwnUpdates(format, sep string) string {
 
 // searchResultStmt is searchResultSQL for one result seen at now.
 func searchResultStmt(a appstore.App, now time.Time) d1.Stmt {
-	return d1.Stmt{SQL: searchResultSQL, Args: append(a.StoredLookupArgs(), d1.Time(now), catalogue.SightingBefore(now))}
+	return d1.Stmt{SQL: searchResultSQL(), Args: append(a.StoredLookupArgs(), d1.Time(now), catalogue.SightingBefore(now))}
 }
 
 // rankingSQL keeps where one app ranks for a keyword: a new row, or the
@@ -445,7 +447,7 @@ func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.
 	stmts = append(stmts, catalogue.KeywordRankStmt(keyword, ids, now)...)
 	// The keyword searched, valued and scheduled (searchedSQL): after the
 	// rankings, so its enriched carriers are this search's.
-	return append(stmts, d1.Stmt{SQL: searchedSQL, Args: []any{ts, len(apps), keyword}})
+	return append(stmts, d1.Stmt{SQL: searchedSQL(), Args: []any{ts, len(apps), keyword}})
 }
 
 // TitledApp is an app whose title keywords are derived.
@@ -480,7 +482,7 @@ func KeywordStatements(source string, apps []TitledApp, now time.Time) []d1.Stmt
 	stmts := make([]d1.Stmt, 0, len(order))
 	for _, kw := range order {
 		ids, _ := json.Marshal(carriers[kw])
-		stmts = append(stmts, d1.Stmt{SQL: derivedSQL, Args: []any{kw, source, ts, string(ids)}})
+		stmts = append(stmts, d1.Stmt{SQL: derivedSQL(), Args: []any{kw, source, ts, string(ids)}})
 	}
 	return stmts
 }

@@ -177,7 +177,7 @@ func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 	stmts := RankingStatements("budget", []appstore.App{{TrackID: 5}, {TrackID: 6}}, time.Now())
 	// Drop the apps gone from the keyword, upsert the apps, keep each
 	// one's lookup fields, two ranks, today's ranks, mark the keyword.
-	if len(stmts) != 1+1+2+2+1+1 || stmts[len(stmts)-1].SQL != searchedSQL {
+	if len(stmts) != 1+1+2+2+1+1 || stmts[len(stmts)-1].SQL != searchedSQL() {
 		t.Fatalf("ranking statements: %d", len(stmts))
 	}
 	kw := KeywordStatements("title", []TitledApp{{1, "Budget Planner"}, {2, "Budget Planner Pro"}}, time.Now())

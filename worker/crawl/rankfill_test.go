@@ -131,7 +131,7 @@ func TestFillStatementsAreIdempotentUpserts(t *testing.T) {
 	now := time.Now()
 	stmts := FillRankingStatements("budget", nil, now)
 	if !strings.HasPrefix(stmts[0].SQL, "INSERT OR IGNORE INTO crawl_keywords") || stmts[0].Args[1] != KeywordSourceFill ||
-		stmts[len(stmts)-1].SQL != searchedSQL {
+		stmts[len(stmts)-1].SQL != searchedSQL() {
 		t.Fatalf("%+v", stmts)
 	}
 	m := MarkFilledStatements([]int64{4, 5}, now)

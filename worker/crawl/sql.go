@@ -3,6 +3,7 @@ package crawl
 import (
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"storecrawl/worker/refresh"
@@ -17,7 +18,8 @@ const steerCursorSQL = `SELECT CAST(cursor AS TEXT) AS cursor FROM sweep_cursors
 // saveSteerCursorSQL moves the revalue step's cursor (name, cursor, now).
 const saveSteerCursorSQL = `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`
 
-// The SQL of the policy, with its numbers formatted in from the constants.
+// The SQL of the policy, with its numbers formatted in from the constants
+// (the statements on first use, not in the Worker's cold start).
 var (
 	num = func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 	// valueSQL is KeywordValue over SQL expressions.
@@ -40,34 +42,40 @@ FROM crawl_keywords k LEFT JOIN opportunity_scores o ON o.cluster_id = k.keyword
 	// searchedSQL marks one keyword searched (?1 the time, ?2 the result
 	// count, ?3 the keyword) and schedules it from its facts: not due until
 	// its interval has passed.
-	searchedSQL = `WITH f AS (SELECT keyword, ` + valueSQL("score", "carriers") + ` AS value, ` + intervalSQL("score") + ` AS iv
+	searchedSQL = sync.OnceValue(func() string {
+		return `WITH f AS (SELECT keyword, ` + valueSQL("score", "carriers") + ` AS value, ` + intervalSQL("score") + ` AS iv
   FROM (` + keywordFacts + ` WHERE k.keyword = ?3))
 UPDATE crawl_keywords SET searched_at = ?1, result_count = ?2, value = f.value, research_interval_s = f.iv,
   next_search_at = strftime('%Y-%m-%dT%H:%M:%fZ', ?1, '+' || f.iv || ' seconds'), due_value = NULL
 FROM f WHERE crawl_keywords.keyword = f.keyword`
+	})
 
 	// revalueSQL reschedules searched keywords (?1 a JSON array of them)
 	// from their facts now (?2): due at once when the new interval has
 	// passed since their search, else not due.
-	revalueSQL = `WITH f AS (SELECT keyword, ` + valueSQL("score", "carriers") + ` AS value, ` + intervalSQL("score") + ` AS iv, searched_at
+	revalueSQL = sync.OnceValue(func() string {
+		return `WITH f AS (SELECT keyword, ` + valueSQL("score", "carriers") + ` AS value, ` + intervalSQL("score") + ` AS iv, searched_at
   FROM (` + keywordFacts + ` WHERE k.keyword IN (SELECT value FROM json_each(?1)) AND k.searched_at IS NOT NULL)),
 g AS (SELECT keyword, value, iv, strftime('%Y-%m-%dT%H:%M:%fZ', searched_at, '+' || iv || ' seconds') AS next FROM f)
 UPDATE crawl_keywords SET value = g.value, research_interval_s = g.iv, next_search_at = g.next,
   due_value = CASE WHEN g.next <= ?2 THEN g.value END
 FROM g WHERE crawl_keywords.keyword = g.keyword`
+	})
 
 	// derivedSQL queues one derived keyword (?1, source ?2, at ?3) from the
 	// apps whose titles carry it (?4, a JSON array of track ids), valued by
 	// PendingKeywordValue; derived again while pending, it keeps the better
 	// value (written only when better: a scan deriving the same keywords
 	// again writes nothing).
-	derivedSQL = `INSERT INTO crawl_keywords (keyword, source, created_at, value)
+	derivedSQL = sync.OnceValue(func() string {
+		return `INSERT INTO crawl_keywords (keyword, source, created_at, value)
 SELECT ?1, ?2, ?3, ` + valueSQL(`COALESCE((SELECT max(o.score) FROM market_cluster_members m JOIN opportunity_scores o ON o.cluster_id = m.cluster_id
     WHERE m.track_id IN (SELECT value FROM json_each(?4))), 0)`,
-		`(SELECT count(*) FROM app_registry WHERE track_id IN (SELECT value FROM json_each(?4)) AND enrichment_source = 'itunes+store')`) + ` + ` + num(FirstSearchValue) + `
+			`(SELECT count(*) FROM app_registry WHERE track_id IN (SELECT value FROM json_each(?4)) AND enrichment_source = 'itunes+store')`) + ` + ` + num(FirstSearchValue) + `
 WHERE true
 ON CONFLICT (keyword) DO UPDATE SET value = excluded.value
 WHERE crawl_keywords.searched_at IS NULL AND excluded.value > crawl_keywords.value`
+	})
 )
 
 // promoteSQL makes the searched keywords whose rest is over due (?1 now,

@@ -291,7 +291,7 @@ func (s D1Store) Steer(ctx context.Context, now time.Time, promote bool) (SteerR
 		last := rows[len(rows)-1]
 		pos, _ := json.Marshal([]string{last.ComputedAt, last.ClusterID})
 		stmts = append(stmts,
-			d1.Stmt{SQL: revalueSQL, Args: []any{string(b), d1.Time(now)}},
+			d1.Stmt{SQL: revalueSQL(), Args: []any{string(b), d1.Time(now)}},
 			d1.Stmt{SQL: saveSteerCursorSQL,
 				Args: []any{steerCursorName, string(pos), d1.Time(now)}})
 		res.Revalued = len(rows)
@@ -321,9 +321,9 @@ func steerHotQueries() []d1.NamedQuery {
 		{Name: "re-scored clusters", SQL: rescoredSQL, Args: []any{"2026-01-01T00:00:00.000Z", "budget", KeywordRevalueBatch}},
 		{Name: "keyword facts", SQL: keywordFacts + ` WHERE k.keyword IN (SELECT value FROM json_each(?1))`, Args: []any{`["budget","chat"]`}},
 		// The steering's writes (explained, not run).
-		{Name: "keyword searched", SQL: searchedSQL, Args: []any{"2026-01-01T00:00:00.000Z", 20, "budget"}},
-		{Name: "keywords revalued", SQL: revalueSQL, Args: []any{`["budget","chat"]`, "2026-01-01T00:00:00.000Z"}},
-		{Name: "derived keyword", SQL: derivedSQL, Args: []any{"budget app", "title", "2026-01-01T00:00:00.000Z", `[100000001,100000002]`}},
+		{Name: "keyword searched", SQL: searchedSQL(), Args: []any{"2026-01-01T00:00:00.000Z", 20, "budget"}},
+		{Name: "keywords revalued", SQL: revalueSQL(), Args: []any{`["budget","chat"]`, "2026-01-01T00:00:00.000Z"}},
+		{Name: "derived keyword", SQL: derivedSQL(), Args: []any{"budget app", "title", "2026-01-01T00:00:00.000Z", `[100000001,100000002]`}},
 		{Name: "keywords promoted", SQL: promoteSQL, Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
 	}
 }

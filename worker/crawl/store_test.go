@@ -355,7 +355,7 @@ func TestRepeatedScanWritesOnlyWhatChanged(t *testing.T) {
 // the update sets one of its columns, changed or not.
 func TestSearchResultTouchesNoIndex(t *testing.T) {
 	_, drv := d1test.New(t)
-	set := searchResultSQL[strings.Index(searchResultSQL, "DO UPDATE SET")+len("DO UPDATE SET") : strings.Index(searchResultSQL, "\nWHERE")]
+	set := searchResultSQL()[strings.Index(searchResultSQL(), "DO UPDATE SET")+len("DO UPDATE SET") : strings.Index(searchResultSQL(), "\nWHERE")]
 	var cols []string
 	for _, a := range strings.Split(set, ",") {
 		cols = append(cols, strings.TrimSpace(strings.SplitN(a, "=", 2)[0]))

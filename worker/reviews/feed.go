@@ -18,6 +18,7 @@ import (
 	"storecrawl/worker/appstore"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -93,8 +94,9 @@ func (p Page) HasNext(n int) bool {
 	return len(p.Reviews) > 0 && n < MaxPages && n < p.LastPage
 }
 
-// countryRE is a storefront code.
-var countryRE = regexp.MustCompile(`^[a-z]{2}$`)
+// countryRE is a storefront code (compiled on first use, not in the
+// Worker's cold start).
+var countryRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]{2}$`) })
 
 // FeedURL is the customer-reviews feed of one app in one storefront, most
 // recent first:
@@ -169,7 +171,7 @@ func Parse(body []byte, appID int64, country string) (Page, error) {
 	}
 	page := Page{LastPage: lastPage(doc.Feed.Link)}
 	country = strings.ToLower(country)
-	if !countryRE.MatchString(country) {
+	if !countryRE().MatchString(country) {
 		country = ""
 	}
 	seen := make(map[string]bool, len(entries))
@@ -219,7 +221,7 @@ func entryList(raw json.RawMessage) ([]rawEntry, error) {
 	}
 }
 
-var pageParamRE = regexp.MustCompile(`/page=(\d+)/`)
+var pageParamRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/page=(\d+)/`) })
 
 // lastPage reads the page number of the rel=last link ("" hrefs on empty
 // feeds give 0).
@@ -236,7 +238,7 @@ func lastPage(raw json.RawMessage) int {
 		if l.Attributes.Rel != "last" {
 			continue
 		}
-		if m := pageParamRE.FindStringSubmatch(l.Attributes.Href); m != nil {
+		if m := pageParamRE().FindStringSubmatch(l.Attributes.Href); m != nil {
 			if n, err := strconv.Atoi(m[1]); err == nil {
 				return min(n, MaxPages)
 			}
