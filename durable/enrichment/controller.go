@@ -262,6 +262,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			StopOnThrottle: plan.StopOnThrottle,
 			SkipPages:      skipPages,
 			PageProbes:     probes,
+			ProbeSeq:       s.Parser.Probes,
 			Subrequests:    RunSubrequests,
 			LookupBatch:    batch,
 			LookupRequests: max(lplan.Items, 1),
@@ -397,7 +398,25 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 			}
 		}
 		s.store(c, l)
-		return s.mutated(now, cfg, "start", now.Add(StartDelay).UnixMilli())
+		// Start also means: fetch pages again. A pause for parser drift
+		// ends at the operator's word, not only when a probe parses.
+		resumed := s.Parser.resume()
+		d := s.mutated(now, cfg, "start", now.Add(StartDelay).UnixMilli())
+		if resumed {
+			d.Events = append(d.Events, pagesResumedEvent("start"))
+		}
+		return d
+	case req.Method == "POST" && req.Path == "/resume-pages":
+		// Lifts a parser-drift pause only (the pacing's holds stay).
+		resumed := s.Parser.resume()
+		d := s.mutated(now, cfg, "resume-pages", 0)
+		if resumed {
+			d.Events = append(d.Events, pagesResumedEvent("resume-pages"))
+			if s.Running {
+				d.AlarmBy = now.Add(StartDelay).UnixMilli()
+			}
+		}
+		return d
 	case req.Method == "POST" && req.Path == "/stop":
 		s.Running = false
 		return s.mutated(now, cfg, "stop", 0)
@@ -435,6 +454,12 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 		return d
 	}
 	return Decision{Response: errorResponse(404, "path", "no such controller route: "+req.Method+" "+req.Path)}
+}
+
+// pagesResumedEvent says an operator lifted a parser-drift pause.
+func pagesResumedEvent(by string) Event {
+	return Event{"event": "enrichment.parser_resumed", "level": "warn", "by": by,
+		"action": "store pages resumed by the operator: a fresh window judges the markup again"}
 }
 
 // mutated persists a control change and answers with the new status.

@@ -76,7 +76,12 @@ func ActionFor(r ItemResult, priorAttempts int) ItemAction {
 		}
 		return ActionDefer
 	}
-	if (r.Page == PageSkipped || r.Probe) && r.Class != ClassNotFound && r.Class != ClassOK {
+	// A probe's unparsed page says the markup is still unknown, not that
+	// the app is bad, unless the app's pages failed to parse before: then
+	// it counts toward the app's give-up, so a broken app cannot hold
+	// the probes (and the pause) forever.
+	probeCounts := r.Probe && r.PriorParseError && r.Class == ClassParseError
+	if (r.Page == PageSkipped || (r.Probe && !probeCounts)) && r.Class != ClassNotFound && r.Class != ClassOK {
 		if r.Class == ClassServerError || r.Class == ClassTimeout {
 			return ActionDefer
 		}
@@ -135,6 +140,11 @@ type ItemResult struct {
 	// Probe: the item's page was a parser-drift probe; a probe that does
 	// not parse says the markup is still unknown, not that the item is bad.
 	Probe bool `json:"probe,omitempty"`
+	// PriorParseError: the item's last attempt had ended in a parse error
+	// (requeued after it, or put back by retry-failed after giving up). Its
+	// unparsed page weighs little as drift evidence (SuspectAppWeight) and
+	// counts toward its give-up even as a probe.
+	PriorParseError bool `json:"prior_parse_error,omitempty"`
 	// LookupSaved: the lookup was stored as a lookup-only record although
 	// the item is not complete (its page is pending).
 	LookupSaved bool `json:"lookup_saved,omitempty"`
@@ -167,6 +177,10 @@ type RunPlan struct {
 	// for the first PageProbes items, which probe whether pages parse again.
 	SkipPages  bool `json:"skip_pages,omitempty"`
 	PageProbes int  `json:"page_probes,omitempty"`
+	// ProbeSeq numbers the probe runs (ParserHealth.Probes): when no picked
+	// item is a clean candidate, the probe rotates through the picked
+	// items by it.
+	ProbeSeq int64 `json:"probe_seq,omitempty"`
 	// Subrequests is the run's budget of platform calls (RunSubrequests).
 	Subrequests int `json:"subrequests,omitempty"`
 	// LookupBatch is how many items share one lookup request (LOOKUP_BATCH;

@@ -37,6 +37,12 @@ type QueuedItem struct {
 	// stored (from a lookup or a search result); nil when it has none.
 	Lookup   *appstore.App
 	LookupAt time.Time
+	// PriorParseError: its last attempt ended in a parse error (it may
+	// have been given up and put back by retry-failed since).
+	PriorParseError bool
+	// PageStatus is its stored page's status ("" never fetched, PagePending,
+	// PageUnparsedStatus).
+	PageStatus string
 	// Refresh is set for an enriched app whose refresh came due (not a
 	// queued item): it is always looked up, and settled by settleRefresh.
 	Refresh *DueRefresh
@@ -213,6 +219,9 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	for nFresh < len(items) && items[nFresh].freshLookup(start, fresh) {
 		nFresh++
 	}
+	if plan.SkipPages && plan.PageProbes > 0 {
+		orderProbes(items, plan.ProbeSeq)
+	}
 	results := make([]controller.ItemResult, len(items))
 	requests := make([][]controller.RequestOutcome, len(items))
 	// lookups[j] is item j's lookup: its batch's, fetched before its chunk.
@@ -225,7 +234,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		chunk = 1
 	}
 	attempted, looked := 0, 0 // items [0, looked) have their lookup
-	parsed, unparsed := 0, 0
+	var pages controller.PageTally
 	outOfBudget := false
 	lookupsSent := 0
 	for i := 0; i < len(items); {
@@ -283,7 +292,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			break
 		}
 		// Pages nobody can read: the rest of this run looks up only.
-		pagesOff := plan.SkipPages || controller.RunPagesTripped(parsed, unparsed)
+		pagesOff := plan.SkipPages || pages.RunTripped()
 		var wg sync.WaitGroup
 		for j := i; j < end; j++ {
 			wg.Add(1)
@@ -305,12 +314,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		sent := 0
 		for j := i; j < end; j++ {
 			sent += len(requests[j])
-			switch results[j].Page {
-			case controller.PageParsed:
-				parsed++
-			case controller.PageUnparsed:
-				unparsed++
-			}
+			pages.AddResult(results[j])
 		}
 		refused := anyRefused(results[i:end])
 		attempted, i = end, end
@@ -349,6 +353,23 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	out.Subrequests = budget.Used()
 	out.DurationMs = r.Now().Sub(start).Milliseconds()
 	return out
+}
+
+// orderProbes puts the probe items first: while pages are paused the first
+// items probe whether pages parse again, and a probe must ask the
+// markup, not one app's broken page. Clean candidates go first: apps whose
+// page has not failed to parse (never fetched, or pending). When none was
+// picked, the probes rotate through the picked items by seq, so the same
+// broken app is never probed forever.
+func orderProbes(items []QueuedItem, seq int64) {
+	clean := func(it QueuedItem) bool { return !it.PriorParseError && it.PageStatus != PageUnparsedStatus }
+	slices.SortStableFunc(items, func(a, b QueuedItem) int { return cmp.Compare(b2i(!clean(a)), b2i(!clean(b))) })
+	if len(items) == 0 || clean(items[0]) {
+		return
+	}
+	k := int(seq % int64(len(items)))
+	rotated := append(append([]QueuedItem(nil), items[k:]...), items[:k]...)
+	copy(items, rotated)
 }
 
 func b2i(b bool) int {
@@ -534,6 +555,7 @@ func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, lookup lo
 	}
 	res, reqs := r.enrichOne(ctx, it.TrackID, index, lookup, fetchPage)
 	res.Probe = fetchPage && probing
+	res.PriorParseError = it.PriorParseError
 	action := controller.ActionFor(res, it.Attempts)
 	var err error
 	switch action {
