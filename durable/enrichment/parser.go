@@ -226,9 +226,9 @@ type ParserStatus struct {
 	// UnparsedApps is the window's distinct apps whose pages did not
 	// parse, weighted (DriftMinApps, SuspectAppWeight).
 	UnparsedApps float64 `json:"unparsed_apps"`
-	DriftSince    *string `json:"drift_since"`
-	Parsed        int64   `json:"parsed"`
-	Unparsed      int64   `json:"unparsed"`
+	DriftSince   *string `json:"drift_since"`
+	Parsed       int64   `json:"parsed"`
+	Unparsed     int64   `json:"unparsed"`
 }
 
 // Status reports the health for operators.

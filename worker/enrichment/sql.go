@@ -231,10 +231,10 @@ func (s D1Store) PickQueued(ctx context.Context, n int, unlookedOnly bool, now t
 		// The lookup fields; JSON null (a column never written) leaves a
 		// field empty.
 		appstore.App
-		Attempts  int    `json:"enrich_attempts"`
-		Defers    int    `json:"enrich_defers"`
-		LookupAt  string `json:"lookup_at"`
-		Languages string `json:"languages"` // a JSON array in its column
+		Attempts   int    `json:"enrich_attempts"`
+		Defers     int    `json:"enrich_defers"`
+		LookupAt   string `json:"lookup_at"`
+		Languages  string `json:"languages"` // a JSON array in its column
 		ErrClass   string `json:"enrich_error_class"`
 		PageStatus string `json:"page_status"`
 	}
