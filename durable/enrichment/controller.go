@@ -245,6 +245,10 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 	// platform's per-invocation subrequest limit.
 	plan.Items = min(plan.Items, ItemsPerTick(batch))
 	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds(), NoLookups: noLookups}
+	// The outbox's first apps ride along; they stay in the outbox until
+	// the run reports them sent.
+	s.OutboxHanded = min(len(s.EventOutbox), OutboxPerRun)
+	pending := append([]int64(nil), s.EventOutbox[:s.OutboxHanded]...)
 	ev["action"] = "run"
 	ev["items"] = plan.Items
 	ev["lookup_requests"] = max(lplan.Items, 1)
@@ -255,19 +259,20 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 		State:   s.Encode(now),
 		AlarmAt: now.Add(RunTimeout).UnixMilli(), // safety net; tick_done replaces it
 		Run: &RunPlan{
-			TickAt:         now.UnixMilli(),
-			BatchSize:      plan.Items,
-			ChunkItems:     plan.ChunkItems,
-			ChunkPauseMs:   plan.ChunkPause.Milliseconds(),
-			StopOnThrottle: plan.StopOnThrottle,
-			SkipPages:      skipPages,
-			PageProbes:     probes,
-			ProbeSeq:       s.Parser.Probes,
-			Subrequests:    RunSubrequests,
-			LookupBatch:    batch,
-			LookupRequests: max(lplan.Items, 1),
-			LookupFreshS:   int64(cfg.LookupFreshness() / time.Second),
-			NoLookups:      noLookups,
+			TickAt:          now.UnixMilli(),
+			BatchSize:       plan.Items,
+			ChunkItems:      plan.ChunkItems,
+			ChunkPauseMs:    plan.ChunkPause.Milliseconds(),
+			StopOnThrottle:  plan.StopOnThrottle,
+			SkipPages:       skipPages,
+			PageProbes:      probes,
+			ProbeSeq:        s.Parser.Probes,
+			Subrequests:     RunSubrequests,
+			LookupBatch:     batch,
+			LookupRequests:  max(lplan.Items, 1),
+			LookupFreshS:    int64(cfg.LookupFreshness() / time.Second),
+			NoLookups:       noLookups,
+			PendingEnriched: pending,
 		},
 		Events: events,
 	}
@@ -316,6 +321,10 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		s.LastTickAt = now.UnixMilli()
 	}
 	events := []Event{}
+	if dropped := s.settleOutbox(o.UnsentEnriched); dropped > 0 {
+		events = append(events, Event{"event": "enrichment.event_outbox_overflow", "level": "error", "dropped": dropped,
+			"kept": len(s.EventOutbox), "action": "app-enriched events lost: the queue has failed for long; rescore the markets"})
+	}
 	switch s.Parser.observe(o.Results, now) {
 	case "drift":
 		share, samples := s.Parser.UnparsedShare()
@@ -588,6 +597,9 @@ type Status struct {
 	LastTick               *TickSummary   `json:"last_tick,omitempty"`
 	// ParserHealth says whether store pages still parse (parser drift).
 	ParserHealth ParserStatus `json:"parser_health"`
+	// EventOutbox is how many enriched apps wait for their app-enriched
+	// event (a send failed; the next runs send them).
+	EventOutbox int `json:"event_outbox"`
 	// LastHoldCapped is the latest upstream hold hint cut to the cap
 	// (UPSTREAM_MAX_HOLD_S); null when none ever was.
 	LastHoldCapped *HoldCapped `json:"last_hold_capped"`
@@ -673,6 +685,7 @@ func (s State) Status(now time.Time, cfg Config) Status {
 		LastTick:               s.LastTick,
 		ParserHealth:           s.Parser.Status(),
 		LastHoldCapped:         s.LastHoldCapped,
+		EventOutbox:            len(s.EventOutbox),
 		RequestsPerEnrichedApp: requestsPerApp(s.Totals),
 		Paces: map[string]HostPace{
 			HostAPI:   hostPace(l, RequestLookup, s.Totals.LookupRequests, s.Totals.LookupRefusals, now),

@@ -197,6 +197,10 @@ type RunPlan struct {
 	// NoLookups: the API host is held and the store host is not; only the
 	// items whose lookup is fresh run (their pages), the rest stay queued.
 	NoLookups bool `json:"no_lookups,omitempty"`
+	// PendingEnriched are apps enriched by earlier runs whose app-enriched
+	// events could not be sent then (the controller's outbox): the run
+	// sends them before its own.
+	PendingEnriched []int64 `json:"pending_enriched,omitempty"`
 }
 
 // RequestOutcome is one upstream request as the run saw it: what the pacing
@@ -247,6 +251,10 @@ type RunOutcome struct {
 	// Subrequests counts every platform call the run made: limiter,
 	// upstream, R2, D1 and Queue calls alike.
 	Subrequests int `json:"subrequests,omitempty"`
+	// UnsentEnriched are the enriched apps (the plan's PendingEnriched and
+	// the run's own) whose app-enriched events were not sent: they go
+	// (back) to the controller's outbox.
+	UnsentEnriched []int64 `json:"unsent_enriched,omitempty"`
 }
 
 // Platform limits that shape a run.

@@ -21,6 +21,7 @@ import (
 	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/bytebudget"
+	"storecrawl/worker/events"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/refresh"
 	"storecrawl/worker/subreq"
@@ -195,8 +196,6 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		budgetSize = controller.RunSubrequests
 	}
 	ctx, budget := subreq.With(ctx, budgetSize)
-	// The events send at the end is set aside first, so items never eat it.
-	eventsBudget, _ := budget.Reserve(1)
 	// Every body the run's upstream calls read holds room until its item is settled.
 	ctx = upstream.WithBodyBudget(ctx, bytebudget.New(cmp.Or(r.BodyBytes, TickBodyBytes)))
 	// While pages are paused, items already looked up wait for the pages;
@@ -206,6 +205,11 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds(), Subrequests: budget.Used()}
 	}
 	items = r.withRefreshes(ctx, items, plan, start)
+	// The events send at the end is set aside before any item starts, one
+	// call for each message the run may send (its items' and the outbox's
+	// apps), so items never eat it; what cannot be set aside, or sent,
+	// goes back to the controller's outbox.
+	eventsBudget, eventsOK := budget.Reserve(eventMessages(len(items) + len(plan.PendingEnriched)))
 	// Items whose stored lookup is fresh go first and need no lookup: their
 	// pages start the run, then the others in lookup batches.
 	fresh := time.Duration(plan.LookupFreshS) * time.Second
@@ -336,20 +340,23 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			out.Requests = append(out.Requests, requests[j]...)
 		}
 	}
-	var enriched []int64
+	// The outbox's apps first (oldest news), then this run's.
+	enriched := append([]int64(nil), plan.PendingEnriched...)
 	for _, res := range out.Results {
 		if res.Class == controller.ClassOK && res.Page == controller.PageParsed {
 			enriched = append(enriched, res.TrackID)
 		}
 	}
-	if len(enriched) > 0 && r.Events != nil {
-		// Analysis is derived data: a lost event is recomputed by the next
-		// sweep, so a failed send is logged and does not fail the items.
-		if err := r.Events.AppsEnriched(subreq.WithBudget(ctx, eventsBudget), enriched); err != nil {
-			logx.Err("controller.event_send_failed", err, map[string]any{"count": len(enriched)})
-		}
+	if eventsOK {
+		out.UnsentEnriched = r.sendEnriched(subreq.WithBudget(ctx, eventsBudget), enriched)
+		eventsBudget.Close()
+	} else {
+		out.UnsentEnriched = enriched
 	}
-	eventsBudget.Close()
+	if len(out.UnsentEnriched) > 0 {
+		logx.Event("controller.events_deferred", map[string]any{"level": logx.Warn, "apps": len(out.UnsentEnriched),
+			"action": "kept in the controller's outbox: the next run sends them"})
+	}
 	out.Subrequests = budget.Used()
 	out.DurationMs = r.Now().Sub(start).Milliseconds()
 	return out
@@ -370,6 +377,28 @@ func orderProbes(items []QueuedItem, seq int64) {
 	k := int(seq % int64(len(items)))
 	rotated := append(append([]QueuedItem(nil), items[k:]...), items[:k]...)
 	copy(items, rotated)
+}
+
+// eventMessages is how many app-enriched messages n apps take.
+func eventMessages(n int) int { return (n + events.MaxTrackIDs - 1) / events.MaxTrackIDs }
+
+// sendEnriched announces apps, one message (events.MaxTrackIDs apps) a
+// call, and returns the apps whose message was not sent: a failed send
+// (the queue, or the run's subrequest budget) stops there and the rest
+// wait in the controller's outbox, so the markets stage hears of every
+// enriched app, never lost to one bad moment.
+func (r *Runner) sendEnriched(ctx context.Context, ids []int64) (unsent []int64) {
+	if r.Events == nil || len(ids) == 0 {
+		return nil
+	}
+	for i := 0; i < len(ids); i += events.MaxTrackIDs {
+		chunk := ids[i:min(i+events.MaxTrackIDs, len(ids))]
+		if err := r.Events.AppsEnriched(ctx, chunk); err != nil {
+			logx.Event("controller.event_send_failed", map[string]any{"level": logx.Warn, "error": err.Error(), "unsent": len(ids) - i})
+			return append([]int64(nil), ids[i:]...)
+		}
+	}
+	return nil
 }
 
 func b2i(b bool) int {
