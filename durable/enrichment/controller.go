@@ -243,7 +243,8 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 	s.RunStartedAt = now.UnixMilli()
 	// However fast the pacing would go, a tick's items must fit the
 	// platform's per-invocation subrequest limit.
-	plan.Items = min(plan.Items, ItemsPerTick(batch))
+	plan.Items = min(plan.Items, ItemsPerTick(batch, cfg.SubrequestBudget()))
+	runCalls, runQueries := RunBudget(cfg.SubrequestBudget())
 	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds(), NoLookups: noLookups}
 	// The outbox's first apps ride along; they stay in the outbox until
 	// the run reports them sent.
@@ -267,7 +268,8 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			SkipPages:       skipPages,
 			PageProbes:      probes,
 			ProbeSeq:        s.Parser.Probes,
-			Subrequests:     RunSubrequests,
+			Subrequests:     runCalls,
+			D1Queries:       runQueries,
 			LookupBatch:     batch,
 			LookupRequests:  max(lplan.Items, 1),
 			LookupFreshS:    int64(cfg.LookupFreshness() / time.Second),

@@ -552,33 +552,50 @@ func TestCappedHoldIsShownToOperators(t *testing.T) {
 }
 
 // However fast the pacing goes, a tick plans only the items whose worst
-// case, and that of their lookup batches, fits the platform's
-// per-invocation subrequest limit.
+// case, and that of their lookup batches, fits the invocation's budget of
+// subrequests (SUBREQUEST_BUDGET), and whose D1 calls fit D1's own bound.
 func TestTickFitsThePlatformSubrequestLimit(t *testing.T) {
 	cost := func(items, batch int) int {
-		return items*MaxCallsPerItem + (items+batch-1)/batch*MaxCallsPerLookup + TickReserve
+		return items*MaxCallsPerItem + (items+batch-1)/batch*MaxCallsPerLookup
 	}
-	for _, batch := range []int{MinLookupBatch, 7, DefaultLookupBatch, MaxLookupBatch} {
-		n := ItemsPerTick(batch)
-		if n < 1 || cost(n, batch) > PlatformSubrequests || cost(n+1, batch) <= PlatformSubrequests {
-			t.Errorf("batch %d: %d items cost %d, %d items %d, of %d", batch, n, cost(n, batch), n+1, cost(n+1, batch), PlatformSubrequests)
+	for _, budget := range []int{FreeSubrequests, 1000, DefaultSubrequests} {
+		calls, queries := RunBudget(budget)
+		if calls+tickReserve(budget) != budget || queries > min(budget, D1QueriesPerInvocation) || calls > budget {
+			t.Fatalf("budget %d: run calls %d, queries %d", budget, calls, queries)
+		}
+		for _, batch := range []int{MinLookupBatch, 7, DefaultLookupBatch, MaxLookupBatch} {
+			n := ItemsPerTick(batch, budget)
+			fits := func(n int) bool { return cost(n, batch) <= calls && n*MaxD1PerItem <= queries }
+			if n < 1 || !fits(n) || fits(n+1) {
+				t.Errorf("budget %d batch %d: %d items cost %d calls, %d D1 (run budget %d, %d)", budget, batch, n, cost(n, batch), n*MaxD1PerItem, calls, queries)
+			}
 		}
 	}
 	// Batched lookups leave room for more items than one lookup each.
-	if ItemsPerTick(DefaultLookupBatch) <= ItemsPerTick(MinLookupBatch) {
-		t.Fatalf("items per tick: %d batched, %d unbatched", ItemsPerTick(DefaultLookupBatch), ItemsPerTick(MinLookupBatch))
+	if ItemsPerTick(DefaultLookupBatch, 1000) <= ItemsPerTick(MinLookupBatch, 1000) {
+		t.Fatalf("items per tick: %d batched, %d unbatched", ItemsPerTick(DefaultLookupBatch, 1000), ItemsPerTick(MinLookupBatch, 1000))
 	}
-	for _, batch := range []int{0, 1, MaxLookupBatch} {
-		cfg := DefaultConfig()
-		cfg.LookupBatch = batch
-		st := ""
-		for _, host := range []string{HostStore, HostAPI} {
-			decideWith(t, cfg, &st, "http", httpReq("POST", "/tune", fmt.Sprintf(`{"rate_per_min": %g, "host": %q}`, pacing.MaxRatePerMin, host)), t0)
-		}
-		d := decideWith(t, cfg, &st, "tick", TickRequest{}, t0.Add(time.Second))
-		want := ItemsPerTick(cfg.LookupBatchSize())
-		if d.Run == nil || d.Run.BatchSize != want || d.Run.Subrequests != RunSubrequests || d.Run.LookupBatch != cfg.LookupBatchSize() {
-			t.Fatalf("LOOKUP_BATCH %d: plan at the highest rate: %+v (cap %d)", batch, d.Run, want)
+	// Workers Paid: D1's 1,000 queries bound the tick, not the 10,000 calls.
+	if n := ItemsPerTick(DefaultLookupBatch, DefaultSubrequests); n*MaxD1PerItem > D1QueriesPerInvocation || n*MaxCallsPerItem > DefaultSubrequests {
+		t.Fatalf("paid plan: %d items", n)
+	}
+	for _, budget := range []int{0, FreeSubrequests} {
+		for _, batch := range []int{0, 1, MaxLookupBatch} {
+			cfg := DefaultConfig()
+			cfg.LookupBatch, cfg.Subrequests = batch, budget
+			st := ""
+			for _, host := range []string{HostStore, HostAPI} {
+				decideWith(t, cfg, &st, "http", httpReq("POST", "/tune", fmt.Sprintf(`{"rate_per_min": %g, "host": %q}`, pacing.MaxRatePerMin, host)), t0)
+			}
+			d := decideWith(t, cfg, &st, "tick", TickRequest{}, t0.Add(time.Second))
+			want := ItemsPerTick(cfg.LookupBatchSize(), cfg.SubrequestBudget())
+			calls, queries := RunBudget(cfg.SubrequestBudget())
+			if d.Run == nil || d.Run.BatchSize > want || d.Run.Subrequests != calls || d.Run.D1Queries != queries || d.Run.LookupBatch != cfg.LookupBatchSize() {
+				t.Fatalf("LOOKUP_BATCH %d, budget %d: plan at the highest rate: %+v (cap %d)", batch, budget, d.Run, want)
+			}
+			if budget == FreeSubrequests && d.Run.BatchSize != want {
+				t.Fatalf("free plan: the highest rate plans the cap %d, got %d", want, d.Run.BatchSize)
+			}
 		}
 	}
 }

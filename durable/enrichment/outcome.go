@@ -181,8 +181,10 @@ type RunPlan struct {
 	// item is a clean candidate, the probe rotates through the picked
 	// items by it.
 	ProbeSeq int64 `json:"probe_seq,omitempty"`
-	// Subrequests is the run's budget of platform calls (RunSubrequests).
+	// Subrequests is the run's budget of platform calls and D1Queries its
+	// budget of D1 queries within them (RunBudget).
 	Subrequests int `json:"subrequests,omitempty"`
+	D1Queries   int `json:"d1_queries,omitempty"`
 	// LookupBatch is how many items share one lookup request (LOOKUP_BATCH;
 	// DefaultLookupBatch when 0).
 	LookupBatch int `json:"lookup_batch,omitempty"`
@@ -257,17 +259,31 @@ type RunOutcome struct {
 	UnsentEnriched []int64 `json:"unsent_enriched,omitempty"`
 }
 
-// Platform limits that shape a run.
+// Platform limits that shape a run. The budget is a setting
+// (SUBREQUEST_BUDGET, Config.Subrequests): what one invocation (the
+// controller's alarm, which runs the tick) may call out, fetches and calls
+// to D1, R2, Queues and other Durable Objects alike.
 const (
-	// PlatformSubrequests is what one invocation (the controller's alarm,
-	// which runs the tick) may call out on the paid plan: fetches and calls
-	// to D1, R2, Queues and other Durable Objects alike.
-	PlatformSubrequests = 1000
-	// TickReserve is kept for the tick's calls outside its items: the pick,
-	// the events send, the controller's own ledger sends.
-	TickReserve = 20
-	// RunSubrequests is a run's budget for its items.
-	RunSubrequests = PlatformSubrequests - TickReserve
+	// DefaultSubrequests is Workers Paid's 10,000 subrequests per request
+	// (developers.cloudflare.com/workers/platform/limits/, "Subrequests:
+	// 50/request Free, 10,000/request Paid").
+	DefaultSubrequests = 10000
+	// FreeSubrequests is Workers Free's 50 per request (same page): the
+	// smallest budget the setting takes.
+	FreeSubrequests = 50
+	// D1QueriesPerInvocation is D1's own bound, apart from subrequests:
+	// 1,000 queries per Worker invocation on Workers Paid, 50 on Free
+	// (developers.cloudflare.com/d1/platform/limits/). A run's D1 calls
+	// fit min(budget, this).
+	D1QueriesPerInvocation = 1000
+	// MaxTickReserve is kept for the tick's calls outside its items: the
+	// pick, the events send, the controller's own ledger sends; a budget
+	// smaller than MaxTickReserve×tickReserveShare keeps a fifth.
+	MaxTickReserve   = 20
+	tickReserveShare = 5
+	// MaxD1PerItem is one item's D1 worst case: a lookup-only save and its
+	// requeue (an enriched save is one batch).
+	MaxD1PerItem = 2
 	// MaxCallsPerFetch is one upstream call's worst case: the request and
 	// the same-host redirects it may follow (upstream.MaxRedirects).
 	MaxCallsPerFetch = 3
@@ -312,13 +328,27 @@ const (
 	MinLookupBatch = 1
 )
 
+// tickReserve is what a budget keeps for the tick's calls outside its items.
+func tickReserve(budget int) int { return min(MaxTickReserve, budget/tickReserveShare) }
+
+// RunBudget is what a run's items may spend of an invocation's budget:
+// calls (every platform call) and, within them, D1 queries.
+func RunBudget(budget int) (calls, d1 int) {
+	budget = min(max(budget, FreeSubrequests), DefaultSubrequests)
+	queries := min(budget, D1QueriesPerInvocation)
+	return budget - tickReserve(budget), queries - tickReserve(queries)
+}
+
 // ItemsPerTick is how many items a tick plans at most with lookups in
-// batches of lookupBatch: the items' and their batches' worst cases fit
-// the run's budget.
-func ItemsPerTick(lookupBatch int) int {
+// batches of lookupBatch under an invocation's budget of subrequests: the
+// items' and their batches' worst cases fit the run's calls, and the
+// items' D1 worst cases its D1 queries. Under Workers Free's 50 it is 2:
+// the crawl goes on in small ticks.
+func ItemsPerTick(lookupBatch, budget int) int {
 	batch := min(max(lookupBatch, MinLookupBatch), MaxLookupBatch)
-	n := RunSubrequests / MaxCallsPerItem
-	for n > 0 && n*MaxCallsPerItem+(n+batch-1)/batch*MaxCallsPerLookup > RunSubrequests {
+	calls, queries := RunBudget(budget)
+	n := min(calls/MaxCallsPerItem, queries/MaxD1PerItem)
+	for n > 0 && n*MaxCallsPerItem+(n+batch-1)/batch*MaxCallsPerLookup > calls {
 		n--
 	}
 	return n

@@ -52,6 +52,26 @@ type Config struct {
 	// search) may be for an item to skip its lookup (LOOKUP_FRESH_H); 0
 	// means DefaultLookupFresh, negative: always look up.
 	LookupFresh time.Duration
+	// Subrequests is the invocation's budget of subrequests
+	// (SUBREQUEST_BUDGET); 0 means DefaultSubrequests.
+	Subrequests int
+}
+
+// SubrequestBudget is the configured budget or its default.
+func (c Config) SubrequestBudget() int {
+	if c.Subrequests <= 0 {
+		return DefaultSubrequests
+	}
+	return c.Subrequests
+}
+
+// SetSubrequestBudget sets Subrequests within [FreeSubrequests, DefaultSubrequests].
+func (c *Config) SetSubrequestBudget(n int) error {
+	if n < FreeSubrequests || n > DefaultSubrequests {
+		return fmt.Errorf("subrequest budget %d outside [%d, %d]", n, FreeSubrequests, DefaultSubrequests)
+	}
+	c.Subrequests = n
+	return nil
 }
 
 // Lookup freshness (LOOKUP_FRESH_H): a search result carries the same
@@ -324,7 +344,7 @@ type TickSummary struct {
 	DurationMs int64          `json:"duration_ms"`
 	NextInMs   int64          `json:"next_in_ms"`
 	Error      string         `json:"error,omitempty"`
-	// Subrequests is every platform call the run made (of RunSubrequests).
+	// Subrequests is every platform call the run made (of RunBudget's calls).
 	Subrequests int `json:"subrequests"`
 }
 

@@ -61,7 +61,7 @@ func outboxRunner(t *testing.T, st *fakeStore, q *queueDouble) *Runner {
 // message, so none is lost to "subrequest budget exhausted".
 func TestEveryEnrichedAppIsAnnounced(t *testing.T) {
 	q := &queueDouble{}
-	n := controller.ItemsPerTick(controller.DefaultLookupBatch) // a full tick: two messages
+	n := controller.ItemsPerTick(controller.DefaultLookupBatch, 1000) // more than one message
 	st := newStore(queuedApps(n)...)
 	out := outboxRunner(t, st, q).Run(context.Background(), controller.RunPlan{BatchSize: n, ChunkItems: 50})
 	if len(st.saved) != n || len(q.apps) != n || len(out.UnsentEnriched) != 0 || q.sent != (n+events.MaxTrackIDs-1)/events.MaxTrackIDs || q.sent < 2 {
@@ -132,5 +132,61 @@ func TestUnsentEventsWaitInTheOutbox(t *testing.T) {
 	sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
 	if len(st.saved) != 60 || len(missing) != 0 || status.EventOutbox != 0 {
 		t.Fatalf("saved %d, never announced %v, outbox %d", len(st.saved), missing, status.EventOutbox)
+	}
+}
+
+// Under Workers Free's 50 subrequests a tick plans a couple of items, and
+// the crawl goes on: every app is enriched and announced, none given up,
+// and no run passes its budgets.
+func TestFreePlanBudgetCrawlsInSmallTicks(t *testing.T) {
+	ctx := context.Background()
+	cfg := controller.DefaultConfig()
+	if err := cfg.SetSubrequestBudget(controller.FreeSubrequests); err != nil {
+		t.Fatal(err)
+	}
+	q := &queueDouble{}
+	st := newStore(queuedApps(12)...)
+	r := outboxRunner(t, st, q)
+	state, now := "", time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	decide := func(op string, arg any) controller.Decision {
+		b, _ := json.Marshal(arg)
+		d := controller.Handle(cfg, op, state, b, now)
+		if d.State != "" {
+			state = d.State
+		}
+		return d
+	}
+	calls, queries := controller.RunBudget(controller.FreeSubrequests)
+	runs := 0
+	for range 200 {
+		if len(st.queue) == 0 {
+			break
+		}
+		d := decide("tick", controller.TickRequest{})
+		if d.Run == nil {
+			now = now.Add(10 * time.Second)
+			continue
+		}
+		if d.Run.BatchSize > controller.ItemsPerTick(controller.DefaultLookupBatch, controller.FreeSubrequests) || d.Run.Subrequests != calls || d.Run.D1Queries != queries {
+			t.Fatalf("free plan: %+v", d.Run)
+		}
+		out := r.Run(ctx, *d.Run)
+		runs++
+		if out.Subrequests > calls || out.Error != "" {
+			t.Fatalf("run used %d of %d calls: %+v", out.Subrequests, calls, out)
+		}
+		now = now.Add(time.Second)
+		decide("tick_done", out)
+		now = now.Add(10 * time.Second)
+		var left []QueuedItem
+		for _, it := range st.queue {
+			if _, ok := st.saved[it.TrackID]; !ok {
+				left = append(left, it)
+			}
+		}
+		st.queue = left
+	}
+	if len(st.saved) != 12 || len(q.apps) != 12 || len(st.gaveUp)+len(st.requeued) != 0 || runs < 12/controller.ItemsPerTick(controller.DefaultLookupBatch, controller.FreeSubrequests) {
+		t.Fatalf("free plan: saved %d, announced %d, given up %v, requeued %v in %d runs", len(st.saved), len(q.apps), st.gaveUp, st.requeued, runs)
 	}
 }

@@ -191,11 +191,12 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	start := r.Now()
 	// Every platform call of the run is counted against the invocation's
 	// budget; each item's worst case is set aside before it starts.
-	budgetSize := plan.Subrequests
-	if budgetSize <= 0 {
-		budgetSize = controller.RunSubrequests
-	}
+	defCalls, defQueries := controller.RunBudget(controller.DefaultSubrequests)
+	budgetSize, querySize := cmp.Or(max(plan.Subrequests, 0), defCalls), cmp.Or(max(plan.D1Queries, 0), defQueries)
 	ctx, budget := subreq.With(ctx, budgetSize)
+	// D1 bounds its queries apart: an item sets aside its D1 worst case too.
+	queries := subreq.NewBudget(querySize)
+	ctx = subreq.WithQueries(ctx, queries)
 	// Every body the run's upstream calls read holds room until its item is settled.
 	ctx = upstream.WithBodyBudget(ctx, bytebudget.New(cmp.Or(r.BodyBytes, TickBodyBytes)))
 	// While pages are paused, items already looked up wait for the pages;
@@ -260,13 +261,14 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			// The next batch: as many items as the batch takes whose worst
 			// case, with the batch's own, still fits the budget; the rest
 			// stay queued, untouched, for the next tick.
-			fit := (budget.Remaining() - controller.MaxCallsPerLookup) / controller.MaxCallsPerItem
+			fit := min((budget.Remaining()-controller.MaxCallsPerLookup)/controller.MaxCallsPerItem,
+				queries.Remaining()/controller.MaxD1PerItem)
 			n := min(batchSize, len(items)-i, max(fit, 0))
 			share, ok := budget.Reserve(controller.MaxCallsPerLookup)
 			if n < min(batchSize, len(items)-i) || !ok {
 				outOfBudget = true
 				logx.Event("controller.subrequest_budget", map[string]any{"level": logx.Warn,
-					"used": budget.Used(), "budget": budgetSize, "items_left": len(items) - i - n})
+					"used": budget.Used(), "budget": budgetSize, "d1_queries": queries.Used(), "d1_budget": querySize, "items_left": len(items) - i - n})
 			}
 			if n == 0 || !ok {
 				if ok {
@@ -284,13 +286,21 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		}
 		end := min(i+chunk, looked)
 		shares := make([]*subreq.Budget, 0, end-i)
+		qshares := make([]*subreq.Budget, 0, end-i)
 		for j := i; j < end; j++ {
 			share, ok := budget.Reserve(controller.MaxCallsPerItem)
-			if !ok { // not reached: the batch was sized to the budget
+			qshare, qok := queries.Reserve(controller.MaxD1PerItem)
+			if !ok || !qok { // not reached: the batch was sized to the budgets
+				if ok {
+					share.Close()
+				}
+				if qok {
+					qshare.Close()
+				}
 				end, outOfBudget = j, true
 				break
 			}
-			shares = append(shares, share)
+			shares, qshares = append(shares, share), append(qshares, qshare)
 		}
 		if end == i {
 			break
@@ -302,8 +312,9 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			wg.Add(1)
 			go func(j int) {
 				defer wg.Done()
-				share := shares[j-i]
+				share, qshare := shares[j-i], qshares[j-i]
 				defer share.Close()
+				defer qshare.Close()
 				defer func() {
 					// A panic fails the item as our own error: it stays queued.
 					if err := logx.Recovered(recover(), "enrichment item"); err != nil {
@@ -311,7 +322,8 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 					}
 				}()
 				fetchPage := !pagesOff || (plan.SkipPages && j < plan.PageProbes)
-				results[j], requests[j] = r.settle(subreq.WithBudget(ctx, share), items[j], j, lookups[j], fetchPage, plan.SkipPages)
+				ictx := subreq.WithQueries(subreq.WithBudget(ctx, share), qshare)
+				results[j], requests[j] = r.settle(ictx, items[j], j, lookups[j], fetchPage, plan.SkipPages)
 			}(j)
 		}
 		wg.Wait()
