@@ -1,6 +1,7 @@
 package enrichment
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -453,11 +454,21 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 		if t.Host == HostAPI {
 			target = l
 		}
+		host := cmp.Or(t.Host, HostStore)
+		before := paceOf(target, now)
 		if tn, ok := target.(pacing.Tuner); ok {
 			tn.Tune(pacing.TuneRequest{BatchSize: t.BatchSize, IntervalMs: t.IntervalMs, RatePerMin: t.RatePerMin})
 		}
 		s.store(c, l)
 		d := s.mutated(now, cfg, "tune", 0)
+		tuned := &Tuned{Host: host, Asked: t, Before: before, After: paceOf(target, now)}
+		if _, seed := target.(*pacing.Seed); !seed && (t.BatchSize != nil || t.IntervalMs != nil) && t.RatePerMin == nil {
+			tuned.Note = "this host is paced by rate: batch_size and interval_ms set the rate they carry (paces." + host + ".rate_per_min)"
+		}
+		st := d.Response.Body.(Status)
+		st.Tuned = tuned
+		d.Response.Body = st
+		d.Events[0]["host"], d.Events[0]["before"], d.Events[0]["after"] = host, before, tuned.After
 		if s.Running {
 			// A faster setting takes effect now, not after the old interval.
 			d.AlarmBy = now.Add(MinTuneDelay).UnixMilli()
@@ -497,6 +508,39 @@ type Tune struct {
 	BatchSize  *int     `json:"batch_size,omitempty"`
 	IntervalMs *int64   `json:"interval_ms,omitempty"`
 	RatePerMin *float64 `json:"rate_per_min,omitempty"`
+}
+
+// Tuned is what a tune changed, in its answer: the host it paced, what
+// was asked, and the pace before and after.
+type Tuned struct {
+	Host   string `json:"host"`
+	Asked  Tune   `json:"asked"`
+	Before Pace   `json:"before"`
+	After  Pace   `json:"after"`
+	// Note says how the asked fields were read, when not as given.
+	Note string `json:"note,omitempty"`
+}
+
+// Pace is a host's pace as a tune sets it: the rate for a rate
+// algorithm, the batch and interval for the seed rules.
+type Pace struct {
+	RatePerMin *float64 `json:"rate_per_min,omitempty"`
+	BatchSize  *int     `json:"batch_size,omitempty"`
+	IntervalMs *int64   `json:"interval_ms,omitempty"`
+}
+
+func paceOf(a pacing.Algorithm, now time.Time) Pace {
+	if seed, ok := a.(*pacing.Seed); ok {
+		b, i := seed.Batch, seed.IntervalMs
+		return Pace{BatchSize: &b, IntervalMs: &i}
+	}
+	var p Pace
+	if d, ok := a.(pacing.Describer); ok {
+		if r, ok := d.Describe(now)["rate_per_min"].(float64); ok {
+			p.RatePerMin = &r
+		}
+	}
+	return p
 }
 
 // Bounds of an operator's tune.
@@ -581,10 +625,14 @@ type Status struct {
 	InCooldown         bool  `json:"in_cooldown"`
 	CooldownRemainingS int64 `json:"cooldown_remaining_s"`
 	RunInFlight        bool  `json:"run_in_flight"`
-	// BatchSize and IntervalMs describe the work as planned now: items per
-	// tick and the pause between ticks.
-	BatchSize  int   `json:"batch_size"`
-	IntervalMs int64 `json:"interval_ms"`
+	// BatchSize and IntervalMs are the seed rules' pace (items per tick,
+	// the pause between ticks): only the seed rules pace by them, so they
+	// are absent for a rate algorithm, whose pace is paces.<host>.rate_per_min
+	// (a tune's batch_size and interval_ms set the rate they carry).
+	BatchSize  *int   `json:"batch_size,omitempty"`
+	IntervalMs *int64 `json:"interval_ms,omitempty"`
+	// Tuned is, in a tune's answer only, what the tune changed.
+	Tuned *Tuned `json:"tuned,omitempty"`
 	// Pacing names the algorithm; CapacityEstimatePerMin is its estimate of
 	// the upstream's capacity in requests per minute (0 = not learned yet).
 	Pacing                 string         `json:"pacing"`
@@ -698,7 +746,10 @@ func (s State) Status(now time.Time, cfg Config) Status {
 	if d, ok := c.(pacing.Describer); ok {
 		st.PacingDetail = d.Describe(now)
 	}
-	st.BatchSize, st.IntervalMs = plannedWork(c, s.LastPlan)
+	if seed, ok := c.(*pacing.Seed); ok {
+		batch, interval := seed.Batch, seed.IntervalMs
+		st.BatchSize, st.IntervalMs = &batch, &interval
+	}
 	if st.InCooldown {
 		st.CooldownRemainingS = (hold - now.UnixMilli() + 999) / 1000
 	} else {
@@ -730,18 +781,6 @@ func (s State) completionsPerMinute(now time.Time, w Bucket) float64 {
 	minutes := float64(now.UnixMilli()-oldest) / float64(time.Minute.Milliseconds())
 	minutes = math.Max(1, math.Min(MetricsWindowMinutes, minutes))
 	return float64(w.Completed) / minutes
-}
-
-// plannedWork reports items per tick and the pause between ticks.
-func plannedWork(c pacing.Algorithm, last *PlanSummary) (int, int64) {
-	if seed, ok := c.(*pacing.Seed); ok {
-		return seed.Batch, seed.IntervalMs
-	}
-	items := 0
-	if last != nil {
-		items = last.Items
-	}
-	return items, pacing.TickInterval.Milliseconds()
 }
 
 func confidence(samples int) string {

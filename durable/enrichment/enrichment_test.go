@@ -292,7 +292,7 @@ func TestSeedPacingInProductCoolsDownAndRecovers(t *testing.T) {
 	}
 	d = decideWith(t, seedCfg, &st, "tick_done", RunOutcome{Picked: 5, Results: res, Requests: reqs}, t0)
 	got := status(t, st, t0, seedCfg)
-	if !got.InCooldown || got.Totals.Cooldowns != 1 || got.BatchSize != pacing.SeedMinBatch || got.IntervalMs != 120000 {
+	if !got.InCooldown || got.Totals.Cooldowns != 1 || deref(got.BatchSize) != pacing.SeedMinBatch || deref(got.IntervalMs) != 120000 {
 		t.Fatalf("5 refusals must enter cooldown: %+v", got)
 	}
 	if len(d.Events) < 2 || d.Events[1]["event"] != "enrichment.cooldown" {
@@ -439,7 +439,7 @@ func TestTuneValidation(t *testing.T) {
 	st := ""
 	d := decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"batch_size": 12, "interval_ms": 15000}`), t0)
 	got := status(t, st, t0, seedCfg)
-	if d.Response.Status != 200 || got.BatchSize != 12 || got.IntervalMs != 15000 {
+	if d.Response.Status != 200 || deref(got.BatchSize) != 12 || deref(got.IntervalMs) != 15000 {
 		t.Fatalf("tune not applied: %+v %+v", d.Response, got)
 	}
 	if d.AlarmBy != t0.Add(MinTuneDelay).UnixMilli() || d.AlarmAt != 0 {
@@ -452,12 +452,60 @@ func TestTuneValidation(t *testing.T) {
 	}
 }
 
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// The incident: a tune of batch_size 10 and interval_ms 15000 landed as
+// 40 a minute on the store host's rate while the status still showed
+// batch_size 88 and interval_ms 10000. The status shows only what drives
+// the pace, and the tune's answer says what changed.
+func TestStatusAndTuneAgree(t *testing.T) {
+	st := ""
+	decide(t, &st, "load", nil, t0)
+	d := decide(t, &st, "http", httpReq("POST", "/tune", `{"batch_size":10,"interval_ms":15000}`), t0)
+	ans := d.Response.Body.(Status)
+	tu := ans.Tuned
+	if tu == nil || tu.Host != HostStore || deref(tu.After.RatePerMin) != 40 || tu.Before.RatePerMin == nil || tu.Note == "" {
+		t.Fatalf("tune's answer must say what changed: %s", mustJSON(t, tu))
+	}
+	got := status(t, st, t0, DefaultConfig())
+	if got.BatchSize != nil || got.IntervalMs != nil || got.Paces[HostStore].RatePerMin != 40 || got.Tuned != nil {
+		t.Fatalf("status: batch %v interval %v, store pace %+v", got.BatchSize, got.IntervalMs, got.Paces[HostStore])
+	}
+	raw := mustJSON(t, got)
+	if strings.Contains(raw, `"batch_size"`) || strings.Contains(raw, `"interval_ms"`) {
+		t.Fatalf("a rate pace shows no batch or interval: %s", raw)
+	}
+	// The seed rules pace by batch and interval: shown, and tuned as given.
+	st = ""
+	d = decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"batch_size":10,"interval_ms":15000}`), t0)
+	tu = d.Response.Body.(Status).Tuned
+	if got := status(t, st, t0, seedCfg); deref(got.BatchSize) != 10 || deref(got.IntervalMs) != 15000 ||
+		deref(tu.After.BatchSize) != 10 || deref(tu.After.IntervalMs) != 15000 || tu.Note != "" {
+		t.Fatalf("seed: status %v/%v, tuned %s", got.BatchSize, got.IntervalMs, mustJSON(t, tu))
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestResetAndUnknownRoute(t *testing.T) {
 	st := ""
 	decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"batch_size": 40}`), t0)
 	d := decideWith(t, seedCfg, &st, "http", httpReq("POST", "/reset", ""), t0)
 	got := status(t, st, t0, seedCfg)
-	if got.BatchSize != pacing.SeedStartBatch || !got.Running || d.AlarmAt == 0 {
+	if deref(got.BatchSize) != pacing.SeedStartBatch || !got.Running || d.AlarmAt == 0 {
 		t.Fatalf("reset: %+v %+v", got, d)
 	}
 	d = decide(t, &st, "http", httpReq("DELETE", "/status", ""), t0)
