@@ -128,8 +128,8 @@ func TestCrawlCycle(t *testing.T) {
 
 func TestScanStatementsDedupeAndMark(t *testing.T) {
 	charts := map[string][]appstore.ChartEntry{
-		"topfreeapplications": {{TrackID: 1, Rank: 1}, {TrackID: 2, Rank: 2}},
-		"toppaidapplications": {{TrackID: 2, Rank: 1}},
+		"topfreeapplications":     {{TrackID: 1, Rank: 1}, {TrackID: 2, Rank: 2}},
+		"toppaidapplications":     {{TrackID: 2, Rank: 1}},
 		"topgrossingapplications": {},
 	}
 	stmts := ScanStatements(6014, "us", charts, time.Now())
