@@ -93,6 +93,7 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "dead letters", SQL: deadLettersSQL, Args: []any{20, 0}},
 		{Name: "dead letters to replay", SQL: deadLettersToReplaySQL, Args: []any{ReplayBatch}},
 		{Name: "dead letter by id", SQL: deadLetterByIDSQL, Args: []any{"m1"}},
+		{Name: "facts present", SQL: factsPresentSQL(2), Args: []any{"a", "b"}},
 	}
 }
 
