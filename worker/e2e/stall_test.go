@@ -65,6 +65,7 @@ func TestRetryFailedDoesNotStallTheCrawl(t *testing.T) {
 	if h := getParserHealth(t, w); h.PagesPaused || baseline < pace/4 {
 		t.Fatalf("after retry-failed: %v completed in 60 s, parser health %s", baseline, jsonString(h))
 	}
+	t.Logf("after retry-failed of %v apps: %v completed in 60 s, parser health %s", rf["requeued"], baseline, jsonString(getParserHealth(t, w)))
 
 	// A real drift: a minute of a markup nobody reads pauses the pages.
 	s.setConfig(t, map[string]any{"current_markup_pct": 0, "unknown_markup_pct": 100})
@@ -82,6 +83,12 @@ func TestRetryFailedDoesNotStallTheCrawl(t *testing.T) {
 		n  float64
 	}
 	var seen []sample
+	restored := time.Now()
+	defer func() {
+		if !t.Failed() && len(seen) > 0 {
+			t.Logf("markup restored: back at pace after %s (%v completed then)", time.Since(restored).Round(time.Second), seen[len(seen)-1].n-c0)
+		}
+	}()
 	eventually(t, 3*time.Minute, "completions back at pace", func() (bool, string) {
 		now := time.Now()
 		seen = append(seen, sample{now, completedTotal(t, w)})
