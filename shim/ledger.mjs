@@ -1,12 +1,17 @@
-import { callGo } from "./go.mjs";
+import { callGo, callGoAsync } from "./go.mjs";
 
 // Ledger: a Durable Object's own append-only history (durable/ledger).
 // Plumbing only: Go makes the facts and decides when to send (ledgerPlan);
 // this class keeps them in the object's SQLite storage and sends them:
-//   ledger_facts(id, at, body, counters, replicated_at)  one row per fact; replicated_at NULL = not replicated yet
+//   ledger_facts(id, at, body, counters, replicated_at, confirmed_at)  one row per fact;
+//       replicated_at NULL = not sent yet; confirmed_at NULL = D1 not yet seen to have it
 //   ledger_meta(k, v)                              writer state, last_sent_at, appended
 // A fact is marked sent only after the queue accepted its batch, so a failed
-// send loses nothing; D1 ignores a fact it already has, so a resend is harmless.
+// send loses nothing; it is confirmed only once a check finds it in D1
+// (durable/ledger.Confirm), and one D1 lacks is sent again, so a message the
+// queue lost (D1 and R2 down through every retry) loses nothing either. D1
+// ignores a fact it already has, so a resend is harmless. Only confirmed
+// facts leave the storage.
 // The tables are made by the first write, not by the constructor: an object
 // that is only read (a status or ledger call of an unknown limiter key)
 // gets no storage.
@@ -22,16 +27,29 @@ export class Ledger {
     this.ready = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_meta'").toArray().length > 0;
     this.writer = JSON.parse(this.meta("writer") ?? '{"due_at":0,"failures":0}');
     this.batchLimit = undefined;
+    if (this.ready) this.migrate();
+  }
+
+  // migrate adds confirmed_at to a table made before it; the facts sent
+  // then count as confirmed (they were, by the rules of their time).
+  migrate() {
+    const cols = this.sql.exec("PRAGMA table_info(ledger_facts)").toArray();
+    if (cols.length === 0 || cols.some((c) => c.name === "confirmed_at")) return;
+    this.sql.exec("ALTER TABLE ledger_facts ADD COLUMN confirmed_at INTEGER");
+    this.sql.exec("UPDATE ledger_facts SET confirmed_at = replicated_at WHERE replicated_at IS NOT NULL");
   }
 
   // ensure makes the tables before the first write.
   ensure() {
     if (this.ready) return;
     this.sql.exec(
-      "CREATE TABLE IF NOT EXISTS ledger_facts (id TEXT PRIMARY KEY, at INTEGER NOT NULL, body TEXT NOT NULL, counters TEXT NOT NULL, replicated_at INTEGER)",
+      "CREATE TABLE IF NOT EXISTS ledger_facts (id TEXT PRIMARY KEY, at INTEGER NOT NULL, body TEXT NOT NULL, counters TEXT NOT NULL, replicated_at INTEGER, confirmed_at INTEGER)",
     );
+    this.migrate();
     // The unsent facts, oldest first: what each send reads.
     this.sql.exec("CREATE INDEX IF NOT EXISTS ledger_unsent ON ledger_facts (at) WHERE replicated_at IS NULL");
+    // The sent facts D1 is not yet seen to have, oldest send first: what each check reads.
+    this.sql.exec("CREATE INDEX IF NOT EXISTS ledger_unconfirmed ON ledger_facts (replicated_at) WHERE replicated_at IS NOT NULL AND confirmed_at IS NULL");
     this.sql.exec("CREATE TABLE IF NOT EXISTS ledger_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)");
     this.ready = true;
   }
@@ -52,15 +70,17 @@ export class Ledger {
     return Number(this.meta("appended") ?? 0);
   }
 
-  // dueAt is when the next send is due (unix ms), or null.
+  // dueAt is when the next send or check is due (unix ms), or null.
   dueAt() {
-    return this.writer.due_at > 0 ? this.writer.due_at : null;
+    const times = [this.writer.due_at, this.writer.confirm_at].filter((t) => t > 0);
+    return times.length > 0 ? Math.min(...times) : null;
   }
 
-  plan(go, op, remaining) {
-    const p = callGo(go, "ledgerPlan", JSON.stringify({ writer: this.writer, step: { op, remaining } }), Date.now());
-    this.writer = { due_at: p.due_at, failures: p.failures };
+  plan(go, op, remaining, extra = {}) {
+    const p = callGo(go, "ledgerPlan", JSON.stringify({ writer: this.writer, step: { op, remaining, ...extra } }), Date.now());
+    this.writer = { due_at: p.due_at, failures: p.failures, confirm_at: p.confirm_at ?? 0 };
     this.batchLimit = p.batch_limit;
+    this.confirmPlan = { batch: p.confirm_batch, sentBefore: p.confirm_sent_before };
     this.setMeta("writer", JSON.stringify(this.writer));
     return p;
   }
@@ -88,10 +108,64 @@ export class Ledger {
     return this.sql.exec("SELECT COUNT(*) AS n FROM ledger_facts WHERE replicated_at IS NULL").one().n;
   }
 
-  // flush sends one batch if a send is due, then prunes what retention allows.
+  // unconfirmedCount is the sent facts D1 is not yet seen to have.
+  unconfirmedCount() {
+    if (!this.ready) return 0;
+    return this.sql.exec("SELECT COUNT(*) AS n FROM ledger_facts WHERE replicated_at IS NOT NULL AND confirmed_at IS NULL").one().n;
+  }
+
+  // flush sends one batch if a send is due, checks sent facts against D1
+  // if a check is due, then prunes what retention allows.
   async flush(go) {
-    const due = this.dueAt();
-    if (due === null || due > Date.now()) return;
+    await this.sendDue(go);
+    await this.confirmDue(go);
+  }
+
+  // confirmDue asks D1 (through Go) which of the oldest sent facts it has:
+  // those are confirmed, the others go back to unsent and are sent again.
+  async confirmDue(go) {
+    const at = this.writer.confirm_at;
+    if (!this.ready || !(at > 0) || at > Date.now()) return;
+    if (this.confirmPlan === undefined) this.plan(go, "", 0);
+    const rows = this.sql
+      .exec(
+        "SELECT id FROM ledger_facts WHERE replicated_at IS NOT NULL AND confirmed_at IS NULL AND replicated_at <= ? ORDER BY replicated_at LIMIT ?",
+        this.confirmPlan.sentBefore,
+        this.confirmPlan.batch,
+      )
+      .toArray();
+    let resent = 0;
+    if (rows.length > 0) {
+      let present;
+      try {
+        present = new Set((await callGoAsync(go, "ledgerConfirm", JSON.stringify(rows.map((r) => r.id)))).present);
+      } catch (e) {
+        const p = this.plan(go, "confirm_failed", 0);
+        console.log(JSON.stringify({ event: "ledger.confirm_failed", level: "warn", error: String(e?.message ?? e), retry_at: p.confirm_at }));
+        return;
+      }
+      const now = Date.now();
+      for (const r of rows) {
+        if (present.has(r.id)) {
+          this.sql.exec("UPDATE ledger_facts SET confirmed_at = ? WHERE id = ?", now, r.id);
+        } else {
+          this.sql.exec("UPDATE ledger_facts SET replicated_at = NULL WHERE id = ?", r.id);
+          resent++;
+        }
+      }
+      if (resent > 0) {
+        console.log(JSON.stringify({ event: "ledger.facts_resent", level: "warn", resent, checked: rows.length,
+          action: "sent facts D1 does not have go out again" }));
+      }
+    }
+    const oldest = this.sql.exec("SELECT MIN(replicated_at) AS t FROM ledger_facts WHERE replicated_at IS NOT NULL AND confirmed_at IS NULL").one().t;
+    this.plan(go, "confirmed", 0, { resent, oldest_sent_at: oldest ?? 0 });
+  }
+
+  // sendDue sends one batch if a send is due, then prunes what retention allows.
+  async sendDue(go) {
+    const due = this.writer.due_at;
+    if (!(due > 0) || due > Date.now()) return;
     // The batch size is Go's; a send after a restart asks for it once.
     if (this.batchLimit === undefined) this.plan(go, "", 0);
     const rows = this.sql.exec("SELECT id, body FROM ledger_facts WHERE replicated_at IS NULL ORDER BY at LIMIT ?", this.batchLimit).toArray();
@@ -114,8 +188,8 @@ export class Ledger {
       this.setMeta("last_sent_at", now);
       p = this.plan(go, "sent", this.unsentCount());
     }
-    // Only replicated facts past retention leave the object's storage.
-    this.sql.exec("DELETE FROM ledger_facts WHERE replicated_at IS NOT NULL AND at < ?", p.prune_before);
+    // Only facts D1 is seen to have, past retention, leave the object's storage.
+    this.sql.exec("DELETE FROM ledger_facts WHERE confirmed_at IS NOT NULL AND at < ?", p.prune_before);
   }
 
   // send puts one batch of this writer's facts on the queue (throws on failure).
@@ -137,6 +211,7 @@ export class Ledger {
       counters,
       pending,
       pending_facts: this.unsentCount(),
+      unconfirmed_facts: this.unconfirmedCount(),
       last_sent_at: Number(this.meta("last_sent_at") ?? 0),
       appended: this.appended(),
     };

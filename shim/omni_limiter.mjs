@@ -145,7 +145,8 @@ export class OmniLimiter extends DurableObject {
   // when it must wait: facts unsent (the ledger's alarm comes back), the key
   // used again, or the send failed (Go's retire_at comes back).
   async retire(go) {
-    if (this.ledger.unsentCount() > 0) return false;
+    // Facts unsent, or sent but not yet seen in D1, keep the key alive.
+    if (this.ledger.unsentCount() + this.ledger.unconfirmedCount() > 0) return false;
     const fact = callGo(go, "limiterRetire", this.id, this.ledger.appended(), Date.now());
     if (!fact) return false;
     try {

@@ -28,6 +28,27 @@ func ledgerPlan(args []js.Value) (any, error) {
 	return ledger.Next(in.Writer, in.Step, ledgerRetention(), time.UnixMilli(int64(args[1].Float()))), nil
 }
 
+// ledgerConfirm(idsJSON) → Promise of {"present": [...]}: which of a
+// writer's sent facts D1 has (durable/ledger.Confirm); the shim resends
+// the others.
+func ledgerConfirm(args []js.Value) (any, error) {
+	var ids []string
+	if err := json.Unmarshal([]byte(args[0].String()), &ids); err != nil {
+		return nil, fmt.Errorf("ledgerConfirm: %w", err)
+	}
+	present, err := historyStore.FactsPresent(context.Background(), ids)
+	if err != nil {
+		return nil, fmt.Errorf("ledgerConfirm: %w", err)
+	}
+	out := make([]string, 0, len(present))
+	for _, id := range ids {
+		if present[id] {
+			out = append(out, id)
+		}
+	}
+	return map[string]any{"present": out}, nil
+}
+
 // ledgerRetention is LEDGER_RETENTION_DAYS as loaded (a bad value is
 // reported by loadConfig and the default kept, so a typo cannot prune the
 // ledger early).

@@ -365,8 +365,9 @@ func benchFreshness(root string, apps, hours, pace, changes int) {
 		Limit: budget.limit(&budget.lookups), PageLimit: budget.limit(&budget.pages),
 		Refreshes: store, RefreshShare: refresh.DefaultRefreshShare,
 	}
-	plan := controller.RunPlan{BatchSize: controller.ItemsPerTick(controller.DefaultLookupBatch), ChunkItems: 32,
-		LookupBatch: controller.DefaultLookupBatch, Subrequests: controller.RunSubrequests, StopOnThrottle: true}
+	calls, queries := controller.RunBudget(controller.DefaultSubrequests)
+	plan := controller.RunPlan{BatchSize: controller.ItemsPerTick(controller.DefaultLookupBatch, controller.DefaultSubrequests), ChunkItems: 32,
+		LookupBatch: controller.DefaultLookupBatch, Subrequests: calls, D1Queries: queries, StopOnThrottle: true}
 	var day dayCounts
 	// ticks runs the controller's runs at now until nothing is left to do
 	// or the hour's budget is spent.

@@ -1,6 +1,7 @@
 package enrichment
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -243,8 +244,13 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 	s.RunStartedAt = now.UnixMilli()
 	// However fast the pacing would go, a tick's items must fit the
 	// platform's per-invocation subrequest limit.
-	plan.Items = min(plan.Items, ItemsPerTick(batch))
+	plan.Items = min(plan.Items, ItemsPerTick(batch, cfg.SubrequestBudget()))
+	runCalls, runQueries := RunBudget(cfg.SubrequestBudget())
 	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds(), NoLookups: noLookups}
+	// The outbox's first apps ride along; they stay in the outbox until
+	// the run reports them sent.
+	s.OutboxHanded = min(len(s.EventOutbox), OutboxPerRun)
+	pending := append([]int64(nil), s.EventOutbox[:s.OutboxHanded]...)
 	ev["action"] = "run"
 	ev["items"] = plan.Items
 	ev["lookup_requests"] = max(lplan.Items, 1)
@@ -255,18 +261,21 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 		State:   s.Encode(now),
 		AlarmAt: now.Add(RunTimeout).UnixMilli(), // safety net; tick_done replaces it
 		Run: &RunPlan{
-			TickAt:         now.UnixMilli(),
-			BatchSize:      plan.Items,
-			ChunkItems:     plan.ChunkItems,
-			ChunkPauseMs:   plan.ChunkPause.Milliseconds(),
-			StopOnThrottle: plan.StopOnThrottle,
-			SkipPages:      skipPages,
-			PageProbes:     probes,
-			Subrequests:    RunSubrequests,
-			LookupBatch:    batch,
-			LookupRequests: max(lplan.Items, 1),
-			LookupFreshS:   int64(cfg.LookupFreshness() / time.Second),
-			NoLookups:      noLookups,
+			TickAt:          now.UnixMilli(),
+			BatchSize:       plan.Items,
+			ChunkItems:      plan.ChunkItems,
+			ChunkPauseMs:    plan.ChunkPause.Milliseconds(),
+			StopOnThrottle:  plan.StopOnThrottle,
+			SkipPages:       skipPages,
+			PageProbes:      probes,
+			ProbeSeq:        s.Parser.Probes,
+			Subrequests:     runCalls,
+			D1Queries:       runQueries,
+			LookupBatch:     batch,
+			LookupRequests:  max(lplan.Items, 1),
+			LookupFreshS:    int64(cfg.LookupFreshness() / time.Second),
+			NoLookups:       noLookups,
+			PendingEnriched: pending,
 		},
 		Events: events,
 	}
@@ -315,6 +324,10 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		s.LastTickAt = now.UnixMilli()
 	}
 	events := []Event{}
+	if dropped := s.settleOutbox(o.UnsentEnriched); dropped > 0 {
+		events = append(events, Event{"event": "enrichment.event_outbox_overflow", "level": "error", "dropped": dropped,
+			"kept": len(s.EventOutbox), "action": "app-enriched events lost: the queue has failed for long; rescore the markets"})
+	}
 	switch s.Parser.observe(o.Results, now) {
 	case "drift":
 		share, samples := s.Parser.UnparsedShare()
@@ -397,7 +410,25 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 			}
 		}
 		s.store(c, l)
-		return s.mutated(now, cfg, "start", now.Add(StartDelay).UnixMilli())
+		// Start also means: fetch pages again. A pause for parser drift
+		// ends at the operator's word, not only when a probe parses.
+		resumed := s.Parser.resume()
+		d := s.mutated(now, cfg, "start", now.Add(StartDelay).UnixMilli())
+		if resumed {
+			d.Events = append(d.Events, pagesResumedEvent("start"))
+		}
+		return d
+	case req.Method == "POST" && req.Path == "/resume-pages":
+		// Lifts a parser-drift pause only (the pacing's holds stay).
+		resumed := s.Parser.resume()
+		d := s.mutated(now, cfg, "resume-pages", 0)
+		if resumed {
+			d.Events = append(d.Events, pagesResumedEvent("resume-pages"))
+			if s.Running {
+				d.AlarmBy = now.Add(StartDelay).UnixMilli()
+			}
+		}
+		return d
 	case req.Method == "POST" && req.Path == "/stop":
 		s.Running = false
 		return s.mutated(now, cfg, "stop", 0)
@@ -423,11 +454,21 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 		if t.Host == HostAPI {
 			target = l
 		}
+		host := cmp.Or(t.Host, HostStore)
+		before := paceOf(target, now)
 		if tn, ok := target.(pacing.Tuner); ok {
 			tn.Tune(pacing.TuneRequest{BatchSize: t.BatchSize, IntervalMs: t.IntervalMs, RatePerMin: t.RatePerMin})
 		}
 		s.store(c, l)
 		d := s.mutated(now, cfg, "tune", 0)
+		tuned := &Tuned{Host: host, Asked: t, Before: before, After: paceOf(target, now)}
+		if _, seed := target.(*pacing.Seed); !seed && (t.BatchSize != nil || t.IntervalMs != nil) && t.RatePerMin == nil {
+			tuned.Note = "this host is paced by rate: batch_size and interval_ms set the rate they carry (paces." + host + ".rate_per_min)"
+		}
+		st := d.Response.Body.(Status)
+		st.Tuned = tuned
+		d.Response.Body = st
+		d.Events[0]["host"], d.Events[0]["before"], d.Events[0]["after"] = host, before, tuned.After
 		if s.Running {
 			// A faster setting takes effect now, not after the old interval.
 			d.AlarmBy = now.Add(MinTuneDelay).UnixMilli()
@@ -435,6 +476,12 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 		return d
 	}
 	return Decision{Response: errorResponse(404, "path", "no such controller route: "+req.Method+" "+req.Path)}
+}
+
+// pagesResumedEvent says an operator lifted a parser-drift pause.
+func pagesResumedEvent(by string) Event {
+	return Event{"event": "enrichment.parser_resumed", "level": "warn", "by": by,
+		"action": "store pages resumed by the operator: a fresh window judges the markup again"}
 }
 
 // mutated persists a control change and answers with the new status.
@@ -461,6 +508,39 @@ type Tune struct {
 	BatchSize  *int     `json:"batch_size,omitempty"`
 	IntervalMs *int64   `json:"interval_ms,omitempty"`
 	RatePerMin *float64 `json:"rate_per_min,omitempty"`
+}
+
+// Tuned is what a tune changed, in its answer: the host it paced, what
+// was asked, and the pace before and after.
+type Tuned struct {
+	Host   string `json:"host"`
+	Asked  Tune   `json:"asked"`
+	Before Pace   `json:"before"`
+	After  Pace   `json:"after"`
+	// Note says how the asked fields were read, when not as given.
+	Note string `json:"note,omitempty"`
+}
+
+// Pace is a host's pace as a tune sets it: the rate for a rate
+// algorithm, the batch and interval for the seed rules.
+type Pace struct {
+	RatePerMin *float64 `json:"rate_per_min,omitempty"`
+	BatchSize  *int     `json:"batch_size,omitempty"`
+	IntervalMs *int64   `json:"interval_ms,omitempty"`
+}
+
+func paceOf(a pacing.Algorithm, now time.Time) Pace {
+	if seed, ok := a.(*pacing.Seed); ok {
+		b, i := seed.Batch, seed.IntervalMs
+		return Pace{BatchSize: &b, IntervalMs: &i}
+	}
+	var p Pace
+	if d, ok := a.(pacing.Describer); ok {
+		if r, ok := d.Describe(now)["rate_per_min"].(float64); ok {
+			p.RatePerMin = &r
+		}
+	}
+	return p
 }
 
 // Bounds of an operator's tune.
@@ -545,10 +625,14 @@ type Status struct {
 	InCooldown         bool  `json:"in_cooldown"`
 	CooldownRemainingS int64 `json:"cooldown_remaining_s"`
 	RunInFlight        bool  `json:"run_in_flight"`
-	// BatchSize and IntervalMs describe the work as planned now: items per
-	// tick and the pause between ticks.
-	BatchSize  int   `json:"batch_size"`
-	IntervalMs int64 `json:"interval_ms"`
+	// BatchSize and IntervalMs are the seed rules' pace (items per tick,
+	// the pause between ticks): only the seed rules pace by them, so they
+	// are absent for a rate algorithm, whose pace is paces.<host>.rate_per_min
+	// (a tune's batch_size and interval_ms set the rate they carry).
+	BatchSize  *int   `json:"batch_size,omitempty"`
+	IntervalMs *int64 `json:"interval_ms,omitempty"`
+	// Tuned is, in a tune's answer only, what the tune changed.
+	Tuned *Tuned `json:"tuned,omitempty"`
 	// Pacing names the algorithm; CapacityEstimatePerMin is its estimate of
 	// the upstream's capacity in requests per minute (0 = not learned yet).
 	Pacing                 string         `json:"pacing"`
@@ -563,6 +647,9 @@ type Status struct {
 	LastTick               *TickSummary   `json:"last_tick,omitempty"`
 	// ParserHealth says whether store pages still parse (parser drift).
 	ParserHealth ParserStatus `json:"parser_health"`
+	// EventOutbox is how many enriched apps wait for their app-enriched
+	// event (a send failed; the next runs send them).
+	EventOutbox int `json:"event_outbox"`
 	// LastHoldCapped is the latest upstream hold hint cut to the cap
 	// (UPSTREAM_MAX_HOLD_S); null when none ever was.
 	LastHoldCapped *HoldCapped `json:"last_hold_capped"`
@@ -648,6 +735,7 @@ func (s State) Status(now time.Time, cfg Config) Status {
 		LastTick:               s.LastTick,
 		ParserHealth:           s.Parser.Status(),
 		LastHoldCapped:         s.LastHoldCapped,
+		EventOutbox:            len(s.EventOutbox),
 		RequestsPerEnrichedApp: requestsPerApp(s.Totals),
 		Paces: map[string]HostPace{
 			HostAPI:   hostPace(l, RequestLookup, s.Totals.LookupRequests, s.Totals.LookupRefusals, now),
@@ -658,7 +746,10 @@ func (s State) Status(now time.Time, cfg Config) Status {
 	if d, ok := c.(pacing.Describer); ok {
 		st.PacingDetail = d.Describe(now)
 	}
-	st.BatchSize, st.IntervalMs = plannedWork(c, s.LastPlan)
+	if seed, ok := c.(*pacing.Seed); ok {
+		batch, interval := seed.Batch, seed.IntervalMs
+		st.BatchSize, st.IntervalMs = &batch, &interval
+	}
 	if st.InCooldown {
 		st.CooldownRemainingS = (hold - now.UnixMilli() + 999) / 1000
 	} else {
@@ -690,18 +781,6 @@ func (s State) completionsPerMinute(now time.Time, w Bucket) float64 {
 	minutes := float64(now.UnixMilli()-oldest) / float64(time.Minute.Milliseconds())
 	minutes = math.Max(1, math.Min(MetricsWindowMinutes, minutes))
 	return float64(w.Completed) / minutes
-}
-
-// plannedWork reports items per tick and the pause between ticks.
-func plannedWork(c pacing.Algorithm, last *PlanSummary) (int, int64) {
-	if seed, ok := c.(*pacing.Seed); ok {
-		return seed.Batch, seed.IntervalMs
-	}
-	items := 0
-	if last != nil {
-		items = last.Items
-	}
-	return items, pacing.TickInterval.Milliseconds()
 }
 
 func confidence(samples int) string {

@@ -292,7 +292,7 @@ func TestSeedPacingInProductCoolsDownAndRecovers(t *testing.T) {
 	}
 	d = decideWith(t, seedCfg, &st, "tick_done", RunOutcome{Picked: 5, Results: res, Requests: reqs}, t0)
 	got := status(t, st, t0, seedCfg)
-	if !got.InCooldown || got.Totals.Cooldowns != 1 || got.BatchSize != pacing.SeedMinBatch || got.IntervalMs != 120000 {
+	if !got.InCooldown || got.Totals.Cooldowns != 1 || deref(got.BatchSize) != pacing.SeedMinBatch || deref(got.IntervalMs) != 120000 {
 		t.Fatalf("5 refusals must enter cooldown: %+v", got)
 	}
 	if len(d.Events) < 2 || d.Events[1]["event"] != "enrichment.cooldown" {
@@ -439,7 +439,7 @@ func TestTuneValidation(t *testing.T) {
 	st := ""
 	d := decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"batch_size": 12, "interval_ms": 15000}`), t0)
 	got := status(t, st, t0, seedCfg)
-	if d.Response.Status != 200 || got.BatchSize != 12 || got.IntervalMs != 15000 {
+	if d.Response.Status != 200 || deref(got.BatchSize) != 12 || deref(got.IntervalMs) != 15000 {
 		t.Fatalf("tune not applied: %+v %+v", d.Response, got)
 	}
 	if d.AlarmBy != t0.Add(MinTuneDelay).UnixMilli() || d.AlarmAt != 0 {
@@ -452,12 +452,60 @@ func TestTuneValidation(t *testing.T) {
 	}
 }
 
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// The incident: a tune of batch_size 10 and interval_ms 15000 landed as
+// 40 a minute on the store host's rate while the status still showed
+// batch_size 88 and interval_ms 10000. The status shows only what drives
+// the pace, and the tune's answer says what changed.
+func TestStatusAndTuneAgree(t *testing.T) {
+	st := ""
+	decide(t, &st, "load", nil, t0)
+	d := decide(t, &st, "http", httpReq("POST", "/tune", `{"batch_size":10,"interval_ms":15000}`), t0)
+	ans := d.Response.Body.(Status)
+	tu := ans.Tuned
+	if tu == nil || tu.Host != HostStore || deref(tu.After.RatePerMin) != 40 || tu.Before.RatePerMin == nil || tu.Note == "" {
+		t.Fatalf("tune's answer must say what changed: %s", mustJSON(t, tu))
+	}
+	got := status(t, st, t0, DefaultConfig())
+	if got.BatchSize != nil || got.IntervalMs != nil || got.Paces[HostStore].RatePerMin != 40 || got.Tuned != nil {
+		t.Fatalf("status: batch %v interval %v, store pace %+v", got.BatchSize, got.IntervalMs, got.Paces[HostStore])
+	}
+	raw := mustJSON(t, got)
+	if strings.Contains(raw, `"batch_size"`) || strings.Contains(raw, `"interval_ms"`) {
+		t.Fatalf("a rate pace shows no batch or interval: %s", raw)
+	}
+	// The seed rules pace by batch and interval: shown, and tuned as given.
+	st = ""
+	d = decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"batch_size":10,"interval_ms":15000}`), t0)
+	tu = d.Response.Body.(Status).Tuned
+	if got := status(t, st, t0, seedCfg); deref(got.BatchSize) != 10 || deref(got.IntervalMs) != 15000 ||
+		deref(tu.After.BatchSize) != 10 || deref(tu.After.IntervalMs) != 15000 || tu.Note != "" {
+		t.Fatalf("seed: status %v/%v, tuned %s", got.BatchSize, got.IntervalMs, mustJSON(t, tu))
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestResetAndUnknownRoute(t *testing.T) {
 	st := ""
 	decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"batch_size": 40}`), t0)
 	d := decideWith(t, seedCfg, &st, "http", httpReq("POST", "/reset", ""), t0)
 	got := status(t, st, t0, seedCfg)
-	if got.BatchSize != pacing.SeedStartBatch || !got.Running || d.AlarmAt == 0 {
+	if deref(got.BatchSize) != pacing.SeedStartBatch || !got.Running || d.AlarmAt == 0 {
 		t.Fatalf("reset: %+v %+v", got, d)
 	}
 	d = decide(t, &st, "http", httpReq("DELETE", "/status", ""), t0)
@@ -552,33 +600,50 @@ func TestCappedHoldIsShownToOperators(t *testing.T) {
 }
 
 // However fast the pacing goes, a tick plans only the items whose worst
-// case, and that of their lookup batches, fits the platform's
-// per-invocation subrequest limit.
+// case, and that of their lookup batches, fits the invocation's budget of
+// subrequests (SUBREQUEST_BUDGET), and whose D1 calls fit D1's own bound.
 func TestTickFitsThePlatformSubrequestLimit(t *testing.T) {
 	cost := func(items, batch int) int {
-		return items*MaxCallsPerItem + (items+batch-1)/batch*MaxCallsPerLookup + TickReserve
+		return items*MaxCallsPerItem + (items+batch-1)/batch*MaxCallsPerLookup
 	}
-	for _, batch := range []int{MinLookupBatch, 7, DefaultLookupBatch, MaxLookupBatch} {
-		n := ItemsPerTick(batch)
-		if n < 1 || cost(n, batch) > PlatformSubrequests || cost(n+1, batch) <= PlatformSubrequests {
-			t.Errorf("batch %d: %d items cost %d, %d items %d, of %d", batch, n, cost(n, batch), n+1, cost(n+1, batch), PlatformSubrequests)
+	for _, budget := range []int{FreeSubrequests, 1000, DefaultSubrequests} {
+		calls, queries := RunBudget(budget)
+		if calls+tickReserve(budget) != budget || queries > min(budget, D1QueriesPerInvocation) || calls > budget {
+			t.Fatalf("budget %d: run calls %d, queries %d", budget, calls, queries)
+		}
+		for _, batch := range []int{MinLookupBatch, 7, DefaultLookupBatch, MaxLookupBatch} {
+			n := ItemsPerTick(batch, budget)
+			fits := func(n int) bool { return cost(n, batch) <= calls && n*MaxD1PerItem <= queries }
+			if n < 1 || !fits(n) || fits(n+1) {
+				t.Errorf("budget %d batch %d: %d items cost %d calls, %d D1 (run budget %d, %d)", budget, batch, n, cost(n, batch), n*MaxD1PerItem, calls, queries)
+			}
 		}
 	}
 	// Batched lookups leave room for more items than one lookup each.
-	if ItemsPerTick(DefaultLookupBatch) <= ItemsPerTick(MinLookupBatch) {
-		t.Fatalf("items per tick: %d batched, %d unbatched", ItemsPerTick(DefaultLookupBatch), ItemsPerTick(MinLookupBatch))
+	if ItemsPerTick(DefaultLookupBatch, 1000) <= ItemsPerTick(MinLookupBatch, 1000) {
+		t.Fatalf("items per tick: %d batched, %d unbatched", ItemsPerTick(DefaultLookupBatch, 1000), ItemsPerTick(MinLookupBatch, 1000))
 	}
-	for _, batch := range []int{0, 1, MaxLookupBatch} {
-		cfg := DefaultConfig()
-		cfg.LookupBatch = batch
-		st := ""
-		for _, host := range []string{HostStore, HostAPI} {
-			decideWith(t, cfg, &st, "http", httpReq("POST", "/tune", fmt.Sprintf(`{"rate_per_min": %g, "host": %q}`, pacing.MaxRatePerMin, host)), t0)
-		}
-		d := decideWith(t, cfg, &st, "tick", TickRequest{}, t0.Add(time.Second))
-		want := ItemsPerTick(cfg.LookupBatchSize())
-		if d.Run == nil || d.Run.BatchSize != want || d.Run.Subrequests != RunSubrequests || d.Run.LookupBatch != cfg.LookupBatchSize() {
-			t.Fatalf("LOOKUP_BATCH %d: plan at the highest rate: %+v (cap %d)", batch, d.Run, want)
+	// Workers Paid: D1's 1,000 queries bound the tick, not the 10,000 calls.
+	if n := ItemsPerTick(DefaultLookupBatch, DefaultSubrequests); n*MaxD1PerItem > D1QueriesPerInvocation || n*MaxCallsPerItem > DefaultSubrequests {
+		t.Fatalf("paid plan: %d items", n)
+	}
+	for _, budget := range []int{0, FreeSubrequests} {
+		for _, batch := range []int{0, 1, MaxLookupBatch} {
+			cfg := DefaultConfig()
+			cfg.LookupBatch, cfg.Subrequests = batch, budget
+			st := ""
+			for _, host := range []string{HostStore, HostAPI} {
+				decideWith(t, cfg, &st, "http", httpReq("POST", "/tune", fmt.Sprintf(`{"rate_per_min": %g, "host": %q}`, pacing.MaxRatePerMin, host)), t0)
+			}
+			d := decideWith(t, cfg, &st, "tick", TickRequest{}, t0.Add(time.Second))
+			want := ItemsPerTick(cfg.LookupBatchSize(), cfg.SubrequestBudget())
+			calls, queries := RunBudget(cfg.SubrequestBudget())
+			if d.Run == nil || d.Run.BatchSize > want || d.Run.Subrequests != calls || d.Run.D1Queries != queries || d.Run.LookupBatch != cfg.LookupBatchSize() {
+				t.Fatalf("LOOKUP_BATCH %d, budget %d: plan at the highest rate: %+v (cap %d)", batch, budget, d.Run, want)
+			}
+			if budget == FreeSubrequests && d.Run.BatchSize != want {
+				t.Fatalf("free plan: the highest rate plans the cap %d, got %d", want, d.Run.BatchSize)
+			}
 		}
 	}
 }

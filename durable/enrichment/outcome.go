@@ -76,7 +76,12 @@ func ActionFor(r ItemResult, priorAttempts int) ItemAction {
 		}
 		return ActionDefer
 	}
-	if (r.Page == PageSkipped || r.Probe) && r.Class != ClassNotFound && r.Class != ClassOK {
+	// A probe's unparsed page says the markup is still unknown, not that
+	// the app is bad, unless the app's pages failed to parse before: then
+	// it counts toward the app's give-up, so a broken app cannot hold
+	// the probes (and the pause) forever.
+	probeCounts := r.Probe && r.PriorParseError && r.Class == ClassParseError
+	if (r.Page == PageSkipped || (r.Probe && !probeCounts)) && r.Class != ClassNotFound && r.Class != ClassOK {
 		if r.Class == ClassServerError || r.Class == ClassTimeout {
 			return ActionDefer
 		}
@@ -135,6 +140,11 @@ type ItemResult struct {
 	// Probe: the item's page was a parser-drift probe; a probe that does
 	// not parse says the markup is still unknown, not that the item is bad.
 	Probe bool `json:"probe,omitempty"`
+	// PriorParseError: the item's last attempt had ended in a parse error
+	// (requeued after it, or put back by retry-failed after giving up). Its
+	// unparsed page weighs little as drift evidence (SuspectAppWeight) and
+	// counts toward its give-up even as a probe.
+	PriorParseError bool `json:"prior_parse_error,omitempty"`
 	// LookupSaved: the lookup was stored as a lookup-only record although
 	// the item is not complete (its page is pending).
 	LookupSaved bool `json:"lookup_saved,omitempty"`
@@ -167,8 +177,14 @@ type RunPlan struct {
 	// for the first PageProbes items, which probe whether pages parse again.
 	SkipPages  bool `json:"skip_pages,omitempty"`
 	PageProbes int  `json:"page_probes,omitempty"`
-	// Subrequests is the run's budget of platform calls (RunSubrequests).
+	// ProbeSeq numbers the probe runs (ParserHealth.Probes): when no picked
+	// item is a clean candidate, the probe rotates through the picked
+	// items by it.
+	ProbeSeq int64 `json:"probe_seq,omitempty"`
+	// Subrequests is the run's budget of platform calls and D1Queries its
+	// budget of D1 queries within them (RunBudget).
 	Subrequests int `json:"subrequests,omitempty"`
+	D1Queries   int `json:"d1_queries,omitempty"`
 	// LookupBatch is how many items share one lookup request (LOOKUP_BATCH;
 	// DefaultLookupBatch when 0).
 	LookupBatch int `json:"lookup_batch,omitempty"`
@@ -183,6 +199,10 @@ type RunPlan struct {
 	// NoLookups: the API host is held and the store host is not; only the
 	// items whose lookup is fresh run (their pages), the rest stay queued.
 	NoLookups bool `json:"no_lookups,omitempty"`
+	// PendingEnriched are apps enriched by earlier runs whose app-enriched
+	// events could not be sent then (the controller's outbox): the run
+	// sends them before its own.
+	PendingEnriched []int64 `json:"pending_enriched,omitempty"`
 }
 
 // RequestOutcome is one upstream request as the run saw it: what the pacing
@@ -233,19 +253,37 @@ type RunOutcome struct {
 	// Subrequests counts every platform call the run made: limiter,
 	// upstream, R2, D1 and Queue calls alike.
 	Subrequests int `json:"subrequests,omitempty"`
+	// UnsentEnriched are the enriched apps (the plan's PendingEnriched and
+	// the run's own) whose app-enriched events were not sent: they go
+	// (back) to the controller's outbox.
+	UnsentEnriched []int64 `json:"unsent_enriched,omitempty"`
 }
 
-// Platform limits that shape a run.
+// Platform limits that shape a run. The budget is a setting
+// (SUBREQUEST_BUDGET, Config.Subrequests): what one invocation (the
+// controller's alarm, which runs the tick) may call out, fetches and calls
+// to D1, R2, Queues and other Durable Objects alike.
 const (
-	// PlatformSubrequests is what one invocation (the controller's alarm,
-	// which runs the tick) may call out on the paid plan: fetches and calls
-	// to D1, R2, Queues and other Durable Objects alike.
-	PlatformSubrequests = 1000
-	// TickReserve is kept for the tick's calls outside its items: the pick,
-	// the events send, the controller's own ledger sends.
-	TickReserve = 20
-	// RunSubrequests is a run's budget for its items.
-	RunSubrequests = PlatformSubrequests - TickReserve
+	// DefaultSubrequests is Workers Paid's 10,000 subrequests per request
+	// (developers.cloudflare.com/workers/platform/limits/, "Subrequests:
+	// 50/request Free, 10,000/request Paid").
+	DefaultSubrequests = 10000
+	// FreeSubrequests is Workers Free's 50 per request (same page): the
+	// smallest budget the setting takes.
+	FreeSubrequests = 50
+	// D1QueriesPerInvocation is D1's own bound, apart from subrequests:
+	// 1,000 queries per Worker invocation on Workers Paid, 50 on Free
+	// (developers.cloudflare.com/d1/platform/limits/). A run's D1 calls
+	// fit min(budget, this).
+	D1QueriesPerInvocation = 1000
+	// MaxTickReserve is kept for the tick's calls outside its items: the
+	// pick, the events send, the controller's own ledger sends; a budget
+	// smaller than MaxTickReserve×tickReserveShare keeps a fifth.
+	MaxTickReserve   = 20
+	tickReserveShare = 5
+	// MaxD1PerItem is one item's D1 worst case: a lookup-only save and its
+	// requeue (an enriched save is one batch).
+	MaxD1PerItem = 2
 	// MaxCallsPerFetch is one upstream call's worst case: the request and
 	// the same-host redirects it may follow (upstream.MaxRedirects).
 	MaxCallsPerFetch = 3
@@ -290,13 +328,27 @@ const (
 	MinLookupBatch = 1
 )
 
+// tickReserve is what a budget keeps for the tick's calls outside its items.
+func tickReserve(budget int) int { return min(MaxTickReserve, budget/tickReserveShare) }
+
+// RunBudget is what a run's items may spend of an invocation's budget:
+// calls (every platform call) and, within them, D1 queries.
+func RunBudget(budget int) (calls, d1 int) {
+	budget = min(max(budget, FreeSubrequests), DefaultSubrequests)
+	queries := min(budget, D1QueriesPerInvocation)
+	return budget - tickReserve(budget), queries - tickReserve(queries)
+}
+
 // ItemsPerTick is how many items a tick plans at most with lookups in
-// batches of lookupBatch: the items' and their batches' worst cases fit
-// the run's budget.
-func ItemsPerTick(lookupBatch int) int {
+// batches of lookupBatch under an invocation's budget of subrequests: the
+// items' and their batches' worst cases fit the run's calls, and the
+// items' D1 worst cases its D1 queries. Under Workers Free's 50 it is 2:
+// the crawl goes on in small ticks.
+func ItemsPerTick(lookupBatch, budget int) int {
 	batch := min(max(lookupBatch, MinLookupBatch), MaxLookupBatch)
-	n := RunSubrequests / MaxCallsPerItem
-	for n > 0 && n*MaxCallsPerItem+(n+batch-1)/batch*MaxCallsPerLookup > RunSubrequests {
+	calls, queries := RunBudget(budget)
+	n := min(calls/MaxCallsPerItem, queries/MaxD1PerItem)
+	for n > 0 && n*MaxCallsPerItem+(n+batch-1)/batch*MaxCallsPerLookup > calls {
 		n--
 	}
 	return n

@@ -204,3 +204,79 @@ func TestStartLiftsAnyHold(t *testing.T) {
 		}
 	}
 }
+
+// The incident: retry-failed put back 5 apps given up on pages that never
+// parse, and their priority put them first. Their 5 unparsed pages are not
+// drift, however often they come back; pages of many fresh apps are.
+func TestRetriedBrokenAppsAreNotDrift(t *testing.T) {
+	var h ParserHealth
+	ok, _ := pageResults(repeat(PageParsed, 10)...)
+	h.observe(ok, t0)
+	for round := range MaxItemAttempts {
+		res, _ := pageResults(repeat(PageUnparsed, 5)...)
+		for i := range res {
+			res[i].PriorParseError = true
+		}
+		if got := h.observe(res, t0.Add(time.Duration(round+1)*time.Minute)); got != "" || h.Drifting() {
+			t.Fatalf("round %d: 5 retried broken apps said %q: %+v", round, got, h.Status())
+		}
+	}
+	if st := h.Status(); st.UnparsedApps != 5*SuspectAppWeight || st.Status != "green" {
+		t.Fatalf("status %+v", st)
+	}
+	// A window of pages with one app's page failing is not drift either.
+	var one ParserHealth
+	bad := make([]ItemResult, ParserWindow)
+	for i := range bad {
+		bad[i] = ItemResult{TrackID: 97, Class: ClassParseError, Page: PageUnparsed}
+	}
+	if got := one.observe(bad, t0); got != "" {
+		t.Fatalf("one app's page: %q", got)
+	}
+	// Fresh apps' pages that do not parse: drift at once.
+	fresh, _ := pageResults(repeat(PageUnparsed, int(DriftMinApps))...)
+	if got := h.observe(fresh, t0.Add(time.Hour)); got != "drift" {
+		t.Fatalf("%d fresh apps unparsed: %q %+v", int(DriftMinApps), got, h.Status())
+	}
+}
+
+func TestRetriedAppsUnparsedProbeCountsTowardGiveUp(t *testing.T) {
+	r := ItemResult{Class: ClassParseError, Page: PageUnparsed, Probe: true, PriorParseError: true}
+	if got := ActionFor(r, MaxItemAttempts-1); got != ActionGiveUp {
+		t.Fatalf("a broken app's last probe: %s, want give_up", got)
+	}
+	if got := ActionFor(r, 0); got != ActionRequeue {
+		t.Fatalf("a broken app's probe: %s, want requeue", got)
+	}
+}
+
+// Start (and resume-pages) lift a parser-drift pause on the operator's
+// word; reset is not the way out, and the totals stay.
+func TestOperatorResumesPausedPages(t *testing.T) {
+	for _, path := range []string{"/start", "/resume-pages"} {
+		st := ""
+		now := t0
+		if d := decide(t, &st, "tick", TickRequest{}, now); d.Run == nil {
+			t.Fatal("no run")
+		}
+		res, reqs := pageResults(repeat(PageUnparsed, int(DriftMinApps)+1)...)
+		now = now.Add(time.Second)
+		decide(t, &st, "tick_done", RunOutcome{Picked: len(res), Results: res, Requests: reqs}, now)
+		if h := status(t, st, now, DefaultConfig()).ParserHealth; !h.PagesPaused {
+			t.Fatalf("not paused: %+v", h)
+		}
+		d := decide(t, &st, "http", Request{Method: "POST", Path: path}, now)
+		resumed := false
+		for _, ev := range d.Events {
+			resumed = resumed || ev["event"] == "enrichment.parser_resumed"
+		}
+		s, _ := LoadState(st, now)
+		if h := s.Status(now, DefaultConfig()); !resumed || h.ParserHealth.PagesPaused || h.Totals.ItemErrors != int64(len(res)) || d.Response.Status != 200 {
+			t.Fatalf("%s: resumed %v, %+v", path, resumed, h)
+		}
+		now = now.Add(2 * time.Second)
+		if d := decide(t, &st, "tick", TickRequest{}, now); d.Run == nil || d.Run.SkipPages {
+			t.Fatalf("%s: pages must flow: %+v", path, d.Run)
+		}
+	}
+}

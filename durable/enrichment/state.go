@@ -50,6 +50,26 @@ type Config struct {
 	// search) may be for an item to skip its lookup (LOOKUP_FRESH_H); 0
 	// means DefaultLookupFresh, negative: always look up.
 	LookupFresh time.Duration
+	// Subrequests is the invocation's budget of subrequests
+	// (SUBREQUEST_BUDGET); 0 means DefaultSubrequests.
+	Subrequests int
+}
+
+// SubrequestBudget is the configured budget or its default.
+func (c Config) SubrequestBudget() int {
+	if c.Subrequests <= 0 {
+		return DefaultSubrequests
+	}
+	return c.Subrequests
+}
+
+// SetSubrequestBudget sets Subrequests within [FreeSubrequests, DefaultSubrequests].
+func (c *Config) SetSubrequestBudget(n int) error {
+	if n < FreeSubrequests || n > DefaultSubrequests {
+		return fmt.Errorf("subrequest budget %d outside [%d, %d]", n, FreeSubrequests, DefaultSubrequests)
+	}
+	c.Subrequests = n
+	return nil
 }
 
 // Lookup freshness (LOOKUP_FRESH_H): a search result carries the same
@@ -267,6 +287,42 @@ type State struct {
 	Parser ParserHealth `json:"parser"`
 	// LastHoldCapped is the latest hold hint the cap cut short, for operators.
 	LastHoldCapped *HoldCapped `json:"last_hold_capped,omitempty"`
+	// EventOutbox holds enriched apps whose app-enriched events a run
+	// could not send (the queue failed, or the invocation's subrequest
+	// budget ran out), oldest first; OutboxHanded is how many of its first
+	// ones the run in flight was given to send. They leave the outbox only
+	// when a run reports them sent, so a run that dies loses none.
+	EventOutbox  []int64 `json:"event_outbox,omitempty"`
+	OutboxHanded int     `json:"outbox_handed,omitempty"`
+}
+
+// Event outbox bounds.
+const (
+	// OutboxPerRun is how many outbox apps one run is given to send: ten
+	// messages of events.MaxTrackIDs, a few subrequests beside its items.
+	OutboxPerRun = 500
+	// MaxEventOutbox bounds the outbox kept in the controller's state
+	// (about 10 bytes an id, so ~100 KB under the 128 KiB a Durable Object
+	// storage value may hold). Past it the oldest are dropped with an
+	// error event: the queue has been failing for hours, and the markets
+	// sweep must rescore (an operator's call).
+	MaxEventOutbox = 10000
+)
+
+// settleOutbox drops the apps the finished run was handed (sent, or
+// back among its unsent) and keeps the unsent ones; it returns how many
+// the bound dropped.
+func (s *State) settleOutbox(unsent []int64) (dropped int) {
+	handed := min(s.OutboxHanded, len(s.EventOutbox))
+	s.EventOutbox = append(append([]int64(nil), s.EventOutbox[handed:]...), unsent...)
+	s.OutboxHanded = 0
+	if n := len(s.EventOutbox) - MaxEventOutbox; n > 0 {
+		s.EventOutbox, dropped = append([]int64(nil), s.EventOutbox[n:]...), n
+	}
+	if len(s.EventOutbox) == 0 {
+		s.EventOutbox = nil
+	}
+	return dropped
 }
 
 // HoldCapped is an upstream hold hint longer than the cap: when it came
@@ -286,7 +342,7 @@ type TickSummary struct {
 	DurationMs int64          `json:"duration_ms"`
 	NextInMs   int64          `json:"next_in_ms"`
 	Error      string         `json:"error,omitempty"`
-	// Subrequests is every platform call the run made (of RunSubrequests).
+	// Subrequests is every platform call the run made (of RunBudget's calls).
 	Subrequests int `json:"subrequests"`
 }
 

@@ -7,11 +7,12 @@
 // facts; Reconcile checks exactly that against what arrived in D1.
 //
 // Replication is at-least-once on the wire and exactly-once in D1: the
-// writer marks a fact replicated only after the queue accepted it (a failed
-// send loses nothing and is retried with backoff), and D1 inserts with
-// ON CONFLICT (id) DO NOTHING (a redelivered batch changes nothing). Facts
-// leave the writer's storage only once replicated and older than the
-// retention period.
+// writer marks a fact sent only after the queue accepted it (a failed
+// send loses nothing and is retried with backoff), and confirmed only once
+// a check finds it in D1 (a fact the queue lost is sent again: Confirm);
+// D1 inserts with ON CONFLICT (id) DO NOTHING (a redelivered batch changes
+// nothing). Facts leave the writer's storage only once confirmed and older
+// than the retention period.
 //
 // Plain Go, clock passed in; the shim (shim/ledger.mjs) does the storage and
 // the sending and asks Plan what to do next.
@@ -192,17 +193,46 @@ const (
 	MaxRetention     = 90 * 24 * time.Hour
 )
 
+// Confirmation: the queue accepting a batch is not D1 having it. If the
+// facts consumer cannot write (D1 down) through all its retries, the batch
+// goes to the dead-letter queue, whose consumer keeps its body in R2 and a
+// row in D1; with both down through all of its retries the message is
+// gone. So a sent fact stays in the writer's storage, unconfirmed, until
+// a check finds it in D1 (Confirm); one D1 does not have by then goes back
+// to unsent and is sent again (D1 ignores a fact it already has).
+const (
+	// ConfirmAfter is how long after a send its facts are checked: the
+	// EVENTS consumer's 4 deliveries (max_retries 3, wrangler.jsonc), each
+	// within its 5 s batch timeout, take well under a minute; 10 minutes
+	// leaves room for a backlog, and a fact still in flight that is sent
+	// again costs one queue message, nothing in D1.
+	ConfirmAfter = 10 * time.Minute
+	// ConfirmBatch is how many facts one check asks D1 about: D1's 100
+	// bound parameters per query.
+	ConfirmBatch = 100
+)
+
 // Writer is the replication state of one object, kept by the shim.
 type Writer struct {
 	DueAt    int64 `json:"due_at"`   // unix ms of the next flush; 0 = nothing to send
 	Failures int   `json:"failures"` // consecutive failed sends
+	// ConfirmAt is when sent facts are next checked against D1 (unix ms);
+	// 0 = none waits for a check.
+	ConfirmAt int64 `json:"confirm_at,omitempty"`
 }
 
 // Step is what happened since the last plan.
 type Step struct {
-	Op string `json:"op"` // "append", "sent", "failed"
+	// Op: "append", "sent", "failed"; "confirmed" after a check against
+	// D1, "confirm_failed" when the check could not be made.
+	Op string `json:"op"`
 	// Remaining is how many facts are still unsent (after "sent"/"failed").
 	Remaining int `json:"remaining"`
+	// OldestSentAt is when the oldest fact still unconfirmed was sent
+	// (unix ms; 0 = none), after "confirmed".
+	OldestSentAt int64 `json:"oldest_sent_at,omitempty"`
+	// Resent is how many facts a check put back to unsent ("confirmed").
+	Resent int `json:"resent,omitempty"`
 }
 
 // Plan is what the writer does next.
@@ -210,8 +240,26 @@ type Plan struct {
 	Writer
 	// BatchLimit is how many facts the next send takes.
 	BatchLimit int `json:"batch_limit"`
-	// PruneBefore: replicated facts older than this (unix ms) may go.
+	// PruneBefore: confirmed facts older than this (unix ms) may go.
 	PruneBefore int64 `json:"prune_before"`
+	// ConfirmBatch is how many sent facts one check takes, and
+	// ConfirmSentBefore the newest send (unix ms) it may check.
+	ConfirmBatch      int   `json:"confirm_batch"`
+	ConfirmSentBefore int64 `json:"confirm_sent_before"`
+}
+
+// Confirm splits the sent facts a check asked D1 about: those D1 has are
+// confirmed (they may leave the writer's storage after retention); the
+// others go back to unsent, to be sent again.
+func Confirm(asked []string, inD1 map[string]bool) (confirmed, resend []string) {
+	for _, id := range asked {
+		if inD1[id] {
+			confirmed = append(confirmed, id)
+		} else {
+			resend = append(resend, id)
+		}
+	}
+	return confirmed, resend
 }
 
 // Next advances the writer's replication state.
@@ -228,11 +276,26 @@ func Next(w Writer, st Step, retention time.Duration, now time.Time) Plan {
 		if st.Remaining > 0 {
 			w.DueAt = now.Add(NextBatchDelay).UnixMilli()
 		}
+		if w.ConfirmAt == 0 {
+			w.ConfirmAt = now.Add(ConfirmAfter).UnixMilli()
+		}
 	case "failed":
 		w.Failures++
 		w.DueAt = now.Add(Backoff(w.Failures)).UnixMilli()
+	case "confirmed":
+		w.ConfirmAt = 0
+		if st.OldestSentAt > 0 {
+			// More wait: the oldest is checked when its time comes.
+			w.ConfirmAt = max(now.Add(NextBatchDelay).UnixMilli(), st.OldestSentAt+ConfirmAfter.Milliseconds())
+		}
+		if st.Resent > 0 && (w.DueAt == 0 || w.DueAt > now.Add(NextBatchDelay).UnixMilli()) {
+			w.DueAt = now.Add(NextBatchDelay).UnixMilli()
+		}
+	case "confirm_failed":
+		w.ConfirmAt = now.Add(RetryMax).UnixMilli()
 	}
-	return Plan{Writer: w, BatchLimit: MaxBatchFacts, PruneBefore: ms - retention.Milliseconds()}
+	return Plan{Writer: w, BatchLimit: MaxBatchFacts, PruneBefore: ms - retention.Milliseconds(),
+		ConfirmBatch: ConfirmBatch, ConfirmSentBefore: ms - ConfirmAfter.Milliseconds()}
 }
 
 // Backoff is the wait after the n-th consecutive failed send.

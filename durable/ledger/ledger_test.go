@@ -156,3 +156,38 @@ func TestRetentionFromDays(t *testing.T) {
 		t.Fatal("1000 days accepted")
 	}
 }
+
+// The queue accepting a batch is not D1 having it: a send arms a check,
+// the check confirms what D1 has and resends the rest, and a check that
+// cannot be made is tried again.
+func TestSentFactsAreConfirmedAgainstD1(t *testing.T) {
+	p := Next(Writer{DueAt: t0.UnixMilli()}, Step{Op: "sent"}, DefaultRetention, t0)
+	if p.ConfirmAt != t0.Add(ConfirmAfter).UnixMilli() || p.DueAt != 0 {
+		t.Fatalf("a send must arm the check: %+v", p)
+	}
+	// A second send keeps the first check's time (the oldest decides).
+	if p2 := Next(p.Writer, Step{Op: "sent"}, DefaultRetention, t0.Add(time.Minute)); p2.ConfirmAt != p.ConfirmAt {
+		t.Fatalf("check moved: %+v", p2)
+	}
+	at := t0.Add(ConfirmAfter)
+	if p.ConfirmSentBefore != t0.Add(-ConfirmAfter).UnixMilli() || p.ConfirmBatch != ConfirmBatch {
+		t.Fatalf("check bounds: %+v", p)
+	}
+	// R2 and D1 were down through all the dead-letter retries: D1 has
+	// one of the three facts; the two others go back to unsent.
+	confirmed, resend := Confirm([]string{"a", "b", "c"}, map[string]bool{"b": true})
+	if len(confirmed) != 1 || confirmed[0] != "b" || len(resend) != 2 {
+		t.Fatalf("confirmed %v resend %v", confirmed, resend)
+	}
+	p = Next(p.Writer, Step{Op: "confirmed", Resent: len(resend), OldestSentAt: t0.Add(time.Minute).UnixMilli()}, DefaultRetention, at)
+	if p.DueAt != at.Add(NextBatchDelay).UnixMilli() || p.ConfirmAt != t0.Add(time.Minute+ConfirmAfter).UnixMilli() {
+		t.Fatalf("resend soon, next check when the oldest unconfirmed is due: %+v", p)
+	}
+	p = Next(p.Writer, Step{Op: "confirmed"}, DefaultRetention, at)
+	if p.ConfirmAt != 0 {
+		t.Fatalf("all confirmed: %+v", p)
+	}
+	if p = Next(p.Writer, Step{Op: "confirm_failed"}, DefaultRetention, at); p.ConfirmAt != at.Add(RetryMax).UnixMilli() {
+		t.Fatalf("a failed check is tried again: %+v", p)
+	}
+}

@@ -96,8 +96,9 @@ const (
 	// outgoing connections; more requests queue inside the runtime.
 	MaxConnections = 6
 	// MaxSubrequestsPerTick bounds one alarm invocation's upstream requests
-	// (the Workers paid plan allows 1000 subrequests per invocation; the
-	// rest of the budget is kept for D1, R2 and Queue calls).
+	// as the pacing plans them; the enrichment controller then fits a tick
+	// to the invocation's real budget (SUBREQUEST_BUDGET: Workers Paid's
+	// 10,000, Free's 50) and D1's 1,000 queries (durable/enrichment.ItemsPerTick).
 	MaxSubrequestsPerTick = 800
 )
 

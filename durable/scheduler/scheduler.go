@@ -257,8 +257,14 @@ func (s *State) Finish(name string, r Result, now time.Time) []Event {
 	ts.ConsecutiveFailures++
 	ts.Failures++
 	ts.LastError = r.Error
-	events := []Event{{"event": "scheduler.task.failed", "level": "error", "task": name, "error": r.Error,
-		"consecutive_failures": ts.ConsecutiveFailures, "duration_ms": ts.LastDurationMs}}
+	// A refusal the backoff handles is a warning; an operator acts on the
+	// circuit breaker if refusals persist.
+	level := "error"
+	if r.RateLimited {
+		level = "warn"
+	}
+	events := []Event{{"event": "scheduler.task.failed", "level": level, "task": name, "error": r.Error,
+		"consecutive_failures": ts.ConsecutiveFailures, "duration_ms": ts.LastDurationMs, "rate_limited": r.RateLimited}}
 	if r.RateLimited || r.RetryAfter > 0 {
 		wait := r.RetryAfter
 		if wait <= 0 {

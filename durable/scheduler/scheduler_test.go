@@ -142,6 +142,10 @@ func TestBackoffFromEachSignalAndNeverStuck(t *testing.T) {
 		if ev[len(ev)-1]["event"] != "scheduler.task.backoff" {
 			t.Errorf("%s: no backoff event: %v", c.name, ev)
 		}
+		// A refusal the backoff handles is a warning, not an operator's error.
+		if want := map[bool]string{true: "warn", false: "error"}[c.r.RateLimited]; ev[0]["level"] != want {
+			t.Errorf("%s: failed at level %v, want %s", c.name, ev[0]["level"], want)
+		}
 	}
 	// The backing-off task is skipped; the other keeps its cadence.
 	s := New(registry, t0)

@@ -79,10 +79,21 @@ func DecidePulse(in PulseInput) Pulse {
 		StallAfterMin:     int(StallAfter / time.Minute),
 	}
 	p.ProjectionBasis = fmt.Sprintf("measured: apps completed in the last %d min (history), per minute, × 1,440", p.WindowMin)
-	if st.IntervalMs > 0 {
-		p.PlannedPerMin = math.Round(10*float64(st.BatchSize)*60000/float64(st.IntervalMs)) / 10
+	if st.BatchSize != nil && st.IntervalMs != nil && *st.IntervalMs > 0 {
+		// The seed rules pace by batch and interval.
+		p.PlannedPerMin = math.Round(10*float64(*st.BatchSize)*60000/float64(*st.IntervalMs)) / 10
+		p.Plan = fmt.Sprintf("%d items every %s s", *st.BatchSize, trimFloat(float64(*st.IntervalMs)/1000))
+	} else {
+		// A rate algorithm paces each host: an item is one store page, so
+		// the store host's rate is the items a minute it plans.
+		rate := st.Paces["store"].RatePerMin
+		p.PlannedPerMin = math.Round(10*rate) / 10
+		items := 0
+		if st.LastPlan != nil {
+			items = st.LastPlan.Items
+		}
+		p.Plan = fmt.Sprintf("%d items last tick, pages at %s/min", items, trimFloat(p.PlannedPerMin))
 	}
-	p.Plan = fmt.Sprintf("%d items every %s s", st.BatchSize, trimFloat(float64(st.IntervalMs)/1000))
 	if p.PagesPaused {
 		p.LiftDriftPause = LiftDriftPause
 	}

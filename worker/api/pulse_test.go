@@ -30,8 +30,15 @@ func historyWith(completedMinutesAgo map[int]int64) history.History {
 	return history.BuildHistory(q, ticks, nil)
 }
 
+// seedPace is the seed rules' pace: 88 items every 10 s.
+func seedPace() (*int, *int64) {
+	b, i := 88, int64(10000)
+	return &b, &i
+}
+
 func runningStatus() enrichment.Status {
-	return enrichment.Status{Running: true, BatchSize: 88, IntervalMs: 10000}
+	b, i := seedPace()
+	return enrichment.Status{Running: true, BatchSize: b, IntervalMs: i}
 }
 
 func TestPulseShowsThePlanBesideMeasuredCompletions(t *testing.T) {
@@ -49,6 +56,17 @@ func TestPulseShowsThePlanBesideMeasuredCompletions(t *testing.T) {
 	}
 	if p.Stalled || p.MinutesSinceCompletion == nil || *p.MinutesSinceCompletion != 2 {
 		t.Errorf("completing: stalled %v, since %v", p.Stalled, p.MinutesSinceCompletion)
+	}
+}
+
+// Under a rate algorithm (probe, the default) the status carries no batch
+// and interval: the plan is the last tick's items and the store host's rate.
+func TestPulsePlanUnderARateAlgorithm(t *testing.T) {
+	st := enrichment.Status{Running: true, LastPlan: &enrichment.PlanSummary{Items: 12},
+		Paces: map[string]enrichment.HostPace{"store": {RatePerMin: 72.25}, "api": {RatePerMin: 3}}}
+	p := DecidePulse(PulseInput{Status: st, History: historyWith(map[int]int64{3: 4}), Pending: 10, Now: pulseNow})
+	if p.Plan != "12 items last tick, pages at 72.3/min" || p.PlannedPerMin != 72.3 {
+		t.Errorf("plan %q, %v/min", p.Plan, p.PlannedPerMin)
 	}
 }
 
@@ -78,7 +96,7 @@ func TestPulseMarksAStall(t *testing.T) {
 	// history lags its replication).
 	cases := map[string]PulseInput{
 		"under the bound": {Status: runningStatus(), History: historyWith(map[int]int64{10: 1}), Pending: 5, Now: pulseNow},
-		"stopped":         {Status: enrichment.Status{BatchSize: 88, IntervalMs: 10000}, History: quiet, Pending: 5, Now: pulseNow},
+		"stopped":         {Status: func() enrichment.Status { st := runningStatus(); st.Running = false; return st }(), History: quiet, Pending: 5, Now: pulseNow},
 		"nothing waits":   {Status: runningStatus(), History: quiet, Pending: 0, Now: pulseNow},
 	}
 	live := runningStatus()

@@ -126,6 +126,12 @@ type Result struct {
 	Promoted int `json:"promoted,omitempty"`
 	// Keywords mapped this cycle (for the rankings-updated event).
 	Keywords []string `json:"-"`
+	// Deferred names the charts a scan did not read (refused, or failed):
+	// the category stays due and a later cycle reads them.
+	Deferred []string `json:"deferred,omitempty"`
+	// Refused counts searches the rate limit refused: they stay due, and
+	// the pacing handles it (not an error).
+	Refused int `json:"refused,omitempty"`
 	// Side is the task run alongside the primary one, if any.
 	Side  *Result `json:"side,omitempty"`
 	Error string  `json:"error,omitempty"`
@@ -217,18 +223,36 @@ func scanCategory(ctx context.Context, store Store, fetch func(ctx context.Conte
 	charts := map[string][]appstore.ChartEntry{}
 	for _, coll := range appstore.ChartCollections {
 		resp := fetch(ctx, appstore.ChartURL(apiBase, country, coll, genre, CategoryScanLimit))
+		if resp.Class == objects.ClassRateLimit {
+			// A refusal the pacing handles: the charts read so far are
+			// kept, the category stays due (ScanStatements), and a later
+			// cycle reads this chart and the rest. No more sends this
+			// cycle: the limit said so.
+			res.RateLimited = true
+			res.Deferred = append(res.Deferred, coll)
+			logx.Event("crawl.chart_refused", map[string]any{"level": logx.Warn, "genre_id": genre, "chart": coll,
+				"action": "charts read so far kept, the category stays due"})
+			break
+		}
 		if resp.Class != objects.ClassOK {
-			// The category stays due; the next cycle tries again.
-			res.Action, res.Error = "error", fmt.Sprintf("chart %s: %v", coll, resp.Err)
-			return res
+			res.Error = joinErr(res.Error, fmt.Sprintf("chart %s: %v", coll, resp.Err))
+			res.Deferred = append(res.Deferred, coll)
+			continue // the others may still come; the category stays due
 		}
 		items, err := appstore.ParseChart(resp.Body)
 		if err != nil {
-			res.Action, res.Error = "error", fmt.Sprintf("chart %s: %v", coll, err)
-			return res
+			res.Error = joinErr(res.Error, fmt.Sprintf("chart %s: %v", coll, err))
+			res.Deferred = append(res.Deferred, coll)
+			continue
 		}
 		charts[coll] = items
 		res.Found += len(items)
+	}
+	if len(charts) == 0 {
+		if res.Error != "" {
+			res.Action = "error"
+		}
+		return res
 	}
 	n, err := store.SaveScan(ctx, genre, country, charts, now)
 	if err != nil {
@@ -326,6 +350,10 @@ func settleSearches(ctx context.Context, store Store, res *Result, results []sea
 	// Developers repeat across searches: collect them once per cycle.
 	developers := map[int64]string{}
 	for _, f := range results {
+		if f.limited {
+			res.Refused++ // stays due; the pacing handles the refusal
+			continue
+		}
 		if f.err != nil {
 			res.Error = strings.TrimPrefix(res.Error+"; "+f.kw+": "+f.err.Error(), "; ")
 			continue
@@ -511,6 +539,11 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 	}
 	// The apps first, so a chart position never names an unknown app.
 	stmts = append(catalogue.ObserveStmt(seen, now), stmts...)
+	complete := true
+	for _, coll := range appstore.ChartCollections {
+		_, ok := charts[coll]
+		complete = complete && ok
+	}
 	var titles []TitledApp
 	for _, coll := range appstore.ChartCollections {
 		for _, e := range charts[coll] {
@@ -518,10 +551,14 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 		}
 	}
 	stmts = append(stmts, KeywordStatements("title", titles, now)...)
-	stmts = append(stmts, d1.Stmt{
-		SQL:  `UPDATE category_scans SET last_scanned_at = ?, apps_found = ?, scans = scans + 1 WHERE genre_id = ?`,
-		Args: []any{ts, distinctApps(charts), genreID},
-	})
+	if complete {
+		// A scan missing a chart (refused) leaves the category due: the
+		// next cycle reads the missing chart (and the others again).
+		stmts = append(stmts, d1.Stmt{
+			SQL:  `UPDATE category_scans SET last_scanned_at = ?, apps_found = ?, scans = scans + 1 WHERE genre_id = ?`,
+			Args: []any{ts, distinctApps(charts), genreID},
+		})
+	}
 	return stmts
 }
 

@@ -121,15 +121,16 @@ func TestCrawlCycle(t *testing.T) {
 		return upstream.Response{Class: objects.ClassRateLimit, Err: errors.New("429"), Remaining: -1}
 	}
 	f = &fakeDiscovery{due: map[string]bool{"high": true}}
-	if r := CrawlCycle(context.Background(), f, failing, "http://up", "us", noSleep, 0.5, now); r.Action != "error" || f.scanned != 0 {
-		t.Fatalf("a refused scan must not mark the category scanned: %+v", r)
+	if r := CrawlCycle(context.Background(), f, failing, "http://up", "us", noSleep, 0.5, now); r.Action != "category_scan" || r.Error != "" || !r.RateLimited || f.scanned != 0 {
+		t.Fatalf("a refused scan is no error and marks nothing scanned: %+v", r)
 	}
 }
 
 func TestScanStatementsDedupeAndMark(t *testing.T) {
 	charts := map[string][]appstore.ChartEntry{
-		"topfreeapplications": {{TrackID: 1, Rank: 1}, {TrackID: 2, Rank: 2}},
-		"toppaidapplications": {{TrackID: 2, Rank: 1}},
+		"topfreeapplications":     {{TrackID: 1, Rank: 1}, {TrackID: 2, Rank: 2}},
+		"toppaidapplications":     {{TrackID: 2, Rank: 1}},
+		"topgrossingapplications": {},
 	}
 	stmts := ScanStatements(6014, "us", charts, time.Now())
 	apps := -1
@@ -150,6 +151,35 @@ func TestScanStatementsDedupeAndMark(t *testing.T) {
 	last := stmts[len(stmts)-1]
 	if apps != 2 || !strings.HasPrefix(stmts[0].SQL, "WITH s AS") || !strings.HasPrefix(last.SQL, "UPDATE category_scans") || last.Args[1] != 2 {
 		t.Fatalf("%d apps, %d statements, last %q %v", apps, len(stmts), last.SQL, last.Args)
+	}
+	// A chart missing (refused): the charts read are kept, the category stays due.
+	delete(charts, "topgrossingapplications")
+	for _, st := range ScanStatements(6014, "us", charts, time.Now()) {
+		if strings.Contains(st.SQL, "category_scans") {
+			t.Fatalf("a partial scan must leave the category due: %q", st.SQL)
+		}
+	}
+}
+
+// One chart refused (the pacing's business, not an operator's): the scan
+// keeps the charts read before it, leaves the category due for the rest,
+// and reports no error.
+func TestChartRefusalKeepsTheScan(t *testing.T) {
+	var urls []string
+	fetch := func(_ context.Context, u string) upstream.Response {
+		urls = append(urls, u)
+		if strings.Contains(u, appstore.ChartCollections[1]) {
+			return upstream.Response{Class: objects.ClassRateLimit, Err: errors.New("HTTP 429"), Remaining: -1}
+		}
+		return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"feed":{"results":[{"id":"1","name":"a"},{"id":"2","name":"b"}]}}`), Remaining: -1}
+	}
+	f := &fakeDiscovery{due: map[string]bool{"high": true}}
+	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now())
+	if r.Action != "category_scan" || r.Error != "" || !r.RateLimited || len(r.Deferred) != 1 || r.Deferred[0] != appstore.ChartCollections[1] {
+		t.Fatalf("a chart refusal is not an error: %+v", r)
+	}
+	if len(urls) != 2 || len(f.saved) != 1 || f.saved[appstore.ChartCollections[0]] == nil || r.Found != 2 {
+		t.Fatalf("the chart read before the refusal is kept, none sent after it: urls %v saved %v", urls, f.saved)
 	}
 }
 

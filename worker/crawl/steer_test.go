@@ -341,6 +341,11 @@ func TestSearchesGoThroughTheAPIHostLimit(t *testing.T) {
 	if r.Action != "keyword_mapping" || !r.RateLimited || doer.calls.Load() != 3 || r.Searches != ConnectionBudget {
 		t.Fatalf("%+v upstream calls %d", r, doer.calls.Load())
 	}
+	// The refusals are the pacing's to handle: counted, the keywords left
+	// due, and no error for the cron record to log at level error.
+	if r.Error != "" || r.Refused != ConnectionBudget-3 {
+		t.Fatalf("refused searches: error %q, refused %d", r.Error, r.Refused)
+	}
 	if len(lim.keys) != 1 || lim.keys[ratelimit.Catalogue] != ConnectionBudget {
 		t.Fatalf("limiter keys %v", lim.keys)
 	}

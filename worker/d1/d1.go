@@ -81,7 +81,7 @@ type DB struct {
 // of structs with json tags naming the columns; NULL decodes as the zero
 // value). Its cost is counted against ctx's Cost.
 func (db *DB) Query(ctx context.Context, dest any, sql string, args ...any) error {
-	if err := subreq.Spend(ctx, 1); err != nil {
+	if err := subreq.SpendQuery(ctx); err != nil {
 		return err
 	}
 	rows, meta, err := db.Driver.All(ctx, sql, args)
@@ -100,7 +100,7 @@ func (db *DB) Query(ctx context.Context, dest any, sql string, args ...any) erro
 // cost is counted against ctx's Cost.
 func (db *DB) Exec(ctx context.Context, stmts ...Stmt) (returned int64, err error) {
 	for i := 0; i < len(stmts); i += MaxBatch {
-		if err := subreq.Spend(ctx, 1); err != nil {
+		if err := subreq.SpendQuery(ctx); err != nil {
 			return returned, err
 		}
 		results, err := db.Driver.Batch(ctx, stmts[i:min(i+MaxBatch, len(stmts))])

@@ -21,6 +21,7 @@ import (
 	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/bytebudget"
+	"storecrawl/worker/events"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/refresh"
 	"storecrawl/worker/subreq"
@@ -37,6 +38,12 @@ type QueuedItem struct {
 	// stored (from a lookup or a search result); nil when it has none.
 	Lookup   *appstore.App
 	LookupAt time.Time
+	// PriorParseError: its last attempt ended in a parse error (it may
+	// have been given up and put back by retry-failed since).
+	PriorParseError bool
+	// PageStatus is its stored page's status ("" never fetched, PagePending,
+	// PageUnparsedStatus).
+	PageStatus string
 	// Refresh is set for an enriched app whose refresh came due (not a
 	// queued item): it is always looked up, and settled by settleRefresh.
 	Refresh *DueRefresh
@@ -184,13 +191,12 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	start := r.Now()
 	// Every platform call of the run is counted against the invocation's
 	// budget; each item's worst case is set aside before it starts.
-	budgetSize := plan.Subrequests
-	if budgetSize <= 0 {
-		budgetSize = controller.RunSubrequests
-	}
+	defCalls, defQueries := controller.RunBudget(controller.DefaultSubrequests)
+	budgetSize, querySize := cmp.Or(max(plan.Subrequests, 0), defCalls), cmp.Or(max(plan.D1Queries, 0), defQueries)
 	ctx, budget := subreq.With(ctx, budgetSize)
-	// The events send at the end is set aside first, so items never eat it.
-	eventsBudget, _ := budget.Reserve(1)
+	// D1 bounds its queries apart: an item sets aside its D1 worst case too.
+	queries := subreq.NewBudget(querySize)
+	ctx = subreq.WithQueries(ctx, queries)
 	// Every body the run's upstream calls read holds room until its item is settled.
 	ctx = upstream.WithBodyBudget(ctx, bytebudget.New(cmp.Or(r.BodyBytes, TickBodyBytes)))
 	// While pages are paused, items already looked up wait for the pages;
@@ -200,6 +206,11 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds(), Subrequests: budget.Used()}
 	}
 	items = r.withRefreshes(ctx, items, plan, start)
+	// The events send at the end is set aside before any item starts, one
+	// call for each message the run may send (its items' and the outbox's
+	// apps), so items never eat it; what cannot be set aside, or sent,
+	// goes back to the controller's outbox.
+	eventsBudget, eventsOK := budget.Reserve(eventMessages(len(items) + len(plan.PendingEnriched)))
 	// Items whose stored lookup is fresh go first and need no lookup: their
 	// pages start the run, then the others in lookup batches.
 	fresh := time.Duration(plan.LookupFreshS) * time.Second
@@ -213,6 +224,9 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	for nFresh < len(items) && items[nFresh].freshLookup(start, fresh) {
 		nFresh++
 	}
+	if plan.SkipPages && plan.PageProbes > 0 {
+		orderProbes(items, plan.ProbeSeq)
+	}
 	results := make([]controller.ItemResult, len(items))
 	requests := make([][]controller.RequestOutcome, len(items))
 	// lookups[j] is item j's lookup: its batch's, fetched before its chunk.
@@ -225,7 +239,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		chunk = 1
 	}
 	attempted, looked := 0, 0 // items [0, looked) have their lookup
-	parsed, unparsed := 0, 0
+	var pages controller.PageTally
 	outOfBudget := false
 	lookupsSent := 0
 	for i := 0; i < len(items); {
@@ -247,13 +261,14 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			// The next batch: as many items as the batch takes whose worst
 			// case, with the batch's own, still fits the budget; the rest
 			// stay queued, untouched, for the next tick.
-			fit := (budget.Remaining() - controller.MaxCallsPerLookup) / controller.MaxCallsPerItem
+			fit := min((budget.Remaining()-controller.MaxCallsPerLookup)/controller.MaxCallsPerItem,
+				queries.Remaining()/controller.MaxD1PerItem)
 			n := min(batchSize, len(items)-i, max(fit, 0))
 			share, ok := budget.Reserve(controller.MaxCallsPerLookup)
 			if n < min(batchSize, len(items)-i) || !ok {
 				outOfBudget = true
 				logx.Event("controller.subrequest_budget", map[string]any{"level": logx.Warn,
-					"used": budget.Used(), "budget": budgetSize, "items_left": len(items) - i - n})
+					"used": budget.Used(), "budget": budgetSize, "d1_queries": queries.Used(), "d1_budget": querySize, "items_left": len(items) - i - n})
 			}
 			if n == 0 || !ok {
 				if ok {
@@ -271,26 +286,35 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		}
 		end := min(i+chunk, looked)
 		shares := make([]*subreq.Budget, 0, end-i)
+		qshares := make([]*subreq.Budget, 0, end-i)
 		for j := i; j < end; j++ {
 			share, ok := budget.Reserve(controller.MaxCallsPerItem)
-			if !ok { // not reached: the batch was sized to the budget
+			qshare, qok := queries.Reserve(controller.MaxD1PerItem)
+			if !ok || !qok { // not reached: the batch was sized to the budgets
+				if ok {
+					share.Close()
+				}
+				if qok {
+					qshare.Close()
+				}
 				end, outOfBudget = j, true
 				break
 			}
-			shares = append(shares, share)
+			shares, qshares = append(shares, share), append(qshares, qshare)
 		}
 		if end == i {
 			break
 		}
 		// Pages nobody can read: the rest of this run looks up only.
-		pagesOff := plan.SkipPages || controller.RunPagesTripped(parsed, unparsed)
+		pagesOff := plan.SkipPages || pages.RunTripped()
 		var wg sync.WaitGroup
 		for j := i; j < end; j++ {
 			wg.Add(1)
 			go func(j int) {
 				defer wg.Done()
-				share := shares[j-i]
+				share, qshare := shares[j-i], qshares[j-i]
 				defer share.Close()
+				defer qshare.Close()
 				defer func() {
 					// A panic fails the item as our own error: it stays queued.
 					if err := logx.Recovered(recover(), "enrichment item"); err != nil {
@@ -298,19 +322,15 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 					}
 				}()
 				fetchPage := !pagesOff || (plan.SkipPages && j < plan.PageProbes)
-				results[j], requests[j] = r.settle(subreq.WithBudget(ctx, share), items[j], j, lookups[j], fetchPage, plan.SkipPages)
+				ictx := subreq.WithQueries(subreq.WithBudget(ctx, share), qshare)
+				results[j], requests[j] = r.settle(ictx, items[j], j, lookups[j], fetchPage, plan.SkipPages)
 			}(j)
 		}
 		wg.Wait()
 		sent := 0
 		for j := i; j < end; j++ {
 			sent += len(requests[j])
-			switch results[j].Page {
-			case controller.PageParsed:
-				parsed++
-			case controller.PageUnparsed:
-				unparsed++
-			}
+			pages.AddResult(results[j])
 		}
 		refused := anyRefused(results[i:end])
 		attempted, i = end, end
@@ -332,23 +352,65 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			out.Requests = append(out.Requests, requests[j]...)
 		}
 	}
-	var enriched []int64
+	// The outbox's apps first (oldest news), then this run's.
+	enriched := append([]int64(nil), plan.PendingEnriched...)
 	for _, res := range out.Results {
 		if res.Class == controller.ClassOK && res.Page == controller.PageParsed {
 			enriched = append(enriched, res.TrackID)
 		}
 	}
-	if len(enriched) > 0 && r.Events != nil {
-		// Analysis is derived data: a lost event is recomputed by the next
-		// sweep, so a failed send is logged and does not fail the items.
-		if err := r.Events.AppsEnriched(subreq.WithBudget(ctx, eventsBudget), enriched); err != nil {
-			logx.Err("controller.event_send_failed", err, map[string]any{"count": len(enriched)})
-		}
+	if eventsOK {
+		out.UnsentEnriched = r.sendEnriched(subreq.WithBudget(ctx, eventsBudget), enriched)
+		eventsBudget.Close()
+	} else {
+		out.UnsentEnriched = enriched
 	}
-	eventsBudget.Close()
+	if len(out.UnsentEnriched) > 0 {
+		logx.Event("controller.events_deferred", map[string]any{"level": logx.Warn, "apps": len(out.UnsentEnriched),
+			"action": "kept in the controller's outbox: the next run sends them"})
+	}
 	out.Subrequests = budget.Used()
 	out.DurationMs = r.Now().Sub(start).Milliseconds()
 	return out
+}
+
+// orderProbes puts the probe items first: while pages are paused the first
+// items probe whether pages parse again, and a probe must ask the
+// markup, not one app's broken page. Clean candidates go first: apps whose
+// page has not failed to parse (never fetched, or pending). When none was
+// picked, the probes rotate through the picked items by seq, so the same
+// broken app is never probed forever.
+func orderProbes(items []QueuedItem, seq int64) {
+	clean := func(it QueuedItem) bool { return !it.PriorParseError && it.PageStatus != PageUnparsedStatus }
+	slices.SortStableFunc(items, func(a, b QueuedItem) int { return cmp.Compare(b2i(!clean(a)), b2i(!clean(b))) })
+	if len(items) == 0 || clean(items[0]) {
+		return
+	}
+	k := int(seq % int64(len(items)))
+	rotated := append(append([]QueuedItem(nil), items[k:]...), items[:k]...)
+	copy(items, rotated)
+}
+
+// eventMessages is how many app-enriched messages n apps take.
+func eventMessages(n int) int { return (n + events.MaxTrackIDs - 1) / events.MaxTrackIDs }
+
+// sendEnriched announces apps, one message (events.MaxTrackIDs apps) a
+// call, and returns the apps whose message was not sent: a failed send
+// (the queue, or the run's subrequest budget) stops there and the rest
+// wait in the controller's outbox, so the markets stage hears of every
+// enriched app, never lost to one bad moment.
+func (r *Runner) sendEnriched(ctx context.Context, ids []int64) (unsent []int64) {
+	if r.Events == nil || len(ids) == 0 {
+		return nil
+	}
+	for i := 0; i < len(ids); i += events.MaxTrackIDs {
+		chunk := ids[i:min(i+events.MaxTrackIDs, len(ids))]
+		if err := r.Events.AppsEnriched(ctx, chunk); err != nil {
+			logx.Event("controller.event_send_failed", map[string]any{"level": logx.Warn, "error": err.Error(), "unsent": len(ids) - i})
+			return append([]int64(nil), ids[i:]...)
+		}
+	}
+	return nil
 }
 
 func b2i(b bool) int {
@@ -534,6 +596,7 @@ func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, lookup lo
 	}
 	res, reqs := r.enrichOne(ctx, it.TrackID, index, lookup, fetchPage)
 	res.Probe = fetchPage && probing
+	res.PriorParseError = it.PriorParseError
 	action := controller.ActionFor(res, it.Attempts)
 	var err error
 	switch action {

@@ -207,6 +207,10 @@ func fixtureUpstream(t *testing.T, inflight *int, peak *int) *fakeUpstream {
 		case "6":
 			w.Write([]byte(`<html><body><form id="challenge-form">Please complete the captcha to continue</form></body></html>`))
 		default:
+			if id, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/us/app/id")); id >= brokenFirst && id < brokenFirst+100 {
+				w.Write(blocked) // a range of apps whose pages never parse
+				return
+			}
 			w.Write(full)
 		}
 	}))
@@ -477,8 +481,8 @@ func TestRunStopsFetchingPagesNobodyCanRead(t *testing.T) {
 	srv := fixtureUpstream(t, &inflight, &peak)
 	defer srv.Close()
 	var items []QueuedItem
-	for range 12 {
-		items = append(items, QueuedItem{TrackID: 4}) // its page has no product data
+	for i := range 12 {
+		items = append(items, QueuedItem{TrackID: brokenFirst + int64(i)}) // 12 apps, no page with product data
 	}
 	st := newStore(items...)
 	r, cache, _, _ := newRunner(t, srv, st)
@@ -492,8 +496,8 @@ func TestRunStopsFetchingPagesNobodyCanRead(t *testing.T) {
 			skipped++
 		}
 	}
-	// Two chunks of 3 trip the breaker (6 unparsed); the other 6 look up only.
-	if unparsed != 6 || skipped != 6 || len(out.Requests) != 1+6 || len(cache.keys) != 1 {
+	// Two chunks of 3 trip the breaker (6 unparsed apps); the other 6 look up only.
+	if unparsed != 6 || skipped != 6 || len(out.Requests) != 1+6 || len(cache.keys) != 6 {
 		t.Fatalf("unparsed %d, skipped %d, requests %d, pages kept %v", unparsed, skipped, len(out.Requests), cache.keys)
 	}
 }

@@ -18,11 +18,14 @@ import (
 // (while store pages are paused they wait for their page); the second is
 // now: an item deferred by an upstream outage waits out its backoff.
 // Each item comes with its stored lookup fields and lookup_at, so a fresh
-// one (LOOKUP_FRESH_H) needs only its page.
+// one (LOOKUP_FRESH_H) needs only its page, and with its last error class
+// and page status, so an app whose page failed to parse before is known
+// (drift evidence, probe choice).
 const PickSQL = `SELECT track_id, enrich_attempts, enrich_defers, lookup_at, name, bundle_id, developer_id,
   developer_name, genre, genre_id, price, currency, average_rating, rating_count, version, release_date,
   current_version_release_date, description, content_rating, artwork_url, file_size_bytes, languages,
-  COALESCE(release_notes, '') AS release_notes
+  COALESCE(release_notes, '') AS release_notes, COALESCE(enrich_error_class, '') AS enrich_error_class,
+  COALESCE(page_status, '') AS page_status
 FROM app_registry
 WHERE enriched_at IS NULL AND (? = 0 OR enrichment_source IS NULL)
   AND (enrich_retry_at IS NULL OR enrich_retry_at <= ?)
@@ -228,10 +231,12 @@ func (s D1Store) PickQueued(ctx context.Context, n int, unlookedOnly bool, now t
 		// The lookup fields; JSON null (a column never written) leaves a
 		// field empty.
 		appstore.App
-		Attempts  int    `json:"enrich_attempts"`
-		Defers    int    `json:"enrich_defers"`
-		LookupAt  string `json:"lookup_at"`
-		Languages string `json:"languages"` // a JSON array in its column
+		Attempts   int    `json:"enrich_attempts"`
+		Defers     int    `json:"enrich_defers"`
+		LookupAt   string `json:"lookup_at"`
+		Languages  string `json:"languages"` // a JSON array in its column
+		ErrClass   string `json:"enrich_error_class"`
+		PageStatus string `json:"page_status"`
 	}
 	only := 0
 	if unlookedOnly {
@@ -242,7 +247,8 @@ func (s D1Store) PickQueued(ctx context.Context, n int, unlookedOnly bool, now t
 	}
 	out := make([]QueuedItem, len(rows))
 	for i, r := range rows {
-		out[i] = QueuedItem{TrackID: r.TrackID, Attempts: r.Attempts, Defers: r.Defers}
+		out[i] = QueuedItem{TrackID: r.TrackID, Attempts: r.Attempts, Defers: r.Defers,
+			PriorParseError: r.ErrClass == string(controller.ClassParseError), PageStatus: r.PageStatus}
 		at, err := d1.ParseTime(r.LookupAt)
 		if r.LookupAt == "" || err != nil {
 			continue // never looked up (or unreadable): it gets a lookup

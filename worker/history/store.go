@@ -94,6 +94,7 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "dead letters to replay", SQL: deadLettersToReplaySQL, Args: []any{ReplayBatch},
 			Bounded: "the oldest unreplayed: idx_dead_letters_unreplayed in order, stopped by the LIMIT (ReplayBatch); a replayed letter leaves the index"},
 		{Name: "dead letter by id", SQL: deadLetterByIDSQL, Args: []any{"m1"}},
+		{Name: "facts present", SQL: factsPresentSQL(2), Args: []any{"a", "b"}},
 	}
 }
 

@@ -1,14 +1,16 @@
 // Package subreq counts the subrequests one Worker invocation makes and
 // refuses the one that would pass its budget.
 //
-// The platform caps the subrequests of one invocation (1,000 on the paid
-// plan): fetches, and calls to D1, R2, KV, Queues and other Durable Objects
-// alike. A tick that counted only its upstream fetches could plan 400 items
-// and then die at its 1,001st call with items half settled. Every client
-// the enrichment run uses spends from the budget its context carries
-// before it calls out; a call the budget cannot cover fails with
-// ErrExhausted instead of reaching the platform's hard limit, and the run
-// stops starting items before that happens.
+// The platform caps the subrequests of one invocation: fetches, and calls
+// to D1, R2, KV, Queues and other Durable Objects alike (10,000 on Workers
+// Paid, 50 on Free: SUBREQUEST_BUDGET), and D1 apart caps its queries
+// (1,000 on Paid, 50 on Free). A tick that counted only its upstream
+// fetches could plan hundreds of items and then die at the call past the
+// limit with items half settled. Every client the enrichment run uses
+// spends from the budgets its context carries before it calls out (D1
+// calls from both); a call a budget cannot cover fails with ErrExhausted
+// instead of reaching the platform's hard limit, and the run stops
+// starting items before that happens.
 package subreq
 
 import (
@@ -17,8 +19,14 @@ import (
 	"sync"
 )
 
-// PlatformLimit is the subrequests one invocation may make (paid plan).
-const PlatformLimit = 1000
+// PlatformLimit is the subrequests one invocation may make on Workers
+// Paid: 10,000 per request (developers.cloudflare.com/workers/platform/limits/;
+// 50 on Workers Free).
+const PlatformLimit = 10000
+
+// D1QueryLimit is the D1 queries one invocation may make on Workers Paid:
+// 1,000 (developers.cloudflare.com/d1/platform/limits/; 50 on Free).
+const D1QueryLimit = 1000
 
 // ErrExhausted is a call the invocation's budget cannot cover.
 var ErrExhausted = errors.New("subrequest budget of this invocation exhausted")
@@ -36,6 +44,9 @@ type Budget struct {
 }
 
 type budgetKey struct{}
+
+// queriesKey carries the D1 queries' budget, apart from the calls'.
+type queriesKey struct{}
 
 // With returns ctx carrying a new budget of limit subrequests.
 func With(ctx context.Context, limit int) (context.Context, *Budget) {
@@ -62,6 +73,51 @@ func Spend(ctx context.Context, n int) error {
 	}
 	return nil
 }
+
+// WithQueries returns ctx carrying b as its budget of D1 queries.
+func WithQueries(ctx context.Context, b *Budget) context.Context {
+	return context.WithValue(ctx, queriesKey{}, b)
+}
+
+// QueriesFrom is ctx's budget of D1 queries, nil when it carries none.
+func QueriesFrom(ctx context.Context) *Budget {
+	b, _ := ctx.Value(queriesKey{}).(*Budget)
+	return b
+}
+
+// SpendQuery takes one D1 query: a subrequest from ctx's budget and a
+// query from its D1 budget; neither is taken when either cannot be.
+func SpendQuery(ctx context.Context) error {
+	q := QueriesFrom(ctx)
+	if q != nil {
+		if err := q.Spend(1); err != nil {
+			return err
+		}
+	}
+	if err := Spend(ctx, 1); err != nil {
+		if q != nil {
+			q.refund(1)
+		}
+		return err
+	}
+	return nil
+}
+
+// refund gives back n spent by Spend (a call that was not made after all).
+func (b *Budget) refund(n int) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+	if p := b.parent; p != nil {
+		p.mu.Lock()
+		p.used -= n
+		p.reserved += n
+		p.mu.Unlock()
+	}
+}
+
+// NewBudget is a budget of limit, not yet in any context.
+func NewBudget(limit int) *Budget { return &Budget{limit: limit} }
 
 // Spend takes n subrequests, or none and ErrExhausted if they do not fit.
 // A reservation spends what was set aside for it in its parent.

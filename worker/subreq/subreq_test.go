@@ -67,3 +67,27 @@ func TestReservationsSetTheWorstCaseAsideAndGiveBackTheRest(t *testing.T) {
 		t.Fatal("a reservation cannot spend past its size")
 	}
 }
+
+// D1 queries count against both budgets: the calls' and D1's own.
+func TestQueriesSpendBothBudgets(t *testing.T) {
+	ctx, calls := With(context.Background(), 10)
+	queries := NewBudget(3)
+	ctx = WithQueries(ctx, queries)
+	for range 3 {
+		if err := SpendQuery(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := SpendQuery(ctx); !errors.Is(err, ErrExhausted) || calls.Used() != 3 || queries.Used() != 3 {
+		t.Fatalf("4th query: %v, calls %d, queries %d", err, calls.Used(), queries.Used())
+	}
+	if err := Spend(ctx, 7); err != nil {
+		t.Fatalf("other calls go on: %v", err)
+	}
+	// Calls exhausted: a query is refused and its D1 share given back.
+	ctx2, _ := With(context.Background(), 0)
+	q2 := NewBudget(5)
+	if err := SpendQuery(WithQueries(ctx2, q2)); !errors.Is(err, ErrExhausted) || q2.Used() != 0 {
+		t.Fatalf("refused query: %v, D1 used %d", err, q2.Used())
+	}
+}
