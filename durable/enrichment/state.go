@@ -52,6 +52,31 @@ type Config struct {
 	// search) may be for an item to skip its lookup (LOOKUP_FRESH_H); 0
 	// means DefaultLookupFresh, negative: always look up.
 	LookupFresh time.Duration
+	// Idle is the pause after a tick that found no work (ENRICHMENT_IDLE_S);
+	// 0 means IdleInterval. Only tests that wait for an idle controller to
+	// see new work shorten it: each poll costs a D1 read.
+	Idle time.Duration
+}
+
+// IdleWait is the configured Idle or IdleInterval.
+func (c Config) IdleWait() time.Duration {
+	if c.Idle <= 0 {
+		return IdleInterval
+	}
+	return c.Idle
+}
+
+// MinIdle bounds ENRICHMENT_IDLE_S from below: a poll a second.
+const MinIdle = time.Second
+
+// SetIdleSeconds sets Idle from seconds, within [MinIdle, IdleInterval].
+func (c *Config) SetIdleSeconds(seconds int) error {
+	d := time.Duration(seconds) * time.Second
+	if d < MinIdle || d > IdleInterval {
+		return fmt.Errorf("idle poll %ds outside [%s, %s]", seconds, MinIdle, IdleInterval)
+	}
+	c.Idle = d
+	return nil
 }
 
 // Lookup freshness (LOOKUP_FRESH_H): a search result carries the same

@@ -14,6 +14,7 @@ import (
 
 	"storecrawl/durable/enrichment"
 	"storecrawl/durable/ledger"
+	"storecrawl/durable/limiter"
 	"storecrawl/durable/scheduler"
 	"storecrawl/worker/refresh"
 )
@@ -133,6 +134,10 @@ type Config struct {
 	// LedgerFaultFailAfterWrite makes the facts consumer fail its first N
 	// batches after writing them (the exactly-once integration test).
 	LedgerFaultFailAfterWrite int64
+	// LimiterTally is the span of an OmniLimiter key's ledger facts
+	// (LIMITER_TALLY_S, default a minute): the integration tests shorten it
+	// so a key's facts and an idle key's retirement come in seconds.
+	LimiterTally time.Duration
 }
 
 // Problem is a var that did not parse; its default is used.
@@ -185,6 +190,15 @@ func Load(getenv func(string) string) (Config, []Problem) {
 		}
 		if err != nil {
 			bad("ENRICHMENT_PARSER_PROBE_S", raw, err)
+		}
+	}
+	if raw := getenv("ENRICHMENT_IDLE_S"); raw != "" {
+		secs, err := intVar(raw)
+		if err == nil {
+			err = c.Enrichment.SetIdleSeconds(secs)
+		}
+		if err != nil {
+			bad("ENRICHMENT_IDLE_S", raw, err)
 		}
 	}
 
@@ -293,6 +307,20 @@ func Load(getenv func(string) string) (Config, []Problem) {
 			bad("REFRESH_SHARE_PCT", raw, err)
 		} else {
 			c.RefreshShare = float64(pct) / 100
+		}
+	}
+
+	c.LimiterTally = limiter.TallyPeriod
+	if raw := getenv("LIMITER_TALLY_S"); raw != "" {
+		s, err := strconv.Atoi(raw)
+		d := time.Duration(s) * time.Second
+		if err == nil && (d < limiter.MinTallyPeriod || d > limiter.MaxTallyPeriod || limiter.TallyPeriod%d != 0) {
+			err = fmt.Errorf("want whole seconds in [%d, %d] dividing a minute", int(limiter.MinTallyPeriod.Seconds()), int(limiter.MaxTallyPeriod.Seconds()))
+		}
+		if err != nil {
+			bad("LIMITER_TALLY_S", raw, err)
+		} else {
+			c.LimiterTally = d
 		}
 	}
 

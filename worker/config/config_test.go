@@ -11,6 +11,7 @@ import (
 
 	"storecrawl/durable/enrichment"
 	"storecrawl/durable/ledger"
+	"storecrawl/durable/limiter"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -21,7 +22,7 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": "seed", "SCHEDULER_BREAKER_THRESHOLD": "4",
 		"LEDGER_RETENTION_DAYS": "2", "ADMIN_TOKEN": "t", "LIMITER_CLIENT_TOKEN": "c", "TEST_ROUTES": "1", "ENRICHMENT_PARSER_PROBE_S": "5",
 		"UPSTREAM_MAX_HOLD_S": "120", "ENRICHMENT_RETRY_FAILED_AFTER_H": "0", "FACTS_RETENTION_DAYS": "90",
-		"LOOKUP_BATCH": "150",
+		"LOOKUP_BATCH": "150", "LIMITER_TALLY_S": "5", "ENRICHMENT_IDLE_S": "5",
 	}))
 	if len(probs) != 0 {
 		t.Fatalf("problems: %+v", probs)
@@ -31,7 +32,7 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 	}
 	if c.Enrichment.Pacing != "seed" || c.Enrichment.Cooldown != time.Minute || c.Scheduler.BreakerThreshold != 4 ||
 		c.LedgerRetention != 48*time.Hour || c.AdminToken != "t" || c.ClientToken != "c" || !c.TestRoutes || c.Enrichment.ProbeInterval() != 5*time.Second || c.MaxHold != 2*time.Minute ||
-		c.FactsRetention != 90*24*time.Hour || c.RetryFailedAfter != 0 || c.Enrichment.LookupBatchSize() != 150 {
+		c.FactsRetention != 90*24*time.Hour || c.RetryFailedAfter != 0 || c.Enrichment.LookupBatchSize() != 150 || c.LimiterTally != 5*time.Second || c.Enrichment.IdleWait() != 5*time.Second {
 		t.Fatalf("parsed: %+v", c)
 	}
 }
@@ -43,13 +44,15 @@ func TestBadVarsAreReportedAndDefaulted(t *testing.T) {
 		"ENRICHMENT_RETRY_FAILED_AFTER_H": "-1",
 		"FACTS_RETENTION_DAYS":            "30d",
 		"LOOKUP_BATCH":                    "500",
+		"LIMITER_TALLY_S":                 "7",
+		"ENRICHMENT_IDLE_S":               "0",
 	}))
-	if len(probs) != 9 {
-		t.Fatalf("want 9 problems, got %+v", probs)
+	if len(probs) != 11 {
+		t.Fatalf("want 11 problems, got %+v", probs)
 	}
 	const defaultFacts = DefaultFactsRetentionDays * 24 * time.Hour
 	if c.Enrichment != enrichment.DefaultConfig() || c.MaxHold != upstream.DefaultMaxHold || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention || c.LedgerFaultFailAfterWrite != 0 ||
-		c.FactsRetention != defaultFacts || c.RetryFailedAfter != DefaultRetryFailedAfter {
+		c.FactsRetention != defaultFacts || c.RetryFailedAfter != DefaultRetryFailedAfter || c.LimiterTally != limiter.TallyPeriod {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if c, probs := Load(env(nil)); len(probs) != 0 || c.Enrichment != enrichment.DefaultConfig() || c.FactsRetention != defaultFacts {
