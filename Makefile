@@ -2,8 +2,8 @@
 #   make dev    install, build, migrate, seed, run the upstream simulator + wrangler dev
 #   make test   everything: native Go tests, then integration tests under wrangler dev
 #   make build  build/app.wasm + build/wasm_exec.js (what shim/ imports)
-#   make bench  pacing table (simulator), request-path, size and cold-start benchmarks
-#               (prints figures; writes docs/measurements.md)
+#   make bench  pacing table (simulator), request-path, size and cold-start benchmarks,
+#               live fidelity (prints figures; writes docs/measurements.md)
 
 SHELL := /bin/bash
 # wrangler 4 needs Node >= 22.12: the pinned `node` devDependency provides it.
@@ -84,13 +84,39 @@ dev: dev-prepare
 
 test: install build test-go test-integration
 
+# Test logs (.test-output/ is ignored by git): the whole -v output, and a
+# summary printed after it.
+TEST_OUTPUT := .test-output
+
 test-go:
 	$(GO) vet ./...
 	GOOS=js GOARCH=wasm $(GO) vet ./...
-	$(GO) test ./...
+	@mkdir -p $(TEST_OUTPUT)
+	@set -o pipefail; $(GO) test ./... 2>&1 | tee $(TEST_OUTPUT)/go.log; status=$$?; \
+	echo "slowest packages:"; grep -E '^ok ' $(TEST_OUTPUT)/go.log | sort -t$$'\t' -k3 -rn | head -5; exit $$status
+
+# The e2e tests run side by side, but for the ones that measure rates (no
+# t.Parallel: Go runs them first, alone). Each stack mostly waits on its
+# simulator and alarms: on 2 cores, 6 at once ran the suite in 4m50s, 4 at
+# once in 5m38s, with the same per-test times give or take a few seconds.
+E2E_PARALLEL ?= 6
+# e2e-summary prints each test's line (--- PASS/FAIL/SKIP with its seconds)
+# and the run's totals from the -v log; for a failed test, its own output.
+define e2e-summary
+awk 'FNR == NR { if ($$1 == "---" && $$2 == "FAIL:") failed[$$3] = 1; next } \
+	$$1 == "===" { cur = $$3; next } \
+	$$1 == "---" || /^(ok|FAIL|PASS)([ \t]|$$)/ || /^panic:/ { print; next } \
+	(cur in failed) { print }' $(1) $(1)
+endef
 
 test-integration: install build chromium
-	$(GO) test -count=1 -tags integration -timeout 55m ./worker/e2e/...
+	@mkdir -p $(TEST_OUTPUT)
+	@echo "e2e: go test -v -tags integration -parallel $(E2E_PARALLEL) ./worker/e2e/... > $(TEST_OUTPUT)/e2e.log"
+	@status=0; $(GO) test -count=1 -v -tags integration -parallel $(E2E_PARALLEL) -timeout 30m ./worker/e2e/... \
+		> $(TEST_OUTPUT)/e2e.log 2>&1 || status=$$?; \
+	$(call e2e-summary,$(TEST_OUTPUT)/e2e.log); \
+	echo "e2e: $$(grep -c '^--- PASS' $(TEST_OUTPUT)/e2e.log) passed, $$(grep -c '^--- FAIL' $(TEST_OUTPUT)/e2e.log) failed, $$(grep -c '^--- SKIP' $(TEST_OUTPUT)/e2e.log) skipped (full log: $(TEST_OUTPUT)/e2e.log)"; \
+	exit $$status
 
 # The dashboard's browser test drives Debian's Chromium (/usr/bin/chromium) with
 # playwright-core; Playwright's own browser download does not work offline.
@@ -103,9 +129,13 @@ chromium:
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends chromium && \
 		$(CHROMIUM) --version; fi
 
+# The live-fidelity run (9 minutes of the real controller against the
+# simulator's stepped limit, next to cmd/simulate's prediction) is the e2e
+# test tagged fidelity: it prints the comparison and checks its bounds.
 bench: install build
 	$(GO) run ./cmd/simulate -scenario all
-	$(GO) run ./cmd/bench -md docs/measurements.md
+	$(GO) run ./cmd/bench -fidelity=false -md docs/measurements.md
+	$(GO) test -count=1 -v -tags 'integration fidelity' -run '^TestLivePacingAgainstTheSimulatorsPrediction$$' -timeout 20m ./worker/e2e/
 
 clean:
 	rm -rf build .wrangler

@@ -36,6 +36,7 @@ var binding = js.Global().Get("context").Get("binding")
 // task and decision lives in a feature package or in durable/.
 func Register() {
 	loadConfig()
+	limiterObjects.TallyPeriod = cfg.LimiterTally
 	s := &api.Server{
 		Controller:       controllerCaller{},
 		Limiter:          limiterCaller{},

@@ -1,11 +1,13 @@
 package worker
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
 	"storecrawl/durable/enrichment"
 	"storecrawl/durable/ledger"
+	"storecrawl/durable/limiter"
 	"storecrawl/durable/scheduler"
 	"storecrawl/worker/config"
 )
@@ -19,6 +21,10 @@ type settings struct {
 	Scheduler  scheduler.Config
 	// LedgerRetention is how long an object keeps its replicated facts.
 	LedgerRetention time.Duration
+	// LimiterTally is the span of an OmniLimiter key's ledger facts
+	// (LIMITER_TALLY_S, default a minute): the integration tests shorten it
+	// so a key's facts and an idle key's retirement come in seconds.
+	LimiterTally time.Duration
 }
 
 // loadSettings reads every setting with getenv. A var that does not parse
@@ -50,6 +56,16 @@ func loadSettings(getenv func(string) string) (settings, []config.Problem) {
 		}
 		if err != nil {
 			bad("ENRICHMENT_PARSER_PROBE_S", raw, err)
+		}
+	}
+
+	if raw := v.EnrichmentIdleS; raw != "" {
+		secs, err := intVar(raw)
+		if err == nil {
+			err = c.Enrichment.SetIdleSeconds(secs)
+		}
+		if err != nil {
+			bad("ENRICHMENT_IDLE_S", raw, err)
 		}
 	}
 
@@ -93,6 +109,20 @@ func loadSettings(getenv func(string) string) (settings, []config.Problem) {
 		if err != nil {
 			c.LedgerRetention = ledger.DefaultRetention
 			bad("LEDGER_RETENTION_DAYS", raw, err)
+		}
+	}
+
+	c.LimiterTally = limiter.TallyPeriod
+	if raw := v.LimiterTallyS; raw != "" {
+		s, err := strconv.Atoi(raw)
+		d := time.Duration(s) * time.Second
+		if err == nil && (d < limiter.MinTallyPeriod || d > limiter.MaxTallyPeriod || limiter.TallyPeriod%d != 0) {
+			err = fmt.Errorf("want whole seconds in [%d, %d] dividing a minute", int(limiter.MinTallyPeriod.Seconds()), int(limiter.MaxTallyPeriod.Seconds()))
+		}
+		if err != nil {
+			bad("LIMITER_TALLY_S", raw, err)
+		} else {
+			c.LimiterTally = d
 		}
 	}
 	return c, probs

@@ -9,6 +9,7 @@ import (
 
 	"storecrawl/durable/enrichment"
 	"storecrawl/durable/ledger"
+	"storecrawl/durable/limiter"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -18,14 +19,15 @@ func TestLoadSettingsBuildsTheObjectsConfigs(t *testing.T) {
 		"UPSTREAM_API_BASE":     "http://127.0.0.1:1/",
 		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": "seed", "SCHEDULER_BREAKER_THRESHOLD": "4",
 		"LEDGER_RETENTION_DAYS": "2", "ENRICHMENT_PARSER_PROBE_S": "5", "UPSTREAM_MAX_HOLD_S": "120",
-		"LOOKUP_BATCH": "150",
+		"LOOKUP_BATCH": "150", "LIMITER_TALLY_S": "5", "ENRICHMENT_IDLE_S": "5",
 	}))
 	if len(probs) != 0 {
 		t.Fatalf("problems: %+v", probs)
 	}
 	if c.Enrichment.Pacing != "seed" || c.Enrichment.Cooldown != time.Minute || c.Scheduler.BreakerThreshold != 4 ||
 		c.LedgerRetention != 48*time.Hour || c.Enrichment.ProbeInterval() != 5*time.Second || c.Enrichment.LookupBatchSize() != 150 ||
-		c.APIBase != "http://127.0.0.1:1" || c.MaxHold != 2*time.Minute {
+		c.APIBase != "http://127.0.0.1:1" || c.MaxHold != 2*time.Minute ||
+		c.LimiterTally != 5*time.Second || c.Enrichment.IdleWait() != 5*time.Second {
 		t.Fatalf("parsed: %+v", c)
 	}
 }
@@ -37,12 +39,15 @@ func TestBadObjectVarsAreReportedAndDefaulted(t *testing.T) {
 		"ENRICHMENT_RETRY_FAILED_AFTER_H": "-1",
 		"FACTS_RETENTION_DAYS":            "30d",
 		"LOOKUP_BATCH":                    "500",
+		"LIMITER_TALLY_S":                 "7",
+		"ENRICHMENT_IDLE_S":               "0",
 	}))
-	// 5 of the objects' vars, and 4 of config's own.
-	if len(probs) != 9 {
-		t.Fatalf("want 9 problems, got %+v", probs)
+	// 7 of the objects' vars, and 4 of config's own.
+	if len(probs) != 11 {
+		t.Fatalf("want 11 problems, got %+v", probs)
 	}
-	if c.Enrichment != enrichment.DefaultConfig() || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention {
+	if c.Enrichment != enrichment.DefaultConfig() || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention ||
+		c.LimiterTally != limiter.TallyPeriod {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if c, probs := loadSettings(env(nil)); len(probs) != 0 || c.Enrichment != enrichment.DefaultConfig() || c.LedgerRetention != ledger.DefaultRetention {

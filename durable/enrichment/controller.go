@@ -311,7 +311,7 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		}
 	}
 	if o.Picked == 0 && o.Skipped == 0 && o.Error == "" {
-		idle := now.Add(IdleInterval) // empty queue: poll slowly, D1 reads cost
+		idle := now.Add(cfg.IdleWait()) // empty queue: poll slowly, D1 reads cost
 		if s.Parser.Drifting() {
 			// Pages are paused and no item waits for its lookup (batched
 			// lookups clear them in a few ticks): the next probe may take

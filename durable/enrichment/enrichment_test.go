@@ -357,6 +357,27 @@ func TestAbandonedRunIsRecovered(t *testing.T) {
 	}
 }
 
+// TestShorterIdlePoll: ENRICHMENT_IDLE_S shortens the pause after a tick
+// that found no work, and nothing else; out of [MinIdle, IdleInterval] it
+// is refused.
+func TestShorterIdlePoll(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := cfg.SetIdleSeconds(5); err != nil || cfg.IdleWait() != 5*time.Second || DefaultConfig().IdleWait() != IdleInterval {
+		t.Fatalf("idle %s, err %v", cfg.IdleWait(), err)
+	}
+	for _, bad := range []int{0, -1, int(IdleInterval/time.Second) + 1} {
+		if c := DefaultConfig(); c.SetIdleSeconds(bad) == nil {
+			t.Errorf("idle %ds accepted", bad)
+		}
+	}
+	st := ""
+	decideWith(t, cfg, &st, "tick", TickRequest{}, t0)
+	// The pause is the longer of the poll and the pace's own interval.
+	if d := decideWith(t, cfg, &st, "tick_done", RunOutcome{Picked: 0}, t0); d.AlarmAt < t0.Add(5*time.Second).UnixMilli() || d.AlarmAt >= t0.Add(IdleInterval).UnixMilli() {
+		t.Fatalf("idle tick with a 5 s poll: next wake in %s", time.UnixMilli(d.AlarmAt).Sub(t0))
+	}
+}
+
 func TestIdleAndRunErrorPacing(t *testing.T) {
 	st := ""
 	decide(t, &st, "tick", TickRequest{}, t0)

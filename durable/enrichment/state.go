@@ -53,6 +53,10 @@ type Config struct {
 	// Subrequests is the invocation's budget of subrequests
 	// (SUBREQUEST_BUDGET); 0 means DefaultSubrequests.
 	Subrequests int
+	// Idle is the pause after a tick that found no work (ENRICHMENT_IDLE_S);
+	// 0 means IdleInterval. Only tests that wait for an idle controller to
+	// see new work shorten it: each poll costs a D1 read.
+	Idle time.Duration
 }
 
 // SubrequestBudget is the configured budget or its default.
@@ -69,6 +73,27 @@ func (c *Config) SetSubrequestBudget(n int) error {
 		return fmt.Errorf("subrequest budget %d outside [%d, %d]", n, FreeSubrequests, DefaultSubrequests)
 	}
 	c.Subrequests = n
+	return nil
+}
+
+// IdleWait is the configured Idle or IdleInterval.
+func (c Config) IdleWait() time.Duration {
+	if c.Idle <= 0 {
+		return IdleInterval
+	}
+	return c.Idle
+}
+
+// MinIdle bounds ENRICHMENT_IDLE_S from below: a poll a second.
+const MinIdle = time.Second
+
+// SetIdleSeconds sets Idle from seconds, within [MinIdle, IdleInterval].
+func (c *Config) SetIdleSeconds(seconds int) error {
+	d := time.Duration(seconds) * time.Second
+	if d < MinIdle || d > IdleInterval {
+		return fmt.Errorf("idle poll %ds outside [%s, %s]", seconds, MinIdle, IdleInterval)
+	}
+	c.Idle = d
 	return nil
 }
 

@@ -21,6 +21,10 @@ import (
 // entry and storage go), and past MaxObjects entries the least recently
 // used one is evicted.
 type Objects struct {
+	// TallyPeriod is the span of each key's ledger facts (0: TallyPeriod,
+	// a minute); set before the first call.
+	TallyPeriod time.Duration
+
 	mu sync.Mutex
 	m  map[string]*keyObject
 }
@@ -125,7 +129,7 @@ func (o *Objects) object(id string, now time.Time) *keyObject {
 		if len(o.m) >= MaxObjects {
 			o.evictLRU()
 		}
-		k = &keyObject{}
+		k = &keyObject{ledger: Ledger{Period: o.TallyPeriod}}
 		o.m[id] = k
 	}
 	k.used = now

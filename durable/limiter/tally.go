@@ -3,8 +3,18 @@ package limiter
 import "time"
 
 // TallyPeriod is the span of one ledger fact of a key's traffic: a minute
-// summary (allowed, refused, waited) instead of a fact per acquire.
+// summary (allowed, refused, waited) instead of a fact per acquire. An
+// Objects can tally shorter periods (Objects.TallyPeriod, LIMITER_TALLY_S:
+// the integration tests, which would otherwise wait a minute for a key's
+// fact and its retirement); D1 still rolls them up by the minute.
 const TallyPeriod = time.Minute
+
+// Bounds of a shorter tally period: whole seconds dividing a minute keep
+// every period inside one of D1's minute rollups.
+const (
+	MinTallyPeriod = time.Second
+	MaxTallyPeriod = TallyPeriod
+)
 
 // Tally is one period of a key's traffic.
 type Tally struct {
@@ -25,10 +35,19 @@ func (t Tally) Counters() map[string]int64 {
 type Ledger struct {
 	Open   Tally    `json:"open"`
 	Closed Counters `json:"closed"`
+	// Period is the span of a tally; 0 is TallyPeriod.
+	Period time.Duration `json:"-"`
 }
 
-func periodStart(now time.Time) int64 {
-	p := TallyPeriod.Milliseconds()
+func (l *Ledger) periodMs() int64 {
+	if l.Period <= 0 {
+		return TallyPeriod.Milliseconds()
+	}
+	return l.Period.Milliseconds()
+}
+
+func (l *Ledger) periodStart(now time.Time) int64 {
+	p := l.periodMs()
 	return now.UnixMilli() / p * p
 }
 
@@ -37,7 +56,7 @@ func periodStart(now time.Time) int64 {
 func (l *Ledger) Count(now time.Time, allowed, waited bool) *Tally {
 	closed := l.Roll(now)
 	if l.Open.Start == 0 {
-		l.Open.Start = periodStart(now)
+		l.Open.Start = l.periodStart(now)
 	}
 	switch {
 	case allowed && waited:
@@ -53,7 +72,7 @@ func (l *Ledger) Count(now time.Time, allowed, waited bool) *Tally {
 
 // Roll closes the open period if now is past its end.
 func (l *Ledger) Roll(now time.Time) *Tally {
-	if l.Open.Start == 0 || now.UnixMilli() < l.Open.Start+TallyPeriod.Milliseconds() {
+	if l.Open.Start == 0 || now.UnixMilli() < l.Open.Start+l.periodMs() {
 		return nil
 	}
 	t := l.Open
@@ -69,5 +88,5 @@ func (l *Ledger) OpenUntil() int64 {
 	if l.Open.Start == 0 {
 		return 0
 	}
-	return l.Open.Start + TallyPeriod.Milliseconds()
+	return l.Open.Start + l.periodMs()
 }

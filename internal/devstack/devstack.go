@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -20,14 +21,38 @@ import (
 // StopTimeout is how long a stopped process group gets before SIGKILL.
 const StopTimeout = 10 * time.Second
 
-// FreePort returns a free TCP port on loopback.
+// given is every port FreePort handed out in this process: stacks started
+// side by side (parallel tests) must not be handed the same port between
+// its check and its use.
+var given struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// freePortTries bounds FreePort's retries when the kernel offers a port
+// handed out already.
+const freePortTries = 100
+
+// FreePort returns a free TCP port on loopback, never one it returned before.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	given.Lock()
+	defer given.Unlock()
+	if given.ports == nil {
+		given.ports = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	for range freePortTries {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !given.ports[p] {
+			given.ports[p] = true
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("no new free port after %d tries", freePortTries)
 }
 
 // Wrangler is the project's pinned wrangler under root.

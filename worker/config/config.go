@@ -143,6 +143,8 @@ type ObjectVars struct {
 	EnrichmentCooldownS       string // ENRICHMENT_COOLDOWN_S
 	EnrichmentPacing          string // ENRICHMENT_PACING
 	EnrichmentParserProbeS    string // ENRICHMENT_PARSER_PROBE_S
+	EnrichmentIdleS           string // ENRICHMENT_IDLE_S
+	LimiterTallyS             string // LIMITER_TALLY_S
 	LookupBatch               string // LOOKUP_BATCH
 	LookupFreshH              string // LOOKUP_FRESH_H
 	SchedulerBreakerThreshold string // SCHEDULER_BREAKER_THRESHOLD
@@ -174,6 +176,8 @@ func Load(getenv func(string) string) (Config, []Problem) {
 			EnrichmentCooldownS:       getenv("ENRICHMENT_COOLDOWN_S"),
 			EnrichmentPacing:          getenv("ENRICHMENT_PACING"),
 			EnrichmentParserProbeS:    getenv("ENRICHMENT_PARSER_PROBE_S"),
+			EnrichmentIdleS:           getenv("ENRICHMENT_IDLE_S"),
+			LimiterTallyS:             getenv("LIMITER_TALLY_S"),
 			LookupBatch:               getenv("LOOKUP_BATCH"),
 			LookupFreshH:              getenv("LOOKUP_FRESH_H"),
 			SchedulerBreakerThreshold: getenv("SCHEDULER_BREAKER_THRESHOLD"),

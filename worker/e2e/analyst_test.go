@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,6 +69,7 @@ type briefView struct {
 // brief resumes through a 429 storm (paced by Retry-After, nothing lost)
 // and is written from the stored input, its spend in the ledger.
 func TestAnalystBriefsUnderCapAndRateLimits(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir)
 	llm := startLLMSim(t, dir)
@@ -88,9 +88,7 @@ func TestAnalystBriefsUnderCapAndRateLimits(t *testing.T) {
 			fmt.Fprintf(&sql, "INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES ('%s', %d, %d, '2026-01-01T00:00:00.000Z');\n", kw, id, j+1)
 		}
 	}
-	f := filepath.Join(dir, "markets.sql")
-	os.WriteFile(f, []byte(sql.String()), 0o644)
-	wrangler(t, persist, "d1", "execute", "DB", "--local", "--file", f)
+	seedSQL(t, persist, sql.String())
 
 	// A cap of $0.0005: below one brief call's worst case (its prompt's
 	// bytes at the input price plus 1,000 completion tokens at the output price).

@@ -27,6 +27,7 @@ const largeBodyRounds = 20
 // dropped connection; so is a chunked one; a wrong token's is a 401; and
 // the Worker still answers afterwards.
 func TestLargeBodies(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir)
 	persist := filepath.Join(dir, "state")

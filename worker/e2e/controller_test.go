@@ -68,6 +68,7 @@ func simRequests(t *testing.T, s *sim, route string) float64 {
 // a hostile upstream (back-off, cooldown), recovery, stop/start, a restart
 // of wrangler dev, and the cron trigger.
 func TestControllerEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir, "-apps", "3000", "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")

@@ -14,6 +14,7 @@ import (
 // TestDeployDryRun bundles the Worker exactly as `wrangler deploy` would,
 // offline, and checks every binding made it into the upload.
 func TestDeployDryRun(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	cmd := exec.Command(devstack.Wrangler(root), "deploy", "--dry-run", "--outdir", filepath.Join(dir, "dist"))
 	cmd.Dir = root

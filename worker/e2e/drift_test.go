@@ -44,6 +44,7 @@ func served(t *testing.T, s *sim, route string) float64 {
 // on, and no item is marked failed. Switched back, a probe parses, pages
 // resume, and a reparse from R2 leaves every record complete.
 func TestParserDriftIsAnIncident(t *testing.T) {
+	t.Parallel()
 	const apps = 120
 	dir := outputDir(t)
 	s := startSim(t, dir, "-apps", fmt.Sprint(apps), "-rate-per-min", "6000", "-burst", "100")

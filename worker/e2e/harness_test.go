@@ -29,6 +29,14 @@ const (
 	// /v1/limiter/acquire and client keys' status need.
 	clientToken    = "e2e-client-token"
 	startupTimeout = 120 * time.Second
+	// testTallyS is LIMITER_TALLY_S where a test waits for limiter facts
+	// or an idle key's retirement: a key's facts every 5 s instead of every
+	// minute (the setting's default).
+	testTallyS = 5
+	// testIdleS is ENRICHMENT_IDLE_S where a test waits for an idle
+	// controller to see new work: a poll every 5 s instead of every two
+	// minutes (the default).
+	testIdleS = 5
 )
 
 var root = mustAbs("../..")
@@ -114,16 +122,14 @@ func startSim(t *testing.T, dir string, args ...string) *sim {
 	return startSimulator(t, dir, "upstream-sim", args...)
 }
 
-// startSimulator builds cmd/<name> and starts it on a free loopback port
+// startSimulator starts cmd/<name> (built by TestMain) on a free loopback port
 // (-addr 127.0.0.1:0), its log in dir/<name>.log, and waits for its
 // "listening" event.
 func startSimulator(t *testing.T, dir, name string, args ...string) *sim {
 	t.Helper()
-	bin := filepath.Join(dir, name)
-	build := exec.Command("go", "build", "-o", bin, "./cmd/"+name)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", name, err, out)
+	bin, ok := binaries[name]
+	if !ok {
+		t.Fatalf("no binary of cmd/%s: TestMain builds %v", name, simulatorCommands)
 	}
 	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	pr, pw := io.Pipe()
@@ -202,20 +208,27 @@ func wrangler(t *testing.T, persist string, args ...string) string {
 	return string(out)
 }
 
-// prepareDB applies migrations and queues the simulator's first n apps.
+// prepareDB gives persist the migrated local state with the simulator's
+// first n apps queued: a copy of the run's snapshot for n (TestMain's
+// seededState), so no test runs wrangler's migrations or the seed itself.
 func prepareDB(t *testing.T, persist, dir string, n int) {
 	t.Helper()
-	wrangler(t, persist, "d1", "migrations", "apply", "DB", "--local")
-	if n > 0 {
-		seed := exec.Command("go", "run", "./cmd/seed", "-apps", fmt.Sprint(n))
-		seed.Dir = root
-		sql, err := seed.Output()
-		if err != nil {
-			t.Fatalf("seed: %v", err)
-		}
-		f := filepath.Join(dir, "seed.sql")
-		os.WriteFile(f, sql, 0o644)
-		wrangler(t, persist, "d1", "execute", "DB", "--local", "--file", f)
+	snap, err := seededState(n)
+	if err != nil {
+		t.Fatalf("local state with %d apps: %v", n, err)
+	}
+	if err := copyTree(snap, persist); err != nil {
+		t.Fatalf("copy the local state: %v", err)
+	}
+}
+
+// seedSQL runs a script against the local D1 under persist before wrangler
+// dev starts on it (what `wrangler d1 execute --local --file` did, without
+// starting a runtime for it).
+func seedSQL(t *testing.T, persist, script string) {
+	t.Helper()
+	if err := execSQL(persist, script); err != nil {
+		t.Fatalf("seed the local D1: %v", err)
 	}
 }
 

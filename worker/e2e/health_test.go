@@ -8,6 +8,7 @@ import (
 )
 
 func TestHealthServedByOneReusedGoInstance(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir)
 	persist := filepath.Join(dir, "state")

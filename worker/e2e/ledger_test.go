@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"storecrawl/worker/ratelimit"
@@ -24,18 +23,16 @@ type ledgerView struct {
 	Consumer map[string]int64 `json:"consumer"`
 }
 
-// d1Rows runs one read against the local D1 and returns its rows.
+// d1Rows runs one read against the local D1 and returns its rows (read
+// from its SQLite file: a wrangler d1 execute costs a runtime's start-up,
+// ~1.5 s of CPU, per read).
 func d1Rows(t *testing.T, persist, sql string) []map[string]any {
 	t.Helper()
-	out := wrangler(t, persist, "d1", "execute", "DB", "--local", "--json", "--command", sql)
-	var res []struct {
-		Results []map[string]any `json:"results"`
+	rows, err := queryRows(persist, sql)
+	if err != nil {
+		t.Fatalf("local D1: %v", err)
 	}
-	start := strings.Index(out, "[")
-	if start < 0 || json.Unmarshal([]byte(out[start:]), &res) != nil || len(res) == 0 {
-		t.Fatalf("unreadable d1 output for %s:\n%s", sql, out)
-	}
-	return res[0].Results
+	return rows
 }
 
 // TestLedgerReplicatesExactlyOnce runs the stack with the facts consumer
@@ -44,11 +41,12 @@ func d1Rows(t *testing.T, persist, sql string) []map[string]any {
 // (counters = facts in D1 + facts not yet sent, for every writer). It also
 // checks the history and counts endpoints the dashboard reads.
 func TestLedgerReplicatesExactlyOnce(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir, "-apps", "300", "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")
 	prepareDB(t, persist, dir, 60)
-	w := &worker{persist: persist, simBase: s.base, dir: dir, owner: t, vars: []string{"LEDGER_FAULT_FAIL_AFTER_WRITE:1"}}
+	w := &worker{persist: persist, simBase: s.base, dir: dir, owner: t, vars: []string{"LEDGER_FAULT_FAIL_AFTER_WRITE:1", "LIMITER_TALLY_S:" + itoa(testTallyS)}}
 	w.start(t, "wrangler-1.log")
 
 	getStatus(t, w) // starts the controller, which enriches the 60 seeded apps through the limiter
@@ -62,7 +60,7 @@ func TestLedgerReplicatesExactlyOnce(t *testing.T) {
 		}
 		ok := v.Consumer["faults_injected"] == 1 && v.Consumer["duplicates"] > 0 && len(v.Writers) >= 3
 		for _, wr := range v.Writers {
-			// The limiter's first minute closes within a minute of traffic;
+			// The limiter's first tally closes within testTallyS of traffic;
 			// a configured limiter nothing used here (upstream-reviews,
 			// llm-tokens) has no facts, and must show none pending.
 			used := wr.Source != "limiter:"+ratelimit.Reviews && wr.Source != "limiter:"+ratelimit.LLMTokens
@@ -150,6 +148,7 @@ func TestLedgerReplicatesExactlyOnce(t *testing.T) {
 // back, POST /v1/system/dead-letters/replay sends them again, and every
 // writer's facts are in D1 exactly once, as if nothing had happened.
 func TestDeadLetteredFactsAreReplayed(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir, "-apps", "300", "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")

@@ -24,23 +24,20 @@ import (
 // acquire needs the client token, a client naming the crawler's key
 // reaches its own namespace and leaves the crawler's key untouched, and an
 // idle client key is retired (its storage deleted, its D1 totals taken
-// back) once its window and minute have passed.
+// back) once its window and its tally period (LIMITER_TALLY_S) have passed.
 func TestLimiterExactUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir)
 	persist := filepath.Join(dir, "state")
 	prepareDB(t, persist, dir, 0)
-	w := startWorker(t, dir, persist, s.base)
+	// A key's tally closes every testTallyS seconds instead of every minute:
+	// its facts, and an idle key's retirement, come in seconds.
+	w := &worker{persist: persist, simBase: s.base, dir: dir, owner: t, vars: []string{"LIMITER_TALLY_S:" + itoa(testTallyS)}}
+	w.start(t, "wrangler-1.log")
 	acquire := w.base + "/v1/limiter/acquire"
 	status := func(key string, out any) int {
 		return doJSON(t, "GET", w.base+"/v1/limiter/status?key="+key, clientToken, nil, out)
-	}
-
-	// A key used once, with a one-second window: idle at once, retired by
-	// its alarm after its minute closes and its fact is sent (checked last).
-	var idle map[string]any
-	if code := doJSON(t, "POST", acquire, clientToken, `{"key":"e2e-idle","limit":1,"windowInSeconds":1}`, &idle); code != 200 || idle["allowed"] != true {
-		t.Fatalf("idle key's acquire: %d %v", code, idle)
 	}
 
 	const limit, callers = 10, 48
@@ -155,22 +152,42 @@ func TestLimiterExactUnderConcurrency(t *testing.T) {
 		t.Fatalf("waiting acquire: %v after %s", out, time.Since(start))
 	}
 
+	// A key used once before the restart: its tally closes into a fact in
+	// this instance (testTallyS), and it is idle once its window has passed
+	// (idleWindowS, longer than the fact's way to D1 and the restart's
+	// stop): its alarm fires in the next instance, which restores it from
+	// storage to retire it (checked last).
+	const idleWindowS = 30
+	var idle map[string]any
+	if code := doJSON(t, "POST", acquire, clientToken, fmt.Sprintf(`{"key":"e2e-idle","limit":1,"windowInSeconds":%d}`, idleWindowS), &idle); code != 200 || idle["allowed"] != true {
+		t.Fatalf("idle key's acquire: %d %v", code, idle)
+	}
+	idleUsed := time.Now()
+	eventually(t, idleWindowS*time.Second, "e2e-idle's tally in D1", func() (bool, string) {
+		rows := d1Rows(t, persist, `SELECT COUNT(*) AS n FROM facts WHERE source = 'limiter:client:e2e-idle' AND kind = 'limiter.minute'`)
+		return rows[0]["n"] == 1.0, jsonString(rows)
+	})
+
 	// Admissions are persisted: after a restart the key is still full.
-	w.restart(t, "wrangler-2.log")
+	stopGroup(w.cmd)
+	if d := time.Since(idleUsed); d >= idleWindowS*time.Second {
+		t.Fatalf("%s from e2e-idle's use to the stop: it may have retired before the restart", d.Round(time.Second))
+	}
+	w.start(t, "wrangler-2.log")
 	acquire = w.base + "/v1/limiter/acquire" // a new port
 	doJSON(t, "POST", acquire, clientToken, fmt.Sprintf(`{"key":"e2e-hot","limit":%d,"windowInSeconds":600}`, limit), &out)
 	if out["allowed"] != false {
 		t.Fatalf("admissions lost across restart: %v", out)
 	}
 
-	// Another idle key, used after the restart: its minute closes in this
-	// instance, so its retirement has a minute fact to take back.
+	// Another idle key, used after the restart: its tally closes in this
+	// instance, so its retirement has a fact to take back.
 	if code := doJSON(t, "POST", acquire, clientToken, `{"key":"e2e-idle-2","limit":3,"windowInSeconds":1}`, &out); code != 200 || out["allowed"] != true {
 		t.Fatalf("second idle key: %d %v", code, out)
 	}
 
 	// The idle keys are retired by their alarms (the first after the
-	// restart: a fresh instance restores it from storage first): their
+	// restart: the fresh instance restores it from storage first): their
 	// status is a 404 again, their storage is gone, their retirement fact
 	// reached D1 and took their totals back to zero (their minutes stay for
 	// the history), and reconciliation reports them retired.

@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 // TestClusteringCronPublishesMarkets seeds keyword rankings, fires the
 // 6-hourly clustering cron, and reads the markets back over HTTP.
 func TestClusteringCronPublishesMarkets(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir)
 	persist := filepath.Join(dir, "state")
@@ -32,9 +32,7 @@ func TestClusteringCronPublishesMarkets(t *testing.T) {
 			fmt.Fprintf(&sql, "INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES ('%s', %d, %d, '2026-01-01T00:00:00.000Z');\n", kw, id, j+1)
 		}
 	}
-	f := filepath.Join(dir, "markets.sql")
-	os.WriteFile(f, []byte(sql.String()), 0o644)
-	wrangler(t, persist, "d1", "execute", "DB", "--local", "--file", f)
+	seedSQL(t, persist, sql.String())
 
 	w := startWorker(t, dir, persist, s.base)
 	var out map[string]any

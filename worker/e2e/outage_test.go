@@ -23,11 +23,21 @@ const outageLength = 45 * time.Second
 // items given up are those the upstream itself cannot serve (the
 // simulator's broken pages, a parse error).
 func TestUpstreamOutageFailsNoItem(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir, "-apps", fmt.Sprint(outageApps), "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")
 	prepareDB(t, persist, dir, outageApps)
-	w := startWorker(t, dir, persist, s.base)
+	// An idle controller polls every testIdleS seconds: when every item
+	// left is deferred (waiting out its retry), a tick finds no work, and
+	// the deferred items are retried at the next poll, not two minutes on.
+	w := &worker{persist: persist, simBase: s.base, dir: dir, owner: t, vars: []string{"ENRICHMENT_IDLE_S:" + itoa(testIdleS)}}
+	w.start(t, "wrangler-1.log")
+	// Pages at 300/min, not probe's 60/min start: the queue drains in
+	// seconds once the upstream is back (the pace is not what this test checks).
+	if code := doJSON(t, "POST", w.base+"/v1/enrichment/tune", adminToken, `{"rate_per_min": 300}`, nil); code != 200 {
+		t.Fatalf("tune: %d", code)
+	}
 
 	var st status
 	eventually(t, 60*time.Second, "first completions", func() (bool, string) {

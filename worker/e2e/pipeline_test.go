@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,6 +83,7 @@ type market struct {
 //   - a message no handler accepts is retried, then recorded from the
 //     dead-letter queue.
 func TestPipelineEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir, "-apps", "3000", "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")
@@ -95,9 +95,7 @@ INSERT INTO crawl_keywords (keyword, source, created_at) VALUES ('budget','title
 INSERT INTO app_registry (track_id, name, subtitle, rating_count, average_rating, enrichment_source, enriched_at)
   VALUES (300000001, 'Zen Garden', 'Relax, breathe & sleep better', 1200, 4.1, 'itunes+store', '2026-01-01T00:00:00.000Z');
 `
-	f := filepath.Join(dir, "pipeline.sql")
-	os.WriteFile(f, []byte(seed), 0o644)
-	wrangler(t, persist, "d1", "execute", "DB", "--local", "--file", f)
+	seedSQL(t, persist, seed)
 
 	w := &worker{persist: persist, simBase: s.base, dir: dir, vars: []string{"TEST_ROUTES:1"}, owner: t}
 	w.start(t, "wrangler-1.log")

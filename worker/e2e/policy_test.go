@@ -12,6 +12,7 @@ import (
 // it, the same policy is served, another is a 409 naming the fields that
 // differ and changes nothing, and "replace": true changes it.
 func TestLimiterPolicyNeedsReplace(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir)
 	persist := filepath.Join(dir, "state")

@@ -42,12 +42,16 @@ func simCatalogue(t *testing.T, s *sim, ids []int64) map[int64]simApp {
 // observations. Apps the store did not change cost a share of a lookup and
 // no page.
 func TestRefreshShowsUpstreamChanges(t *testing.T) {
+	t.Parallel()
 	const apps = 30
 	dir := outputDir(t)
 	s := startSim(t, dir, "-apps", itoa(apps), "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")
 	prepareDB(t, persist, dir, apps)
-	w := startWorker(t, dir, persist, s.base)
+	// An idle controller polls every testIdleS seconds instead of every two
+	// minutes: the due refreshes are seen within seconds of the drain.
+	w := &worker{persist: persist, simBase: s.base, dir: dir, owner: t, vars: []string{"ENRICHMENT_IDLE_S:" + itoa(testIdleS)}}
+	w.start(t, "wrangler-1.log")
 
 	eventually(t, 3*time.Minute, "the queue drained", func() (bool, string) {
 		doJSON(t, "GET", w.base+"/v1/enrichment/status", "", nil, nil) // the controller starts on its first call
@@ -102,8 +106,7 @@ UPDATE app_registry SET next_refresh_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') 
 	doJSON(t, "GET", w.base+"/v1/enrichment/status", "", nil, &st)
 	refreshedBefore, unchangedBefore := st.Totals["refreshed"], st.Totals["refreshes_unchanged"]
 
-	// The controller serves the due refreshes (an idle controller polls
-	// within two minutes).
+	// The controller serves the due refreshes (its next idle poll sees them).
 	eventually(t, 4*time.Minute, "every refresh done", func() (bool, string) {
 		doJSON(t, "GET", w.base+"/v1/enrichment/status", "", nil, &st)
 		return st.Totals["refreshed"]-refreshedBefore >= float64(len(ids)), jsonString(st.Totals)

@@ -44,6 +44,7 @@ func schedStatus(t *testing.T, w *worker) map[string]schedTask {
 // one task while the other keeps running, the control calls are guarded,
 // and the schedule survives a restart.
 func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir, "-apps", "300", "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")
@@ -155,6 +156,7 @@ func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
 // must find each task run already, by the cron's wake alone (a status call
 // that created the scheduler would find no runs yet).
 func TestCronAloneStartsEveryTask(t *testing.T) {
+	t.Parallel()
 	dir := outputDir(t)
 	s := startSim(t, dir, "-apps", "100", "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")

@@ -19,6 +19,7 @@ const maxModuleBytes = 16 << 20
 // TestModuleSize fails when the module `make build` wrote is missing or
 // larger than maxModuleBytes.
 func TestModuleSize(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(root, "build", "app.wasm")
 	fi, err := os.Stat(path)
 	if err != nil {

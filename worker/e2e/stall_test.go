@@ -31,6 +31,7 @@ func completedTotal(t *testing.T, w *worker) float64 {
 // markup is back the crawl keeps its pace within 3 minutes, with no reset
 // and no operator. Run it alone with -timeout 20m (about 9 minutes).
 func TestRetryFailedDoesNotStallTheCrawl(t *testing.T) {
+	t.Parallel()
 	const (
 		// apps is more than the run crawls at the simulator's limit
 		// (simLimit pages a minute at most, ~10 minutes of work): the queue
