@@ -1,4 +1,4 @@
--- What the store page parsers made of each app's page (issue 13): its
+-- What the store page parsers made of each app's page: its
 -- markup, the sections it lacked, the parser that read it, and whether the
 -- page is parsed, pending (not fetched yet: parser drift) or unparsed (it
 -- came back without recognisable product data). A reparse from R2 picks the

@@ -1,4 +1,4 @@
--- Re-parse jobs (issue 13): POST /v1/enrichment/reparse starts one; the
+-- Re-parse jobs: POST /v1/enrichment/reparse starts one; the
 -- scheduler's page-reparse task walks app_registry in track_id order from
 -- cursor, re-running the page parsers over the raw pages kept in R2. The
 -- newest unfinished job is the active one.

@@ -1,4 +1,4 @@
--- Upstream outages do not fail items (issue 14, item 1).
+-- Upstream outages do not fail items.
 -- A 5xx, a timeout or a connection error is the upstream's state, not the
 -- item's: the item stays queued with its attempts uncounted, and is not
 -- picked again before enrich_retry_at, so one outage does not put the same

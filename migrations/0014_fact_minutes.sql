@@ -1,4 +1,4 @@
--- Per-minute rollups of the facts /v1/history reads (issue 14, item 11), so
+-- Per-minute rollups of the facts /v1/history reads, so
 -- it reads one row per writer per minute instead of every fact, and raw
 -- facts can be pruned (FACTS_RETENTION_DAYS, the facts-prune task).
 --

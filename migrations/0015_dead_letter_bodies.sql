@@ -1,4 +1,4 @@
--- Dead letters are replayable in full (issue 14, item 4). The whole body of
+-- Dead letters are replayable in full. The whole body of
 -- a dead message goes to R2 (body_r2_key) before its row is written: R2 does
 -- not share D1's outages, which are what dead-letters ledger facts, and a
 -- D1 row holding 128 KB bodies would make the listing heavy. `body` stays

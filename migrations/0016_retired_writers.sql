@@ -1,4 +1,4 @@
--- A retired writer's totals leave fact_totals (issue 14, item 6).
+-- A retired writer's totals leave fact_totals.
 --
 -- An idle limiter client key is retired: its object's storage, lifetime
 -- counters included, is deleted, after it sent its last fact, of kind

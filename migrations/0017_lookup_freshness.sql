@@ -1,4 +1,4 @@
--- Lookups that are not needed are not made (issue 15).
+-- Lookups that are not needed are not made.
 -- lookup_at is when the app's lookup-level fields (name, developer, price,
 -- rating, version, description, ...) were last stored from an iTunes
 -- lookup or search result. A queued app whose lookup_at is within the

@@ -1,4 +1,4 @@
--- A living catalogue (issue 16): enriched apps are looked at again on a
+-- A living catalogue: enriched apps are looked at again on a
 -- schedule set by their value (worker/refresh), what the crawl sees again
 -- updates what is stored, and what changed is kept as history.
 

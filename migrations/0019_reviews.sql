@@ -1,4 +1,4 @@
--- Customer reviews (issue 17): the analyst's evidence of what users of the
+-- Customer reviews: the analyst's evidence of what users of the
 -- top clusters' apps complain about. One row per Apple review id (ids are
 -- global across storefronts), written idempotently by
 -- worker/reviews.UpsertStmt: a re-fetched review replaces its row (a

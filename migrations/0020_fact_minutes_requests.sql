@@ -1,4 +1,4 @@
--- What the upstream costs, over time (issue 15): the controller's tick facts
+-- What the upstream costs, over time: the controller's tick facts
 -- carry lookup_requests, page_requests, lookup_refusals and page_refusals
 -- (requests that reached each host, and its 403/429 answers); the
 -- per-minute rollups keep them too, so /v1/history can show requests per

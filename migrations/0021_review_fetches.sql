@@ -1,4 +1,4 @@
--- Which apps' reviews were fetched when (issue 17): the reviews-refresh
+-- Which apps' reviews were fetched when: the reviews-refresh
 -- task fetches the customer-reviews feed of the top opportunity clusters'
 -- apps, those never fetched or fetched longer ago than its refresh age
 -- first. One row per app and storefront, replaced on each fetch.

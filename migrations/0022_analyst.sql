@@ -1,4 +1,4 @@
--- The analyst (issue 17): an LLM brief per top opportunity cluster, written
+-- The analyst: an LLM brief per top opportunity cluster, written
 -- as resumable steps under the scheduler (the analyst-run task), and the
 -- LLM spend ledger that enforces the daily cap.
 

@@ -1,4 +1,4 @@
--- Keyword steering (issue 16): keywords are searched by expected value,
+-- Keyword steering: keywords are searched by expected value,
 -- and searched keywords come due again on a schedule set by their market
 -- (worker/crawl/steer.go holds the policy; its numbers live in Go).
 

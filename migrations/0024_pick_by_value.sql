@@ -1,4 +1,4 @@
--- Crawl steering (issue 16): the enrichment pick serves queued apps by
+-- Crawl steering: the enrichment pick serves queued apps by
 -- priority, then by how many ratings their lookup (or a search) showed, so
 -- among equals the apps that matter most are enriched first; an app with
 -- no known count (NULL: sorts last in DESC order) comes after every known

@@ -169,7 +169,7 @@ func enrichmentRun(args []js.Value) (any, error) {
 		Sleep:     cf.Sleep,
 		Limit:     enrichment.GlobalLimit(up.Limits, upstream.CatalogueLimit),
 		PageLimit: enrichment.GlobalLimit(up.Limits, upstream.StorePagesLimit),
-		// Due refreshes (issue 16) share the tick with the queue.
+		// Due refreshes share the tick with the queue.
 		Refreshes:    enrichment.D1Store{DB: db},
 		RefreshShare: cfg.RefreshShare,
 	}

@@ -21,7 +21,7 @@ const fidelityApps = 3000
 
 // benchFidelity runs the live-fidelity scenario (internal/fidelity) with
 // the real controller under wrangler dev and prints it next to what
-// cmd/simulate predicts for the same scenario (issue 18).
+// cmd/simulate predicts for the same scenario.
 func benchFidelity(root string) {
 	scenario := filepath.Join(root, fidelity.ScenarioFile)
 	sc, err := fidelity.Load(scenario)

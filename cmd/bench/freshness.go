@@ -25,7 +25,7 @@ import (
 	"storecrawl/worker/upstream"
 )
 
-// The freshness benchmark (issue 16, "measured, not assumed"): a catalogue
+// The freshness benchmark ("measured, not assumed"): a catalogue
 // enriched at t0 from the simulator's base values, then N simulated hours
 // of the simulator's catalogue drift, served by the real enrichment Runner
 // (due refreshes beside the discovery queue) and the real catalogue sweep,

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Catalogue drift (issue 16): the App Store changes every day, so the
+// Catalogue drift: the App Store changes every day, so the
 // simulator's catalogue can too. POST /__config with
 // catalogue_changes_per_hour > 0 makes that many app changes every
 // simulated hour (catalogue_hour_s real seconds, 3600 by default): each

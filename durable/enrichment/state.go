@@ -268,7 +268,7 @@ type Totals struct {
 	// (LOOKUP_FRESH_H), with no lookup sent for them.
 	LookupsSkipped int64 `json:"lookups_skipped"`
 	// Refreshed counts enriched apps looked at again because their refresh
-	// came due (issue 16), stored with a new record or, when their lookup
+	// came due, stored with a new record or, when their lookup
 	// showed nothing a page is needed for, RefreshesUnchanged (one share
 	// of a lookup, no page). Neither counts in Completed.
 	Refreshed          int64 `json:"refreshed"`

@@ -13,7 +13,7 @@ import (
 // under ClientPrefix, so naming the crawler's key reaches a different key,
 // and a client key is held to the client bounds wherever it is parsed (the
 // object parses again and trusts no caller). Internal keys keep the wide
-// bounds (issue 14, item 6).
+// bounds.
 func TestClientKeysLiveInTheirOwnNamespace(t *testing.T) {
 	a, fe := ParseClientAcquire([]byte(`{"key":"upstream-catalogue","limit":1000,"windowInSeconds":60,"cost":1000}`))
 	if fe != nil || a.Key != "client:upstream-catalogue" || !IsClientKey(a.Key) {

@@ -97,7 +97,7 @@ func (m *sim) acquire(now time.Time, cost int) bool {
 	return true
 }
 
-// TestPolicyChangeKeepsLiveSlots: issue 14, item 7. A policy change rebuilt
+// TestPolicyChangeKeepsLiveSlots: a policy change rebuilt
 // the ring with next = last slot + 1, which overwrote a live row when the
 // limit grew, and dropped live rows in slots >= a smaller limit.
 func TestPolicyChangeKeepsLiveSlots(t *testing.T) {

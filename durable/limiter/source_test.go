@@ -10,8 +10,8 @@ import (
 )
 
 // TestLongestKeyMakesAValidFact: a limiter key of MaxKeyLen bytes, in the
-// clients' namespace too, gives a ledger source that Fact.Validate accepts
-// (issue 14, item 4), so its minute facts (and its retirement) are
+// clients' namespace too, gives a ledger source that Fact.Validate accepts,
+// so its minute facts (and its retirement) are
 // replicated, not dead-lettered.
 func TestLongestKeyMakesAValidFact(t *testing.T) {
 	key := strings.Repeat("k", MaxKeyLen)

@@ -35,7 +35,7 @@ func TestProbeLatencyBoundPlanKeepsConnectionsBusy(t *testing.T) {
 }
 
 func TestProbeOldStateDecodes(t *testing.T) {
-	// State stored before issue 18 (no newer fields) must still decode and run.
+	// State stored by an older version (no newer fields) must still decode and run.
 	old := `{"sub":4,"latency_ms":130,"not_before":0,"last_wake":0,"last_plan_requests":40,
 		"rate":540,"ceiling":600,"phase":"plateau","phase_since":1,"last_throttle":1,"streak":0,
 		"probe_ticks":0,"backoff_ms":0,"blocks":0,"penalized":false,"careful":false,"history":[{"end":1,"ok":40}]}`

@@ -35,14 +35,14 @@ var Registry = []Task{
 	// Customer reviews of the top opportunity clusters' apps, a few apps a
 	// run, each refetched after a day (worker/reviews.Refresh).
 	{Name: "reviews-refresh", Every: 10 * time.Minute, Jitter: time.Minute},
-	// The living catalogue (issue 16): rating velocities and refresh
+	// The living catalogue: rating velocities and refresh
 	// schedules for a bounded batch of apps from a cursor (about the whole
 	// catalogue a day at 15 minutes), the stale mark for apps not seen for
 	// CATALOGUE_STALE_AFTER_DAYS, and history past its retention.
 	{Name: "catalogue-sweep", Every: 15 * time.Minute, Jitter: time.Minute},
 	{Name: "catalogue-stale", Every: time.Hour, Jitter: 5 * time.Minute},
 	{Name: "history-prune", Every: time.Hour, Jitter: 5 * time.Minute},
-	// The analyst (issue 17): LLM briefs of the top opportunity clusters and
+	// The analyst: LLM briefs of the top opportunity clusters and
 	// those asked for (POST /v1/analyst/run), as resumable steps in D1, a
 	// few calls a run, within the daily LLM spend cap (worker/analyst).
 	{Name: "analyst-run", Every: 10 * time.Minute, Jitter: time.Minute},

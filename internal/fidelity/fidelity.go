@@ -1,6 +1,6 @@
 // Package fidelity compares the EnrichmentController's live pacing (the
 // real controller under `wrangler dev` against cmd/upstream-sim) with what
-// cmd/simulate predicts for the same scenario (issue 18): the live run
+// cmd/simulate predicts for the same scenario: the live run
 // steps the simulator's store-host limit through the scenario's phases
 // (POST /__config) and samples its counters; both sides are summarised the
 // same way, by the definitions of durable/pacing/sim (goodput against the

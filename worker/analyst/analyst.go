@@ -1,4 +1,4 @@
-// Package analyst is the LLM stage of issue 17: for each top opportunity
+// Package analyst is the LLM stage: for each top opportunity
 // cluster (and on demand) it writes a brief from the cluster's scores,
 // leaders and complaint themes, stores it with the exact input it saw, and
 // keeps LLM spend within a daily cap.

@@ -51,7 +51,7 @@ func TestAcquireFrontValidatesBeforeAnyObjectIsCalled(t *testing.T) {
 
 // TestAcquireNeedsTheClientToken: an acquire without the client token (or
 // with the admin token, or with none configured) is a 401 naming
-// authorization, before the body is even read (issue 14, item 6: acquire
+// authorization, before the body is even read (acquire
 // was anonymous).
 func TestAcquireNeedsTheClientToken(t *testing.T) {
 	body := []byte(`{"key":"claude","limit":5,"windowInSeconds":10}`)

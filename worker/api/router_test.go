@@ -347,8 +347,8 @@ func TestDeadLetterReplayRoute(t *testing.T) {
 	}
 }
 
-// TestLedgerIsPaged: GET /v1/ledger reads one bounded page of writers
-// (issue 14, item 6): before, it reconciled every writer D1 had ever seen in
+// TestLedgerIsPaged: GET /v1/ledger reads one bounded page of writers:
+// before, it reconciled every writer D1 had ever seen in
 // one request. Bad paging is a 400 naming the field, and reads nothing.
 func TestLedgerIsPaged(t *testing.T) {
 	l := &fakeLedger{}

@@ -29,7 +29,7 @@ func Truncate(s string, max int) string {
 	return s
 }
 
-// Bounds on every upstream value we store (issue 14, item 3): the upstream
+// Bounds on every upstream value we store: the upstream
 // is not ours, and one oversized answer must not make a row D1 refuses, a
 // save that fails on every attempt, or a record that crowds the isolate.
 const (

@@ -1,4 +1,4 @@
-// Package catalogue is the living catalogue's side of D1 (issue 16): what
+// Package catalogue is the living catalogue's side of D1: what
 // the crawl sees again updates what is stored (Observe), the catalogue
 // sweep computes rating velocities and schedules refreshes by the policy
 // of worker/refresh, apps not seen for long are marked stale, history is

@@ -10,7 +10,7 @@ import (
 	"storecrawl/worker/upstream"
 )
 
-// Keyword steering (issue 16): which keywords the crawl searches next and
+// Keyword steering: which keywords the crawl searches next and
 // how many a cycle.
 //
 // Value. A keyword's expected value (KeywordValue) is its market's

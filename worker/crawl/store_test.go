@@ -146,7 +146,7 @@ func (f *failingSaves) SaveScan(ctx context.Context, genre int, country string, 
 var badStmt = d1.Stmt{SQL: `INSERT INTO no_such_table VALUES (1)`}
 
 // A search answers the lookup's own shape: its results' lookup fields are
-// kept with lookup_at (issue 15), for a new app and a queued one alike, so
+// kept with lookup_at, for a new app and a queued one alike, so
 // the controller can skip their lookups; an enriched app is not touched.
 func TestSearchResultsKeepTheirLookupFields(t *testing.T) {
 	db, drv := d1test.New(t)
@@ -181,7 +181,7 @@ FROM app_registry ORDER BY track_id`)
 		}
 	}
 	// An enriched app keeps its record: only the sighting's fields move
-	// (issue 16's rediscovery: its rating count), and no lookup_at.
+	// (rediscovery: its rating count), and no lookup_at.
 	if e := drv.Rows(t, `SELECT name, rating_count, lookup_at FROM app_registry WHERE track_id = 3`)[0]; e["name"] != "enriched" ||
 		fmt.Sprint(e["rating_count"]) != fmt.Sprint(real.RatingCount) || e["lookup_at"] != nil {
 		t.Fatalf("an enriched app was rewritten by a search: %v", e)

@@ -122,7 +122,7 @@ func TestControllerEndToEnd(t *testing.T) {
 		if len(hist) != 5 {
 			t.Fatalf("rating histogram: %v", app["rating_histogram"])
 		}
-		// Lookups go in batches (issue 15): one lookup request serves many
+		// Lookups go in batches: one lookup request serves many
 		// apps, so the upstream sees about one request per app, its page.
 		// (make bench measures requests per enriched app with no run in flight.)
 		lookups, pages := simRequests(t, s, "lookup"), simRequests(t, s, "page")

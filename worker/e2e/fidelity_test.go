@@ -19,8 +19,8 @@ import (
 // Bounds of the live-fidelity run against cmd/simulate's prediction.
 const (
 	// fidelityFloor: every phase's live goodput is at least this share of
-	// what cmd/simulate predicts for it (1 − fidelity.Tolerance, the issue's
-	// 15 %). Session 8's run (go test -count=1 -tags 'integration fidelity'
+	// what cmd/simulate predicts for it (1 − fidelity.Tolerance,
+	// 15 %). A recorded run (go test -count=1 -tags 'integration fidelity'
 	// -run TestLivePacingAgainstTheSimulatorsPrediction -v ./worker/e2e/, on
 	// a quiet machine) printed live÷sim 0.96, 0.94 and 1.08 by phase, 0.98
 	// over the whole run; a later make test-integration run, with other
@@ -28,7 +28,7 @@ const (
 	fidelityFloor = 1 - fidelity.Tolerance
 	// stepUsedRatio: the ×4 step is used when phase 1 serves at least 1.5
 	// times phase 0's OK answers a second (a pace that ignored the step
-	// would serve 1×). The same session 8 run served 906 pages in phase 1
+	// would serve 1×). The same recorded run served 906 pages in phase 1
 	// against 355 in phase 0, both 180 s: 2.55× (the later run: 935 against
 	// 343, 2.73×).
 	stepUsedRatio = 1.5
@@ -37,7 +37,7 @@ const (
 	fidelityMaxRefused = 0.1
 )
 
-// Issue 18, live fidelity: the real EnrichmentController under wrangler
+// The real EnrichmentController under wrangler
 // dev against cmd/upstream-sim, the store host's limit stepped up ×4 and
 // down ÷4 as in the scenario internal/fidelity/live-steps.json, next to what
 // cmd/simulate predicts for that scenario. The comparison is printed, and

@@ -57,7 +57,7 @@ const (
 	lookupServedFloor = 0.6
 )
 
-// Issue 15: the API host (lookups) and the store host (pages) limit
+// The API host (lookups) and the store host (pages) limit
 // separately, and each has its own pace. First the store host is throttled
 // hard and the API host free, then the other way round: each time the
 // throttled host's pace follows its limit and the free host's pace sees no
@@ -151,7 +151,7 @@ func TestEachHostPacedToItsOwnLimit(t *testing.T) {
 	}
 }
 
-// Issue 15: an app whose stored lookup is fresh (a recent search or
+// An app whose stored lookup is fresh (a recent search or
 // lookup, LOOKUP_FRESH_H) is enriched with its page alone: a queue of such
 // apps drains with no lookup sent, and their stored fields are kept.
 func TestFreshLookupsAreNotMadeAgain(t *testing.T) {

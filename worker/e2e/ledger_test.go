@@ -143,7 +143,7 @@ func TestLedgerReplicatesExactlyOnce(t *testing.T) {
 }
 
 // TestDeadLetteredFactsAreReplayed fails the facts consumer before it
-// writes, as a D1 outage would (issue 14, item 4): the batches are retried
+// writes, as a D1 outage would: the batches are retried
 // into the dead-letter queue, which keeps their whole bodies. Once D1 is
 // back, POST /v1/system/dead-letters/replay sends them again, and every
 // writer's facts are in D1 exactly once, as if nothing had happened.

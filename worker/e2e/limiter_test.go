@@ -20,7 +20,7 @@ import (
 // through the real Worker and OmniLimiter object, and checks that exactly
 // `limit` are admitted, that bad requests change nothing, that a waiting
 // caller is held instead of refused, and that admissions survive a restart.
-// It also checks the public limiter cannot be abused (issue 14, item 6): an
+// It also checks the public limiter cannot be abused: an
 // acquire needs the client token, a client naming the crawler's key
 // reaches its own namespace and leaves the crawler's key untouched, and an
 // idle client key is retired (its storage deleted, its D1 totals taken

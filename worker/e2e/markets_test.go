@@ -78,7 +78,7 @@ func TestClusteringCronPublishesMarkets(t *testing.T) {
 		t.Fatalf("clusters by size: %s", jsonString(bySize))
 	}
 
-	// Issue 17: reviews-refresh fetches the top clusters' apps' customer
+	// Reviews-refresh fetches the top clusters' apps' customer
 	// reviews from the simulator's feed, under their own global limit.
 	doJSON(t, "POST", w.base+"/v1/scheduler/run-now", adminToken, `{"task":"reviews-refresh"}`, nil)
 	eventually(t, 60*time.Second, "reviews fetched", func() (bool, string) {

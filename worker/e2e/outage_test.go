@@ -17,7 +17,7 @@ const outageApps = 150
 const outageLength = 45 * time.Second
 
 // TestUpstreamOutageFailsNoItem drops every upstream connection for a
-// while as the controller runs (issue 14, item 1: before, such an outage
+// while as the controller runs (before, such an outage
 // left its items 'failed' for good). The items in flight are deferred, not
 // failed; once the upstream is back the whole queue drains, and the only
 // items given up are those the upstream itself cannot serve (the

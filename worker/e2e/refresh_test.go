@@ -36,7 +36,7 @@ func simCatalogue(t *testing.T, s *sim, ids []int64) map[int64]simApp {
 	return out
 }
 
-// Issue 16: the store changes an app's ratings and version; once its
+// The store changes an app's ratings and version; once its
 // refresh comes due the change shows in /v1/apps/{id} and in its history,
 // and the catalogue sweep computes a rating velocity from the real
 // observations. Apps the store did not change cost a share of a lookup and

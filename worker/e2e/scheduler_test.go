@@ -151,7 +151,7 @@ func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
 }
 
 // TestCronAloneStartsEveryTask deploys fresh state and fires only the
-// 5-minute cron (issue 14, item 13): no /v1/scheduler route and no
+// 5-minute cron: no /v1/scheduler route and no
 // dashboard is called before every task has run. The first status call
 // must find each task run already, by the cron's wake alone (a status call
 // that created the scheduler would find no runs yet).

@@ -10,7 +10,7 @@ import (
 	"storecrawl/worker/refresh"
 )
 
-// Refreshes (issue 16): what the controller's pick calls to serve due
+// Refreshes: what the controller's pick calls to serve due
 // refreshes next to never-enriched apps. Scheduling is the schema's and
 // the catalogue sweep's (migrations/0018, worker/catalogue): a stored
 // record (SaveStatements) or an unchanged refresh

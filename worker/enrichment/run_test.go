@@ -503,8 +503,7 @@ func TestRunStopsFetchingPagesNobodyCanRead(t *testing.T) {
 }
 
 // panicky panics on the page of one id, or on every lookup: a bug in a
-// fetch must cost that item, or that batch, not the shared Go instance
-// (issue 14, item 10).
+// fetch must cost that item, or that batch, not the shared Go instance.
 type panicky struct {
 	upstream.Client
 	lookups bool
@@ -698,7 +697,7 @@ func TestLookupBatchFitsOneBody(t *testing.T) {
 	}
 }
 
-// Issue 15: an item whose stored lookup (from a lookup or a search) is
+// An item whose stored lookup (from a lookup or a search) is
 // within LookupFreshS needs only its page; a stale one, or one never
 // looked up, goes in a lookup batch. With NoLookups (the API host held)
 // only the fresh ones run and the rest stay queued, untouched.

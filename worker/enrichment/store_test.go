@@ -290,8 +290,8 @@ func TestLookupOnlyRecordsAgainstD1(t *testing.T) {
 	if items, _ = s.PickQueued(context.Background(), 10, false, time.Now()); len(items) != 2 {
 		t.Fatalf("full pick %+v", items)
 	}
-	// The pick carries the stored lookup and when it was stored (issue 15:
-	// a fresh one needs no new lookup); an app never looked up has none.
+	// The pick carries the stored lookup and when it was stored (a fresh
+	// one needs no new lookup); an app never looked up has none.
 	for _, it := range items {
 		switch it.TrackID {
 		case app.TrackID:

@@ -17,7 +17,7 @@ import (
 // batch (sixty limiter client keys), each ledger-reconcile run reads the
 // configured writers and at most ReconcileBatch others, from the cursor the
 // last run saved, so every writer is read within three runs and then the
-// walk starts over (issue 14, item 6: one run called every writer's object,
+// walk starts over (one run called every writer's object,
 // which breaks at a few hundred keys).
 func TestReconcileRunsReadBoundedBatchesFromACursor(t *testing.T) {
 	db, _ := d1test.New(t)

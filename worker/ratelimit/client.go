@@ -29,7 +29,7 @@ const (
 	// host, but its own budget, so reviews never starve lookups).
 	Reviews = "upstream-reviews"
 	// LLMTokens names the analyst's per-minute LLM token budget: every LLM
-	// call acquires its estimated tokens (cost) under it (issue 17). The
+	// call acquires its estimated tokens (cost) under it. The
 	// analyst sends its LLM_TOKENS_PER_MINUTE as the limit; this is the default.
 	LLMTokens = "llm-tokens"
 )

@@ -1,4 +1,4 @@
-// Package refresh is the living catalogue's policy (issue 16), pure and
+// Package refresh is the living catalogue's policy, pure and
 // with the clock passed in: when an enriched app is looked at again
 // (NextRefresh), how a tick's slots are shared between never-enriched apps
 // and due refreshes (Split), when a refresh needs no store page

@@ -8,7 +8,7 @@ import (
 	"storecrawl/worker/catalogue"
 )
 
-// The living catalogue's tasks (issue 16), each in its own error boundary:
+// The living catalogue's tasks, each in its own error boundary:
 // catalogue-sweep (velocities and refresh schedules), catalogue-stale
 // (mark apps not seen for the stale age) and history-prune (history past
 // its retention), each a bounded walk over the catalogue from a cursor.

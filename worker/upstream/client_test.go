@@ -97,7 +97,7 @@ func TestRateLimitBudget(t *testing.T) {
 }
 
 // TestHostileHoldsAreCapped: no header can hold the crawler longer than
-// MaxHold, whatever form or size it takes (issue 14, item 5).
+// MaxHold, whatever form or size it takes.
 func TestHostileHoldsAreCapped(t *testing.T) {
 	headers := map[string][2]string{
 		"/day":          {"Retry-After", "86400"},

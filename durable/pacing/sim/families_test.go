@@ -208,7 +208,7 @@ func judgeShipped(t *testing.T, name string, seed uint64) (Metrics, verdict) {
 // goodput; refused the most refused share. Where the goal (0.9) is not met
 // yet, the bound is the least figure over seeds 1..5, so a regression
 // fails, and knownGaps below names the scenario.
-func TestIssue18FamiliesBounds(t *testing.T) {
+func TestFamiliesBounds(t *testing.T) {
 	cases := []struct {
 		name    string
 		share   float64
@@ -253,8 +253,8 @@ func TestOutageRecoveredWithinThreeMinutes(t *testing.T) {
 // Seeds 1..5: every change followed in 64–154 s.
 func TestSawtoothFollowsEveryStep(t *testing.T) {
 	// Every capacity change of the sawtooth, up ×4 or down ÷4, is
-	// followed within five minutes (before issue 18: 430–505 s after a
-	// step up).
+	// followed within five minutes (before the probe's
+	// rework: 430–505 s after a step up).
 	for _, seed := range seeds(false) {
 		m := runShipped(t, "sawtooth", "default", seed)
 		t.Logf("sawtooth seed %d: recovery %v s", seed, m.RecoveryS)
@@ -267,7 +267,7 @@ func TestSawtoothFollowsEveryStep(t *testing.T) {
 }
 
 // knownGaps are the shipped scenarios where the default does not reach
-// the goal yet (their floors: TestIssue18FamiliesBounds, TestStorm403BlocksOnce).
+// the goal yet (their floors: TestFamiliesBounds, TestStorm403BlocksOnce).
 var knownGaps = map[string]bool{"rise-retry-after": true, "storm-403": true}
 
 // Slow (every scenario, four controllers): the shipped seed unless -all-seeds.
@@ -295,7 +295,7 @@ const retryAfterRefusedMinutes = 6
 
 func TestRetryAfterClimbIsTimedByItsCost(t *testing.T) {
 	// Retry-After 30 s on every refusal: the climb to the capacity takes
-	// minutes, not the hour it took before issue 18 (83% of the oracle),
+	// minutes, not the hour it took before the probe's rework (83% of the oracle),
 	// and a refused step neither cuts the rate below the last one that held
 	// nor comes back sooner (seeds 1..5: 0.9264–0.9267 of the oracle).
 	for _, seed := range seeds(false) {

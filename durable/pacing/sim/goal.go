@@ -2,7 +2,7 @@ package sim
 
 import "storecrawl/durable/pacing"
 
-// The pacing goal (issue 18): on every scenario the default controller
+// The pacing goal: on every scenario the default controller
 // reaches at least goalShare of the goodput of the best peer (the best of
 // peerAlgorithms), refusing at most goalRefused of what it sends, or no
 // more than that best peer refuses.

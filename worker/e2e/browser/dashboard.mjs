@@ -103,7 +103,7 @@ try {
     const polyline = await page.locator("#chart-pace-main polyline.series").count();
     if (polyline === 0) fail("the pace chart has points but no line");
     // The capacity estimate's steps (a fifth or more between buckets) are
-    // marked on the pace chart, as many as the history holds (issue 18).
+    // marked on the pace chart, as many as the history holds.
     let prevCap = null, wantSteps = 0;
     for (const p of hist.body.points || []) {
       const c = p.capacity_per_min;
@@ -114,7 +114,7 @@ try {
     const marked = await page.locator("#chart-pace-main .capacity-marker").count();
     log(`capacity steps marked: ${marked} (API history: ${wantSteps})`);
     if (wantSteps > 0 && marked === 0) fail(`the history holds ${wantSteps} capacity steps but the pace chart marks none`);
-    // The upstream's cost over the window (issue 15), from the same history.
+    // The upstream's cost over the window, from the same history.
     const cost = await page.locator("#target-cost-main").textContent();
     log("upstream requests per app: " + cost);
     if (!/^[\d.]+ over the window \([\d,]+ lookups, [\d,]+ refused · [\d,]+ pages, [\d,]+ refused\)/.test(cost)) fail("the cost row does not show the window's requests per app: " + cost);
@@ -128,7 +128,7 @@ try {
   const st0 = await api("/v1/enrichment/status");
   if (!st0.body || st0.body.running !== true) fail("the controller is not running before the test: " + JSON.stringify(st0.body));
   await page.locator("#ctl-running", { hasText: /^running$/ }).waitFor();
-  // Both hosts' paces (issue 15): lookups on the API host, pages on the store host.
+  // Both hosts' paces: lookups on the API host, pages on the store host.
   await page.locator("#ctl-paces", { hasText: /lookups \(API host\): [\d.,]+ req\/min.*pages \(store host\): [\d.,]+ req\/min/ }).waitFor();
   log("paces: " + (await page.locator("#ctl-paces").textContent()));
   const num = async (testid) => Number((await page.locator(`[data-testid="${testid}"]`).textContent()).replace(/,/g, ""));
