@@ -121,4 +121,3 @@ func (l *lazyIndex) each(fn func(a *App)) {
 		fn(&a)
 	}
 }
-
