@@ -56,6 +56,10 @@ func main() {
 	flag.Parse()
 
 	root, _ := os.Getwd()
+	if *onlyScale { // scale.go: builds its own Worker state; needs the wasm build
+		runScale(root)
+		return
+	}
 	if *onlyFreshness { // native: needs no wasm build
 		benchFreshness(root, *freshAppsN, *freshHoursN, *freshPace, *freshChanges)
 		return
@@ -98,7 +102,7 @@ func main() {
 	}
 	benchLimiter(gow, ref, *duration)
 	afterGo := health(gow)
-	if *pipeline || *enrichRate || *fidelityRun || *freshRun {
+	if *pipeline || *enrichRate || *fidelityRun || *freshRun || *scaleRun {
 		stopRef()
 		stopGo()
 	}
@@ -113,6 +117,9 @@ func main() {
 	}
 	if *freshRun {
 		benchFreshness(root, *freshAppsN, *freshHoursN, *freshPace, *freshChanges)
+	}
+	if *scaleRun {
+		runScale(root)
 	}
 	fmt.Printf("\nGo instance reuse: instance_id %s before and %s after (same = one instance served every request); requests_served %v → %v\n",
 		short(beforeGo["instance_id"]), short(afterGo["instance_id"]), beforeGo["requests_served"], afterGo["requests_served"])
