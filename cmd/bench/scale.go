@@ -242,7 +242,9 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		dueRefreshes, tiers, refreshed, designAppsPerHour/60)
 	say("\nThe month (%d days) at %d apps, Workers Paid prices of %s (%s):\n", daysPerMonth, n, PricesDate, PricesSource)
 	say("%-26s %16s %16s %10s\n", "product", "used", "included", "overage $")
-	line := func(mt Meter, used float64) { say("%-26s %16.0f %16.0f %10.2f\n", mt.Name, used, mt.Included, m.Overage[mt.Name]) }
+	line := func(mt Meter, used float64) {
+		say("%-26s %16.0f %16.0f %10.2f\n", mt.Name, used, mt.Included, m.Overage[mt.Name])
+	}
 	line(D1RowsRead, m.D1RowsRead)
 	line(D1RowsWritten, m.D1RowsWritten)
 	say("%-26s %16.2f %16.0f %10.2f   (now %.2f GB, +%.1f MB/day, after a year %.2f GB)\n", "D1 storage GB (mean)", (m.D1BytesNow+15*bytesPerDay)/1e9, D1StorageGB.Included,
