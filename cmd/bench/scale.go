@@ -185,48 +185,68 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	cronPhaseQueue := queueTotals(logPath)
 	cronPhaseCycles := float64(scaleCrawlCycles)
 
-	// The EnrichmentController at the design's pace, for windowMin minutes.
+	// The EnrichmentController, in two windows: new apps (the queue, with
+	// the refreshes the tick's split gives), then refreshes alone (the
+	// queue marked away). Each one's rows per app are then multiplied by
+	// the design's pace and by the refreshes the policy schedules a day.
 	control(base, "start", "")
 	control(base, "tune", fmt.Sprintf(`{"rate_per_min": %g}`, math.Round(designAppsPerHour/60.0)))
 	time.Sleep(30 * time.Second) // the pace settles
-	due0 := dueRefreshes(dbPath, time.Now())
-	e0, q0, s0, b0, w0 := enrichStatusFull(base), queueTotals(logPath), simServed(), fileBytes(dbPath), time.Now()
-	time.Sleep(time.Duration(windowMin) * time.Minute)
-	e1, q1, s1, b1 := enrichStatusFull(base), queueTotals(logPath), simServed(), fileBytes(dbPath)
-	mins := time.Since(w0).Minutes()
-	perDay := 1440 / mins
-	ticks := float64(e1.Totals.Ticks - e0.Totals.Ticks)
-	en := ScaleOp{Name: "enrichment (controller)", RunsPerDay: ticks * perDay}
-	if ticks > 0 {
-		en.RowsRead = float64(e1.Totals.D1RowsRead-e0.Totals.D1RowsRead) / ticks
-		en.RowsWritten = float64(e1.Totals.D1RowsWritten-e0.Totals.D1RowsWritten) / ticks
-		en.Subrequests = float64(s1-s0) / ticks
-		en.DORequests = 1 + float64(s1-s0)/ticks // the alarm, and an acquire an upstream request
-		en.R2ClassA = float64(e1.Totals.PageRequests-e0.Totals.PageRequests) / ticks
+	w1 := measureEnrichment(base, dbPath, logPath, simServed, windowMin)
+	control(base, "stop", "")
+	wranglerLocal(root, persist, "d1", "execute", "DB", "--local", "--command",
+		"UPDATE app_registry SET enrichment_source = 'not_found', enriched_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE enriched_at IS NULL")
+	control(base, "start", "")
+	time.Sleep(10 * time.Second)
+	w2 := measureEnrichment(base, dbPath, logPath, simServed, windowMin)
+	perDay := 1440 / w1.mins
+	q0, q1 := w1.q0, w1.q1
+	refreshes := w2.refreshed + w2.unchanged
+	// Refreshes in window 1 are charged at window 2's rows per refresh.
+	perRefresh := func(v float64) float64 { return v / max(1, refreshes) }
+	newApps := ScaleOp{Name: "enrichment: new app", RunsPerDay: designAppsPerHour * 24}
+	if w1.completed > 0 {
+		c := w1.completed
+		newApps.RowsRead = (w1.read - perRefresh(w2.read)*(w1.refreshed+w1.unchanged)) / c
+		newApps.RowsWritten = (w1.written - perRefresh(w2.written)*(w1.refreshed+w1.unchanged)) / c
+		newApps.Subrequests = w1.upstream / (c + w1.refreshed + w1.unchanged)
+		newApps.DORequests = newApps.Subrequests // a limiter acquire an upstream request
+		newApps.R2ClassA = w1.pages / (c + w1.refreshed)
 	}
-	completed := float64(e1.Totals.Completed-e0.Totals.Completed) * perDay
-	refreshed := float64(e1.Totals.Refreshed-e0.Totals.Refreshed+e1.Totals.RefreshesUnchanged-e0.Totals.RefreshesUnchanged) * perDay
-	en.Note = fmt.Sprintf("%.0f new apps/day, %.0f refreshes/day (%.0f unchanged); refreshes due %d at the window's start, %d at its end", completed, refreshed,
-		float64(e1.Totals.RefreshesUnchanged-e0.Totals.RefreshesUnchanged)*perDay, due0, dueRefreshes(dbPath, time.Now()))
-	en.QueueMessages = 0 // app-enriched events are counted with the consumer below
-	ops = append(ops, en)
-
-	// The queue consumer: the window's batches a day, and the cron phase's
-	// per crawl cycle (its events and the tasks' facts).
-	qc := ScaleOp{Name: "queue consumer", RunsPerDay: 1}
-	qc.RowsRead = (q1.read-q0.read)*perDay + cronPhaseQueue.read/cronPhaseCycles*288
-	qc.RowsWritten = (q1.written-q0.written)*perDay + cronPhaseQueue.written/cronPhaseCycles*288
-	qc.QueueMessages = (q1.messages-q0.messages)*perDay + cronPhaseQueue.messages/cronPhaseCycles*288
-	batchesPerDay := (q1.batches-q0.batches)*perDay + cronPhaseQueue.batches/cronPhaseCycles*288
-	qc.Note = fmt.Sprintf("%.0f batches/day, %.0f messages/day (%.0f of facts); per day, not per run", batchesPerDay, qc.QueueMessages,
-		(q1.facts-q0.facts)*perDay+cronPhaseQueue.facts/cronPhaseCycles*288)
-	ops = append(ops, qc)
-
-	bytesPerDay := float64(b1-b0) * perDay
-	workersPerDay := 288 + 4 + 1 + batchesPerDay
-	m := MonthOf(ops, float64(fileBytes(dbPath)), bytesPerDay, workersPerDay)
+	newApps.Note = fmt.Sprintf("measured on %.0f apps in %.1f min (%.0f a day at the controller's pace), %.0f refreshes beside them",
+		w1.completed, w1.mins, w1.completed*perDay, w1.refreshed+w1.unchanged)
+	ref := ScaleOp{Name: "enrichment: refresh", RunsPerDay: 0}
+	if refreshes > 0 {
+		ref.RowsRead, ref.RowsWritten = w2.read/refreshes, w2.written/refreshes
+		ref.Subrequests = w2.upstream / refreshes
+		ref.DORequests = ref.Subrequests
+		ref.R2ClassA = w2.pages / refreshes
+	}
+	ticks := ScaleOp{Name: "enrichment: ticks", RunsPerDay: w1.ticks * perDay, DORequests: 1}
+	completed, refreshed := w1.completed*perDay, (w1.refreshed+w1.unchanged)*perDay
+	bytesPerNew := (w1.bytes - perRefresh(w2.bytes)*(w1.refreshed+w1.unchanged)) / max(1, w1.completed)
+	bytesPerRefresh := perRefresh(w2.bytes)
 	dueRefreshes := float64(tiers["warm"])*dayS/refreshInterval("warm") + float64(tiers["hot"])*dayS/refreshInterval("hot") +
 		float64(tiers["cold"])*dayS/refreshInterval("cold")
+	// The queue consumer: window 1's batches (app-enriched events and the
+	// controller's facts) per new app at the design's pace, and the cron
+	// phase's per crawl cycle (its events and the tasks' facts).
+	appScale := designAppsPerHour * 24 / max(1, w1.completed)
+	qc := ScaleOp{Name: "queue consumer", RunsPerDay: 1}
+	qc.RowsRead = (q1.read-q0.read)*appScale + cronPhaseQueue.read/cronPhaseCycles*288
+	qc.RowsWritten = (q1.written-q0.written)*appScale + cronPhaseQueue.written/cronPhaseCycles*288
+	qc.QueueMessages = (q1.messages-q0.messages)*appScale + cronPhaseQueue.messages/cronPhaseCycles*288
+	batchesPerDay := (q1.batches-q0.batches)*appScale + cronPhaseQueue.batches/cronPhaseCycles*288
+	qc.Note = fmt.Sprintf("a day, not a run: %.0f batches, %.0f messages (%.0f of facts)", batchesPerDay, qc.QueueMessages,
+		(q1.facts-q0.facts)*appScale+cronPhaseQueue.facts/cronPhaseCycles*288)
+	ops = append(ops, qc)
+
+	ref.RunsPerDay = dueRefreshes
+	ref.Note = fmt.Sprintf("measured on %.0f refreshes in %.1f min (%.0f unchanged); runs/day = what the policy schedules", refreshes, w2.mins, w2.unchanged)
+	ops = append(ops, newApps, ref, ticks)
+	bytesPerDay := newApps.RunsPerDay*bytesPerNew + ref.RunsPerDay*bytesPerRefresh
+	workersPerDay := 288 + 4 + 1 + batchesPerDay
+	m := MonthOf(ops, float64(bytesStart), bytesPerDay, workersPerDay)
 
 	say("\nPer operation at %d apps (rows per run from D1's result metadata; runs a day at the real periods)\n", n)
 	say("%-26s %9s %12s %12s %8s %9s %10s %14s %14s   %s\n", "operation", "runs/day", "rows read", "rows written", "subreqs", "wall ms", "cover days", "read/day", "written/day", "note")
@@ -238,8 +258,10 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		say("%-26s %9.1f %12.0f %12.1f %8.1f %9.0f %10s %14.0f %14.0f   %s\n", o.Name, o.RunsPerDay, o.RowsRead, o.RowsWritten, o.Subrequests, o.WallMs, cov,
 			o.PerDay(o.RowsRead), o.PerDay(o.RowsWritten), o.Note)
 	}
-	say("\nRefreshes the policy schedules: %.0f a day (tiers %v); the controller did %.0f a day at %d pages/min.\n",
-		dueRefreshes, tiers, refreshed, designAppsPerHour/60)
+	say("\nRefreshes the policy schedules: %.0f a day (tiers %v); the controller did %.0f a day beside %.0f new apps a day (tuned to %d pages/min);\n",
+		dueRefreshes, tiers, refreshed, completed, designAppsPerHour/60)
+	say("D1 grows %.0f bytes a new app and %.0f a refresh: %.1f MB a day at %d new apps and %.0f refreshes a day.\n",
+		bytesPerNew, bytesPerRefresh, bytesPerDay/1e6, designAppsPerHour*24, dueRefreshes)
 	say("\nThe month (%d days) at %d apps, Workers Paid prices of %s (%s):\n", daysPerMonth, n, PricesDate, PricesSource)
 	say("%-26s %16s %16s %10s\n", "product", "used", "included", "overage $")
 	line := func(mt Meter, used float64) {
@@ -257,7 +279,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	line(WorkersRequests, m.WorkersRequests)
 	say("overage $%.2f + plan $%.2f = $%.2f a month; most rows read: %s; most rows written: %s (%.0f%%)\n", m.OverageUSD, PlanBaseUSD, m.TotalUSD,
 		m.TopReader, m.TopWriter, 100*m.RowsWrittenShare[m.TopWriter])
-	say("D1 size: %.2f GB at the start, %.2f GB at the end (%s in all)\n", float64(bytesStart)/1e9, m.D1BytesNow/1e9, time.Since(t0).Round(time.Second))
+	say("D1 size: %.2f GB at the start, %.2f GB at the end (%s in all)\n", float64(bytesStart)/1e9, float64(fileBytes(dbPath))/1e9, time.Since(t0).Round(time.Second))
 
 	if asJSON {
 		ov := map[string]any{}
@@ -468,4 +490,25 @@ func startScaleWrangler(root, persist, logPath, simBase string) (string, func())
 		fail("wrangler dev did not start: %v; see %s", err, logPath)
 	}
 	return base, stop
+}
+
+// enrichWindow is what one window of the controller did.
+type enrichWindow struct {
+	mins                                   float64
+	completed, refreshed, unchanged, ticks float64
+	read, written, upstream, pages, bytes  float64
+	q0, q1                                 queueSum
+}
+
+// measureEnrichment watches the running controller for windowMin minutes.
+func measureEnrichment(base, dbPath, logPath string, simServed func() int64, windowMin int) enrichWindow {
+	e0, q0, s0, b0, t0 := enrichStatusFull(base), queueTotals(logPath), simServed(), fileBytes(dbPath), time.Now()
+	time.Sleep(time.Duration(windowMin) * time.Minute)
+	e1, q1, s1, b1 := enrichStatusFull(base), queueTotals(logPath), simServed(), fileBytes(dbPath)
+	d := func(a, b int64) float64 { return float64(b - a) }
+	return enrichWindow{mins: time.Since(t0).Minutes(),
+		completed: d(e0.Totals.Completed, e1.Totals.Completed), refreshed: d(e0.Totals.Refreshed, e1.Totals.Refreshed),
+		unchanged: d(e0.Totals.RefreshesUnchanged, e1.Totals.RefreshesUnchanged), ticks: d(e0.Totals.Ticks, e1.Totals.Ticks),
+		read: d(e0.Totals.D1RowsRead, e1.Totals.D1RowsRead), written: d(e0.Totals.D1RowsWritten, e1.Totals.D1RowsWritten),
+		upstream: d(s0, s1), pages: d(e0.Totals.PageRequests, e1.Totals.PageRequests), bytes: d(b0, b1), q0: q0, q1: q1}
 }

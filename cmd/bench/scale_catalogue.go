@@ -241,9 +241,10 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 			default:
 				f := refresh.Facts{TrackID: id, RatingCount: a.RatingCount, Velocity7d: math.NaN(), ClusterScore: scores[off]}
 				tier := refresh.Tier(f)
-				iv := refresh.Interval(tier)
-				// Enriched at a uniform point of its last interval: refreshes
-				// come due at their steady pace from now on.
+				// Enriched at a uniform point of its last interval (with its
+				// spread): refreshes come due at their steady pace from now on.
+				f.LastEnriched = now
+				iv := refresh.NextRefresh(f, now).Sub(now)
 				f.LastEnriched = now.Add(-time.Duration(r.Int64N(int64(iv))))
 				next := refresh.NextRefresh(f, now)
 				// Rankings filled at a uniform point of their refresh age.
@@ -253,7 +254,7 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 					description(a.DescriptionLen), "4+", fmt.Sprintf("https://is1-ssl.mzstatic.com/image/thumb/Purple/v4/%d/AppIcon-512x512bb.jpg", id),
 					50<<20, `["EN"]`, "Your daily companion", histogramJSON(a.RatingCount), 1, `[{"name":"Pro Monthly","price":4.99}]`,
 					similarJSON(off, n), fmt.Sprintf("pages/us/%d.html", id), "itunes+store", ts(f.LastEnriched), ts(discovered), ts(f.LastEnriched),
-					ts(filled), "parsed", "legacy", 1, ts(f.LastEnriched), ts(next), tier, int64(iv.Seconds()), ts(f.LastEnriched),
+					ts(filled), "parsed", "legacy", 1, ts(f.LastEnriched), ts(next), tier, int64(refresh.Interval(tier).Seconds()), ts(f.LastEnriched),
 					ts(f.LastEnriched), 0, nil)
 			}
 			if err != nil {
