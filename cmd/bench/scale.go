@@ -79,6 +79,8 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	say := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
 	n = max(200, n/100*100)
 	t0 := time.Now()
+	// A Worker that stops answering fails the bench instead of hanging it.
+	http.DefaultClient.Timeout = 3 * time.Minute
 	persist, _ := os.MkdirTemp("", "bench-scale-")
 	defer os.RemoveAll(persist)
 	wranglerLocal(root, persist, "d1", "migrations", "apply", "DB", "--local")
@@ -116,6 +118,11 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	control(base, "stop", "") // the crons and tasks are measured alone first
 
 	var ops []ScaleOp
+	// Each operation is printed as it is measured, so a run cut short keeps them.
+	measured := func(o ScaleOp) {
+		say("measured %-24s runs/day %9.1f  rows read %10.0f  rows written %9.1f  subreqs %6.1f  wall ms %7.0f  %s\n",
+			o.Name, o.RunsPerDay, o.RowsRead, o.RowsWritten, o.Subrequests, o.WallMs, o.Note)
+	}
 	simServed := func() int64 { var st struct{ Served int64 }; getJSON(simBase+"/__stats", &st); return st.Served }
 
 	// The 5-minute crawl cycle.
@@ -132,6 +139,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	cyc.QueueMessages = 1                                          // rankings-updated
 	cyc.Note = fmt.Sprintf("%d re-searches due; action searches/apps/rows: %s", due, strings.Join(actions, ", "))
 	ops = append(ops, cyc)
+	measured(cyc)
 
 	cl := ScaleOp{Name: "clustering (0 */6)", RunsPerDay: 4, KVWrites: 1, QueueMessages: 1,
 		CoverDays: float64(shape.Keywords) / markets.ClusterBatchKeywords / 4}
@@ -141,12 +149,14 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	}
 	finishRuns(&cl, scaleClusterRuns)
 	ops = append(ops, cl)
+	measured(cl)
 
 	dl := ScaleOp{Name: "daily (0 3)", RunsPerDay: 1, KVWrites: 2,
 		CoverDays: float64(shape.Enriched) / (tasks.SweepBatch * tasks.DailySnapshotMaxBatches)}
 	r := fireCronExpr(base, "0 3 * * *")
 	addRun(&dl, float64(r.D1.RowsRead), float64(r.D1.RowsWritten), float64(r.Subrequests), float64(r.DurationMs))
 	ops = append(ops, dl)
+	measured(dl)
 
 	// Every scheduler task at its period.
 	var st schedStatus
@@ -178,6 +188,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		op.DORequests = float64(simServed()-u0) / scaleTaskRuns
 		schedRunsPerDay += op.RunsPerDay
 		ops = append(ops, op)
+		measured(op)
 	}
 	// The scheduler's alarm: at most one a task run (runs due together share one).
 	ops = append(ops, ScaleOp{Name: "scheduler alarms", RunsPerDay: schedRunsPerDay, DORequests: 1})
@@ -240,10 +251,13 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	qc.Note = fmt.Sprintf("a day, not a run: %.0f batches, %.0f messages (%.0f of facts)", batchesPerDay, qc.QueueMessages,
 		(q1.facts-q0.facts)*appScale+cronPhaseQueue.facts/cronPhaseCycles*288)
 	ops = append(ops, qc)
+	measured(qc)
 
 	ref.RunsPerDay = dueRefreshes
 	ref.Note = fmt.Sprintf("measured on %.0f refreshes in %.1f min (%.0f unchanged); runs/day = what the policy schedules", refreshes, w2.mins, w2.unchanged)
 	ops = append(ops, newApps, ref, ticks)
+	measured(newApps)
+	measured(ref)
 	bytesPerDay := newApps.RunsPerDay*bytesPerNew + ref.RunsPerDay*bytesPerRefresh
 	workersPerDay := 288 + 4 + 1 + batchesPerDay
 	m := MonthOf(ops, float64(bytesStart), bytesPerDay, workersPerDay)
