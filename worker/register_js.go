@@ -91,12 +91,20 @@ func Register() {
 			consumeDeadLetters(batch)
 			return nil
 		}
+		// The batch's D1 cost, from D1's result metadata: one line a batch
+		// (cmd/bench -only-scale reads it to bill the consumer's day).
+		ctx, cost := d1.WithCost(context.Background())
+		facts := 0
+		defer func() {
+			logx.Event("queue.batch", map[string]any{"queue": batch.Queue, "messages": len(batch.Messages), "facts_messages": facts, "d1": cost.View()})
+		}()
 		for _, m := range batch.Messages {
 			body, err := m.StringBody()
 			if err == nil && history.IsFactsMessage(body) {
-				err = history.HandleFacts(context.Background(), body, factWriter(), &factsConsumer, time.Now())
+				facts++
+				err = history.HandleFacts(ctx, body, factWriter(), &factsConsumer, time.Now())
 			} else if err == nil {
-				err = markets.HandleEvent(context.Background(), body, marketsStage, time.Now())
+				err = markets.HandleEvent(ctx, body, marketsStage, time.Now())
 			}
 			if err != nil {
 				logx.Err("queue.message_failed", err, map[string]any{"id": m.ID, "attempts": m.Attempts, "queue": batch.Queue})

@@ -4,7 +4,10 @@ package worker
 
 import (
 	"context"
+	"math"
+	"storecrawl/worker/d1"
 	"storecrawl/worker/reviews"
+	"storecrawl/worker/subreq"
 	"syscall/js"
 	"time"
 
@@ -34,5 +37,11 @@ func schedulerRunTask(args []js.Value) (any, error) {
 		Catalogue: tasks.Catalogue{Store: living.D1Store{DB: db}, StaleAfter: cfg.StaleAfter, Now: time.Now},
 		Reviews:   reviews.D1Store{DB: db}, ReviewsGet: reviewsFeed().Get, APIBase: cfg.APIBase, Country: cfg.Country,
 		Analyst: analystService()}
-	return tasks.RunTask(context.Background(), args[0].String(), deps, cfg.APIBase, time.Now), nil
+	// The run's D1 cost and subrequests (counted, not capped), as a cron run records them.
+	ctx, cost := d1.WithCost(context.Background())
+	ctx, calls := subreq.With(ctx, math.MaxInt32)
+	res := tasks.RunTask(ctx, args[0].String(), deps, cfg.APIBase, time.Now)
+	spent := cost.View()
+	res.D1RowsRead, res.D1RowsWritten, res.D1Queries, res.Subrequests = spent.RowsRead, spent.RowsWritten, spent.Queries, calls.Used()
+	return res, nil
 }

@@ -62,6 +62,10 @@ func main() {
 	}
 
 	root, _ := os.Getwd()
+	if *onlyScale { // scale.go: builds its own Worker state; needs the wasm build
+		runScale(root)
+		return
+	}
 	if *onlyFreshness { // native: needs no wasm build
 		benchFreshness(root, *freshAppsN, *freshHoursN, *freshPace, *freshChanges)
 		return
@@ -109,7 +113,7 @@ func main() {
 	}
 	benchLimiter(gow, ref, *duration)
 	afterGo := health(gow)
-	if *pipeline || *enrichRate || *fidelityRun || *freshRun {
+	if *pipeline || *enrichRate || *fidelityRun || *freshRun || *scaleRun {
 		stopRef()
 		stopGo()
 	}
@@ -124,6 +128,9 @@ func main() {
 	}
 	if *freshRun {
 		benchFreshness(root, *freshAppsN, *freshHoursN, *freshPace, *freshChanges)
+	}
+	if *scaleRun {
+		runScale(root)
 	}
 	// Whether the id changed, not the ids: they differ every run and
 	// docs/measurements.md keeps only figures changing.

@@ -140,6 +140,9 @@ type Catalogue struct {
 	apps  []App
 	byDev map[int64][]int64
 	drift *drifter // nil: as generated
+	// lazy is set instead of apps above EagerMaxApps: apps are generated
+	// on demand (lazy.go).
+	lazy *lazyIndex
 }
 
 // withDrift is a copy of c for one server, whose apps change as its
@@ -164,6 +167,9 @@ func (c *Catalogue) current() []App {
 // with n.
 func NewCatalogue(n int, seed uint64) *Catalogue {
 	numDevs := max(1, n/appsPerDeveloper)
+	if n > EagerMaxApps {
+		return &Catalogue{lazy: newLazyIndex(n, numDevs, seed)}
+	}
 	c := &Catalogue{apps: make([]App, n), byDev: make(map[int64][]int64)}
 	for i := range n {
 		a := generate(int64(i+1), n, numDevs, seed)
@@ -174,11 +180,19 @@ func NewCatalogue(n int, seed uint64) *Catalogue {
 }
 
 // Len is the number of apps.
-func (c *Catalogue) Len() int { return len(c.apps) }
+func (c *Catalogue) Len() int {
+	if c.lazy != nil {
+		return c.lazy.n
+	}
+	return len(c.apps)
+}
 
 // Get returns the app with track id id.
 func (c *Catalogue) Get(id int64) (*App, bool) {
 	off := id - baseTrackID
+	if c.lazy != nil {
+		return c.lazy.get(off)
+	}
 	apps := c.current()
 	if off < 1 || off > int64(len(apps)) {
 		return nil, false
@@ -187,10 +201,31 @@ func (c *Catalogue) Get(id int64) (*App, bool) {
 }
 
 // ByDeveloper returns the ids of devID's apps in id order.
-func (c *Catalogue) ByDeveloper(devID int64) []int64 { return c.byDev[devID] }
+func (c *Catalogue) ByDeveloper(devID int64) []int64 {
+	if c.lazy != nil {
+		return c.lazy.byDeveloper(devID)
+	}
+	return c.byDev[devID]
+}
 
-// All returns every app in id order; callers must not modify it.
+// All returns every app in id order; callers must not modify it. Eager
+// catalogues only (tests); servers iterate with Each.
 func (c *Catalogue) All() []App { return c.current() }
+
+// Each calls fn with every app in id order. A lazy catalogue passes an
+// app holding only the fields search and charts sort by (ID, Name, Genre,
+// Price's sign, the IAP count, RatingCount), reused between calls: fn
+// keeps ids, never the pointer, and Gets the apps it answers with.
+func (c *Catalogue) Each(fn func(a *App)) {
+	if c.lazy != nil {
+		c.lazy.each(fn)
+		return
+	}
+	apps := c.current()
+	for i := range apps {
+		fn(&apps[i])
+	}
+}
 
 // BrokenPage reports whether id's store page is served truncated.
 func BrokenPage(id int64) bool { return (id-baseTrackID)%brokenPageEvery == 0 }

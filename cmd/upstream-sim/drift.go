@@ -219,6 +219,15 @@ type catalogueApp struct {
 	RatingCount   int64   `json:"rating_count"`
 	AverageRating float64 `json:"average_rating"`
 	Version       string  `json:"version"`
+	// What a local D1 filled to the catalogue stores (cmd/bench -only-scale).
+	Name           string  `json:"name"`
+	Price          float64 `json:"price"`
+	GenreID        int     `json:"genre_id"`
+	Genre          string  `json:"genre"`
+	DeveloperID    int64   `json:"developer_id"`
+	DeveloperName  string  `json:"developer_name"`
+	UpdatedDate    string  `json:"updated_date"`
+	DescriptionLen int     `json:"description_len"`
 }
 
 // handleCatalogue serves GET /__catalogue[?id=<id>,...] (never limited).
@@ -237,7 +246,9 @@ func (s *Server) handleCatalogue(w http.ResponseWriter, r *http.Request) {
 	st := catalogueState{}
 	for _, id := range ids {
 		if a, ok := s.cat.Get(id); ok {
-			st.Apps = append(st.Apps, catalogueApp{ID: a.ID, RatingCount: a.RatingCount, AverageRating: a.AverageRating, Version: a.Version})
+			st.Apps = append(st.Apps, catalogueApp{ID: a.ID, RatingCount: a.RatingCount, AverageRating: a.AverageRating, Version: a.Version,
+				Name: a.Name, Price: a.Price, GenreID: a.Genre.ID, Genre: a.Genre.Name, DeveloperID: a.DevID, DeveloperName: a.DevName,
+				UpdatedDate: a.UpdatedDate, DescriptionLen: len(a.Description)})
 		}
 	}
 	d := s.cat.drift

@@ -22,8 +22,8 @@ import (
 const (
 	defaultAddr = "127.0.0.1:8790"
 	defaultApps = 5000
-	// maxApps bounds memory: every app is generated eagerly.
-	maxApps = 200_000
+	// maxApps bounds the lazy catalogue's index (lazy.go).
+	maxApps = maxLazyApps
 	// Server timeouts: generous for latency simulation, but bounded so a
 	// stuck client cannot hold a connection forever.
 	readHeaderTimeout = 10 * time.Second

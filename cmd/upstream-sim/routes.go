@@ -235,19 +235,27 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) bool {
 		badParam(w, "limit")
 		return false
 	}
-	var hits []*App
-	for i := range s.cat.All() {
-		if a := &s.cat.All()[i]; strings.Contains(strings.ToLower(a.Name), term) {
-			hits = append(hits, a)
+	type hit struct{ id, ratings int64 }
+	var hits []hit
+	match := map[string]bool{} // names repeat: one lowercase test per distinct name
+	s.cat.Each(func(a *App) {
+		m, seen := match[a.Name]
+		if !seen {
+			m = strings.Contains(strings.ToLower(a.Name), term)
+			match[a.Name] = m
 		}
-	}
-	slices.SortFunc(hits, func(a, b *App) int {
-		return cmp.Or(cmp.Compare(b.RatingCount, a.RatingCount), cmp.Compare(a.ID, b.ID))
+		if m {
+			hits = append(hits, hit{a.ID, a.RatingCount})
+		}
+	})
+	slices.SortFunc(hits, func(a, b hit) int {
+		return cmp.Or(cmp.Compare(b.ratings, a.ratings), cmp.Compare(a.id, b.id))
 	})
 	hits = hits[:min(len(hits), limit)]
 	resp := lookupResponse{ResultCount: len(hits), Results: make([]lookupResult, 0, len(hits))}
 	c := country(r)
-	for _, a := range hits {
+	for _, h := range hits {
+		a, _ := s.cat.Get(h.id)
 		resp.Results = append(resp.Results, toLookup(r, c, a))
 	}
 	writeJSON(w, http.StatusOK, resp)

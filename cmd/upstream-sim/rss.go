@@ -98,23 +98,20 @@ func (s *Server) handleRSSChart(w http.ResponseWriter, r *http.Request) bool {
 		_, _ = w.Write([]byte(notFoundPage))
 		return false
 	}
-	type scored struct {
-		a     *App
-		score int64
-	}
+	type scored struct{ id, score int64 }
 	var list []scored
-	for i := range s.cat.All() {
-		a := &s.cat.All()[i]
+	s.cat.Each(func(a *App) {
 		if score, in := chartScore(collection, a); in && (genre == 0 || a.Genre.ID == genre) {
-			list = append(list, scored{a, score})
+			list = append(list, scored{a.ID, score})
 		}
-	}
+	})
 	slices.SortFunc(list, func(x, y scored) int {
-		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.a.ID, y.a.ID))
+		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.id, y.id))
 	})
 	entries := make([]rssEntry, 0, min(len(list), limit))
 	for _, x := range list[:min(len(list), limit)] {
-		entries = append(entries, s.rssEntry(r, cc, x.a))
+		a, _ := s.cat.Get(x.id)
+		entries = append(entries, s.rssEntry(r, cc, a))
 	}
 	self := fmt.Sprintf("http://%s/%s/rss/%s/limit=%d", r.Host, cc, collection, limit)
 	if genre > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -257,6 +258,10 @@ func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, drift, driftChanged, ferr := splitDriftPatch(body, s.cat.drift.config())
+	if ferr == nil && s.cat.lazy != nil && drift.ChangesPerHour > 0 {
+		// Drift rewrites apps in place; a lazy catalogue keeps none to rewrite.
+		ferr = &FieldError{Msg: fmt.Sprintf("catalogue drift needs -apps ≤ %d", EagerMaxApps), Field: "catalogue_changes_per_hour"}
+	}
 	if ferr != nil {
 		writeJSON(w, http.StatusBadRequest, ferr)
 		return

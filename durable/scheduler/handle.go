@@ -74,6 +74,13 @@ type ResultMsg struct {
 	// Detail is a short note kept in the run's fact (e.g. the spend per
 	// cluster and brief), cut to maxFactText.
 	Detail string `json:"detail,omitempty"`
+	// The run's D1 cost from D1's result metadata, and the subrequests it
+	// made: kept as the task's last run's (GET /v1/scheduler/status), so
+	// what a task costs at the catalogue's size is visible (cmd/bench -only-scale).
+	D1RowsRead    int64 `json:"d1_rows_read,omitempty"`
+	D1RowsWritten int64 `json:"d1_rows_written,omitempty"`
+	D1Queries     int64 `json:"d1_queries,omitempty"`
+	Subrequests   int   `json:"subrequests,omitempty"`
 }
 
 // Load decodes stored state (defaults for missing or corrupt) and syncs it
@@ -196,6 +203,9 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) 
 			RateLimited: r.RateLimited, RetryAfter: time.Duration(r.RetryAfterS) * time.Second,
 		}, now)...)
 		d.Events = append(d.Events, s.AddTaskCounters(r.Task, r.Counters)...)
+		if ts := s.Tasks[r.Task]; ts != nil {
+			ts.LastD1RowsRead, ts.LastD1RowsWritten, ts.LastD1Queries, ts.LastSubrequests = r.D1RowsRead, r.D1RowsWritten, r.D1Queries, r.Subrequests
+		}
 	case "rearm":
 		s.alarm(&d, now)
 	case "http":

@@ -72,6 +72,11 @@ type TaskState struct {
 	SkippedStarts       int64  `json:"skipped_starts"`
 	MissedCount         int64  `json:"missed_count"` // slots collapsed into a single run
 	Pause               *Pause `json:"pause,omitempty"`
+	// The last run's D1 rows and subrequests (ResultMsg).
+	LastD1RowsRead    int64 `json:"last_d1_rows_read,omitempty"`
+	LastD1RowsWritten int64 `json:"last_d1_rows_written,omitempty"`
+	LastD1Queries     int64 `json:"last_d1_queries,omitempty"`
+	LastSubrequests   int   `json:"last_subrequests,omitempty"`
 }
 
 // State is the whole scheduler, persisted as one JSON value.

@@ -1,0 +1,528 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"storecrawl/internal/devstack"
+	"storecrawl/worker/catalogue"
+	"storecrawl/worker/crawl"
+	"storecrawl/worker/markets"
+	"storecrawl/worker/tasks"
+)
+
+// The scale bench (docs/scale.md): a local D1 filled to the design's
+// catalogue, the simulator serving the same apps, and the real Worker
+// under wrangler dev; each cron and scheduler task fired a few times and
+// the EnrichmentController run for a window at the design's pace, each
+// one's D1 rows read from D1's result metadata (the cron record, the
+// scheduler's last run, the controller's totals, the queue consumer's
+// queue.batch lines), multiplied by its runs a day.
+const (
+	scaleDefaultApps = designApps
+	// designAppsPerHour is the design's enrichment pace (1.1M apps in 6 days).
+	designAppsPerHour = 7600
+	// scaleCrawlCycles is how many crawl cycles are fired; the catalogue
+	// has that many cycles' worth of re-searches due.
+	scaleCrawlCycles = 6
+	scaleTaskRuns    = 2 // runs of each scheduler task
+	scaleClusterRuns = 2
+	// chartsPerRun: charts-refresh writes one KV value a chart.
+	chartsPerRun = 3 // collections
+	// limiterMinuteAlarms: each busy limiter key closes its minute with an
+	// alarm (two keys: the API host and the store host).
+	limiterMinuteAlarms = 2 * 24 * 60
+)
+
+type scaleReport struct {
+	Apps                int            `json:"apps"`
+	D1RowsReadMonth     float64        `json:"d1_rows_read_month"`
+	D1RowsWrittenMonth  float64        `json:"d1_rows_written_month"`
+	D1BytesNow          float64        `json:"d1_bytes_now"`
+	D1BytesAfterYear    float64        `json:"d1_bytes_after_year"`
+	D1BytesPerDay       float64        `json:"d1_bytes_per_day"`
+	DORequestsMonth     float64        `json:"do_requests_month"`
+	QueueOpsMonth       float64        `json:"queue_ops_month"`
+	R2ClassAMonth       float64        `json:"r2_class_a_month"`
+	R2ClassBMonth       float64        `json:"r2_class_b_month"`
+	KVWritesMonth       float64        `json:"kv_writes_month"`
+	WorkersRequestsMon  float64        `json:"workers_requests_month"`
+	OverageUSDMonth     float64        `json:"overage_usd_month"`
+	OverageByMeter      map[string]any `json:"overage_by_meter"`
+	Operations          []ScaleOp      `json:"operations"`
+	Shape               ScaleShape     `json:"shape"`
+	PricesDate          string         `json:"prices_date"`
+	RefreshesDuePerDay  float64        `json:"refreshes_due_per_day"`
+	RefreshesDonePerDay float64        `json:"refreshes_done_per_day"`
+}
+
+// benchScale runs the scale bench on n apps and prints the tables (and
+// JSON when asJSON: the report alone on stdout, the tables on stderr).
+func benchScale(root string, n, windowMin int, asJSON bool) {
+	out := os.Stdout
+	if asJSON {
+		out = os.Stderr
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
+	n = max(200, n/100*100)
+	t0 := time.Now()
+	// A Worker that stops answering fails the bench instead of hanging it.
+	http.DefaultClient.Timeout = 3 * time.Minute
+	persist, _ := os.MkdirTemp("", "bench-scale-")
+	defer os.RemoveAll(persist)
+	wranglerLocal(root, persist, "d1", "migrations", "apply", "DB", "--local")
+	dbPath := localD1File(persist)
+
+	simBase, stopSim := startSimWith(root, n, "-rate-per-min", "60000", "-burst", "2000")
+	defer stopSim()
+	perCycle := float64(0)
+	shape := ShapeOf(n)
+	// Re-searches due a cycle at the steering's intervals (scale_catalogue.go's buckets).
+	dayS := 86400.0
+	perCycle = float64(shape.Keywords) * (hotClusterPct/100.0*dayS/crawl.HotKeywordResearch.Seconds() +
+		warmClusterPct/100.0*dayS/crawl.WarmKeywordResearch.Seconds() +
+		(100-hotClusterPct-warmClusterPct)/100.0*dayS/crawl.ColdKeywordResearch.Seconds()) / 288
+	due := int(math.Ceil(perCycle * scaleCrawlCycles))
+	say("\nScale bench: %d apps; local D1 at %s\n", n, dbPath)
+	tb := time.Now()
+	shape, err := BuildCatalogue(dbPath, simBase, n, time.Now(), due)
+	if err != nil {
+		fail("scale catalogue: %v", err)
+	}
+	counts, err := tableCounts(dbPath, "app_registry", "developers", "crawl_keywords", "crawl_rankings", "market_clusters",
+		"market_cluster_members", "app_snapshots", "app_version_history", "app_price_history", "app_similar")
+	if err != nil {
+		fail("counts: %v", err)
+	}
+	tiers := refreshTiers(dbPath)
+	say("catalogue built in %s: %v\n", time.Since(tb).Round(time.Second), sortedCounts(counts))
+	say("refresh tiers: %v; re-searches due a cycle %.1f (%d due now for %d cycles)\n", tiers, perCycle, due, scaleCrawlCycles)
+	bytesStart := fileBytes(dbPath)
+
+	logPath := filepath.Join(os.TempDir(), "bench-scale-wrangler.log") // kept for a look after the run
+	base, stop := startScaleWrangler(root, persist, logPath, simBase)
+	defer stop()
+	control(base, "stop", "") // the crons and tasks are measured alone first
+
+	var ops []ScaleOp
+	// Each operation is printed as it is measured, so a run cut short keeps them.
+	measured := func(o ScaleOp) {
+		say("measured %-24s runs/day %9.1f  rows read %10.0f  rows written %9.1f  subreqs %6.1f  wall ms %7.0f  %s\n",
+			o.Name, o.RunsPerDay, o.RowsRead, o.RowsWritten, o.Subrequests, o.WallMs, o.Note)
+	}
+	simServed := func() int64 { var st struct{ Served int64 }; getJSON(simBase+"/__stats", &st); return st.Served }
+
+	// The 5-minute crawl cycle.
+	cyc := ScaleOp{Name: "crawl-cycle (*/5)", RunsPerDay: 288, KVWrites: 1}
+	up0 := simServed()
+	var actions []string
+	for range scaleCrawlCycles {
+		r := fireCron(base)
+		addRun(&cyc, float64(r.D1.RowsRead), float64(r.D1.RowsWritten), float64(r.Subrequests), float64(r.DurationMs))
+		actions = append(actions, fmt.Sprintf("%s %d/%d/%dr%dw", r.Crawl.Action, r.Crawl.Searches, r.Crawl.Apps, r.D1.RowsRead, r.D1.RowsWritten))
+	}
+	finishRuns(&cyc, scaleCrawlCycles)
+	cyc.DORequests = 2 + float64(simServed()-up0)/scaleCrawlCycles // the wakes, and one limiter acquire an upstream request
+	cyc.QueueMessages = 1                                          // rankings-updated
+	cyc.Note = fmt.Sprintf("%d re-searches due; action searches/apps/rows: %s", due, strings.Join(actions, ", "))
+	ops = append(ops, cyc)
+	measured(cyc)
+
+	cl := ScaleOp{Name: "clustering (0 */6)", RunsPerDay: 4, KVWrites: 1, QueueMessages: 1,
+		CoverDays: float64(shape.Keywords) / markets.ClusterBatchKeywords / 4}
+	for range scaleClusterRuns {
+		r := fireCronExpr(base, "0 */6 * * *")
+		addRun(&cl, float64(r.D1.RowsRead), float64(r.D1.RowsWritten), float64(r.Subrequests), float64(r.DurationMs))
+	}
+	finishRuns(&cl, scaleClusterRuns)
+	ops = append(ops, cl)
+	measured(cl)
+
+	dl := ScaleOp{Name: "daily (0 3)", RunsPerDay: 1, KVWrites: 2,
+		CoverDays: float64(shape.Enriched) / (tasks.SweepBatch * tasks.DailySnapshotMaxBatches)}
+	r := fireCronExpr(base, "0 3 * * *")
+	addRun(&dl, float64(r.D1.RowsRead), float64(r.D1.RowsWritten), float64(r.Subrequests), float64(r.DurationMs))
+	ops = append(ops, dl)
+	measured(dl)
+
+	// Every scheduler task at its period.
+	var st schedStatus
+	getJSON(base+"/v1/scheduler/status", &st)
+	cover := map[string]float64{
+		"rating-sweep":    float64(shape.Enriched) / tasks.SweepBatch,
+		"catalogue-sweep": float64(shape.Apps) / (catalogue.SweepBatchApps * catalogue.SweepMaxBatches),
+		"catalogue-stale": float64(shape.Apps) / (catalogue.StaleBatchApps * catalogue.StaleMaxBatches),
+		"history-prune":   float64(shape.Apps) / (catalogue.PruneBatchApps * catalogue.PruneMaxBatches),
+	}
+	var schedRunsPerDay float64
+	for _, t := range st.Tasks {
+		op := ScaleOp{Name: t.Name, RunsPerDay: dayS / float64(t.EveryS)}
+		if runs, ok := cover[t.Name]; ok {
+			op.CoverDays = runs / op.RunsPerDay
+		}
+		if t.Name == "charts-refresh" {
+			op.KVWrites = chartsPerRun * float64(len(tasks.ChartCategories)*len(tasks.ChartCountries))
+		}
+		u0 := simServed()
+		for range scaleTaskRuns {
+			ts := runTask(base, t.Name)
+			addRun(&op, float64(ts.LastD1RowsRead), float64(ts.LastD1RowsWritten), float64(ts.LastSubrequests), float64(ts.LastDurationMs))
+			if ts.LastError != "" {
+				op.Note = "error: " + ts.LastError
+			}
+		}
+		finishRuns(&op, scaleTaskRuns)
+		op.DORequests = float64(simServed()-u0) / scaleTaskRuns
+		schedRunsPerDay += op.RunsPerDay
+		ops = append(ops, op)
+		measured(op)
+	}
+	// The scheduler's alarm: at most one a task run (runs due together share one).
+	ops = append(ops, ScaleOp{Name: "scheduler alarms", RunsPerDay: schedRunsPerDay, DORequests: 1})
+	ops = append(ops, ScaleOp{Name: "limiter minute alarms", RunsPerDay: limiterMinuteAlarms, DORequests: 1})
+	cronPhaseQueue := queueTotals(logPath)
+	cronPhaseCycles := float64(scaleCrawlCycles)
+
+	// The EnrichmentController, in two windows: new apps (the queue, with
+	// the refreshes the tick's split gives), then refreshes alone (the
+	// queue marked away). Each one's rows per app are then multiplied by
+	// the design's pace and by the refreshes the policy schedules a day.
+	control(base, "start", "")
+	control(base, "tune", fmt.Sprintf(`{"rate_per_min": %g}`, math.Round(designAppsPerHour/60.0)))
+	time.Sleep(30 * time.Second) // the pace settles
+	w1 := measureEnrichment(base, dbPath, logPath, simServed, windowMin)
+	control(base, "stop", "")
+	wranglerLocal(root, persist, "d1", "execute", "DB", "--local", "--command",
+		"UPDATE app_registry SET enrichment_source = 'not_found', enriched_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE enriched_at IS NULL")
+	control(base, "start", "")
+	time.Sleep(10 * time.Second)
+	w2 := measureEnrichment(base, dbPath, logPath, simServed, windowMin)
+	perDay := 1440 / w1.mins
+	q0, q1 := w1.q0, w1.q1
+	refreshes := w2.refreshed + w2.unchanged
+	// Refreshes in window 1 are charged at window 2's rows per refresh.
+	perRefresh := func(v float64) float64 { return v / max(1, refreshes) }
+	newApps := ScaleOp{Name: "enrichment: new app", RunsPerDay: designAppsPerHour * 24}
+	if w1.completed > 0 {
+		c := w1.completed
+		newApps.RowsRead = (w1.read - perRefresh(w2.read)*(w1.refreshed+w1.unchanged)) / c
+		newApps.RowsWritten = (w1.written - perRefresh(w2.written)*(w1.refreshed+w1.unchanged)) / c
+		newApps.Subrequests = w1.upstream / (c + w1.refreshed + w1.unchanged)
+		newApps.DORequests = newApps.Subrequests // a limiter acquire an upstream request
+		newApps.R2ClassA = w1.pages / (c + w1.refreshed)
+	}
+	newApps.Note = fmt.Sprintf("measured on %.0f apps in %.1f min (%.0f a day at the controller's pace), %.0f refreshes beside them",
+		w1.completed, w1.mins, w1.completed*perDay, w1.refreshed+w1.unchanged)
+	ref := ScaleOp{Name: "enrichment: refresh", RunsPerDay: 0}
+	if refreshes > 0 {
+		ref.RowsRead, ref.RowsWritten = w2.read/refreshes, w2.written/refreshes
+		ref.Subrequests = w2.upstream / refreshes
+		ref.DORequests = ref.Subrequests
+		ref.R2ClassA = w2.pages / refreshes
+	}
+	ticks := ScaleOp{Name: "enrichment: ticks", RunsPerDay: w1.ticks * perDay, DORequests: 1}
+	completed, refreshed := w1.completed*perDay, (w1.refreshed+w1.unchanged)*perDay
+	bytesPerNew := (w1.bytes - perRefresh(w2.bytes)*(w1.refreshed+w1.unchanged)) / max(1, w1.completed)
+	bytesPerRefresh := perRefresh(w2.bytes)
+	dueRefreshes := float64(tiers["warm"])*dayS/refreshInterval("warm") + float64(tiers["hot"])*dayS/refreshInterval("hot") +
+		float64(tiers["cold"])*dayS/refreshInterval("cold")
+	// The queue consumer: window 1's batches (app-enriched events and the
+	// controller's facts) per new app at the design's pace, and the cron
+	// phase's per crawl cycle (its events and the tasks' facts).
+	appScale := designAppsPerHour * 24 / max(1, w1.completed)
+	qc := ScaleOp{Name: "queue consumer", RunsPerDay: 1}
+	qc.RowsRead = (q1.read-q0.read)*appScale + cronPhaseQueue.read/cronPhaseCycles*288
+	qc.RowsWritten = (q1.written-q0.written)*appScale + cronPhaseQueue.written/cronPhaseCycles*288
+	qc.QueueMessages = (q1.messages-q0.messages)*appScale + cronPhaseQueue.messages/cronPhaseCycles*288
+	batchesPerDay := (q1.batches-q0.batches)*appScale + cronPhaseQueue.batches/cronPhaseCycles*288
+	qc.Note = fmt.Sprintf("a day, not a run: %.0f batches, %.0f messages (%.0f of facts)", batchesPerDay, qc.QueueMessages,
+		(q1.facts-q0.facts)*appScale+cronPhaseQueue.facts/cronPhaseCycles*288)
+	ops = append(ops, qc)
+	measured(qc)
+
+	ref.RunsPerDay = dueRefreshes
+	ref.Note = fmt.Sprintf("measured on %.0f refreshes in %.1f min (%.0f unchanged); runs/day = what the policy schedules", refreshes, w2.mins, w2.unchanged)
+	ops = append(ops, newApps, ref, ticks)
+	measured(newApps)
+	measured(ref)
+	bytesPerDay := newApps.RunsPerDay*bytesPerNew + ref.RunsPerDay*bytesPerRefresh
+	workersPerDay := 288 + 4 + 1 + batchesPerDay
+	m := MonthOf(ops, float64(bytesStart), bytesPerDay, workersPerDay)
+
+	say("\nPer operation at %d apps (rows per run from D1's result metadata; runs a day at the real periods)\n", n)
+	say("%-26s %9s %12s %12s %8s %9s %10s %14s %14s   %s\n", "operation", "runs/day", "rows read", "rows written", "subreqs", "wall ms", "cover days", "read/day", "written/day", "note")
+	for _, o := range ops {
+		cov := ""
+		if o.CoverDays > 0 {
+			cov = fmt.Sprintf("%.1f", o.CoverDays)
+		}
+		say("%-26s %9.1f %12.0f %12.1f %8.1f %9.0f %10s %14.0f %14.0f   %s\n", o.Name, o.RunsPerDay, o.RowsRead, o.RowsWritten, o.Subrequests, o.WallMs, cov,
+			o.PerDay(o.RowsRead), o.PerDay(o.RowsWritten), o.Note)
+	}
+	say("\nRefreshes the policy schedules: %.0f a day (tiers %v); the controller did %.0f a day beside %.0f new apps a day (tuned to %d pages/min);\n",
+		dueRefreshes, tiers, refreshed, completed, designAppsPerHour/60)
+	say("D1 grows %.0f bytes a new app and %.0f a refresh: %.1f MB a day at %d new apps and %.0f refreshes a day.\n",
+		bytesPerNew, bytesPerRefresh, bytesPerDay/1e6, designAppsPerHour*24, dueRefreshes)
+	say("\nThe month (%d days) at %d apps, Workers Paid prices of %s (%s):\n", daysPerMonth, n, PricesDate, PricesSource)
+	say("%-26s %16s %16s %10s\n", "product", "used", "included", "overage $")
+	line := func(mt Meter, used float64) {
+		say("%-26s %16.0f %16.0f %10.2f\n", mt.Name, used, mt.Included, m.Overage[mt.Name])
+	}
+	line(D1RowsRead, m.D1RowsRead)
+	line(D1RowsWritten, m.D1RowsWritten)
+	say("%-26s %16.2f %16.0f %10.2f   (now %.2f GB, +%.1f MB/day, after a year %.2f GB)\n", "D1 storage GB (mean)", (m.D1BytesNow+15*bytesPerDay)/1e9, D1StorageGB.Included,
+		m.Overage[D1StorageGB.Name], m.D1BytesNow/1e9, bytesPerDay/1e6, m.D1BytesAfterYr/1e9)
+	line(DORequests, m.DORequests)
+	line(QueueOps, m.QueueOps)
+	line(R2ClassA, m.R2ClassA)
+	line(R2ClassB, m.R2ClassB)
+	line(KVWrites, m.KVWrites)
+	line(WorkersRequests, m.WorkersRequests)
+	say("overage $%.2f + plan $%.2f = $%.2f a month; most rows read: %s; most rows written: %s (%.0f%%)\n", m.OverageUSD, PlanBaseUSD, m.TotalUSD,
+		m.TopReader, m.TopWriter, 100*m.RowsWrittenShare[m.TopWriter])
+	say("D1 size: %.2f GB at the start, %.2f GB at the end (%s in all)\n", float64(bytesStart)/1e9, float64(fileBytes(dbPath))/1e9, time.Since(t0).Round(time.Second))
+
+	if asJSON {
+		ov := map[string]any{}
+		for k, v := range m.Overage {
+			ov[k] = math.Round(v*100) / 100
+		}
+		rep := scaleReport{Apps: n, D1RowsReadMonth: m.D1RowsRead, D1RowsWrittenMonth: m.D1RowsWritten, D1BytesNow: m.D1BytesNow,
+			D1BytesAfterYear: m.D1BytesAfterYr, D1BytesPerDay: bytesPerDay, DORequestsMonth: m.DORequests, QueueOpsMonth: m.QueueOps,
+			R2ClassAMonth: m.R2ClassA, R2ClassBMonth: m.R2ClassB, KVWritesMonth: m.KVWrites, WorkersRequestsMon: m.WorkersRequests,
+			OverageUSDMonth: m.OverageUSD, OverageByMeter: ov, Operations: ops, Shape: shape, PricesDate: PricesDate,
+			RefreshesDuePerDay: dueRefreshes, RefreshesDonePerDay: refreshed}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	}
+}
+
+func refreshInterval(tier string) float64 {
+	switch tier {
+	case "hot":
+		return (6 * time.Hour).Seconds() * 1.05
+	case "warm":
+		return (12 * time.Hour).Seconds() * 1.05
+	}
+	return (30 * 24 * time.Hour).Seconds() * 1.05
+}
+
+func addRun(o *ScaleOp, read, written, subreqs, wall float64) {
+	o.RowsRead += read
+	o.RowsWritten += written
+	o.Subrequests += subreqs
+	o.WallMs += wall
+}
+
+func finishRuns(o *ScaleOp, n int) {
+	o.RowsRead /= float64(n)
+	o.RowsWritten /= float64(n)
+	o.Subrequests /= float64(n)
+	o.WallMs /= float64(n)
+}
+
+type taskState struct {
+	Name              string `json:"name"`
+	EveryS            int64  `json:"every_s"`
+	Runs              int64  `json:"runs"`
+	LastDurationMs    int64  `json:"last_duration_ms"`
+	LastError         string `json:"last_error"`
+	LastD1RowsRead    int64  `json:"last_d1_rows_read"`
+	LastD1RowsWritten int64  `json:"last_d1_rows_written"`
+	LastSubrequests   int64  `json:"last_subrequests"`
+}
+
+type schedStatus struct {
+	Tasks []taskState `json:"tasks"`
+}
+
+// runTask runs a scheduler task now and returns its state after the run.
+func runTask(base, name string) taskState {
+	find := func() taskState {
+		var st schedStatus
+		getJSON(base+"/v1/scheduler/status", &st)
+		for _, t := range st.Tasks {
+			if t.Name == name {
+				return t
+			}
+		}
+		fail("scheduler: no task %q", name)
+		return taskState{}
+	}
+	before := find()
+	req, _ := http.NewRequest("POST", base+"/v1/scheduler/run", strings.NewReader(fmt.Sprintf(`{"task":%q}`, name)))
+	req.Header.Set("Authorization", "Bearer "+benchAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fail("scheduler run %s: %v", name, err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		if t := find(); t.Runs > before.Runs {
+			return t
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	fail("scheduler task %s did not run in 5 minutes", name)
+	return taskState{}
+}
+
+type fullEnrichment struct {
+	Totals struct {
+		Completed          int64 `json:"completed"`
+		Refreshed          int64 `json:"refreshed"`
+		RefreshesUnchanged int64 `json:"refreshes_unchanged"`
+		Ticks              int64 `json:"ticks"`
+		PageRequests       int64 `json:"page_requests"`
+		LookupRequests     int64 `json:"lookup_requests"`
+		D1RowsRead         int64 `json:"d1_rows_read"`
+		D1RowsWritten      int64 `json:"d1_rows_written"`
+	} `json:"totals"`
+}
+
+func enrichStatusFull(base string) fullEnrichment {
+	var st fullEnrichment
+	getJSON(base+"/v1/enrichment/status", &st)
+	return st
+}
+
+// queueSum is the queue consumer's queue.batch lines so far.
+type queueSum struct{ batches, messages, facts, read, written float64 }
+
+func queueTotals(logPath string) queueSum {
+	var s queueSum
+	f, err := os.Open(logPath)
+	if err != nil {
+		return s
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		b := sc.Bytes()
+		i := bytes.IndexByte(b, '{')
+		if i < 0 || !bytes.Contains(b, []byte(`"event":"queue.batch"`)) {
+			continue
+		}
+		var ev struct {
+			Messages      float64 `json:"messages"`
+			FactsMessages float64 `json:"facts_messages"`
+			D1            struct {
+				RowsRead    float64 `json:"rows_read"`
+				RowsWritten float64 `json:"rows_written"`
+			} `json:"d1"`
+		}
+		if json.Unmarshal(b[i:], &ev) == nil {
+			s.batches++
+			s.messages += ev.Messages
+			s.facts += ev.FactsMessages
+			s.read += ev.D1.RowsRead
+			s.written += ev.D1.RowsWritten
+		}
+	}
+	return s
+}
+
+// localD1File is the local D1's SQLite file under a persist directory.
+func localD1File(persist string) string {
+	files, _ := filepath.Glob(filepath.Join(persist, "v3", "d1", "miniflare-D1DatabaseObject", "*.sqlite"))
+	for _, f := range files {
+		if filepath.Base(f) != "metadata.sqlite" {
+			return f
+		}
+	}
+	fail("no local D1 file under %s", persist)
+	return ""
+}
+
+// fileBytes is a SQLite database's size in use (pages less free pages,
+// as committed: a reader sees the write-ahead log's commits).
+func fileBytes(path string) int64 {
+	n, err := usedBytes(path)
+	if err != nil {
+		fail("size of %s: %v", path, err)
+	}
+	return n
+}
+
+func refreshTiers(dbPath string) map[string]int64 {
+	c, err := tierQuery(dbPath)
+	if err != nil {
+		fail("tiers: %v", err)
+	}
+	return c
+}
+
+func sortedCounts(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s %d; ", k, m[k])
+	}
+	return strings.TrimSuffix(b.String(), "; ")
+}
+
+// startScaleWrangler runs wrangler dev on the filled state with its
+// Worker logs (the queue consumer's queue.batch lines) in logPath.
+func startScaleWrangler(root, persist, logPath, simBase string) (string, func()) {
+	port := freePort()
+	cmd := exec.Command(devstack.Wrangler(root), "dev", "-c", filepath.Join(root, "wrangler.jsonc"),
+		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--inspector-port", strconv.Itoa(freePort()),
+		"--persist-to", persist, "--show-interactive-dev-session=false", "--test-scheduled",
+		"--var", "UPSTREAM_API_BASE:"+simBase, "--var", "UPSTREAM_STORE_BASE:"+simBase,
+		"--var", "ADMIN_TOKEN:"+benchAdminToken, "--var", "LIMITER_CLIENT_TOKEN:"+benchClientToken)
+	cmd.Dir, cmd.Env = root, devstack.ToolEnv(root)
+	logf, _ := os.Create(logPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	devstack.InGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		fail("wrangler dev: %v", err)
+	}
+	stop := func() { devstack.StopGroup(cmd); logf.Close() }
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := devstack.WaitHealthy(base, startupTimeout); err != nil {
+		stop()
+		fail("wrangler dev did not start: %v; see %s", err, logPath)
+	}
+	return base, stop
+}
+
+// enrichWindow is what one window of the controller did.
+type enrichWindow struct {
+	mins                                   float64
+	completed, refreshed, unchanged, ticks float64
+	read, written, upstream, pages, bytes  float64
+	q0, q1                                 queueSum
+}
+
+// measureEnrichment watches the running controller for windowMin minutes.
+func measureEnrichment(base, dbPath, logPath string, simServed func() int64, windowMin int) enrichWindow {
+	e0, q0, s0, b0, t0 := enrichStatusFull(base), queueTotals(logPath), simServed(), fileBytes(dbPath), time.Now()
+	time.Sleep(time.Duration(windowMin) * time.Minute)
+	e1, q1, s1, b1 := enrichStatusFull(base), queueTotals(logPath), simServed(), fileBytes(dbPath)
+	d := func(a, b int64) float64 { return float64(b - a) }
+	return enrichWindow{mins: time.Since(t0).Minutes(),
+		completed: d(e0.Totals.Completed, e1.Totals.Completed), refreshed: d(e0.Totals.Refreshed, e1.Totals.Refreshed),
+		unchanged: d(e0.Totals.RefreshesUnchanged, e1.Totals.RefreshesUnchanged), ticks: d(e0.Totals.Ticks, e1.Totals.Ticks),
+		read: d(e0.Totals.D1RowsRead, e1.Totals.D1RowsRead), written: d(e0.Totals.D1RowsWritten, e1.Totals.D1RowsWritten),
+		upstream: d(s0, s1), pages: d(e0.Totals.PageRequests, e1.Totals.PageRequests), bytes: d(b0, b1), q0: q0, q1: q1}
+}

@@ -1,0 +1,95 @@
+package main
+
+import "math"
+
+// The month arithmetic of the scale bench, pure: per-operation costs
+// measured once, times runs a day, times daysPerMonth, billed at prices.go.
+
+// daysPerMonth is the billing month (Cloudflare's examples use 30 days).
+const daysPerMonth = 30
+
+// ScaleOp is one operation's measured cost per run and its runs a day.
+type ScaleOp struct {
+	Name        string  `json:"name"`
+	RunsPerDay  float64 `json:"runs_per_day"`
+	RowsRead    float64 `json:"rows_read"`    // per run
+	RowsWritten float64 `json:"rows_written"` // per run
+	Subrequests float64 `json:"subrequests"`  // per run
+	WallMs      float64 `json:"wall_ms"`      // per run
+	// Per run, for the other products.
+	DORequests    float64 `json:"do_requests"`
+	QueueMessages float64 `json:"queue_messages"`
+	R2ClassA      float64 `json:"r2_class_a"`
+	R2ClassB      float64 `json:"r2_class_b"`
+	KVWrites      float64 `json:"kv_writes"`
+	// CoverDays is how long the operation takes to pass over its table
+	// once (0: not a pass).
+	CoverDays float64 `json:"cover_days,omitempty"`
+	Note      string  `json:"note,omitempty"`
+}
+
+// PerDay is v per run at the op's runs a day.
+func (o ScaleOp) PerDay(v float64) float64 { return v * o.RunsPerDay }
+
+// Month is a month's usage per product and its bill.
+type Month struct {
+	D1RowsRead, D1RowsWritten   float64
+	D1BytesNow, D1BytesAfterYr  float64
+	DORequests, QueueOps        float64
+	R2ClassA, R2ClassB          float64
+	KVWrites, WorkersRequests   float64
+	Overage                     map[string]float64 // USD past the plan's inclusions, by meter
+	OverageUSD, TotalUSD        float64            // TotalUSD adds the plan's base
+	RowsWrittenShare            map[string]float64 // each op's share of rows written
+	TopReader, TopWriter        string
+	BytesPerDay, WorkersPerDayN float64
+}
+
+// MonthOf totals ops over a month. bytesNow is D1's size now and
+// bytesPerDay its measured growth a day (storage after a year: now + 365
+// days of growth; the month is billed at its mean size, now + 15 days);
+// workersPerDay is the Worker's own invocations a day (cron and queue
+// batches; Durable Object calls are DO requests).
+func MonthOf(ops []ScaleOp, bytesNow, bytesPerDay, workersPerDay float64) Month {
+	m := Month{D1BytesNow: bytesNow, D1BytesAfterYr: bytesNow + 365*max(0, bytesPerDay), BytesPerDay: bytesPerDay,
+		WorkersRequests: workersPerDay * daysPerMonth, WorkersPerDayN: workersPerDay,
+		Overage: map[string]float64{}, RowsWrittenShare: map[string]float64{}}
+	var topR, topW float64
+	for _, o := range ops {
+		r, w := o.PerDay(o.RowsRead)*daysPerMonth, o.PerDay(o.RowsWritten)*daysPerMonth
+		m.D1RowsRead += r
+		m.D1RowsWritten += w
+		m.DORequests += o.PerDay(o.DORequests) * daysPerMonth
+		m.QueueOps += o.PerDay(o.QueueMessages) * daysPerMonth * QueueOpsPerEvent
+		m.R2ClassA += o.PerDay(o.R2ClassA) * daysPerMonth
+		m.R2ClassB += o.PerDay(o.R2ClassB) * daysPerMonth
+		m.KVWrites += o.PerDay(o.KVWrites) * daysPerMonth
+		if r > topR {
+			topR, m.TopReader = r, o.Name
+		}
+		if w > topW {
+			topW, m.TopWriter = w, o.Name
+		}
+	}
+	for _, o := range ops {
+		if m.D1RowsWritten > 0 {
+			m.RowsWrittenShare[o.Name] = o.PerDay(o.RowsWritten) * daysPerMonth / m.D1RowsWritten
+		}
+	}
+	meanGB := (bytesNow + 15*max(0, bytesPerDay)) / 1e9
+	for _, x := range []struct {
+		m    Meter
+		used float64
+	}{
+		{D1RowsRead, m.D1RowsRead}, {D1RowsWritten, m.D1RowsWritten}, {D1StorageGB, meanGB},
+		{DORequests, m.DORequests}, {QueueOps, m.QueueOps}, {R2ClassA, m.R2ClassA}, {R2ClassB, m.R2ClassB},
+		{KVWrites, m.KVWrites}, {WorkersRequests, m.WorkersRequests},
+	} {
+		usd := x.m.Overage(x.used)
+		m.Overage[x.m.Name] = usd
+		m.OverageUSD += usd
+	}
+	m.OverageUSD = math.Round(m.OverageUSD*100) / 100
+	m.TotalUSD = PlanBaseUSD + m.OverageUSD
+	return m
+}
