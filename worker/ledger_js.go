@@ -25,7 +25,7 @@ func ledgerPlan(args []js.Value) (any, error) {
 	if err := json.Unmarshal([]byte(args[0].String()), &in); err != nil {
 		return nil, fmt.Errorf("ledgerPlan: %w", err)
 	}
-	return ledger.Next(in.Writer, in.Step, ledgerRetention(), time.UnixMilli(int64(args[1].Float()))), nil
+	return ledger.NextWith(in.Writer, in.Step, ledgerRetention(), cfg.LedgerConfirmAfter, time.UnixMilli(int64(args[1].Float()))), nil
 }
 
 // ledgerConfirm(idsJSON) → Promise of {"present": [...]}: which of a

@@ -25,6 +25,10 @@ type settings struct {
 	// (LIMITER_TALLY_S, default a minute): the integration tests shorten it
 	// so a key's facts and an idle key's retirement come in seconds.
 	LimiterTally time.Duration
+	// LedgerConfirmAfter is when a writer's sent facts are checked against
+	// D1 (LEDGER_CONFIRM_AFTER_S, default ledger.ConfirmAfter); a retiring
+	// limiter key waits for it, so the integration tests shorten it.
+	LedgerConfirmAfter time.Duration
 }
 
 // loadSettings reads every setting with getenv. A var that does not parse
@@ -109,6 +113,18 @@ func loadSettings(getenv func(string) string) (settings, []config.Problem) {
 		if err != nil {
 			c.LedgerRetention = ledger.DefaultRetention
 			bad("LEDGER_RETENTION_DAYS", raw, err)
+		}
+	}
+
+	c.LedgerConfirmAfter = ledger.ConfirmAfter
+	if raw := v.LedgerConfirmAfterS; raw != "" {
+		secs, err := strconv.Atoi(raw)
+		if err == nil {
+			c.LedgerConfirmAfter, err = ledger.ConfirmAfterFromSeconds(secs)
+		}
+		if err != nil {
+			c.LedgerConfirmAfter = ledger.ConfirmAfter
+			bad("LEDGER_CONFIRM_AFTER_S", raw, err)
 		}
 	}
 

@@ -207,6 +207,10 @@ const (
 	// leaves room for a backlog, and a fact still in flight that is sent
 	// again costs one queue message, nothing in D1.
 	ConfirmAfter = 10 * time.Minute
+	// MinConfirmAfter bounds LEDGER_CONFIRM_AFTER_S from below: the
+	// queue's deliveries take seconds. Only tests go that low (a retiring
+	// limiter key waits for its facts' confirmation).
+	MinConfirmAfter = 5 * time.Second
 	// ConfirmBatch is how many facts one check asks D1 about: D1's 100
 	// bound parameters per query.
 	ConfirmBatch = 100
@@ -262,8 +266,31 @@ func Confirm(asked []string, inD1 map[string]bool) (confirmed, resend []string) 
 	return confirmed, resend
 }
 
-// Next advances the writer's replication state.
+// Next advances the writer's replication state, checking sent facts
+// ConfirmAfter after their send.
 func Next(w Writer, st Step, retention time.Duration, now time.Time) Plan {
+	return NextWith(w, st, retention, ConfirmAfter, now)
+}
+
+// ConfirmAfterFromSeconds validates the LEDGER_CONFIRM_AFTER_S setting
+// (0 = ConfirmAfter).
+func ConfirmAfterFromSeconds(s int) (time.Duration, error) {
+	if s == 0 {
+		return ConfirmAfter, nil
+	}
+	d := time.Duration(s) * time.Second
+	if d < MinConfirmAfter || d > ConfirmAfter {
+		return ConfirmAfter, fmt.Errorf("confirm after %s outside [%s, %s]", d, MinConfirmAfter, ConfirmAfter)
+	}
+	return d, nil
+}
+
+// NextWith is Next with sent facts checked confirmAfter after their send
+// (0 = ConfirmAfter).
+func NextWith(w Writer, st Step, retention, confirmAfter time.Duration, now time.Time) Plan {
+	if confirmAfter <= 0 {
+		confirmAfter = ConfirmAfter
+	}
 	ms := now.UnixMilli()
 	switch st.Op {
 	case "append":
@@ -277,7 +304,7 @@ func Next(w Writer, st Step, retention time.Duration, now time.Time) Plan {
 			w.DueAt = now.Add(NextBatchDelay).UnixMilli()
 		}
 		if w.ConfirmAt == 0 {
-			w.ConfirmAt = now.Add(ConfirmAfter).UnixMilli()
+			w.ConfirmAt = now.Add(confirmAfter).UnixMilli()
 		}
 	case "failed":
 		w.Failures++
@@ -286,7 +313,7 @@ func Next(w Writer, st Step, retention time.Duration, now time.Time) Plan {
 		w.ConfirmAt = 0
 		if st.OldestSentAt > 0 {
 			// More wait: the oldest is checked when its time comes.
-			w.ConfirmAt = max(now.Add(NextBatchDelay).UnixMilli(), st.OldestSentAt+ConfirmAfter.Milliseconds())
+			w.ConfirmAt = max(now.Add(NextBatchDelay).UnixMilli(), st.OldestSentAt+confirmAfter.Milliseconds())
 		}
 		if st.Resent > 0 && (w.DueAt == 0 || w.DueAt > now.Add(NextBatchDelay).UnixMilli()) {
 			w.DueAt = now.Add(NextBatchDelay).UnixMilli()
@@ -295,7 +322,7 @@ func Next(w Writer, st Step, retention time.Duration, now time.Time) Plan {
 		w.ConfirmAt = now.Add(RetryMax).UnixMilli()
 	}
 	return Plan{Writer: w, BatchLimit: MaxBatchFacts, PruneBefore: ms - retention.Milliseconds(),
-		ConfirmBatch: ConfirmBatch, ConfirmSentBefore: ms - ConfirmAfter.Milliseconds()}
+		ConfirmBatch: ConfirmBatch, ConfirmSentBefore: ms - confirmAfter.Milliseconds()}
 }
 
 // Backoff is the wait after the n-th consecutive failed send.

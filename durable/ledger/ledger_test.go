@@ -191,3 +191,27 @@ func TestSentFactsAreConfirmedAgainstD1(t *testing.T) {
 		t.Fatalf("a failed check is tried again: %+v", p)
 	}
 }
+
+// TestConfirmAfterIsASetting: a shorter confirm wait (LEDGER_CONFIRM_AFTER_S)
+// moves the check and what it may ask D1 about; 0 is the default, and a
+// value out of bounds is refused with the default kept.
+func TestConfirmAfterIsASetting(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	p := NextWith(Writer{}, Step{Op: "sent"}, DefaultRetention, 10*time.Second, t0)
+	if p.ConfirmAt != t0.Add(10*time.Second).UnixMilli() || p.ConfirmSentBefore != t0.Add(-10*time.Second).UnixMilli() {
+		t.Fatalf("10 s: %+v", p)
+	}
+	if d := NextWith(Writer{}, Step{Op: "sent"}, DefaultRetention, 0, t0); d != Next(Writer{}, Step{Op: "sent"}, DefaultRetention, t0) {
+		t.Fatalf("0 is not the default: %+v", d)
+	}
+	for s, want := range map[int]time.Duration{0: ConfirmAfter, 5: 5 * time.Second, 600: ConfirmAfter} {
+		if d, err := ConfirmAfterFromSeconds(s); err != nil || d != want {
+			t.Errorf("%d s: %s %v", s, d, err)
+		}
+	}
+	for _, s := range []int{1, 4, 601, -5} {
+		if d, err := ConfirmAfterFromSeconds(s); err == nil || d != ConfirmAfter {
+			t.Errorf("%d s accepted: %s", s, d)
+		}
+	}
+}

@@ -145,6 +145,7 @@ type ObjectVars struct {
 	EnrichmentParserProbeS    string // ENRICHMENT_PARSER_PROBE_S
 	EnrichmentIdleS           string // ENRICHMENT_IDLE_S
 	LimiterTallyS             string // LIMITER_TALLY_S
+	LedgerConfirmAfterS       string // LEDGER_CONFIRM_AFTER_S
 	LookupBatch               string // LOOKUP_BATCH
 	LookupFreshH              string // LOOKUP_FRESH_H
 	SchedulerBreakerThreshold string // SCHEDULER_BREAKER_THRESHOLD
@@ -178,6 +179,7 @@ func Load(getenv func(string) string) (Config, []Problem) {
 			EnrichmentParserProbeS:    getenv("ENRICHMENT_PARSER_PROBE_S"),
 			EnrichmentIdleS:           getenv("ENRICHMENT_IDLE_S"),
 			LimiterTallyS:             getenv("LIMITER_TALLY_S"),
+			LedgerConfirmAfterS:       getenv("LEDGER_CONFIRM_AFTER_S"),
 			LookupBatch:               getenv("LOOKUP_BATCH"),
 			LookupFreshH:              getenv("LOOKUP_FRESH_H"),
 			SchedulerBreakerThreshold: getenv("SCHEDULER_BREAKER_THRESHOLD"),

@@ -37,6 +37,10 @@ const (
 	// controller to see new work: a poll every 5 s instead of every two
 	// minutes (the default).
 	testIdleS = 5
+	// testConfirmS is LEDGER_CONFIRM_AFTER_S where a test waits for a
+	// limiter key's retirement, which waits for its facts to be confirmed
+	// in D1: a check 10 s after a send instead of 10 minutes (the default).
+	testConfirmS = 10
 )
 
 var root = mustAbs("../..")

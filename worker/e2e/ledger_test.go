@@ -46,7 +46,7 @@ func TestLedgerReplicatesExactlyOnce(t *testing.T) {
 	s := startSim(t, dir, "-apps", "300", "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")
 	prepareDB(t, persist, dir, 60)
-	w := &worker{persist: persist, simBase: s.base, dir: dir, owner: t, vars: []string{"LEDGER_FAULT_FAIL_AFTER_WRITE:1", "LIMITER_TALLY_S:" + itoa(testTallyS)}}
+	w := &worker{persist: persist, simBase: s.base, dir: dir, owner: t, vars: []string{"LEDGER_FAULT_FAIL_AFTER_WRITE:1", "LIMITER_TALLY_S:" + itoa(testTallyS), "LEDGER_CONFIRM_AFTER_S:" + itoa(testConfirmS)}}
 	w.start(t, "wrangler-1.log")
 
 	getStatus(t, w) // starts the controller, which enriches the 60 seeded apps through the limiter

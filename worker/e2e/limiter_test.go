@@ -33,7 +33,7 @@ func TestLimiterExactUnderConcurrency(t *testing.T) {
 	prepareDB(t, persist, dir, 0)
 	// A key's tally closes every testTallyS seconds instead of every minute:
 	// its facts, and an idle key's retirement, come in seconds.
-	w := &worker{persist: persist, simBase: s.base, dir: dir, owner: t, vars: []string{"LIMITER_TALLY_S:" + itoa(testTallyS)}}
+	w := &worker{persist: persist, simBase: s.base, dir: dir, owner: t, vars: []string{"LIMITER_TALLY_S:" + itoa(testTallyS), "LEDGER_CONFIRM_AFTER_S:" + itoa(testConfirmS)}}
 	w.start(t, "wrangler-1.log")
 	acquire := w.base + "/v1/limiter/acquire"
 	status := func(key string, out any) int {

@@ -18,8 +18,13 @@ import (
 // numbered matches SQLite's numbered parameters (?1, ?2, ...).
 var numbered = regexp.MustCompile(`\?\d+`)
 
-// fullScan matches a plan step that reads a whole table (no index).
-var fullScan = regexp.MustCompile(`^SCAN \w+( AS \w+)?$`)
+// fullScan matches a plan step that reads a whole table (no index); its
+// group is the table or alias.
+var fullScan = regexp.MustCompile(`^SCAN (\w+)( AS \w+)?$`)
+
+// subquery matches the step that names a subquery's rows (a co-routine or a
+// materialized view), which a later "SCAN name" reads.
+var subquery = regexp.MustCompile(`^(?:CO-ROUTINE|MATERIALIZE) (\w+)$`)
 
 // TestHotQueriesUseIndexes checks EXPLAIN QUERY PLAN of every cron and
 // queue path read against the migrated local D1: no full-table scans.
@@ -72,9 +77,17 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 	}
 	for i, q := range queries {
 		var steps []string
+		// A subquery's rows (CO-ROUTINE x / MATERIALIZE x) are read by
+		// "SCAN x": that walks the subquery's own bounded output, not a table.
+		subqueries := map[string]bool{}
+		for _, r := range res[i].Results {
+			if m := subquery.FindStringSubmatch(r.Detail); m != nil {
+				subqueries[m[1]] = true
+			}
+		}
 		for _, r := range res[i].Results {
 			steps = append(steps, r.Detail)
-			if fullScan.MatchString(r.Detail) {
+			if m := fullScan.FindStringSubmatch(r.Detail); m != nil && !subqueries[m[1]] {
 				t.Errorf("%s scans a table: %q", q.Name, r.Detail)
 			}
 		}

@@ -67,7 +67,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	prepareDB(t, persist, dir, 2000)
 	seedSQL(t, persist, dashboardHistorySQL(time.Now()))
 	// Limiter facts every few seconds, so the limiters' last 6 h show too.
-	w := &worker{persist: persist, simBase: s.base, dir: dir, vars: []string{"LIMITER_TALLY_S:" + itoa(testTallyS)}, owner: t}
+	w := &worker{persist: persist, simBase: s.base, dir: dir, vars: []string{"LIMITER_TALLY_S:" + itoa(testTallyS), "LEDGER_CONFIRM_AFTER_S:" + itoa(testConfirmS)}, owner: t}
 	w.start(t, "wrangler-1.log")
 
 	// --- live activity: calm work and scheduler runs.
