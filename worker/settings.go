@@ -73,6 +73,14 @@ func loadSettings(getenv func(string) string) (settings, []config.Problem) {
 		}
 	}
 
+	// SUBREQUEST_BUDGET: the invocation's subrequests (Workers Paid's
+	// 10,000 when unset).
+	if raw := v.SubrequestBudget; raw != "" {
+		if err := setSubrequestBudget(&c.Enrichment, raw); err != nil {
+			bad(subrequestBudgetVar, raw, err)
+		}
+	}
+
 	if raw := v.LookupBatch; raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err == nil {

@@ -19,7 +19,7 @@ func TestLoadSettingsBuildsTheObjectsConfigs(t *testing.T) {
 		"UPSTREAM_API_BASE":     "http://127.0.0.1:1/",
 		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": "seed", "SCHEDULER_BREAKER_THRESHOLD": "4",
 		"LEDGER_RETENTION_DAYS": "2", "ENRICHMENT_PARSER_PROBE_S": "5", "UPSTREAM_MAX_HOLD_S": "120",
-		"LOOKUP_BATCH": "150", "LIMITER_TALLY_S": "5", "ENRICHMENT_IDLE_S": "5", "LEDGER_CONFIRM_AFTER_S": "10",
+		"LOOKUP_BATCH": "150", "LIMITER_TALLY_S": "5", "ENRICHMENT_IDLE_S": "5", "LEDGER_CONFIRM_AFTER_S": "10", "SUBREQUEST_BUDGET": "50",
 	}))
 	if len(probs) != 0 {
 		t.Fatalf("problems: %+v", probs)
@@ -27,7 +27,8 @@ func TestLoadSettingsBuildsTheObjectsConfigs(t *testing.T) {
 	if c.Enrichment.Pacing != "seed" || c.Enrichment.Cooldown != time.Minute || c.Scheduler.BreakerThreshold != 4 ||
 		c.LedgerRetention != 48*time.Hour || c.Enrichment.ProbeInterval() != 5*time.Second || c.Enrichment.LookupBatchSize() != 150 ||
 		c.APIBase != "http://127.0.0.1:1" || c.MaxHold != 2*time.Minute ||
-		c.LimiterTally != 5*time.Second || c.Enrichment.IdleWait() != 5*time.Second || c.LedgerConfirmAfter != 10*time.Second {
+		c.LimiterTally != 5*time.Second || c.Enrichment.IdleWait() != 5*time.Second || c.LedgerConfirmAfter != 10*time.Second ||
+		c.Enrichment.SubrequestBudget() != enrichment.FreeSubrequests {
 		t.Fatalf("parsed: %+v", c)
 	}
 }
@@ -42,10 +43,11 @@ func TestBadObjectVarsAreReportedAndDefaulted(t *testing.T) {
 		"LIMITER_TALLY_S":                 "7",
 		"ENRICHMENT_IDLE_S":               "0",
 		"LEDGER_CONFIRM_AFTER_S":          "1",
+		"SUBREQUEST_BUDGET":               "49",
 	}))
-	// 8 of the objects' vars, and 4 of config's own.
-	if len(probs) != 12 {
-		t.Fatalf("want 12 problems, got %+v", probs)
+	// 9 of the objects' vars, and 4 of config's own.
+	if len(probs) != 13 {
+		t.Fatalf("want 13 problems, got %+v", probs)
 	}
 	if c.Enrichment != enrichment.DefaultConfig() || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention ||
 		c.LimiterTally != limiter.TallyPeriod || c.LedgerConfirmAfter != ledger.ConfirmAfter {

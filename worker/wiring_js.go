@@ -39,13 +39,6 @@ func loadConfig() {
 		logx.Event("config.bad_config", map[string]any{"level": logx.Error, "var": p.Var, "value": p.Value, "error": p.Error})
 	}
 	controllerNS = cf.Namespace{Binding: config.BindingController, LocationHint: cfg.LocationHint}
-	// SUBREQUEST_BUDGET: the invocation's subrequests (Workers Paid's
-	// 10,000 when unset). Read here until worker/config takes it.
-	if raw := cloudflare.Getenv(subrequestBudgetVar); raw != "" {
-		if err := setSubrequestBudget(&cfg.Enrichment, raw); err != nil {
-			logx.Event("config.bad_config", map[string]any{"level": logx.Error, "var": subrequestBudgetVar, "value": raw, "error": err.Error()})
-		}
-	}
 }
 
 // marketsStage runs the markets stage (queue events, the 6-hourly

@@ -89,7 +89,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/dashboard", s.dashboard)
 	mux.HandleFunc("GET /v1/enrichment/status", s.forward("/status"))
 	mux.HandleFunc("GET /v1/enrichment/pulse", s.pulse)
-	for _, action := range []string{"start", "stop", "reset", "tune"} {
+	for _, action := range []string{"start", "stop", "reset", "tune", "resume-pages"} {
 		mux.HandleFunc("POST /v1/enrichment/"+action, s.requireAdmin(s.forward("/"+action)))
 	}
 	mux.HandleFunc("POST /v1/enrichment/reparse", s.requireAdmin(s.startReparse))

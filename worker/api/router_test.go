@@ -74,6 +74,7 @@ func TestControlPlaneAuthAndValidation(t *testing.T) {
 	}{
 		{"no token", "POST", "/v1/enrichment/stop", "", "", 401, "authorization"},
 		{"wrong token", "POST", "/v1/enrichment/start", "nope", "", 401, "authorization"},
+		{"no token", "POST", "/v1/enrichment/resume-pages", "", "", 401, "authorization"},
 		{"tune out of range", "POST", "/v1/enrichment/tune", "secret", `{"batch_size": 500}`, 400, "batch_size"},
 		{"tune malformed", "POST", "/v1/enrichment/tune", "secret", `{"batch_size": `, 400, "body"},
 		{"tune unknown field", "POST", "/v1/enrichment/tune", "secret", `{"turbo": true}`, 400, "turbo"},
@@ -95,6 +96,7 @@ func TestControlPlaneAuthAndValidation(t *testing.T) {
 		{"GET", "/v1/enrichment/status", "", "", "GET /status "},
 		{"POST", "/v1/enrichment/stop", "secret", "", "POST /stop "},
 		{"POST", "/v1/enrichment/start", "secret", "{}", "POST /start "},
+		{"POST", "/v1/enrichment/resume-pages", "secret", "", "POST /resume-pages "},
 		{"POST", "/v1/enrichment/tune", "secret", `{"interval_ms": 20000}`, `POST /tune {"interval_ms": 20000}`},
 	} {
 		c.calls = nil

@@ -146,6 +146,7 @@ type ObjectVars struct {
 	EnrichmentIdleS           string // ENRICHMENT_IDLE_S
 	LimiterTallyS             string // LIMITER_TALLY_S
 	LedgerConfirmAfterS       string // LEDGER_CONFIRM_AFTER_S
+	SubrequestBudget          string // SUBREQUEST_BUDGET
 	LookupBatch               string // LOOKUP_BATCH
 	LookupFreshH              string // LOOKUP_FRESH_H
 	SchedulerBreakerThreshold string // SCHEDULER_BREAKER_THRESHOLD
@@ -180,6 +181,7 @@ func Load(getenv func(string) string) (Config, []Problem) {
 			EnrichmentIdleS:           getenv("ENRICHMENT_IDLE_S"),
 			LimiterTallyS:             getenv("LIMITER_TALLY_S"),
 			LedgerConfirmAfterS:       getenv("LEDGER_CONFIRM_AFTER_S"),
+			SubrequestBudget:          getenv("SUBREQUEST_BUDGET"),
 			LookupBatch:               getenv("LOOKUP_BATCH"),
 			LookupFreshH:              getenv("LOOKUP_FRESH_H"),
 			SchedulerBreakerThreshold: getenv("SCHEDULER_BREAKER_THRESHOLD"),
