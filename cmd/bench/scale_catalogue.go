@@ -7,9 +7,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"storecrawl/worker/appstore"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/refresh"
@@ -163,6 +166,9 @@ func BuildCatalogue(dbPath, sim string, n int, now time.Time, dueKeywords int) (
 		return shape, err
 	}
 	if err := fillTables(ctx, tx, shape, now, dueKeywords); err != nil {
+		return shape, err
+	}
+	if err := seedDueRankings(ctx, tx, sim, now); err != nil {
 		return shape, err
 	}
 	return shape, tx.Commit()
@@ -364,6 +370,14 @@ func fillTables(ctx context.Context, tx *sql.Tx, s ScaleShape, now time.Time, du
 		 SELECT kw.keyword, %s, seq.k FROM kw, seq WHERE kw.k < %d`, enrichedApp("kw.k * 7919 + seq.k * 104729"), s.Clusters),
 		fmt.Sprintf(`INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at)
 		 SELECT keyword, %s, 0.5, 0.7, 0.2, '%s' FROM kw WHERE k < %d`, score, nowS, s.Clusters),
+		// The keyword steering's revalue step has read every score so far
+		// (its cursor, crawl's steerCursorName, at the newest): the bench's
+		// cycles revalue what their own searches re-score, as in the steady
+		// state, not the whole catalogue's scores stamped now (a
+		// KeywordRevalueBatch of keywords a cycle, ~9k rows read, for 450
+		// cycles at 1.1M apps).
+		`INSERT INTO sweep_cursors (name, cursor, updated_at) SELECT 'keyword-steering', json_array(computed_at, cluster_id), '` + nowS + `'
+		 FROM opportunity_scores ORDER BY computed_at DESC, cluster_id DESC LIMIT 1`,
 		// Category scans: each at a uniform point of its tier's interval.
 		fmt.Sprintf(`UPDATE category_scans SET scans = 10, apps_found = 200, last_scanned_at = strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', '%s', '-' ||
 		 (((genre_id * 2654435761) %% 1000003) * (CASE tier WHEN 'high' THEN 7 WHEN 'medium' THEN 14 ELSE 30 END) * %d / 1000003) || ' seconds')`, nowS, day),
@@ -372,6 +386,59 @@ func fillTables(ctx context.Context, tx *sql.Tx, s ScaleShape, now time.Time, du
 	for _, q := range stmts {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("%.80s…: %w", strings.Join(strings.Fields(q), " "), err)
+		}
+	}
+	return nil
+}
+
+// seedDueRankings stores, as each due keyword's rankings, what the
+// simulator's search answers for it now, so the bench's re-search finds
+// the ranks it left (the steady state) and writes what a real re-search
+// does: each result's sighting and today's rank, the keyword's mark.
+// fillTables' rankings are spread over the catalogue and match no search:
+// a re-search over them deleted all 18 and inserted the results.
+func seedDueRankings(ctx context.Context, tx *sql.Tx, sim string, now time.Time) error {
+	rows, err := tx.QueryContext(ctx, `SELECT keyword FROM crawl_keywords WHERE next_search_at <= ?`, now.UTC().Format(d1.Layout))
+	if err != nil {
+		return err
+	}
+	var kws []string
+	for rows.Next() {
+		var kw string
+		if err := rows.Scan(&kw); err != nil {
+			rows.Close()
+			return err
+		}
+		kws = append(kws, kw)
+	}
+	rows.Close()
+	ts := now.UTC().Format(d1.Layout)
+	for _, kw := range kws {
+		q := url.Values{"term": {kw}, "country": {"us"}, "entity": {crawl.SearchEntity}, "limit": {strconv.Itoa(crawl.KeywordSearchSize)}}
+		resp, err := http.Get(sim + "/search?" + q.Encode())
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("search %q: %d %v", kw, resp.StatusCode, err)
+		}
+		apps, err := appstore.ParseSearch(body)
+		if err != nil {
+			return fmt.Errorf("search %q: %w", kw, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM crawl_rankings WHERE keyword = ?`, kw); err != nil {
+			return err
+		}
+		for i, a := range apps {
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?,?,?,?)`,
+				kw, a.TrackID, i+1, ts); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE crawl_keywords SET result_count = ? WHERE keyword = ?`, len(apps), kw); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -315,6 +315,47 @@ VALUES (99, 'enriched', 7, 4.0, '1.0', 0, 'itunes+store', '2026-11-01T00:00:00.0
 	}
 }
 
+// TestResearchAfterItsIntervalWritesEachResult: a keyword is re-searched
+// after its interval (a day at the hottest, HotKeywordResearch), past
+// catalogue.SightingGranularity and on another UTC day, so even with the
+// same results each one costs two rows: its sighting (last_seen_at) and
+// today's rank (keyword_rank_history), and a queued one a third, its
+// lookup fields' time (lookup_at); the rankings and the apps' values are
+// not rewritten. The scale bench's crawl cycle charges
+// this per re-search (docs/scale.md).
+func TestResearchAfterItsIntervalWritesEachResult(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	ctx := context.Background()
+	drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at) VALUES ('budget', 'title', '2026-11-01T00:00:00.000Z')`)
+	const n = 10
+	apps := make([]appstore.App, 0, n)
+	for i := int64(1); i <= n; i++ {
+		apps = append(apps, appstore.App{TrackID: i, Name: fmt.Sprint("budget ", i), BundleID: fmt.Sprint("b.", i), DeveloperID: 70, DeveloperName: "Dev",
+			RatingCount: 10 * i, AverageRating: 4.5, Price: 0.99, Currency: "USD", Version: "1.0", Description: "d", Languages: []string{"EN"}})
+	}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	if err := s.SaveRankings(ctx, "budget", apps, now); err != nil {
+		t.Fatal(err)
+	}
+	// Half of them enriched since: a search leaves their records alone.
+	const enriched = n / 2
+	drv.Exec(t, `UPDATE app_registry SET enrichment_source = 'itunes+store', enriched_at = ? WHERE track_id <= ?`, d1.Time(now), enriched)
+	ranks := func() int64 { return drv.Int(t, `SELECT count(*) FROM keyword_rank_history`) }
+	r0, before := ranks(), drv.TotalChanges(t)
+	if err := s.SaveRankings(ctx, "budget", apps, now.Add(HotKeywordResearch)); err != nil {
+		t.Fatal(err)
+	}
+	// An enriched result: its sighting and today's rank; a queued one
+	// also its lookup fields' time (lookup_at, searchResultSQL).
+	if w, want := drv.TotalChanges(t)-before, int64(2*enriched+3*(n-enriched)+1); w != want {
+		t.Fatalf("a re-search a day later, same results, wrote %d rows, want %d (a sighting and a rank a result, a queued one's lookup, the mark)", w, want)
+	}
+	if got := ranks() - r0; got != n {
+		t.Fatalf("today's ranks: %d rows, want %d", got, n)
+	}
+}
+
 // TestRepeatedScanWritesOnlyWhatChanged: a category scanned again within
 // catalogue.SightingGranularity, its charts unchanged, writes its chart
 // positions and their per-scan history and the category's mark; not the
