@@ -374,3 +374,28 @@ func TestPickByPriorityThenRatingCount(t *testing.T) {
 		t.Fatalf("pick plan: %s", plan)
 	}
 }
+
+// TestDeveloperSeenAgainWritesNothing: a developer upserted again with the
+// same name writes no row (every search and enrichment names one); a new
+// name is kept, with the time it changed.
+func TestDeveloperSeenAgainWritesNothing(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	if _, err := db.Exec(ctx, DeveloperStmt(70, "Dev", "2026-11-01T00:00:00.000Z")); err != nil {
+		t.Fatal(err)
+	}
+	before := drv.TotalChanges(t)
+	if _, err := db.Exec(ctx, DeveloperStmt(70, "Dev", "2026-11-02T00:00:00.000Z")); err != nil {
+		t.Fatal(err)
+	}
+	if n := drv.TotalChanges(t) - before; n != 0 {
+		t.Fatalf("the same developer again wrote %d rows, want 0", n)
+	}
+	if _, err := db.Exec(ctx, DeveloperStmt(70, "Dev Ltd", "2026-11-03T00:00:00.000Z")); err != nil {
+		t.Fatal(err)
+	}
+	got := drv.Rows(t, `SELECT name, first_seen_at, updated_at FROM developers WHERE developer_id = 70`)[0]
+	if got["name"] != "Dev Ltd" || got["first_seen_at"] != "2026-11-01T00:00:00.000Z" || got["updated_at"] != "2026-11-03T00:00:00.000Z" {
+		t.Fatalf("renamed developer: %v", got)
+	}
+}
