@@ -94,12 +94,19 @@ const benchAdminToken = "bench-admin-token"
 // enrichSample is how many enriched apps the per-app cost is averaged over.
 const enrichSample = 300
 
+// enrichmentStatus is the controller's totals in GET /v1/enrichment/status
+// that the benches read.
 type enrichmentStatus struct {
 	Totals struct {
-		Dispatched    int64 `json:"dispatched"`
-		Completed     int64 `json:"completed"`
-		D1RowsRead    int64 `json:"d1_rows_read"`
-		D1RowsWritten int64 `json:"d1_rows_written"`
+		Dispatched         int64 `json:"dispatched"`
+		Completed          int64 `json:"completed"`
+		Refreshed          int64 `json:"refreshed"`
+		RefreshesUnchanged int64 `json:"refreshes_unchanged"`
+		Ticks              int64 `json:"ticks"`
+		PageRequests       int64 `json:"page_requests"`
+		LookupRequests     int64 `json:"lookup_requests"`
+		D1RowsRead         int64 `json:"d1_rows_read"`
+		D1RowsWritten      int64 `json:"d1_rows_written"`
 	} `json:"totals"`
 }
 

@@ -382,25 +382,6 @@ func runTask(base, name string) taskState {
 	return taskState{}
 }
 
-type fullEnrichment struct {
-	Totals struct {
-		Completed          int64 `json:"completed"`
-		Refreshed          int64 `json:"refreshed"`
-		RefreshesUnchanged int64 `json:"refreshes_unchanged"`
-		Ticks              int64 `json:"ticks"`
-		PageRequests       int64 `json:"page_requests"`
-		LookupRequests     int64 `json:"lookup_requests"`
-		D1RowsRead         int64 `json:"d1_rows_read"`
-		D1RowsWritten      int64 `json:"d1_rows_written"`
-	} `json:"totals"`
-}
-
-func enrichStatusFull(base string) fullEnrichment {
-	var st fullEnrichment
-	getJSON(base+"/v1/enrichment/status", &st)
-	return st
-}
-
 // queueSum is the queue consumer's queue.batch lines so far.
 type queueSum struct{ batches, messages, facts, read, written float64 }
 
@@ -516,9 +497,9 @@ type enrichWindow struct {
 
 // measureEnrichment watches the running controller for windowMin minutes.
 func measureEnrichment(base, dbPath, logPath string, simServed func() int64, windowMin int) enrichWindow {
-	e0, q0, s0, b0, t0 := enrichStatusFull(base), queueTotals(logPath), simServed(), fileBytes(dbPath), time.Now()
+	e0, q0, s0, b0, t0 := enrichStatus(base), queueTotals(logPath), simServed(), fileBytes(dbPath), time.Now()
 	time.Sleep(time.Duration(windowMin) * time.Minute)
-	e1, q1, s1, b1 := enrichStatusFull(base), queueTotals(logPath), simServed(), fileBytes(dbPath)
+	e1, q1, s1, b1 := enrichStatus(base), queueTotals(logPath), simServed(), fileBytes(dbPath)
 	d := func(a, b int64) float64 { return float64(b - a) }
 	return enrichWindow{mins: time.Since(t0).Minutes(),
 		completed: d(e0.Totals.Completed, e1.Totals.Completed), refreshed: d(e0.Totals.Refreshed, e1.Totals.Refreshed),
