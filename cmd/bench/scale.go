@@ -67,6 +67,9 @@ type scaleReport struct {
 	PricesDate          string         `json:"prices_date"`
 	RefreshesDuePerDay  float64        `json:"refreshes_due_per_day"`
 	RefreshesDonePerDay float64        `json:"refreshes_done_per_day"`
+	// Months: the fill (the top-level figures), the steady state after
+	// it, and the design's pace all month (scale_month.go).
+	Months map[string]MonthSummary `json:"months"`
 }
 
 // benchScale runs the scale bench on n apps and prints the tables (and
@@ -240,27 +243,50 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	dueRefreshes := float64(tiers["warm"])*dayS/refreshInterval("warm") + float64(tiers["hot"])*dayS/refreshInterval("hot") +
 		float64(tiers["cold"])*dayS/refreshInterval("cold")
 	// The queue consumer: window 1's batches (app-enriched events and the
-	// controller's facts) per new app at the design's pace, and the cron
-	// phase's per crawl cycle (its events and the tasks' facts).
-	appScale := designAppsPerHour * 24 / max(1, w1.completed)
-	qc := ScaleOp{Name: "queue consumer", RunsPerDay: 1}
-	qc.RowsRead = (q1.read-q0.read)*appScale + cronPhaseQueue.read/cronPhaseCycles*288
-	qc.RowsWritten = (q1.written-q0.written)*appScale + cronPhaseQueue.written/cronPhaseCycles*288
-	qc.QueueMessages = (q1.messages-q0.messages)*appScale + cronPhaseQueue.messages/cronPhaseCycles*288
-	batchesPerDay := (q1.batches-q0.batches)*appScale + cronPhaseQueue.batches/cronPhaseCycles*288
-	qc.Note = fmt.Sprintf("a day, not a run: %.0f batches, %.0f messages (%.0f of facts)", batchesPerDay, qc.QueueMessages,
-		(q1.facts-q0.facts)*appScale+cronPhaseQueue.facts/cronPhaseCycles*288)
-	ops = append(ops, qc)
-	measured(qc)
+	// controller's facts) per new app, and the cron phase's per crawl
+	// cycle (its events and the tasks' facts).
+	perNew := 1 / max(1, w1.completed)
+	qn := ScaleOp{Name: "queue consumer: new apps", PerNewApp: 1,
+		RowsRead: (q1.read - q0.read) * perNew, RowsWritten: (q1.written - q0.written) * perNew,
+		QueueMessages: (q1.messages - q0.messages) * perNew}
+	qn.Note = fmt.Sprintf("per new app: %.0f batches, %.0f messages (%.0f of facts) for %.0f new apps",
+		q1.batches-q0.batches, q1.messages-q0.messages, q1.facts-q0.facts, w1.completed)
+	qcyc := ScaleOp{Name: "queue consumer: crawl cycle", RunsPerDay: 288,
+		RowsRead: cronPhaseQueue.read / cronPhaseCycles, RowsWritten: cronPhaseQueue.written / cronPhaseCycles,
+		QueueMessages: cronPhaseQueue.messages / cronPhaseCycles}
+	qcyc.Note = fmt.Sprintf("per crawl cycle: %.1f batches, %.1f messages (%.1f of facts)", cronPhaseQueue.batches/cronPhaseCycles,
+		cronPhaseQueue.messages/cronPhaseCycles, cronPhaseQueue.facts/cronPhaseCycles)
+	batchesPerNew := (q1.batches - q0.batches) * perNew
+	ops = append(ops, qcyc, qn)
+	measured(qcyc)
 
+	newApps.PerNewApp = 1
 	ref.RunsPerDay = dueRefreshes
 	ref.Note = fmt.Sprintf("measured on %.0f refreshes in %.1f min (%.0f unchanged); runs/day = what the policy schedules", refreshes, w2.mins, w2.unchanged)
 	ops = append(ops, newApps, ref, ticks)
-	measured(newApps)
-	measured(ref)
-	bytesPerDay := newApps.RunsPerDay*bytesPerNew + ref.RunsPerDay*bytesPerRefresh
-	workersPerDay := 288 + 4 + 1 + batchesPerDay
-	m := MonthOf(ops, float64(bytesStart), bytesPerDay, workersPerDay)
+
+	// The three months (scale_month.go): the fill (the headline), the
+	// steady state after it, and the design's pace all month.
+	fillPace, steadyPace, designPace := MonthPaces(n)
+	bill := func(pace float64) (Month, []ScaleOp) {
+		o := WithNewApps(ops, pace)
+		// Storage grows at the store's pace in every month: the fill's
+		// apps are the catalogue the bench starts from (bytesStart).
+		bytesPerDay := steadyPace*bytesPerNew + dueRefreshes*bytesPerRefresh
+		workersPerDay := 288 + 4 + 1 + cronPhaseQueue.batches/cronPhaseCycles*288 + batchesPerNew*pace
+		return MonthOf(o, float64(bytesStart), bytesPerDay, workersPerDay), o
+	}
+	steady, _ := bill(steadyPace)
+	design, _ := bill(designPace)
+	m, ops := bill(fillPace)
+	bytesPerDay := m.BytesPerDay
+	for _, o := range ops {
+		if o.PerNewApp > 0 || o.Name == ref.Name {
+			measured(o)
+		}
+	}
+	months := map[string]MonthSummary{"fill": SummaryOf(m, fillPace), "steady": SummaryOf(steady, steadyPace),
+		"design_pace_all_month": SummaryOf(design, designPace)}
 
 	say("\nPer operation at %d apps (rows per run from D1's result metadata; runs a day at the real periods)\n", n)
 	say("%-26s %9s %12s %12s %8s %9s %10s %14s %14s   %s\n", "operation", "runs/day", "rows read", "rows written", "subreqs", "wall ms", "cover days", "read/day", "written/day", "note")
@@ -274,9 +300,15 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	}
 	say("\nRefreshes the policy schedules: %.0f a day (tiers %v); the controller did %.0f a day beside %.0f new apps a day (tuned to %d pages/min);\n",
 		dueRefreshes, tiers, refreshed, completed, designAppsPerHour/60)
-	say("D1 grows %.0f bytes a new app and %.0f a refresh: %.1f MB a day at %d new apps and %.0f refreshes a day.\n",
-		bytesPerNew, bytesPerRefresh, bytesPerDay/1e6, designAppsPerHour*24, dueRefreshes)
-	say("\nThe month (%d days) at %d apps, Workers Paid prices of %s (%s):\n", daysPerMonth, n, PricesDate, PricesSource)
+	say("D1 grows %.0f bytes a new app and %.0f a refresh: %.1f MB a day at %d new apps (the store's pace) and %.0f refreshes a day.\n",
+		bytesPerNew, bytesPerRefresh, bytesPerDay/1e6, storeNewAppsPerDay, dueRefreshes)
+	say("\nThree months at %d apps (new apps a day; D1 rows written; overage):\n", n)
+	for _, k := range []string{"fill", "steady", "design_pace_all_month"} {
+		x := months[k]
+		say("  %-22s %9.0f new apps/day  %6.1fM rows written  %6.1fM read  $%.2f over\n", k, x.NewAppsPerDay, x.D1RowsWrittenMonth/1e6, x.D1RowsReadMonth/1e6, x.OverageUSDMonth)
+	}
+	say("\nThe fill month (%d days: the catalogue crawled once, %.0f new apps a day, and kept fresh all month) at %d apps, Workers Paid prices of %s (%s):\n",
+		daysPerMonth, fillPace, n, PricesDate, PricesSource)
 	say("%-26s %16s %16s %10s\n", "product", "used", "included", "overage $")
 	line := func(mt Meter, used float64) {
 		say("%-26s %16.0f %16.0f %10.2f\n", mt.Name, used, mt.Included, m.Overage[mt.Name])
@@ -304,7 +336,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 			D1BytesAfterYear: m.D1BytesAfterYr, D1BytesPerDay: bytesPerDay, DORequestsMonth: m.DORequests, QueueOpsMonth: m.QueueOps,
 			R2ClassAMonth: m.R2ClassA, R2ClassBMonth: m.R2ClassB, KVWritesMonth: m.KVWrites, WorkersRequestsMon: m.WorkersRequests,
 			OverageUSDMonth: m.OverageUSD, OverageByMeter: ov, Operations: ops, Shape: shape, PricesDate: PricesDate,
-			RefreshesDuePerDay: dueRefreshes, RefreshesDonePerDay: refreshed}
+			RefreshesDuePerDay: dueRefreshes, RefreshesDonePerDay: refreshed, Months: months}
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(rep)

@@ -77,3 +77,22 @@ func TestMonthOf(t *testing.T) {
 		t.Fatalf("total %v, top writer %q reader %q", m.TotalUSD, m.TopWriter, m.TopReader)
 	}
 }
+
+// New-app operations follow the pace a month is billed at; the others
+// keep their runs a day. The fill month crawls the catalogue once.
+func TestWithNewAppsScalesOnlyNewAppOps(t *testing.T) {
+	ops := []ScaleOp{{Name: "cycle", RunsPerDay: 288, RowsWritten: 10}, {Name: "new", PerNewApp: 1, RowsWritten: 5},
+		{Name: "queue", PerNewApp: 2, RowsWritten: 1}}
+	got := WithNewApps(ops, 1000)
+	if got[0].RunsPerDay != 288 || got[1].RunsPerDay != 1000 || got[2].RunsPerDay != 2000 || ops[1].RunsPerDay != 0 {
+		t.Fatalf("runs a day %v %v %v (input %v)", got[0].RunsPerDay, got[1].RunsPerDay, got[2].RunsPerDay, ops[1].RunsPerDay)
+	}
+	fill, steady, design := MonthPaces(1_100_000)
+	if fill*daysPerMonth != 1_100_000+storeNewAppsPerDay*daysPerMonth || steady != storeNewAppsPerDay || design != 182_400 {
+		t.Fatalf("paces %v %v %v", fill, steady, design)
+	}
+	m := MonthOf(got, 0, 0, 0)
+	if want := (288*10 + 1000*5 + 2000*1) * 30.0; m.D1RowsWritten != want {
+		t.Fatalf("rows written %v, want %v", m.D1RowsWritten, want)
+	}
+}
