@@ -95,7 +95,7 @@ func TestServerErrorsAndTimeouts(t *testing.T) {
 
 func TestConfigRulesOfTheModel(t *testing.T) {
 	for body, field := range map[string]string{
-		`{"timeout_pct":60,"error_pct":50}`:   "error_pct",
+		`{"timeout_pct":60,"error_pct":50}`:    "error_pct",
 		`{"lockout_after_refusals_per_min":3}`: "block_s",
 		`{"refusals_consume":2}`:               "refusals_consume",
 		`{"ratelimit_headers":-1}`:             "ratelimit_headers",
