@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"storecrawl/internal/upstreammodel"
 )
 
 // Config is the hidden, runtime-changeable upstream behaviour.
@@ -26,9 +28,23 @@ type Config struct {
 	StoreBurst      int `json:"store_burst"`
 	OnExceed        int `json:"on_exceed"`
 	RetryAfterS     int `json:"retry_after_s"`
-	BlockS          int `json:"block_s"`
-	LatencyMS       int `json:"latency_ms"`
-	LatencyJitterMS int `json:"latency_jitter_ms"`
+	// BlockS > 0 makes a refusal block the host for that long (a 403
+	// storm) or, with LockoutAfterRefusalsPerMin N > 0, more than N
+	// refusals within a minute (a lockout).
+	BlockS                     int `json:"block_s"`
+	LockoutAfterRefusalsPerMin int `json:"lockout_after_refusals_per_min"`
+	// RefusalsConsume 1: a refusal takes a token too (down to -burst).
+	RefusalsConsume int `json:"refusals_consume"`
+	// RatelimitHeaders 1: every limited answer carries RateLimit-Remaining
+	// and RateLimit-Reset.
+	RatelimitHeaders int `json:"ratelimit_headers"`
+	LatencyMS        int `json:"latency_ms"`
+	LatencyJitterMS  int `json:"latency_jitter_ms"`
+	// TimeoutPct and ErrorPct are the shares of admitted requests that
+	// time out (held upstreammodel.RequestTimeout, then dropped) and that
+	// answer 503.
+	TimeoutPct int `json:"timeout_pct"`
+	ErrorPct   int `json:"error_pct"`
 	// CurrentMarkupPct and UnknownMarkupPct are the shares of apps (by id,
 	// so an app keeps its markup) whose store page is served in the current
 	// markup and in a markup no parser knows (parser drift); the rest get
@@ -57,6 +73,7 @@ const (
 	maxBurst      = 100_000
 	maxSeconds    = 3600
 	maxLatencyMS  = 60_000
+	maxRefusals   = 100_000 // lockout_after_refusals_per_min
 )
 
 // DefaultConfig is the flag-default behaviour.
@@ -94,8 +111,13 @@ var configFields = []configField{
 	{"on_exceed", http.StatusForbidden, http.StatusTooManyRequests, func(c *Config) *int { return &c.OnExceed }},
 	{"retry_after_s", 0, maxSeconds, func(c *Config) *int { return &c.RetryAfterS }},
 	{"block_s", 0, maxSeconds, func(c *Config) *int { return &c.BlockS }},
+	{"lockout_after_refusals_per_min", 0, maxRefusals, func(c *Config) *int { return &c.LockoutAfterRefusalsPerMin }},
+	{"refusals_consume", 0, 1, func(c *Config) *int { return &c.RefusalsConsume }},
+	{"ratelimit_headers", 0, 1, func(c *Config) *int { return &c.RatelimitHeaders }},
 	{"latency_ms", 0, maxLatencyMS, func(c *Config) *int { return &c.LatencyMS }},
 	{"latency_jitter_ms", 0, maxLatencyMS, func(c *Config) *int { return &c.LatencyJitterMS }},
+	{"timeout_pct", 0, 100, func(c *Config) *int { return &c.TimeoutPct }},
+	{"error_pct", 0, 100, func(c *Config) *int { return &c.ErrorPct }},
 	{"current_markup_pct", 0, 100, func(c *Config) *int { return &c.CurrentMarkupPct }},
 	{"unknown_markup_pct", 0, 100, func(c *Config) *int { return &c.UnknownMarkupPct }},
 	{"outage_pct", 0, 100, func(c *Config) *int { return &c.OutagePct }},
@@ -114,6 +136,12 @@ func (c Config) Validate() *FieldError {
 	}
 	if c.CurrentMarkupPct+c.UnknownMarkupPct > 100 {
 		return &FieldError{Msg: "current_markup_pct + unknown_markup_pct must be at most 100", Field: "unknown_markup_pct"}
+	}
+	if c.TimeoutPct+c.ErrorPct > 100 {
+		return &FieldError{Msg: "timeout_pct + error_pct must be at most 100", Field: "error_pct"}
+	}
+	if c.LockoutAfterRefusalsPerMin > 0 && c.BlockS == 0 {
+		return &FieldError{Msg: "a lockout (lockout_after_refusals_per_min) needs block_s > 0", Field: "block_s"}
 	}
 	return nil
 }
@@ -145,15 +173,13 @@ func (c Config) Patch(body []byte) (Config, *FieldError) {
 	return next, nil
 }
 
-// bucket is a token bucket holding up to Burst tokens, refilled at
-// RatePerMin per minute, plus an optional "block storm". It is not
-// goroutine-safe: the server guards it with its mutex. Time is always passed
-// in so tests can drive it with a fake clock.
+// bucket is one host's limit: its config and the shared upstream model's
+// state (internal/upstreammodel, which cmd/simulate runs too). It is not
+// goroutine-safe: the server guards it with its mutex. Time is always
+// passed in so tests can drive it with a fake clock.
 type bucket struct {
-	cfg          Config
-	tokens       float64
-	last         time.Time
-	blockedUntil time.Time
+	cfg   Config
+	state upstreammodel.Bucket
 }
 
 // storeConfig is the store host's bucket config when it has a limit of
@@ -167,37 +193,41 @@ func (c Config) storeConfig() (store Config, ok bool) {
 	return store, true
 }
 
-// reset installs cfg with a full bucket and no active block.
-func (b *bucket) reset(cfg Config, now time.Time) {
-	*b = bucket{cfg: cfg, tokens: float64(cfg.Burst), last: now}
+// limit is c's refusal rules in the model's terms.
+func (c Config) limit() upstreammodel.Limit {
+	return upstreammodel.Limit{
+		Burst:                      c.Burst,
+		RetryAfter:                 time.Duration(c.RetryAfterS) * time.Second,
+		Block:                      time.Duration(c.BlockS) * time.Second,
+		LockoutAfterRefusalsPerMin: c.LockoutAfterRefusalsPerMin,
+		RefusalsConsume:            c.RefusalsConsume == 1,
+	}
 }
 
-// take consumes one token if possible. When refused and BlockS > 0 it starts
-// a block (started=true) during which every request is refused; refusals
-// inside a block do not extend it, so a calm period always follows.
-func (b *bucket) take(now time.Time) (ok, started bool) {
-	if now.Before(b.blockedUntil) {
-		return false, false
-	}
-	if elapsed := now.Sub(b.last); elapsed > 0 {
-		b.tokens = min(float64(b.cfg.Burst), b.tokens+elapsed.Minutes()*float64(b.cfg.RatePerMin))
-		b.last = now
-	}
-	if b.tokens >= 1 {
-		b.tokens--
-		return true, false
-	}
-	if b.cfg.BlockS > 0 {
-		b.blockedUntil = now.Add(time.Duration(b.cfg.BlockS) * time.Second)
-		return false, true
-	}
-	return false, false
+// reset installs cfg with a full bucket and no active block: a config
+// change is a fresh start (the e2e tests lift a block by changing it).
+func (b *bucket) reset(cfg Config, now time.Time) {
+	*b = bucket{cfg: cfg, state: upstreammodel.NewBucket(cfg.Burst, now)}
+}
+
+// take decides a request arriving at now: the bucket refilled at the
+// config's rate, then the model's rules (blocks, lockouts, Retry-After).
+func (b *bucket) take(now time.Time) upstreammodel.Verdict {
+	b.state.Refill(now, float64(b.cfg.RatePerMin), b.cfg.Burst)
+	return b.state.Take(now, b.cfg.limit())
+}
+
+// headers are RateLimit-Remaining and RateLimit-Reset (whole seconds,
+// rounded up) as of now.
+func (b *bucket) headers(now time.Time) (remaining, resetS int) {
+	remaining, reset := b.state.Headers(now, float64(b.cfg.RatePerMin))
+	return remaining, int((reset + time.Second - 1) / time.Second)
 }
 
 // blockedUntilMS is the end of the active block in Unix ms, or 0.
 func (b *bucket) blockedUntilMS(now time.Time) int64 {
-	if !now.Before(b.blockedUntil) {
+	if !b.state.Blocked(now) {
 		return 0
 	}
-	return b.blockedUntil.UnixMilli()
+	return b.state.BlockedUntil.UnixMilli()
 }

@@ -95,8 +95,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.OnExceed, "on-exceed", def.OnExceed, "status when refused: 429 or 403")
 	fs.IntVar(&cfg.RetryAfterS, "retry-after-s", def.RetryAfterS, "Retry-After seconds on refusals (0 = no header)")
 	fs.IntVar(&cfg.BlockS, "block-s", def.BlockS, "if > 0, a refusal blocks ALL limited routes for this many seconds")
+	fs.IntVar(&cfg.LockoutAfterRefusalsPerMin, "lockout-after-refusals-per-min", def.LockoutAfterRefusalsPerMin, "if > 0 (with -block-s), only more than this many refusals within a minute start a block")
+	fs.IntVar(&cfg.RefusalsConsume, "refusals-consume", def.RefusalsConsume, "1: a refusal takes a token too (down to -burst)")
+	fs.IntVar(&cfg.RatelimitHeaders, "ratelimit-headers", def.RatelimitHeaders, "1: limited answers carry RateLimit-Remaining and RateLimit-Reset")
 	fs.IntVar(&cfg.LatencyMS, "latency-ms", def.LatencyMS, "simulated latency per limited request")
 	fs.IntVar(&cfg.LatencyJitterMS, "latency-jitter-ms", def.LatencyJitterMS, "uniform ± jitter on the latency")
+	fs.IntVar(&cfg.TimeoutPct, "timeout-pct", def.TimeoutPct, "share (%) of admitted requests held for the client's timeout, then dropped")
+	fs.IntVar(&cfg.ErrorPct, "error-pct", def.ErrorPct, "share (%) of admitted requests answered 503")
 	fs.IntVar(&cfg.CurrentMarkupPct, "current-markup-pct", def.CurrentMarkupPct, "share of apps (%) whose store page is in the current (2025) markup; the rest legacy")
 	fs.IntVar(&cfg.UnknownMarkupPct, "unknown-markup-pct", def.UnknownMarkupPct, "share of apps (%) whose store page is in a markup no parser knows (parser drift)")
 	if err := fs.Parse(args); err != nil {

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"storecrawl/internal/upstreammodel"
 )
 
 // Route names used in stats.
@@ -27,13 +28,16 @@ var routeNames = []string{routeLookup, routeSearch, routePage, routeCharts}
 const maxConfigBody = 64 << 10
 
 // RouteStats counts one route's outcomes. Served counts every request that
-// passed the limiter (NotFound is the subset answered "no such app": for a
-// lookup of several ids, one that left any id out);
-// Refused counts limiter refusals.
+// passed the limiter and was answered (NotFound is the subset answered "no
+// such app": for a lookup of several ids, one that left any id out);
+// Refused counts limiter refusals; ServerErrors and TimedOut the admitted
+// requests that failed (error_pct, timeout_pct).
 type RouteStats struct {
-	Served   int64 `json:"served"`
-	Refused  int64 `json:"refused"`
-	NotFound int64 `json:"not_found"`
+	Served       int64 `json:"served"`
+	Refused      int64 `json:"refused"`
+	NotFound     int64 `json:"not_found"`
+	ServerErrors int64 `json:"server_errors"`
+	TimedOut     int64 `json:"timed_out"`
 	// Dropped counts requests whose connection was dropped (outage_pct).
 	Dropped int64 `json:"dropped"`
 }
@@ -70,7 +74,7 @@ func hostOf(route string) string {
 // Options configures a Server; zero values pick production defaults.
 type Options struct {
 	Config Config
-	Seed   uint64           // seeds the latency jitter
+	Seed   uint64           // seeds the upstream model's draws (latency, outage, errors)
 	Now    func() time.Time // injectable clock; nil = time.Now
 	Logger *slog.Logger     // notable events; nil = discard
 }
@@ -87,7 +91,7 @@ type Server struct {
 	bucket bucket // the API host's limit, and the store host's unless it has its own
 	// storeBucket is the store host's own limit (Config.StoreRatePerMin).
 	storeBucket bucket
-	rng         *rand.Rand
+	draws       *upstreammodel.Draws
 	byRoute     map[string]*RouteStats
 	throttling  bool // last limiter decision was a refusal (for sparse logs)
 }
@@ -98,7 +102,7 @@ func NewServer(cat *Catalogue, opts Options) *Server {
 		cat:     cat,
 		now:     opts.Now,
 		log:     opts.Logger,
-		rng:     rand.New(rand.NewPCG(opts.Seed, opts.Seed)),
+		draws:   upstreammodel.NewDraws(opts.Seed),
 		byRoute: make(map[string]*RouteStats),
 	}
 	if s.now == nil {
@@ -139,24 +143,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 type handlerFunc func(w http.ResponseWriter, r *http.Request) (notFound bool)
 
 // limited charges one token per request, sleeps the simulated latency and
-// either refuses or serves.
+// either refuses, fails (a 503, a timeout) or serves.
 func (s *Server) limited(route string, h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.down(route) {
-			// No HTTP answer at all: the client sees a connection error.
-			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-				conn.Close()
-				return
-			}
-			panic(http.ErrAbortHandler) // HTTP/2: abort the stream instead
+			drop(w) // no HTTP answer at all: the client sees a connection error
+			return
 		}
-		ok, cfg, delay := s.admit(route)
-		sleep(r.Context(), delay)
-		if !ok {
-			if cfg.RetryAfterS > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(cfg.RetryAfterS))
+		a := s.admit(route)
+		sleep(r.Context(), a.latency)
+		if a.headers {
+			w.Header().Set("RateLimit-Remaining", strconv.Itoa(a.remaining))
+			w.Header().Set("RateLimit-Reset", strconv.Itoa(a.resetS))
+		}
+		switch a.kind {
+		case upstreammodel.Refused:
+			if a.retryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(int(a.retryAfter/time.Second)))
 			}
-			http.Error(w, http.StatusText(cfg.OnExceed), cfg.OnExceed)
+			http.Error(w, http.StatusText(a.status), a.status)
+			return
+		case upstreammodel.ServerError:
+			http.Error(w, http.StatusText(a.status), a.status)
+			return
+		case upstreammodel.Timeout:
+			drop(w) // held for the client's timeout, then no answer
 			return
 		}
 		if h(w, r) {
@@ -167,12 +178,21 @@ func (s *Server) limited(route string, h handlerFunc) http.HandlerFunc {
 	}
 }
 
+// drop closes the request's connection without an answer.
+func drop(w http.ResponseWriter) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		conn.Close()
+		return
+	}
+	panic(http.ErrAbortHandler) // HTTP/2: abort the stream instead
+}
+
 // down reports whether this request falls in the configured outage.
 func (s *Server) down(route string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pct := s.bucket.cfg.OutagePct
-	if pct <= 0 || s.rng.IntN(100) >= pct {
+	if pct <= 0 || !s.draws.Chance(float64(pct)/100) {
 		return false
 	}
 	if s.byRoute[route] == nil {
@@ -182,7 +202,21 @@ func (s *Server) down(route string) bool {
 	return true
 }
 
-func (s *Server) admit(route string) (ok bool, cfg Config, delay time.Duration) {
+// admission is the model's answer to one limited request.
+type admission struct {
+	kind       upstreammodel.Kind // OK: serve it (the handler decides not-found)
+	status     int                // the refusal's or the error's
+	latency    time.Duration
+	retryAfter time.Duration
+	headers    bool // with RateLimit-Remaining and RateLimit-Reset
+	remaining  int
+	resetS     int
+}
+
+// admit runs a request through the upstream model in the order
+// durable/pacing/sim does: the latency is drawn, the host's bucket
+// decides, an admitted request's fate is drawn.
+func (s *Server) admit(route string) admission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -190,17 +224,35 @@ func (s *Server) admit(route string) (ok bool, cfg Config, delay time.Duration) 
 	if _, own := s.bucket.cfg.storeConfig(); own && hostOf(route) == hostStore {
 		b = &s.storeBucket
 	}
-	ok, started := b.take(now)
-	cfg = b.cfg
-	rs := s.byRoute[route]
-	if ok {
-		rs.Served++
-	} else {
-		rs.Refused++
+	cfg := b.cfg
+	a := admission{latency: s.draws.Latency(cfg.LatencyMS, cfg.LatencyJitterMS), kind: upstreammodel.Refused}
+	v := b.take(now)
+	if v.Admitted {
+		a.kind = s.draws.Fate(float64(cfg.TimeoutPct)/100, float64(cfg.ErrorPct)/100)
 	}
+	a.status, a.retryAfter = upstreammodel.Status(a.kind, cfg.OnExceed), v.RetryAfter
+	if a.kind == upstreammodel.Timeout {
+		a.latency = upstreammodel.RequestTimeout
+	}
+	if cfg.RatelimitHeaders == 1 {
+		a.headers = true
+		a.remaining, a.resetS = b.headers(now)
+	}
+	rs := s.byRoute[route]
+	switch a.kind {
+	case upstreammodel.Refused:
+		rs.Refused++
+	case upstreammodel.ServerError:
+		rs.ServerErrors++
+	case upstreammodel.Timeout:
+		rs.TimedOut++
+	default:
+		rs.Served++
+	}
+	ok := v.Admitted
 	// Log transitions only, so a hostile phase is a handful of lines.
 	switch {
-	case started:
+	case v.BlockStarted:
 		s.log.Info("block_started", "route", route, "status", cfg.OnExceed,
 			"block_s", cfg.BlockS, "blocked_until_ms", b.blockedUntilMS(now))
 	case !ok && !s.throttling:
@@ -209,17 +261,7 @@ func (s *Server) admit(route string) (ok bool, cfg Config, delay time.Duration) 
 		s.log.Info("throttling_ended", "route", route)
 	}
 	s.throttling = !ok
-	return ok, cfg, jitter(s.rng, cfg)
-}
-
-// jitter draws a latency uniformly from [latency-jitter, latency+jitter],
-// clamped at zero.
-func jitter(r *rand.Rand, cfg Config) time.Duration {
-	ms := cfg.LatencyMS
-	if cfg.LatencyJitterMS > 0 {
-		ms += r.IntN(2*cfg.LatencyJitterMS+1) - cfg.LatencyJitterMS
-	}
-	return time.Duration(max(ms, 0)) * time.Millisecond
+	return a
 }
 
 // sleep waits d unless the client goes away first.
@@ -313,6 +355,7 @@ func (s *Server) statsLocked() Stats {
 		st.ByRoute[name] = *rs
 		h := st.ByHost[hostOf(name)]
 		h.Served, h.Refused, h.NotFound, h.Dropped = h.Served+rs.Served, h.Refused+rs.Refused, h.NotFound+rs.NotFound, h.Dropped+rs.Dropped
+		h.ServerErrors, h.TimedOut = h.ServerErrors+rs.ServerErrors, h.TimedOut+rs.TimedOut
 		st.ByHost[hostOf(name)] = h
 		st.Served += rs.Served
 		st.Refused += rs.Refused

@@ -26,7 +26,8 @@
 //
 // # The upstream
 //
-// A token bucket of capacity_per_min per minute (or the point on the
+// The upstream is internal/upstreammodel, the model cmd/upstream-sim
+// serves over HTTP too, driven through the scenario's phases. A token bucket of capacity_per_min per minute (or the point on the
 // phase's ramp) holding at most burst tokens (full at the start; a capacity change keeps the tokens, capped at
 // the new burst). A request takes a token when it arrives (its send time);
 // with none left it is refused with on_exceed (429 or 403, both

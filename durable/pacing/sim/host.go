@@ -5,10 +5,13 @@ import (
 	"time"
 
 	"storecrawl/durable/pacing"
+	"storecrawl/internal/upstreammodel"
 )
 
-// Host is the simulated upstream on its own: the scenario's token bucket
-// with its blocks, Retry-After, rate-limit headers and latency. The
+// Host is the simulated upstream on its own: the scenario's phases over
+// the shared upstream model (internal/upstreammodel: the token bucket with
+// its blocks, Retry-After, rate-limit headers and latency, which
+// cmd/upstream-sim serves over HTTP too). The
 // simulator's loop drives it through sim; a driver that runs the real
 // platform code on a virtual clock (worker/enrichment's native
 // convergence test) drives one Host per upstream host, so both meet the
@@ -48,23 +51,14 @@ type Answer struct {
 func (h *Host) Serve(at time.Duration, item int) Answer {
 	at = max(at, h.last)
 	h.last = at
-	a := h.u.serve(at, item)
-	out := Answer{Kind: a.kind, Latency: a.latency, RetryAfter: a.retryAfter, Remaining: a.remaining, Reset: a.reset}
-	switch a.kind {
-	case pacing.KindOK:
-		out.Status = http.StatusOK
-	case pacing.KindNotFound:
-		out.Status = http.StatusNotFound
-	case pacing.KindServerError:
-		out.Status = http.StatusServiceUnavailable
-	case pacing.KindThrottled:
-		out.Status = http.StatusTooManyRequests
-		if h.u.cur().OnExceed == exceed403 {
-			out.Status = http.StatusForbidden
-		}
+	k, a := h.u.serveModel(at, item)
+	onExceed := http.StatusTooManyRequests
+	if h.u.cur().OnExceed == exceed403 {
+		onExceed = http.StatusForbidden
 	}
-	return out
+	return Answer{Kind: pacingKinds[k], Status: upstreammodel.Status(k, onExceed), Latency: a.latency,
+		RetryAfter: a.retryAfter, Remaining: a.remaining, Reset: a.reset}
 }
 
 // Lockouts is how many blocks the host has started.
-func (h *Host) Lockouts() int { return h.u.lockouts }
+func (h *Host) Lockouts() int { return h.u.lockouts() }

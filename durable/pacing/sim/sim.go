@@ -36,7 +36,7 @@ type tickResult struct {
 func simulate(sc *Scenario, ctl pacing.Algorithm) Metrics {
 	s := newSim(sc, ctl)
 	end := s.loop()
-	return s.rec.finish(sc, end, ctl, s.up.lockouts, s.q.completed)
+	return s.rec.finish(sc, end, ctl, s.up.lockouts(), s.q.completed)
 }
 
 func newSim(sc *Scenario, ctl pacing.Algorithm) *sim {

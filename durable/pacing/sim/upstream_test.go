@@ -54,8 +54,8 @@ func TestBucketBurstAndRefill(t *testing.T) {
 	if got := count(kinds(u, time.Hour/2, 10), pacing.KindOK); got != 5 {
 		t.Errorf("after idling served %d, want the burst of 5", got)
 	}
-	if u.lockouts != 0 {
-		t.Errorf("plain 429s began %d blocks", u.lockouts)
+	if u.lockouts() != 0 {
+		t.Errorf("plain 429s began %d blocks", u.lockouts())
 	}
 }
 
@@ -84,16 +84,16 @@ func TestBucketPhaseChange(t *testing.T) {
 func TestBlockIsNotExtended(t *testing.T) {
 	u := bucket(1, func(p *Phase) { p.OnExceed, p.BlockS = exceed403, 10 })
 	kinds(u, 0, 2) // the second is refused: blocked until 10 s
-	if u.blockedUntil != 10*time.Second || u.lockouts != 1 {
-		t.Fatalf("blocked until %v, %d blocks", u.blockedUntil, u.lockouts)
+	if u.bucket.BlockedUntil.Sub(epoch) != 10*time.Second || u.lockouts() != 1 {
+		t.Fatalf("blocked until %v, %d blocks", u.bucket.BlockedUntil.Sub(epoch), u.lockouts())
 	}
 	// Plenty of tokens by 9 s, but the block refuses everything without
 	// touching the bucket or extending the block.
 	if got := count(kinds(u, 9*time.Second, 3), pacing.KindThrottled); got != 3 {
 		t.Errorf("during the block %d of 3 refused", got)
 	}
-	if u.blockedUntil != 10*time.Second || u.lockouts != 1 {
-		t.Errorf("block extended to %v, %d blocks", u.blockedUntil, u.lockouts)
+	if u.bucket.BlockedUntil.Sub(epoch) != 10*time.Second || u.lockouts() != 1 {
+		t.Errorf("block extended to %v, %d blocks", u.bucket.BlockedUntil.Sub(epoch), u.lockouts())
 	}
 	if got := u.serve(10*time.Second, 0).kind; got != pacing.KindOK {
 		t.Errorf("after the block: %s", got)
@@ -107,44 +107,44 @@ func TestLockoutAfterRefusalsPerMinute(t *testing.T) {
 	// Three refusals spread over more than a minute: no lockout.
 	u := mk()
 	for _, s := range []time.Duration{0, 40, 80, 120} {
-		u.tokens = 0
-		u.refilled = s * time.Second
+		u.bucket.Tokens = 0
+		u.bucket.RefilledAt = epoch.Add(s * time.Second)
 		u.serve(s*time.Second, 0)
 	}
-	if u.lockouts != 0 {
+	if u.lockouts() != 0 {
 		t.Errorf("refusals 40 s apart locked out")
 	}
 	// Four within a minute: locked out for block_s.
 	u = mk()
 	kinds(u, 0, 1) // take the token
 	kinds(u, time.Millisecond, 3)
-	if u.lockouts != 0 {
+	if u.lockouts() != 0 {
 		t.Fatalf("locked out after 3 refusals (limit is more than 3)")
 	}
 	kinds(u, 2*time.Millisecond, 1)
-	if u.lockouts != 1 || u.blockedUntil != 2*time.Millisecond+600*time.Second {
-		t.Fatalf("after 4 refusals: %d lockouts, blocked until %v", u.lockouts, u.blockedUntil)
+	if u.lockouts() != 1 || u.bucket.BlockedUntil.Sub(epoch) != 2*time.Millisecond+600*time.Second {
+		t.Fatalf("after 4 refusals: %d lockouts, blocked until %v", u.lockouts(), u.bucket.BlockedUntil.Sub(epoch))
 	}
 	// Refusals during the lockout do not count towards another one.
 	kinds(u, 599*time.Second, 10)
-	if got := u.serve(600*time.Second+3*time.Millisecond, 0).kind; got != pacing.KindOK || u.lockouts != 1 {
-		t.Errorf("after the lockout: %s, %d lockouts", got, u.lockouts)
+	if got := u.serve(600*time.Second+3*time.Millisecond, 0).kind; got != pacing.KindOK || u.lockouts() != 1 {
+		t.Errorf("after the lockout: %s, %d lockouts", got, u.lockouts())
 	}
 }
 
 func TestRefusalsConsume(t *testing.T) {
 	u := bucket(2, func(p *Phase) { p.RefusalsConsume = true })
 	kinds(u, 0, 10) // 2 served, 8 refused: tokens floor at -burst
-	if u.tokens != -2 {
-		t.Fatalf("tokens %v, want -2", u.tokens)
+	if u.bucket.Tokens != -2 {
+		t.Fatalf("tokens %v, want -2", u.bucket.Tokens)
 	}
 	// From -2 the next token is 3 s away (a plain bucket: 1 s), and a
 	// refusal at 2 s (0 tokens) pushes it one second further.
 	if got := u.serve(2*time.Second, 0).kind; got != pacing.KindThrottled {
 		t.Errorf("at 2 s: %s", got)
 	}
-	if u.tokens != -1 {
-		t.Errorf("the refusal at 2 s left %v tokens, want -1", u.tokens)
+	if u.bucket.Tokens != -1 {
+		t.Errorf("the refusal at 2 s left %v tokens, want -1", u.bucket.Tokens)
 	}
 	if got := u.serve(5*time.Second, 0).kind; got != pacing.KindOK {
 		t.Errorf("at 5 s: %s", got)
