@@ -5,6 +5,9 @@ package main
 import (
 	"math"
 	"testing"
+	"time"
+
+	"storecrawl/durable/scheduler"
 )
 
 // The shape at a small size keeps the design's shares exactly.
@@ -94,5 +97,22 @@ func TestWithNewAppsScalesOnlyNewAppOps(t *testing.T) {
 	m := MonthOf(got, 0, 0, 0)
 	if want := (288*10 + 1000*5 + 2000*1) * 30.0; m.D1RowsWritten != want {
 		t.Fatalf("rows written %v, want %v", m.D1RowsWritten, want)
+	}
+}
+
+// The passes over the catalogue cover it within a day at the design's
+// size, at their registered cadences (the cover days the scale bench's
+// table prints for them).
+func TestPassesCoverTheDesignCatalogueWithinADay(t *testing.T) {
+	every := map[string]time.Duration{}
+	for _, task := range scheduler.Registry {
+		every[task.Name] = task.Every
+	}
+	for name, runs := range coverRuns(ShapeOf(designApps)) {
+		days := runs / (24 * float64(time.Hour) / float64(every[name]))
+		t.Logf("%s: %.2f cover days at %d apps", name, days, designApps)
+		if name != "catalogue-sweep" && days > 1 { // catalogue-sweep: refresh scheduling's own bounds
+			t.Errorf("%s covers %d apps in %.2f days", name, designApps, days)
+		}
 	}
 }

@@ -18,7 +18,8 @@ import (
 var Registry = []Task{
 	// Top charts into KV, read by every user alike: fresh every ~5 min.
 	{Name: "charts-refresh", Every: 5 * time.Minute, Jitter: 30 * time.Second},
-	// Cursor sweep over D1: rating velocity from snapshots and data-quality gaps.
+	// A pass over every enriched app within a day: data-quality gaps, and a
+	// snapshot of any app whose stored ratings no snapshot holds.
 	{Name: "rating-sweep", Every: 15 * time.Minute, Jitter: time.Minute},
 	// Every ledger writer's counters against the sum of its facts in D1.
 	{Name: "ledger-reconcile", Every: 15 * time.Minute, Jitter: 2 * time.Minute},

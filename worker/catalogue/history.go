@@ -93,14 +93,14 @@ func (s D1Store) AppHistory(ctx context.Context, q HistoryQuery, now time.Time) 
 // HotQueries are the catalogue's reads.
 func HotQueries() []d1.NamedQuery {
 	ts := "2026-01-01T00:00:00.000Z"
-	return []d1.NamedQuery{
+	return append([]d1.NamedQuery{
 		{Name: "app history", SQL: appHistorySQL, Args: []any{100000001, ts, "2026-01-01", 100}},
 		{Name: "catalogue sweep", SQL: sweepCursorSQL(), Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), 0, SweepBatchApps}},
 		{Name: "catalogue sweep unscheduled", SQL: sweepUnscheduledSQL(), Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), SweepBatchApps},
 			Bounded: "the head of idx_app_registry_unscheduled in track order, stopped by the LIMIT (SweepBatchApps); the sweep schedules each app it reads, so it leaves the index"},
 		{Name: "catalogue batch end", SQL: batchEndSQL, Args: []any{0, StaleBatchApps}},
 		{Name: "due refreshes", SQL: DueRefreshSQL, Args: []any{ts, 50}},
-	}
+	}, maintainHotQueries()...)
 }
 
 // DueRefreshSQL is the due-refresh pick: the most overdue scheduled apps,

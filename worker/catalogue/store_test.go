@@ -192,9 +192,14 @@ func TestMarkStale(t *testing.T) {
 	}
 	drv.Exec(t, `UPDATE app_registry SET last_seen_at = ? WHERE track_id = 5`, d1.Time(t0.Add(-day)))
 	drv.Exec(t, `UPDATE app_registry SET enriched_at = ? WHERE track_id = 6`, d1.Time(t0.Add(-day)))
+	before := drv.TotalChanges(t)
 	res := MarkStale(ctx, D1Store{DB: db}, DefaultStaleAfter, t0)
 	if res.Error != "" || res.Apps != StaleBatchApps+10 || res.Changed != int64(StaleBatchApps+8) || res.Next != 0 {
 		t.Fatalf("mark: %+v", res)
+	}
+	// The marks alone: the walk began and ended at 0, so no cursor row.
+	if n := drv.TotalChanges(t) - before; n != res.Changed {
+		t.Fatalf("rows written %d, want the %d marks", n, res.Changed)
 	}
 	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry WHERE stale_at IS NOT NULL AND track_id IN (5, 6)`); n != 0 {
 		t.Fatal("apps seen or enriched lately are not stale")
@@ -207,9 +212,60 @@ func TestMarkStale(t *testing.T) {
 	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry WHERE track_id = 9 AND stale_at IS NULL`); n != 1 {
 		t.Fatal("a sighting clears the mark")
 	}
-	// A rerun marks nothing twice.
-	if res := MarkStale(ctx, D1Store{DB: db}, DefaultStaleAfter, t0.Add(time.Hour)); res.Changed != 0 {
-		t.Fatalf("rerun: %+v", res)
+	// A rerun marks nothing twice, and writes nothing.
+	before = drv.TotalChanges(t)
+	if res := MarkStale(ctx, D1Store{DB: db}, DefaultStaleAfter, t0.Add(time.Hour)); res.Changed != 0 || drv.TotalChanges(t) != before {
+		t.Fatalf("rerun: %+v, %d rows written", res, drv.TotalChanges(t)-before)
+	}
+}
+
+// TestWalksCoverADayAndWriteOneCursorRowARun: both walks cover a
+// 1.1M-app catalogue within a day at their hourly cadence, and over
+// unchanged apps write only the cursor's row, once a run.
+func TestWalksCoverADayAndWriteOneCursorRowARun(t *testing.T) {
+	const apps, runsADay = 1_100_000, 24 // the scale bench's catalogue; hourly tasks
+	for name, perRun := range map[string]int{"catalogue-stale": StaleBatchApps * StaleMaxBatches, "history-prune": PruneBatchApps * PruneMaxBatches} {
+		if days := float64(apps) / float64(perRun) / runsADay; days > 1 {
+			t.Errorf("%s covers 1.1M apps in %.2f days", name, days)
+		}
+	}
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	most := max(StaleBatchApps*StaleMaxBatches, PruneBatchApps*PruneMaxBatches)
+	drv.Exec(t, `INSERT INTO app_registry (track_id, discovered_at, last_seen_at)
+WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < ?) SELECT n, ?2, ?2 FROM i`, most+5, d1.Time(t0.Add(-day)))
+	st := D1Store{DB: db}
+	for _, walk := range []struct {
+		name   string
+		perRun int
+		run    func(ctx context.Context, at time.Time) RangeResult
+	}{
+		{"stale", StaleBatchApps * StaleMaxBatches, func(ctx context.Context, at time.Time) RangeResult { return MarkStale(ctx, st, DefaultStaleAfter, at) }},
+		{"prune", PruneBatchApps * PruneMaxBatches, func(ctx context.Context, at time.Time) RangeResult { return PruneHistory(ctx, st, at) }},
+	} {
+		var wrote, queries []int64
+		for run := 0; ; run++ {
+			before := drv.TotalChanges(t)
+			ctx, cost := d1.WithCost(ctx)
+			res := walk.run(ctx, t0.Add(time.Duration(run)*time.Hour))
+			if res.Error != "" || res.Changed != 0 {
+				t.Fatalf("%s run %d: %+v", walk.name, run, res)
+			}
+			wrote = append(wrote, drv.TotalChanges(t)-before)
+			queries = append(queries, cost.Queries.Load())
+			if run == 0 && (res.Apps != walk.perRun || res.Next == 0) {
+				t.Fatalf("%s: the first run is bounded: %+v", walk.name, res)
+			}
+			if res.Next == 0 {
+				break
+			}
+		}
+		t.Logf("%s: rows written a run over unchanged apps %v, D1 statements %v", walk.name, wrote, queries)
+		for i, n := range wrote {
+			if n != 1 {
+				t.Errorf("%s run %d wrote %d rows, want the cursor's 1", walk.name, i, n)
+			}
+		}
 	}
 }
 
@@ -228,15 +284,32 @@ func TestPruneHistory(t *testing.T) {
 			drv.Exec(t, `INSERT INTO chart_position_history (country, collection, genre_id, track_id, seen_at, rank) VALUES ('us', 'topfreeapplications', 6015, ?, ?, 4)`, id, d1.Time(at))
 		}
 	}
+	// App 3 has not changed for longer than the retentions: its only
+	// rating, version and price rows are what it still has, and stay; of
+	// app 4's two old snapshots the newer stays.
+	for _, at := range []time.Time{old, old.Add(day)} {
+		drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, source) VALUES (4, ?, 1, 'observed')`, d1.Time(at))
+	}
+	drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, source) VALUES (3, ?, 1, 'observed')`, d1.Time(old))
+	drv.Exec(t, `INSERT INTO app_version_history (track_id, seen_at, version, source) VALUES (3, ?, 'v', 'observed')`, d1.Time(old))
+	drv.Exec(t, `INSERT INTO app_price_history (track_id, seen_at, price, source) VALUES (3, ?, 0, 'observed')`, d1.Time(old))
+	before := drv.TotalChanges(t)
 	res := PruneHistory(ctx, D1Store{DB: db}, t0)
-	// Per app: the 800-day rows of all four tables, and the 100-day ranks (2).
-	if res.Error != "" || res.Changed != 2*(4+2) || res.Next != 0 || res.Apps != PruneBatchApps+3 {
+	// Per app: the 800-day rows of all four tables, and the 100-day ranks
+	// (2); app 4's older snapshot.
+	if res.Error != "" || res.Changed != 2*(4+2)+1 || res.Next != 0 || res.Apps != PruneBatchApps+3 {
 		t.Fatalf("prune: %+v", res)
 	}
-	for table, want := range map[string]int64{"app_snapshots": 4, "app_version_history": 4, "keyword_rank_history": 2, "chart_position_history": 2} {
+	if n := drv.TotalChanges(t) - before; n != res.Changed {
+		t.Fatalf("rows written %d, want the %d deletes (the walk wrapped from 0 to 0: no cursor row)", n, res.Changed)
+	}
+	for table, want := range map[string]int64{"app_snapshots": 4 + 2, "app_version_history": 4 + 1, "app_price_history": 1, "keyword_rank_history": 2, "chart_position_history": 2} {
 		if n := drv.Int(t, `SELECT COUNT(*) FROM `+table); n != want {
 			t.Errorf("%s: %d rows left, want %d", table, n, want)
 		}
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 4 AND taken_at = ?`, d1.Time(old.Add(day))); n != 1 {
+		t.Error("app 4 keeps its newest snapshot")
 	}
 	if res := PruneHistory(ctx, D1Store{DB: db}, t0); res.Changed != 0 {
 		t.Fatalf("rerun deletes nothing: %+v", res)

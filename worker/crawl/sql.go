@@ -12,12 +12,6 @@ import (
 // The keyword steering's SQL: steer.go holds the policy whose constants it
 // formats in, store.go runs it.
 
-// steerCursorSQL reads the revalue step's cursor by its name.
-const steerCursorSQL = `SELECT CAST(cursor AS TEXT) AS cursor FROM sweep_cursors WHERE name = ?`
-
-// saveSteerCursorSQL moves the revalue step's cursor (name, cursor, now).
-const saveSteerCursorSQL = `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`
-
 // The SQL of the policy, with its numbers formatted in from the constants
 // (the statements on first use, not in the Worker's cold start).
 var (

@@ -261,18 +261,14 @@ type steerCursor struct {
 // whose rest is over made due). With neither there is no write.
 func (s D1Store) Steer(ctx context.Context, now time.Time, promote bool) (SteerResult, error) {
 	var res SteerResult
-	var cur []struct {
-		Cursor string `json:"cursor"`
-	}
-	if err := s.DB.Query(ctx, &cur, steerCursorSQL, steerCursorName); err != nil {
+	cur, err := d1.ReadCursor(ctx, s.DB, steerCursorName)
+	if err != nil {
 		return res, err
 	}
 	var c steerCursor
-	if len(cur) > 0 {
-		var pair []string
-		if json.Unmarshal([]byte(cur[0].Cursor), &pair) == nil && len(pair) == 2 {
-			c = steerCursor{pair[0], pair[1]}
-		}
+	var pair []string
+	if json.Unmarshal([]byte(cur.From), &pair) == nil && len(pair) == 2 {
+		c = steerCursor{pair[0], pair[1]}
 	}
 	var rows []struct {
 		ClusterID  string `json:"cluster_id"`
@@ -291,9 +287,8 @@ func (s D1Store) Steer(ctx context.Context, now time.Time, promote bool) (SteerR
 		last := rows[len(rows)-1]
 		pos, _ := json.Marshal([]string{last.ComputedAt, last.ClusterID})
 		stmts = append(stmts,
-			d1.Stmt{SQL: revalueSQL(), Args: []any{string(b), d1.Time(now)}},
-			d1.Stmt{SQL: saveSteerCursorSQL,
-				Args: []any{steerCursorName, string(pos), d1.Time(now)}})
+			d1.Stmt{SQL: revalueSQL(), Args: []any{string(b), d1.Time(now)}})
+		stmts = append(stmts, cur.Write(string(pos), now)...)
 		res.Revalued = len(rows)
 	}
 	if promote {

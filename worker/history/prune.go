@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"storecrawl/worker/d1"
 )
 
 // Bounds of the facts-prune task: D1 keeps raw facts FACTS_RETENTION_DAYS
@@ -36,8 +38,9 @@ type PruneStore interface {
 	// SourcesInD1 lists every writer D1 has facts from.
 	SourcesInD1(ctx context.Context) ([]string, error)
 	// PruneCursor reads the writer the last run stopped at ("" for none).
-	PruneCursor(ctx context.Context) (string, error)
-	SavePruneCursor(ctx context.Context, source string, at time.Time) error
+	PruneCursor(ctx context.Context) (d1.Cursor, error)
+	// SavePruneCursor moves it to source (a write only when it moved).
+	SavePruneCursor(ctx context.Context, c d1.Cursor, source string, at time.Time) error
 	// PruneFacts deletes up to n of a writer's oldest facts older than
 	// before (unix ms) and returns how many it deleted.
 	PruneFacts(ctx context.Context, source string, before int64, n int) (int64, error)
@@ -76,11 +79,12 @@ func Prune(ctx context.Context, st PruneStore, retention time.Duration, now time
 	var r PruneResult
 	factsBefore := now.Add(-retention).UnixMilli()
 	minutesBefore := minuteOf(now.Add(-RollupRetention).UnixMilli())
-	cursor, err := st.PruneCursor(ctx)
+	cur, err := st.PruneCursor(ctx)
 	if err != nil {
 		r.Error = "cursor: " + err.Error()
 		return r
 	}
+	cursor := cur.Text()
 	r.From, r.Next = cursor, cursor
 	sources, err := st.SourcesInD1(ctx)
 	if err != nil {
@@ -127,8 +131,8 @@ func Prune(ctx context.Context, st PruneStore, retention time.Duration, now time
 		}
 		r.Writers++
 	}
-	if r.Next != cursor && r.Error == "" {
-		if err := st.SavePruneCursor(ctx, r.Next, now); err != nil {
+	if r.Error == "" {
+		if err := st.SavePruneCursor(ctx, cur, r.Next, now); err != nil {
 			r.Error = "cursor: " + err.Error()
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"storecrawl/worker/d1"
 )
 
 // fakePrune is D1 for pruning: per writer, the times of its facts and its
@@ -28,8 +30,13 @@ func (f *fakePrune) SourcesInD1(context.Context) ([]string, error) {
 	sort.Sort(sort.Reverse(sort.StringSlice(out))) // Prune orders them itself
 	return out, nil
 }
-func (f *fakePrune) PruneCursor(context.Context) (string, error) { return f.cursor, nil }
-func (f *fakePrune) SavePruneCursor(_ context.Context, s string, _ time.Time) error {
+func (f *fakePrune) PruneCursor(context.Context) (d1.Cursor, error) {
+	return d1.Cursor{Name: pruneCursorName, From: f.cursor}, nil
+}
+func (f *fakePrune) SavePruneCursor(_ context.Context, c d1.Cursor, s string, _ time.Time) error {
+	if !c.Moves(s) {
+		return nil
+	}
 	f.cursor = s
 	f.saves++
 	return nil

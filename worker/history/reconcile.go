@@ -9,6 +9,7 @@ import (
 
 	"storecrawl/durable/ledger"
 	"storecrawl/internal/objects"
+	"storecrawl/worker/d1"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/ratelimit"
 )
@@ -155,8 +156,9 @@ func allZero(totals map[string]int64) bool {
 type ReconcileStore interface {
 	LedgerSources
 	// ReconcileCursor reads the writer the last run stopped after ("" for none).
-	ReconcileCursor(ctx context.Context) (string, error)
-	SaveReconcileCursor(ctx context.Context, source string, at time.Time) error
+	ReconcileCursor(ctx context.Context) (d1.Cursor, error)
+	// SaveReconcileCursor moves it to source (a write only when it moved).
+	SaveReconcileCursor(ctx context.Context, c d1.Cursor, source string, at time.Time) error
 }
 
 // RunResult is what one ledger-reconcile run did.
@@ -174,7 +176,8 @@ type RunResult struct {
 // them all.
 func ReconcileRun(ctx context.Context, st ReconcileStore, now func() time.Time) RunResult {
 	var r RunResult
-	cursor, err := st.ReconcileCursor(ctx)
+	cur, err := st.ReconcileCursor(ctx)
+	cursor := cur.Text()
 	if err != nil {
 		// The configured writers are still read; the others wait for D1.
 		r.Error = "cursor: " + err.Error()
@@ -190,7 +193,7 @@ func ReconcileRun(ctx context.Context, st ReconcileStore, now func() time.Time) 
 		return r
 	}
 	if r.Next != cursor {
-		if err := st.SaveReconcileCursor(ctx, r.Next, now()); err != nil {
+		if err := st.SaveReconcileCursor(ctx, cur, r.Next, now()); err != nil {
 			r.Error = "cursor: " + err.Error()
 		}
 	}

@@ -536,10 +536,14 @@ func TestPruneKeepsHistoryAndReconciliation(t *testing.T) {
 	// The cursor is a writer's name in sweep_cursors (a text cursor).
 	st := D1Store{DB: db}
 	for _, c := range []string{"limiter:upstream-catalogue", ""} {
-		if err := st.SavePruneCursor(ctx, c, now); err != nil {
+		cur, err := st.PruneCursor(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := st.PruneCursor(ctx); err != nil || got != c {
+		if err := st.SavePruneCursor(ctx, cur, c, now); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.PruneCursor(ctx); err != nil || got.Text() != c {
 			t.Fatalf("cursor %q, want %q (%v)", got, c, err)
 		}
 	}

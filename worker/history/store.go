@@ -22,8 +22,8 @@ type Store interface {
 	SourcesAfter(ctx context.Context, after string, n int) ([]string, error)
 	// ReconcileCursor and SaveReconcileCursor keep the ledger-reconcile
 	// task's cursor: the writer its last run stopped after.
-	ReconcileCursor(ctx context.Context) (string, error)
-	SaveReconcileCursor(ctx context.Context, source string, at time.Time) error
+	ReconcileCursor(ctx context.Context) (d1.Cursor, error)
+	SaveReconcileCursor(ctx context.Context, c d1.Cursor, source string, at time.Time) error
 	// TickMinutes reads a crawl target's tick minutes in [first, last]
 	// (minute starts, unix ms), by time.
 	TickMinutes(ctx context.Context, source string, first, last int64) ([]TickMinute, error)
@@ -89,7 +89,7 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "history limiters", SQL: historyLimitersSQL, Args: []any{0, 1 << 50}},
 		{Name: "facts prune", SQL: pruneFactsSQL, Args: []any{"controller:main", 1 << 50, PruneBatchRows}},
 		{Name: "fact minutes prune", SQL: pruneMinutesSQL, Args: []any{"controller:main", "controller:main", 1 << 50, PruneBatchRows}},
-		{Name: "prune cursor", SQL: pruneCursorSQL, Args: []any{pruneCursorName}},
+		d1.CursorHotQuery(pruneCursorName),
 		{Name: "dead letters", SQL: deadLettersSQL, Args: []any{20, 0}, Bounded: "an API page: OFFSET at most api.MaxOffset (10,000) plus the LIMIT, whatever the table holds"},
 		{Name: "dead letters to replay", SQL: deadLettersToReplaySQL, Args: []any{ReplayBatch},
 			Bounded: "the oldest unreplayed: idx_dead_letters_unreplayed in order, stopped by the LIMIT (ReplayBatch); a replayed letter leaves the index"},
@@ -150,12 +150,14 @@ func (s D1Store) SourcesAfter(ctx context.Context, after string, n int) ([]strin
 	return out, nil
 }
 
-func (s D1Store) ReconcileCursor(ctx context.Context) (string, error) {
-	return s.cursor(ctx, reconcileCursorName)
+func (s D1Store) ReconcileCursor(ctx context.Context) (d1.Cursor, error) {
+	return d1.ReadCursor(ctx, s.DB, reconcileCursorName)
 }
 
-func (s D1Store) SaveReconcileCursor(ctx context.Context, source string, at time.Time) error {
-	return s.saveCursor(ctx, reconcileCursorName, source, at)
+// SaveReconcileCursor writes the cursor's one row when it moved.
+func (s D1Store) SaveReconcileCursor(ctx context.Context, c d1.Cursor, source string, at time.Time) error {
+	_, err := c.Save(ctx, s.DB, source, at)
+	return err
 }
 
 // tickMinuteRow is a fact_minutes row as historyTicksSQL selects it.
@@ -268,11 +270,6 @@ const (
 	// pruneMinutesSQL: the same over fact_minutes' primary key (source, minute).
 	pruneMinutesSQL = `DELETE FROM fact_minutes WHERE source = ? AND minute IN
   (SELECT minute FROM fact_minutes WHERE source = ? AND minute < ? ORDER BY minute LIMIT ?) RETURNING 1 AS pruned`
-	// pruneCursorSQL reads a cursor (the prune's, the reconciliation's) by
-	// sweep_cursors' primary key.
-	pruneCursorSQL     = `SELECT cursor FROM sweep_cursors WHERE name = ?`
-	savePruneCursorSQL = `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?)
-ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`
 )
 
 func (s D1Store) PruneFacts(ctx context.Context, source string, before int64, n int) (int64, error) {
@@ -283,30 +280,12 @@ func (s D1Store) PruneMinutes(ctx context.Context, source string, before int64, 
 	return s.DB.Exec(ctx, d1.Stmt{SQL: pruneMinutesSQL, Args: []any{source, source, before, n}})
 }
 
-func (s D1Store) PruneCursor(ctx context.Context) (string, error) {
-	return s.cursor(ctx, pruneCursorName)
+func (s D1Store) PruneCursor(ctx context.Context) (d1.Cursor, error) {
+	return d1.ReadCursor(ctx, s.DB, pruneCursorName)
 }
 
-func (s D1Store) SavePruneCursor(ctx context.Context, source string, at time.Time) error {
-	return s.saveCursor(ctx, pruneCursorName, source, at)
-}
-
-// cursor reads a named text cursor of sweep_cursors ("" when none).
-func (s D1Store) cursor(ctx context.Context, name string) (string, error) {
-	var rows []struct {
-		Cursor any `json:"cursor"` // text here (the table keeps numeric cursors too)
-	}
-	if err := s.DB.Query(ctx, &rows, pruneCursorSQL, name); err != nil {
-		return "", err
-	}
-	if len(rows) == 0 {
-		return "", nil
-	}
-	c, _ := rows[0].Cursor.(string)
-	return c, nil
-}
-
-func (s D1Store) saveCursor(ctx context.Context, name, value string, at time.Time) error {
-	_, err := s.DB.Exec(ctx, d1.Stmt{SQL: savePruneCursorSQL, Args: []any{name, value, d1.Time(at)}})
+// SavePruneCursor writes the cursor's one row when it moved.
+func (s D1Store) SavePruneCursor(ctx context.Context, c d1.Cursor, source string, at time.Time) error {
+	_, err := c.Save(ctx, s.DB, source, at)
 	return err
 }

@@ -274,16 +274,11 @@ func (m *Markets) Emit(ctx context.Context, ev events.Event) error {
 // ClusterBatchKeywords searched keywords past the cursor, scored and
 // written, then announced (clusters-ready); the cursor wraps at the end.
 func (m *Markets) Cluster(ctx context.Context, now time.Time) (string, error) {
-	var cur []struct {
-		Cursor string `json:"cursor"`
-	}
-	if err := m.DB.Query(ctx, &cur, `SELECT CAST(cursor AS TEXT) AS cursor FROM sweep_cursors WHERE name = ?`, ClusterCursor); err != nil {
+	cur, err := d1.ReadCursor(ctx, m.DB, ClusterCursor)
+	if err != nil {
 		return "", err
 	}
-	from := ""
-	if len(cur) > 0 && cur[0].Cursor != "0" {
-		from = cur[0].Cursor
-	}
+	from := cur.Text()
 	var rows []rankedRow
 	if err := m.DB.Query(ctx, &rows, clusterBatchSQL, from, ClusterBatchKeywords); err != nil {
 		return "", err
@@ -302,10 +297,7 @@ func (m *Markets) Cluster(ctx context.Context, now time.Time) (string, error) {
 	if len(keywords) < ClusterBatchKeywords {
 		next = "" // the end: start over next time
 	}
-	stmts := append(ClusterStatements(clusters, now), d1.Stmt{
-		SQL:  `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
-		Args: []any{ClusterCursor, next, d1.Time(now)},
-	})
+	stmts := append(ClusterStatements(clusters, now), cur.Write(next, now)...)
 	if err := m.exec(ctx, stmts); err != nil {
 		return "", err
 	}

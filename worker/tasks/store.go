@@ -2,9 +2,7 @@ package tasks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"math"
 	"storecrawl/worker/reviews"
 	"time"
 
@@ -14,33 +12,42 @@ import (
 	"storecrawl/worker/upstream"
 )
 
-// sweepSQL reads enriched apps past the cursor (the rating sweep and the
-// daily snapshots): idx_app_registry_enriched holds only enriched apps, so
-// it reads the rows it returns; the snapshots' primary key serves the
-// subqueries.
-const sweepSQL = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS ratings, COALESCE(r.average_rating, 0) AS rating,
-  (r.subtitle IS NOT NULL AND r.subtitle != '') AS has_subtitle, (r.rating_histogram IS NOT NULL) AS has_histogram,
-  (r.description IS NOT NULL AND r.description != '') AS has_description,
-  (SELECT s.rating_count FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1) AS prev_ratings,
-  (SELECT s.taken_at FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1) AS prev_at
-FROM app_registry r
-WHERE r.track_id > ? AND r.enrichment_source = 'itunes+store'
-ORDER BY r.track_id LIMIT ?`
+// latestMatchesSQL is true when an app r's latest snapshot (by
+// app_snapshots' primary key, one row) holds its stored rating count and
+// average: the history triggers record every change as an observation, so
+// this is nearly every app, and the pass writes nothing for it.
+const latestMatchesSQL = `EXISTS (SELECT 1 FROM (SELECT s.rating_count, s.average_rating FROM app_snapshots s
+    WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1) l
+  WHERE l.rating_count IS r.rating_count AND l.average_rating IS r.average_rating)`
 
-// snapshotTodaySQL is the daily snapshot's once-a-day check (inside its
-// INSERT): app_snapshots' primary key, one row at most.
-const snapshotTodaySQL = `SELECT 1 FROM app_snapshots WHERE track_id = ? AND taken_at >= ?`
+// passBatchSQL sums a pass's next ?2 enriched apps past the cursor ?1:
+// idx_app_registry_enriched holds only enriched apps, so it reads the rows
+// it counts (and one snapshot an app, by primary key); one row returned.
+const passBatchSQL = `SELECT count(*) AS apps, COALESCE(max(track_id), 0) AS last,
+  COALESCE(sum(subtitle IS NOT NULL AND subtitle != ''), 0) AS subtitle,
+  COALESCE(sum(rating_histogram IS NOT NULL), 0) AS histogram,
+  COALESCE(sum(description IS NOT NULL AND description != ''), 0) AS description,
+  COALESCE(sum(unsnapshotted), 0) AS unsnapshotted
+FROM (SELECT r.track_id, r.subtitle, r.rating_histogram, r.description,
+    (r.rating_count IS NOT NULL AND NOT ` + latestMatchesSQL + `) AS unsnapshotted
+  FROM app_registry r WHERE r.track_id > ?1 AND r.enrichment_source = 'itunes+store' ORDER BY r.track_id LIMIT ?2)`
 
-// sweepCursorSQL reads a sweep's cursor by primary key.
-const sweepCursorSQL = `SELECT cursor FROM sweep_cursors WHERE name = ?`
+// snapshotUnsnapshottedSQL copies the stored ratings of the enriched apps
+// in (?2, ?3] that no snapshot holds (source NULL: a copy, not an
+// observation, so velocity ignores it), at ?1. Rows written: one an app
+// it copies (the table is WITHOUT ROWID, keyed by (track_id, taken_at):
+// no other index entry).
+const snapshotUnsnapshottedSQL = `INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating)
+SELECT r.track_id, ?1, r.rating_count, r.average_rating FROM app_registry r
+WHERE r.track_id > ?2 AND r.track_id <= ?3 AND r.enrichment_source = 'itunes+store' AND r.rating_count IS NOT NULL
+  AND NOT ` + latestMatchesSQL
 
-// HotQueries are the sweeps' reads.
+// HotQueries are the passes' statements.
 func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
-		{Name: "rating sweep", SQL: sweepSQL, Args: []any{0, 200}},
-		{Name: "rating sweep velocities", SQL: sweepVelocitySQL, Args: []any{`[{"id":100000001,"v":1.5},{"id":100000002,"v":null}]`}},
-		{Name: "sweep cursor", SQL: sweepCursorSQL, Args: []any{"rating-sweep"}},
-		{Name: "daily snapshot check", SQL: snapshotTodaySQL, Args: []any{100000001, "2026-01-01T00:00:00.000Z"}},
+		{Name: "pass batch", SQL: passBatchSQL, Args: []any{0, RatingSweepBatchApps}},
+		{Name: "pass snapshots", SQL: snapshotUnsnapshottedSQL, Args: []any{"2026-01-01T00:00:00.000Z", 0, 100002000}},
+		d1.CursorHotQuery(RatingSweepCursor),
 	}
 }
 
@@ -49,103 +56,33 @@ type KV interface {
 	Put(ctx context.Context, key, value string) error
 }
 
-// D1Store is the sweeps' side of D1.
+// D1Store is the passes' side of D1.
 type D1Store struct {
 	DB *d1.DB
 }
 
-// SweepBatch reads up to n enriched apps past the named cursor, with each
-// one's latest snapshot (counted in the caller's D1 cost).
-func (s D1Store) SweepBatch(ctx context.Context, cursorName string, n int) (int64, []SweepRow, error) {
-	var cur []struct {
-		Cursor any `json:"cursor"` // a number for these sweeps (the table also keeps text cursors)
-	}
-	if err := s.DB.Query(ctx, &cur, sweepCursorSQL, cursorName); err != nil {
-		return 0, nil, err
-	}
-	var from int64
-	if len(cur) > 0 {
-		if c, ok := cur[0].Cursor.(float64); ok {
-			from = int64(c)
-		}
-	}
-	var rows []struct {
-		TrackID      int64   `json:"track_id"`
-		Ratings      int64   `json:"ratings"`
-		Rating       float64 `json:"rating"`
-		HasSubtitle  int     `json:"has_subtitle"`
-		HasHistogram int     `json:"has_histogram"`
-		HasDesc      int     `json:"has_description"`
-		PrevRatings  *int64  `json:"prev_ratings"`
-		PrevAt       *string `json:"prev_at"`
-	}
-	if err := s.DB.Query(ctx, &rows, sweepSQL, from, n); err != nil {
-		return 0, nil, err
-	}
-	out := make([]SweepRow, 0, len(rows))
-	for _, r := range rows {
-		row := SweepRow{TrackID: r.TrackID, RatingCount: r.Ratings, AverageRating: r.Rating,
-			HasSubtitle: r.HasSubtitle != 0, HasHistogram: r.HasHistogram != 0, HasDesc: r.HasDesc != 0}
-		if r.PrevRatings != nil && r.PrevAt != nil {
-			row.PrevCount = *r.PrevRatings
-			row.PrevAt, _ = d1.ParseTime(*r.PrevAt)
-		}
-		out = append(out, row)
-	}
-	return from, out, nil
+// ReadCursor implements PassStore.
+func (s D1Store) ReadCursor(ctx context.Context, name string) (d1.Cursor, error) {
+	return d1.ReadCursor(ctx, s.DB, name)
 }
 
-// sweepRowJSON is one app of a sweep batch as the batch's statements read
-// it with json_each: a whole batch is a few statements, not two per app,
-// so it commits as one transaction.
-type sweepRowJSON struct {
-	ID       int64    `json:"id"`
-	Count    int64    `json:"n"`
-	Average  float64  `json:"r"`
-	Velocity *float64 `json:"v"` // null: unknown
+// SaveCursor implements PassStore.
+func (s D1Store) SaveCursor(ctx context.Context, c d1.Cursor, to int64, at time.Time) (d1.Cursor, error) {
+	return c.Save(ctx, s.DB, to, at)
 }
 
-func sweepRowsJSON(rows []SweepRow) string {
-	out := make([]sweepRowJSON, len(rows))
-	for i, r := range rows {
-		out[i] = sweepRowJSON{ID: r.TrackID, Count: r.RatingCount, Average: r.AverageRating}
-		if !math.IsNaN(r.Velocity) && !math.IsInf(r.Velocity, 0) {
-			v := r.Velocity
-			out[i].Velocity = &v
-		}
+// PassBatch implements PassStore.
+func (s D1Store) PassBatch(ctx context.Context, after int64, n int) (PassBatch, error) {
+	var rows []PassBatch
+	if err := s.DB.Query(ctx, &rows, passBatchSQL, after, n); err != nil || len(rows) == 0 {
+		return PassBatch{}, err
 	}
-	b, _ := json.Marshal(out)
-	return string(b)
+	return rows[0], nil
 }
 
-// sweepVelocitySQL writes a batch's velocities: each app of the batch
-// (json_each, once) updates its row by primary key, so the cost is linear
-// in the batch. A correlated subquery over json_each per updated row read
-// the whole batch for each app: 20,900 rows read for 200 apps on D1.
-const sweepVelocitySQL = `UPDATE app_registry SET rating_velocity = j.v
-FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.v') AS v FROM json_each(?1)) AS j
-WHERE app_registry.track_id = j.id`
-
-// SaveSweep writes the sweep's snapshots, velocities and the new cursor as
-// one batch: the cursor moves only if every row was written.
-func (s D1Store) SaveSweep(ctx context.Context, cursorName string, next int64, rows []SweepRow, at time.Time) error {
-	batch := sweepRowsJSON(rows)
-	stmts := []d1.Stmt{{
-		SQL: `INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating)
-SELECT json_extract(value, '$.id'), ?, json_extract(value, '$.n'), json_extract(value, '$.r') FROM json_each(?)`,
-		Args: []any{d1.Time(at), batch},
-	}, {
-		SQL:  sweepVelocitySQL,
-		Args: []any{batch},
-	}, CursorStmt(cursorName, next, at)}
-	_, err := s.DB.ExecAtomic(ctx, stmts...)
-	return err
-}
-
-// SaveDailySnapshots writes the day's snapshots and the cursor.
-func (s D1Store) SaveDailySnapshots(ctx context.Context, cursorName string, next int64, rows []SweepRow, at time.Time) error {
-	_, err := s.DB.ExecAtomic(ctx, DailySnapshotStatements(cursorName, next, rows, at)...)
-	return err
+// SnapshotUnsnapshotted implements PassStore.
+func (s D1Store) SnapshotUnsnapshotted(ctx context.Context, after, last int64, at time.Time) (int64, error) {
+	return s.DB.Exec(ctx, d1.Stmt{SQL: snapshotUnsnapshottedSQL + ` RETURNING 1 AS copied`, Args: []any{d1.Time(at), after, last}})
 }
 
 // Bindings is Deps (and the ledger-reconcile task's Reconciler, the

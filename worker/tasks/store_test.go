@@ -4,12 +4,12 @@ package tasks
 
 import (
 	"context"
-	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"storecrawl/worker/catalogue"
+	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 )
 
@@ -21,41 +21,69 @@ VALUES (?, 'app', ?, 4.5, 'sub', 'desc', 'itunes+store', '2026-11-01T00:00:00.00
 	}
 }
 
+// seedMany adds n enriched apps (track ids 1..n) in one statement; the
+// insert trigger records each one's first snapshot, as on D1.
+func seedMany(t *testing.T, drv *d1test.Driver, n int) {
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, subtitle, description, enrichment_source, enriched_at)
+WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < ?)
+SELECT n, 'app', n * 100, 4.5, 'sub', 'desc', 'itunes+store', '2026-11-01T00:00:00.000Z' FROM i`, n)
+}
+
+// The rating sweep over D1: a run walks RatingSweepBatchApps ×
+// RatingSweepMaxBatches apps and writes a snapshot only for an app whose
+// stored ratings no snapshot holds, plus the cursor's one row a run; a pass
+// over unchanged apps writes the cursor alone (none when it ends where it
+// began).
 func TestRatingSweepAgainstD1(t *testing.T) {
 	db, drv := d1test.New(t)
-	seedEnriched(t, drv, SweepBatch+5)
-	// App 1 had 40 ratings a day ago: its velocity is 60 a day.
-	drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating) VALUES (1, '2026-11-22T12:00:00.000Z', 40, 4.5)`)
-	// App 2 has no snapshot at all (not even the one its insert observed).
+	perRun := RatingSweepBatchApps * RatingSweepMaxBatches
+	seedMany(t, drv, perRun+5)
+	// App 2 has no snapshot at all (history lost); app 3's ratings changed,
+	// which its trigger recorded as an observation: nothing to copy.
 	drv.Exec(t, `DELETE FROM app_snapshots WHERE track_id = 2`)
+	drv.Exec(t, `UPDATE app_registry SET rating_count = 301, updated_at = '2026-11-20T00:00:00.000Z' WHERE track_id = 3`)
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 3`); n != 2 {
+		t.Fatalf("the trigger records the change: %d snapshots of app 3", n)
+	}
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	values := mapKV{}
 	deps := Bindings{D1Store: D1Store{DB: db}, Values: values}
-	res := RunTask(context.Background(), "rating-sweep", deps, "", func() time.Time { return now })
-	if !res.OK {
-		t.Fatalf("sweep: %+v", res)
+	run := func(at time.Time) (string, int64, int64) {
+		t.Helper()
+		before := drv.TotalChanges(t)
+		ctx, cost := d1.WithCost(context.Background())
+		res := RunTask(ctx, "rating-sweep", deps, "", func() time.Time { return at })
+		if !res.OK {
+			t.Fatalf("sweep: %+v", res)
+		}
+		return res.Summary, drv.TotalChanges(t) - before, cost.Queries.Load()
 	}
-	if v := drv.Rows(t, `SELECT rating_velocity FROM app_registry WHERE track_id = 1`)[0]["rating_velocity"]; v != float64(60) {
-		t.Fatalf("velocity: %v", v)
+	sum, written, queries := run(now)
+	t.Logf("run 1: %s: %d rows written, %d queries", sum, written, queries)
+	// App 2's copy and the cursor: 2 rows; the cursor read, a read a batch, one copy, the cursor write.
+	if written != 2 || queries != int64(1+RatingSweepMaxBatches+1+1) || !strings.Contains(sum, "1 snapshots") {
+		t.Fatalf("run 1 wrote %d rows in %d queries: %s", written, queries, sum)
 	}
-	if v := drv.Rows(t, `SELECT rating_velocity FROM app_registry WHERE track_id = 2`)[0]["rating_velocity"]; v != nil {
-		t.Fatalf("no earlier snapshot, no velocity: %v", v)
+	if got := drv.Rows(t, `SELECT rating_count, taken_at, source FROM app_snapshots WHERE track_id = 2`); len(got) != 1 || got[0]["rating_count"] != float64(200) ||
+		got[0]["taken_at"] != "2026-11-23T12:00:00.000Z" || got[0]["source"] != nil {
+		t.Fatalf("app 2's copy: %v", got)
 	}
 	if values["quality:latest"] == "" {
 		t.Fatal("the histogram gap must be recorded in KV")
 	}
-	if n := drv.Int(t, `SELECT cursor FROM sweep_cursors WHERE name = 'rating-sweep'`); n != SweepBatch {
-		t.Fatalf("cursor after a full batch: %d", n)
+	if n := drv.Int(t, `SELECT cursor FROM sweep_cursors WHERE name = ?`, RatingSweepCursor); n != int64(perRun) {
+		t.Fatalf("cursor after a full run: %d", n)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE taken_at = ?`, "2026-11-23T12:00:00.000Z"); n != SweepBatch {
-		t.Fatalf("snapshots: %d", n)
+	// The short last batch wraps: the cursor's row only.
+	if sum, written, _ = run(now.Add(15 * time.Minute)); written != 1 || !strings.HasPrefix(sum, "5 apps") {
+		t.Fatalf("run 2 wrote %d rows: %s", written, sum)
 	}
-	// The short last batch wraps the cursor.
-	if res := RunTask(context.Background(), "rating-sweep", deps, "", func() time.Time { return now.Add(time.Minute) }); !res.OK {
-		t.Fatalf("second sweep: %+v", res)
-	}
-	if n := drv.Int(t, `SELECT cursor FROM sweep_cursors WHERE name = 'rating-sweep'`); n != 0 {
+	if n := drv.Int(t, `SELECT cursor FROM sweep_cursors WHERE name = ?`, RatingSweepCursor); n != 0 {
 		t.Fatalf("cursor must wrap: %d", n)
+	}
+	// A pass over the unchanged apps: the cursor's row, nothing else.
+	if sum, written, _ = run(now.Add(30 * time.Minute)); written != 1 || !strings.Contains(sum, " 0 snapshots") {
+		t.Fatalf("a run over unchanged apps wrote %d rows: %s", written, sum)
 	}
 	// D1 down: the task fails and the cursor does not move.
 	drv.FailNext.Store(1)
@@ -64,39 +92,28 @@ func TestRatingSweepAgainstD1(t *testing.T) {
 	}
 }
 
-func TestDailySnapshotsAgainstD1(t *testing.T) {
+// The daily check over D1: the coverage of DailyQualityApps apps and the
+// cursor's one row; no snapshot, however many apps.
+func TestDailyQualityAgainstD1(t *testing.T) {
 	db, drv := d1test.New(t)
-	seedEnriched(t, drv, SweepBatch*DailySnapshotMaxBatches+10)
+	seedMany(t, drv, DailyQualityApps+10)
+	drv.Exec(t, `DELETE FROM app_snapshots WHERE track_id = 2`)
 	store := D1Store{DB: db}
 	day := time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC)
+	before := drv.TotalChanges(t)
 	res := RunDaily(context.Background(), store, func() time.Time { return day })
-	if res.Error != "" || res.Apps != SweepBatch*DailySnapshotMaxBatches || res.Wrapped {
+	if res.Error != "" || res.Apps != DailyQualityApps || res.Wrapped || res.Coverage.Rows != res.Apps || res.Coverage.Subtitle != 1 {
 		t.Fatalf("first run is bounded: %+v", res)
 	}
-	// The daily copies (source NULL); each seeded app also has the
-	// observation its insert recorded (migration 0018).
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE source IS NULL`); n != int64(res.Apps) {
-		t.Fatalf("snapshots: %d", n)
+	if n := drv.TotalChanges(t) - before; n != 1 {
+		t.Fatalf("the daily run wrote %d rows, want the cursor's 1", n)
 	}
-	// The next run resumes from the cursor and wraps at the end.
 	res = RunDaily(context.Background(), store, func() time.Time { return day.Add(time.Hour) })
-	if res.Apps != 10 || !res.Wrapped {
+	if res.Apps != 10 || !res.Wrapped || res.FromCursor != DailyQualityApps {
 		t.Fatalf("second run: %+v", res)
 	}
-	// A rerun the same day writes nothing new.
-	RunDaily(context.Background(), store, func() time.Time { return day.Add(2 * time.Hour) })
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE source IS NULL`); n != SweepBatch*DailySnapshotMaxBatches+10 {
-		t.Fatalf("once per app per day: %d", n)
-	}
-	// A failed write keeps the cursor where it was.
-	before := drv.Int(t, `SELECT cursor FROM sweep_cursors WHERE name = ?`, DailySnapshotCursor)
-	drv.FailNext.Store(1)
-	res = RunDaily(context.Background(), store, func() time.Time { return day.Add(24 * time.Hour) })
-	if res.Error == "" {
-		t.Fatalf("want an error: %+v", res)
-	}
-	if after := drv.Int(t, `SELECT cursor FROM sweep_cursors WHERE name = ?`, DailySnapshotCursor); after != before {
-		t.Fatalf("cursor moved on failure: %d → %d", before, after)
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE source IS NULL`); n != 0 {
+		t.Fatalf("the daily run copies nothing: %d copies", n)
 	}
 }
 
@@ -130,40 +147,5 @@ func TestCatalogueTasksAgainstD1(t *testing.T) {
 		if res := RunTask(context.Background(), task, Bindings{}, "", time.Now); res.OK || res.Error != errNoCatalogue {
 			t.Errorf("unbound %s: %+v", task, res)
 		}
-	}
-}
-
-// TestSweepVelocitiesLinearInTheBatch: the velocity update of a batch of n
-// apps writes n rows and its work is n times a constant (VM steps per app
-// flat from 50 to 800 apps; it walks no table). The correlated form it
-// replaced read the whole batch for every app: quadratic.
-func TestSweepVelocitiesLinearInTheBatch(t *testing.T) {
-	_, drv := d1test.New(t)
-	const most = 800
-	seedEnriched(t, drv, most)
-	perApp := map[int]float64{}
-	for _, n := range []int{50, 200, most} {
-		rows := make([]SweepRow, n)
-		for i := range rows {
-			rows[i] = SweepRow{TrackID: int64(i + 1), Velocity: float64(n + i)}
-		}
-		rows[n-1].Velocity = math.NaN() // unknown: written as NULL
-		w := drv.Measure(t, sweepVelocitySQL, sweepRowsJSON(rows))
-		if w.Changes != int64(n) || w.Walked != 0 {
-			t.Fatalf("batch of %d: %+v, want %d rows written, none walked", n, w, n)
-		}
-		perApp[n] = float64(w.VMSteps) / float64(n)
-		t.Logf("batch of %d: %d VM steps (%.1f an app), %d rows written", n, w.VMSteps, perApp[n], w.Changes)
-		if v := drv.Rows(t, `SELECT rating_velocity FROM app_registry WHERE track_id = 1`)[0]["rating_velocity"]; v != float64(n) {
-			t.Fatalf("batch of %d: app 1's velocity %v", n, v)
-		}
-		if v := drv.Rows(t, `SELECT rating_velocity FROM app_registry WHERE track_id = ?`, n)[0]["rating_velocity"]; v != nil {
-			t.Fatalf("batch of %d: an unknown velocity is NULL, got %v", n, v)
-		}
-	}
-	// Linear: the work an app does not grow with the batch (10 % slack
-	// for the statement's fixed steps spread over fewer apps).
-	if perApp[most] > perApp[50]*1.1 {
-		t.Errorf("VM steps an app: %.1f at 50 apps, %.1f at %d: grows with the batch", perApp[50], perApp[most], most)
 	}
 }

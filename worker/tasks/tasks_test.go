@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,14 +18,10 @@ import (
 )
 
 type fakeTaskDeps struct {
-	kv       map[string]string
-	fetches  []string
-	answer   func(n int, url string) upstream.Response
-	rows     []SweepRow
-	cursor   int64
-	saved    []SweepRow
-	newCur   int64
-	readFail bool
+	*memPass
+	kv      map[string]string
+	fetches []string
+	answer  func(n int, url string) upstream.Response
 }
 
 func (f *fakeTaskDeps) Fetch(_ context.Context, u string) upstream.Response {
@@ -33,16 +29,6 @@ func (f *fakeTaskDeps) Fetch(_ context.Context, u string) upstream.Response {
 	return f.answer(len(f.fetches), u)
 }
 func (f *fakeTaskDeps) PutKV(_ context.Context, k, v string) error { f.kv[k] = v; return nil }
-func (f *fakeTaskDeps) SweepBatch(context.Context, string, int) (int64, []SweepRow, error) {
-	if f.readFail {
-		return 0, nil, errors.New("D1 down")
-	}
-	return f.cursor, f.rows, nil
-}
-func (f *fakeTaskDeps) SaveSweep(_ context.Context, _ string, next int64, rows []SweepRow, _ time.Time) error {
-	f.newCur, f.saved = next, rows
-	return nil
-}
 
 // chartBody is a one-entry iTunes RSS feed: entry is then an object, not a list.
 var chartBody = []byte(`{"feed":{"entry":{"im:name":{"label":"A"},"id":{"attributes":{"im:id":"100000001"}}},"title":{"label":"iTunes Store: Top Free Applications"}}}`)
@@ -90,30 +76,22 @@ func TestChartsRefreshHonoursRateLimits(t *testing.T) {
 
 func TestRatingSweep(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	if v := Velocity(150, 100, now.Add(-48*time.Hour), now); v != 25 {
-		t.Fatalf("velocity %v", v)
-	}
-	if v := Velocity(150, 0, time.Time{}, now); !math.IsNaN(v) {
-		t.Fatalf("no snapshot: %v", v)
-	}
-	rows := make([]SweepRow, SweepBatch)
-	for i := range rows {
-		rows[i] = SweepRow{TrackID: int64(1000 + i), RatingCount: 10, HasHistogram: true, HasDesc: true, PrevCount: 4, PrevAt: now.Add(-24 * time.Hour)}
-	}
-	f := &fakeTaskDeps{kv: map[string]string{}, rows: rows, cursor: 999}
+	m := newMemPass(RatingSweepBatchApps*RatingSweepMaxBatches + 5)
+	m.apps[10].ratings++
+	f := &fakeTaskDeps{memPass: m, kv: map[string]string{}}
 	res := RunTask(context.Background(), "rating-sweep", f, "", func() time.Time { return now })
-	if !res.OK || f.newCur != 1000+SweepBatch-1 || f.saved[0].Velocity != 6 {
-		t.Fatalf("%+v cursor %d", res, f.newCur)
+	want := RatingSweepBatchApps * RatingSweepMaxBatches
+	if !res.OK || m.cursors[RatingSweepCursor] != strconv.Itoa(want) || !strings.HasPrefix(res.Summary, strconv.Itoa(want)+" apps from cursor 0, 1 snapshots") {
+		t.Fatalf("%+v cursor %q", res, m.cursors[RatingSweepCursor])
 	}
 	if !strings.Contains(f.kv["quality:latest"], "subtitle") {
 		t.Fatalf("missing subtitles must be flagged: %v", f.kv)
 	}
-	f = &fakeTaskDeps{kv: map[string]string{}, rows: rows[:3], cursor: 5000}
 	RunTask(context.Background(), "rating-sweep", f, "", func() time.Time { return now })
-	if f.newCur != 0 {
-		t.Fatalf("a short batch must wrap the cursor, got %d", f.newCur)
+	if m.cursors[RatingSweepCursor] != "0" {
+		t.Fatalf("a short batch must wrap the cursor, got %q", m.cursors[RatingSweepCursor])
 	}
-	f = &fakeTaskDeps{readFail: true}
+	m.failRead = m.reads + 1
 	if res := RunTask(context.Background(), "rating-sweep", f, "", time.Now); res.OK || res.Error == "" {
 		t.Fatalf("%+v", res)
 	}
@@ -191,7 +169,7 @@ func TestFactsPruneTaskReportsItsRun(t *testing.T) {
 // RunTask's switch name the same tasks.
 func TestEveryRegisteredTaskHasARunFunction(t *testing.T) {
 	for _, task := range scheduler.Registry {
-		res := RunTask(context.Background(), task.Name, &fakeTaskDeps{kv: map[string]string{}, answer: okChart, readFail: true}, "", time.Now)
+		res := RunTask(context.Background(), task.Name, &fakeTaskDeps{memPass: &memPass{cursors: map[string]string{}, failRead: 1}, kv: map[string]string{}, answer: okChart}, "", time.Now)
 		if res.Error == "no run function for task" {
 			t.Errorf("%s has no run function", task.Name)
 		}
