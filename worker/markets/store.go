@@ -207,6 +207,7 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "cluster members written", SQL: membersSQL, Args: []any{`[["budget",100000001,1]]`}},
 		{Name: "cluster members gone", SQL: membersGoneSQL, Args: []any{`[["budget",100000001]]`}},
 		{Name: "fragmentation written", SQL: fragmentationSQL, Args: []any{`[["budget",0.34,0.66]]`, "2026-01-01T00:00:00.000Z"}},
+		{Name: "app scores written", SQL: appScoresSQL, Args: []any{`[[100000001,12.5,61.2]]`, "2026-01-01T00:00:00.000Z"}},
 		{Name: "opportunity scores written", SQL: opportunityScoresSQL, Args: []any{`[["budget",40.1,4.1,0.66,0.1]]`, "2026-01-01T00:00:00.000Z"}},
 	}
 }
@@ -283,17 +284,31 @@ func (m *Markets) ScoreInputs(ctx context.Context, ids []int64) ([]ScoreInput, e
 	return out, nil
 }
 
-// SaveAppScores implements Analyzer.
+// appScoresSQL writes apps' scores ([track id, demand, competitiveness]
+// each) at ?2 where either differs: an app enriched again with the same
+// ratings writes nothing (competitiveness moves with its update's age, a
+// tenth of a point every couple of days). No index of app_registry holds
+// these columns: a written app is its row alone.
+const appScoresSQL = `UPDATE app_registry SET demand_score = j.value->>1, competitiveness_score = j.value->>2, analyzed_at = ?2
+FROM json_each(?1) j
+WHERE app_registry.track_id = j.value->>0
+  AND (app_registry.demand_score IS NOT j.value->>1 OR app_registry.competitiveness_score IS NOT j.value->>2)`
+
+// SaveAppScores implements Analyzer: one statement for the apps.
 func (m *Markets) SaveAppScores(ctx context.Context, scores map[int64]AppScores, at time.Time) error {
-	stmts := make([]d1.Stmt, 0, len(scores))
-	now := d1.Time(at)
-	for id, s := range scores {
-		stmts = append(stmts, d1.Stmt{
-			SQL:  `UPDATE app_registry SET demand_score = ?, competitiveness_score = ?, analyzed_at = ? WHERE track_id = ?`,
-			Args: []any{s.Demand, s.Competitiveness, now, id},
-		})
+	if len(scores) == 0 {
+		return nil
 	}
-	return m.exec(ctx, stmts)
+	ids := make([]int64, 0, len(scores))
+	for id := range scores {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	rows := make([][]any, len(ids))
+	for i, id := range ids {
+		rows[i] = []any{id, scores[id].Demand, scores[id].Competitiveness}
+	}
+	return m.exec(ctx, []d1.Stmt{{SQL: appScoresSQL, Args: []any{jsonArg(rows), d1.Time(at)}}})
 }
 
 // ClusterKeywords implements Analyzer: it re-clusters keywords from their

@@ -133,6 +133,14 @@ func TestEventChainAgainstD1(t *testing.T) {
 	if len(scored) != 2 || scored[0]["competitiveness_score"].(float64) <= scored[1]["competitiveness_score"].(float64) {
 		t.Fatalf("the giant must be more competitive: %v", scored)
 	}
+	// The same apps again, their ratings unchanged: no row written.
+	rowsBefore := drv.TotalChanges(t)
+	if err := HandleEvent(ctx, string(e), m, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if w := drv.TotalChanges(t) - rowsBefore; w != 0 {
+		t.Fatalf("unchanged scores wrote %d rows", w)
+	}
 
 	// D1 down: the message fails (and is retried by the queue).
 	drv.FailNext.Store(1)
