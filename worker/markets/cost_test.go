@@ -64,7 +64,7 @@ SELECT ?, 1 + (? * 131 + j * 17) % ?, j + 1, '2026-11-01T00:00:00.000Z' FROM n`,
 		}
 		c := cost.View()
 		written := drv.TotalChanges(t) - before
-		t.Logf("%s: %d messages, %d statements, %d rows written, %d rows read", what, msgs, c.Queries, written, c.RowsRead)
+		t.Logf("%s: %d messages, %d statements, %d rows written, %d rows returned", what, msgs, c.Queries, written, c.RowsRead)
 		if c.Queries > maxStatements || written != rows {
 			t.Errorf("%s: %d statements (at most %d), %d rows written (want %d)", what, c.Queries, maxStatements, written, rows)
 		}
