@@ -3,6 +3,8 @@ package markets
 import (
 	"math"
 	"sort"
+
+	"storecrawl/worker/events"
 )
 
 // A market cluster is the set of apps that rank for one keyword: apps a
@@ -20,9 +22,10 @@ const (
 	// every keyword is checked daily.
 	ClusterBatchKeywords = 25_000
 	// MaxReclusterKeywords bounds the keywords one re-clustering reads and
-	// writes (a rankings-updated message's keywords, events.MaxKeys): its
-	// reads and writes are one statement each, whatever the count.
-	MaxReclusterKeywords = 100
+	// writes: a rankings-updated message's keywords. Its reads and writes
+	// are one statement each whatever the count (8 queries for a whole
+	// event's chain: TestRowsPerRankingsUpdated).
+	MaxReclusterKeywords = events.MaxKeys
 	// QualityBar is the rating under which users are underserved.
 	QualityBar = 4.5
 )
