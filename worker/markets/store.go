@@ -225,8 +225,9 @@ const (
 	// 1,000: a bigger chunk needs a read that walks it once.
 	ClusterCheckChunk = 500
 	// ClusterRepairMax bounds the drifted keywords one run re-clusters
-	// (MaxReclusterKeywords at a time, four queries each); the rest wait
-	// for the next run, the cursor stopping after the last chunk repaired.
+	// (MaxReclusterKeywords at a time, five statements each): the run
+	// stops after the chunk that reaches it (at most 1,499 repaired, ~130
+	// queries with the checks), the cursor after that chunk.
 	ClusterRepairMax = 1_000
 )
 
