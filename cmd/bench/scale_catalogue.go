@@ -22,6 +22,7 @@ import (
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/markets"
 	"storecrawl/worker/refresh"
 )
 
@@ -33,9 +34,9 @@ const (
 	queuedPct         = 11 // waiting for their first enrichment
 	notFoundPct       = 2  // the rest: half not found, half given up
 	designKeywords    = 100_000
-	rankingsPerKW     = 18 // 1.8M rankings over 100k keywords
+	rankingsPerKW     = 18 // a cluster keyword's; the others rank 2: 1.64M rankings over 100k keywords
 	designClusters    = 90_000
-	membersPerCluster = 20 // 1.8M memberships
+	membersPerCluster = 18 // its keyword's rankings (rankingsPerKW) as the markets stage stores them: 1.62M memberships
 	similarPerApp     = 3  // the simulator's shelves average 3 similar apps
 	// Opportunity scores of the clusters (and so their keywords' re-search
 	// intervals): a few hot markets, a quarter warm, the long tail cold.
@@ -72,8 +73,9 @@ func ShapeOf(n int) ScaleShape {
 	}
 	s.Developers = max(1, n/4) // the simulator's apps per developer
 	s.Keywords = max(1, int(int64(n)*designKeywords/designApps))
-	s.Rankings = s.Keywords * rankingsPerKW
 	s.Clusters = max(1, int(int64(n)*designClusters/designApps))
+	// A keyword without a cluster ranks fewer apps than make a market.
+	s.Rankings = s.Clusters*rankingsPerKW + (s.Keywords-s.Clusters)*(markets.MinClusterApps-1)
 	s.Members = s.Clusters * membersPerCluster
 	return s
 }
@@ -359,15 +361,18 @@ func fillTables(ctx context.Context, tx *sql.Tx, s ScaleShape, now time.Time, du
 		fmt.Sprintf(`INSERT INTO crawl_keywords (keyword, source, created_at, searched_at, result_count, value, research_interval_s, next_search_at, due_value)
 		 SELECT keyword, 'title', strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', '%[1]s', '-60 days'),
 		   strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', '%[1]s', '-' || (CASE WHEN k < %[2]d THEN (%[3]s) + 60 ELSE %[4]s END) || ' seconds'),
-		   %[5]d, (%[6]s) + 30.0, %[3]s,
+		   CASE WHEN k < %[7]d THEN %[5]d ELSE %[8]d END, (%[6]s) + 30.0, %[3]s,
 		   strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', '%[1]s', '-' || (CASE WHEN k < %[2]d THEN (%[3]s) + 60 ELSE %[4]s END) || ' seconds', '+' || (%[3]s) || ' seconds'),
-		   NULL FROM kw`, nowS, dueKeywords, interval, ago, rankingsPerKW, score),
+		   NULL FROM kw`, nowS, dueKeywords, interval, ago, rankingsPerKW, score, s.Clusters, markets.MinClusterApps-1),
+		// The keywords past the clusters rank fewer apps than make a
+		// market (markets.MinClusterApps), which is why they have none.
 		seq(rankingsPerKW) + fmt.Sprintf(`INSERT OR IGNORE INTO crawl_rankings (keyword, track_id, rank, seen_at)
-		 SELECT kw.keyword, %s, seq.k + 1, '%s' FROM kw, seq`, enrichedApp("kw.k * 7919 + seq.k * 104729"), nowS),
+		 SELECT kw.keyword, %s, seq.k + 1, '%s' FROM kw, seq WHERE kw.k < %d OR seq.k < %d`,
+			enrichedApp("kw.k * 7919 + seq.k * 104729"), nowS, s.Clusters, markets.MinClusterApps-1),
 		fmt.Sprintf(`INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at, hhi, fragmentation, fragmented_at)
-		 SELECT keyword, %d, 1000 + k * 37 %% 500000, 4.1, 0.3, '%s', 0.12, 0.7, '%s' FROM kw WHERE k < %d`, membersPerCluster, nowS, nowS, s.Clusters),
-		seq(membersPerCluster) + fmt.Sprintf(`INSERT OR IGNORE INTO market_cluster_members (cluster_id, track_id, position)
-		 SELECT kw.keyword, %s, seq.k FROM kw, seq WHERE kw.k < %d`, enrichedApp("kw.k * 7919 + seq.k * 104729"), s.Clusters),
+		 SELECT keyword, (SELECT count(*) FROM crawl_rankings r WHERE r.keyword = kw.keyword), 1000 + k * 37 %% 500000, 4.1, 0.3, '%s', 0.12, 0.7, '%s' FROM kw WHERE k < %d`, nowS, nowS, s.Clusters),
+		fmt.Sprintf(`INSERT INTO market_cluster_members (cluster_id, track_id, position)
+		 SELECT r.keyword, r.track_id, r.rank FROM kw JOIN crawl_rankings r ON r.keyword = kw.keyword WHERE kw.k < %d`, s.Clusters),
 		fmt.Sprintf(`INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at)
 		 SELECT keyword, %s, 0.5, 0.7, 0.2, '%s' FROM kw WHERE k < %d`, score, nowS, s.Clusters),
 		// The keyword steering's revalue step has read every score so far
@@ -394,8 +399,10 @@ func fillTables(ctx context.Context, tx *sql.Tx, s ScaleShape, now time.Time, du
 // seedDueRankings stores, as each due keyword's rankings, what the
 // simulator's search answers for it now, so the bench's re-search finds
 // the ranks it left (the steady state) and writes what a real re-search
-// does: each result's sighting and today's rank, the keyword's mark.
-// fillTables' rankings are spread over the catalogue and match no search:
+// does: each result's sighting and today's rank, the keyword's mark; its
+// cluster's members are those rankings, as the markets stage stored them,
+// so re-clustering writes what changed since (its stats), not a new
+// membership. fillTables' rankings are spread over the catalogue and match no search:
 // a re-search over them deleted all 18 and inserted the results.
 func seedDueRankings(ctx context.Context, tx *sql.Tx, sim string, now time.Time) error {
 	rows, err := tx.QueryContext(ctx, `SELECT keyword FROM crawl_keywords WHERE next_search_at <= ?`, now.UTC().Format(d1.Layout))
@@ -439,6 +446,18 @@ func seedDueRankings(ctx context.Context, tx *sql.Tx, sim string, now time.Time)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE crawl_keywords SET result_count = ? WHERE keyword = ?`, len(apps), kw); err != nil {
 			return err
+		}
+		// Its market as the markets stage stored it after that search:
+		// the members are the rankings at their ranks.
+		for _, q := range []string{
+			`DELETE FROM market_cluster_members WHERE cluster_id = ?1 AND EXISTS (SELECT 1 FROM market_clusters WHERE cluster_id = ?1)`,
+			`INSERT INTO market_cluster_members (cluster_id, track_id, position)
+			 SELECT keyword, track_id, rank FROM crawl_rankings WHERE keyword = ?1 AND EXISTS (SELECT 1 FROM market_clusters WHERE cluster_id = ?1)`,
+			`UPDATE market_clusters SET app_count = (SELECT count(*) FROM crawl_rankings WHERE keyword = ?1) WHERE cluster_id = ?1`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, kw); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -14,11 +14,11 @@ import (
 func TestShapeOfKeepsTheDesignShares(t *testing.T) {
 	s := ShapeOf(11_000)
 	want := ScaleShape{Apps: 11_000, Enriched: 9_350, Queued: 1_210, NotFound: 220, Failed: 220,
-		Developers: 2_750, Keywords: 1_000, Rankings: 18_000, Clusters: 900, Members: 18_000}
+		Developers: 2_750, Keywords: 1_000, Rankings: 16_400, Clusters: 900, Members: 16_200}
 	if s != want {
 		t.Fatalf("ShapeOf(11000) = %+v, want %+v", s, want)
 	}
-	if d := ShapeOf(designApps); d.Keywords != designKeywords || d.Clusters != designClusters || d.Rankings != 1_800_000 || d.Developers != 275_000 {
+	if d := ShapeOf(designApps); d.Keywords != designKeywords || d.Clusters != designClusters || d.Rankings != 1_640_000 || d.Developers != 275_000 {
 		t.Fatalf("design shape %+v", d)
 	}
 }

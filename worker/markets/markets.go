@@ -3,6 +3,8 @@ package markets
 import (
 	"math"
 	"sort"
+
+	"storecrawl/worker/events"
 )
 
 // A market cluster is the set of apps that rank for one keyword: apps a
@@ -14,8 +16,16 @@ import (
 const (
 	// MinClusterApps: fewer apps than this is not a market.
 	MinClusterApps = 3
-	// ClusterBatchKeywords is how many keywords one clustering run reads.
-	ClusterBatchKeywords = 200
+	// ClusterBatchKeywords is how many searched keywords one run of the
+	// 6-hourly clustering checks against their stored markets: 100,000
+	// keywords at 1.1M apps (docs/scale.md) over its 4 runs a day, so
+	// every keyword is checked daily.
+	ClusterBatchKeywords = 25_000
+	// MaxReclusterKeywords bounds the keywords one re-clustering reads and
+	// writes: a rankings-updated message's keywords. Its reads and writes
+	// are one statement each whatever the count (8 queries for a whole
+	// event's chain: TestRowsPerRankingsUpdated).
+	MaxReclusterKeywords = events.MaxKeys
 	// QualityBar is the rating under which users are underserved.
 	QualityBar = 4.5
 )
@@ -42,6 +52,9 @@ type Cluster struct {
 	Quality          float64 `json:"quality_gap"`
 	OpportunityScore float64 `json:"opportunity_score"` // 0–100
 	Members          []int64 `json:"members"`           // in rank order
+	// Ranks are the members' search ranks (stored as their position), so
+	// a stored market can be compared with its keyword's rankings in SQL.
+	Ranks []int `json:"-"`
 }
 
 // BuildClusters groups rankings by keyword and scores each market:
@@ -58,7 +71,14 @@ func BuildClusters(rows []RankedApp) []Cluster {
 		if len(apps) < MinClusterApps {
 			continue
 		}
-		sort.Slice(apps, func(i, j int) bool { return apps[i].Rank < apps[j].Rank })
+		// Ties (never written by a search) by track id: the same rankings
+		// always make the same members, so a re-clustering compares equal.
+		sort.Slice(apps, func(i, j int) bool {
+			if apps[i].Rank != apps[j].Rank {
+				return apps[i].Rank < apps[j].Rank
+			}
+			return apps[i].TrackID < apps[j].TrackID
+		})
 		c := Cluster{ID: kw, Apps: len(apps)}
 		var top int64
 		var weighted float64
@@ -68,6 +88,7 @@ func BuildClusters(rows []RankedApp) []Cluster {
 			top = max(top, a.RatingCount)
 			weighted += a.Rating * float64(a.RatingCount)
 			c.Members = append(c.Members, a.TrackID)
+			c.Ranks = append(c.Ranks, a.Rank)
 			counts = append(counts, a.RatingCount)
 		}
 		c.HHI = Herfindahl(counts)
@@ -144,4 +165,76 @@ func AnalyzeFragmentation(members map[string][]int64) []ClusterFragmentation {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ClusterID < out[j].ClusterID })
 	return out
+}
+
+// Membership is one app's place in one cluster.
+type Membership struct {
+	ClusterID string
+	TrackID   int64
+	Position  int
+}
+
+// StoredCluster is a cluster as D1 holds it: its aggregates (HHI and
+// fragmentation nil while not analysed) and its members by track id.
+type StoredCluster struct {
+	Apps          int
+	TotalRatings  int64
+	AvgRating     *float64
+	TopShare      *float64
+	HHI           *float64
+	Fragmentation *float64
+	Positions     map[int64]int
+}
+
+// ClusterDiff is what re-clustering changes: the cluster rows to write
+// (new or with an aggregate changed), the memberships to write (new or
+// moved) and to delete, and the clusters that changed at all (sorted).
+type ClusterDiff struct {
+	Rows    []Cluster
+	Members []Membership
+	Gone    []Membership
+	Changed []string
+}
+
+// DiffClusters compares freshly built clusters with the stored ones (by
+// id; missing: new), so a re-clustering writes only what changed: a
+// keyword whose rankings and ratings did not change writes nothing.
+func DiffClusters(fresh []Cluster, stored map[string]StoredCluster) ClusterDiff {
+	var d ClusterDiff
+	for _, c := range fresh {
+		s, ok := stored[c.ID]
+		changed := false
+		if !ok || s.Apps != c.Apps || s.TotalRatings != c.TotalRatings || !sameFloat(s.AvgRating, c.AvgRating) ||
+			!sameFloat(s.TopShare, c.TopShare) || !sameFloat(s.HHI, c.HHI) || !sameFloat(s.Fragmentation, c.Fragmentation) {
+			d.Rows = append(d.Rows, c)
+			changed = true
+		}
+		in := make(map[int64]bool, len(c.Members))
+		for i, id := range c.Members {
+			in[id] = true
+			if pos, ok := s.Positions[id]; !ok || pos != c.Ranks[i] {
+				d.Members = append(d.Members, Membership{c.ID, id, c.Ranks[i]})
+				changed = true
+			}
+		}
+		var gone []Membership
+		for id, pos := range s.Positions {
+			if !in[id] {
+				gone = append(gone, Membership{c.ID, id, pos})
+			}
+		}
+		sort.Slice(gone, func(i, j int) bool { return gone[i].TrackID < gone[j].TrackID })
+		d.Gone = append(d.Gone, gone...)
+		if changed || len(gone) > 0 {
+			d.Changed = append(d.Changed, c.ID)
+		}
+	}
+	sort.Strings(d.Changed)
+	return d
+}
+
+// sameFloat: a stored value (nil: NULL) equal to a computed one. Both are
+// rounded to 3 decimals and D1 returns what was stored, so equality is exact.
+func sameFloat(stored *float64, v float64) bool {
+	return stored != nil && *stored == v
 }

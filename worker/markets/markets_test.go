@@ -1,6 +1,8 @@
 package markets
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -26,18 +28,66 @@ func TestBuildClustersScoresMarkets(t *testing.T) {
 	if budget.OpportunityScore <= chat.OpportunityScore || chat.TopShare < 0.99 || budget.OpportunityScore > 100 || chat.OpportunityScore < 0 {
 		t.Fatalf("fragmented, underserved budget (%.1f) must beat concentrated chat (%.1f)", budget.OpportunityScore, chat.OpportunityScore)
 	}
+	// New clusters: one statement for their rows, one for their members.
 	stmts := ClusterStatements(cs, time.Now())
-	members := 0
-	for _, s := range stmts {
-		if strings.Count(s.SQL, "?") != len(s.Args) {
-			t.Fatalf("placeholders: %q", s.SQL)
-		}
-		if strings.Contains(s.SQL, "market_cluster_members (") {
-			members++
-		}
+	if len(stmts) != 2 || !strings.Contains(stmts[1].SQL, "market_cluster_members (") {
+		t.Fatalf("statements %+v", stmts)
 	}
-	if members != 6 {
-		t.Fatalf("member rows %d", members)
+	var members [][3]any
+	if err := json.Unmarshal([]byte(stmts[1].Args[0].(string)), &members); err != nil || len(members) != 6 {
+		t.Fatalf("member rows %v %v", members, err)
+	}
+}
+
+// stored is a cluster as D1 would hold it after writing c.
+func stored(c Cluster) StoredCluster {
+	s := StoredCluster{Apps: c.Apps, TotalRatings: c.TotalRatings, AvgRating: &c.AvgRating, TopShare: &c.TopShare,
+		HHI: &c.HHI, Fragmentation: &c.Fragmentation, Positions: map[int64]int{}}
+	for i, id := range c.Members {
+		s.Positions[id] = c.Ranks[i]
+	}
+	return s
+}
+
+func TestDiffClustersWritesOnlyWhatChanged(t *testing.T) {
+	rows := []RankedApp{{"budget", 1, 1, 5000, 3.9}, {"budget", 2, 2, 4000, 3.8}, {"budget", 3, 3, 3000, 4.0}}
+	was := BuildClusters(rows)[0]
+	held := map[string]StoredCluster{"budget": stored(was)}
+
+	// The same rankings and ratings: nothing to write.
+	if d := DiffClusters(BuildClusters(rows), held); len(d.Rows)+len(d.Members)+len(d.Gone)+len(d.Changed) != 0 {
+		t.Fatalf("unchanged: %+v", d)
+	}
+	// One app gained: its membership and the cluster's stats, nothing else.
+	gained := BuildClusters(append(rows, RankedApp{"budget", 4, 4, 100, 3.0}))
+	d := DiffClusters(gained, held)
+	if len(d.Rows) != 1 || d.Rows[0].Apps != 4 || len(d.Members) != 1 || d.Members[0] != (Membership{"budget", 4, 4}) ||
+		len(d.Gone) != 0 || fmt.Sprint(d.Changed) != "[budget]" {
+		t.Fatalf("gained: %+v", d)
+	}
+	// Two apps swapped ranks, the ratings the same: the two memberships.
+	swapped := []RankedApp{{"budget", 1, 2, 5000, 3.9}, {"budget", 2, 1, 4000, 3.8}, {"budget", 3, 3, 3000, 4.0}}
+	d = DiffClusters(BuildClusters(swapped), held)
+	if len(d.Rows) != 0 || len(d.Members) != 2 || len(d.Gone) != 0 {
+		t.Fatalf("swapped: %+v", d)
+	}
+	// One app replaced by another: one gone, one new, the stats.
+	replaced := []RankedApp{{"budget", 1, 1, 5000, 3.9}, {"budget", 2, 2, 4000, 3.8}, {"budget", 9, 3, 3000, 4.0}}
+	d = DiffClusters(BuildClusters(replaced), held)
+	if len(d.Rows) != 0 || len(d.Members) != 1 || len(d.Gone) != 1 || d.Gone[0].TrackID != 3 {
+		t.Fatalf("replaced (same ratings, same stats): %+v", d)
+	}
+	// A rating moved: the cluster's row alone.
+	rated := []RankedApp{{"budget", 1, 1, 5001, 3.9}, {"budget", 2, 2, 4000, 3.8}, {"budget", 3, 3, 3000, 4.0}}
+	d = DiffClusters(BuildClusters(rated), held)
+	if len(d.Rows) != 1 || len(d.Members)+len(d.Gone) != 0 {
+		t.Fatalf("rated: %+v", d)
+	}
+	// Stored without its analysis (NULL): the row, to store it.
+	bare := stored(was)
+	bare.HHI, bare.Fragmentation = nil, nil
+	if d := DiffClusters(BuildClusters(rows), map[string]StoredCluster{"budget": bare}); len(d.Rows) != 1 {
+		t.Fatalf("unanalysed: %+v", d)
 	}
 }
 
@@ -85,18 +135,12 @@ func TestAnalyzeFragmentationStoresPerCluster(t *testing.T) {
 		t.Fatalf("%+v", fs)
 	}
 	stmts := FragmentationStatements(fs, time.Now())
-	if len(stmts) != 2 || !strings.HasPrefix(stmts[0].SQL, "UPDATE market_clusters SET hhi") || stmts[0].Args[3] != "budget" ||
-		strings.Count(stmts[0].SQL, "?") != len(stmts[0].Args) {
+	if len(stmts) != 1 || !strings.HasPrefix(stmts[0].SQL, "UPDATE market_clusters SET hhi") || !strings.HasPrefix(stmts[0].Args[0].(string), `[["budget",`) {
 		t.Fatalf("%+v", stmts)
 	}
 	// BuildClusters agrees with the stage, so a cluster scores the same either way.
 	built := BuildClusters([]RankedApp{{"budget", 1, 1, 5000, 3.9}, {"budget", 2, 2, 4000, 3.8}, {"budget", 3, 3, 3000, 4.0}})[0]
 	if built.HHI != fs[0].HHI || built.Fragmentation != fs[0].Fragmentation {
 		t.Fatalf("built %+v vs analysed %+v", built, fs[0])
-	}
-	// Re-clustering clears the stored analysis: it described the old members.
-	cl := ClusterStatements([]Cluster{built}, time.Now())
-	if !strings.Contains(cl[0].SQL, "fragmentation = NULL") {
-		t.Fatalf("%s", cl[0].SQL)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	"storecrawl/worker/d1"
@@ -18,36 +19,105 @@ func ScoreInputsSQL(n int) string {
 FROM app_registry WHERE track_id IN (` + d1.Placeholders(n) + `)`
 }
 
-// clusterBatchSQL reads one batch of keyword rankings past a keyword cursor
-// (crawl_rankings' primary key), with what scoring needs (app_registry's).
-const clusterBatchSQL = `SELECT k.keyword AS keyword, k.track_id AS track_id, k.rank AS rank,
+// keywordRankingsSQL reads the rankings of keywords (?1, a JSON array) by
+// primary key, with what scoring needs (app_registry's).
+const keywordRankingsSQL = `SELECT k.keyword AS keyword, k.track_id AS track_id, k.rank AS rank,
   COALESCE(a.rating_count, 0) AS ratings, COALESCE(a.average_rating, 0) AS rating
 FROM crawl_rankings k JOIN app_registry a ON a.track_id = k.track_id
-WHERE k.keyword IN (SELECT keyword FROM crawl_keywords WHERE keyword > ? AND searched_at IS NOT NULL ORDER BY keyword LIMIT ?)`
+WHERE k.keyword IN (SELECT value FROM json_each(?1))`
 
-// keywordRankingsSQL reads the rankings of n keywords by primary key.
-func keywordRankingsSQL(n int) string {
-	return `SELECT k.keyword AS keyword, k.track_id AS track_id, k.rank AS rank,
-  COALESCE(a.rating_count, 0) AS ratings, COALESCE(a.average_rating, 0) AS rating
-FROM crawl_rankings k JOIN app_registry a ON a.track_id = k.track_id
-WHERE k.keyword IN (` + d1.Placeholders(n) + `)`
-}
+// storedClustersSQL reads clusters (?1, a JSON array of ids) as stored,
+// each with its members ([track id, position] pairs), by primary key: what
+// a re-clustering compares with, so that it writes only what changed.
+const storedClustersSQL = `SELECT c.cluster_id AS cluster_id, c.app_count AS app_count, c.total_ratings AS total_ratings,
+  c.avg_rating AS avg_rating, c.top_share AS top_share, c.hhi AS hhi, c.fragmentation AS fragmentation,
+  (SELECT json_group_array(json_array(m.track_id, m.position)) FROM market_cluster_members m WHERE m.cluster_id = c.cluster_id) AS members
+FROM market_clusters c WHERE c.cluster_id IN (SELECT value FROM json_each(?1))`
 
-// clusterAggregatesSQL reads n stored clusters by primary key. A cluster
-// whose fragmentation is not analysed yet falls back to 1 − the leader's share.
-func clusterAggregatesSQL(n int) string {
-	return `SELECT cluster_id, app_count, total_ratings, COALESCE(avg_rating, 0) AS avg_rating, COALESCE(top_share, 1) AS top_share,
+// clusterAggregatesSQL reads stored clusters (?1, a JSON array of ids) by
+// primary key. A cluster whose fragmentation is not analysed yet falls
+// back to 1 − the leader's share.
+const clusterAggregatesSQL = `SELECT cluster_id, app_count, total_ratings, COALESCE(avg_rating, 0) AS avg_rating, COALESCE(top_share, 1) AS top_share,
   COALESCE(hhi, 1) AS hhi, COALESCE(fragmentation, 1 - COALESCE(top_share, 1)) AS fragmentation
-FROM market_clusters WHERE cluster_id IN (` + d1.Placeholders(n) + `)`
-}
+FROM market_clusters WHERE cluster_id IN (SELECT value FROM json_each(?1))`
 
-// clusterMemberRatingsSQL reads the member apps' rating counts of n
-// clusters (market_cluster_members' primary key, then app_registry's).
-func clusterMemberRatingsSQL(n int) string {
-	return `SELECT m.cluster_id AS cluster_id, COALESCE(a.rating_count, 0) AS ratings
+// clusterMemberRatingsSQL reads the member apps' rating counts of clusters
+// (?1, a JSON array of ids): market_cluster_members' primary key, then
+// app_registry's.
+const clusterMemberRatingsSQL = `SELECT m.cluster_id AS cluster_id, COALESCE(a.rating_count, 0) AS ratings
 FROM market_cluster_members m JOIN app_registry a ON a.track_id = m.track_id
-WHERE m.cluster_id IN (` + d1.Placeholders(n) + `)`
-}
+WHERE m.cluster_id IN (SELECT value FROM json_each(?1))`
+
+// The markets' writes: one statement a table, its rows a JSON array (?1),
+// each written only when a value differs from the stored one (the WHERE
+// of each upsert), so a redelivery or a re-clustering of unchanged
+// rankings writes no row. D1 bills each row written plus each index entry
+// the write changes: noted at each statement.
+const (
+	// clusterRowsSQL writes clusters ([id, apps, total ratings, average
+	// rating, leader's share, HHI, fragmentation] each) at ?2. A written
+	// row also rewrites its idx_market_clusters_size entry (total_ratings).
+	clusterRowsSQL = `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, hhi, fragmentation, computed_at, fragmented_at)
+SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, ?2, ?2 FROM json_each(?1) WHERE true
+ON CONFLICT (cluster_id) DO UPDATE SET app_count = excluded.app_count, total_ratings = excluded.total_ratings,
+  avg_rating = excluded.avg_rating, top_share = excluded.top_share, hhi = excluded.hhi, fragmentation = excluded.fragmentation,
+  computed_at = excluded.computed_at, fragmented_at = excluded.fragmented_at
+WHERE market_clusters.app_count IS NOT excluded.app_count OR market_clusters.total_ratings IS NOT excluded.total_ratings
+  OR market_clusters.avg_rating IS NOT excluded.avg_rating OR market_clusters.top_share IS NOT excluded.top_share
+  OR market_clusters.hhi IS NOT excluded.hhi OR market_clusters.fragmentation IS NOT excluded.fragmentation`
+	// membersSQL writes memberships ([cluster id, track id, position]
+	// each): a new one is a row and its idx_market_cluster_members_track
+	// entry; a moved one (position, in no index) the row alone.
+	membersSQL = `INSERT INTO market_cluster_members (cluster_id, track_id, position)
+SELECT value->>0, value->>1, value->>2 FROM json_each(?1) WHERE true
+ON CONFLICT (cluster_id, track_id) DO UPDATE SET position = excluded.position
+WHERE market_cluster_members.position IS NOT excluded.position`
+	// membersGoneSQL deletes memberships ([cluster id, track id] each) by
+	// primary key: a row and its idx_market_cluster_members_track entry.
+	membersGoneSQL = `DELETE FROM market_cluster_members
+WHERE (cluster_id, track_id) IN (SELECT value->>0, value->>1 FROM json_each(?1))`
+	// fragmentationSQL stores the analysis ([id, HHI, fragmentation] each)
+	// at ?2 on the clusters whose values differ (in no index).
+	fragmentationSQL = `UPDATE market_clusters SET hhi = j.value->>1, fragmentation = j.value->>2, fragmented_at = ?2
+FROM json_each(?1) j
+WHERE market_clusters.cluster_id = j.value->>0
+  AND (market_clusters.hhi IS NOT j.value->>1 OR market_clusters.fragmentation IS NOT j.value->>2)`
+	// opportunityScoresSQL writes scores ([id, score, demand,
+	// fragmentation, quality gap] each) that differ. computed_at moves only
+	// when the score itself does: the keyword steering (worker/crawl)
+	// re-values the keywords of the clusters scored since its cursor on
+	// (computed_at, cluster_id), and a keyword's value and interval read
+	// the score alone. A written row rewrites its idx_opportunity_scores_score
+	// and idx_opportunity_scores_computed entries.
+	opportunityScoresSQL = `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at)
+SELECT value->>0, value->>1, value->>2, value->>3, value->>4, ?2 FROM json_each(?1) WHERE true
+ON CONFLICT (cluster_id) DO UPDATE SET score = excluded.score, demand = excluded.demand,
+  fragmentation = excluded.fragmentation, quality_gap = excluded.quality_gap,
+  computed_at = CASE WHEN opportunity_scores.score IS NOT excluded.score THEN excluded.computed_at ELSE opportunity_scores.computed_at END
+WHERE opportunity_scores.score IS NOT excluded.score OR opportunity_scores.demand IS NOT excluded.demand
+  OR opportunity_scores.fragmentation IS NOT excluded.fragmentation OR opportunity_scores.quality_gap IS NOT excluded.quality_gap`
+)
+
+// driftSQL is one chunk of the clustering cron's check: the next ?2
+// searched keywords past the cursor ?1 (crawl_keywords' primary key),
+// each compared with its stored market by primary keys: it has drifted
+// when it has MinClusterApps ranked apps or more and its members are not
+// exactly those apps at their ranks, or its cluster or score is missing
+// (a rankings-updated, clusters-ready or fragmentation-done message lost).
+// Rows: each drifted keyword (drifted 1), then the chunk's last keyword
+// and size (drifted 0; a NULL keyword for an empty chunk). CROSS JOIN
+// keeps the batch first: joined freely, the planner walks every ranking.
+var driftSQL = fmt.Sprintf(`WITH batch AS (SELECT keyword FROM crawl_keywords WHERE keyword > ?1 AND searched_at IS NOT NULL ORDER BY keyword LIMIT ?2),
+per AS (SELECT r.keyword AS keyword, count(*) AS n, sum(m.position IS r.rank) AS same
+  FROM batch b CROSS JOIN crawl_rankings r ON r.keyword = b.keyword JOIN app_registry a ON a.track_id = r.track_id
+  LEFT JOIN market_cluster_members m ON m.cluster_id = r.keyword AND m.track_id = r.track_id
+  GROUP BY r.keyword)
+SELECT p.keyword AS keyword, 1 AS drifted, 0 AS size FROM per p LEFT JOIN market_clusters c ON c.cluster_id = p.keyword
+WHERE p.n >= %d AND (p.same < p.n OR c.app_count IS NOT p.n
+  OR (SELECT count(*) FROM market_cluster_members m WHERE m.cluster_id = p.keyword) != p.n
+  OR NOT EXISTS (SELECT 1 FROM opportunity_scores o WHERE o.cluster_id = p.keyword))
+UNION ALL
+SELECT max(keyword), 0, count(*) FROM batch`, MinClusterApps)
 
 // scoreFields are a market's scores as the API serves them (GET
 // /v1/opportunities, GET /v1/clusters) and the analyst's brief shows them:
@@ -118,22 +188,48 @@ type HotQuery struct {
 	Args []any
 }
 
-// HotQueries are the markets' reads.
+// HotQueries are the markets' reads, and their writes (explained, not run).
 func HotQueries() []d1.NamedQuery {
+	kws := `["budget","chat"]`
 	return []d1.NamedQuery{
 		{Name: "score inputs", SQL: ScoreInputsSQL(3), Args: []any{1, 2, 3}},
-		{Name: "cluster batch", SQL: clusterBatchSQL, Args: []any{"", 200}},
 		{Name: "opportunities", SQL: opportunitiesSQL, Args: []any{20, 0}, Bounded: "an API page: OFFSET at most api.MaxOffset (10,000) plus the LIMIT, whatever the table holds"},
 		{Name: "clusters", SQL: clustersSQL, Args: []any{20, 0}, Bounded: "an API page: OFFSET at most api.MaxOffset (10,000) plus the LIMIT, whatever the table holds"},
-		{Name: "keyword rankings", SQL: keywordRankingsSQL(2), Args: []any{"budget", "chat"}},
-		{Name: "cluster aggregates", SQL: clusterAggregatesSQL(2), Args: []any{"budget", "chat"}},
-		{Name: "cluster member ratings", SQL: clusterMemberRatingsSQL(2), Args: []any{"budget", "chat"}},
+		{Name: "keyword rankings", SQL: keywordRankingsSQL, Args: []any{kws}},
+		{Name: "stored clusters", SQL: storedClustersSQL, Args: []any{kws}},
+		{Name: "cluster aggregates", SQL: clusterAggregatesSQL, Args: []any{kws}},
+		{Name: "cluster member ratings", SQL: clusterMemberRatingsSQL, Args: []any{kws}},
 		{Name: "cluster scores", SQL: scoresSQL, Args: []any{"budget"}},
+		// A chunk of the cron's check at its size: the keywords past the
+		// cursor by primary key, each one's rankings, apps and members by theirs.
+		{Name: "cluster drift", SQL: driftSQL, Args: []any{"", ClusterCheckChunk}},
+		{Name: "cluster rows written", SQL: clusterRowsSQL, Args: []any{`[["budget",3,12000,3.9,0.4,0.34,0.66]]`, "2026-01-01T00:00:00.000Z"}},
+		{Name: "cluster members written", SQL: membersSQL, Args: []any{`[["budget",100000001,1]]`}},
+		{Name: "cluster members gone", SQL: membersGoneSQL, Args: []any{`[["budget",100000001]]`}},
+		{Name: "fragmentation written", SQL: fragmentationSQL, Args: []any{`[["budget",0.34,0.66]]`, "2026-01-01T00:00:00.000Z"}},
+		{Name: "app scores written", SQL: appScoresSQL, Args: []any{`[[100000001,12.5,61.2]]`, "2026-01-01T00:00:00.000Z"}},
+		{Name: "opportunity scores written", SQL: opportunityScoresSQL, Args: []any{`[["budget",40.1,4.1,0.66,0.1]]`, "2026-01-01T00:00:00.000Z"}},
 	}
 }
 
 // ClusterCursor names the 6-hourly clustering's keyword cursor in sweep_cursors.
 const ClusterCursor = "clustering"
+
+// The clustering cron's bounds (ClusterBatchKeywords a run, in markets.go).
+const (
+	// ClusterCheckChunk is the keywords one drift read compares: by its
+	// plan ~80 rows a keyword (its ~18 rankings, their apps and
+	// memberships, its members counted, its cluster and score).
+	// The read walks its own batch twice (998 rows at 500 in
+	// worker/queryplan_test.go's plan test), under that test's bound of
+	// 1,000: a bigger chunk needs a read that walks it once.
+	ClusterCheckChunk = 500
+	// ClusterRepairMax bounds the drifted keywords one run re-clusters
+	// (MaxReclusterKeywords at a time, five statements each): the run
+	// stops after the chunk that reaches it (at most 1,499 repaired, ~130
+	// queries with the checks), the cursor after that chunk.
+	ClusterRepairMax = 1_000
+)
 
 // Markets runs the markets stage on D1 and the EVENTS queue: each method
 // reads current state, computes, writes, and announces what it wrote. It
@@ -160,8 +256,16 @@ func rankedApps(rows []rankedRow) []RankedApp {
 }
 
 func (m *Markets) exec(ctx context.Context, stmts []d1.Stmt) error {
+	if len(stmts) == 0 {
+		return nil
+	}
 	_, err := m.DB.Exec(ctx, stmts...)
 	return err
+}
+
+func jsonArg(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // ScoreInputs implements Analyzer.
@@ -182,31 +286,90 @@ func (m *Markets) ScoreInputs(ctx context.Context, ids []int64) ([]ScoreInput, e
 	return out, nil
 }
 
-// SaveAppScores implements Analyzer.
+// appScoresSQL writes apps' scores ([track id, demand, competitiveness]
+// each) at ?2 where either differs: an app enriched again with the same
+// ratings writes nothing (competitiveness moves with its update's age, a
+// tenth of a point every couple of days). No index of app_registry holds
+// these columns: a written app is its row alone.
+const appScoresSQL = `UPDATE app_registry SET demand_score = j.value->>1, competitiveness_score = j.value->>2, analyzed_at = ?2
+FROM json_each(?1) j
+WHERE app_registry.track_id = j.value->>0
+  AND (app_registry.demand_score IS NOT j.value->>1 OR app_registry.competitiveness_score IS NOT j.value->>2)`
+
+// SaveAppScores implements Analyzer: one statement for the apps.
 func (m *Markets) SaveAppScores(ctx context.Context, scores map[int64]AppScores, at time.Time) error {
-	stmts := make([]d1.Stmt, 0, len(scores))
-	now := d1.Time(at)
-	for id, s := range scores {
-		stmts = append(stmts, d1.Stmt{
-			SQL:  `UPDATE app_registry SET demand_score = ?, competitiveness_score = ?, analyzed_at = ? WHERE track_id = ?`,
-			Args: []any{s.Demand, s.Competitiveness, now, id},
-		})
+	if len(scores) == 0 {
+		return nil
 	}
-	return m.exec(ctx, stmts)
+	ids := make([]int64, 0, len(scores))
+	for id := range scores {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	rows := make([][]any, len(ids))
+	for i, id := range ids {
+		rows[i] = []any{id, scores[id].Demand, scores[id].Competitiveness}
+	}
+	return m.exec(ctx, []d1.Stmt{{SQL: appScoresSQL, Args: []any{jsonArg(rows), d1.Time(at)}}})
 }
 
-// ClusterKeywords implements Analyzer: it rebuilds the clusters of keywords
-// from their rankings.
+// ClusterKeywords implements Analyzer: it re-clusters keywords from their
+// rankings (at most MaxReclusterKeywords a call, the keywords of one
+// rankings-updated message: only what the searches touched), writes what
+// changed and returns the clusters that changed.
 func (m *Markets) ClusterKeywords(ctx context.Context, keywords []string, now time.Time) ([]string, error) {
+	if len(keywords) > MaxReclusterKeywords {
+		return nil, fmt.Errorf("markets: %d keywords to re-cluster, at most %d a call", len(keywords), MaxReclusterKeywords)
+	}
+	d, err := m.diff(ctx, keywords)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.exec(ctx, DiffStatements(d, now)); err != nil {
+		return nil, err
+	}
+	return d.Changed, nil
+}
+
+// diff reads the keywords' rankings and their stored clusters (two reads)
+// and compares them.
+func (m *Markets) diff(ctx context.Context, keywords []string) (ClusterDiff, error) {
+	arg := jsonArg(keywords)
 	var rows []rankedRow
-	if err := m.DB.Query(ctx, &rows, keywordRankingsSQL(len(keywords)), d1.Args(keywords)...); err != nil {
-		return nil, err
+	if err := m.DB.Query(ctx, &rows, keywordRankingsSQL, arg); err != nil {
+		return ClusterDiff{}, err
 	}
-	clusters := BuildClusters(rankedApps(rows))
-	if err := m.exec(ctx, ClusterStatements(clusters, now)); err != nil {
-		return nil, err
+	fresh := BuildClusters(rankedApps(rows))
+	if len(fresh) == 0 {
+		return ClusterDiff{}, nil
 	}
-	return clusterIDs(clusters), nil
+	var stored []struct {
+		ID            string   `json:"cluster_id"`
+		Apps          int      `json:"app_count"`
+		TotalRatings  int64    `json:"total_ratings"`
+		AvgRating     *float64 `json:"avg_rating"`
+		TopShare      *float64 `json:"top_share"`
+		HHI           *float64 `json:"hhi"`
+		Fragmentation *float64 `json:"fragmentation"`
+		Members       string   `json:"members"`
+	}
+	if err := m.DB.Query(ctx, &stored, storedClustersSQL, jsonArg(clusterIDs(fresh))); err != nil {
+		return ClusterDiff{}, err
+	}
+	byID := make(map[string]StoredCluster, len(stored))
+	for _, s := range stored {
+		var pairs [][2]int64
+		if err := json.Unmarshal([]byte(s.Members), &pairs); err != nil {
+			return ClusterDiff{}, fmt.Errorf("markets: members of %q: %w", s.ID, err)
+		}
+		pos := make(map[int64]int, len(pairs))
+		for _, p := range pairs {
+			pos[p[0]] = int(p[1])
+		}
+		byID[s.ID] = StoredCluster{Apps: s.Apps, TotalRatings: s.TotalRatings, AvgRating: s.AvgRating, TopShare: s.TopShare,
+			HHI: s.HHI, Fragmentation: s.Fragmentation, Positions: pos}
+	}
+	return DiffClusters(fresh, byID), nil
 }
 
 func clusterIDs(cs []Cluster) []string {
@@ -217,7 +380,8 @@ func clusterIDs(cs []Cluster) []string {
 	return ids
 }
 
-// ScoreClusters implements Analyzer: opportunity scores from stored clusters.
+// ScoreClusters implements Analyzer: opportunity scores from stored
+// clusters, written where they changed.
 func (m *Markets) ScoreClusters(ctx context.Context, ids []string, now time.Time) error {
 	var rows []struct {
 		ID            string  `json:"cluster_id"`
@@ -228,7 +392,7 @@ func (m *Markets) ScoreClusters(ctx context.Context, ids []string, now time.Time
 		HHI           float64 `json:"hhi"`
 		Fragmentation float64 `json:"fragmentation"`
 	}
-	if err := m.DB.Query(ctx, &rows, clusterAggregatesSQL(len(ids)), d1.Args(ids)...); err != nil {
+	if err := m.DB.Query(ctx, &rows, clusterAggregatesSQL, jsonArg(ids)); err != nil {
 		return err
 	}
 	cs := make([]Cluster, 0, len(rows))
@@ -240,14 +404,15 @@ func (m *Markets) ScoreClusters(ctx context.Context, ids []string, now time.Time
 	return m.exec(ctx, ScoreStatements(cs, now))
 }
 
-// AnalyzeFragmentation implements Analyzer: it measures and stores the
-// fragmentation of the clusters that exist (with members), returning their ids.
+// AnalyzeFragmentation implements Analyzer: it measures the fragmentation
+// of the clusters that exist (with members) from their members' current
+// ratings, stores it where it changed, and returns their ids.
 func (m *Markets) AnalyzeFragmentation(ctx context.Context, ids []string, now time.Time) ([]string, error) {
 	var rows []struct {
 		ClusterID string `json:"cluster_id"`
 		Ratings   int64  `json:"ratings"`
 	}
-	if err := m.DB.Query(ctx, &rows, clusterMemberRatingsSQL(len(ids)), d1.Args(ids)...); err != nil {
+	if err := m.DB.Query(ctx, &rows, clusterMemberRatingsSQL, jsonArg(ids)); err != nil {
 		return nil, err
 	}
 	members := map[string][]int64{}
@@ -270,42 +435,69 @@ func (m *Markets) Emit(ctx context.Context, ev events.Event) error {
 	return events.Send(ctx, m.Events, ev)
 }
 
-// Cluster runs one batch of the 6-hourly clustering: the next
-// ClusterBatchKeywords searched keywords past the cursor, scored and
-// written, then announced (clusters-ready); the cursor wraps at the end.
+// Cluster runs one run of the 6-hourly clustering: it checks the next
+// ClusterBatchKeywords searched keywords past its cursor against their
+// stored markets (ClusterCheckChunk at a time, driftSQL, reads only) and
+// re-clusters the drifted ones, at most ClusterRepairMax, announcing them
+// (clusters-ready) so they are analysed and scored. Every keyword is
+// checked once a day; a keyword whose market matches its rankings writes
+// nothing (its stats follow its ratings when it is searched again, on
+// the rankings-updated event). The cursor wraps at the end.
 func (m *Markets) Cluster(ctx context.Context, now time.Time) (string, error) {
 	cur, err := d1.ReadCursor(ctx, m.DB, ClusterCursor)
 	if err != nil {
 		return "", err
 	}
 	from := cur.Text()
-	var rows []rankedRow
-	if err := m.DB.Query(ctx, &rows, clusterBatchSQL, from, ClusterBatchKeywords); err != nil {
-		return "", err
-	}
-	ranked := rankedApps(rows)
-	keywords := map[string]bool{}
-	last := from
-	for _, a := range ranked {
-		keywords[a.Keyword] = true
-		if a.Keyword > last {
-			last = a.Keyword
+	next, checked := from, 0
+	var repaired []string
+	for checked < ClusterBatchKeywords && len(repaired) < ClusterRepairMax {
+		var rows []struct {
+			Keyword *string `json:"keyword"`
+			Drifted int     `json:"drifted"`
+			Size    int     `json:"size"`
 		}
+		limit := min(ClusterCheckChunk, ClusterBatchKeywords-checked)
+		if err := m.DB.Query(ctx, &rows, driftSQL, next, limit); err != nil {
+			return "", err
+		}
+		var drifted []string
+		size, last := 0, ""
+		for _, r := range rows {
+			switch {
+			case r.Drifted == 1 && r.Keyword != nil:
+				drifted = append(drifted, *r.Keyword)
+			case r.Drifted == 0:
+				size = r.Size
+				if r.Keyword != nil {
+					last = *r.Keyword
+				}
+			}
+		}
+		for i := 0; i < len(drifted); i += MaxReclusterKeywords {
+			chunk := drifted[i:min(i+MaxReclusterKeywords, len(drifted))]
+			if _, err := m.ClusterKeywords(ctx, chunk, now); err != nil {
+				return "", err
+			}
+		}
+		repaired = append(repaired, drifted...)
+		checked += size
+		if size < limit {
+			next = "" // the end: start over next run
+			break
+		}
+		next = last
 	}
-	clusters := BuildClusters(ranked)
-	next := last
-	if len(keywords) < ClusterBatchKeywords {
-		next = "" // the end: start over next time
-	}
-	stmts := append(ClusterStatements(clusters, now), cur.Write(next, now)...)
-	if err := m.exec(ctx, stmts); err != nil {
+	if err := m.exec(ctx, cur.Write(next, now)); err != nil {
 		return "", err
 	}
-	// The consumer analyses and scores what was written.
-	if err := events.Send(ctx, m.Events, events.NewKeyed(events.ClustersReady, clusterIDs(clusters), now)...); err != nil {
+	// The consumer analyses and scores what was repaired (a missing score
+	// included: the re-clustering itself may have written nothing).
+	sort.Strings(repaired)
+	if err := events.Send(ctx, m.Events, events.NewKeyed(events.ClustersReady, repaired, now)...); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d keywords from %q, %d clusters", len(keywords), from, len(clusters)), nil
+	return fmt.Sprintf("%d keywords checked from %q, %d re-clustered", checked, from, len(repaired)), nil
 }
 
 // List lists markets (a cluster, its score and members) by opportunity
@@ -328,49 +520,63 @@ func (m *Markets) List(ctx context.Context, byScore bool, limit, offset int) ([]
 	return out, nil
 }
 
-// ScoreStatements writes the opportunity scores of clusters.
+// ScoreStatements writes the opportunity scores of clusters that changed.
 func ScoreStatements(cs []Cluster, now time.Time) []d1.Stmt {
-	ts := d1.Time(now)
-	stmts := make([]d1.Stmt, 0, len(cs))
-	for _, c := range cs {
-		stmts = append(stmts, d1.Stmt{SQL: `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES (?,?,?,?,?,?)
-ON CONFLICT (cluster_id) DO UPDATE SET score = excluded.score, demand = excluded.demand, fragmentation = excluded.fragmentation, quality_gap = excluded.quality_gap, computed_at = excluded.computed_at`,
-			Args: []any{c.ID, c.OpportunityScore, c.Demand, c.Fragmentation, c.Quality, ts}})
+	if len(cs) == 0 {
+		return nil
 	}
-	return stmts
+	rows := make([][]any, len(cs))
+	for i, c := range cs {
+		rows[i] = []any{c.ID, c.OpportunityScore, c.Demand, c.Fragmentation, c.Quality}
+	}
+	return []d1.Stmt{{SQL: opportunityScoresSQL, Args: []any{jsonArg(rows), d1.Time(now)}}}
 }
 
-// ClusterStatements replaces each cluster and its members; fragmentation
-// and scores follow from the clusters-ready event. The stored fragmentation
-// is cleared (not yet analysed): it described the old members.
-func ClusterStatements(cs []Cluster, now time.Time) []d1.Stmt {
-	ts := d1.Time(now)
+// DiffStatements writes a re-clustering's changes: at most one statement
+// for each of the cluster rows, the memberships gone and the memberships
+// new or moved. The cluster rows carry their fragmentation, measured from
+// the same ratings, so the clusters-ready analysis that follows finds it
+// current and writes nothing.
+func DiffStatements(d ClusterDiff, now time.Time) []d1.Stmt {
 	var stmts []d1.Stmt
-	for _, c := range cs {
-		stmts = append(stmts,
-			d1.Stmt{SQL: `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at) VALUES (?,?,?,?,?,?)
-ON CONFLICT (cluster_id) DO UPDATE SET app_count = excluded.app_count, total_ratings = excluded.total_ratings, avg_rating = excluded.avg_rating, top_share = excluded.top_share, computed_at = excluded.computed_at,
-  hhi = NULL, fragmentation = NULL, fragmented_at = NULL`,
-				Args: []any{c.ID, c.Apps, c.TotalRatings, c.AvgRating, c.TopShare, ts}},
-			d1.Stmt{SQL: `DELETE FROM market_cluster_members WHERE cluster_id = ?`, Args: []any{c.ID}},
-		)
-		for i, id := range c.Members {
-			stmts = append(stmts, d1.Stmt{SQL: `INSERT OR IGNORE INTO market_cluster_members (cluster_id, track_id, position) VALUES (?,?,?)`, Args: []any{c.ID, id, i + 1}})
+	if len(d.Rows) > 0 {
+		rows := make([][]any, len(d.Rows))
+		for i, c := range d.Rows {
+			rows[i] = []any{c.ID, c.Apps, c.TotalRatings, c.AvgRating, c.TopShare, c.HHI, c.Fragmentation}
 		}
+		stmts = append(stmts, d1.Stmt{SQL: clusterRowsSQL, Args: []any{jsonArg(rows), d1.Time(now)}})
+	}
+	if len(d.Gone) > 0 {
+		rows := make([][]any, len(d.Gone))
+		for i, g := range d.Gone {
+			rows[i] = []any{g.ClusterID, g.TrackID}
+		}
+		stmts = append(stmts, d1.Stmt{SQL: membersGoneSQL, Args: []any{jsonArg(rows)}})
+	}
+	if len(d.Members) > 0 {
+		rows := make([][]any, len(d.Members))
+		for i, mb := range d.Members {
+			rows[i] = []any{mb.ClusterID, mb.TrackID, mb.Position}
+		}
+		stmts = append(stmts, d1.Stmt{SQL: membersSQL, Args: []any{jsonArg(rows)}})
 	}
 	return stmts
 }
 
-// FragmentationStatements store the analysis on each cluster (an update by
-// primary key: replaying it writes the same values).
+// ClusterStatements writes clusters as new: each one's row and members.
+func ClusterStatements(cs []Cluster, now time.Time) []d1.Stmt {
+	return DiffStatements(DiffClusters(cs, nil), now)
+}
+
+// FragmentationStatements store the analysis on each cluster where it
+// changed (replaying it writes nothing).
 func FragmentationStatements(fs []ClusterFragmentation, now time.Time) []d1.Stmt {
-	ts := d1.Time(now)
-	stmts := make([]d1.Stmt, 0, len(fs))
-	for _, f := range fs {
-		stmts = append(stmts, d1.Stmt{
-			SQL:  `UPDATE market_clusters SET hhi = ?, fragmentation = ?, fragmented_at = ? WHERE cluster_id = ?`,
-			Args: []any{f.HHI, f.Fragmentation, ts, f.ClusterID},
-		})
+	if len(fs) == 0 {
+		return nil
 	}
-	return stmts
+	rows := make([][]any, len(fs))
+	for i, f := range fs {
+		rows[i] = []any{f.ClusterID, f.HHI, f.Fragmentation}
+	}
+	return []d1.Stmt{{SQL: fragmentationSQL, Args: []any{jsonArg(rows), d1.Time(now)}}}
 }

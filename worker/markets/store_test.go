@@ -5,10 +5,12 @@ package markets
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/events"
 )
@@ -131,6 +133,14 @@ func TestEventChainAgainstD1(t *testing.T) {
 	if len(scored) != 2 || scored[0]["competitiveness_score"].(float64) <= scored[1]["competitiveness_score"].(float64) {
 		t.Fatalf("the giant must be more competitive: %v", scored)
 	}
+	// The same apps again, their ratings unchanged: no row written.
+	rowsBefore := drv.TotalChanges(t)
+	if err := HandleEvent(ctx, string(e), m, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if w := drv.TotalChanges(t) - rowsBefore; w != 0 {
+		t.Fatalf("unchanged scores wrote %d rows", w)
+	}
 
 	// D1 down: the message fails (and is retried by the queue).
 	drv.FailNext.Store(1)
@@ -139,24 +149,201 @@ func TestEventChainAgainstD1(t *testing.T) {
 	}
 }
 
-func TestClusterBatchAdvancesAndWraps(t *testing.T) {
+// runChain handles bodies as the consumer does, following the events each
+// sends, and returns the messages handled.
+func runChain(t *testing.T, m *Markets, q *queue, now time.Time, bodies ...string) int {
+	t.Helper()
+	handled := 0
+	for len(bodies) > 0 && handled < 20 {
+		body := bodies[0]
+		bodies = bodies[1:]
+		if err := HandleEvent(context.Background(), body, m, now); err != nil {
+			t.Fatalf("handle %s: %v", body, err)
+		}
+		handled++
+		bodies = append(bodies, q.take()...)
+	}
+	return handled
+}
+
+func rankingsUpdated(now time.Time, kws ...string) string {
+	b, _ := json.Marshal(events.NewKeyed(events.RankingsUpdated, kws, now)[0])
+	return string(b)
+}
+
+// TestReclusteringWritesOnlyWhatChanged counts the rows a rankings-updated
+// event writes through the whole chain (clustering, fragmentation,
+// scores), triggers included: none when the keywords' rankings and
+// ratings did not change; when one keyword gained an app, that
+// membership, its cluster's row (its stats) and its score, three rows
+// (and the index entries those touch: the membership's
+// idx_market_cluster_members_track, the row's idx_market_clusters_size,
+// the score's idx_opportunity_scores_score and _computed). Before, every
+// re-clustering rewrote each cluster, all its members (a delete and an
+// insert each), its fragmentation and its score: 1 + 2×members + 2 rows.
+func TestReclusteringWritesOnlyWhatChanged(t *testing.T) {
 	db, drv := d1test.New(t)
 	seedMarkets(t, drv)
 	q := &queue{}
 	m := &Markets{DB: db, Events: q}
-	now := time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
-	summary, err := m.Cluster(context.Background(), now)
-	if err != nil || summary != `2 keywords from "", 2 clusters` {
-		t.Fatalf("cluster: %q %v", summary, err)
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+	before := drv.TotalChanges(t)
+	if n := runChain(t, m, q, t0, rankingsUpdated(t0, "budget", "chat")); n != 3 {
+		t.Fatalf("first clustering: %d messages", n)
 	}
-	// Fewer than a batch: the end, so the cursor wraps: from the start
-	// back to the start is no move, and no cursor row is written.
-	if n := drv.Int(t, `SELECT COUNT(*) FROM sweep_cursors WHERE name = ?`, ClusterCursor); n != 0 {
-		t.Fatalf("a wrap from the start wrote the cursor: %v", drv.Rows(t, `SELECT * FROM sweep_cursors`))
+	// Two clusters (a row and the ledger counter's trigger each), six
+	// members, two scores (a row and the trigger each).
+	if w := drv.TotalChanges(t) - before; w != 14 {
+		t.Fatalf("first clustering wrote %d rows, want 14", w)
 	}
-	bodies := q.take()
+	scoredAt := func(id string) string {
+		return drv.Rows(t, `SELECT computed_at FROM opportunity_scores WHERE cluster_id = ?`, id)[0]["computed_at"].(string)
+	}
+
+	// The same rankings again: no row, no follow-up message.
+	t1 := t0.Add(time.Hour)
+	before = drv.TotalChanges(t)
+	if n := runChain(t, m, q, t1, rankingsUpdated(t1, "budget", "chat")); n != 1 {
+		t.Fatalf("unchanged rankings sent follow-ups: %d messages", n)
+	}
+	if w := drv.TotalChanges(t) - before; w != 0 {
+		t.Fatalf("unchanged rankings wrote %d rows", w)
+	}
+
+	// budget gains an app: its membership, its cluster's stats, its score.
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating) VALUES (7, 'app', 2500, 3.5)`)
+	drv.Exec(t, `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES ('budget', 7, 4, '2026-11-23T13:00:00.000Z')`)
+	t2 := t0.Add(2 * time.Hour)
+	before = drv.TotalChanges(t)
+	if n := runChain(t, m, q, t2, rankingsUpdated(t2, "budget", "chat")); n != 3 {
+		t.Fatalf("a gained app: %d messages", n)
+	}
+	if w := drv.TotalChanges(t) - before; w != 3 {
+		t.Fatalf("a gained app wrote %d rows, want 3 (membership, cluster, score)", w)
+	}
+	if got := drv.Rows(t, `SELECT app_count, position FROM market_clusters c JOIN market_cluster_members m ON m.cluster_id = c.cluster_id AND m.track_id = 7`); len(got) != 1 || got[0]["app_count"] != 4.0 || got[0]["position"] != 4.0 {
+		t.Fatalf("budget's new member: %v", got)
+	}
+	// The steering re-values the keywords of re-scored clusters: budget's
+	// score moved, chat's did not (its computed_at stays).
+	if scoredAt("budget") != d1.Time(t2) || scoredAt("chat") != d1.Time(t0) {
+		t.Fatalf("computed_at: budget %s, chat %s", scoredAt("budget"), scoredAt("chat"))
+	}
+}
+
+// TestScoreKeepsComputedAtUnlessTheScoreMoves: a score row whose other
+// values changed is rewritten, but computed_at (the keyword steering's
+// cursor) moves only with the score.
+func TestScoreKeepsComputedAtUnlessTheScoreMoves(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	c := Cluster{ID: "x", OpportunityScore: 0, Demand: 3.1, Fragmentation: 0, Quality: 0.2}
+	if _, err := db.Exec(ctx, ScoreStatements([]Cluster{c}, t0)...); err != nil {
+		t.Fatal(err)
+	}
+	c.Demand = 3.2 // a monopoly: more demand, still 0
+	before := drv.TotalChanges(t)
+	if _, err := db.Exec(ctx, ScoreStatements([]Cluster{c}, t0.Add(time.Hour))...); err != nil {
+		t.Fatal(err)
+	}
+	row := drv.Rows(t, `SELECT demand, computed_at FROM opportunity_scores WHERE cluster_id = 'x'`)[0]
+	if w := drv.TotalChanges(t) - before; w != 1 || row["demand"] != 3.2 || row["computed_at"] != d1.Time(t0) {
+		t.Fatalf("%d rows, %v", w, row)
+	}
+	before = drv.TotalChanges(t)
+	db.Exec(ctx, ScoreStatements([]Cluster{c}, t0.Add(2*time.Hour))...)
+	if w := drv.TotalChanges(t) - before; w != 0 {
+		t.Fatalf("the same score again wrote %d rows", w)
+	}
+}
+
+// TestClusteringCronRepairsOnlyDrift: the cron checks every searched
+// keyword and re-clusters only those whose stored market disagrees with
+// their rankings (never clustered, a member moved without its event, a
+// score missing); a check that finds none writes its cursor alone.
+func TestClusteringCronRepairsOnlyDrift(t *testing.T) {
+	db, drv := d1test.New(t)
+	seedMarkets(t, drv)
+	q := &queue{}
+	m := &Markets{DB: db, Events: q}
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
+	cron := func(at time.Time, want string) (written int64, sent []string) {
+		t.Helper()
+		before := drv.TotalChanges(t)
+		summary, err := m.Cluster(ctx, at)
+		if err != nil || summary != want {
+			t.Fatalf("cluster: %q %v, want %q", summary, err, want)
+		}
+		written = drv.TotalChanges(t) - before
+		sent = q.take()
+		runChain(t, m, q, at, sent...)
+		return written, sent
+	}
+	// Never clustered: both, announced for analysis and scores.
+	_, sent := cron(t0, `2 keywords checked from "", 2 re-clustered`)
 	var ev events.Event
-	if len(bodies) != 1 || json.Unmarshal([]byte(bodies[0]), &ev) != nil || ev.Type != events.ClustersReady || len(ev.Clusters) != 2 {
-		t.Fatalf("clusters-ready: %v", bodies)
+	if len(sent) != 1 || json.Unmarshal([]byte(sent[0]), &ev) != nil || ev.Type != events.ClustersReady || fmt.Sprint(ev.Clusters) != "[budget chat]" {
+		t.Fatalf("clusters-ready: %v", sent)
+	}
+	if n := drv.Int(t, `SELECT count(*) FROM opportunity_scores`); n != 2 {
+		t.Fatalf("scores: %d", n)
+	}
+	// Fewer than a run's keywords: the end, so the cursor wraps; from the
+	// start back to the start is no move, so no cursor row is written.
+	if n := drv.Int(t, `SELECT count(*) FROM sweep_cursors WHERE name = ? AND cursor != ''`, ClusterCursor); n != 0 {
+		t.Fatalf("cursor: %v", drv.Rows(t, `SELECT * FROM sweep_cursors`))
+	}
+	// Nothing drifted: no row at all.
+	if w, sent := cron(t0.Add(6*time.Hour), `2 keywords checked from "", 0 re-clustered`); w != 0 || len(sent) != 0 {
+		t.Fatalf("a clean check wrote %d rows, sent %v", w, sent)
+	}
+	// chat's rankings moved and its event was lost; budget's score is gone.
+	drv.Exec(t, `UPDATE crawl_rankings SET rank = 4 - rank WHERE keyword = 'chat' AND track_id IN (4, 6)`)
+	drv.Exec(t, `DELETE FROM opportunity_scores WHERE cluster_id = 'budget'`)
+	if _, sent := cron(t0.Add(12*time.Hour), `2 keywords checked from "", 2 re-clustered`); len(sent) != 1 {
+		t.Fatalf("repairs not announced: %v", sent)
+	}
+	if got := drv.Rows(t, `SELECT track_id FROM market_cluster_members WHERE cluster_id = 'chat' ORDER BY position`); fmt.Sprint(got) != "[map[track_id:6] map[track_id:5] map[track_id:4]]" {
+		t.Fatalf("chat's members: %v", got)
+	}
+	if n := drv.Int(t, `SELECT count(*) FROM opportunity_scores`); n != 2 {
+		t.Fatalf("budget's score not restored: %d scores", n)
+	}
+	if w, _ := cron(t0.Add(18*time.Hour), `2 keywords checked from "", 0 re-clustered`); w != 0 {
+		t.Fatalf("after the repair: %d rows", w)
+	}
+}
+
+// TestClusteringCronCoversItsBatchAndWraps: a run checks
+// ClusterBatchKeywords keywords past its cursor and the next run goes on
+// from there, wrapping at the end.
+func TestClusteringCronCoversItsBatchAndWraps(t *testing.T) {
+	db, drv := d1test.New(t)
+	drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at, searched_at)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
+SELECT printf('kw%06d', i), 'title', '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z' FROM n`, ClusterBatchKeywords+10)
+	m := &Markets{DB: db, Events: &queue{}}
+	ctx, cost := d1.WithCost(context.Background())
+	now := time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
+	summary, err := m.Cluster(ctx, now)
+	if want := fmt.Sprintf(`%d keywords checked from "", 0 re-clustered`, ClusterBatchKeywords); err != nil || summary != want {
+		t.Fatalf("first run: %q %v, want %q", summary, err, want)
+	}
+	// A read a chunk, the cursor and its write: far under D1's 1,000 queries.
+	if q := cost.View().Queries; q != ClusterBatchKeywords/ClusterCheckChunk+2 {
+		t.Fatalf("queries: %d", q)
+	}
+	last := fmt.Sprintf("kw%06d", ClusterBatchKeywords-1)
+	if c := drv.Rows(t, `SELECT cursor FROM sweep_cursors WHERE name = ?`, ClusterCursor)[0]["cursor"]; c != last {
+		t.Fatalf("cursor: %v, want %s", c, last)
+	}
+	if summary, err := m.Cluster(ctx, now.Add(6*time.Hour)); err != nil || summary != fmt.Sprintf(`10 keywords checked from %q, 0 re-clustered`, last) {
+		t.Fatalf("second run: %q %v", summary, err)
+	}
+	if c := drv.Rows(t, `SELECT cursor FROM sweep_cursors WHERE name = ?`, ClusterCursor)[0]["cursor"]; c != "" {
+		t.Fatalf("cursor: %v", c)
 	}
 }
