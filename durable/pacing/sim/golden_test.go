@@ -50,6 +50,9 @@ type tracer struct {
 	full, short bytes.Buffer
 	ticks       int
 	plan        string
+	// reload, when set, stores the state after every tick and continues
+	// from a fresh controller that decoded it, as the Durable Object does.
+	reload func() pacing.Algorithm
 }
 
 // goldenTraceTicks bounds a readable trace: enough to follow a penalised
@@ -90,6 +93,17 @@ func (t *tracer) Done(now time.Time, outcomes []pacing.Outcome) time.Time {
 			t.plan, traceAt(now), answers, traceAt(next), field(m, "rate"), field(m, "ceiling"), field(m, "phase"), field(m, "streak"), hex.EncodeToString(sum[:4]))
 	}
 	t.ticks++
+	if t.reload != nil {
+		raw, err := json.Marshal(t.Algorithm)
+		if err != nil {
+			panic(err)
+		}
+		fresh := t.reload()
+		if err := json.Unmarshal(raw, fresh); err != nil {
+			panic(err)
+		}
+		t.Algorithm = fresh
+	}
 	return next
 }
 
@@ -185,6 +199,33 @@ func TestGoldenDefaultTraces(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// Seed 1 again, the state stored and decoded after every tick: the
+	// persisted state carries every decision.
+	t.Run("stored", func(t *testing.T) {
+		for _, sc := range scs {
+			key := sc.Name + "/1"
+			t.Run(key, func(t *testing.T) {
+				t.Parallel()
+				c := *sc
+				c.Seed = 1
+				fresh := func() pacing.Algorithm {
+					ctl, err := newController("default", &c)
+					if err != nil {
+						panic(err)
+					}
+					return ctl
+				}
+				tr := &tracer{Algorithm: fresh(), reload: fresh}
+				simulate(&c, tr)
+				sum := sha256.Sum256(tr.full.Bytes())
+				mu.Lock()
+				defer mu.Unlock()
+				if h := hex.EncodeToString(sum[:]); h != got[key] {
+					t.Errorf("%s: decisions differ when the state is stored and decoded every tick", key)
+				}
+			})
+		}
+	})
 	keys := make([]string, 0, len(got))
 	for k := range got {
 		keys = append(keys, k)
