@@ -223,12 +223,15 @@ func (p *Probe) Tune(t TuneRequest) {
 	}
 }
 
-// Describe reports the rate, the learned ceiling and the phase.
+// Describe reports the rate, the learned ceiling and the phase, and the
+// probing cycle: how long the climb back to the ceiling takes (where
+// refusals are penalised, the wait between probe steps).
 func (p *Probe) Describe(now time.Time) map[string]any {
 	return map[string]any{
 		"rate_per_min": math.Round(p.rate*10) / 10, "ceiling_per_min": math.Round(p.ceiling*10) / 10,
 		"phase": p.phase, "refused_streak": p.streak, "backoff_ms": p.backoffMs,
 		"latency_ms": math.Round(p.LatencyMs), "blocks": p.blocks,
+		"penalized": p.penalized, "cycle_ms": p.recoverTime().Milliseconds(),
 	}
 }
 
