@@ -30,7 +30,7 @@ type ProbeParams struct {
 	FastItemsPerMin  float64
 	// PenaltyFactor bounds the probing cycle once refusals have proven
 	// expensive (they came with a Retry-After or led to a block).
-	PenaltyFactor time.Duration
+	PenaltyFactor int
 	// Where refusals are penalised the cycle is timed by what a refusal
 	// costs, not by a share of the traffic: the wait between probe steps is
 	// at least PenaltyHolds × the last hold (a refused step then costs at
@@ -38,12 +38,12 @@ type ProbeParams struct {
 	// every refused step and halves after every clean one, so a capacity
 	// that keeps rising is followed step after step and one that does not
 	// is probed ever more rarely.
-	PenaltyHolds   time.Duration
+	PenaltyHolds   int
 	PenaltyWaitMin time.Duration
 	// PenaltyBlockHolds replaces PenaltyHolds once the upstream has
 	// blocked: a block holds for minutes and may come back longer, so the
 	// steps towards it are spaced further apart.
-	PenaltyBlockHolds time.Duration
+	PenaltyBlockHolds int
 	// PenaltyMaxDoublings: clean penalised steps grow 5%, 10%, 20% and no
 	// further (a refused step costs the same hold whatever its size, but
 	// lands further above the capacity).

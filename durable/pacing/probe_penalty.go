@@ -125,11 +125,11 @@ func (p *Probe) penaltyWait() time.Duration {
 	if p.rising {
 		return time.Duration(p.evidenceMs) * time.Millisecond
 	}
-	holds := q.PenaltyHolds
+	holds := time.Duration(q.PenaltyHolds)
 	if p.blocks > 0 {
-		holds = q.PenaltyBlockHolds
+		holds = time.Duration(q.PenaltyBlockHolds)
 	}
 	lo := max(q.PenaltyWaitMin, holds*time.Duration(p.holdMs)*time.Millisecond)
 	w := time.Duration(p.penaltyWaitMs) * time.Millisecond
-	return min(max(w, lo), q.MaxRecover*q.PenaltyFactor)
+	return min(max(w, lo), q.MaxRecover*time.Duration(q.PenaltyFactor))
 }

@@ -26,8 +26,8 @@ func TestProbePenalisedCycleTimedByTheRefusalsCost(t *testing.T) {
 		t.Fatalf("Retry-After 30 s: penalized %v hold %d ms", s.Penalized, s.HoldMs)
 	}
 	// The wait between steps is at least two holds, doubled by the refusal.
-	if w := cycle(p); w != 2*dp.PenaltyHolds*30*time.Second {
-		t.Fatalf("wait after a refused step %v, want %v", w, 2*dp.PenaltyHolds*30*time.Second)
+	if w := cycle(p); w != 2*time.Duration(dp.PenaltyHolds)*30*time.Second {
+		t.Fatalf("wait after a refused step %v, want %v", w, 2*time.Duration(dp.PenaltyHolds)*30*time.Second)
 	}
 	// Clean steps: each halves the wait (down to two holds) and grows the step.
 	var rates []float64
@@ -42,8 +42,8 @@ func TestProbePenalisedCycleTimedByTheRefusalsCost(t *testing.T) {
 	if len(rates) < 3 || math.Abs(rates[0]-0.05) > 1e-9 || math.Abs(rates[1]-0.10) > 1e-9 || math.Abs(rates[2]-0.20) > 1e-9 {
 		t.Fatalf("clean penalised steps %v, want 5%%, 10%%, 20%%", rates)
 	}
-	if w := cycle(p); w != dp.PenaltyHolds*30*time.Second {
-		t.Fatalf("wait after clean steps %v, want the floor %v", w, dp.PenaltyHolds*30*time.Second)
+	if w := cycle(p); w != time.Duration(dp.PenaltyHolds)*30*time.Second {
+		t.Fatalf("wait after clean steps %v, want the floor %v", w, time.Duration(dp.PenaltyHolds)*30*time.Second)
 	}
 }
 
@@ -77,11 +77,11 @@ func TestProbePenalisedRefusedStepResumesAtTheLastCleanRate(t *testing.T) {
 
 func TestProbePenaltyWaitAfterABlockSpansMoreHolds(t *testing.T) {
 	hold := fields{"penalized": true, "hold_ms": (5 * time.Minute).Milliseconds()}
-	if w := cycle(probeWith(t, sub, hold)); w != dp.PenaltyHolds*5*time.Minute {
+	if w := cycle(probeWith(t, sub, hold)); w != time.Duration(dp.PenaltyHolds)*5*time.Minute {
 		t.Fatalf("Retry-After hold of 5 min: wait %v", w)
 	}
 	hold["blocks"] = 1
-	if w := cycle(probeWith(t, sub, hold)); w != dp.PenaltyBlockHolds*5*time.Minute {
+	if w := cycle(probeWith(t, sub, hold)); w != time.Duration(dp.PenaltyBlockHolds)*5*time.Minute {
 		t.Fatalf("block of 5 min: wait %v", w)
 	}
 }

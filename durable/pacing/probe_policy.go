@@ -55,7 +55,7 @@ func (itemCost) cycle(p *Probe) time.Duration {
 		}
 		d = time.Duration(float64(p.Sub) / (share * p.ceiling) * float64(time.Minute))
 	}
-	return min(max(d, q.MinRecover), q.MaxRecover*q.PenaltyFactor)
+	return min(max(d, q.MinRecover), q.MaxRecover*time.Duration(q.PenaltyFactor))
 }
 
 func (itemCost) cruise(_ *Probe, ceiling float64) float64 { return ceiling }
