@@ -1,0 +1,97 @@
+package pacing
+
+import (
+	"math"
+	"time"
+)
+
+// Chunk shaping: how a tick's requests go out (smooth, careful or
+// latency-bound chunks), apart from how many the rate asks for.
+
+func (p *Probe) Plan(now time.Time) Plan {
+	chunk := 0
+	if p.streak > 0 || p.phase == PhaseProbe || p.phase == PhaseBracket {
+		chunk = 1 // near the limit, a refusal should cost one item
+	}
+	if chunk == 0 && p.ceiling > 0 && p.rate >= p.params.SmoothShare*p.ceiling {
+		// Near the ceiling, the smallest chunks that fill the connections:
+		// a token bucket with a small burst refuses a second's worth of
+		// requests sent at once even when the rate is under its capacity.
+		chunk = chunkItems(p.Sub)
+	}
+	if p.smooth && chunk != 1 {
+		if c := p.smoothChunk(); c > 0 {
+			chunk = c
+		}
+	}
+	if p.careful {
+		chunk = max(1, MaxConnections/p.Sub)
+	}
+	// An upstream that paces clients itself gets chunks in flight at once:
+	// a chunk is one round, and the tick's slowest answer overrates it.
+	p.selfPaced = p.careful
+	plan := p.plan(now, p.rate, chunk)
+	p.lastChunk = plan.ChunkItems
+	switch {
+	case plan.Items == 0:
+	case p.phase == PhaseBlocked:
+		plan.Items, plan.ChunkItems = 1, 1 // one probe item while blocked
+		p.LastPlanRq = p.Sub
+	case p.latencyBound() && !p.careful && p.streak == 0:
+		// The connections are the limit: keep all six busy for a while in
+		// one chunk, rather than waiting out every small chunk's slowest answer.
+		items := int(math.Ceil(p.connPerMin() * p.params.BusySpan.Minutes() / float64(p.Sub)))
+		plan.Items = min(max(plan.Items, items), MaxSubrequestsPerTick/p.Sub)
+		plan.ChunkItems, plan.ChunkPause = plan.Items, 0
+		p.LastPlanRq = plan.Items * p.Sub
+	}
+	return plan
+}
+
+// smoothChunk is the smallest chunk that still carries the rate: its
+// requests at once are few, and the pause after it (its spacing at the
+// rate less its slowest answer) stays at least SmoothSlack of it.
+// 0 (the usual chunks) where no chunk up to a connection-filling one does.
+func (p *Probe) smoothChunk() int {
+	perSec := p.rate / 60
+	lat := math.Max(p.LatencyMs, p.SlowMs) / 1000
+	for ci := 1; ci <= chunkItems(p.Sub); ci++ {
+		reqs := float64(ci * p.Sub)
+		rounds := math.Ceil(reqs / MaxConnections)
+		if reqs/perSec*(1-p.params.SmoothSlack) >= rounds*lat {
+			return ci
+		}
+	}
+	return 0
+}
+
+// connPerMin is what MaxConnections carry per minute at the measured latency.
+func (p *Probe) connPerMin() float64 {
+	return MaxConnections * float64(time.Minute.Milliseconds()) / math.Max(p.LatencyMs, 1)
+}
+
+// latencyBound reports whether the rate asks about as much as the
+// connections can carry, so latency, not the rate, sets the pace.
+func (p *Probe) latencyBound() bool { return p.rate >= p.params.BusyShare*p.connPerMin() }
+
+// wake is when to start the next tick after one that sent t's requests:
+// when they are paid for at the rate (the connections' rate when they
+// bind), and for smooth sending no sooner than a chunk's spacing after
+// this tick's last one.
+func (p *Probe) wake(now time.Time, t tally) time.Time {
+	rate := p.rate
+	if p.latencyBound() {
+		rate = math.Max(rate, p.connPerMin()) // the connections pace this tick, not the rate
+	}
+	next := p.next(now, rate, t.sent)
+	if p.smooth && p.lastChunk > 0 && !t.lastSent.IsZero() {
+		// The next tick's first chunk keeps the spacing after this tick's
+		// last one: woken at the paid-for time, it would go out right after
+		// the last chunk's answers, two chunks at once.
+		gap := time.Duration(float64(p.lastChunk*p.Sub) / (rate / 60) * float64(time.Second))
+		if at := t.lastSent.Add(gap); next.Before(at) {
+			next = at
+		}
+	}
+	return next
+}

@@ -1,0 +1,182 @@
+package pacing
+
+import "time"
+
+// ProbeParams are the probe controller's tuning constants, in one place so
+// the simulator can sweep them; DefaultProbeParams are the product's.
+type ProbeParams struct {
+	StartRate     float64 // requests per minute: safe for most APIs, fast to grow from
+	SlowStartGrow float64
+	Beta          float64 // rate after a refusal, as a share of the ceiling
+	// ClimbDepth is how far under its target the climb back after a
+	// refusal starts (1 − Beta). It is its own figure so the default's
+	// arithmetic is exact: 1 − 0.9 folded at compile time is 0.1, computed
+	// at run time 0.09999999999999998. A sweep of Beta sets both.
+	ClimbDepth  float64
+	FallingBeta float64 // further cut per consecutive refused tick
+	RefRecover  time.Duration
+	MinRecover  time.Duration
+	MaxRecover  time.Duration
+	// RefusalShare sets how long the climb back to the ceiling takes: long
+	// enough that the refusals one probe costs (about one item's requests)
+	// are this share of the traffic sent meanwhile. A 20/min upstream is
+	// thus probed every ~15 min, a 600/min one every ~40 s.
+	RefusalShare float64
+	// FastRefusalShare replaces RefusalShare from FastItemsPerMin items a
+	// minute: there one refused item is a small share of a cycle's traffic
+	// anyway, and probing twice as often finds a capacity that stepped up
+	// twice as soon.
+	FastRefusalShare float64
+	FastItemsPerMin  float64
+	// PenaltyFactor bounds the probing cycle once refusals have proven
+	// expensive (they came with a Retry-After or led to a block).
+	PenaltyFactor int
+	// Where refusals are penalised the cycle is timed by what a refusal
+	// costs, not by a share of the traffic: the wait between probe steps is
+	// at least PenaltyHolds × the last hold (a refused step then costs at
+	// most about 1/PenaltyHolds of the time since the last), doubles after
+	// every refused step and halves after every clean one, so a capacity
+	// that keeps rising is followed step after step and one that does not
+	// is probed ever more rarely.
+	PenaltyHolds   int
+	PenaltyWaitMin time.Duration
+	// PenaltyBlockHolds replaces PenaltyHolds once the upstream has
+	// blocked: a block holds for minutes and may come back longer, so the
+	// steps towards it are spaced further apart.
+	PenaltyBlockHolds int
+	// PenaltyMaxDoublings: clean penalised steps grow 5%, 10%, 20% and no
+	// further (a refused step costs the same hold whatever its size, but
+	// lands further above the capacity).
+	PenaltyMaxDoublings int
+	// PenaltyRiseProbe: once the capacity has been seen to rise, a
+	// penalised step near a rate already refused tests this far above it
+	// instead (the largest clean step): refused, it costs the same hold as
+	// a small one, sooner; clean, it proves the rise in a few ticks.
+	PenaltyRiseProbe float64
+	// PenaltyEvidence: a rising step runs until it proves at least half of
+	// itself (a burst of Burst requests carries a rate r for dt only if the
+	// capacity is at least r - Burst/dt) before the next.
+	PenaltyEvidence float64
+	// PenaltyRetryAfter is the Retry-After from which a refusal counts as expensive.
+	PenaltyRetryAfter time.Duration
+	// PenaltyMargin: where refusals are penalised the loop cruises this far
+	// under the ceiling, and probes in single small steps. A refusal costs
+	// one hold (30 s at a Retry-After of 30 s), while cruising 5% lower
+	// costs as much every 10 minutes: close under it pays (0.93 → 0.97:
+	// rise-retry-after 0.815 → 0.825 of the best; 0.96–0.97 is the robust
+	// optimum over seeds, 0.98 is refused more).
+	PenaltyMargin float64
+	FirstStep     float64 // first probe step above the ceiling
+	// StepGrowth multiplies the step per clean probe tick (5%, 15%, 45%,
+	// 100%): a refused probe costs one item whatever its size, and a
+	// capacity that quadrupled is reached a tick sooner than by doubling.
+	StepGrowth float64
+	// PenalizedStep is the one step a probe takes where refusals are
+	// penalised: small, since overshooting costs a block or a Retry-After.
+	PenalizedStep float64
+	MaxStep       float64 // a probe tick at most doubles the rate
+	// BurstCarry: the first probe step asks this many bursts beyond the
+	// ceiling over a tick, so a refusal is sure if the capacity did not
+	// rise and a clean tick proves it did.
+	BurstCarry   float64
+	BackoffStart time.Duration
+	// BackoffMax caps the wait between probes of a block: longer waits
+	// would waste more of the time after the block lifts than the probes
+	// cost. The probes are timed from when the block began (its refusal),
+	// not from when it was recognised, and from a minute on fall on whole
+	// minutes since then: blocks are set in whole minutes (1, 5, 10, 60),
+	// so such a block's end is found at once, any other within a minute.
+	BackoffMax     time.Duration
+	OverloadShare  float64       // 5xx+timeouts share of a tick that means overload
+	OverloadFactor float64       // rate cut per overloaded tick
+	History        time.Duration // window of the accepted-rate estimate
+	// EstimateSlack scales the measured accepted rate into the ceiling: a
+	// little under it, since an over-estimate costs refusals at every cycle
+	// while an under-estimate is corrected by the next probe.
+	EstimateSlack float64
+	// BracketGap: a probe refused this far above the ceiling it learns
+	// means the capacity rose and the minute's accepted rate (which mixes
+	// the climb's slower ticks) underrates it; the ceiling is then found by
+	// bisecting between the two, a tick per step, until they are this
+	// close. A refused step costs one item, as in any probe.
+	BracketGap float64
+	// BracketRest caps the wait at the floor after a refused bisection step
+	// (bracketRest: until the refused item is a small share of the
+	// traffic), so refusals never bunch at slow rates (an upstream that
+	// locks out after ~10 refusals a minute sees at most two refused items
+	// a minute); a fast upstream refills within a second and waits a tick.
+	BracketRest time.Duration
+	// RiseEvidence: a probe tick served in full at this multiple of the
+	// learned ceiling shows the capacity rose, and its rate (a burst of a
+	// few dozen tokens cannot carry a tick at twice the ceiling) is the
+	// bracket's floor, rather than the last minute's accepted rate, which
+	// mixes in the slower ticks of the climb.
+	RiseEvidence float64
+	// SmoothShare: from this share of the learned ceiling, ticks are sent
+	// in the smallest chunks that fill the connections.
+	SmoothShare float64
+	// BusyShare: from this share of what the connections carry at the
+	// measured latency, the connections bind, not the rate (chunks that
+	// wait for their slowest answer carry less than the nominal six at once).
+	BusyShare float64
+	// BusySpan is how much of the connections' work a latency-bound tick
+	// carries, all in one chunk: the tick ends at its slowest answer (up to
+	// a timeout), and a minute of work keeps that wait a small share while
+	// a refusal still ends the tick at once.
+	BusySpan time.Duration
+	// SmoothSlack: a smooth chunk (Smooth) is the smallest whose spacing at
+	// the rate exceeds its slowest answer by this share, so the pause after
+	// it absorbs the latency's jitter and the rate is kept.
+	SmoothSlack float64
+	// SmallBurstShare: a first refusal in a tick that served at most this
+	// share of one chunk's requests says the bucket held less than half a
+	// chunk: its burst may be small (a refusal at the rate after a burst of
+	// 20 drained comes with most of a chunk served).
+	SmallBurstShare float64
+}
+
+// DefaultProbeParams are the product's tuning.
+func DefaultProbeParams() ProbeParams {
+	const beta, penalizedStep, maxDoublings = 0.9, 0.05, 2
+	return ProbeParams{
+		StartRate:           60,
+		SlowStartGrow:       1.5,
+		Beta:                beta,
+		ClimbDepth:          1 - beta, // folded exactly (see ClimbDepth)
+		FallingBeta:         0.7,
+		RefRecover:          80 * time.Second,
+		MinRecover:          40 * time.Second,
+		MaxRecover:          15 * time.Minute,
+		RefusalShare:        0.01,
+		FastRefusalShare:    0.02,
+		FastItemsPerMin:     30,
+		PenaltyFactor:       3,
+		PenaltyHolds:        2,
+		PenaltyWaitMin:      time.Minute,
+		PenaltyBlockHolds:   3,
+		PenaltyMaxDoublings: maxDoublings,
+		PenaltyRiseProbe:    penalizedStep * (1 << maxDoublings),
+		PenaltyEvidence:     2,
+		PenaltyRetryAfter:   5 * time.Second,
+		PenaltyMargin:       0.97,
+		FirstStep:           0.05,
+		StepGrowth:          3,
+		PenalizedStep:       penalizedStep,
+		MaxStep:             1,
+		BurstCarry:          1,
+		BackoffStart:        15 * time.Second,
+		BackoffMax:          time.Minute,
+		OverloadShare:       0.5,
+		OverloadFactor:      0.8,
+		History:             time.Minute,
+		EstimateSlack:       0.98,
+		BracketGap:          0.1,
+		BracketRest:         30 * time.Second,
+		RiseEvidence:        2,
+		SmoothShare:         0.8,
+		BusyShare:           0.8,
+		BusySpan:            time.Minute,
+		SmoothSlack:         0.2,
+		SmallBurstShare:     0.5,
+	}
+}

@@ -1,0 +1,135 @@
+package pacing
+
+import (
+	"math"
+	"time"
+)
+
+// holdCost is the policy where a refusal costs a hold: the cycle is the
+// penalty wait, the loop cruises PenaltyMargin under the ceiling, and a
+// probe is one step (5%, 10%, 20%; doubling once a rise is proven).
+
+func (holdCost) cycle(p *Probe) time.Duration { return p.penaltyWait() }
+
+func (holdCost) cruise(p *Probe, ceiling float64) float64 { return ceiling * p.params.PenaltyMargin }
+
+func (holdCost) drainsAtFloor() bool                     { return false }
+func (holdCost) bracketRefused(*Probe, time.Time, tally) {}
+
+// step (→ recover): one step, then cruise again: an over-probe costs a
+// hold. The last step held, so the next comes sooner and may be larger.
+func (holdCost) step(p *Probe, now time.Time) string {
+	q := p.params
+	step := q.PenalizedStep * math.Pow(2, float64(min(p.penaltySteps, q.PenaltyMaxDoublings)))
+	if p.rising {
+		step = math.Min(2*math.Max(p.stepSize, q.PenalizedStep), q.MaxStep)
+		p.stepSize = step
+		next := p.rate * (1 + step)
+		p.evidenceMs = int64(q.PenaltyEvidence * p.burst.High / (next - p.rate) * 60000)
+		p.evidenceMs = max(p.evidenceMs, TickInterval.Milliseconds())
+	}
+	if p.penaltySteps > 0 {
+		// The last step held for a whole wait: clean, so the wait halves.
+		// (The first step after a refusal has no clean step behind it:
+		// the doubled wait stands.)
+		p.penaltyWaitMs = (p.penaltyWait() / 2).Milliseconds()
+	}
+	p.penaltySteps++
+	p.clean = p.rate
+	next := p.rate * (1 + step)
+	if r := p.stepRefused; p.roseAt > 0 && r > 0 && next*(1+q.PenalizedStep) >= r {
+		// The capacity has risen before: a step at or just under a rate
+		// already refused would only be refused again or prove nothing
+		// new, so test well above it. A refusal costs the same hold,
+		// comes sooner, and a clean step proves a rise within a few ticks.
+		next = math.Max(next, r*(1+q.PenaltyRiseProbe))
+	}
+	p.rate = clampRate(next)
+	p.step.open(now)
+	p.ceiling = math.Max(p.ceiling, p.rate/q.PenaltyMargin)
+	p.lastThrottle = now.UnixMilli()
+	return PhaseRecover
+}
+
+// rose: the current step was served in full long enough to prove a rate
+// above one refused before. Step on at once, in doubling steps from the
+// largest clean step (the one after stepSize).
+func (holdCost) rose(p *Probe, now time.Time) bool {
+	if p.rising || !p.riseProven(now) {
+		return false
+	}
+	q := p.params
+	p.rising, p.stepRefused, p.stepSize = true, 0, q.PenalizedStep*math.Pow(2, float64(q.PenaltyMaxDoublings-1))
+	p.roseAt = now.UnixMilli()
+	return true
+}
+
+// riseProven reports whether the current step has been served in full
+// for long enough to prove a rate above one refused before.
+func (p *Probe) riseProven(now time.Time) bool {
+	if p.step.At == 0 || p.stepRefused == 0 || p.burst.High == 0 || p.rate <= p.stepRefused {
+		return false
+	}
+	dt := p.step.minutes(now)
+	return dt > 0 && p.burst.sustainedAt(p.rate, dt) > p.stepRefused
+}
+
+// refusal lengthens the cycle after a refusal, and learns from it: the
+// refused rate tops the steps, and a step that began at a full bucket
+// (under the capacity, not mid-ramp) measures the burst the upstream let
+// through beyond the clean rate under it; a refused rising step (from a
+// rate well under the capacity, so a full bucket) measures the capacity.
+func (holdCost) refusal(p *Probe, now time.Time) {
+	p.stepCap = 0
+	if dt := p.step.minutes(now); p.step.At > 0 && p.clean > 0 && dt > 0 {
+		switch b := p.step.beyond(now, p.clean); {
+		case !p.rising && b >= 1:
+			p.burst.note(b)
+		case p.rising && p.burst.Low > 0:
+			p.stepCap = p.burst.capacity(p.step, now)
+		}
+	}
+	if p.stepRefused == 0 || p.rate < p.stepRefused {
+		p.stepRefused = p.rate
+	}
+	p.rising, p.stepSize = false, 0
+	p.step.close()
+	p.penaltyWaitMs = (2 * p.penaltyWait()).Milliseconds()
+	p.penaltySteps = 0
+}
+
+// firstRefusal: a refusal here cost a hold already: resume at the last
+// rate served in full (the one before the refused step) rather than
+// cutting below it and climbing back; or, when a refused rising step
+// measured a capacity above that, cruise under the capacity.
+func (holdCost) firstRefusal(p *Probe, now time.Time, _ tally) bool {
+	q := p.params
+	refused := p.rate
+	p.probe.close()
+	p.setCeiling(p.acceptedCeiling(now))
+	p.rate = clampRate(p.ceiling * q.Beta)
+	if p.clean > 0 && p.clean < refused {
+		p.ceiling, p.rate = p.clean/q.PenaltyMargin, p.clean
+		if c := math.Min(p.stepCap, refused); c*q.PenaltyMargin > p.clean {
+			p.ceiling, p.rate = c, c*q.PenaltyMargin
+		}
+	}
+	p.clean = 0
+	return false
+}
+
+// penaltyWait is the wait between probe steps: while rising, as long as a
+// step takes to prove itself; else at least PenaltyHolds × the last hold.
+func (p *Probe) penaltyWait() time.Duration {
+	q := p.params
+	if p.rising {
+		return time.Duration(p.evidenceMs) * time.Millisecond
+	}
+	holds := time.Duration(q.PenaltyHolds)
+	if p.blocks > 0 {
+		holds = time.Duration(q.PenaltyBlockHolds)
+	}
+	lo := max(q.PenaltyWaitMin, holds*time.Duration(p.holdMs)*time.Millisecond)
+	w := time.Duration(p.penaltyWaitMs) * time.Millisecond
+	return min(max(w, lo), q.MaxRecover*time.Duration(q.PenaltyFactor))
+}
