@@ -171,21 +171,33 @@ var historyTables = []struct {
 	{"app_snapshots", "taken_at", &RatingHistoryRetention, d1.Time},
 	{"app_version_history", "seen_at", &ChangeHistoryRetention, d1.Time},
 	{"app_price_history", "seen_at", &ChangeHistoryRetention, d1.Time},
-	{"keyword_rank_history", "day", &RankHistoryRetention, Day},
 	{"chart_position_history", "seen_at", &RankHistoryRetention, d1.Time},
 }
+
+// pruneRankChangesSQL prunes keyword_rank_history (?1, ?2 the apps' range,
+// ?3 the retention's first day). Its rows are changes whose rank holds
+// until the keyword's next row for the app (migrations/0026), so a row
+// older than the retention goes only when a later row before the cutoff
+// replaced it, or when it says the app left (nothing to carry): the row in
+// effect when the retention's window opens stays, for AppHistory to carry
+// in. The EXISTS reads the app's rows by primary key prefix.
+const pruneRankChangesSQL = `DELETE FROM keyword_rank_history AS h WHERE track_id > ?1 AND track_id <= ?2 AND day < ?3
+  AND (rank IS NULL OR EXISTS (SELECT 1 FROM keyword_rank_history n
+    WHERE n.track_id = h.track_id AND n.day > h.day AND n.day < ?3 AND n.keyword = h.keyword))
+RETURNING 1 AS pruned`
 
 // PruneRange implements PruneStore: it deletes the history of apps in
 // (after, last] older than each table's retention and moves the cursor,
 // in one atomic batch.
 func (s D1Store) PruneRange(ctx context.Context, after, last int64, now time.Time, next int64) (int64, error) {
-	stmts := make([]d1.Stmt, 0, len(historyTables)+1)
+	stmts := make([]d1.Stmt, 0, len(historyTables)+2)
 	for _, t := range historyTables {
 		stmts = append(stmts, d1.Stmt{
 			SQL:  `DELETE FROM ` + t.table + ` WHERE track_id > ? AND track_id <= ? AND ` + t.column + ` < ? RETURNING 1 AS pruned`,
 			Args: []any{after, last, t.format(now.Add(-*t.retention))},
 		})
 	}
+	stmts = append(stmts, d1.Stmt{SQL: pruneRankChangesSQL, Args: []any{after, last, Day(now.Add(-RankHistoryRetention))}})
 	stmts = append(stmts, cursorStmt(pruneCursorName, next, now))
 	return s.DB.ExecAtomic(ctx, stmts...)
 }

@@ -397,23 +397,26 @@ func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Contex
 // the lookup's own shape (iTunes Search API, entity=software), so a queued
 // app found by a search within LOOKUP_FRESH_H needs no lookup of its own
 // (lookup_at). A new app is queued with them, so its markets can be scored
-// before it is enriched; a queued app's fields are refreshed; an enriched
-// app is left alone (no write: its record comes from its own enrichment).
-// The fields catalogue.ObserveStmt keeps (ratings, price, currency,
-// version and its date and notes: observedColumns) are its own: it runs
-// first in the same batch, with history for what changed. This statement
-// sets the others, so it touches no index of app_registry (rating_count
-// is in the enrichment pick's). A queued app is rewritten only when one of
-// them differs or its lookup_at is older than
-// catalogue.SightingGranularity (the last parameter), so a search seeing
-// it again unchanged writes nothing (an UPDATE to the same values still
-// writes the row and its index entries).
+// before it is enriched; a queued app's fields are refreshed when they
+// changed; an enriched app is left alone (no write: its record comes from
+// its own enrichment). The fields catalogue.ObserveStmt keeps (ratings,
+// price, currency, version and its date and notes: observedColumns) are
+// its own: it runs first in the same batch, with history for what
+// changed. This statement sets the others, so it touches no index of
+// app_registry (rating_count is in the enrichment pick's). A queued app is
+// rewritten only when one of them differs: a re-search (a day or more
+// later, on the keyword's interval) finding it unchanged writes nothing,
+// not even lookup_at, whose only reader is that freshness (an UPDATE to the
+// same values still writes the row). Its lookup then ages past
+// LOOKUP_FRESH_H and the enrichment looks it up in a batch of ids (no D1
+// row): a subrequest shared by a lookup batch of apps, against a row
+// for each unchanged queued result of every re-search.
 var searchResultSQL = sync.OnceValue(func() string {
 	return `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, lookup_at)
 VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET ` + searchOwnUpdates("%[1]s=excluded.%[1]s", ", ") + `, lookup_at=excluded.lookup_at
-WHERE app_registry.enriched_at IS NULL AND (COALESCE(app_registry.lookup_at, '') < ?` +
-		searchOwnUpdates("\n  OR excluded.%[1]s IS NOT app_registry.%[1]s", "") + `)`
+WHERE app_registry.enriched_at IS NULL AND (` +
+		searchOwnUpdates("excluded.%[1]s IS NOT app_registry.%[1]s", "\n  OR ") + `)`
 })
 
 // observedColumns are the lookup columns catalogue.ObserveStmt writes for a search.
@@ -434,15 +437,17 @@ func searchOwnUpdates(format, sep string) string {
 
 // searchResultStmt is searchResultSQL for one result seen at now.
 func searchResultStmt(a appstore.App, now time.Time) d1.Stmt {
-	return d1.Stmt{SQL: searchResultSQL(), Args: append(a.StoredLookupArgs(), d1.Time(now), catalogue.SightingBefore(now))}
+	return d1.Stmt{SQL: searchResultSQL(), Args: append(a.StoredLookupArgs(), d1.Time(now))}
 }
 
-// rankingSQL keeps where one app ranks for a keyword: a new row, or the
+// rankingsSQL keeps where a keyword's results rank, in one statement (?1
+// the keyword, ?2 the time, ?3 catalogue.RankPairs): a new row, or the
 // rank (and when it was taken, seen_at) when it moved; an app holding its
 // rank is not rewritten. rankingsGoneSQL deletes the rows of the apps no
 // longer in the keyword's results (?2, a JSON array of track ids).
 const (
-	rankingSQL = `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?,?,?,?)
+	rankingsSQL = `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at)
+SELECT ?1, json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?2 FROM json_each(?3) WHERE true
 ON CONFLICT (keyword, track_id) DO UPDATE SET rank = excluded.rank, seen_at = excluded.seen_at
 WHERE crawl_rankings.rank IS NOT excluded.rank`
 	rankingsGoneSQL = `DELETE FROM crawl_rankings WHERE keyword = ?1 AND track_id NOT IN (SELECT value FROM json_each(?2))`
@@ -452,10 +457,13 @@ WHERE crawl_rankings.rank IS NOT excluded.rank`
 // a known app's last sighting and the lookup-level fields the search
 // carries, rating, rating count, price and version, with history rows for
 // what changed; every app not yet enriched keeps the search result's full
-// lookup fields, searchResultSQL), where each ranks now (the rows of apps
-// gone deleted, of moved ones rewritten) and today, and the keyword marked
-// searched. Only what changed is written: the same search again within
-// catalogue.SightingGranularity writes the keyword's mark alone.
+// lookup fields when they changed, searchResultSQL), how its ranks changed
+// (keyword_rank_history, compared with the rankings before they move),
+// where each ranks now (the rows of apps gone deleted, of moved ones
+// rewritten, in one statement), and the keyword marked searched. Only what
+// changed is written: the same results again, within
+// catalogue.SightingGranularity (a week, so a hot keyword's daily
+// re-search too), write the keyword's mark alone.
 func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.Stmt {
 	ts := d1.Time(now)
 	seen := make([]catalogue.Seen, len(apps))
@@ -464,15 +472,14 @@ func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.
 		seen[i], ids[i] = catalogue.SeenFromApp(a), a.TrackID
 	}
 	present, _ := json.Marshal(ids)
-	stmts := []d1.Stmt{{SQL: rankingsGoneSQL, Args: []any{keyword, string(present)}}}
-	stmts = append(stmts, catalogue.ObserveStmt(seen, now)...)
+	stmts := catalogue.ObserveStmt(seen, now)
 	for _, a := range apps {
 		stmts = append(stmts, searchResultStmt(a, now))
 	}
-	for i, a := range apps {
-		stmts = append(stmts, d1.Stmt{SQL: rankingSQL, Args: []any{keyword, a.TrackID, i + 1, ts}})
-	}
 	stmts = append(stmts, catalogue.KeywordRankStmt(keyword, ids, now)...)
+	stmts = append(stmts,
+		d1.Stmt{SQL: rankingsGoneSQL, Args: []any{keyword, string(present)}},
+		d1.Stmt{SQL: rankingsSQL, Args: []any{keyword, ts, catalogue.RankPairs(ids)}})
 	// The keyword searched, valued and scheduled (searchedSQL): after the
 	// rankings, so its enriched carriers are this search's.
 	return append(stmts, d1.Stmt{SQL: searchedSQL(), Args: []any{ts, len(apps), keyword}})

@@ -205,9 +205,9 @@ func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 		t.Fatalf("%+v %v %v", r, urls, f.rankings)
 	}
 	stmts := RankingStatements("budget", []appstore.App{{TrackID: 5}, {TrackID: 6}}, time.Now())
-	// Drop the apps gone from the keyword, upsert the apps, keep each
-	// one's lookup fields, two ranks, today's ranks, mark the keyword.
-	if len(stmts) != 1+1+2+2+1+1 || stmts[len(stmts)-1].SQL != searchedSQL() {
+	// Upsert the apps, keep each one's lookup fields, the rank changes,
+	// drop the apps gone from the keyword, the ranks in one, mark the keyword.
+	if len(stmts) != 1+2+1+1+1+1 || stmts[len(stmts)-1].SQL != searchedSQL() {
 		t.Fatalf("ranking statements: %d", len(stmts))
 	}
 	kw := KeywordStatements("title", []TitledApp{{1, "Budget Planner"}, {2, "Budget Planner Pro"}}, time.Now())

@@ -52,14 +52,21 @@ FROM f WHERE crawl_keywords.keyword = f.keyword`
 
 	// revalueSQL reschedules searched keywords (?1 a JSON array of them)
 	// from their facts now (?2): due at once when the new interval has
-	// passed since their search, else not due.
+	// passed since their search, else not due. A keyword whose value and
+	// schedule come out the same is not rewritten: most keywords of a
+	// re-scored cluster keep theirs (the score moved within its tier, the
+	// carriers did not change), and an UPDATE to the same values still
+	// writes the row and the entries of the indexes on value, due_value
+	// and next_search_at (idx_crawl_keywords_due_value, _waiting).
 	revalueSQL = sync.OnceValue(func() string {
 		return `WITH f AS (SELECT keyword, ` + valueSQL("score", "carriers") + ` AS value, ` + intervalSQL("score") + ` AS iv, searched_at
   FROM (` + keywordFacts + ` WHERE k.keyword IN (SELECT value FROM json_each(?1)) AND k.searched_at IS NOT NULL)),
-g AS (SELECT keyword, value, iv, strftime('%Y-%m-%dT%H:%M:%fZ', searched_at, '+' || iv || ' seconds') AS next FROM f)
-UPDATE crawl_keywords SET value = g.value, research_interval_s = g.iv, next_search_at = g.next,
-  due_value = CASE WHEN g.next <= ?2 THEN g.value END
-FROM g WHERE crawl_keywords.keyword = g.keyword`
+g AS (SELECT keyword, value, iv, next, CASE WHEN next <= ?2 THEN value END AS due
+  FROM (SELECT keyword, value, iv, strftime('%Y-%m-%dT%H:%M:%fZ', searched_at, '+' || iv || ' seconds') AS next FROM f))
+UPDATE crawl_keywords SET value = g.value, research_interval_s = g.iv, next_search_at = g.next, due_value = g.due
+FROM g WHERE crawl_keywords.keyword = g.keyword
+  AND (crawl_keywords.value IS NOT g.value OR crawl_keywords.research_interval_s IS NOT g.iv
+    OR crawl_keywords.next_search_at IS NOT g.next OR crawl_keywords.due_value IS NOT g.due)`
 	})
 
 	// derivedSQL queues one derived keyword (?1, source ?2, at ?3) from the

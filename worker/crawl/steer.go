@@ -115,10 +115,11 @@ const (
 	// sets how fast the catalogue is enriched and refreshed.
 	KeywordSearchShare = 1.0 / 60
 	// SubrequestsPerSearch: the limiter's acquire, the search, and its D1
-	// batches: a full answer (KeywordSearchSize apps) is 104 statements
-	// (RankingStatements), two batches of d1.MaxBatch. A limiter wait adds
-	// an acquire; the cycle's developers are upserted once, in batches.
-	SubrequestsPerSearch = 4
+	// batch: a full answer (KeywordSearchSize apps) is 55 statements
+	// (RankingStatements: its rankings in one), one batch of d1.MaxBatch.
+	// A limiter wait adds an acquire; the cycle's developers are upserted
+	// once, in batches.
+	SubrequestsPerSearch = 3
 )
 
 // KeywordSearchesPerCycle bounds one cycle's searches (keyword mapping and

@@ -46,6 +46,10 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "ranking fill check", SQL: fillDueSQL, Args: []any{"2026-01-01T00:00:00.000Z"}},
 		{Name: "ranking fill candidates", SQL: fillCandidatesSQL, Args: []any{"2026-01-01T00:00:00.000Z", RankingFillApps}},
 		{Name: "keywords searched", SQL: keywordsSearchedSQL(2), Args: []any{"budget", "chat"}},
+		// A search's writes (explained, not run): its rankings in one
+		// statement, the rows of apps gone.
+		{Name: "search rankings", SQL: rankingsSQL, Args: []any{"budget", "2026-01-01T00:00:00.000Z", `[[100000001,1],[100000002,2]]`}},
+		{Name: "search rankings gone", SQL: rankingsGoneSQL, Args: []any{"budget", `[100000001,100000002]`}},
 	}, steerHotQueries()...)
 }
 
