@@ -301,7 +301,7 @@ func (s D1Store) Steer(ctx context.Context, now time.Time, promote bool) (SteerR
 		res.Revalued = len(rows)
 	}
 	if promote {
-		stmts = append(stmts, d1.Stmt{SQL: promoteSQL, Args: []any{d1.Time(now), KeywordPromoteBatch}})
+		stmts = append(stmts, d1.Stmt{SQL: promoteSQL(), Args: []any{d1.Time(now), KeywordPromoteBatch}})
 	}
 	if len(stmts) == 0 {
 		return res, nil
@@ -328,6 +328,6 @@ func steerHotQueries() []d1.NamedQuery {
 		{Name: "keyword searched", SQL: searchedSQL(), Args: []any{"2026-01-01T00:00:00.000Z", 20, "budget"}},
 		{Name: "keywords revalued", SQL: revalueSQL(), Args: []any{`["budget","chat"]`, "2026-01-01T00:00:00.000Z"}},
 		{Name: "derived keyword", SQL: derivedSQL(), Args: []any{"budget app", "title", "2026-01-01T00:00:00.000Z", `[100000001,100000002]`}},
-		{Name: "keywords promoted", SQL: promoteSQL, Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
+		{Name: "keywords promoted", SQL: promoteSQL(), Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
 	}
 }
