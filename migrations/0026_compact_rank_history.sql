@@ -35,3 +35,21 @@ INSERT OR IGNORE INTO keyword_rank_changes (track_id, keyword, day, rank)
 
 DROP TABLE keyword_rank_history;
 ALTER TABLE keyword_rank_changes RENAME TO keyword_rank_history;
+
+-- Ranking fill is incremental: an enriched app is filled once (its
+-- keywords handed to the keyword steering, which re-searches them on
+-- their market's interval), not again every week. The due apps are the
+-- ones never filled, in a partial index that holds only them: an app
+-- leaves it when filled, and updates of filled apps touch no entry of it
+-- (the index it replaces held every enriched app).
+DROP INDEX IF EXISTS idx_app_registry_fill_due;
+CREATE INDEX IF NOT EXISTS idx_app_registry_unfilled
+  ON app_registry (enriched_at) WHERE enrichment_source = 'itunes+store' AND rankings_filled_at IS NULL;
+
+-- A filled app whose title or subtitle changed has new keywords: it is
+-- due for a fill again. Fires only on a change (one row written then).
+CREATE TRIGGER IF NOT EXISTS app_registry_refill_on_rename AFTER UPDATE OF name, subtitle ON app_registry
+  WHEN new.rankings_filled_at IS NOT NULL AND (old.name IS NOT new.name OR old.subtitle IS NOT new.subtitle)
+BEGIN
+  UPDATE app_registry SET rankings_filled_at = NULL WHERE track_id = new.track_id;
+END;

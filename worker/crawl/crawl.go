@@ -67,7 +67,8 @@ type Gaps struct {
 	// KeywordsWaiting: a searched keyword whose rest is over, not yet
 	// made due (the steering's promote step has work).
 	KeywordsWaiting bool
-	// RankingFill: an enriched app whose rankings were never filled or are stale.
+	// RankingFill: an enriched app whose keywords were never handed to
+	// the steering (never filled, or renamed since).
 	RankingFill bool
 }
 
@@ -91,17 +92,12 @@ type Store interface {
 	// SaveScan upserts the discovered apps and chart positions and marks the
 	// category scanned, in statement batches.
 	SaveScan(ctx context.Context, genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) (apps int, err error)
-	// FillCandidates returns up to n enriched apps whose rankings were never
-	// filled or were filled RankingRefreshAge or more before now, most overdue first.
+	// FillCandidates returns up to n enriched apps never filled (or renamed
+	// since), longest enriched first.
 	FillCandidates(ctx context.Context, n int, now time.Time) ([]FillApp, error)
-	// KeywordsSearchedAt says when each of kws that is known was last
-	// searched (the zero time: pending); unknown keywords are absent.
-	KeywordsSearchedAt(ctx context.Context, kws []string) (map[string]time.Time, error)
-	// SaveFillRankings records one ranking-fill search: the keyword
-	// (inserted if new) and where the apps rank.
-	SaveFillRankings(ctx context.Context, keyword string, apps []appstore.App, now time.Time) error
-	// MarkFilled records that these apps' rankings were filled at now.
-	MarkFilled(ctx context.Context, ids []int64, now time.Time) error
+	// SaveFill queues the apps' keywords for the steering and marks the
+	// apps filled (FillStatements); it returns their distinct keywords.
+	SaveFill(ctx context.Context, apps []FillApp, now time.Time) (keywords int, err error)
 }
 
 // CategoryScanLimit is how many ranks of each chart a scan reads.
@@ -114,7 +110,7 @@ type Result struct {
 	GenreID int    `json:"genre_id,omitempty"`
 	Found   int    `json:"found,omitempty"`
 	Apps    int    `json:"apps,omitempty"`   // distinct apps upserted (queued if new)
-	Filled  int    `json:"filled,omitempty"` // apps whose rankings were filled
+	Filled  int    `json:"filled,omitempty"` // apps whose rankings were filled (ranking_fill)
 	// Searches is how many searches the task sent; RateLimited: a refusal
 	// (the global limit's or the upstream's) stopped them.
 	Searches    int  `json:"searches,omitempty"`
@@ -133,17 +129,21 @@ type Result struct {
 	// the pacing handles it (not an error).
 	Refused int `json:"refused,omitempty"`
 	// Side is the task run alongside the primary one, if any.
-	Side  *Result `json:"side,omitempty"`
+	Side *Result `json:"side,omitempty"`
+	// Fill is the ranking fill run before the primary task, if it was due
+	// (Found: the keywords of the apps it filled).
+	Fill  *Result `json:"fill,omitempty"`
 	Error string  `json:"error,omitempty"`
 }
 
 // CrawlCycle is the 5-minute discovery step: the existence checks, then
-// the steering step (keyword values and due re-searches), then one primary
-// task by priority, a category scan (tier by weighted choice) queuing what
-// it finds for the EnrichmentController, else ranking fill, with keyword
+// the steering step (keyword values and due re-searches), then ranking fill
+// when due (D1 only: it queues enriched apps' keywords for the steering),
+// then one primary task by priority, a category scan (tier by weighted
+// choice) queuing what it finds for the EnrichmentController, with keyword
 // mapping beside it as the side task whenever keywords are due (alone when
-// nothing else is). The side task gets the connections the primary leaves
-// of ConnectionBudget, and the cycle's searches stay within
+// no scan is). The side task gets the connections the primary leaves of
+// ConnectionBudget, and the cycle's searches stay within
 // KeywordSearchesPerCycle. Each task has its own error handling.
 func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), r float64, now time.Time) Result {
 	gaps, err := store.Gaps(ctx, now)
@@ -157,7 +157,25 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 	// A revalue may make keywords due too (a cluster scored hot whose
 	// keyword rested a day): the next cycle's check finds them; re-scoring
 	// alone is no reason to run the pick.
+	var fill *Result
+	if gaps.RankingFill {
+		f := fillRankings(ctx, store, now)
+		fill = &f
+		// The fill may have queued new keywords: mapping searches them by
+		// value, beside the due ones, this cycle.
+		gaps.DueKeywords = gaps.DueKeywords || f.Found > 0
+	}
 	res := runTasks(ctx, store, fetch, apiBase, country, sleep, PickTier(gaps.Tiers, r), gaps, now)
+	if fill != nil {
+		if res.Action == "idle" {
+			res = *fill
+		} else {
+			res.Fill = fill
+			if fill.Error != "" {
+				res.Error = joinErr(res.Error, "ranking_fill: "+fill.Error)
+			}
+		}
+	}
 	res.Revalued, res.Promoted = steered.Revalued, steered.Promoted
 	if steerErr != nil {
 		res.Error = joinErr(res.Error, "steer: "+steerErr.Error())
@@ -165,13 +183,12 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 	return res
 }
 
-// runTasks runs the cycle's tasks: a scan with keyword mapping beside it;
-// else keyword mapping with ranking fill beside it; else whichever is due.
+// runTasks runs the cycle's searching tasks: a scan with keyword mapping
+// beside it, else keyword mapping, else nothing.
 func runTasks(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), tier string, gaps Gaps, now time.Time) Result {
 	mapping := func(conns, n int) func() Result {
 		return func() Result { return mapKeywords(ctx, store, fetch, apiBase, country, sleep, conns, n, now) }
 	}
-	fill := func() Result { return fillRankings(ctx, store, fetch, apiBase, country, sleep, now) }
 	switch {
 	case tier != "":
 		scan := func() Result { return scanCategory(ctx, store, fetch, apiBase, country, tier, now) }
@@ -179,12 +196,8 @@ func runTasks(ctx context.Context, store Store, fetch func(ctx context.Context, 
 			return scan()
 		}
 		return beside(scan, mapping(ConnectionBudget-ScanConnections, KeywordSearchesPerCycle), "keyword_mapping")
-	case gaps.DueKeywords && gaps.RankingFill:
-		return beside(mapping(ConnectionBudget-FillConnections, KeywordSearchesPerCycle-RankingFillSearches), fill, "ranking_fill")
 	case gaps.DueKeywords:
 		return mapping(ConnectionBudget, KeywordSearchesPerCycle)()
-	case gaps.RankingFill:
-		return fill()
 	}
 	return Result{Action: "idle"}
 }
@@ -265,8 +278,6 @@ func scanCategory(ctx context.Context, store Store, fetch func(ctx context.Conte
 
 // Keyword search bounds.
 const (
-	// KeywordChunk is how many searches ranking fill sends at once.
-	KeywordChunk = 3
 	// KeywordChunkPause spaces a task's chunks (the limiter paces them too).
 	KeywordChunkPause = 200 * time.Millisecond
 	KeywordSearchSize = 50

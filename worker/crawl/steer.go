@@ -97,9 +97,8 @@ func ResearchInterval(score float64) time.Duration {
 const (
 	ConnectionBudget = pacing.MaxConnections
 	// ScanConnections: a category scan reads its charts one after another.
+	// (Ranking fill sends no request: it queues keywords for mapping.)
 	ScanConnections = 1
-	// FillConnections: ranking fill searches KeywordChunk at once.
-	FillConnections = KeywordChunk
 )
 
 // The keyword search rate. Searches go through the API host's global limit

@@ -266,17 +266,18 @@ func TestKeywordMappingRunsBesideAScan(t *testing.T) {
 	}
 }
 
-// TestSearchesStayWithinTheCycleBound: mapping beside ranking fill shares
-// the cycle's searches and connections.
+// TestSearchesStayWithinTheCycleBound: ranking fill sends no search; the
+// keywords it queues join mapping's, within the cycle's searches and
+// connections.
 func TestSearchesStayWithinTheCycleBound(t *testing.T) {
 	f := &sideFetch{}
 	d := &fakeDiscovery{due: map[string]bool{}, pending: manyKeywords(3 * KeywordSearchesPerCycle),
 		fillApps: []FillApp{{TrackID: 1, Name: "Budget Planner", Subtitle: "Track spending"}}}
 	r := CrawlCycle(context.Background(), d, f.fetch, "http://up", "us", noSleep, 0.1, time.Now())
-	if r.Action != "keyword_mapping" || r.Side == nil || r.Side.Action != "ranking_fill" {
+	if r.Action != "keyword_mapping" || r.Fill == nil || r.Fill.Action != "ranking_fill" || r.Fill.Filled != 1 {
 		t.Fatalf("%+v", r)
 	}
-	if n := f.searches.Load(); n > int64(KeywordSearchesPerCycle) || r.Searches != KeywordSearchesPerCycle-RankingFillSearches {
+	if n := f.searches.Load(); n != int64(KeywordSearchesPerCycle) || r.Searches != KeywordSearchesPerCycle {
 		t.Fatalf("%d searches, mapping %d", n, r.Searches)
 	}
 	if f.peak.Load() > ConnectionBudget {
@@ -385,7 +386,7 @@ func TestSearchesPerDayAtDefaults(t *testing.T) {
 	if KeywordSearchesPerCycle*SubrequestsPerSearch+developerBatches+2*len(appstore.ChartCollections)+10 > subreq.PlatformLimit {
 		t.Fatal("a cycle's searches must fit an invocation's subrequests")
 	}
-	if RankingFillSearches >= KeywordSearchesPerCycle || KeywordPromoteBatch < KeywordSearchesPerCycle || KeywordRevalueBatch < KeywordSearchesPerCycle {
+	if KeywordPromoteBatch < KeywordSearchesPerCycle || KeywordRevalueBatch < KeywordSearchesPerCycle {
 		t.Fatal("the cycle's bounds must leave mapping searches and keep the due set fed")
 	}
 }

@@ -198,8 +198,10 @@ func TestRediscoveryUpdatesKnownApps(t *testing.T) {
 	old := "2026-09-01T00:00:00.000Z"
 	// Chart app 100000001 and search app 200000001 are known and enriched,
 	// with older values; the chart app is marked stale.
-	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, version, enrichment_source, enriched_at, updated_at, last_seen_at, stale_at)
-VALUES (100000001, 'Budget Planner', 50, 4.0, '1.0', 'itunes+store', ?1, ?1, ?1, ?1), (200000001, 'budget 1', 4, 3.9, '1.0', 'itunes+store', ?1, ?1, ?1, NULL)`, old)
+	// (Both ranking-filled: the fill would queue their keywords, and the
+	// scan's cycle search them.)
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, version, enrichment_source, enriched_at, updated_at, last_seen_at, stale_at, rankings_filled_at)
+VALUES (100000001, 'Budget Planner', 50, 4.0, '1.0', 'itunes+store', ?1, ?1, ?1, ?1, ?1), (200000001, 'budget 1', 4, 3.9, '1.0', 'itunes+store', ?1, ?1, ?1, NULL, ?1)`, old)
 	if res := c.Run(context.Background(), 0.1, now); res.Action != "category_scan" || res.Error != "" {
 		t.Fatalf("scan: %+v", res)
 	}
