@@ -113,7 +113,11 @@ func MarkStale(ctx context.Context, st StaleStore, staleAfter time.Duration, now
 		if n < StaleBatchApps {
 			next = 0 // the end of the catalogue: wrap
 		}
-		marked, err := st.MarkStale(ctx, cursor, max(last, cursor), now.Add(-staleAfter), now, next)
+		// A stored sighting is up to SightingGranularity older than the
+		// app's last one: the cutoff allows for it, so an app seen within
+		// staleAfter is never marked (one unseen is marked at most a
+		// granularity late).
+		marked, err := st.MarkStale(ctx, cursor, max(last, cursor), now.Add(-staleAfter-SightingGranularity), now, next)
 		if err != nil {
 			r.Error = "mark: " + err.Error()
 			return r

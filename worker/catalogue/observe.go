@@ -77,11 +77,12 @@ func nonEmpty(s string) *string {
 // and again (in many searches of a cycle, cycle after cycle, and in a
 // keyword's re-search a day later) is not rewritten each time; D1 bills
 // every row and index entry written. A week, from what the readers need:
-// the stale mark (catalogue-stale, DefaultStaleAfter 90 days) compares
-// last_seen_at to a cutoff, and a stored sighting is at most this much
-// older than the real last one (a sighting more than this after the
-// stored one is written), so the mark is right to within a week of its 90 days; the
-// history API's last_seen_at is "seen in the week after". The velocities
+// the stale mark (catalogue-stale, DefaultStaleAfter 90 days, at least 7)
+// compares last_seen_at to a cutoff, and a stored sighting is at most
+// this much older than the real last one (a sighting more than this after
+// the stored one is written), so MarkStale moves its cutoff back by this
+// much: never early, at most a week late of its 90 days. The history
+// API's last_seen_at reads "seen then, and maybe again within a week". The velocities
 // read the snapshots, not the sighting. A hot keyword's results
 // (HotKeywordResearch, a day) then write their sighting once a week, not
 // at each daily re-search.

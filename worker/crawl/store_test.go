@@ -442,3 +442,56 @@ func TestSearchResultTouchesNoIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestReSearchCycleRows counts a crawl cycle's re-search writes at the
+// scale bench's steady pace: 38 keywords re-searched a day after their
+// last search (HotKeywordResearch), 50 results each, 85 % of the apps
+// enriched and the rest queued, the results unchanged, then the
+// steering's revalue step over their clusters re-scored within their
+// tier (the markets stage re-scores what a cycle searched).
+func TestReSearchCycleRows(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	ctx := context.Background()
+	const keywords, results = 38, 50
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	answers := make([][]appstore.App, keywords)
+	for k := range keywords {
+		kw := fmt.Sprint("kw", k)
+		drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at) VALUES (?, 'title', '2026-11-01T00:00:00.000Z')`, kw)
+		for i := range results {
+			// Apps shared between keywords, as a store's are.
+			id := int64(1 + (k*results+i*7)%(keywords*results/2))
+			answers[k] = append(answers[k], appstore.App{TrackID: id, Name: fmt.Sprint("app ", id), BundleID: fmt.Sprint("b.", id), DeveloperID: 70,
+				DeveloperName: "Dev", RatingCount: 10 * id, AverageRating: 4.5, Price: 0, Currency: "USD", Version: "1.0", Description: "d", Languages: []string{"EN"}})
+		}
+		if err := s.SaveRankings(ctx, kw, answers[k], t0); err != nil {
+			t.Fatal(err)
+		}
+		drv.Exec(t, `INSERT INTO opportunity_scores (cluster_id, score, computed_at) VALUES (?, 40, ?)`, kw, d1.Time(t0))
+	}
+	drv.Exec(t, `UPDATE app_registry SET enrichment_source = 'itunes+store', enriched_at = ? WHERE track_id % 100 < 85`, d1.Time(t0))
+	if _, err := s.Steer(ctx, t0.Add(time.Minute), false); err != nil {
+		t.Fatal(err)
+	}
+	day := t0.Add(HotKeywordResearch)
+	before := drv.TotalChanges(t)
+	for k := range keywords {
+		if err := s.SaveRankings(ctx, fmt.Sprint("kw", k), answers[k], day); err != nil {
+			t.Fatal(err)
+		}
+	}
+	searches := drv.TotalChanges(t) - before
+	drv.Exec(t, `UPDATE opportunity_scores SET score = 41, computed_at = ?`, d1.Time(day.Add(time.Minute)))
+	before = drv.TotalChanges(t)
+	if _, err := s.Steer(ctx, day.Add(2*time.Minute), false); err != nil {
+		t.Fatal(err)
+	}
+	steer := drv.TotalChanges(t) - before
+	t.Logf("a cycle of %d re-searches (%d results, unchanged, a day later): %d rows (%.2f a result); the revalue of their %d clusters: %d rows",
+		keywords, keywords*results, searches, float64(searches)/(keywords*results), keywords, steer)
+	// The keywords' marks; the revalue step's cursor.
+	if searches != keywords || steer != 1 {
+		t.Fatalf("the re-searches wrote %d rows, the revalue %d", searches, steer)
+	}
+}
