@@ -47,10 +47,10 @@ const (
 	MaxOpportunityScore = 100.0
 	// HotKeywordResearch: a keyword of a market at or above
 	// refresh.HotClusterScore is searched again daily, as its members are
-	// refreshed; rank history keeps one row a day, so more often adds nothing.
+	// refreshed; rank history is kept by UTC day, so more often adds nothing.
 	HotKeywordResearch = 24 * time.Hour
-	// WarmKeywordResearch: at or above refresh.WarmClusterScore, weekly,
-	// as ranking fill considers rankings stale (RankingRefreshAge).
+	// WarmKeywordResearch: at or above refresh.WarmClusterScore, weekly
+	// (RankingRefreshAge).
 	WarmKeywordResearch = RankingRefreshAge
 	// ColdKeywordResearch: the long tail, monthly, as cold apps are refreshed.
 	ColdKeywordResearch = 30 * 24 * time.Hour
