@@ -129,7 +129,10 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	simServed := func() int64 { var st struct{ Served int64 }; getJSON(simBase+"/__stats", &st); return st.Served }
 
 	// The 5-minute crawl cycle.
-	cyc := ScaleOp{Name: "crawl-cycle (*/5)", RunsPerDay: 288, KVWrites: 1}
+	// Cover days: ranking fill's pass over every enriched app at
+	// RankingFillApps a cycle (it fills each app once).
+	cyc := ScaleOp{Name: "crawl-cycle (*/5)", RunsPerDay: 288, KVWrites: 1,
+		CoverDays: float64(shape.Enriched) / (crawl.RankingFillApps * 288)}
 	up0 := simServed()
 	var actions []string
 	for range scaleCrawlCycles {

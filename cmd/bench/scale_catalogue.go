@@ -231,6 +231,10 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 	r := rand.New(rand.NewPCG(11, 13))
 	ts := func(t time.Time) string { return t.UTC().Format(d1.Layout) }
 	scores := memberScores(ShapeOf(n))
+	// Ranking fill is incremental (an app is filled once): the apps not
+	// yet filled are those enriched since the last cycles, at the design's
+	// pace for the cycles the bench fires.
+	unfilled := designAppsPerHour / 12.0 * scaleCrawlCycles / float64(max(ShapeOf(n).Enriched, 1))
 	for b := range batches {
 		if b.err != nil {
 			return b.err
@@ -255,14 +259,18 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 				iv := refresh.NextRefresh(f, now).Sub(now)
 				f.LastEnriched = now.Add(-time.Duration(r.Int64N(int64(iv))))
 				next := refresh.NextRefresh(f, now)
-				// Rankings filled at a uniform point of their refresh age.
-				filled := now.Add(-time.Duration(r.Int64N(int64(crawl.RankingRefreshAge))))
+				// Rankings filled at a uniform point of their refresh age,
+				// or not yet (unfilled).
+				var filled any = ts(now.Add(-time.Duration(r.Int64N(int64(crawl.RankingRefreshAge)))))
+				if r.Float64() < unfilled {
+					filled = nil
+				}
 				_, err = enriched.ExecContext(ctx, id, a.Name, fmt.Sprintf("com.dev%d.app%d", a.DeveloperID, off), a.DeveloperID, a.DeveloperName,
 					a.Genre, a.GenreID, a.Price, "USD", a.AverageRating, a.RatingCount, a.Version, "2015-01-01T07:00:00Z", a.UpdatedDate,
 					description(a.DescriptionLen), "4+", fmt.Sprintf("https://is1-ssl.mzstatic.com/image/thumb/Purple/v4/%d/AppIcon-512x512bb.jpg", id),
 					50<<20, `["EN"]`, "Your daily companion", histogramJSON(a.RatingCount), 1, `[{"name":"Pro Monthly","price":4.99}]`,
 					similarJSON(off, n), fmt.Sprintf("pages/us/%d.html", id), "itunes+store", ts(f.LastEnriched), ts(discovered), ts(f.LastEnriched),
-					ts(filled), "parsed", "legacy", 1, ts(f.LastEnriched), ts(next), tier, int64(refresh.Interval(tier).Seconds()), ts(f.LastEnriched),
+					filled, "parsed", "legacy", 1, ts(f.LastEnriched), ts(next), tier, int64(refresh.Interval(tier).Seconds()), ts(f.LastEnriched),
 					ts(f.LastEnriched), 0, nil)
 			}
 			if err != nil {

@@ -58,7 +58,14 @@ func ParseHistoryQuery(id string, get func(string) string) (q HistoryQuery, fiel
 // appHistorySQL builds the answer in SQLite: the app's current values and
 // each series newest first, each read by its table's primary key prefix
 // (track_id, then time). ?1 the app, ?2 the since time, ?3 the since day,
-// ?4 the limit per series. No row: no such app.
+// ?4 the limit per series. No row: no such app. keyword_rank_history holds
+// changes (migrations/0026): a row's rank holds from its day until the
+// keyword's next row for the app (rank null: it left the results), so the
+// keyword ranks are the changes in the window and, for each keyword, the
+// row in effect when the window opens (its last row before, dated when it
+// took effect; none if that row says it left). That second read is the
+// app's rows before the window, which the prune bounds to the one in
+// effect a keyword past RankHistoryRetention.
 const appHistorySQL = `SELECT json_object(
   'track_id', r.track_id, 'name', r.name,
   'current', json_object('rating_count', r.rating_count, 'average_rating', r.average_rating, 'version', r.version,
@@ -72,7 +79,11 @@ const appHistorySQL = `SELECT json_object(
   'prices', (SELECT json_group_array(json_object('at', seen_at, 'price', price, 'currency', currency))
     FROM (SELECT * FROM app_price_history WHERE track_id = ?1 AND seen_at >= ?2 ORDER BY seen_at DESC LIMIT ?4)),
   'keyword_ranks', (SELECT json_group_array(json_object('day', day, 'keyword', keyword, 'rank', rank))
-    FROM (SELECT * FROM keyword_rank_history WHERE track_id = ?1 AND day >= ?3 ORDER BY day DESC, keyword LIMIT ?4)),
+    FROM (SELECT day, keyword, rank FROM keyword_rank_history WHERE track_id = ?1 AND day >= ?3
+      UNION ALL
+      SELECT day, keyword, rank FROM (SELECT max(day) AS day, keyword, rank FROM keyword_rank_history
+        WHERE track_id = ?1 AND day < ?3 GROUP BY keyword) WHERE rank IS NOT NULL
+      ORDER BY day DESC, keyword LIMIT ?4)),
   'chart_ranks', (SELECT json_group_array(json_object('at', seen_at, 'country', country, 'collection', collection, 'genre_id', genre_id, 'rank', rank))
     FROM (SELECT * FROM chart_position_history WHERE track_id = ?1 AND seen_at >= ?2 ORDER BY seen_at DESC LIMIT ?4))
 ) AS record
@@ -100,6 +111,9 @@ func HotQueries() []d1.NamedQuery {
 			Bounded: "the head of idx_app_registry_unscheduled in track order, stopped by the LIMIT (SweepBatchApps); the sweep schedules each app it reads, so it leaves the index"},
 		{Name: "catalogue batch end", SQL: batchEndSQL, Args: []any{0, StaleBatchApps}},
 		{Name: "due refreshes", SQL: DueRefreshSQL, Args: []any{ts, 50}},
+		// Writes (explained, not run): a search's rank changes, their prune.
+		{Name: "keyword rank changes", SQL: rankChangesSQL, Args: []any{"budget", "2026-01-01", RankPairs([]int64{100000001, 100000002})}},
+		{Name: "rank changes prune", SQL: pruneRankChangesSQL, Args: []any{100000000, 100000500, "2026-01-01"}},
 	}, maintainHotQueries()...)
 }
 

@@ -152,7 +152,11 @@ func MarkStale(ctx context.Context, st StaleStore, staleAfter time.Duration, now
 	}
 	return walkRanges(ctx, st, staleCursorName, StaleBatchApps, StaleMaxBatches, func(last int64) int64 { return last }, now,
 		func(after, last int64) (int64, error) {
-			n, err := st.MarkStale(ctx, after, last, now.Add(-staleAfter), now)
+			// A stored sighting is up to SightingGranularity older than the
+			// app's last one: the cutoff allows for it, so an app seen within
+			// staleAfter is never marked (one unseen is marked at most a
+			// granularity late).
+			n, err := st.MarkStale(ctx, after, last, now.Add(-staleAfter-SightingGranularity), now)
 			if err != nil {
 				return 0, fmt.Errorf("mark: %w", err)
 			}
@@ -210,7 +214,6 @@ var historyTables = []struct {
 	{"app_snapshots", "taken_at", &RatingHistoryRetention, d1.Time, true},
 	{"app_version_history", "seen_at", &ChangeHistoryRetention, d1.Time, true},
 	{"app_price_history", "seen_at", &ChangeHistoryRetention, d1.Time, true},
-	{"keyword_rank_history", "day", &RankHistoryRetention, Day, false},
 	{"chart_position_history", "seen_at", &RankHistoryRetention, d1.Time, false},
 }
 
@@ -225,16 +228,29 @@ func pruneSQL(table, column string, keepLatest bool) string {
 	return q
 }
 
+// pruneRankChangesSQL prunes keyword_rank_history (?1, ?2 the apps' range,
+// ?3 the retention's first day). Its rows are changes whose rank holds
+// until the keyword's next row for the app (migrations/0026), so a row
+// older than the retention goes only when a later row before the cutoff
+// replaced it, or when it says the app left (nothing to carry): the row in
+// effect when the retention's window opens stays, for AppHistory to carry
+// in. The EXISTS reads the app's rows by primary key prefix.
+const pruneRankChangesSQL = `DELETE FROM keyword_rank_history AS h WHERE track_id > ?1 AND track_id <= ?2 AND day < ?3
+  AND (rank IS NULL OR EXISTS (SELECT 1 FROM keyword_rank_history n
+    WHERE n.track_id = h.track_id AND n.day > h.day AND n.day < ?3 AND n.keyword = h.keyword))
+RETURNING 1 AS pruned`
+
 // PruneRange implements PruneStore: it deletes the history of apps in
 // (after, last] older than each table's retention, in one D1 batch.
 func (s D1Store) PruneRange(ctx context.Context, after, last int64, now time.Time) (int64, error) {
-	stmts := make([]d1.Stmt, 0, len(historyTables))
+	stmts := make([]d1.Stmt, 0, len(historyTables)+1)
 	for _, t := range historyTables {
 		stmts = append(stmts, d1.Stmt{
 			SQL:  pruneSQL(t.table, t.column, t.keepLatest) + ` RETURNING 1 AS pruned`,
 			Args: []any{after, last, t.format(now.Add(-*t.retention))},
 		})
 	}
+	stmts = append(stmts, d1.Stmt{SQL: pruneRankChangesSQL, Args: []any{after, last, Day(now.Add(-RankHistoryRetention))}})
 	return s.DB.Exec(ctx, stmts...)
 }
 

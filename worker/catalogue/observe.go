@@ -74,13 +74,19 @@ func nonEmpty(s string) *string {
 // SightingGranularity is how fine a known app's sighting times are kept:
 // a sighting that changes no stored value moves last_seen_at (and
 // observed_at) only when they are older than this, so an app seen again
-// and again (in many searches of a cycle, cycle after cycle) is not
-// rewritten each time; D1 bills every row and index entry written. Their
-// readers are coarser: the stale mark (StaleAge, days), the velocities
-// (7 and 30 day windows), the history API's last_seen_at; lookup_at, the
-// enrichment's LOOKUP_FRESH_H (a day by default), moves with the same
-// granularity (crawl's searchResultSQL).
-const SightingGranularity = time.Hour
+// and again (in many searches of a cycle, cycle after cycle, and in a
+// keyword's re-search a day later) is not rewritten each time; D1 bills
+// every row and index entry written. A week, from what the readers need:
+// the stale mark (catalogue-stale, DefaultStaleAfter 90 days, at least 7)
+// compares last_seen_at to a cutoff, and a stored sighting is at most
+// this much older than the real last one (a sighting more than this after
+// the stored one is written), so MarkStale moves its cutoff back by this
+// much: never early, at most a week late of its 90 days. The history
+// API's last_seen_at reads "seen then, and maybe again within a week". The velocities
+// read the snapshots, not the sighting. A hot keyword's results
+// (HotKeywordResearch, a day) then write their sighting once a week, not
+// at each daily re-search.
+const SightingGranularity = 7 * 24 * time.Hour
 
 // SightingBefore is the time a stored sighting older than which moves:
 // now less SightingGranularity, as stored times compare.
@@ -165,24 +171,45 @@ func ObserveStmt(seen []Seen, now time.Time) []d1.Stmt {
 // Day is the UTC day of t as keyword_rank_history keys it.
 func Day(t time.Time) string { return t.UTC().Format("2006-01-02") }
 
-// KeywordRankStmt appends where each app ranked for a keyword today (rank
-// from 1 in list order); the day's first search is kept.
-func KeywordRankStmt(keyword string, ids []int64, now time.Time) []d1.Stmt {
-	if len(ids) == 0 {
-		return nil
-	}
-	type rank struct {
-		ID   int64 `json:"id"`
-		Rank int   `json:"rank"`
-	}
-	rows := make([]rank, len(ids))
+// rankChangesSQL appends a keyword search's rank changes to
+// keyword_rank_history (migrations/0026): a row for each result whose rank
+// differs from the one crawl_rankings holds for it (a new entrant: none),
+// and a NULL rank for each app crawl_rankings lists that the search no
+// longer does (it left). It runs before the rankings are rewritten. A
+// result holding its rank writes nothing: readers carry a row's rank
+// forward to the keyword's next row for the app (AppHistory). Two changes
+// on one UTC day keep the day's last, crawl_rankings' (an unchanged one
+// skips the update and writes nothing). ?1 the keyword, ?2 the day, ?3 a
+// JSON array of [track id, rank] pairs. Each row is one table row (the
+// table is WITHOUT ROWID, no other index).
+const rankChangesSQL = `WITH s AS (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS rank FROM json_each(?3))
+INSERT INTO keyword_rank_history (track_id, keyword, day, rank)
+SELECT s.id, ?1, ?2, s.rank FROM s LEFT JOIN crawl_rankings r ON r.keyword = ?1 AND r.track_id = s.id
+WHERE r.rank IS NOT s.rank
+UNION ALL
+SELECT r.track_id, ?1, ?2, NULL FROM crawl_rankings r WHERE r.keyword = ?1 AND r.track_id NOT IN (SELECT id FROM s)
+ON CONFLICT (track_id, day, keyword) DO UPDATE SET rank = excluded.rank
+WHERE keyword_rank_history.rank IS NOT excluded.rank`
+
+// RankPairs is a search's results as rankChangesSQL and the rankings
+// upsert read them: [track id, rank] from 1 in list order, each app once
+// at its first (best) rank.
+func RankPairs(ids []int64) string {
+	pairs := make([][2]int64, 0, len(ids))
+	dup := map[int64]bool{}
 	for i, id := range ids {
-		rows[i] = rank{id, i + 1}
+		if !dup[id] {
+			dup[id] = true
+			pairs = append(pairs, [2]int64{id, int64(i + 1)})
+		}
 	}
-	b, _ := json.Marshal(rows)
-	return []d1.Stmt{{
-		SQL: `INSERT OR IGNORE INTO keyword_rank_history (track_id, keyword, day, rank)
-SELECT json_extract(value, '$.id'), ?, ?, json_extract(value, '$.rank') FROM json_each(?)`,
-		Args: []any{keyword, Day(now), string(b)},
-	}}
+	b, _ := json.Marshal(pairs)
+	return string(b)
+}
+
+// KeywordRankStmt records how a keyword's ranks changed with a search (ids
+// in rank order; none: every app listed left), compared with the stored
+// rankings: run it before they are rewritten.
+func KeywordRankStmt(keyword string, ids []int64, now time.Time) []d1.Stmt {
+	return []d1.Stmt{{SQL: rankChangesSQL, Args: []any{keyword, Day(now), RankPairs(ids)}}}
 }

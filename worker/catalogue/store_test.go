@@ -55,12 +55,19 @@ func TestObserveUpdatesAndAppendsHistoryOnChange(t *testing.T) {
 	if count("app_snapshots") != 1 || count("app_version_history") != 1 || count("app_price_history") != 1 {
 		t.Fatalf("first observation: %d ratings, %d versions, %d prices", count("app_snapshots"), count("app_version_history"), count("app_price_history"))
 	}
-	// Seen again, unchanged: last_seen_at moves, no history.
+	// Seen again a day later, unchanged: nothing is written (the sighting
+	// is within SightingGranularity); a granularity later last_seen_at
+	// moves; no history.
+	before := drv.TotalChanges(t)
 	db.Exec(ctx, ObserveStmt([]Seen{search(1, 100, "1.0", 0)}, t0.Add(day))...)
+	if n := drv.TotalChanges(t) - before; n != 0 {
+		t.Fatalf("an unchanged sighting a day later wrote %d rows", n)
+	}
+	db.Exec(ctx, ObserveStmt([]Seen{search(1, 100, "1.0", 0)}, t0.Add(SightingGranularity+time.Minute))...)
 	if count("app_snapshots") != 1 || count("app_version_history") != 1 || count("app_price_history") != 1 {
 		t.Fatal("an unchanged sighting appends nothing")
 	}
-	if got := drv.Rows(t, `SELECT last_seen_at FROM app_registry WHERE track_id = 1`)[0]["last_seen_at"]; got != d1.Time(t0.Add(day)) {
+	if got := drv.Rows(t, `SELECT last_seen_at FROM app_registry WHERE track_id = 1`)[0]["last_seen_at"]; got != d1.Time(t0.Add(SightingGranularity+time.Minute)) {
 		t.Fatalf("last_seen_at: %v", got)
 	}
 	// Ratings, version and price change: one row each, at the sighting.
@@ -192,16 +199,19 @@ func TestMarkStale(t *testing.T) {
 	}
 	drv.Exec(t, `UPDATE app_registry SET last_seen_at = ? WHERE track_id = 5`, d1.Time(t0.Add(-day)))
 	drv.Exec(t, `UPDATE app_registry SET enriched_at = ? WHERE track_id = 6`, d1.Time(t0.Add(-day)))
+	// App 7's stored sighting is past the stale age by less than
+	// SightingGranularity: it may have been seen since, unwritten.
+	drv.Exec(t, `UPDATE app_registry SET last_seen_at = ? WHERE track_id = 7`, d1.Time(t0.Add(-DefaultStaleAfter-SightingGranularity/2)))
 	before := drv.TotalChanges(t)
 	res := MarkStale(ctx, D1Store{DB: db}, DefaultStaleAfter, t0)
-	if res.Error != "" || res.Apps != StaleBatchApps+10 || res.Changed != int64(StaleBatchApps+8) || res.Next != 0 {
+	if res.Error != "" || res.Apps != StaleBatchApps+10 || res.Changed != int64(StaleBatchApps+7) || res.Next != 0 {
 		t.Fatalf("mark: %+v", res)
 	}
 	// The marks alone: the walk began and ended at 0, so no cursor row.
 	if n := drv.TotalChanges(t) - before; n != res.Changed {
 		t.Fatalf("rows written %d, want the %d marks", n, res.Changed)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry WHERE stale_at IS NOT NULL AND track_id IN (5, 6)`); n != 0 {
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry WHERE stale_at IS NOT NULL AND track_id IN (5, 6, 7)`); n != 0 {
 		t.Fatal("apps seen or enriched lately are not stale")
 	}
 	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry`); n != StaleBatchApps+10 {
@@ -281,6 +291,13 @@ func TestPruneHistory(t *testing.T) {
 			drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, source) VALUES (?, ?, 1, 'observed')`, id, d1.Time(at))
 			drv.Exec(t, `INSERT INTO app_version_history (track_id, seen_at, version, source) VALUES (?, ?, 'v', 'observed')`, id, d1.Time(at))
 			drv.Exec(t, `INSERT INTO keyword_rank_history (track_id, keyword, day, rank) VALUES (?, 'budget', ?, 3)`, id, Day(at))
+			// A keyword the app left 100 days ago, and one whose rank
+			// changed 800 days ago and holds since.
+			if at == old {
+				drv.Exec(t, `INSERT INTO keyword_rank_history (track_id, keyword, day, rank) VALUES (?, 'chat', ?, 5), (?, 'held', ?, 7)`, id, Day(at), id, Day(at))
+			} else if at != recent {
+				drv.Exec(t, `INSERT INTO keyword_rank_history (track_id, keyword, day, rank) VALUES (?, 'chat', ?, NULL)`, id, Day(at))
+			}
 			drv.Exec(t, `INSERT INTO chart_position_history (country, collection, genre_id, track_id, seen_at, rank) VALUES ('us', 'topfreeapplications', 6015, ?, ?, 4)`, id, d1.Time(at))
 		}
 	}
@@ -295,15 +312,22 @@ func TestPruneHistory(t *testing.T) {
 	drv.Exec(t, `INSERT INTO app_price_history (track_id, seen_at, price, source) VALUES (3, ?, 0, 'observed')`, d1.Time(old))
 	before := drv.TotalChanges(t)
 	res := PruneHistory(ctx, D1Store{DB: db}, t0)
-	// Per app: the 800-day rows of all four tables, and the 100-day ranks
-	// (2); app 4's older snapshot.
-	if res.Error != "" || res.Changed != 2*(4+2)+1 || res.Next != 0 || res.Apps != PruneBatchApps+3 {
+	// Per app: the 800-day rating and version rows, the 800- and 100-day
+	// chart ranks (2), and 3 keyword ranks (changes): 'budget' keeps its
+	// 100-day row (in effect when the 90 days open) and loses the 800-day
+	// one it replaced; 'chat' loses both (replaced, then left); 'held'
+	// keeps its 800-day rank, still in effect. And app 4's older snapshot.
+	if res.Error != "" || res.Changed != 2*(1+1+2+3)+1 || res.Next != 0 || res.Apps != PruneBatchApps+3 {
 		t.Fatalf("prune: %+v", res)
 	}
 	if n := drv.TotalChanges(t) - before; n != res.Changed {
 		t.Fatalf("rows written %d, want the %d deletes (the walk wrapped from 0 to 0: no cursor row)", n, res.Changed)
 	}
-	for table, want := range map[string]int64{"app_snapshots": 4 + 2, "app_version_history": 4 + 1, "app_price_history": 1, "keyword_rank_history": 2, "chart_position_history": 2} {
+	if got := drv.Rows(t, `SELECT keyword, day FROM keyword_rank_history WHERE track_id = 1 ORDER BY keyword, day`); fmt.Sprint(got) !=
+		fmt.Sprintf("[map[day:%s keyword:budget] map[day:%s keyword:budget] map[day:%s keyword:held]]", Day(t0.Add(-100*day)), Day(recent), Day(old)) {
+		t.Fatalf("rank changes kept: %v", got)
+	}
+	for table, want := range map[string]int64{"app_snapshots": 4 + 2, "app_version_history": 4 + 1, "app_price_history": 1, "keyword_rank_history": 6, "chart_position_history": 2} {
 		if n := drv.Int(t, `SELECT COUNT(*) FROM `+table); n != want {
 			t.Errorf("%s: %d rows left, want %d", table, n, want)
 		}
@@ -321,8 +345,24 @@ func TestAppHistory(t *testing.T) {
 	ctx := context.Background()
 	enrich(t, drv, 1, 100, "1.0", t0.Add(-3*day))
 	db.Exec(ctx, ObserveStmt([]Seen{search(1, 150, "1.1", 0.99)}, t0.Add(-day))...)
-	db.Exec(ctx, KeywordRankStmt("budget", []int64{2, 1}, t0.Add(-day))...)
-	db.Exec(ctx, KeywordRankStmt("budget", []int64{1, 2}, t0.Add(-day+time.Hour))...) // the day's first rank is kept
+	// Searches of two keywords, as crawl records them: the rank changes,
+	// then the rankings. 'chat' ranked the app 4th 40 days ago and holds
+	// it; 'budget' 3rd 40 days ago, then 2nd and 1st on one day (the
+	// day's last is kept); 'gone' ranked it, then left.
+	search := func(kw string, ids []int64, at time.Time) {
+		db.Exec(ctx, KeywordRankStmt(kw, ids, at)...)
+		drv.Exec(t, `DELETE FROM crawl_rankings WHERE keyword = ?`, kw)
+		for i, id := range ids {
+			drv.Exec(t, `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?, ?, ?, ?)`, kw, id, i+1, d1.Time(at))
+		}
+	}
+	search("chat", []int64{5, 6, 7, 1}, t0.Add(-40*day))
+	search("budget", []int64{5, 6, 1}, t0.Add(-40*day))
+	search("gone", []int64{1}, t0.Add(-40*day))
+	search("gone", []int64{5}, t0.Add(-35*day))
+	search("chat", []int64{5, 6, 7, 1}, t0.Add(-2*day)) // held: no row
+	search("budget", []int64{2, 1}, t0.Add(-day))
+	search("budget", []int64{1, 2}, t0.Add(-day+time.Hour))
 	rec, ok, err := D1Store{DB: db}.AppHistory(ctx, HistoryQuery{TrackID: 1, Days: 30, Limit: 10}, t0)
 	if err != nil || !ok {
 		t.Fatal(ok, err)
@@ -343,8 +383,19 @@ func TestAppHistory(t *testing.T) {
 	if len(h.Versions) != 2 || h.Versions[0]["version"] != "1.1" || len(h.Prices) != 2 || h.Prices[0]["price"] != 0.99 {
 		t.Fatalf("versions and prices: %s", rec)
 	}
-	if len(h.Ranks) != 1 || h.Ranks[0]["rank"] != 2.0 || h.Current["rating_count"] != 150.0 {
+	// The 30 days: budget's change (1st, the day's last); what held when
+	// they opened: chat's 4th, budget's 3rd (both from 40 days ago); not
+	// 'gone', which the app left.
+	if len(h.Ranks) != 3 || fmt.Sprintf("%v %v", h.Ranks[0]["keyword"], h.Ranks[0]["rank"]) != "budget 1" || h.Ranks[0]["day"] != Day(t0.Add(-day)) ||
+		fmt.Sprintf("%v %v %v %v", h.Ranks[1]["keyword"], h.Ranks[1]["rank"], h.Ranks[2]["keyword"], h.Ranks[2]["rank"]) != "budget 3 chat 4" ||
+		h.Ranks[1]["day"] != Day(t0.Add(-40*day)) || h.Current["rating_count"] != 150.0 {
 		t.Fatalf("ranks and current: %s", rec)
+	}
+	// The 50 days: every change, 'gone' leaving (rank null) included.
+	rec, _, _ = D1Store{DB: db}.AppHistory(ctx, HistoryQuery{TrackID: 1, Days: 50, Limit: 10}, t0)
+	json.Unmarshal(rec, &h)
+	if len(h.Ranks) != 5 || fmt.Sprintf("%v %v", h.Ranks[1]["keyword"], h.Ranks[1]["rank"]) != "gone <nil>" {
+		t.Fatalf("50 days of ranks: %s", rec)
 	}
 	// A short window and a limit cut the series.
 	rec, _, _ = D1Store{DB: db}.AppHistory(ctx, HistoryQuery{TrackID: 1, Days: 2, Limit: 1}, t0)

@@ -67,7 +67,8 @@ type Gaps struct {
 	// KeywordsWaiting: a searched keyword whose rest is over, not yet
 	// made due (the steering's promote step has work).
 	KeywordsWaiting bool
-	// RankingFill: an enriched app whose rankings were never filled or are stale.
+	// RankingFill: an enriched app whose keywords were never handed to
+	// the steering (never filled, or renamed since).
 	RankingFill bool
 }
 
@@ -91,17 +92,12 @@ type Store interface {
 	// SaveScan upserts the discovered apps and chart positions and marks the
 	// category scanned, in statement batches.
 	SaveScan(ctx context.Context, genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) (apps int, err error)
-	// FillCandidates returns up to n enriched apps whose rankings were never
-	// filled or were filled RankingRefreshAge or more before now, most overdue first.
+	// FillCandidates returns up to n enriched apps never filled (or renamed
+	// since), longest enriched first.
 	FillCandidates(ctx context.Context, n int, now time.Time) ([]FillApp, error)
-	// KeywordsSearchedAt says when each of kws that is known was last
-	// searched (the zero time: pending); unknown keywords are absent.
-	KeywordsSearchedAt(ctx context.Context, kws []string) (map[string]time.Time, error)
-	// SaveFillRankings records one ranking-fill search: the keyword
-	// (inserted if new) and where the apps rank.
-	SaveFillRankings(ctx context.Context, keyword string, apps []appstore.App, now time.Time) error
-	// MarkFilled records that these apps' rankings were filled at now.
-	MarkFilled(ctx context.Context, ids []int64, now time.Time) error
+	// SaveFill queues the apps' keywords for the steering and marks the
+	// apps filled (FillStatements); it returns their distinct keywords.
+	SaveFill(ctx context.Context, apps []FillApp, now time.Time) (keywords int, err error)
 }
 
 // CategoryScanLimit is how many ranks of each chart a scan reads.
@@ -114,7 +110,7 @@ type Result struct {
 	GenreID int    `json:"genre_id,omitempty"`
 	Found   int    `json:"found,omitempty"`
 	Apps    int    `json:"apps,omitempty"`   // distinct apps upserted (queued if new)
-	Filled  int    `json:"filled,omitempty"` // apps whose rankings were filled
+	Filled  int    `json:"filled,omitempty"` // apps whose rankings were filled (ranking_fill)
 	// Searches is how many searches the task sent; RateLimited: a refusal
 	// (the global limit's or the upstream's) stopped them.
 	Searches    int  `json:"searches,omitempty"`
@@ -133,17 +129,21 @@ type Result struct {
 	// the pacing handles it (not an error).
 	Refused int `json:"refused,omitempty"`
 	// Side is the task run alongside the primary one, if any.
-	Side  *Result `json:"side,omitempty"`
+	Side *Result `json:"side,omitempty"`
+	// Fill is the ranking fill run before the primary task, if it was due
+	// (Found: the keywords of the apps it filled).
+	Fill  *Result `json:"fill,omitempty"`
 	Error string  `json:"error,omitempty"`
 }
 
 // CrawlCycle is the 5-minute discovery step: the existence checks, then
-// the steering step (keyword values and due re-searches), then one primary
-// task by priority, a category scan (tier by weighted choice) queuing what
-// it finds for the EnrichmentController, else ranking fill, with keyword
+// the steering step (keyword values and due re-searches), then ranking fill
+// when due (D1 only: it queues enriched apps' keywords for the steering),
+// then one primary task by priority, a category scan (tier by weighted
+// choice) queuing what it finds for the EnrichmentController, with keyword
 // mapping beside it as the side task whenever keywords are due (alone when
-// nothing else is). The side task gets the connections the primary leaves
-// of ConnectionBudget, and the cycle's searches stay within
+// no scan is). The side task gets the connections the primary leaves of
+// ConnectionBudget, and the cycle's searches stay within
 // KeywordSearchesPerCycle. Each task has its own error handling.
 func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), r float64, now time.Time) Result {
 	gaps, err := store.Gaps(ctx, now)
@@ -157,7 +157,25 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 	// A revalue may make keywords due too (a cluster scored hot whose
 	// keyword rested a day): the next cycle's check finds them; re-scoring
 	// alone is no reason to run the pick.
+	var fill *Result
+	if gaps.RankingFill {
+		f := fillRankings(ctx, store, now)
+		fill = &f
+		// The fill may have queued new keywords: mapping searches them by
+		// value, beside the due ones, this cycle.
+		gaps.DueKeywords = gaps.DueKeywords || f.Found > 0
+	}
 	res := runTasks(ctx, store, fetch, apiBase, country, sleep, PickTier(gaps.Tiers, r), gaps, now)
+	if fill != nil {
+		if res.Action == "idle" {
+			res = *fill
+		} else {
+			res.Fill = fill
+			if fill.Error != "" {
+				res.Error = joinErr(res.Error, "ranking_fill: "+fill.Error)
+			}
+		}
+	}
 	res.Revalued, res.Promoted = steered.Revalued, steered.Promoted
 	if steerErr != nil {
 		res.Error = joinErr(res.Error, "steer: "+steerErr.Error())
@@ -165,13 +183,12 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 	return res
 }
 
-// runTasks runs the cycle's tasks: a scan with keyword mapping beside it;
-// else keyword mapping with ranking fill beside it; else whichever is due.
+// runTasks runs the cycle's searching tasks: a scan with keyword mapping
+// beside it, else keyword mapping, else nothing.
 func runTasks(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), tier string, gaps Gaps, now time.Time) Result {
 	mapping := func(conns, n int) func() Result {
 		return func() Result { return mapKeywords(ctx, store, fetch, apiBase, country, sleep, conns, n, now) }
 	}
-	fill := func() Result { return fillRankings(ctx, store, fetch, apiBase, country, sleep, now) }
 	switch {
 	case tier != "":
 		scan := func() Result { return scanCategory(ctx, store, fetch, apiBase, country, tier, now) }
@@ -179,12 +196,8 @@ func runTasks(ctx context.Context, store Store, fetch func(ctx context.Context, 
 			return scan()
 		}
 		return beside(scan, mapping(ConnectionBudget-ScanConnections, KeywordSearchesPerCycle), "keyword_mapping")
-	case gaps.DueKeywords && gaps.RankingFill:
-		return beside(mapping(ConnectionBudget-FillConnections, KeywordSearchesPerCycle-RankingFillSearches), fill, "ranking_fill")
 	case gaps.DueKeywords:
 		return mapping(ConnectionBudget, KeywordSearchesPerCycle)()
-	case gaps.RankingFill:
-		return fill()
 	}
 	return Result{Action: "idle"}
 }
@@ -265,8 +278,6 @@ func scanCategory(ctx context.Context, store Store, fetch func(ctx context.Conte
 
 // Keyword search bounds.
 const (
-	// KeywordChunk is how many searches ranking fill sends at once.
-	KeywordChunk = 3
 	// KeywordChunkPause spaces a task's chunks (the limiter paces them too).
 	KeywordChunkPause = 200 * time.Millisecond
 	KeywordSearchSize = 50
@@ -397,23 +408,26 @@ func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Contex
 // the lookup's own shape (iTunes Search API, entity=software), so a queued
 // app found by a search within LOOKUP_FRESH_H needs no lookup of its own
 // (lookup_at). A new app is queued with them, so its markets can be scored
-// before it is enriched; a queued app's fields are refreshed; an enriched
-// app is left alone (no write: its record comes from its own enrichment).
-// The fields catalogue.ObserveStmt keeps (ratings, price, currency,
-// version and its date and notes: observedColumns) are its own: it runs
-// first in the same batch, with history for what changed. This statement
-// sets the others, so it touches no index of app_registry (rating_count
-// is in the enrichment pick's). A queued app is rewritten only when one of
-// them differs or its lookup_at is older than
-// catalogue.SightingGranularity (the last parameter), so a search seeing
-// it again unchanged writes nothing (an UPDATE to the same values still
-// writes the row and its index entries).
+// before it is enriched; a queued app's fields are refreshed when they
+// changed; an enriched app is left alone (no write: its record comes from
+// its own enrichment). The fields catalogue.ObserveStmt keeps (ratings,
+// price, currency, version and its date and notes: observedColumns) are
+// its own: it runs first in the same batch, with history for what
+// changed. This statement sets the others, so it touches no index of
+// app_registry (rating_count is in the enrichment pick's). A queued app is
+// rewritten only when one of them differs: a re-search (a day or more
+// later, on the keyword's interval) finding it unchanged writes nothing,
+// not even lookup_at, whose only reader is that freshness (an UPDATE to the
+// same values still writes the row). Its lookup then ages past
+// LOOKUP_FRESH_H and the enrichment looks it up in a batch of ids (no D1
+// row): a subrequest shared by a lookup batch of apps, against a row
+// for each unchanged queued result of every re-search.
 var searchResultSQL = sync.OnceValue(func() string {
 	return `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, lookup_at)
 VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET ` + searchOwnUpdates("%[1]s=excluded.%[1]s", ", ") + `, lookup_at=excluded.lookup_at
-WHERE app_registry.enriched_at IS NULL AND (COALESCE(app_registry.lookup_at, '') < ?` +
-		searchOwnUpdates("\n  OR excluded.%[1]s IS NOT app_registry.%[1]s", "") + `)`
+WHERE app_registry.enriched_at IS NULL AND (` +
+		searchOwnUpdates("excluded.%[1]s IS NOT app_registry.%[1]s", "\n  OR ") + `)`
 })
 
 // observedColumns are the lookup columns catalogue.ObserveStmt writes for a search.
@@ -434,15 +448,17 @@ func searchOwnUpdates(format, sep string) string {
 
 // searchResultStmt is searchResultSQL for one result seen at now.
 func searchResultStmt(a appstore.App, now time.Time) d1.Stmt {
-	return d1.Stmt{SQL: searchResultSQL(), Args: append(a.StoredLookupArgs(), d1.Time(now), catalogue.SightingBefore(now))}
+	return d1.Stmt{SQL: searchResultSQL(), Args: append(a.StoredLookupArgs(), d1.Time(now))}
 }
 
-// rankingSQL keeps where one app ranks for a keyword: a new row, or the
+// rankingsSQL keeps where a keyword's results rank, in one statement (?1
+// the keyword, ?2 the time, ?3 catalogue.RankPairs): a new row, or the
 // rank (and when it was taken, seen_at) when it moved; an app holding its
 // rank is not rewritten. rankingsGoneSQL deletes the rows of the apps no
 // longer in the keyword's results (?2, a JSON array of track ids).
 const (
-	rankingSQL = `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?,?,?,?)
+	rankingsSQL = `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at)
+SELECT ?1, json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?2 FROM json_each(?3) WHERE true
 ON CONFLICT (keyword, track_id) DO UPDATE SET rank = excluded.rank, seen_at = excluded.seen_at
 WHERE crawl_rankings.rank IS NOT excluded.rank`
 	rankingsGoneSQL = `DELETE FROM crawl_rankings WHERE keyword = ?1 AND track_id NOT IN (SELECT value FROM json_each(?2))`
@@ -452,10 +468,13 @@ WHERE crawl_rankings.rank IS NOT excluded.rank`
 // a known app's last sighting and the lookup-level fields the search
 // carries, rating, rating count, price and version, with history rows for
 // what changed; every app not yet enriched keeps the search result's full
-// lookup fields, searchResultSQL), where each ranks now (the rows of apps
-// gone deleted, of moved ones rewritten) and today, and the keyword marked
-// searched. Only what changed is written: the same search again within
-// catalogue.SightingGranularity writes the keyword's mark alone.
+// lookup fields when they changed, searchResultSQL), how its ranks changed
+// (keyword_rank_history, compared with the rankings before they move),
+// where each ranks now (the rows of apps gone deleted, of moved ones
+// rewritten, in one statement), and the keyword marked searched. Only what
+// changed is written: the same results again, within
+// catalogue.SightingGranularity (a week, so a hot keyword's daily
+// re-search too), write the keyword's mark alone.
 func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.Stmt {
 	ts := d1.Time(now)
 	seen := make([]catalogue.Seen, len(apps))
@@ -464,15 +483,14 @@ func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.
 		seen[i], ids[i] = catalogue.SeenFromApp(a), a.TrackID
 	}
 	present, _ := json.Marshal(ids)
-	stmts := []d1.Stmt{{SQL: rankingsGoneSQL, Args: []any{keyword, string(present)}}}
-	stmts = append(stmts, catalogue.ObserveStmt(seen, now)...)
+	stmts := catalogue.ObserveStmt(seen, now)
 	for _, a := range apps {
 		stmts = append(stmts, searchResultStmt(a, now))
 	}
-	for i, a := range apps {
-		stmts = append(stmts, d1.Stmt{SQL: rankingSQL, Args: []any{keyword, a.TrackID, i + 1, ts}})
-	}
 	stmts = append(stmts, catalogue.KeywordRankStmt(keyword, ids, now)...)
+	stmts = append(stmts,
+		d1.Stmt{SQL: rankingsGoneSQL, Args: []any{keyword, string(present)}},
+		d1.Stmt{SQL: rankingsSQL, Args: []any{keyword, ts, catalogue.RankPairs(ids)}})
 	// The keyword searched, valued and scheduled (searchedSQL): after the
 	// rankings, so its enriched carriers are this search's.
 	return append(stmts, d1.Stmt{SQL: searchedSQL(), Args: []any{ts, len(apps), keyword}})

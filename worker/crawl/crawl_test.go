@@ -36,9 +36,7 @@ type fakeDiscovery struct {
 	due        map[string]bool
 	pending    []string
 	fillApps   []FillApp
-	searchedAt map[string]time.Time
 	filled     []int64
-	fillSaved  []string
 	saved      map[string][]appstore.ChartEntry
 	rankings   map[string]int
 	developers int
@@ -55,24 +53,18 @@ func (f *fakeDiscovery) Steer(context.Context, time.Time, bool) (SteerResult, er
 func (f *fakeDiscovery) FillCandidates(_ context.Context, n int, _ time.Time) ([]FillApp, error) {
 	return f.fillApps[:min(n, len(f.fillApps))], nil
 }
-func (f *fakeDiscovery) KeywordsSearchedAt(_ context.Context, kws []string) (map[string]time.Time, error) {
-	out := map[string]time.Time{}
-	for _, k := range kws {
-		if t, ok := f.searchedAt[k]; ok {
-			out[k] = t
+func (f *fakeDiscovery) SaveFill(_ context.Context, apps []FillApp, _ time.Time) (int, error) {
+	kws := map[string]bool{}
+	for _, a := range apps {
+		f.filled = append(f.filled, a.TrackID)
+		for _, kw := range appstore.DeriveKeywords(a.Name, a.Subtitle) {
+			if !kws[kw] {
+				kws[kw] = true
+				f.pending = append(f.pending, kw)
+			}
 		}
 	}
-	return out, nil
-}
-func (f *fakeDiscovery) SaveFillRankings(_ context.Context, kw string, _ []appstore.App, _ time.Time) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fillSaved = append(f.fillSaved, kw)
-	return nil
-}
-func (f *fakeDiscovery) MarkFilled(_ context.Context, ids []int64, _ time.Time) error {
-	f.filled = append(f.filled, ids...)
-	return nil
+	return len(kws), nil
 }
 func (f *fakeDiscovery) PickKeywords(_ context.Context, n int) ([]string, error) {
 	return f.pending[:min(n, len(f.pending))], nil
@@ -205,9 +197,9 @@ func TestCrawlCycleMapsKeywordsWhenNoScanIsDue(t *testing.T) {
 		t.Fatalf("%+v %v %v", r, urls, f.rankings)
 	}
 	stmts := RankingStatements("budget", []appstore.App{{TrackID: 5}, {TrackID: 6}}, time.Now())
-	// Drop the apps gone from the keyword, upsert the apps, keep each
-	// one's lookup fields, two ranks, today's ranks, mark the keyword.
-	if len(stmts) != 1+1+2+2+1+1 || stmts[len(stmts)-1].SQL != searchedSQL() {
+	// Upsert the apps, keep each one's lookup fields, the rank changes,
+	// drop the apps gone from the keyword, the ranks in one, mark the keyword.
+	if len(stmts) != 1+2+1+1+1+1 || stmts[len(stmts)-1].SQL != searchedSQL() {
 		t.Fatalf("ranking statements: %d", len(stmts))
 	}
 	kw := KeywordStatements("title", []TitledApp{{1, "Budget Planner"}, {2, "Budget Planner Pro"}}, time.Now())

@@ -2,32 +2,41 @@ package crawl
 
 import (
 	"context"
+	"encoding/json"
+	"sync"
 	"time"
 
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
-	"storecrawl/worker/upstream"
 )
 
-// Ranking fill is the crawl cycle's third-priority task: it adds depth to
-// apps already known. An enriched app's title and subtitle (the subtitle
-// only exists after enrichment, so category scans never saw it) give its
-// keywords; those never searched, or searched too long ago, are searched
-// and their rankings recorded, so the app's markets are complete and fresh.
+// Ranking fill adds depth to apps already known: an enriched app's title
+// and subtitle (the subtitle only exists after enrichment, so category
+// scans never saw it) give its keywords, and the fill hands the ones the
+// steering does not know yet to it as pending keywords, valued from the
+// app's markets. Keyword mapping searches them in value order and the
+// steering re-searches them on their market's interval from then on, so
+// the app's rankings stay as fresh as the steering schedules, with no
+// search of the fill's own. An app is filled once (rankings_filled_at):
+// again only when its title or subtitle changes (the 0026 trigger clears
+// the mark), so the fill is incremental: each cycle's work is the apps
+// enriched since, not the catalogue every RankingRefreshAge. It sends no
+// request: one read of its candidates and one batch of two statements.
 
 // Ranking fill bounds.
 const (
-	// RankingFillApps is how many apps one cycle fills: at most
-	// appstore.MaxKeywordsPerApp keywords each, so the keyword check reads
-	// a few dozen rows by primary key.
-	RankingFillApps = 4
-	// RankingFillSearches bounds one fill's upstream searches: four apps'
-	// stale keywords (about three each). Keyword mapping beside it gets the
-	// rest of KeywordSearchesPerCycle (both go through the global limiter).
-	RankingFillSearches = 12
-	// RankingRefreshAge: rankings older than this are stale and an app
-	// filled this long ago is due again. Weekly, like the high tier's
-	// category rescans: search ranks move on about that scale.
+	// RankingFillApps is how many apps one cycle fills: 1,000 a cycle,
+	// 288,000 a day, above the design's 182,400 new apps a day, and a
+	// backlog of every enriched app at 1.1M (935,000) in 3.2 days, within
+	// RankingRefreshAge. One cycle reads its candidates (1,000 rows from
+	// idx_app_registry_unfilled) and, in fillKeywordsSQL, each of their
+	// keywords (at most appstore.MaxKeywordsPerApp an app) by primary key
+	// with the apps' clusters; it writes the apps' marks and the keywords
+	// new to the steering (TestRankingFillRowsAndCover counts them).
+	RankingFillApps = 1000
+	// RankingRefreshAge: a warm market's keywords are re-searched this
+	// often (WarmKeywordResearch). Search ranks move on about that scale,
+	// like the high tier's category rescans.
 	RankingRefreshAge = 7 * 24 * time.Hour
 )
 
@@ -38,121 +47,76 @@ type FillApp struct {
 	Subtitle string
 }
 
-// FillPlan is what one ranking fill searches and which apps it completes.
-type FillPlan struct {
-	// Searches are the keywords to search this cycle, in app order.
-	Searches []string
-	// Waiting lists, per app the cycle can complete, the keywords it waits
-	// on (searched this cycle); an app with none is complete already.
-	Waiting map[int64][]string
-	// Deferred apps have stale keywords beyond this cycle's budget: they
-	// stay due (their searched keywords are fresh next time).
-	Deferred []int64
-	order    []int64
-}
+// fillKeywordsSQL queues the keywords of the filled apps (?1 the source,
+// ?2 now, ?3 a JSON array of [keyword, track id] pairs) as pending, each
+// valued as a derived keyword (PendingKeywordValue) from the apps that
+// carry it: the best score of their clusters and their count (all
+// enriched). A keyword already known is left alone (a pending one takes a
+// better value); only new keywords are written, a row each and its entry
+// in idx_crawl_keywords_pending_value. The pairs are read once (json_each)
+// and joined by index: the keyword's primary key, the apps' memberships
+// (idx_market_cluster_members_track) and their clusters' scores.
+var fillKeywordsSQL = sync.OnceValue(func() string {
+	return `INSERT INTO crawl_keywords (keyword, source, created_at, value)
+SELECT kw, ?1, ?2, ` + valueSQL("score", "carriers") + ` + ` + num(FirstSearchValue) + ` FROM (
+  SELECT p.kw AS kw, COALESCE(max(o.score), 0) AS score, count(DISTINCT p.id) AS carriers
+  FROM (SELECT json_extract(value, '$[0]') AS kw, json_extract(value, '$[1]') AS id FROM json_each(?3)) p
+  LEFT JOIN market_cluster_members m ON m.track_id = p.id
+  LEFT JOIN opportunity_scores o ON o.cluster_id = m.cluster_id
+  GROUP BY p.kw) WHERE true
+ON CONFLICT (keyword) DO UPDATE SET value = excluded.value
+WHERE crawl_keywords.searched_at IS NULL AND excluded.value > crawl_keywords.value`
+})
 
-// PlanRankingFill chooses the searches of one fill: each app's derived
-// keywords that are unknown or were searched RankingRefreshAge or more
-// before now, deduplicated, at most budget in all. A pending keyword (known,
-// never searched) is keyword mapping's work, which runs first: it does not
-// hold the app back and is not searched twice.
-func PlanRankingFill(apps []FillApp, searchedAt map[string]time.Time, now time.Time, budget int) FillPlan {
-	p := FillPlan{Waiting: map[int64][]string{}}
-	chosen := map[string]bool{}
-	for _, a := range apps {
-		var stale []string
+// markFilledSQL stamps the apps (?2, a JSON array of track ids) filled at
+// ?1: a row each, and each leaves idx_app_registry_unfilled.
+const markFilledSQL = `UPDATE app_registry SET rankings_filled_at = ?1 WHERE track_id IN (SELECT value FROM json_each(?2))`
+
+// FillStatements fills apps: their keywords queued for the steering
+// (fillKeywordsSQL) and the apps marked filled. It returns how many
+// distinct keywords the apps carry.
+func FillStatements(apps []FillApp, now time.Time) ([]d1.Stmt, int) {
+	ts := d1.Time(now)
+	var pairs [][2]any
+	seen := map[string]bool{}
+	ids := make([]int64, len(apps))
+	for i, a := range apps {
+		ids[i] = a.TrackID
 		for _, kw := range appstore.DeriveKeywords(a.Name, a.Subtitle) {
-			t, known := searchedAt[kw]
-			if known && (t.IsZero() || now.Sub(t) < RankingRefreshAge) {
-				continue
-			}
-			stale = append(stale, kw)
-		}
-		var need []string
-		complete := true
-		for _, kw := range stale {
-			if !chosen[kw] {
-				if len(p.Searches) >= budget {
-					complete = false
-					continue
-				}
-				chosen[kw] = true
-				p.Searches = append(p.Searches, kw)
-			}
-			need = append(need, kw)
-		}
-		if !complete {
-			p.Deferred = append(p.Deferred, a.TrackID)
-			continue
-		}
-		p.Waiting[a.TrackID] = need
-		p.order = append(p.order, a.TrackID)
-	}
-	return p
-}
-
-// Filled are the apps whose every waited-on search succeeded: they are
-// marked filled. An app with a failed search stays due for a later cycle.
-func (p FillPlan) Filled(failed map[string]bool) []int64 {
-	var out []int64
-	for _, id := range p.order {
-		ok := true
-		for _, kw := range p.Waiting[id] {
-			if failed[kw] {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			out = append(out, id)
+			pairs = append(pairs, [2]any{kw, a.TrackID})
+			seen[kw] = true
 		}
 	}
-	return out
+	var stmts []d1.Stmt
+	if len(pairs) > 0 {
+		b, _ := json.Marshal(pairs)
+		stmts = append(stmts, d1.Stmt{SQL: fillKeywordsSQL(), Args: []any{KeywordSourceFill, ts, string(b)}})
+	}
+	if len(ids) > 0 {
+		b, _ := json.Marshal(ids)
+		stmts = append(stmts, d1.Stmt{SQL: markFilledSQL, Args: []any{ts, string(b)}})
+	}
+	return stmts, len(seen)
 }
 
-// fillRankings runs one ranking fill: pick the most overdue apps, plan
-// their searches, search in bounded parallel chunks, and mark the apps
-// whose searches all succeeded.
-func fillRankings(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), now time.Time) Result {
+// fillRankings runs one ranking fill: the apps due (never filled, or
+// renamed since), their keywords queued, the apps marked, in one batch.
+func fillRankings(ctx context.Context, store Store, now time.Time) Result {
 	res := Result{Action: "ranking_fill"}
 	apps, err := store.FillCandidates(ctx, RankingFillApps, now)
 	if err != nil {
 		return Result{Action: "error", Error: "fill candidates: " + err.Error()}
 	}
-	seen := map[string]bool{}
-	var kws []string
-	for _, a := range apps {
-		for _, kw := range appstore.DeriveKeywords(a.Name, a.Subtitle) {
-			if !seen[kw] {
-				seen[kw] = true
-				kws = append(kws, kw)
-			}
-		}
+	if len(apps) == 0 {
+		return res
 	}
-	searchedAt := map[string]time.Time{}
-	if len(kws) > 0 {
-		if searchedAt, err = store.KeywordsSearchedAt(ctx, kws); err != nil {
-			return Result{Action: "error", Error: "keyword check: " + err.Error()}
-		}
+	kws, err := store.SaveFill(ctx, apps, now)
+	if err != nil {
+		// The apps stay due: the next cycle queues their keywords again
+		// (known ones write nothing).
+		return Result{Action: "error", Error: "save fill: " + err.Error()}
 	}
-	plan := PlanRankingFill(apps, searchedAt, now, RankingFillSearches)
-	results, rep := searchKeywords(ctx, plan.Searches, FillConnections, fetch, apiBase, country, sleep, store.SaveFillRankings, now)
-	res.Searches, res.Conns, res.RateLimited = rep.sent, rep.peak, rep.limited
-	settleSearches(ctx, store, &res, results, now)
-	failed := map[string]bool{}
-	for _, r := range results {
-		if r.err != nil {
-			failed[r.kw] = true
-		}
-	}
-	if filled := plan.Filled(failed); len(filled) > 0 {
-		if err := store.MarkFilled(ctx, filled, now); err != nil {
-			// The apps stay due: the next fill finds their keywords fresh.
-			res.Error = joinErr(res.Error, "mark filled: "+err.Error())
-		} else {
-			res.Filled = len(filled)
-		}
-	}
+	res.Filled, res.Found = len(apps), kws
 	return res
 }
 
@@ -163,26 +127,6 @@ func joinErr(a, b string) string {
 	return a + "; " + b
 }
 
-// FillRankingStatements records one ranking-fill search: the keyword
-// (inserted if new, then marked searched) and where each app ranks.
-func FillRankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.Stmt {
-	ts := d1.Time(now)
-	return append([]d1.Stmt{{
-		SQL:  `INSERT OR IGNORE INTO crawl_keywords (keyword, source, created_at) VALUES (?,?,?)`,
-		Args: []any{keyword, KeywordSourceFill, ts},
-	}}, RankingStatements(keyword, apps, now)...)
-}
-
 // KeywordSourceFill marks keywords first seen by ranking fill (from an
 // enriched app's title or subtitle).
 const KeywordSourceFill = "fill"
-
-// MarkFilledStatements stamps the apps' rankings as filled at now.
-func MarkFilledStatements(ids []int64, now time.Time) []d1.Stmt {
-	ts := d1.Time(now)
-	stmts := make([]d1.Stmt, 0, len(ids))
-	for _, id := range ids {
-		stmts = append(stmts, d1.Stmt{SQL: `UPDATE app_registry SET rankings_filled_at = ? WHERE track_id = ?`, Args: []any{ts, id}})
-	}
-	return stmts
-}

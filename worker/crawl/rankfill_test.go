@@ -1,8 +1,10 @@
+//go:build !js
+
 package crawl
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -11,131 +13,146 @@ import (
 	"time"
 
 	"storecrawl/internal/objects"
+	"storecrawl/worker/appstore"
+	"storecrawl/worker/d1"
+	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/upstream"
 )
 
-func TestPlanRankingFillPicksStaleAndUnknownKeywordsWithinBudget(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	// A: budget, budget planner, planner, spending, track, track spending.
-	a := FillApp{TrackID: 1, Name: "Budget Planner", Subtitle: "Track spending"}
-	// B: planner, planner pro.
-	b := FillApp{TrackID: 2, Name: "Planner Pro"}
-	// C has no keywords at all: complete at once, never stuck.
-	c := FillApp{TrackID: 3}
-	searched := map[string]time.Time{
-		"budget":  now.Add(-24 * time.Hour),                   // fresh
-		"planner": now.Add(-RankingRefreshAge - time.Minute),  // stale
-		"track":   {},                                         // pending: keyword mapping's work
-		"spendin": now.Add(-RankingRefreshAge - 48*time.Hour), // unrelated
-	}
-	p := PlanRankingFill([]FillApp{a, b, c}, searched, now, 12)
-	want := []string{"budget planner", "planner", "spending", "track spending", "planner pro"}
-	if !reflect.DeepEqual(p.Searches, want) || len(p.Deferred) != 0 {
-		t.Fatalf("searches %q deferred %v", p.Searches, p.Deferred)
-	}
-	if got := p.Waiting[2]; !reflect.DeepEqual(got, []string{"planner", "planner pro"}) {
-		t.Fatalf("B waits on %q", got)
-	}
-	if got := p.Filled(nil); !reflect.DeepEqual(got, []int64{1, 2, 3}) {
-		t.Fatalf("all searches ok: filled %v", got)
-	}
-	// A failed search holds back exactly the apps that wait on it.
-	if got := p.Filled(map[string]bool{"planner": true}); !reflect.DeepEqual(got, []int64{3}) {
-		t.Fatalf("planner failed: filled %v", got)
-	}
-	if got := p.Filled(map[string]bool{"planner pro": true}); !reflect.DeepEqual(got, []int64{1, 3}) {
-		t.Fatalf("planner pro failed: filled %v", got)
-	}
-
-	// Over budget: the app is deferred (stays due), the budget is never exceeded.
-	p = PlanRankingFill([]FillApp{a, b, c}, searched, now, 3)
-	if !reflect.DeepEqual(p.Searches, []string{"budget planner", "planner", "spending"}) || !reflect.DeepEqual(p.Deferred, []int64{1, 2}) {
-		t.Fatalf("budget 3: searches %q deferred %v", p.Searches, p.Deferred)
-	}
-	if got := p.Filled(nil); !reflect.DeepEqual(got, []int64{3}) {
-		t.Fatalf("budget 3: filled %v", got)
-	}
-	// Next cycle the searched keywords are fresh: the deferred apps complete.
-	for _, kw := range p.Searches {
-		searched[kw] = now
-	}
-	p = PlanRankingFill([]FillApp{a, b}, searched, now.Add(time.Minute), 3)
-	if !reflect.DeepEqual(p.Searches, []string{"track spending", "planner pro"}) || len(p.Deferred) != 0 {
-		t.Fatalf("second cycle: searches %q deferred %v", p.Searches, p.Deferred)
-	}
-	// Exactly at the refresh age a keyword is stale again.
-	p = PlanRankingFill([]FillApp{b}, map[string]time.Time{"planner": now, "planner pro": now}, now.Add(RankingRefreshAge), 12)
-	if len(p.Searches) != 2 {
-		t.Fatalf("at the refresh age: %q", p.Searches)
-	}
-}
-
-func searchFetch(inflight, peak *atomic.Int64, calls *atomic.Int64, fail string) func(context.Context, string) upstream.Response {
-	return func(_ context.Context, u string) upstream.Response {
-		calls.Add(1)
-		n := inflight.Add(1)
-		defer inflight.Add(-1)
-		for {
-			p := peak.Load()
-			if n <= p || peak.CompareAndSwap(p, n) {
-				break
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-		if fail != "" && strings.Contains(u, "term="+fail) {
-			return upstream.Response{Class: objects.ClassServerError, Err: errors.New("503"), Remaining: -1}
-		}
-		return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":9,"trackName":"x","artistId":70,"artistName":"Dev"}]}`), Remaining: -1}
-	}
-}
-
-func TestCrawlCycleFillsRankingsWhenNothingElseIsDue(t *testing.T) {
-	var inflight, peak, calls atomic.Int64
+// TestCrawlCycleFillsRankingsThenMapsTheirKeywords: with nothing else due,
+// the fill queues the apps' keywords (no request of its own) and keyword
+// mapping searches them in the same cycle.
+func TestCrawlCycleFillsRankingsThenMapsTheirKeywords(t *testing.T) {
 	f := &fakeDiscovery{due: map[string]bool{}, fillApps: []FillApp{
 		{TrackID: 1, Name: "Budget Planner", Subtitle: "Track spending"},
 		{TrackID: 2, Name: "Planner Pro"},
-	}, searchedAt: map[string]time.Time{"budget": time.Now()}}
-	r := CrawlCycle(context.Background(), f, searchFetch(&inflight, &peak, &calls, "planner+pro"), "http://up", "us", noSleep, 0.5, time.Now())
-	sort.Strings(f.fillSaved)
-	if r.Action != "ranking_fill" || calls.Load() != 6 || len(f.fillSaved) != 5 || r.Found != 5 || len(r.Keywords) != 5 {
-		t.Fatalf("%+v calls %d saved %q", r, calls.Load(), f.fillSaved)
+	}}
+	var calls atomic.Int64
+	fetch := func(_ context.Context, u string) upstream.Response {
+		calls.Add(1)
+		return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"resultCount":1,"results":[{"trackId":9,"trackName":"x","artistId":70,"artistName":"Dev"}]}`), Remaining: -1}
 	}
-	// The failed search keeps app 2 due; app 1 is filled.
-	if !reflect.DeepEqual(f.filled, []int64{1}) || r.Filled != 1 || !strings.Contains(r.Error, "planner pro") {
-		t.Fatalf("filled %v, result %+v", f.filled, r)
+	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now())
+	// Budget Planner: budget, budget planner, planner, spending, track,
+	// track spending; Planner Pro: planner, planner pro (7 distinct).
+	if r.Action != "keyword_mapping" || r.Fill == nil || r.Fill.Action != "ranking_fill" || r.Fill.Filled != 2 || r.Fill.Found != 7 {
+		t.Fatalf("%+v fill %+v", r, r.Fill)
 	}
-	if peak.Load() > KeywordChunk || f.developers != 1 {
-		t.Fatalf("peak %d developers %d", peak.Load(), f.developers)
+	if !reflect.DeepEqual(f.filled, []int64{1, 2}) || r.Found != 7 || calls.Load() != 7 {
+		t.Fatalf("filled %v, mapped %d, searches %d", f.filled, r.Found, calls.Load())
 	}
-}
-
-func TestRankingFillRunsBesideKeywordMappingWithinTheConnectionLimit(t *testing.T) {
-	var inflight, peak, calls atomic.Int64
-	f := &fakeDiscovery{due: map[string]bool{}, pending: []string{"alpha", "bravo", "charlie", "delta", "echoes", "foxtrot"},
-		fillApps: []FillApp{{TrackID: 1, Name: "Budget Planner", Subtitle: "Track spending"}}}
-	r := CrawlCycle(context.Background(), f, searchFetch(&inflight, &peak, &calls, ""), "http://up", "us", noSleep, 0.5, time.Now())
-	if r.Action != "keyword_mapping" || r.Side == nil || r.Side.Action != "ranking_fill" || r.Side.Filled != 1 {
-		t.Fatalf("%+v side %+v", r, r.Side)
-	}
-	// 6 mapped + 6 filled keywords, all announced in one rankings-updated round.
-	if len(r.Keywords) != 12 || calls.Load() != 12 || len(f.rankings) != 6 || len(f.fillSaved) != 6 {
-		t.Fatalf("keywords %q calls %d", r.Keywords, calls.Load())
-	}
-	// A Worker invocation may hold 6 connections open.
-	if peak.Load() > 2*KeywordChunk || 2*KeywordChunk > 6 {
-		t.Fatalf("peak in-flight searches %d", peak.Load())
+	// Nothing else due and every keyword known: the fill alone, no request.
+	g := &fakeDiscovery{due: map[string]bool{}, fillApps: []FillApp{{TrackID: 3}}}
+	calls.Store(0)
+	if r := CrawlCycle(context.Background(), g, fetch, "http://up", "us", noSleep, 0.5, time.Now()); r.Action != "ranking_fill" || r.Filled != 1 || calls.Load() != 0 {
+		t.Fatalf("a fill with no keywords: %+v, %d searches", r, calls.Load())
 	}
 }
 
-func TestFillStatementsAreIdempotentUpserts(t *testing.T) {
-	now := time.Now()
-	stmts := FillRankingStatements("budget", nil, now)
-	if !strings.HasPrefix(stmts[0].SQL, "INSERT OR IGNORE INTO crawl_keywords") || stmts[0].Args[1] != KeywordSourceFill ||
-		stmts[len(stmts)-1].SQL != searchedSQL() {
-		t.Fatalf("%+v", stmts)
+// TestRankingFillRowsAndCover fills a catalogue's enriched apps on the
+// real SQL and counts the rows: an app's mark and the keywords new to the
+// steering (one row each); known keywords (searched, or pending with a
+// better value) write nothing; a filled app is not due again until its
+// title changes; one cycle covers RankingFillApps apps, so the whole
+// catalogue of enriched apps at 1.1M (935,000) within RankingRefreshAge.
+func TestRankingFillRowsAndCover(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	ctx := context.Background()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	const apps = 40
+	// Each app: "<word i%10> planner" with subtitle "<color i%4>": words
+	// shared between apps, as a store's titles are.
+	words := []string{"budget", "chess", "garden", "recipe", "weather", "sleep", "yoga", "piano", "travel", "camera"}
+	colors := []string{"red notes", "blue notes", "green notes", "gold notes"}
+	for i := range apps {
+		drv.Exec(t, `INSERT INTO app_registry (track_id, name, subtitle, enrichment_source, enriched_at) VALUES (?, ?, ?, 'itunes+store', ?)`,
+			i+1, words[i%10]+" planner", colors[i%4], d1.Time(now.Add(time.Duration(i)*time.Minute)))
 	}
-	m := MarkFilledStatements([]int64{4, 5}, now)
-	if len(m) != 2 || m[1].Args[1] != int64(5) || strings.Count(m[0].SQL, "?") != len(m[0].Args) {
-		t.Fatalf("%+v", m)
+	// App 1 is in a market scored 80; 'chess' is searched already.
+	drv.Exec(t, `INSERT INTO market_cluster_members (cluster_id, track_id, position) VALUES ('m', 1, 1)`)
+	drv.Exec(t, `INSERT INTO opportunity_scores (cluster_id, score, computed_at) VALUES ('m', 80, ?)`, d1.Time(now))
+	drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at, searched_at, value) VALUES ('chess', 'title', ?1, ?1, 5)`, d1.Time(now))
+	kwBefore := drv.Int(t, `SELECT count(*) FROM crawl_keywords`)
+
+	g, err := s.Gaps(ctx, now)
+	if err != nil || !g.RankingFill {
+		t.Fatalf("gaps %+v %v", g, err)
+	}
+	before := drv.TotalChanges(t)
+	r := fillRankings(ctx, s, now)
+	written := drv.TotalChanges(t) - before
+	newKeywords := drv.Int(t, `SELECT count(*) FROM crawl_keywords`) - kwBefore
+	t.Logf("a fill of %d apps: %d rows written (%d marks, %d new keywords), %.2f an app; %d keywords carried",
+		apps, written, apps, newKeywords, float64(written)/apps, r.Found)
+	if r.Error != "" || r.Filled != apps || written != apps+newKeywords {
+		t.Fatalf("fill %+v wrote %d rows, want %d marks and %d keywords", r, written, apps, newKeywords)
+	}
+	// The apps' distinct keywords; chess was known.
+	distinct := map[string]bool{}
+	for i := range apps {
+		for _, kw := range appstore.DeriveKeywords(words[i%10]+" planner", colors[i%4]) {
+			distinct[kw] = true
+		}
+	}
+	if !distinct["chess"] || r.Found != len(distinct) || newKeywords != int64(len(distinct)-1) {
+		t.Fatalf("keywords carried %d, new %d; the apps carry %d", r.Found, newKeywords, len(distinct))
+	}
+	// Valued as derived keywords: 'budget' is carried by apps 1, 11, 21,
+	// 31 (4 enriched), app 1 in the 80 market.
+	if v := drv.Rows(t, `SELECT value, source, searched_at FROM crawl_keywords WHERE keyword = 'budget'`)[0]; v["value"] != PendingKeywordValue(80, 4) || v["source"] != KeywordSourceFill || v["searched_at"] != nil {
+		t.Fatalf("budget queued as %v", v)
+	}
+	if v := drv.Rows(t, `SELECT value FROM crawl_keywords WHERE keyword = 'chess'`)[0]["value"]; v != 5.0 {
+		t.Fatalf("a searched keyword was rewritten: %v", v)
+	}
+	if g, _ := s.Gaps(ctx, now); g.RankingFill {
+		t.Fatal("every app filled, yet the fill is due")
+	}
+	// Renamed: due again; its fill writes its mark and the new keywords.
+	drv.Exec(t, `UPDATE app_registry SET name = name WHERE track_id = 2`)
+	if g, _ := s.Gaps(ctx, now); g.RankingFill {
+		t.Fatal("an unchanged name made the app due")
+	}
+	drv.Exec(t, `UPDATE app_registry SET name = 'chess clock' WHERE track_id = 2`)
+	before = drv.TotalChanges(t)
+	if r := fillRankings(ctx, s, now.Add(time.Hour)); r.Filled != 1 {
+		t.Fatalf("refill %+v", r)
+	}
+	if w := drv.TotalChanges(t) - before; w != 1+2 { // the mark; 'clock', 'chess clock'
+		t.Fatalf("a renamed app's fill wrote %d rows", w)
+	}
+	// Cover: RankingFillApps a cycle, 288 cycles a day.
+	const enrichedAt11M = 935_000
+	perDay := RankingFillApps * int(24*time.Hour/CyclePeriod)
+	cover := float64(enrichedAt11M) / float64(perDay)
+	t.Logf("ranking fill: %d apps a cycle, %d a day: the 935,000 enriched apps at 1.1M in %.1f days (was 4 a cycle: ~810 days)", RankingFillApps, perDay, cover)
+	if cover > RankingRefreshAge.Hours()/24 || perDay < 182_400 {
+		t.Fatalf("the fill covers the catalogue in %.1f days, %d apps a day", cover, perDay)
+	}
+}
+
+// TestFillStatementsFitOneBatch: a full fill is two statements (one
+// batch, one subrequest), whatever the number of apps and keywords.
+func TestFillStatementsFitOneBatch(t *testing.T) {
+	apps := make([]FillApp, RankingFillApps)
+	for i := range apps {
+		apps[i] = FillApp{TrackID: int64(i + 1), Name: fmt.Sprintf("word%d planner pro max", i), Subtitle: "track your spending daily"}
+	}
+	stmts, kws := FillStatements(apps, time.Now())
+	if len(stmts) != 2 || kws == 0 || !strings.Contains(stmts[1].SQL, "rankings_filled_at") {
+		t.Fatalf("%d statements, %d keywords", len(stmts), kws)
+	}
+	// D1 bounds a bound string at 2 MB; the pairs stay well under it.
+	if n := len(stmts[0].Args[2].(string)); n > 1<<20 {
+		t.Fatalf("the pairs are %d bytes", n)
+	}
+	var got []string
+	for _, kw := range appstore.DeriveKeywords(apps[0].Name, apps[0].Subtitle) {
+		got = append(got, kw)
+	}
+	sort.Strings(got)
+	if len(got) == 0 || len(got) > appstore.MaxKeywordsPerApp {
+		t.Fatalf("keywords of one app: %q", got)
 	}
 }

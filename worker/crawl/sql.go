@@ -46,14 +46,37 @@ FROM f WHERE crawl_keywords.keyword = f.keyword`
 
 	// revalueSQL reschedules searched keywords (?1 a JSON array of them)
 	// from their facts now (?2): due at once when the new interval has
-	// passed since their search, else not due.
+	// passed since their search, else not due. Only a keyword whose
+	// schedule changed is rewritten (its interval, hence next_search_at,
+	// or, for a due one, its due_value, the pick's order): most keywords
+	// of a re-scored cluster keep their tier, while their value moves
+	// with every small change of the score, and an UPDATE to the same
+	// schedule would still write the row and the entries of the indexes on
+	// value, due_value and next_search_at (idx_crawl_keywords_due_value,
+	// _waiting). A resting keyword's stored value may then lag its score;
+	// nothing reads it before the promote step, which values it afresh
+	// (promoteSQL), or its next search (searchedSQL).
 	revalueSQL = sync.OnceValue(func() string {
 		return `WITH f AS (SELECT keyword, ` + valueSQL("score", "carriers") + ` AS value, ` + intervalSQL("score") + ` AS iv, searched_at
   FROM (` + keywordFacts + ` WHERE k.keyword IN (SELECT value FROM json_each(?1)) AND k.searched_at IS NOT NULL)),
-g AS (SELECT keyword, value, iv, strftime('%Y-%m-%dT%H:%M:%fZ', searched_at, '+' || iv || ' seconds') AS next FROM f)
-UPDATE crawl_keywords SET value = g.value, research_interval_s = g.iv, next_search_at = g.next,
-  due_value = CASE WHEN g.next <= ?2 THEN g.value END
-FROM g WHERE crawl_keywords.keyword = g.keyword`
+g AS (SELECT keyword, value, iv, next, CASE WHEN next <= ?2 THEN value END AS due
+  FROM (SELECT keyword, value, iv, strftime('%Y-%m-%dT%H:%M:%fZ', searched_at, '+' || iv || ' seconds') AS next FROM f))
+UPDATE crawl_keywords SET value = g.value, research_interval_s = g.iv, next_search_at = g.next, due_value = g.due
+FROM g WHERE crawl_keywords.keyword = g.keyword
+  AND (crawl_keywords.research_interval_s IS NOT g.iv OR crawl_keywords.next_search_at IS NOT g.next
+    OR crawl_keywords.due_value IS NOT g.due)`
+	})
+
+	// promoteSQL makes the searched keywords whose rest is over due (?1
+	// now, ?2 at most), soonest first, from idx_crawl_keywords_waiting,
+	// valued from their facts now (the revalue step leaves a resting
+	// keyword's value as it was while its schedule holds): the due set's
+	// order is the markets' of today.
+	promoteSQL = sync.OnceValue(func() string {
+		return `WITH f AS (SELECT keyword, ` + valueSQL("score", "carriers") + ` AS value
+  FROM (` + keywordFacts + ` WHERE k.keyword IN (` + waitingSQL + `)))
+UPDATE crawl_keywords SET value = f.value, due_value = f.value
+FROM f WHERE crawl_keywords.keyword = f.keyword RETURNING crawl_keywords.keyword`
 	})
 
 	// derivedSQL queues one derived keyword (?1, source ?2, at ?3) from the
@@ -71,11 +94,6 @@ ON CONFLICT (keyword) DO UPDATE SET value = excluded.value
 WHERE crawl_keywords.searched_at IS NULL AND excluded.value > crawl_keywords.value`
 	})
 )
-
-// promoteSQL makes the searched keywords whose rest is over due (?1 now,
-// ?2 at most), soonest first, from idx_crawl_keywords_waiting.
-const promoteSQL = `UPDATE crawl_keywords SET due_value = value
-WHERE keyword IN (` + waitingSQL + `) RETURNING keyword`
 
 // waitingSQL is the promote step's read.
 const waitingSQL = `SELECT keyword FROM crawl_keywords

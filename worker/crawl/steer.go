@@ -47,10 +47,10 @@ const (
 	MaxOpportunityScore = 100.0
 	// HotKeywordResearch: a keyword of a market at or above
 	// refresh.HotClusterScore is searched again daily, as its members are
-	// refreshed; rank history keeps one row a day, so more often adds nothing.
+	// refreshed; rank history is kept by UTC day, so more often adds nothing.
 	HotKeywordResearch = 24 * time.Hour
-	// WarmKeywordResearch: at or above refresh.WarmClusterScore, weekly,
-	// as ranking fill considers rankings stale (RankingRefreshAge).
+	// WarmKeywordResearch: at or above refresh.WarmClusterScore, weekly
+	// (RankingRefreshAge).
 	WarmKeywordResearch = RankingRefreshAge
 	// ColdKeywordResearch: the long tail, monthly, as cold apps are refreshed.
 	ColdKeywordResearch = 30 * 24 * time.Hour
@@ -97,9 +97,8 @@ func ResearchInterval(score float64) time.Duration {
 const (
 	ConnectionBudget = pacing.MaxConnections
 	// ScanConnections: a category scan reads its charts one after another.
+	// (Ranking fill sends no request: it queues keywords for mapping.)
 	ScanConnections = 1
-	// FillConnections: ranking fill searches KeywordChunk at once.
-	FillConnections = KeywordChunk
 )
 
 // The keyword search rate. Searches go through the API host's global limit
@@ -115,10 +114,11 @@ const (
 	// sets how fast the catalogue is enriched and refreshed.
 	KeywordSearchShare = 1.0 / 60
 	// SubrequestsPerSearch: the limiter's acquire, the search, and its D1
-	// batches: a full answer (KeywordSearchSize apps) is 104 statements
-	// (RankingStatements), two batches of d1.MaxBatch. A limiter wait adds
-	// an acquire; the cycle's developers are upserted once, in batches.
-	SubrequestsPerSearch = 4
+	// batch: a full answer (KeywordSearchSize apps) is 55 statements
+	// (RankingStatements: its rankings in one), one batch of d1.MaxBatch.
+	// A limiter wait adds an acquire; the cycle's developers are upserted
+	// once, in batches.
+	SubrequestsPerSearch = 3
 )
 
 // KeywordSearchesPerCycle bounds one cycle's searches (keyword mapping and

@@ -152,8 +152,11 @@ func TestKeywordOrderByValueAndSchedule(t *testing.T) {
 		hot["next_search_at"] != d1.Time(t0.Add(HotKeywordResearch)) || hot["due_value"] != nil {
 		t.Fatalf("hot keyword scheduled as %v", hot)
 	}
+	// The plain keyword's tier (cold) and schedule hold: not rewritten;
+	// its value (searched with no market: 0) is brought up to its score
+	// when it is promoted.
 	plain := drv.Rows(t, `SELECT value, next_search_at FROM crawl_keywords WHERE keyword = 'plainkw'`)[0]
-	if plain["value"] != KeywordValue(5, 0) || plain["next_search_at"] != d1.Time(t0.Add(ColdKeywordResearch)) {
+	if plain["value"] != KeywordValue(0, 0) || plain["next_search_at"] != d1.Time(t0.Add(ColdKeywordResearch)) {
 		t.Fatalf("plain keyword scheduled as %v", plain)
 	}
 	// The cursor moved: the same scores are not read again.
@@ -178,6 +181,9 @@ func TestKeywordOrderByValueAndSchedule(t *testing.T) {
 	at := t0.Add(ColdKeywordResearch)
 	if r := steer(at); r.Promoted != 1 {
 		t.Fatalf("plain keyword due after a month: %+v", r)
+	}
+	if v := drv.Rows(t, `SELECT value, due_value FROM crawl_keywords WHERE keyword = 'plainkw'`)[0]; v["value"] != KeywordValue(5, 0) || v["due_value"] != KeywordValue(5, 0) {
+		t.Fatalf("promoted at its value now: %v", v)
 	}
 	got := pick()
 	want := []string{"budget", "budget tracker", "tracker", "hotkw", "chess", "chess master", "master", "plainkw"}
@@ -260,17 +266,18 @@ func TestKeywordMappingRunsBesideAScan(t *testing.T) {
 	}
 }
 
-// TestSearchesStayWithinTheCycleBound: mapping beside ranking fill shares
-// the cycle's searches and connections.
+// TestSearchesStayWithinTheCycleBound: ranking fill sends no search; the
+// keywords it queues join mapping's, within the cycle's searches and
+// connections.
 func TestSearchesStayWithinTheCycleBound(t *testing.T) {
 	f := &sideFetch{}
 	d := &fakeDiscovery{due: map[string]bool{}, pending: manyKeywords(3 * KeywordSearchesPerCycle),
 		fillApps: []FillApp{{TrackID: 1, Name: "Budget Planner", Subtitle: "Track spending"}}}
 	r := CrawlCycle(context.Background(), d, f.fetch, "http://up", "us", noSleep, 0.1, time.Now())
-	if r.Action != "keyword_mapping" || r.Side == nil || r.Side.Action != "ranking_fill" {
+	if r.Action != "keyword_mapping" || r.Fill == nil || r.Fill.Action != "ranking_fill" || r.Fill.Filled != 1 {
 		t.Fatalf("%+v", r)
 	}
-	if n := f.searches.Load(); n > int64(KeywordSearchesPerCycle) || r.Searches != KeywordSearchesPerCycle-RankingFillSearches {
+	if n := f.searches.Load(); n != int64(KeywordSearchesPerCycle) || r.Searches != KeywordSearchesPerCycle {
 		t.Fatalf("%d searches, mapping %d", n, r.Searches)
 	}
 	if f.peak.Load() > ConnectionBudget {
@@ -379,7 +386,54 @@ func TestSearchesPerDayAtDefaults(t *testing.T) {
 	if KeywordSearchesPerCycle*SubrequestsPerSearch+developerBatches+2*len(appstore.ChartCollections)+10 > subreq.PlatformLimit {
 		t.Fatal("a cycle's searches must fit an invocation's subrequests")
 	}
-	if RankingFillSearches >= KeywordSearchesPerCycle || KeywordPromoteBatch < KeywordSearchesPerCycle || KeywordRevalueBatch < KeywordSearchesPerCycle {
+	if KeywordPromoteBatch < KeywordSearchesPerCycle || KeywordRevalueBatch < KeywordSearchesPerCycle {
 		t.Fatal("the cycle's bounds must leave mapping searches and keep the due set fed")
+	}
+}
+
+// TestRevalueRewritesOnlyChangedSchedules: the revalue step reads the
+// keywords of the clusters re-scored since its cursor; a keyword whose
+// schedule comes out the same (its tier held) is not rewritten, so a
+// re-scoring that moves no keyword to another tier writes the cursor alone (before: every keyword of
+// every re-scored cluster, 10 here, and their index entries).
+func TestRevalueRewritesOnlyChangedSchedules(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	kws := manyKeywords(10)
+	for i, kw := range kws {
+		drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at) VALUES (?, 'title', ?)`, kw, d1.Time(t0))
+		if err := s.SaveRankings(ctx, kw, searchResults(int64(i+1)), t0); err != nil {
+			t.Fatal(err)
+		}
+		drv.Exec(t, `INSERT INTO opportunity_scores (cluster_id, score, computed_at) VALUES (?, 40, ?)`, kw, d1.Time(t0.Add(time.Minute)))
+	}
+	revalue := func(at time.Time) (SteerResult, int64) {
+		t.Helper()
+		before := drv.TotalChanges(t)
+		r, err := s.Steer(ctx, at, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, drv.TotalChanges(t) - before
+	}
+	if r, w := revalue(t0.Add(2 * time.Minute)); r.Revalued != 10 || w != 10+1 {
+		t.Fatalf("first scores: revalued %d, wrote %d rows, want 10 keywords and the cursor", r.Revalued, w)
+	}
+	// Re-scored within their tier (warm): nothing to reschedule.
+	drv.Exec(t, `UPDATE opportunity_scores SET score = 41, computed_at = ?`, d1.Time(t0.Add(3*time.Minute)))
+	r, w := revalue(t0.Add(4 * time.Minute))
+	t.Logf("a re-scoring of %d clusters that moves no keyword: %d rows written", r.Revalued, w)
+	if r.Revalued != 10 || w != 1 {
+		t.Fatalf("unchanged scores: revalued %d, wrote %d rows, want the cursor alone", r.Revalued, w)
+	}
+	// One cluster moves to the hot tier: its keyword alone.
+	drv.Exec(t, `UPDATE opportunity_scores SET score = 90, computed_at = ? WHERE cluster_id = ?`, d1.Time(t0.Add(5*time.Minute)), kws[3])
+	if r, w := revalue(t0.Add(6 * time.Minute)); r.Revalued != 1 || w != 1+1 {
+		t.Fatalf("one hot cluster: revalued %d, wrote %d rows", r.Revalued, w)
+	}
+	if iv := drv.Int(t, `SELECT research_interval_s FROM crawl_keywords WHERE keyword = ?`, kws[3]); iv != int64(HotKeywordResearch/time.Second) {
+		t.Fatalf("hot keyword's interval %d", iv)
 	}
 }

@@ -23,29 +23,35 @@ WHERE tier = ? AND COALESCE(last_scanned_at, '') < ?
 ORDER BY COALESCE(last_scanned_at, '') LIMIT 1`
 
 // fillDueSQL is the ranking-fill existence check: served by the partial
-// index idx_app_registry_fill_due, it reads at most one row.
+// index idx_app_registry_unfilled (migrations/0026), it reads at most one row.
+// (Its ORDER BY names the index's key: without statistics the planner would
+// otherwise walk idx_app_registry_enriched, every enriched app.)
 const fillDueSQL = `SELECT 1 FROM app_registry
-WHERE enrichment_source = 'itunes+store' AND COALESCE(rankings_filled_at, '') < ? LIMIT 1`
+WHERE enrichment_source = 'itunes+store' AND rankings_filled_at IS NULL ORDER BY enriched_at LIMIT 1`
 
-// fillCandidatesSQL picks the most overdue enriched apps (never filled
-// first) from the same index.
+// fillCandidatesSQL picks the enriched apps never filled (or renamed
+// since), longest enriched first, from the same index: it reads the rows
+// it returns.
 const fillCandidatesSQL = `SELECT track_id, COALESCE(name, '') AS name, COALESCE(subtitle, '') AS subtitle FROM app_registry
-WHERE enrichment_source = 'itunes+store' AND COALESCE(rankings_filled_at, '') < ?
-ORDER BY COALESCE(rankings_filled_at, '') LIMIT ?`
-
-// keywordsSearchedSQL reads n keywords' search times by primary key.
-func keywordsSearchedSQL(n int) string {
-	return `SELECT keyword, COALESCE(searched_at, '') AS searched_at FROM crawl_keywords WHERE keyword IN (` + d1.Placeholders(n) + `)`
-}
+WHERE enrichment_source = 'itunes+store' AND rankings_filled_at IS NULL
+ORDER BY enriched_at LIMIT ?`
 
 // HotQueries are the crawl cycle's reads.
 func HotQueries() []d1.NamedQuery {
 	return append([]d1.NamedQuery{
 		{Name: "due tier check", SQL: dueTierSQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{Name: "next category", SQL: nextCategorySQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
-		{Name: "ranking fill check", SQL: fillDueSQL, Args: []any{"2026-01-01T00:00:00.000Z"}},
-		{Name: "ranking fill candidates", SQL: fillCandidatesSQL, Args: []any{"2026-01-01T00:00:00.000Z", RankingFillApps}},
-		{Name: "keywords searched", SQL: keywordsSearchedSQL(2), Args: []any{"budget", "chat"}},
+		{Name: "ranking fill check", SQL: fillDueSQL,
+			Bounded: "LIMIT 1: the first entry of the partial index idx_app_registry_unfilled"},
+		{Name: "ranking fill candidates", SQL: fillCandidatesSQL, Args: []any{RankingFillApps},
+			Bounded: "the head of the partial index idx_app_registry_unfilled (never-filled enriched apps) in enriched order, stopped by its LIMIT (RankingFillApps); each app read is filled and leaves the index"},
+		// The fill's writes (explained, not run).
+		{Name: "ranking fill keywords", SQL: fillKeywordsSQL(), Args: []any{KeywordSourceFill, "2026-01-01T00:00:00.000Z", `[["budget",100000001],["budget planner",100000001]]`}},
+		{Name: "ranking fill marks", SQL: markFilledSQL, Args: []any{"2026-01-01T00:00:00.000Z", `[100000001,100000002]`}},
+		// A search's writes (explained, not run): its rankings in one
+		// statement, the rows of apps gone.
+		{Name: "search rankings", SQL: rankingsSQL, Args: []any{"budget", "2026-01-01T00:00:00.000Z", `[[100000001,1],[100000002,2]]`}},
+		{Name: "search rankings gone", SQL: rankingsGoneSQL, Args: []any{"budget", `[100000001,100000002]`}},
 	}, steerHotQueries()...)
 }
 
@@ -92,7 +98,7 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 		}
 		ch <- c
 	}()
-	go ask("fill", fillDueSQL, cutoff(now, RankingRefreshAge))
+	go ask("fill", fillDueSQL)
 	g := Gaps{Tiers: map[string]bool{}}
 	var firstErr error
 	for range checks {
@@ -172,13 +178,13 @@ func (s D1Store) SaveDevelopers(ctx context.Context, developers map[int64]string
 }
 
 // FillCandidates implements Store.
-func (s D1Store) FillCandidates(ctx context.Context, n int, now time.Time) ([]FillApp, error) {
+func (s D1Store) FillCandidates(ctx context.Context, n int, _ time.Time) ([]FillApp, error) {
 	var rows []struct {
 		TrackID  int64  `json:"track_id"`
 		Name     string `json:"name"`
 		Subtitle string `json:"subtitle"`
 	}
-	if err := s.DB.Query(ctx, &rows, fillCandidatesSQL, cutoff(now, RankingRefreshAge), n); err != nil {
+	if err := s.DB.Query(ctx, &rows, fillCandidatesSQL, n); err != nil {
 		return nil, err
 	}
 	out := make([]FillApp, len(rows))
@@ -188,44 +194,15 @@ func (s D1Store) FillCandidates(ctx context.Context, n int, now time.Time) ([]Fi
 	return out, nil
 }
 
-// KeywordsSearchedAt reads the keywords by primary key, in chunks of
-// events.MaxKeys bound parameters.
-func (s D1Store) KeywordsSearchedAt(ctx context.Context, kws []string) (map[string]time.Time, error) {
-	out := map[string]time.Time{}
-	for i := 0; i < len(kws); i += events.MaxKeys {
-		chunk := kws[i:min(i+events.MaxKeys, len(kws))]
-		var rows []struct {
-			Keyword    string `json:"keyword"`
-			SearchedAt string `json:"searched_at"`
-		}
-		if err := s.DB.Query(ctx, &rows, keywordsSearchedSQL(len(chunk)), d1.Args(chunk)...); err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			var t time.Time
-			if r.SearchedAt != "" {
-				var err error
-				if t, err = d1.ParseTime(r.SearchedAt); err != nil {
-					// Unreadable: treat as stale, so it is searched again and rewritten.
-					t = time.Unix(0, 0)
-				}
-			}
-			out[r.Keyword] = t
-		}
+// SaveFill implements Store: one atomic batch, so an app is marked only
+// with its keywords queued.
+func (s D1Store) SaveFill(ctx context.Context, apps []FillApp, now time.Time) (int, error) {
+	stmts, kws := FillStatements(apps, now)
+	if len(stmts) == 0 {
+		return 0, nil
 	}
-	return out, nil
-}
-
-// SaveFillRankings implements Store.
-func (s D1Store) SaveFillRankings(ctx context.Context, keyword string, apps []appstore.App, now time.Time) error {
-	_, err := s.DB.Exec(ctx, FillRankingStatements(keyword, apps, now)...)
-	return err
-}
-
-// MarkFilled implements Store.
-func (s D1Store) MarkFilled(ctx context.Context, ids []int64, now time.Time) error {
-	_, err := s.DB.Exec(ctx, MarkFilledStatements(ids, now)...)
-	return err
+	_, err := s.DB.ExecAtomic(ctx, stmts...)
+	return kws, err
 }
 
 // Crawler runs the crawl cycle on the Worker's clients and announces what
@@ -292,7 +269,7 @@ func (s D1Store) Steer(ctx context.Context, now time.Time, promote bool) (SteerR
 		res.Revalued = len(rows)
 	}
 	if promote {
-		stmts = append(stmts, d1.Stmt{SQL: promoteSQL, Args: []any{d1.Time(now), KeywordPromoteBatch}})
+		stmts = append(stmts, d1.Stmt{SQL: promoteSQL(), Args: []any{d1.Time(now), KeywordPromoteBatch}})
 	}
 	if len(stmts) == 0 {
 		return res, nil
@@ -319,6 +296,6 @@ func steerHotQueries() []d1.NamedQuery {
 		{Name: "keyword searched", SQL: searchedSQL(), Args: []any{"2026-01-01T00:00:00.000Z", 20, "budget"}},
 		{Name: "keywords revalued", SQL: revalueSQL(), Args: []any{`["budget","chat"]`, "2026-01-01T00:00:00.000Z"}},
 		{Name: "derived keyword", SQL: derivedSQL(), Args: []any{"budget app", "title", "2026-01-01T00:00:00.000Z", `[100000001,100000002]`}},
-		{Name: "keywords promoted", SQL: promoteSQL, Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
+		{Name: "keywords promoted", SQL: promoteSQL(), Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
 	}
 }
