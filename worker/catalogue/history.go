@@ -96,16 +96,8 @@ func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
 		{Name: "app history", SQL: appHistorySQL, Args: []any{100000001, ts, "2026-01-01", 100}},
 		{Name: "catalogue sweep", SQL: sweepCursorSQL(), Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), 0, SweepBatchApps}},
-		{Name: "catalogue sweep unscheduled", SQL: sweepUnscheduledSQL(), Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), SweepBatchApps},
-			Bounded: "the head of idx_app_registry_unscheduled in track order, stopped by the LIMIT (SweepBatchApps); the sweep schedules each app it reads, so it leaves the index"},
+		{Name: "catalogue sweep untiered", SQL: sweepUntieredSQL(), Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), SweepBatchApps},
+			Bounded: "the head of idx_app_registry_untiered in track order, stopped by the LIMIT (SweepBatchApps); the sweep tiers each app it reads, so it leaves the index"},
 		{Name: "catalogue batch end", SQL: batchEndSQL, Args: []any{0, StaleBatchApps}},
-		{Name: "due refreshes", SQL: DueRefreshSQL, Args: []any{ts, 50}},
 	}
 }
-
-// DueRefreshSQL is the due-refresh pick: the most overdue scheduled apps,
-// from idx_app_registry_refresh_due (it reads the rows it returns). Hot
-// apps come due sooner, so priority is in the order already.
-const DueRefreshSQL = `SELECT track_id, COALESCE(version, '') AS version, COALESCE(rating_count, 0) AS rating_count,
-  COALESCE(page_version, '') AS page_version, COALESCE(page_rating_count, -1) AS page_rating_count
-FROM app_registry WHERE next_refresh_at IS NOT NULL AND next_refresh_at <= ? ORDER BY next_refresh_at LIMIT ?`
