@@ -401,3 +401,40 @@ func TestRefreshesWaitWhilePagesOrLookupsArePaused(t *testing.T) {
 		t.Fatalf("with pages and lookups running, the retry list: %v", items)
 	}
 }
+
+// TestPickWalksAppsSharingASlot: apps in one slot are walked by track id,
+// one batch after another, none skipped or repeated.
+func TestPickWalksAppsSharingASlot(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	now := coldRoundEnd
+	var ids []int64
+	for k := int64(0); k < 4; k++ {
+		id := 100000001 + k*refresh.Slots // the same slot
+		ids = append(ids, id)
+		tiered(t, drv, id, "1.0", 10, now.Add(-time.Hour), refresh.TierCold)
+	}
+	if refresh.Slot(ids[0]) != refresh.Slot(ids[3]) {
+		t.Fatal("not one slot")
+	}
+	r0, _ := refresh.RoundAt(refresh.TierCold, now)
+	setCursor(t, drv, refresh.TierCold, refresh.Cursor{Round: r0})
+	st := D1Store{DB: db}
+	var got []int64
+	for i := 0; i < 6; i++ {
+		pick, err := st.DueRefreshes(ctx, 1, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range pick.Items {
+			got = append(got, d.TrackID)
+		}
+		cursors, _ := RefreshAdvance(pick, pick.Items, make([]refreshFate, len(pick.Items)), now)
+		if err := st.AdvanceRefreshes(ctx, cursors, nil, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 4 || got[0] != ids[0] || got[1] != ids[1] || got[2] != ids[2] || got[3] != ids[3] {
+		t.Fatalf("walked %v, want %v", got, ids)
+	}
+}
