@@ -290,6 +290,23 @@ func TestAppHistory(t *testing.T) {
 	if _, ok, err := (D1Store{DB: db}).AppHistory(ctx, HistoryQuery{TrackID: 2, Days: 30, Limit: 10}, t0); ok || err != nil {
 		t.Fatal("no such app")
 	}
+	// Untiered: no next refresh. Tiered: when its round reaches its slot,
+	// or its retry when sooner.
+	if h.Current["next_refresh_at"] != nil {
+		t.Fatalf("untiered: %v", h.Current["next_refresh_at"])
+	}
+	drv.Exec(t, `UPDATE app_registry SET refresh_tier = 'warm', refresh_retry_at = NULL WHERE track_id = 1`)
+	rec, _, _ = D1Store{DB: db}.AppHistory(ctx, HistoryQuery{TrackID: 1, Days: 2, Limit: 1}, t0)
+	json.Unmarshal(rec, &h)
+	if want := d1.Time(refresh.NextLook(refresh.TierWarm, refresh.Slot(1), t0)); h.Current["next_refresh_at"] != want || h.Current["refresh_tier"] != "warm" {
+		t.Fatalf("tiered: %v, want %s", h.Current, want)
+	}
+	drv.Exec(t, `UPDATE app_registry SET refresh_retry_at = ? WHERE track_id = 1`, d1.Time(t0.Add(time.Minute)))
+	rec, _, _ = D1Store{DB: db}.AppHistory(ctx, HistoryQuery{TrackID: 1, Days: 2, Limit: 1}, t0)
+	json.Unmarshal(rec, &h)
+	if h.Current["next_refresh_at"] != d1.Time(t0.Add(time.Minute)) || len(h.Ratings) != 1 {
+		t.Fatalf("retry: %s", rec)
+	}
 }
 
 func TestParseHistoryQuery(t *testing.T) {
