@@ -34,7 +34,8 @@ var catalogueFill = []string{
 	// apps: track ids from 100000001; i % 100 picks the state.
 	`INSERT INTO app_registry (track_id, name, subtitle, description, developer_id, developer_name, genre_id, price, currency,
   average_rating, rating_count, version, enrichment_source, enriched_at, page_status, rankings_filled_at,
-  refresh_interval_s, next_refresh_at, enrich_priority, discovered_at, updated_at, last_seen_at, page_version, page_rating_count)
+  refresh_interval_s, next_refresh_at, enrich_priority, discovered_at, updated_at, last_seen_at, page_version, page_rating_count,
+  refresh_tier, refresh_retry_at)
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps})
 SELECT 100000001 + i, 'app ' || i, 'subtitle ' || i, 'description ' || i, 1 + i % ({apps} / 4), 'dev ' || (i % ({apps} / 4)),
   6000 + i % 25, CASE WHEN i % 100 < 85 THEN (i % 5) * 0.99 END, CASE WHEN i % 100 < 85 THEN 'USD' END,
@@ -49,7 +50,9 @@ SELECT 100000001 + i, 'app ' || i, 'subtitle ' || i, 'description ' || i, 1 + i 
   CASE WHEN i % 100 BETWEEN 85 AND 95 AND i % 7 = 0 THEN 1 ELSE 0 END,
   '2025-10-01T00:00:00.000Z', strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '-' || (i % 60) || ' days'),
   CASE WHEN i % 100 < 85 THEN strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '-' || (i % 60) || ' days') END,
-  CASE WHEN i % 100 < 85 THEN '1.' || (i % 9) END, CASE WHEN i % 100 < 85 THEN i * 7 % 100000 END
+  CASE WHEN i % 100 < 85 THEN '1.' || (i % 9) END, CASE WHEN i % 100 < 85 THEN i * 7 % 100000 END,
+  CASE WHEN i % 100 < 85 THEN CASE WHEN i % 10 = 0 THEN 'hot' WHEN i % 10 < 4 THEN 'warm' ELSE 'cold' END END,
+  CASE WHEN i % 100 < 85 AND i % 1000 = 7 THEN strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || (i % 30 - 15) || ' days') END
 FROM n`,
 	// what the insert trigger (app_history_insert, dropped for the fill)
 	// writes: each enriched app's first snapshot, version and price.

@@ -21,6 +21,7 @@ import (
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/markets"
+	"storecrawl/worker/refresh"
 	"storecrawl/worker/tasks"
 )
 
@@ -345,13 +346,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 }
 
 func refreshInterval(tier string) float64 {
-	switch tier {
-	case "hot":
-		return (6 * time.Hour).Seconds() * 1.05
-	case "warm":
-		return (12 * time.Hour).Seconds() * 1.05
-	}
-	return (30 * 24 * time.Hour).Seconds() * 1.05
+	return refresh.Interval(tier).Seconds() // a tier's round: each app once
 }
 
 func addRun(o *ScaleOp, read, written, subreqs, wall float64) {

@@ -253,12 +253,11 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 			default:
 				f := refresh.Facts{TrackID: id, RatingCount: a.RatingCount, Velocity7d: math.NaN(), ClusterScore: scores[off]}
 				tier := refresh.Tier(f)
-				// Enriched at a uniform point of its last interval (with its
-				// spread): refreshes come due at their steady pace from now on.
-				f.LastEnriched = now
-				iv := refresh.NextRefresh(f, now).Sub(now)
-				f.LastEnriched = now.Add(-time.Duration(r.Int64N(int64(iv))))
-				next := refresh.NextRefresh(f, now)
+				// Enriched at a uniform point of its tier's interval; the
+				// tiers' rounds start on time at now (their cursors at the
+				// clock's target, seeded with the tables): refreshes come at
+				// their steady pace from now on.
+				f.LastEnriched = now.Add(-time.Duration(r.Int64N(int64(refresh.Interval(tier)))))
 				// Rankings filled at a uniform point of their refresh age,
 				// or not yet (unfilled).
 				var filled any = ts(now.Add(-time.Duration(r.Int64N(int64(crawl.RankingRefreshAge)))))
@@ -270,7 +269,7 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 					description(a.DescriptionLen), "4+", fmt.Sprintf("https://is1-ssl.mzstatic.com/image/thumb/Purple/v4/%d/AppIcon-512x512bb.jpg", id),
 					50<<20, `["EN"]`, "Your daily companion", histogramJSON(a.RatingCount), 1, `[{"name":"Pro Monthly","price":4.99}]`,
 					similarJSON(off, n), fmt.Sprintf("pages/us/%d.html", id), "itunes+store", ts(f.LastEnriched), ts(discovered), ts(f.LastEnriched),
-					filled, "parsed", "legacy", 1, ts(f.LastEnriched), ts(next), tier, int64(refresh.Interval(tier).Seconds()), ts(f.LastEnriched),
+					filled, "parsed", "legacy", 1, ts(f.LastEnriched), nil, tier, nil, ts(f.LastEnriched),
 					ts(f.LastEnriched), 0, nil)
 			}
 			if err != nil {
@@ -389,6 +388,8 @@ func fillTables(ctx context.Context, tx *sql.Tx, s ScaleShape, now time.Time, du
 		// state, not the whole catalogue's scores stamped now (a
 		// KeywordRevalueBatch of keywords a cycle, ~9k rows read, for 450
 		// cycles at 1.1M apps).
+		// The refresh tiers' rounds, on time at now (refresh.StartCursor).
+		refreshCursorsSQL(now),
 		`INSERT INTO sweep_cursors (name, cursor, updated_at) SELECT 'keyword-steering', json_array(computed_at, cluster_id), '` + nowS + `'
 		 FROM opportunity_scores ORDER BY computed_at DESC, cluster_id DESC LIMIT 1`,
 		// Category scans: each at a uniform point of its tier's interval.
@@ -530,16 +531,13 @@ func usedBytes(dbPath string) (int64, error) {
 	return (pages - free) * size, nil
 }
 
-// dueRefreshes counts enriched apps whose refresh is due at now.
-func dueRefreshes(dbPath string, now time.Time) int64 {
-	db, err := sql.Open("sqlite", "file:"+dbPath+"?mode=ro")
-	if err != nil {
-		return -1
+// refreshCursorsSQL seeds each refresh tier's cursor at its clock's target
+// at now (the names and JSON of worker/enrichment's cursors).
+func refreshCursorsSQL(now time.Time) string {
+	var vals []string
+	for _, tier := range refresh.Tiers {
+		b, _ := json.Marshal(refresh.StartCursor(tier, now))
+		vals = append(vals, fmt.Sprintf("('refresh-%s', '%s', '%s')", tier, b, now.UTC().Format(d1.Layout)))
 	}
-	defer db.Close()
-	var n int64
-	if db.QueryRow("SELECT count(*) FROM app_registry WHERE next_refresh_at IS NOT NULL AND next_refresh_at <= ?", now.UTC().Format(d1.Layout)).Scan(&n) != nil {
-		return -1
-	}
-	return n
+	return "INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES " + strings.Join(vals, ", ")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"storecrawl/worker/d1"
+	"storecrawl/worker/refresh"
 )
 
 // GET /v1/apps/{id}/history bounds.
@@ -70,7 +71,7 @@ const appHistorySQL = `SELECT json_object(
   'track_id', r.track_id, 'name', r.name,
   'current', json_object('rating_count', r.rating_count, 'average_rating', r.average_rating, 'version', r.version,
     'price', r.price, 'currency', r.currency, 'rating_velocity_7d', r.rating_velocity_7d,
-    'rating_velocity_30d', r.rating_velocity_30d, 'refresh_tier', r.refresh_tier, 'next_refresh_at', r.next_refresh_at,
+    'rating_velocity_30d', r.rating_velocity_30d, 'refresh_tier', r.refresh_tier, 'next_refresh_at', NULL,
     'enriched_at', r.enriched_at, 'last_seen_at', r.last_seen_at, 'stale_at', r.stale_at),
   'ratings', (SELECT json_group_array(json_object('at', taken_at, 'rating_count', rating_count, 'average_rating', average_rating, 'source', COALESCE(source, 'sweep')))
     FROM (SELECT * FROM app_snapshots WHERE track_id = ?1 AND taken_at >= ?2 ORDER BY taken_at DESC LIMIT ?4)),
@@ -86,19 +87,54 @@ const appHistorySQL = `SELECT json_object(
       ORDER BY day DESC, keyword LIMIT ?4)),
   'chart_ranks', (SELECT json_group_array(json_object('at', seen_at, 'country', country, 'collection', collection, 'genre_id', genre_id, 'rank', rank))
     FROM (SELECT * FROM chart_position_history WHERE track_id = ?1 AND seen_at >= ?2 ORDER BY seen_at DESC LIMIT ?4))
-) AS record
+) AS record, COALESCE(r.refresh_tier, '') AS tier, r.refresh_retry_at AS retry_at
 FROM app_registry r WHERE r.track_id = ?1`
 
-// AppHistory reads an app's history as JSON (false when there is no such app).
+// AppHistory reads an app's history as JSON (false when there is no such
+// app). Its current.next_refresh_at is computed, not stored: when its
+// tier's round reaches its slot on the clock (refresh.NextLook), or its
+// place on the retry list when sooner; null for an app with no tier.
 func (s D1Store) AppHistory(ctx context.Context, q HistoryQuery, now time.Time) (json.RawMessage, bool, error) {
 	since := now.Add(-time.Duration(q.Days) * 24 * time.Hour)
 	var rows []struct {
-		Record string `json:"record"`
+		Record  string  `json:"record"`
+		Tier    string  `json:"tier"`
+		RetryAt *string `json:"retry_at"`
 	}
 	if err := s.DB.Query(ctx, &rows, appHistorySQL, q.TrackID, d1.Time(since), Day(since), q.Limit); err != nil || len(rows) == 0 {
 		return nil, false, err
 	}
-	return json.RawMessage(rows[0].Record), true, nil
+	r := rows[0]
+	if r.Tier == "" {
+		return json.RawMessage(r.Record), true, nil
+	}
+	next := refresh.NextLook(r.Tier, refresh.Slot(q.TrackID), now)
+	if r.RetryAt != nil {
+		if at, err := d1.ParseTime(*r.RetryAt); err == nil && at.Before(next) {
+			next = at
+		}
+	}
+	rec, err := withCurrent(json.RawMessage(r.Record), "next_refresh_at", d1.Time(next))
+	return rec, true, err
+}
+
+// withCurrent sets one field of a record's "current" object.
+func withCurrent(rec json.RawMessage, key string, v any) (json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(rec, &top); err != nil {
+		return nil, err
+	}
+	var cur map[string]any
+	if err := json.Unmarshal(top["current"], &cur); err != nil {
+		return nil, err
+	}
+	cur[key] = v
+	b, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	top["current"] = b
+	return json.Marshal(top)
 }
 
 // HotQueries are the catalogue's reads.
@@ -107,19 +143,11 @@ func HotQueries() []d1.NamedQuery {
 	return append([]d1.NamedQuery{
 		{Name: "app history", SQL: appHistorySQL, Args: []any{100000001, ts, "2026-01-01", 100}},
 		{Name: "catalogue sweep", SQL: sweepCursorSQL(), Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), 0, SweepBatchApps}},
-		{Name: "catalogue sweep unscheduled", SQL: sweepUnscheduledSQL(), Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), SweepBatchApps},
-			Bounded: "the head of idx_app_registry_unscheduled in track order, stopped by the LIMIT (SweepBatchApps); the sweep schedules each app it reads, so it leaves the index"},
+		{Name: "catalogue sweep untiered", SQL: sweepUntieredSQL(), Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), SweepBatchApps},
+			Bounded: "the head of idx_app_registry_untiered in track order, stopped by the LIMIT (SweepBatchApps); the sweep tiers each app it reads, so it leaves the index"},
 		{Name: "catalogue batch end", SQL: batchEndSQL, Args: []any{0, StaleBatchApps}},
-		{Name: "due refreshes", SQL: DueRefreshSQL, Args: []any{ts, 50}},
 		// Writes (explained, not run): a search's rank changes, their prune.
 		{Name: "keyword rank changes", SQL: rankChangesSQL, Args: []any{"budget", "2026-01-01", RankPairs([]int64{100000001, 100000002})}},
 		{Name: "rank changes prune", SQL: pruneRankChangesSQL, Args: []any{100000000, 100000500, "2026-01-01"}},
 	}, maintainHotQueries()...)
 }
-
-// DueRefreshSQL is the due-refresh pick: the most overdue scheduled apps,
-// from idx_app_registry_refresh_due (it reads the rows it returns). Hot
-// apps come due sooner, so priority is in the order already.
-const DueRefreshSQL = `SELECT track_id, COALESCE(version, '') AS version, COALESCE(rating_count, 0) AS rating_count,
-  COALESCE(page_version, '') AS page_version, COALESCE(page_rating_count, -1) AS page_rating_count
-FROM app_registry WHERE next_refresh_at IS NOT NULL AND next_refresh_at <= ? ORDER BY next_refresh_at LIMIT ?`

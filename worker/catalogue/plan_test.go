@@ -29,10 +29,9 @@ func TestHotQueriesReadTheRowsTheyReturn(t *testing.T) {
 		plans[q.Name] = strings.Join(steps, " | ")
 	}
 	for name, want := range map[string]string{
-		"due refreshes":               "idx_app_registry_refresh_due",
-		"catalogue sweep":             "idx_app_registry_enriched",
-		"catalogue sweep unscheduled": "idx_app_registry_unscheduled",
-		"app history":                 "SEARCH keyword_rank_history USING PRIMARY KEY (track_id=? AND day>?)",
+		"catalogue sweep":          "idx_app_registry_enriched",
+		"catalogue sweep untiered": "idx_app_registry_untiered",
+		"app history":              "SEARCH keyword_rank_history USING PRIMARY KEY (track_id=? AND day>?)",
 	} {
 		if !strings.Contains(plans[name], want) {
 			t.Errorf("%s: plan %q, want %q", name, plans[name], want)

@@ -22,10 +22,10 @@ import (
 const obsAt = `max(COALESCE(r.observed_at, ''), COALESCE(r.updated_at, ''), COALESCE(r.enriched_at, ''))`
 
 // sweepSelect reads the facts of enriched apps; %[1]s is obsAt, %[2]s the
-// WHERE clause and ordering (a cursor or the unscheduled ones). Parameters
+// WHERE clause and ordering (a cursor or the untiered ones). Parameters
 // ?1 and ?2 are the two windows as SQLite modifiers ('-604800 seconds').
 const sweepSelect = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS ratings, r.enriched_at AS enriched_at,
-  %[1]s AS observed_at, COALESCE(r.next_refresh_at, '') AS next_refresh_at,
+  %[1]s AS observed_at, COALESCE(r.refresh_tier, '') AS tier, r.rating_velocity_7d AS v7, r.rating_velocity_30d AS v30,
   EXISTS (SELECT 1 FROM chart_positions c WHERE c.track_id = r.track_id) AS in_charts,
   COALESCE((SELECT max(o.score) FROM market_cluster_members m JOIN opportunity_scores o ON o.cluster_id = m.cluster_id
     WHERE m.track_id = r.track_id), 0) AS cluster_score,
@@ -42,8 +42,8 @@ var (
 	sweepCursorSQL = sync.OnceValue(func() string {
 		return fmt.Sprintf(sweepSelect, obsAt, `WHERE r.track_id > ?3 AND r.enrichment_source = 'itunes+store' AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?4`)
 	})
-	sweepUnscheduledSQL = sync.OnceValue(func() string {
-		return fmt.Sprintf(sweepSelect, obsAt, `WHERE r.enrichment_source = 'itunes+store' AND r.refresh_interval_s IS NULL AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?3`)
+	sweepUntieredSQL = sync.OnceValue(func() string {
+		return fmt.Sprintf(sweepSelect, obsAt, `WHERE r.enrichment_source = 'itunes+store' AND r.refresh_tier IS NULL AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?3`)
 	})
 )
 
@@ -53,16 +53,18 @@ func modifier(d time.Duration) string {
 }
 
 type sweepRow struct {
-	TrackID      int64   `json:"track_id"`
-	Ratings      int64   `json:"ratings"`
-	EnrichedAt   string  `json:"enriched_at"`
-	ObservedAt   string  `json:"observed_at"`
-	NextRefresh  string  `json:"next_refresh_at"`
-	InCharts     int     `json:"in_charts"`
-	ClusterScore float64 `json:"cluster_score"`
-	Before7d     *string `json:"before_7d"`
-	Before30d    *string `json:"before_30d"`
-	FirstObs     *string `json:"first_obs"`
+	TrackID      int64    `json:"track_id"`
+	Ratings      int64    `json:"ratings"`
+	EnrichedAt   string   `json:"enriched_at"`
+	ObservedAt   string   `json:"observed_at"`
+	Tier         string   `json:"tier"`
+	V7           *float64 `json:"v7"`
+	V30          *float64 `json:"v30"`
+	InCharts     int      `json:"in_charts"`
+	ClusterScore float64  `json:"cluster_score"`
+	Before7d     *string  `json:"before_7d"`
+	Before30d    *string  `json:"before_30d"`
+	FirstObs     *string  `json:"first_obs"`
 }
 
 func parseObs(raw *string) (refresh.Observation, bool) {
@@ -90,8 +92,12 @@ func (r sweepRow) app() SweepApp {
 	} else {
 		a.Observed = a.Enriched
 	}
-	if r.NextRefresh != "" {
-		a.NextRefresh, _ = d1.ParseTime(r.NextRefresh)
+	a.Tier, a.Velocity7d, a.Velocity30d = r.Tier, math.NaN(), math.NaN()
+	if r.V7 != nil {
+		a.Velocity7d = *r.V7
+	}
+	if r.V30 != nil {
+		a.Velocity30d = *r.V30
 	}
 	for _, raw := range []*string{r.Before7d, r.Before30d, r.FirstObs} {
 		if o, ok := parseObs(raw); ok {
@@ -101,14 +107,13 @@ func (r sweepRow) app() SweepApp {
 	return a
 }
 
-// SweepApps reads up to n enriched apps: unscheduled ones when
-// unscheduled, else those past the cursor.
-func (s D1Store) SweepApps(ctx context.Context, unscheduled bool, cursor int64, n int) ([]SweepApp, error) {
+// SweepApps implements SweepStore.
+func (s D1Store) SweepApps(ctx context.Context, untiered bool, cursor int64, n int) ([]SweepApp, error) {
 	var rows []sweepRow
 	var err error
 	w7, w30 := modifier(refresh.Window7d), modifier(refresh.Window30d)
-	if unscheduled {
-		err = s.DB.Query(ctx, &rows, sweepUnscheduledSQL(), w7, w30, n)
+	if untiered {
+		err = s.DB.Query(ctx, &rows, sweepUntieredSQL(), w7, w30, n)
 	} else {
 		err = s.DB.Query(ctx, &rows, sweepCursorSQL(), w7, w30, cursor, n)
 	}
@@ -123,12 +128,10 @@ func (s D1Store) SweepApps(ctx context.Context, unscheduled bool, cursor int64, 
 }
 
 type scheduledJSON struct {
-	ID       int64    `json:"id"`
-	Tier     string   `json:"tier"`
-	Interval int64    `json:"iv"`
-	Next     string   `json:"next"`
-	V7       *float64 `json:"v7"`
-	V30      *float64 `json:"v30"`
+	ID   int64    `json:"id"`
+	Tier string   `json:"tier"`
+	V7   *float64 `json:"v7"`
+	V30  *float64 `json:"v30"`
 }
 
 func finite(v float64) *float64 {
@@ -138,29 +141,36 @@ func finite(v float64) *float64 {
 	return &v
 }
 
-// SaveSweep writes the batch's schedules and velocities and, when cursor
-// is not negative, the cursor, as one atomic batch: the cursor moves only
-// if every row was written.
+// SaveSweep writes the batch's tiers and velocities (the apps Plan says
+// to write: one row each, plus, for a tier change, the app's entry moved
+// in idx_app_registry_refresh_sweep and, for a first tier, its entry gone
+// from idx_app_registry_untiered) and, when cursor is not negative, the
+// cursor, as one atomic batch: the cursor moves only if every row was
+// written.
 func (s D1Store) SaveSweep(ctx context.Context, planned []Scheduled, cursor int64, at time.Time) error {
-	rows := make([]scheduledJSON, len(planned))
-	for i, p := range planned {
-		rows[i] = scheduledJSON{ID: p.TrackID, Tier: p.Tier, Interval: int64(p.Interval / time.Second), Next: d1.Time(p.NextRefresh),
-			V7: finite(p.Velocity7d), V30: finite(p.Velocity30d)}
-	}
-	b, _ := json.Marshal(rows)
-	stmts := []d1.Stmt{{
-		SQL: `WITH p AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.tier') AS tier, json_extract(value, '$.iv') AS iv,
-  json_extract(value, '$.next') AS next, json_extract(value, '$.v7') AS v7, json_extract(value, '$.v30') AS v30 FROM json_each(?1))
-UPDATE app_registry SET refresh_tier = p.tier, refresh_interval_s = p.iv, next_refresh_at = p.next,
-  rating_velocity_7d = p.v7, rating_velocity_30d = p.v30
+	var stmts []d1.Stmt
+	if len(planned) > 0 {
+		rows := make([]scheduledJSON, len(planned))
+		for i, p := range planned {
+			rows[i] = scheduledJSON{ID: p.TrackID, Tier: p.Tier, V7: finite(p.Velocity7d), V30: finite(p.Velocity30d)}
+		}
+		b, _ := json.Marshal(rows)
+		stmts = append(stmts, d1.Stmt{
+			SQL: `WITH p AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.tier') AS tier,
+  json_extract(value, '$.v7') AS v7, json_extract(value, '$.v30') AS v30 FROM json_each(?1))
+UPDATE app_registry SET refresh_tier = p.tier, rating_velocity_7d = p.v7, rating_velocity_30d = p.v30
 FROM p WHERE app_registry.track_id = p.id`,
-		Args: []any{string(b)},
-	}}
+			Args: []any{string(b)},
+		})
+	}
 	if cursor >= 0 {
 		stmts = append(stmts, d1.Stmt{
 			SQL:  `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
 			Args: []any{sweepCursorName, cursor, d1.Time(at)},
 		})
+	}
+	if len(stmts) == 0 {
+		return nil
 	}
 	_, err := s.DB.ExecAtomic(ctx, stmts...)
 	return err

@@ -90,52 +90,47 @@ func TestObserveUpdatesAndAppendsHistoryOnChange(t *testing.T) {
 	}
 }
 
-func TestEnrichmentSchedulesAndVersionChangeBringsRefreshForward(t *testing.T) {
+func TestSweepTiersAndVersionChangePutsOnRetryList(t *testing.T) {
 	db, drv := d1test.New(t)
 	ctx := context.Background()
 	enrich(t, drv, 1, 500, "2.0", t0)
-	row := drv.Rows(t, `SELECT next_refresh_at, page_version, page_rating_count FROM app_registry WHERE track_id = 1`)[0]
-	if row["next_refresh_at"] != nil || row["page_version"] != "2.0" || row["page_rating_count"] != 500.0 {
-		t.Fatalf("first enrichment: unscheduled until the sweep, page fingerprint kept: %v", row)
+	row := drv.Rows(t, `SELECT refresh_tier, refresh_retry_at, page_version, page_rating_count FROM app_registry WHERE track_id = 1`)[0]
+	if row["refresh_tier"] != nil || row["refresh_retry_at"] != nil || row["page_version"] != "2.0" || row["page_rating_count"] != 500.0 {
+		t.Fatalf("first enrichment: untiered until the sweep, page fingerprint kept: %v", row)
 	}
-	// The sweep schedules it.
+	// The sweep gives it its tier: one row.
+	before := drv.TotalChanges(t)
 	res := Sweep(ctx, D1Store{DB: db}, t0.Add(time.Hour))
-	if res.Error != "" || res.Scheduled != 1 {
+	if res.Error != "" || res.Scheduled != 1 || res.Written != 1 {
 		t.Fatalf("sweep: %+v", res)
 	}
-	row = drv.Rows(t, `SELECT next_refresh_at, refresh_tier, refresh_interval_s FROM app_registry WHERE track_id = 1`)[0]
-	iv := time.Duration(row["refresh_interval_s"].(float64)) * time.Second
-	if row["refresh_tier"] != refresh.TierCold || iv < refresh.ColdInterval || row["next_refresh_at"] != d1.Time(t0.Add(iv)) {
-		t.Fatalf("scheduled: %v", row)
+	if got := drv.Rows(t, `SELECT refresh_tier FROM app_registry WHERE track_id = 1`)[0]["refresh_tier"]; got != refresh.TierCold {
+		t.Fatalf("tier: %v", got)
 	}
-	// A search shows a new version: the refresh is due now.
+	// The run's cursor walk re-tiered it to the same tier: nothing more
+	// than the tier row and the cursor.
+	if n := drv.TotalChanges(t) - before; n != 2 {
+		t.Fatalf("a first tier writes %d rows, want 2 (the app, the cursor)", n)
+	}
+	// A search shows a new version: the app goes on the retry list now.
 	db.Exec(ctx, ObserveStmt([]Seen{search(1, 510, "2.1", 0)}, t0.Add(2*day))...)
-	if got := drv.Rows(t, `SELECT next_refresh_at FROM app_registry WHERE track_id = 1`)[0]["next_refresh_at"]; got != d1.Time(t0.Add(2*day)) {
-		t.Fatalf("version change: due at %v", got)
+	if got := drv.Rows(t, `SELECT refresh_retry_at FROM app_registry WHERE track_id = 1`)[0]["refresh_retry_at"]; got != d1.Time(t0.Add(2*day)) {
+		t.Fatalf("version change: retry at %v", got)
 	}
-	var due []struct {
-		TrackID     int64  `json:"track_id"`
-		Version     string `json:"version"`
-		PageVersion string `json:"page_version"`
+	// The same version seen again: nothing more.
+	db.Exec(ctx, ObserveStmt([]Seen{search(1, 520, "2.1", 0)}, t0.Add(2*day+time.Minute))...)
+	if got := drv.Rows(t, `SELECT refresh_retry_at FROM app_registry WHERE track_id = 1`)[0]["refresh_retry_at"]; got != d1.Time(t0.Add(2*day)) {
+		t.Fatalf("same version: retry at %v", got)
 	}
-	db.Query(ctx, &due, DueRefreshSQL, d1.Time(t0.Add(2*day)), 10)
-	if len(due) != 1 || due[0].Version != "2.1" || due[0].PageVersion != "2.0" {
-		t.Fatalf("due refreshes: %+v", due)
-	}
-	if refresh.Unchanged(refresh.Fingerprint{Version: due[0].PageVersion, RatingCount: 500}, refresh.Fingerprint{Version: "2.1", RatingCount: 510}) {
+	if refresh.Unchanged(refresh.Fingerprint{Version: "2.0", RatingCount: 500}, refresh.Fingerprint{Version: "2.1", RatingCount: 510}) {
 		t.Fatal("the page must be fetched for the new version")
 	}
-	// The refresh stores the record: the next refresh is scheduled from it
-	// with the app's interval, and the page fingerprint follows.
+	// The refresh stores the record: off the retry list, the page
+	// fingerprint follows, the tier stays.
 	enrich(t, drv, 1, 510, "2.1", t0.Add(2*day+time.Hour))
-	row = drv.Rows(t, `SELECT next_refresh_at, page_version, last_seen_at FROM app_registry WHERE track_id = 1`)[0]
-	if row["next_refresh_at"] != d1.Time(t0.Add(2*day+time.Hour+iv)) || row["page_version"] != "2.1" || row["last_seen_at"] != d1.Time(t0.Add(2*day+time.Hour)) {
+	row = drv.Rows(t, `SELECT refresh_retry_at, refresh_tier, page_version, last_seen_at FROM app_registry WHERE track_id = 1`)[0]
+	if row["refresh_retry_at"] != nil || row["refresh_tier"] != refresh.TierCold || row["page_version"] != "2.1" || row["last_seen_at"] != d1.Time(t0.Add(2*day+time.Hour)) {
 		t.Fatalf("after the refresh: %v", row)
-	}
-	// An app that leaves the enriched state is not scheduled.
-	drv.Exec(t, `UPDATE app_registry SET enrichment_source = 'not_found', enriched_at = ? WHERE track_id = 1`, d1.Time(t0.Add(3*day)))
-	if got := drv.Rows(t, `SELECT next_refresh_at FROM app_registry WHERE track_id = 1`)[0]["next_refresh_at"]; got != nil {
-		t.Fatalf("not found: %v", got)
 	}
 }
 
@@ -164,9 +159,14 @@ func TestSweepVelocityFromObservations(t *testing.T) {
 		t.Fatalf("velocities: %v", row)
 	}
 	// A second pass walks the cursor over every enriched app.
+	// Nothing changed: no app row written (the cursor only).
+	before := drv.TotalChanges(t)
 	res = Sweep(ctx, D1Store{DB: db}, t0)
-	if res.Scheduled != 0 || res.Swept != 1 || res.Next != 0 {
+	if res.Scheduled != 0 || res.Swept != 1 || res.Next != 0 || res.Written != 0 {
 		t.Fatalf("cursor pass: %+v", res)
+	}
+	if n := drv.TotalChanges(t) - before; n != 1 {
+		t.Fatalf("an unchanged pass wrote %d rows, want 1 (the cursor)", n)
 	}
 	// D1 down: an error, nothing moves.
 	drv.FailNext.Store(1)
@@ -175,19 +175,27 @@ func TestSweepVelocityFromObservations(t *testing.T) {
 	}
 }
 
-func TestPlanKeepsAnEarlierDueTime(t *testing.T) {
-	a := SweepApp{TrackID: 3, RatingCount: 10, Enriched: t0, Observed: t0, NextRefresh: t0.Add(2 * day)}
-	if p := Plan(a); !p.NextRefresh.Equal(t0.Add(2*day)) || p.Tier != refresh.TierCold {
-		t.Fatalf("a version change's earlier due time stays: %+v", p)
-	}
-	a.NextRefresh = t0.Add(-day) // from before this enrichment: replaced
-	if p := Plan(a); !p.NextRefresh.After(t0.Add(refresh.ColdInterval - time.Second)) {
-		t.Fatalf("a stale schedule is replaced: %+v", p)
+func TestPlanWritesOnlyOnChange(t *testing.T) {
+	nan := math.NaN()
+	a := SweepApp{TrackID: 3, RatingCount: 10, Enriched: t0, Observed: t0, Tier: refresh.TierCold, Velocity7d: nan, Velocity30d: nan}
+	if p, write := Plan(a); write || p.Tier != refresh.TierCold {
+		t.Fatalf("same tier, no velocity: no write: %+v", p)
 	}
 	a.InTopCharts = true
-	a.NextRefresh = t0.Add(refresh.ColdInterval)
-	if p := Plan(a); p.Tier != refresh.TierHot || p.NextRefresh.After(t0.Add(2*refresh.HotInterval)) {
-		t.Fatalf("a hot app comes due about daily: %+v", p)
+	if p, write := Plan(a); !write || p.Tier != refresh.TierHot {
+		t.Fatalf("a tier change is written: %+v", p)
+	}
+	a.InTopCharts, a.Tier = false, ""
+	if _, write := Plan(a); !write {
+		t.Fatal("a first tier is written")
+	}
+	// Velocities: written when first known, or moved by more than the
+	// floor and the share.
+	if !VelocityMoved(nan, 3) || VelocityMoved(nan, nan) || !VelocityMoved(3, nan) {
+		t.Fatal("known vs unknown")
+	}
+	if VelocityMoved(100, 115) || !VelocityMoved(100, 125) || VelocityMoved(0.2, 1.1) || !VelocityMoved(0.2, 1.3) {
+		t.Fatal("the floor and the share")
 	}
 }
 
@@ -405,6 +413,23 @@ func TestAppHistory(t *testing.T) {
 	}
 	if _, ok, err := (D1Store{DB: db}).AppHistory(ctx, HistoryQuery{TrackID: 2, Days: 30, Limit: 10}, t0); ok || err != nil {
 		t.Fatal("no such app")
+	}
+	// Untiered: no next refresh. Tiered: when its round reaches its slot,
+	// or its retry when sooner.
+	if h.Current["next_refresh_at"] != nil {
+		t.Fatalf("untiered: %v", h.Current["next_refresh_at"])
+	}
+	drv.Exec(t, `UPDATE app_registry SET refresh_tier = 'warm', refresh_retry_at = NULL WHERE track_id = 1`)
+	rec, _, _ = D1Store{DB: db}.AppHistory(ctx, HistoryQuery{TrackID: 1, Days: 2, Limit: 1}, t0)
+	json.Unmarshal(rec, &h)
+	if want := d1.Time(refresh.NextLook(refresh.TierWarm, refresh.Slot(1), t0)); h.Current["next_refresh_at"] != want || h.Current["refresh_tier"] != "warm" {
+		t.Fatalf("tiered: %v, want %s", h.Current, want)
+	}
+	drv.Exec(t, `UPDATE app_registry SET refresh_retry_at = ? WHERE track_id = 1`, d1.Time(t0.Add(time.Minute)))
+	rec, _, _ = D1Store{DB: db}.AppHistory(ctx, HistoryQuery{TrackID: 1, Days: 2, Limit: 1}, t0)
+	json.Unmarshal(rec, &h)
+	if h.Current["next_refresh_at"] != d1.Time(t0.Add(time.Minute)) || len(h.Ratings) != 1 {
+		t.Fatalf("retry: %s", rec)
 	}
 }
 

@@ -12,21 +12,36 @@ import (
 // The catalogue sweep (the catalogue-sweep task): for a batch of enriched
 // apps, the facts the refresh policy needs (chart presence, the best
 // cluster opportunity score, rating observations), their 7- and 30-day
-// rating velocities, and their refresh schedule. Apps enriched since the
-// last pass (not yet scheduled) go first; then a cursor walks every
-// enriched app, so tiers follow what changed.
+// rating velocities, and their refresh tier. Apps enriched since the last
+// pass (no tier yet) go first; then a cursor walks every enriched app, so
+// tiers follow what changed. An app's row is written only when its tier
+// changes or its velocity moved (VelocityMoved): the tier decides which
+// round looks at it (worker/refresh sweeps), so nothing else is scheduled.
 
 // Sweep bounds.
 const (
 	// SweepBatchApps bounds one read and one write: about 7 row reads an
-	// app (the app, a chart check, its clusters, three observation seeks).
-	SweepBatchApps = 200
-	// SweepMaxBatches bounds one run: 1,000 apps; at the task's 15-minute
-	// cadence, 96,000 apps a day, so a 100,000-app catalogue is re-tiered
-	// about daily (hot apps are refreshed more often than they are re-tiered).
-	SweepMaxBatches = 5
+	// app (the app, a chart check, its clusters, three observation seeks),
+	// 3,500 a read.
+	SweepBatchApps = 500
+	// SweepMaxBatches bounds one run: 15,000 apps; at the task's 15-minute
+	// cadence, 1.44M apps a day, so a 1.1M-app catalogue is re-tiered in
+	// under a day (hot apps' rounds are 6 h: a chart entry waits at most a
+	// day to be seen as hot).
+	SweepMaxBatches = 30
 	// sweepCursorName names the cursor in sweep_cursors.
 	sweepCursorName = "catalogue-sweep"
+)
+
+// Velocity writes: a stored velocity is rewritten only when the new one
+// differs by more than VelocityMoveFloor ratings a day and VelocityMoveShare
+// of the stored one (or one of them is unknown), so a quiet app's re-tier
+// writes nothing and a moving one's at most about once a day. Velocities
+// are shown (GET /v1/apps/{id}/history); the tier is computed from the
+// fresh value, never the stored one.
+const (
+	VelocityMoveFloor = 1.0
+	VelocityMoveShare = 0.2
 )
 
 // SweepApp is one app's facts as the sweep reads them.
@@ -41,25 +56,36 @@ type SweepApp struct {
 	// Observations: the latest at or before each window's start, and the
 	// earliest (duplicates are harmless).
 	Observations []refresh.Observation
-	// NextRefresh is the stored schedule (zero: none).
-	NextRefresh time.Time
+	// Tier, Velocity7d, Velocity30d are what is stored ("" and NaN: none).
+	Tier                    string
+	Velocity7d, Velocity30d float64
 }
 
 // Scheduled is what the sweep writes for one app.
 type Scheduled struct {
 	TrackID     int64
 	Tier        string
-	Interval    time.Duration
-	NextRefresh time.Time
 	Velocity7d  float64 // NaN: unknown
 	Velocity30d float64
 }
 
-// Plan computes one app's velocities and schedule. The schedule never
-// moves later than a stored one that is still ahead of the enrichment (a
-// rediscovered version change made it due now); a tier change takes
-// effect from the next enrichment on.
-func Plan(a SweepApp) Scheduled {
+// VelocityMoved reports whether a new velocity is worth writing over the
+// stored one.
+func VelocityMoved(stored, now float64) bool {
+	sk, nk := !math.IsNaN(stored), !math.IsNaN(now)
+	if sk != nk {
+		return true
+	}
+	if !sk {
+		return false
+	}
+	d := math.Abs(now - stored)
+	return d > VelocityMoveFloor && d > VelocityMoveShare*math.Abs(stored)
+}
+
+// Plan computes one app's velocities and tier, and whether its row must be
+// written: its tier changed or a velocity moved.
+func Plan(a SweepApp) (s Scheduled, write bool) {
 	cur := refresh.Observation{At: a.Observed, Count: a.RatingCount}
 	v7, ok7 := refresh.Velocity(a.Observations, cur, refresh.Window7d)
 	v30, ok30 := refresh.Velocity(a.Observations, cur, refresh.Window30d)
@@ -71,29 +97,26 @@ func Plan(a SweepApp) Scheduled {
 	}
 	f := refresh.Facts{TrackID: a.TrackID, InTopCharts: a.InTopCharts, ClusterScore: a.ClusterScore,
 		Velocity7d: v7, RatingCount: a.RatingCount, LastEnriched: a.Enriched}
-	// Whole seconds: the schedule trigger adds refresh_interval_s to the
-	// next enrichment, and this due time must be the same sum.
-	iv := refresh.NextRefresh(f, a.Enriched).Sub(a.Enriched).Truncate(time.Second)
-	next := a.Enriched.Add(iv)
-	s := Scheduled{TrackID: a.TrackID, Tier: refresh.Tier(f), Interval: iv, NextRefresh: next, Velocity7d: v7, Velocity30d: v30}
-	if !a.NextRefresh.IsZero() && a.NextRefresh.After(a.Enriched) && a.NextRefresh.Before(next) {
-		s.NextRefresh = a.NextRefresh
-	}
-	return s
+	s = Scheduled{TrackID: a.TrackID, Tier: refresh.Tier(f), Velocity7d: v7, Velocity30d: v30}
+	write = s.Tier != a.Tier || VelocityMoved(a.Velocity7d, v7) || VelocityMoved(a.Velocity30d, v30)
+	return s, write
 }
 
 // SweepStore is what the sweep needs of D1.
 type SweepStore interface {
 	SweepCursor(ctx context.Context) (int64, error)
-	SweepApps(ctx context.Context, unscheduled bool, cursor int64, n int) ([]SweepApp, error)
+	// SweepApps reads up to n enriched apps: those without a tier when
+	// untiered, else those past the cursor.
+	SweepApps(ctx context.Context, untiered bool, cursor int64, n int) ([]SweepApp, error)
 	// SaveSweep writes the plans and, when cursor ≥ 0, the cursor.
 	SaveSweep(ctx context.Context, planned []Scheduled, cursor int64, at time.Time) error
 }
 
 // SweepResult is what one run did.
 type SweepResult struct {
-	Scheduled  int    `json:"scheduled"` // apps scheduled for the first time
+	Scheduled  int    `json:"scheduled"` // apps given their first tier
 	Swept      int    `json:"swept"`     // apps re-tiered from the cursor
+	Written    int    `json:"written"`   // rows written: first tiers, tier changes, moved velocities
 	Hot        int    `json:"hot"`
 	Velocities int    `json:"velocities"` // apps with a known 7-day velocity
 	From       int64  `json:"from"`
@@ -103,33 +126,37 @@ type SweepResult struct {
 
 // Summary is the task's one line.
 func (r SweepResult) Summary() string {
-	return fmt.Sprintf("scheduled %d new, re-tiered %d from cursor %d (next %d); %d hot, %d with a 7-day velocity",
-		r.Scheduled, r.Swept, r.From, r.Next, r.Hot, r.Velocities)
+	return fmt.Sprintf("scheduled %d new, re-tiered %d from cursor %d (next %d), %d rows written; %d hot, %d with a 7-day velocity",
+		r.Scheduled, r.Swept, r.From, r.Next, r.Written, r.Hot, r.Velocities)
 }
 
-// Sweep runs one catalogue sweep: unscheduled apps first, then the cursor
+// Sweep runs one catalogue sweep: untiered apps first, then the cursor
 // walk, at most SweepMaxBatches batches in all. A failed batch ends the
 // run with the cursor where it was.
 func Sweep(ctx context.Context, st SweepStore, now time.Time) SweepResult {
 	var r SweepResult
 	plan := func(apps []SweepApp) []Scheduled {
-		out := make([]Scheduled, len(apps))
-		for i, a := range apps {
-			out[i] = Plan(a)
-			if out[i].Tier == refresh.TierHot {
+		var out []Scheduled
+		for _, a := range apps {
+			p, write := Plan(a)
+			if p.Tier == refresh.TierHot {
 				r.Hot++
 			}
-			if !math.IsNaN(out[i].Velocity7d) {
+			if !math.IsNaN(p.Velocity7d) {
 				r.Velocities++
 			}
+			if write {
+				out = append(out, p)
+			}
 		}
+		r.Written += len(out)
 		return out
 	}
 	batches := 0
 	for ; batches < SweepMaxBatches; batches++ {
 		apps, err := st.SweepApps(ctx, true, 0, SweepBatchApps)
 		if err != nil {
-			r.Error = "unscheduled: " + err.Error()
+			r.Error = "untiered: " + err.Error()
 			return r
 		}
 		if len(apps) == 0 {

@@ -58,11 +58,11 @@ func TestRefreshShowsUpstreamChanges(t *testing.T) {
 		rows := d1Rows(t, persist, `SELECT COUNT(*) AS queued FROM app_registry WHERE enriched_at IS NULL`)
 		return rows[0]["queued"] == 0.0, jsonString(rows)
 	})
-	// The catalogue sweep schedules every enriched app's refresh.
+	// The catalogue sweep gives every enriched app its refresh tier.
 	doJSON(t, "POST", w.base+"/v1/scheduler/run-now", adminToken, `{"task":"catalogue-sweep"}`, nil)
-	eventually(t, time.Minute, "every enriched app scheduled", func() (bool, string) {
-		rows := d1Rows(t, persist, `SELECT COUNT(*) AS unscheduled FROM app_registry WHERE enrichment_source = 'itunes+store' AND next_refresh_at IS NULL`)
-		return rows[0]["unscheduled"] == 0.0, jsonString(rows)
+	eventually(t, time.Minute, "every enriched app tiered", func() (bool, string) {
+		rows := d1Rows(t, persist, `SELECT COUNT(*) AS untiered FROM app_registry WHERE enrichment_source = 'itunes+store' AND refresh_tier IS NULL`)
+		return rows[0]["untiered"] == 0.0, jsonString(rows)
 	})
 	stored := map[int64]simApp{}
 	var ids []int64
@@ -95,10 +95,11 @@ func TestRefreshShowsUpstreamChanges(t *testing.T) {
 	}
 
 	// Two days pass for the history (the enrichment's observations move
-	// back), and every refresh comes due.
+	// back), and every refresh comes due (each app on the retry list: its
+	// round would take up to a month).
 	wrangler(t, persist, "d1", "execute", "DB", "--local", "--command",
 		`UPDATE app_snapshots SET taken_at = strftime('%Y-%m-%dT%H:%M:%fZ', taken_at, '-2 days');
-UPDATE app_registry SET next_refresh_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE next_refresh_at IS NOT NULL;`)
+UPDATE app_registry SET refresh_retry_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE refresh_tier IS NOT NULL;`)
 	pagesBefore := simRequests(t, s, "page")
 	var st struct {
 		Totals map[string]float64 `json:"totals"`

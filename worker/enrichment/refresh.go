@@ -2,51 +2,81 @@ package enrichment
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
 	"storecrawl/worker/appstore"
-	"storecrawl/worker/catalogue"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/refresh"
 )
 
-// Refreshes: what the controller's pick calls to serve due
-// refreshes next to never-enriched apps. Scheduling is the schema's and
-// the catalogue sweep's (migrations/0018, worker/catalogue): a stored
-// record (SaveStatements) or an unchanged refresh
-// (UnchangedRefreshStatements) sets enriched_at, and the next refresh is
-// scheduled from it.
+// Refreshes: what the controller's pick calls to serve due refreshes next
+// to never-enriched apps. Each tier's apps are looked at in rounds, one
+// per interval, behind a cursor (worker/refresh: Due, Window.After); the
+// catalogue sweep sets the tiers. A refresh writes no schedule: an
+// unchanged app writes nothing unless a lookup field moved, the cursors
+// one row per tier per run, and only failures write a row (the retry list,
+// refresh_retry_at).
 
-// RefreshStore is the catalogue side of refreshes: which are due, and how
-// a refresh that stored no new record is settled. Runner.Refreshes nil
+// RefreshStore is the catalogue side of refreshes. Runner.Refreshes nil
 // means the run serves the discovery queue alone.
 type RefreshStore interface {
-	// DueRefreshes reads up to n refreshes due at now, most overdue first.
-	DueRefreshes(ctx context.Context, n int, now time.Time) ([]DueRefresh, error)
+	// DueRefreshes reads up to n apps of each tier's due window and of the
+	// retry list, with the windows they were read from.
+	DueRefreshes(ctx context.Context, n int, now time.Time) (RefreshPick, error)
 	// SaveUnchangedRefresh records a refresh whose lookup showed nothing a
 	// page is needed for (UnchangedRefreshStatements).
 	SaveUnchangedRefresh(ctx context.Context, app appstore.App, at time.Time) error
-	// PostponeRefresh makes a refresh that got no record due again at
-	// until, so a failing app does not take every tick's slots.
+	// PostponeRefresh puts an app on the retry list, due at until.
 	PostponeRefresh(ctx context.Context, id int64, until time.Time) error
+	// AdvanceRefreshes writes the tiers' cursors and puts apps on the retry
+	// list, as one atomic batch.
+	AdvanceRefreshes(ctx context.Context, cursors map[string]refresh.Cursor, retries []RefreshRetry, at time.Time) error
 }
 
-// RefreshOutageDelay postpones a refresh that met an upstream-level
-// failure (5xx, timeout, connection error): short, like the queue's first
-// deferral, without a counter (the pacing slows the whole run in an
-// outage). A failure about the app itself (not found, a lookup or page
-// that does not parse, a D1 error on its row) postpones it by the policy's
-// refresh.RetryInterval: hours, not its tier's month. Neither counts as an
-// attempt; the app stays enriched as it was.
+// RefreshOutageDelay puts back a refresh that met an upstream-level
+// failure (5xx, timeout, connection error) behind apps that were done:
+// short, like the queue's first deferral. An outage that ends a tier's
+// batch stops its cursor instead (nothing written). A failure about the
+// app itself (not found, a lookup or page that does not parse, a D1 error
+// on its row) puts it on the retry list for refresh.RetryInterval: hours,
+// not its tier's month. Neither counts as an attempt; the app stays
+// enriched as it was.
 const RefreshOutageDelay = 5 * time.Minute
 
 // DueRefresh is an enriched app whose refresh is due, with what its page
-// was fetched for.
+// was fetched for and where it was picked from.
 type DueRefresh struct {
 	TrackID int64
 	// Page is the version and rating count its store page was fetched for
 	// (Version "" when unknown: the page is fetched).
 	Page refresh.Fingerprint
+	// Tier is the sweep it was picked from ("": the retry list); Slot its
+	// place in the round.
+	Tier string
+	Slot int64
+}
+
+// RefreshPick is one run's due refreshes: the retry list's first, then the
+// tiers' in the order of how far behind they are, each in round order.
+type RefreshPick struct {
+	Items []DueRefresh
+	// Windows are the tiers' due windows at the pick; Read how many apps
+	// each tier's read returned, of Limit asked.
+	Windows map[string]refresh.Window
+	Read    map[string]int
+	Limit   int
+	// Started: tiers without a stored cursor (refresh.StartCursor): the
+	// first advance writes it, so the round goes on from there.
+	Started map[string]bool
+}
+
+// RefreshRetry is an app put on the retry list.
+type RefreshRetry struct {
+	TrackID int64  `json:"id"`
+	At      string `json:"at"`
 }
 
 // SplitTick shares a tick's n apps between never-enriched ones (pending of
@@ -55,23 +85,109 @@ func SplitTick(n, pending, due int, share float64) (refreshes, discovery int) {
 	return refresh.Split(n, pending, due, share)
 }
 
-// DueRefreshes reads up to n refreshes due at now, most overdue first (hot
-// apps come due sooner: the policy's priority is in their due time).
-func (s D1Store) DueRefreshes(ctx context.Context, n int, now time.Time) ([]DueRefresh, error) {
+// refreshCursorName names a tier's cursor in sweep_cursors.
+func refreshCursorName(tier string) string { return "refresh-" + tier }
+
+const refreshCursorsSQL = `SELECT name, CAST(cursor AS TEXT) AS cursor FROM sweep_cursors WHERE name IN ('refresh-hot', 'refresh-warm', 'refresh-cold')`
+
+// RefreshCursors reads the tiers' cursors; a tier without one starts at
+// its clock's target (refresh.StartCursor), and started says so.
+func (s D1Store) RefreshCursors(ctx context.Context, now time.Time) (cursors map[string]refresh.Cursor, started map[string]bool, err error) {
 	var rows []struct {
+		Name   string `json:"name"`
+		Cursor string `json:"cursor"`
+	}
+	if err := s.DB.Query(ctx, &rows, refreshCursorsSQL); err != nil {
+		return nil, nil, err
+	}
+	cursors, started = make(map[string]refresh.Cursor, len(refresh.Tiers)), map[string]bool{}
+	for _, tier := range refresh.Tiers {
+		cursors[tier], started[tier] = refresh.StartCursor(tier, now), true
+	}
+	for _, r := range rows {
+		var c refresh.Cursor
+		if json.Unmarshal([]byte(r.Cursor), &c) == nil && c.Round > 0 {
+			tier := r.Name[len("refresh-"):]
+			cursors[tier], started[tier] = c, false
+		}
+	}
+	return cursors, started, nil
+}
+
+// DueRefreshes implements RefreshStore: the cursors, then one read of the
+// tiers' windows and the retry list (DueRefreshSQL).
+func (s D1Store) DueRefreshes(ctx context.Context, n int, now time.Time) (RefreshPick, error) {
+	cursors, started, err := s.RefreshCursors(ctx, now)
+	if err != nil {
+		return RefreshPick{}, err
+	}
+	pick := RefreshPick{Windows: map[string]refresh.Window{}, Read: map[string]int{}, Limit: n, Started: started}
+	args := make([]any, 0, 11)
+	for _, tier := range refresh.Tiers {
+		w := refresh.Due(tier, cursors[tier], now)
+		pick.Windows[tier] = w
+		args = append(args, w.From.Slot, w.From.TrackID, w.UpTo)
+	}
+	args = append(args, n, ts(now))
+	var rows []struct {
+		Tier            string `json:"tier"`
+		Slot            int64  `json:"slot"`
 		TrackID         int64  `json:"track_id"`
 		PageVersion     string `json:"page_version"`
 		PageRatingCount int64  `json:"page_rating_count"`
 	}
-	if err := s.DB.Query(ctx, &rows, catalogue.DueRefreshSQL, ts(now), n); err != nil {
-		return nil, err
+	if err := s.DB.Query(ctx, &rows, DueRefreshSQL, args...); err != nil {
+		return RefreshPick{}, err
 	}
-	out := make([]DueRefresh, len(rows))
-	for i, r := range rows {
-		out[i] = DueRefresh{TrackID: r.TrackID, Page: refresh.Fingerprint{Version: r.PageVersion, RatingCount: r.PageRatingCount}}
+	byTier := map[string][]DueRefresh{}
+	inTier := map[int64]bool{}
+	for _, r := range rows {
+		d := DueRefresh{TrackID: r.TrackID, Page: refresh.Fingerprint{Version: r.PageVersion, RatingCount: r.PageRatingCount}, Tier: r.Tier, Slot: r.Slot}
+		if r.Tier != "" {
+			pick.Read[r.Tier]++
+			inTier[r.TrackID] = true
+		}
+		byTier[r.Tier] = append(byTier[r.Tier], d)
 	}
-	return out, nil
+	for _, d := range byTier[""] {
+		if !inTier[d.TrackID] { // its round has come too: picked once, from the round
+			pick.Items = append(pick.Items, d)
+		}
+	}
+	tiers := slices.Clone(refresh.Tiers)
+	slices.SortStableFunc(tiers, func(a, b string) int {
+		ba, bb := pick.Windows[a].Behind(), pick.Windows[b].Behind()
+		switch {
+		case ba > bb:
+			return -1
+		case ba < bb:
+			return 1
+		}
+		return 0
+	})
+	for _, tier := range tiers {
+		pick.Items = append(pick.Items, byTier[tier]...)
+	}
+	return pick, nil
 }
+
+// DueRefreshSQL is the refresh pick: for each tier (?1–?3 hot, ?4–?6
+// warm, ?7–?9 cold: the cursor's slot and track id, the window's end
+// slot) its next apps in round order from idx_app_registry_refresh_sweep,
+// a range of one tier's slots; then the retry list's due apps from
+// idx_app_registry_refresh_retry (?11 now). Each part stops at ?10 apps.
+var DueRefreshSQL = fmt.Sprintf(`SELECT * FROM (%[1]s WHERE refresh_tier = 'hot' AND %[2]s >= ?1 AND %[2]s < ?3 AND (%[2]s > ?1 OR track_id > ?2)
+  ORDER BY %[2]s, track_id LIMIT ?10)
+UNION ALL SELECT * FROM (%[1]s WHERE refresh_tier = 'warm' AND %[2]s >= ?4 AND %[2]s < ?6 AND (%[2]s > ?4 OR track_id > ?5)
+  ORDER BY %[2]s, track_id LIMIT ?10)
+UNION ALL SELECT * FROM (%[1]s WHERE refresh_tier = 'cold' AND %[2]s >= ?7 AND %[2]s < ?9 AND (%[2]s > ?7 OR track_id > ?8)
+  ORDER BY %[2]s, track_id LIMIT ?10)
+UNION ALL SELECT * FROM (%[3]s WHERE refresh_retry_at IS NOT NULL AND refresh_retry_at <= ?11 ORDER BY refresh_retry_at LIMIT ?10)`,
+	`SELECT refresh_tier AS tier, `+refresh.SlotSQL+` AS slot, track_id, COALESCE(page_version, '') AS page_version,
+  COALESCE(page_rating_count, -1) AS page_rating_count FROM app_registry`,
+	refresh.SlotSQL,
+	`SELECT '' AS tier, `+refresh.SlotSQL+` AS slot, track_id, COALESCE(page_version, '') AS page_version,
+  COALESCE(page_rating_count, -1) AS page_rating_count FROM app_registry`)
 
 // NeedsPage reports whether a refresh's lookup shows a change its page
 // must be fetched for (refresh.Unchanged: the same version and rating
@@ -86,25 +202,69 @@ func (s D1Store) SaveUnchangedRefresh(ctx context.Context, app appstore.App, at 
 	return err
 }
 
-// PostponeRefresh implements RefreshStore: only a scheduled app (still
-// enriched) is moved.
+// PostponeRefresh implements RefreshStore: only an enriched app is put on
+// the retry list.
 func (s D1Store) PostponeRefresh(ctx context.Context, id int64, until time.Time) error {
-	_, err := s.DB.Exec(ctx, d1.Stmt{SQL: `UPDATE app_registry SET next_refresh_at = ? WHERE track_id = ? AND next_refresh_at IS NOT NULL`,
+	_, err := s.DB.Exec(ctx, d1.Stmt{SQL: `UPDATE app_registry SET refresh_retry_at = ? WHERE track_id = ? AND enrichment_source = '` + SourceEnriched + `'`,
 		Args: []any{ts(until), id}})
 	return err
 }
 
+// AdvanceRefreshes implements RefreshStore: one row per cursor, one per
+// app put back (only in an outage), in one batch, so a cursor never moves
+// past an app that was neither done nor put back.
+func (s D1Store) AdvanceRefreshes(ctx context.Context, cursors map[string]refresh.Cursor, retries []RefreshRetry, at time.Time) error {
+	stmts := AdvanceRefreshStatements(cursors, retries, at)
+	if len(stmts) == 0 {
+		return nil
+	}
+	_, err := s.DB.ExecAtomic(ctx, stmts...)
+	return err
+}
+
+// AdvanceRefreshStatements write the cursors (each a JSON cursor in
+// sweep_cursors) and put the retries on the retry list.
+func AdvanceRefreshStatements(cursors map[string]refresh.Cursor, retries []RefreshRetry, at time.Time) []d1.Stmt {
+	var stmts []d1.Stmt
+	if len(retries) > 0 {
+		b, _ := json.Marshal(retries)
+		stmts = append(stmts, d1.Stmt{SQL: `WITH p AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.at') AS at FROM json_each(?1))
+UPDATE app_registry SET refresh_retry_at = p.at FROM p
+WHERE app_registry.track_id = p.id AND app_registry.enrichment_source = '` + SourceEnriched + `'`, Args: []any{string(b)}})
+	}
+	for _, tier := range refresh.Tiers {
+		c, ok := cursors[tier]
+		if !ok {
+			continue
+		}
+		b, _ := json.Marshal(c)
+		stmts = append(stmts, d1.Stmt{
+			SQL:  `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
+			Args: []any{refreshCursorName(tier), string(b), ts(at)},
+		})
+	}
+	return stmts
+}
+
 // UnchangedRefreshStatements record a refresh whose lookup showed nothing
-// that needs a page: the lookup's other fields (average rating, price),
-// the sighting, and enriched_at, from which the next refresh is scheduled.
-// Only a still-enriched record is touched. The history triggers record
-// what changed.
+// that needs a page. The row is written only when something moved: the
+// lookup's other fields (average rating, price, currency; then their
+// observation time too, which the history triggers record them at), a
+// stale mark, a place on the retry list, or a sighting older than
+// refresh.SightingGranularity (so the stale task still sees refreshed
+// apps as seen). Otherwise the update matches no row and writes nothing:
+// neither the row nor an index entry. enriched_at stays the time of the
+// record (the page), not of the last look.
 func UnchangedRefreshStatements(a appstore.App, at time.Time) []d1.Stmt {
 	now := ts(at)
 	return []d1.Stmt{{
-		SQL: `UPDATE app_registry SET average_rating = ?, price = ?, currency = ?, observed_at = ?, last_seen_at = ?,
-  stale_at = NULL, enriched_at = ?, updated_at = ?
-WHERE track_id = ? AND enrichment_source = '` + SourceEnriched + `'`,
-		Args: []any{a.AverageRating, a.Price, a.Currency, now, now, now, now, a.TrackID},
+		SQL: `UPDATE app_registry SET average_rating = ?1, price = ?2, currency = ?3,
+  observed_at = CASE WHEN average_rating IS NOT ?1 OR price IS NOT ?2 OR currency IS NOT ?3 THEN ?4 ELSE observed_at END,
+  updated_at = CASE WHEN average_rating IS NOT ?1 OR price IS NOT ?2 OR currency IS NOT ?3 THEN ?4 ELSE updated_at END,
+  last_seen_at = max(COALESCE(last_seen_at, ''), ?4), stale_at = NULL, refresh_retry_at = NULL
+WHERE track_id = ?5 AND enrichment_source = '` + SourceEnriched + `'
+  AND (average_rating IS NOT ?1 OR price IS NOT ?2 OR currency IS NOT ?3 OR stale_at IS NOT NULL
+    OR refresh_retry_at IS NOT NULL OR COALESCE(last_seen_at, '') < ?6)`,
+		Args: []any{a.AverageRating, a.Price, a.Currency, now, a.TrackID, ts(at.Add(-refresh.SightingGranularity))},
 	}}
 }

@@ -4,10 +4,12 @@ package enrichment
 
 import (
 	"context"
-	controller "storecrawl/durable/enrichment"
+	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
+	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/d1"
@@ -15,116 +17,222 @@ import (
 	"storecrawl/worker/refresh"
 )
 
-// TestUnchangedRefreshCostsNoPage: a due refresh whose lookup shows the
-// version and rating count its page was fetched for needs no page; its
-// record is confirmed and the next refresh scheduled from now. A changed
-// version needs the page.
-func TestUnchangedRefreshCostsNoPage(t *testing.T) {
+// coldRoundEnd is an hour before a cold round ends: a cold cursor at the
+// round's start has nearly every slot due.
+var coldRoundEnd = time.Unix(693*int64(refresh.ColdInterval/time.Second)-3600, 0).UTC()
+
+// tiered inserts an enriched app of tier, its page fetched for version
+// and count.
+func tiered(t *testing.T, drv *d1test.Driver, id int64, version string, count int64, enrichedAt time.Time, tier string) {
+	t.Helper()
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, enrichment_source, enriched_at, page_status, version, rating_count, average_rating,
+  price, currency, discovered_at, last_seen_at, refresh_tier)
+VALUES (?, 'old name', ?, ?, 'parsed', ?, ?, 4.0, 0, 'USD', ?, ?, ?)`, id, SourceEnriched, d1.Time(enrichedAt), version, count, d1.Time(enrichedAt), d1.Time(enrichedAt), tier)
+	drv.Exec(t, `UPDATE app_registry SET page_version = ?, page_rating_count = ? WHERE track_id = ?`, version, count, id)
+}
+
+func setCursor(t *testing.T, drv *d1test.Driver, tier string, c refresh.Cursor) {
+	t.Helper()
+	b, _ := json.Marshal(c)
+	drv.Exec(t, `INSERT INTO sweep_cursors (name, cursor) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor`, refreshCursorName(tier), string(b))
+}
+
+func cursorOf(t *testing.T, drv *d1test.Driver, tier string) (c refresh.Cursor) {
+	t.Helper()
+	rows := drv.Rows(t, `SELECT CAST(cursor AS TEXT) AS c FROM sweep_cursors WHERE name = ?`, refreshCursorName(tier))
+	if len(rows) == 0 {
+		return c
+	}
+	if err := json.Unmarshal([]byte(rows[0]["c"].(string)), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestUnchangedRefreshWritesNoRow: a refresh whose lookup shows the app as
+// stored writes nothing (0 rows, no index entry); a moved average rating
+// writes the row and its history; a sighting older than the granularity
+// writes the row alone. Before the tier sweeps the same refresh wrote 2
+// rows (the row with enriched_at, and the schedule trigger's rewrite).
+func TestUnchangedRefreshWritesNoRow(t *testing.T) {
 	db, drv := d1test.New(t)
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	a := appstore.App{TrackID: 100000001, Name: "Budget Planner", Version: "3.2", RatingCount: 800, AverageRating: 4.4, Price: 0, Currency: "USD", DeveloperID: 1, DeveloperName: "Dev"}
-	drv.Exec(t, `INSERT INTO app_registry (track_id, discovered_at) VALUES (?, ?)`, a.TrackID, d1.Time(t0.Add(-time.Hour)))
-	if _, err := db.Exec(ctx, SaveStatements(Record{App: a, Page: appstore.StorePage{}, FetchedAt: t0})...); err != nil {
-		t.Fatal(err)
-	}
-	// The catalogue sweep schedules it (a cold app: about a month).
-	if r := catalogue.Sweep(ctx, catalogue.D1Store{DB: db}, t0); r.Error != "" || r.Scheduled != 1 {
-		t.Fatalf("sweep: %+v", r)
-	}
+	a := appstore.App{TrackID: 100000001, Name: "Budget Planner", Version: "3.2", RatingCount: 800, AverageRating: 4.0, Price: 0, Currency: "USD"}
+	tiered(t, drv, a.TrackID, a.Version, a.RatingCount, t0, refresh.TierWarm)
 	st := D1Store{DB: db}
-	if due, _ := st.DueRefreshes(ctx, 10, t0.Add(24*time.Hour)); len(due) != 0 {
-		t.Fatalf("not due a day later: %+v", due)
-	}
-	later := t0.Add(40 * 24 * time.Hour)
-	due, err := st.DueRefreshes(ctx, 10, later)
-	if err != nil || len(due) != 1 || due[0].TrackID != a.TrackID || due[0].Page.Version != "3.2" || due[0].Page.RatingCount != 800 {
-		t.Fatalf("due: %+v %v", due, err)
-	}
-	if due[0].NeedsPage(a) {
-		t.Fatal("same version and rating count: no page")
-	}
-	looked := a
-	looked.AverageRating = 4.5
-	if _, err := db.Exec(ctx, UnchangedRefreshStatements(looked, later)...); err != nil {
+	later := t0.Add(12 * time.Hour)
+	before := drv.TotalChanges(t)
+	if err := st.SaveUnchangedRefresh(ctx, a, later); err != nil {
 		t.Fatal(err)
 	}
-	row := drv.Rows(t, `SELECT enriched_at, next_refresh_at, refresh_interval_s, average_rating FROM app_registry WHERE track_id = ?`, a.TrackID)[0]
-	iv := time.Duration(row["refresh_interval_s"].(float64)) * time.Second
-	if row["enriched_at"] != d1.Time(later) || row["next_refresh_at"] != d1.Time(later.Add(iv)) || row["average_rating"] != 4.5 {
-		t.Fatalf("after an unchanged refresh: %v", row)
+	if n := drv.TotalChanges(t) - before; n != 0 {
+		t.Fatalf("an unchanged refresh wrote %d rows, want 0", n)
 	}
-	if due, _ := st.DueRefreshes(ctx, 10, later.Add(time.Hour)); len(due) != 0 {
-		t.Fatalf("a refreshed app is not due again at once: %+v", due)
+	row := drv.Rows(t, `SELECT enriched_at, last_seen_at FROM app_registry WHERE track_id = ?`, a.TrackID)[0]
+	if row["enriched_at"] != d1.Time(t0) || row["last_seen_at"] != d1.Time(t0) {
+		t.Fatalf("untouched: %v", row)
 	}
+	// The average rating moved: the row (with the observation time) and
+	// its rating history, 2 rows.
+	moved := a
+	moved.AverageRating = 4.5
+	before = drv.TotalChanges(t)
+	st.SaveUnchangedRefresh(ctx, moved, later)
+	if n := drv.TotalChanges(t) - before; n != 2 {
+		t.Fatalf("a moved rating wrote %d rows, want 2 (the app, its snapshot)", n)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = ? AND taken_at = ? AND average_rating = 4.5`, a.TrackID, d1.Time(later)); n != 1 {
+		t.Fatal("the moved rating is in the history at the refresh's time")
+	}
+	// Long unseen otherwise: the sighting alone, 1 row, so the stale task
+	// never marks a refreshed app.
+	much := later.Add(refresh.SightingGranularity + time.Hour)
+	before = drv.TotalChanges(t)
+	st.SaveUnchangedRefresh(ctx, moved, much)
+	if n := drv.TotalChanges(t) - before; n != 1 {
+		t.Fatalf("an old sighting wrote %d rows, want 1", n)
+	}
+	if got := drv.Rows(t, `SELECT last_seen_at FROM app_registry WHERE track_id = ?`, a.TrackID)[0]["last_seen_at"]; got != d1.Time(much) {
+		t.Fatalf("last_seen_at %v", got)
+	}
+	if refresh.SightingGranularity+refresh.ColdInterval >= catalogue.DefaultStaleAfter {
+		t.Fatal("a cold app looked at every round must never go stale")
+	}
+	// A changed version needs the page.
 	changed := a
 	changed.Version = "3.3"
-	if !(DueRefresh{Page: due0(t, drv, a.TrackID)}).NeedsPage(changed) {
-		t.Fatal("a new version needs the page")
+	if (DueRefresh{Page: refresh.Fingerprint{Version: "3.2", RatingCount: 800}}).NeedsPage(a) ||
+		!(DueRefresh{Page: refresh.Fingerprint{Version: "3.2", RatingCount: 800}}).NeedsPage(changed) {
+		t.Fatal("only a change needs the page")
 	}
 	if r, d := SplitTick(10, 100, 100, 0.3); r != 3 || d != 7 {
 		t.Fatalf("split: %d %d", r, d)
 	}
 }
 
-func due0(t *testing.T, drv *d1test.Driver, id int64) (fp refresh.Fingerprint) {
-	row := drv.Rows(t, `SELECT page_version, page_rating_count FROM app_registry WHERE track_id = ?`, id)[0]
-	fp.Version, fp.RatingCount = row["page_version"].(string), int64(row["page_rating_count"].(float64))
-	return fp
+// TestSweepPicksEachAppOncePerIntervalOnD1 runs the pick and the cursor
+// writes against the real schema over a simulated day on a virtual clock
+// (a tick every 5 minutes, batches of 40): each hot app is picked 4 times,
+// each warm app twice, each cold app whose slot the day's thirtieth of the
+// cold round passes once, the others not at all. Every app is unchanged:
+// no app row is written, only the cursors, one row per tier per batch.
+func TestSweepPicksEachAppOncePerIntervalOnD1(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	st := D1Store{DB: db}
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC) // a hot and warm round boundary
+	tiers := map[int64]string{}
+	const perTier = 150
+	for i := int64(0); i < 3*perTier; i++ {
+		id := 100000001 + i*7
+		tier := refresh.Tiers[i%3]
+		tiers[id] = tier
+		tiered(t, drv, id, "1.0", 10, start.Add(-time.Hour), tier)
+	}
+	// The cursors as a deploy finds them: none, so each starts at its target.
+	picked := map[int64]int{}
+	before := drv.TotalChanges(t)
+	batches, cursorRows := 0, 0
+	const n = 40
+	for now := start; !now.After(start.Add(24 * time.Hour)); now = now.Add(5 * time.Minute) {
+		for {
+			pick, err := st.DueRefreshes(ctx, n, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range pick.Items {
+				picked[d.TrackID]++
+				if err := st.SaveUnchangedRefresh(ctx, appstore.App{TrackID: d.TrackID, Version: "1.0", RatingCount: 10, AverageRating: 4.0, Currency: "USD"}, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fates := make([]refreshFate, len(pick.Items))
+			cursors, retries := RefreshAdvance(pick, pick.Items, fates, now)
+			if len(retries) > 0 {
+				t.Fatalf("nothing failed, yet retries: %v", retries)
+			}
+			if err := st.AdvanceRefreshes(ctx, cursors, nil, now); err != nil {
+				t.Fatal(err)
+			}
+			batches++
+			cursorRows += len(cursors)
+			full := false
+			for _, tier := range refresh.Tiers {
+				full = full || pick.Read[tier] == n
+			}
+			if !full {
+				break
+			}
+		}
+	}
+	if w := drv.TotalChanges(t) - before; w != int64(cursorRows) {
+		t.Fatalf("%d rows written for %d cursor moves: refreshes wrote app rows", w, cursorRows)
+	}
+	_, coldFrom := refresh.RoundAt(refresh.TierCold, start)
+	_, coldTo := refresh.RoundAt(refresh.TierCold, start.Add(24*time.Hour))
+	looked := map[string]int{}
+	for id, tier := range tiers {
+		want := map[string]int{refresh.TierHot: 4, refresh.TierWarm: 2}[tier]
+		if s := refresh.Slot(id); tier == refresh.TierCold && s >= coldFrom && s < coldTo {
+			want = 1
+		}
+		if picked[id] != want {
+			t.Fatalf("%s app %d (slot %d) picked %d times in a day, want %d", tier, id, refresh.Slot(id), picked[id], want)
+		}
+		looked[tier] += picked[id]
+	}
+	t.Logf("a day: %v looks in %d batches, %d cursor rows, 0 app rows", looked, batches, cursorRows)
 }
 
-// enrichedDue inserts an enriched app whose refresh is due at due, its
-// page fetched for version and count.
-func enrichedDue(t *testing.T, drv *d1test.Driver, id int64, version string, count int64, enrichedAt, due time.Time) {
-	t.Helper()
-	drv.Exec(t, `INSERT INTO app_registry (track_id, name, enrichment_source, enriched_at, page_status, version, rating_count, average_rating, refresh_interval_s, discovered_at)
-VALUES (?, 'old name', ?, ?, 'parsed', ?, ?, 4.0, 86400, ?)`, id, SourceEnriched, d1.Time(enrichedAt), version, count, d1.Time(enrichedAt))
-	drv.Exec(t, `UPDATE app_registry SET next_refresh_at = ?, page_version = ?, page_rating_count = ? WHERE track_id = ?`, d1.Time(due), version, count, id)
-}
-
-// TestRunServesDueRefreshes runs ticks against the real schema with
-// never-enriched apps and due refreshes waiting: the tick's slots are
-// shared by REFRESH_SHARE; an unchanged app costs a share of a lookup and
-// no page; a changed one gets its page and a new record (its history and
-// next refresh follow); an app the lookup no longer knows is postponed,
-// never marked failed or missing; queued apps go first.
+// TestRunServesDueRefreshes runs a tick against the real schema with
+// never-enriched apps and a cold round due: the tick's slots are shared
+// by REFRESH_SHARE; an unchanged app costs a share of a lookup and no
+// page; a changed one gets its page and a new record (its history
+// follows); an app the lookup no longer knows goes on the retry list,
+// never marked failed or missing; the cold cursor moves past them all.
 func TestRunServesDueRefreshes(t *testing.T) {
 	var inflight, peak int
 	srv := fixtureUpstream(t, &inflight, &peak)
 	defer srv.Close()
 	db, drv := d1test.New(t)
-	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	now := coldRoundEnd
 	monthAgo := now.Add(-30 * 24 * time.Hour)
 	const fixtureVersion, fixtureCount = "3.258.2", 51392 // the lookup capture's
 	for _, id := range []int64{10, 11, 12} {
 		drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (?)`, id)
 	}
-	enrichedDue(t, drv, 20, fixtureVersion, fixtureCount, monthAgo, now.Add(-3*time.Hour)) // unchanged
-	enrichedDue(t, drv, 21, "3.0", 50000, monthAgo, now.Add(-2*time.Hour))                 // a new version, 1,392 new ratings
-	enrichedDue(t, drv, 2, "1.0", 10, monthAgo, now.Add(-time.Hour))                       // gone from the store
-	enrichedDue(t, drv, 30, "1.0", 10, monthAgo, now.Add(time.Hour))                       // not due yet
+	tiered(t, drv, 20, fixtureVersion, fixtureCount, monthAgo, refresh.TierCold) // unchanged
+	tiered(t, drv, 21, "3.0", 50000, monthAgo, refresh.TierCold)                 // a new version, 1,392 new ratings
+	tiered(t, drv, 2, "1.0", 10, monthAgo, refresh.TierCold)                     // gone from the store
+	tiered(t, drv, 30, "1.0", 10, monthAgo, refresh.TierWarm)                    // its round is on time: not due
+	r0, _ := refresh.RoundAt(refresh.TierCold, now)
+	setCursor(t, drv, refresh.TierCold, refresh.Cursor{Round: r0})
 	st := D1Store{DB: db}
 	r, _, _, _ := newRunner(t, srv, nil)
 	r.Store, r.Refreshes, r.RefreshShare, r.Now = st, st, 0.5, func() time.Time { return now }
 	r.HTML = R2HTML{Bucket: bucketFunc(func(string, []byte, string, map[string]string) error { return nil })}
 
-	// Half of 4 slots: two refreshes (the most overdue), two queued apps.
-	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 4, ChunkItems: 4})
-	if out.Error != "" || out.Picked != 4 {
+	// Half of 6 slots: the three cold refreshes, three queued apps.
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 6, ChunkItems: 6})
+	if out.Error != "" || out.Picked != 6 {
 		t.Fatalf("run: %+v", out)
 	}
 	got := map[int64]controller.ItemResult{}
 	for _, res := range out.Results {
 		got[res.TrackID] = res
 	}
-	if _, ok := got[10]; !ok || got[12].TrackID != 0 || !got[20].Refresh || !got[21].Refresh || got[2].TrackID != 0 {
-		t.Fatalf("first tick served %v", got)
+	if got[10].TrackID == 0 || got[12].TrackID == 0 || !got[20].Refresh || !got[21].Refresh || !got[2].Refresh || got[30].TrackID != 0 {
+		t.Fatalf("the tick served %v", got)
 	}
 	if !got[20].Unchanged || got[20].Class != controller.ClassOK || got[20].Page != "" {
 		t.Fatalf("unchanged refresh: %+v", got[20])
 	}
 	if got[21].Unchanged || got[21].Class != controller.ClassOK || got[21].Page != controller.PageParsed {
 		t.Fatalf("changed refresh: %+v", got[21])
+	}
+	if got[2].Class != controller.ClassNotFound {
+		t.Fatalf("gone: %+v", got[2])
 	}
 	pages := map[int]bool{}
 	lookups := 0
@@ -135,44 +243,138 @@ func TestRunServesDueRefreshes(t *testing.T) {
 			pages[rq.Item] = true
 		}
 	}
-	if lookups != 1 || len(pages) != 3 { // one batch; pages for 10, 11 and 21, none for 20
+	if lookups != 1 || len(pages) != 4 { // one batch; pages for 10, 11, 12 and 21, none for 20 or 2
 		t.Fatalf("%d lookups, pages for items %v", lookups, pages)
 	}
-	// The unchanged app: confirmed now, due again a day on, its name as it was.
-	row := drv.Rows(t, `SELECT name, enriched_at, next_refresh_at, rating_count, average_rating FROM app_registry WHERE track_id = 20`)[0]
-	if row["name"] != "old name" || row["enriched_at"] != d1.Time(now) || row["next_refresh_at"] != d1.Time(now.Add(24*time.Hour)) || row["average_rating"] != float64(3) {
+	// The unchanged app: its record as it was; only the average rating the
+	// lookup moved (4.0 to the capture's 3) is written.
+	row := drv.Rows(t, `SELECT name, enriched_at, average_rating FROM app_registry WHERE track_id = 20`)[0]
+	if row["name"] != "old name" || row["enriched_at"] != d1.Time(monthAgo) || row["average_rating"] != float64(3) {
 		t.Fatalf("unchanged refresh row: %v", row)
 	}
-	// The changed app: a new record, the new count in its history.
-	row = drv.Rows(t, `SELECT name, enriched_at, next_refresh_at, rating_count, page_rating_count FROM app_registry WHERE track_id = 21`)[0]
-	if row["name"] == "old name" || row["rating_count"] != float64(fixtureCount) || row["page_rating_count"] != float64(fixtureCount) || row["next_refresh_at"] != d1.Time(now.Add(24*time.Hour)) {
+	// The changed app: a new record, the new count and version in its history.
+	row = drv.Rows(t, `SELECT name, enriched_at, rating_count, page_rating_count FROM app_registry WHERE track_id = 21`)[0]
+	if row["name"] == "old name" || row["enriched_at"] != d1.Time(now) || row["rating_count"] != float64(fixtureCount) || row["page_rating_count"] != float64(fixtureCount) {
 		t.Fatalf("changed refresh row: %v", row)
 	}
 	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 21 AND rating_count = ? AND taken_at = ?`, fixtureCount, d1.Time(now)); n != 1 {
 		t.Fatalf("history of the changed app: %d rows", n)
 	}
-	// Its version change, with the release notes the lookup carried.
 	if n := drv.Int(t, `SELECT COUNT(*) FROM app_version_history WHERE track_id = 21 AND version = ? AND seen_at = ? AND release_notes LIKE 'We update the app as often%'`, fixtureVersion, d1.Time(now)); n != 1 {
 		t.Fatalf("version history of the changed app: %v", drv.Rows(t, `SELECT * FROM app_version_history WHERE track_id = 21`))
 	}
+	// The gone app: on the retry list, its record kept.
+	row = drv.Rows(t, `SELECT enrichment_source, enriched_at, refresh_retry_at FROM app_registry WHERE track_id = 2`)[0]
+	if row["enrichment_source"] != SourceEnriched || row["enriched_at"] != d1.Time(monthAgo) || row["refresh_retry_at"] != d1.Time(now.Add(refresh.RetryInterval)) {
+		t.Fatalf("a refresh the lookup does not find is retried later, the record kept: %v", row)
+	}
+	// The cold cursor read its window to the end: at the round's target.
+	_, target := refresh.RoundAt(refresh.TierCold, now)
+	if c := cursorOf(t, drv, refresh.TierCold); c.Round != r0 || c.Slot != target {
+		t.Fatalf("cold cursor %+v, want round %d slot %d", c, r0, target)
+	}
+	// Nothing due, nothing queued: an empty tick; the retry waits its time.
+	if out = r.Run(context.Background(), controller.RunPlan{BatchSize: 6, ChunkItems: 6}); out.Picked != 0 {
+		t.Fatalf("second tick: %+v", out.Results)
+	}
+	now = now.Add(refresh.RetryInterval)
+	if out = r.Run(context.Background(), controller.RunPlan{BatchSize: 6, ChunkItems: 6}); out.Picked != 1 || out.Results[0].TrackID != 2 {
+		t.Fatalf("the retry: %+v", out.Results)
+	}
+}
 
-	// The next tick: app 2 (due) and app 12 (queued) remain; the queue's
-	// last app takes the slot the refreshes leave.
-	out = r.Run(context.Background(), controller.RunPlan{BatchSize: 4, ChunkItems: 4})
-	got = map[int64]controller.ItemResult{}
-	for _, res := range out.Results {
-		got[res.TrackID] = res
+// TestRefreshOutageSkipsNoApp: while the lookups fail (503) the cold
+// cursor stays and nothing is written; when they answer again every due
+// app is looked at and the cursor moves past them.
+func TestRefreshOutageSkipsNoApp(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	db, drv := d1test.New(t)
+	now := coldRoundEnd
+	ids := []int64{20, 21, 22, 23}
+	for _, id := range ids {
+		tiered(t, drv, id, "3.258.2", 51392, now.Add(-30*24*time.Hour), refresh.TierCold)
+		drv.Exec(t, `UPDATE app_registry SET average_rating = 3 WHERE track_id = ?`, id) // the capture's
 	}
-	if len(got) != 2 || got[12].Class != controller.ClassOK || !got[2].Refresh || got[2].Class != controller.ClassNotFound {
-		t.Fatalf("second tick: %v", out.Results)
+	r0, _ := refresh.RoundAt(refresh.TierCold, now)
+	setCursor(t, drv, refresh.TierCold, refresh.Cursor{Round: r0})
+	for _, tier := range []string{refresh.TierHot, refresh.TierWarm} { // on time, nothing due
+		setCursor(t, drv, tier, refresh.StartCursor(tier, now))
 	}
-	row = drv.Rows(t, `SELECT enrichment_source, enriched_at, next_refresh_at FROM app_registry WHERE track_id = 2`)[0]
-	if row["enrichment_source"] != SourceEnriched || row["enriched_at"] != d1.Time(monthAgo) || row["next_refresh_at"] != d1.Time(now.Add(refresh.RetryInterval)) {
-		t.Fatalf("a refresh the lookup does not find is postponed, the record kept: %v", row)
+	st := D1Store{DB: db}
+	r, _, _, _ := newRunner(t, srv, nil)
+	r.Store, r.Refreshes, r.RefreshShare, r.Now = st, st, 1, func() time.Time { return now }
+	srv.mu.Lock()
+	srv.lookup = func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }
+	srv.mu.Unlock()
+	before := drv.TotalChanges(t)
+	for i := 0; i < 3; i++ {
+		out := r.Run(context.Background(), controller.RunPlan{BatchSize: 2, ChunkItems: 2})
+		if out.Picked != 2 || out.Results[0].Class != controller.ClassServerError {
+			t.Fatalf("outage tick: %+v", out)
+		}
+		now = now.Add(time.Minute)
 	}
-	// Nothing due, nothing queued: an empty tick; the app due in an hour waits.
-	if out = r.Run(context.Background(), controller.RunPlan{BatchSize: 4, ChunkItems: 4}); out.Picked != 0 {
-		t.Fatalf("third tick: %+v", out.Results)
+	if n := drv.TotalChanges(t) - before; n != 0 {
+		t.Fatalf("an outage wrote %d rows", n)
+	}
+	if c := cursorOf(t, drv, refresh.TierCold); c.Round != r0 || c.Slot != 0 || c.TrackID != 0 {
+		t.Fatalf("the cursor moved in an outage: %+v", c)
+	}
+	srv.mu.Lock()
+	srv.lookup = nil
+	srv.mu.Unlock()
+	seen := map[int64]int{}
+	for i := 0; i < 3; i++ {
+		out := r.Run(context.Background(), controller.RunPlan{BatchSize: 2, ChunkItems: 2})
+		for _, res := range out.Results {
+			if res.Class != controller.ClassOK || !res.Unchanged {
+				t.Fatalf("after the outage: %+v", res)
+			}
+			seen[res.TrackID]++
+		}
+	}
+	for _, id := range ids {
+		if seen[id] != 1 {
+			t.Fatalf("after the outage each app once: %v", seen)
+		}
+	}
+	// Batches of 2: two cursor rows, then nothing (the window's end is in
+	// the same round: not written); no app row.
+	if n := drv.TotalChanges(t) - before; n != 2 {
+		t.Fatalf("%d rows for two batches of unchanged apps, want 2 (the cursor)", n)
+	}
+}
+
+// TestRefreshAdvance: the cursor stops before the first app not looked at
+// at the end of a tier's batch; one alone in failing, with apps after it
+// done, goes on the retry list instead of holding the tier back.
+func TestRefreshAdvance(t *testing.T) {
+	now := coldRoundEnd
+	c0 := refresh.StartCursor(refresh.TierWarm, now.Add(-time.Hour))
+	w := refresh.Due(refresh.TierWarm, c0, now)
+	var taken []DueRefresh
+	for i := int64(1); i <= 5; i++ {
+		taken = append(taken, DueRefresh{TrackID: i, Tier: refresh.TierWarm, Slot: w.From.Slot + i})
+	}
+	pick := RefreshPick{Windows: map[string]refresh.Window{refresh.TierWarm: w}, Read: map[string]int{refresh.TierWarm: 5}, Limit: 5}
+	cursors, retries := RefreshAdvance(pick, taken, []refreshFate{fateDone, fateOutage, fateDone, fateLeft, fateOutage}, now)
+	if c := cursors[refresh.TierWarm]; c.Slot != taken[2].Slot || c.TrackID != 3 || c.Round != w.Round {
+		t.Fatalf("cursor %+v, want at app 3", c)
+	}
+	if len(retries) != 1 || retries[0].TrackID != 2 || retries[0].At != d1.Time(now.Add(RefreshOutageDelay)) {
+		t.Fatalf("retries %+v", retries)
+	}
+	// Nothing looked at: nothing written.
+	if cursors, retries := RefreshAdvance(pick, taken, []refreshFate{fateOutage, fateOutage, fateLeft, fateLeft, fateLeft}, now); len(cursors)+len(retries) != 0 {
+		t.Fatalf("an outage moved %v %v", cursors, retries)
+	}
+	// All done, the window read to its end: the cursor at the target.
+	pick.Limit = 6
+	cursors, _ = RefreshAdvance(pick, taken, make([]refreshFate, 5), now)
+	if c := cursors[refresh.TierWarm]; c.Slot != w.UpTo || c.TrackID != 0 {
+		t.Fatalf("exhausted: %+v", c)
 	}
 }
 
@@ -180,8 +382,9 @@ func TestRunServesDueRefreshes(t *testing.T) {
 // while the API host is held, the tick is the queue's alone.
 func TestRefreshesWaitWhilePagesOrLookupsArePaused(t *testing.T) {
 	db, drv := d1test.New(t)
-	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	enrichedDue(t, drv, 20, "1.0", 10, now.Add(-48*time.Hour), now.Add(-time.Hour))
+	now := coldRoundEnd
+	tiered(t, drv, 20, "1.0", 10, now.Add(-48*time.Hour), refresh.TierCold)
+	drv.Exec(t, `UPDATE app_registry SET refresh_retry_at = ? WHERE track_id = 20`, d1.Time(now.Add(-time.Hour)))
 	st := D1Store{DB: db}
 	r := &Runner{Store: st, Refreshes: st, RefreshShare: 1, Now: func() time.Time { return now }}
 	for _, plan := range []controller.RunPlan{{BatchSize: 4, SkipPages: true}, {BatchSize: 4, NoLookups: true}} {
@@ -189,12 +392,49 @@ func TestRefreshesWaitWhilePagesOrLookupsArePaused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := r.withRefreshes(context.Background(), items, plan, now); len(got) != 0 {
+		if got, _ := r.withRefreshes(context.Background(), items, plan, now); len(got) != 0 {
 			t.Fatalf("plan %+v served %v", plan, got)
 		}
 	}
-	items := r.withRefreshes(context.Background(), nil, controller.RunPlan{BatchSize: 4}, now)
-	if len(items) != 1 || items[0].Refresh == nil || items[0].TrackID != 20 {
-		t.Fatalf("with pages and lookups running: %v", items)
+	items, _ := r.withRefreshes(context.Background(), nil, controller.RunPlan{BatchSize: 4}, now)
+	if len(items) != 1 || items[0].Refresh == nil || items[0].TrackID != 20 || items[0].Refresh.Tier != "" {
+		t.Fatalf("with pages and lookups running, the retry list: %v", items)
+	}
+}
+
+// TestPickWalksAppsSharingASlot: apps in one slot are walked by track id,
+// one batch after another, none skipped or repeated.
+func TestPickWalksAppsSharingASlot(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	now := coldRoundEnd
+	var ids []int64
+	for k := int64(0); k < 4; k++ {
+		id := 100000001 + k*refresh.Slots // the same slot
+		ids = append(ids, id)
+		tiered(t, drv, id, "1.0", 10, now.Add(-time.Hour), refresh.TierCold)
+	}
+	if refresh.Slot(ids[0]) != refresh.Slot(ids[3]) {
+		t.Fatal("not one slot")
+	}
+	r0, _ := refresh.RoundAt(refresh.TierCold, now)
+	setCursor(t, drv, refresh.TierCold, refresh.Cursor{Round: r0})
+	st := D1Store{DB: db}
+	var got []int64
+	for i := 0; i < 6; i++ {
+		pick, err := st.DueRefreshes(ctx, 1, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range pick.Items {
+			got = append(got, d.TrackID)
+		}
+		cursors, _ := RefreshAdvance(pick, pick.Items, make([]refreshFate, len(pick.Items)), now)
+		if err := st.AdvanceRefreshes(ctx, cursors, nil, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 4 || got[0] != ids[0] || got[1] != ids[1] || got[2] != ids[2] || got[3] != ids[3] {
+		t.Fatalf("walked %v, want %v", got, ids)
 	}
 }

@@ -205,7 +205,13 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	if err != nil {
 		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds(), Subrequests: budget.Used()}
 	}
-	items = r.withRefreshes(ctx, items, plan, start)
+	items, refreshes := r.withRefreshes(ctx, items, plan, start)
+	// The cursors' write at the end is set aside like the events' send.
+	var advanceBudget, advanceQueries *subreq.Budget
+	if refreshes != nil {
+		advanceBudget, _ = budget.Reserve(1)
+		advanceQueries, _ = queries.Reserve(1)
+	}
 	// The events send at the end is set aside before any item starts, one
 	// call for each message the run may send (its items' and the outbox's
 	// apps), so items never eat it; what cannot be set aside, or sent,
@@ -345,6 +351,18 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		}
 	}
 	out := controller.RunOutcome{Picked: attempted, Skipped: len(items) - attempted, Results: results[:attempted]}
+	if refreshes != nil {
+		actx := ctx
+		if advanceBudget != nil {
+			actx = subreq.WithBudget(actx, advanceBudget)
+			defer advanceBudget.Close()
+		}
+		if advanceQueries != nil {
+			actx = subreq.WithQueries(actx, advanceQueries)
+			defer advanceQueries.Close()
+		}
+		r.finishRefreshes(actx, refreshes, items, results[:attempted])
+	}
 	// In send order: each batch's lookup before the pages of its items.
 	for j := range items {
 		out.Requests = append(out.Requests, batchReqs[j]...)
@@ -434,29 +452,163 @@ func anyRefused(rs []controller.ItemResult) bool {
 // them. No refresh runs while store pages are paused (parser drift) or
 // lookups are (the API host held): a refresh needs its lookup, and its
 // page when the app changed. A failed read of the due refreshes leaves the
-// tick to the queue.
-func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, plan controller.RunPlan, now time.Time) []QueuedItem {
+// tick to the queue. The pick returned says what the run took, for
+// finishRefreshes (nil: no refresh).
+func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, plan controller.RunPlan, now time.Time) ([]QueuedItem, *refreshRun) {
 	if r.Refreshes == nil || plan.SkipPages || plan.NoLookups || plan.BatchSize <= 0 {
-		return items
+		return items, nil
 	}
-	due, err := r.Refreshes.DueRefreshes(ctx, plan.BatchSize, now)
+	pick, err := r.Refreshes.DueRefreshes(ctx, plan.BatchSize, now)
 	if err != nil {
 		logx.Err("controller.refresh_pick_failed", err, nil)
-		return items
+		return items, nil
 	}
-	refreshes, discovery := SplitTick(plan.BatchSize, len(items), len(due), r.RefreshShare)
+	// The number due is what the pick read: each tier's window and the
+	// retry list, up to BatchSize each, so bounded however far behind.
+	refreshes, discovery := SplitTick(plan.BatchSize, len(items), len(pick.Items), r.RefreshShare)
 	items = items[:discovery]
-	for i := range due[:refreshes] {
-		items = append(items, QueuedItem{TrackID: due[i].TrackID, Refresh: &due[i]})
+	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now}
+	for i := range run.taken {
+		items = append(items, QueuedItem{TrackID: run.taken[i].TrackID, Refresh: &run.taken[i]})
 	}
-	return items
+	if refreshes == 0 {
+		return items, nil
+	}
+	return items, run
+}
+
+// refreshRun is a run's share of the due refreshes: the pick, and the
+// apps taken (a prefix of the pick, so of each tier's window).
+type refreshRun struct {
+	pick  RefreshPick
+	taken []DueRefresh
+	now   time.Time
+}
+
+// refreshFate is what became of a taken refresh, for its tier's cursor.
+type refreshFate int
+
+const (
+	fateDone   refreshFate = iota // looked at (stored, unchanged, or on the retry list for the app's own failure)
+	fateOutage                    // the upstream failed (5xx, timeout): not looked at
+	fateLeft                      // not attempted, refused by the pace, or its page skipped: not looked at
+)
+
+func fateOf(res controller.ItemResult) refreshFate {
+	switch res.Class {
+	case controller.ClassOK:
+		if res.Page == controller.PageSkipped {
+			return fateLeft
+		}
+		return fateDone
+	case controller.ClassRateLimit:
+		return fateLeft
+	case controller.ClassServerError, controller.ClassTimeout:
+		return fateOutage
+	}
+	return fateDone
+}
+
+// RefreshAdvance is what a run's refreshes move: each tier's cursor to its
+// last app looked at, and the apps before it that were not looked at onto
+// the retry list (an app after it stays in the window: the next run takes
+// it again). So an outage that ends a batch writes nothing and loses
+// nothing; an app alone in failing goes on the retry list, never holding
+// its tier back. fates are the taken apps' in pick order.
+func RefreshAdvance(pick RefreshPick, taken []DueRefresh, fates []refreshFate, now time.Time) (map[string]refresh.Cursor, []RefreshRetry) {
+	cursors := map[string]refresh.Cursor{}
+	var retries []RefreshRetry
+	for _, tier := range refresh.Tiers {
+		w := pick.Windows[tier]
+		var idx []int // taken apps of the tier, in round order
+		for i, d := range taken {
+			if d.Tier == tier {
+				idx = append(idx, i)
+			}
+		}
+		read := pick.Read[tier]
+		if len(idx) == 0 {
+			// None read: the window is empty to its end. The cursor is
+			// written only to cross into the current round (an empty window
+			// of the same round stays where it is: the next read is the
+			// same empty range, and no row is written).
+			switch {
+			case read == 0 && !w.Empty() && w.Round < w.NowRound:
+				cursors[tier] = w.After(refresh.Pos{}, true)
+			case pick.Started[tier]:
+				cursors[tier] = refresh.Cursor{Round: w.Round, Pos: w.From} // kept from now on
+			}
+			continue
+		}
+		last := -1
+		for k, i := range idx {
+			if fates[i] == fateDone {
+				last = k
+			}
+		}
+		if last < 0 {
+			if pick.Started[tier] {
+				cursors[tier] = refresh.Cursor{Round: w.Round, Pos: w.From}
+			}
+			continue // nothing looked at: the cursor stays
+		}
+		for _, i := range idx[:last] {
+			switch fates[i] {
+			case fateOutage:
+				retries = append(retries, RefreshRetry{TrackID: taken[i].TrackID, At: ts(now.Add(RefreshOutageDelay))})
+			case fateLeft:
+				retries = append(retries, RefreshRetry{TrackID: taken[i].TrackID, At: ts(now)})
+			}
+		}
+		d := taken[idx[last]]
+		exhausted := last == len(idx)-1 && len(idx) == read && read < pick.Limit
+		cursors[tier] = w.After(refresh.Pos{Slot: d.Slot, TrackID: d.TrackID}, exhausted)
+	}
+	return cursors, retries
+}
+
+// finishRefreshes moves the tiers' cursors past what the run looked at
+// (RefreshAdvance): one row per tier, one batch. results are the attempted
+// items' (items[:len(results)]). A failed write leaves the cursors where
+// they were: the apps are looked at again, never skipped.
+func (r *Runner) finishRefreshes(ctx context.Context, run *refreshRun, items []QueuedItem, results []controller.ItemResult) {
+	if run == nil {
+		return
+	}
+	byID := make(map[int64]controller.ItemResult, len(run.taken))
+	for j, res := range results {
+		if items[j].Refresh != nil {
+			byID[items[j].TrackID] = res
+		}
+	}
+	fates := make([]refreshFate, len(run.taken))
+	for i, d := range run.taken {
+		res, ok := byID[d.TrackID]
+		switch {
+		case !ok:
+			fates[i] = fateLeft
+		case d.Tier == "":
+			fates[i] = fateDone // the retry list's own: settleRefresh settled it
+		default:
+			fates[i] = fateOf(res)
+		}
+	}
+	cursors, retries := RefreshAdvance(run.pick, run.taken, fates, run.now)
+	if len(cursors)+len(retries) == 0 {
+		return
+	}
+	if err := r.Refreshes.AdvanceRefreshes(ctx, cursors, retries, r.Now()); err != nil {
+		logx.Err("controller.refresh_advance_failed", err, map[string]any{"cursors": len(cursors), "retries": len(retries)})
+	}
 }
 
 // settleRefresh performs a due refresh: an unchanged app is recorded from
-// its lookup alone; a changed one gets its page and a new record (which
-// schedules its next refresh). A refresh that stored neither is postponed
-// (refused: left due for the next tick), never requeued or given up: the
-// app stays enriched as it was.
+// its lookup alone (nothing written unless a lookup field moved); a
+// changed one gets its page and a new record. A failure about the app
+// itself puts it on the retry list (refresh.RetryInterval); an outage or a
+// refusal leaves a round's app to finishRefreshes (its tier's cursor
+// stops before it) and puts a retry-list app back by RefreshOutageDelay.
+// Never requeued or given up: the app stays enriched as it was.
 func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lookup lookupOutcome, fetchPage bool) (controller.ItemResult, []controller.RequestOutcome) {
 	var res controller.ItemResult
 	var reqs []controller.RequestOutcome
@@ -474,15 +626,15 @@ func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lo
 	}
 	res.Refresh = true
 	var delay time.Duration
-	switch {
-	case res.Class == controller.ClassOK:
-		// Stored (or left due with its page skipped).
-	case res.Class == controller.ClassRateLimit:
-		// Next when the pace lets it: it is still due.
-	case res.Class == controller.ClassServerError || res.Class == controller.ClassTimeout:
-		delay = RefreshOutageDelay
-	default: // not found, parse and store errors: the app's own
-		delay = refresh.RetryInterval
+	switch fateOf(res) {
+	case fateDone:
+		if res.Class != controller.ClassOK {
+			delay = refresh.RetryInterval // the app's own failure
+		}
+	case fateOutage:
+		if it.Refresh.Tier == "" {
+			delay = RefreshOutageDelay
+		}
 	}
 	if delay > 0 {
 		if err := r.Refreshes.PostponeRefresh(ctx, it.TrackID, r.Now().Add(delay)); err != nil {

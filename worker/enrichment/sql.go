@@ -9,6 +9,7 @@ import (
 	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/refresh"
 )
 
 // PickSQL is the controller's pick: priority, then rating count (an app
@@ -307,6 +308,16 @@ func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
 		{Name: "enrichment pick", SQL: PickSQL, Args: []any{0, "2026-01-01T00:00:00.000Z", 50},
 			Bounded: "the queue's head: idx_app_registry_queue_value holds only queued apps, in pick order; the walk stops at the LIMIT (deferred apps ahead of it are stepped over)"},
+		// Each tier's part searches a range of idx_app_registry_refresh_sweep
+		// (one tier, slots from the cursor's to the window's end) and stops
+		// at the LIMIT; the retry list is idx_app_registry_refresh_retry's
+		// head up to now. At 100,000 apps it walks no row it does not return.
+		{Name: "refresh pick", SQL: DueRefreshSQL, Args: []any{
+			// hot: a window of a twentieth of the slots; warm: a round's end
+			// (to the last slot); cold: an empty window (on time).
+			int64(100000), int64(0), int64(100000 + refresh.Slots/20), int64(1000000), int64(100000001), int64(refresh.Slots),
+			int64(500000), int64(0), int64(500000), 50, "2026-01-01T00:00:00.000Z"}},
+		{Name: "refresh cursors", SQL: refreshCursorsSQL},
 		{Name: "retry-failed pick", SQL: retryFailedProbeSQL, Args: []any{"2026-01-01T00:00:00.000Z", "", "", RetryFailedBatch}},
 		{Name: "app record", SQL: appJSONSQL, Args: []any{100000001}},
 	}

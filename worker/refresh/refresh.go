@@ -1,6 +1,6 @@
 // Package refresh is the living catalogue's policy, pure and
-// with the clock passed in: when an enriched app is looked at again
-// (NextRefresh), how a tick's slots are shared between never-enriched apps
+// with the clock passed in: how often an enriched app is looked at again
+// (its Tier's Interval, served by tier sweeps: sweep.go), how a tick's slots are shared between never-enriched apps
 // and due refreshes (Split), when a refresh needs no store page
 // (Unchanged), and how fast an app's ratings move (Velocity). The D1 side
 // lives in worker/catalogue; the enrichment pick calls these.
@@ -62,10 +62,6 @@ const (
 	// WarmRatingCount: apps this popular are worth a weekly look even when
 	// quiet (they anchor their markets' scores).
 	WarmRatingCount = 1000
-	// SpreadFraction: each app's interval is stretched by up to this share,
-	// by a stable hash of its id, so apps enriched in one burst do not all
-	// come due in the same tick a day or a month later.
-	SpreadFraction = 0.1
 )
 
 // Tier names, as the API and the logs show them.
@@ -86,11 +82,8 @@ type Facts struct {
 	// Velocity7d is ratings per day over the last week; NaN when unknown.
 	Velocity7d  float64
 	RatingCount int64
-	// LastEnriched is when the app was last looked up (the zero time:
-	// never, then the refresh is due at once).
+	// LastEnriched is when the app's record was stored.
 	LastEnriched time.Time
-	// LastFailed: the last refresh did not get a record.
-	LastFailed bool
 }
 
 // Tier classifies an app.
@@ -109,7 +102,8 @@ func Tier(f Facts) string {
 	return TierCold
 }
 
-// Interval is the rest an app of this tier gets before its next refresh.
+// Interval is the length of a tier's round: each of its apps is looked at
+// once per interval.
 func Interval(tier string) time.Duration {
 	switch tier {
 	case TierHot:
@@ -118,42 +112,6 @@ func Interval(tier string) time.Duration {
 		return WarmInterval
 	}
 	return ColdInterval
-}
-
-// NextRefresh is when the app is due again: its last enrichment plus its
-// tier's interval (stretched by its stable spread), RetryInterval after a
-// failure; never-enriched apps are due now. A time in the past means due.
-func NextRefresh(f Facts, now time.Time) time.Time {
-	if f.LastEnriched.IsZero() {
-		return now
-	}
-	if f.LastFailed {
-		return f.LastEnriched.Add(RetryInterval)
-	}
-	iv := Interval(Tier(f))
-	return f.LastEnriched.Add(iv + time.Duration(spread(f.TrackID)*SpreadFraction*float64(iv)))
-}
-
-// Priority orders due refreshes of one tick (higher first): hot before
-// warm before cold. Inside a tier the pick orders by rating count.
-func Priority(f Facts) int {
-	switch Tier(f) {
-	case TierHot:
-		return 2
-	case TierWarm:
-		return 1
-	}
-	return 0
-}
-
-// spread is a stable value in [0, 1) from an app's id (splitmix64's
-// finaliser: neighbouring ids land far apart).
-func spread(id int64) float64 {
-	x := uint64(id) + 0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	x ^= x >> 31
-	return float64(x>>11) / float64(1<<53)
 }
 
 // Share bounds: DefaultRefreshShare is the share of a tick's slots due

@@ -2,13 +2,14 @@ package refresh
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
 
 var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
-func TestTierAndNextRefresh(t *testing.T) {
+func TestTierAndInterval(t *testing.T) {
 	enriched := now.Add(-time.Hour)
 	nan := math.NaN()
 	cases := []struct {
@@ -33,11 +34,6 @@ func TestTierAndNextRefresh(t *testing.T) {
 			t.Errorf("%s: tier %s, want %s", c.name, got, c.tier)
 			continue
 		}
-		next := NextRefresh(c.f, now)
-		iv := Interval(c.tier)
-		if lo, hi := enriched.Add(iv), enriched.Add(iv+time.Duration(SpreadFraction*float64(iv))); next.Before(lo) || !next.Before(hi) {
-			t.Errorf("%s: next %v outside [%v, %v)", c.name, next, lo, hi)
-		}
 	}
 	// Warm apps carry most of the value: within a day (the freshness bench
 	// measured 12 h keeping it above 95%, 24 h not), hot ones more often,
@@ -47,36 +43,27 @@ func TestTierAndNextRefresh(t *testing.T) {
 	}
 }
 
-func TestNextRefreshEdges(t *testing.T) {
-	if got := NextRefresh(Facts{TrackID: 1}, now); !got.Equal(now) {
-		t.Fatalf("never enriched is due now: %v", got)
+func TestSlotsSpreadApps(t *testing.T) {
+	// Stable, in range, neighbours apart, and even over the slot space.
+	buckets := make([]int, 16)
+	for id := int64(100000001); id <= 100016384; id++ {
+		s := Slot(id)
+		if s < 0 || s >= Slots || s != Slot(id) {
+			t.Fatalf("slot %d of %d", s, id)
+		}
+		buckets[s*16/Slots]++
 	}
-	failed := Facts{TrackID: 1, LastEnriched: now, LastFailed: true, InTopCharts: true}
-	if got := NextRefresh(failed, now); !got.Equal(now.Add(RetryInterval)) {
-		t.Fatalf("a failed refresh retries after RetryInterval: %v", got)
+	for i, n := range buckets {
+		if n < 900 || n > 1150 { // 1,024 each when even
+			t.Fatalf("bucket %d holds %d of 16,384 consecutive ids", i, n)
+		}
 	}
-	// The spread is stable per app and differs between apps.
-	a := Facts{TrackID: 100000001, LastEnriched: now, Velocity7d: math.NaN()}
-	b := a
-	b.TrackID = 100000002
-	if NextRefresh(a, now) != NextRefresh(a, now.Add(time.Hour)) {
-		t.Fatal("the due time depends on the facts, not on when it is computed")
+	if d := Slot(100000002) - Slot(100000001); d < Slots/100 && d > -Slots/100 {
+		t.Fatalf("neighbouring ids land %d slots apart", d)
 	}
-	if NextRefresh(a, now) == NextRefresh(b, now) {
-		t.Fatal("apps enriched together must not all come due together")
-	}
-	// Over many apps the spread covers the range.
-	var lo, hi float64 = 1, 0
-	for id := int64(1); id <= 1000; id++ {
-		s := spread(id)
-		lo, hi = min(lo, s), max(hi, s)
-	}
-	if lo > 0.05 || hi < 0.95 {
-		t.Fatalf("spread [%v, %v] does not cover [0, 1)", lo, hi)
-	}
-	if Priority(Facts{InTopCharts: true}) <= Priority(Facts{RatingCount: WarmRatingCount}) ||
-		Priority(Facts{RatingCount: WarmRatingCount}) <= Priority(Facts{Velocity7d: math.NaN()}) {
-		t.Fatal("hot before warm before cold")
+	// The largest id the schema's expression is safe for does not overflow.
+	if Slot(9_999_999_999) < 0 {
+		t.Fatal("overflow")
 	}
 }
 
@@ -174,5 +161,137 @@ func TestVelocity(t *testing.T) {
 		if ok != c.ok || v != c.v {
 			t.Errorf("%s: %v, %v; want %v, %v", c.name, v, ok, c.v, c.ok)
 		}
+	}
+}
+
+// sweepSim runs one tier's cursor over apps (their slots) on a virtual
+// clock: every step the window due is read up to limit apps and, unless
+// down says the upstream is out, all of them are looked at.
+func sweepSim(t *testing.T, tier string, slots []int64, from, to time.Time, step time.Duration, limit int, down func(time.Time) bool) []int {
+	t.Helper()
+	sorted := append([]int64(nil), slots...)
+	slices.Sort(sorted)
+	looks := make([]int, len(sorted))
+	c := StartCursor(tier, from)
+	for now := from; !now.After(to); now = now.Add(step) {
+		if down != nil && down(now) {
+			continue
+		}
+		for {
+			w := Due(tier, c, now)
+			if w.Empty() {
+				break
+			}
+			var read []int
+			for i, s := range sorted {
+				p := Pos{Slot: s, TrackID: int64(i + 1)}
+				if w.From.Less(p) && s < w.UpTo && len(read) < limit {
+					read = append(read, i)
+				}
+			}
+			for _, i := range read {
+				looks[i]++
+			}
+			if len(read) == 0 {
+				c = w.After(Pos{}, true)
+			} else {
+				last := read[len(read)-1]
+				c = w.After(Pos{Slot: sorted[last], TrackID: int64(last + 1)}, len(read) < limit)
+			}
+			if len(read) < limit {
+				break
+			}
+		}
+	}
+	return looks
+}
+
+// TestSweepLooksAtEachAppOncePerInterval: over a day on a virtual clock
+// each hot app is looked at four times and each warm app twice, and over
+// 30 days each cold app once; apps whose slots are passed in the day's
+// part of the cold round once, the others not at all.
+func TestSweepLooksAtEachAppOncePerInterval(t *testing.T) {
+	var slots []int64
+	for id := int64(100000001); id < 100000001+2000; id++ {
+		slots = append(slots, Slot(id))
+	}
+	day := 24 * time.Hour
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC) // a round boundary of each tier
+	for _, c := range []struct {
+		tier string
+		span time.Duration
+		want int
+	}{{TierHot, day, 4}, {TierWarm, day, 2}, {TierCold, ColdInterval, 1}} {
+		looks := sweepSim(t, c.tier, slots, start, start.Add(c.span), time.Minute, 50, nil)
+		for i, n := range looks {
+			if n != c.want {
+				t.Fatalf("%s: app %d looked at %d times in %v, want %d", c.tier, i, n, c.span, c.want)
+			}
+		}
+	}
+	// A day of the cold round: the day's thirtieth of the slots, once.
+	looks := sweepSim(t, TierCold, slots, start, start.Add(day), time.Minute, 50, nil)
+	_, endTarget := RoundAt(TierCold, start.Add(day))
+	_, startTarget := RoundAt(TierCold, start)
+	sorted := append([]int64(nil), slots...)
+	slices.Sort(sorted)
+	for i, n := range looks {
+		if want := b2i(sorted[i] >= startTarget && sorted[i] < endTarget); n != want {
+			t.Fatalf("cold app in slot %d looked at %d times in a day, want %d", sorted[i], n, want)
+		}
+	}
+	// Started mid-round (a deploy): nothing is due at once.
+	mid := start.Add(3 * time.Hour)
+	if w := Due(TierHot, StartCursor(TierHot, mid), mid); !w.Empty() || w.Behind() != 0 {
+		t.Fatalf("a new cursor starts at its target: %+v", w)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestSweepOutageSkipsNoApp: the upstream is out for 13 hours (more than
+// two hot rounds); when it is back every hot app is looked at, once for
+// all the rounds it missed, then on pace again.
+func TestSweepOutageSkipsNoApp(t *testing.T) {
+	var slots []int64
+	for id := int64(100000001); id < 100000001+1000; id++ {
+		slots = append(slots, Slot(id))
+	}
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	outFrom, outTo := start.Add(2*time.Hour), start.Add(15*time.Hour)
+	down := func(t time.Time) bool { return !t.Before(outFrom) && t.Before(outTo) }
+	looks := sweepSim(t, TierHot, slots, start, start.Add(48*time.Hour), time.Minute, 50, down)
+	for i, n := range looks {
+		// 8 rounds in two days; the outage covers rounds 1 and 2 whole and
+		// parts of 0 and 3: each app misses one or two looks, never all.
+		if n < 6 || n > 7 {
+			t.Fatalf("app %d looked at %d times over two days with a 13-hour outage", i, n)
+		}
+	}
+	// Behind, the most-behind tier says so: a cursor two rounds back.
+	r, target := RoundAt(TierHot, outTo)
+	w := Due(TierHot, Cursor{Round: r - 2, Pos: Pos{Slot: target}}, outTo)
+	if b := w.Behind(); b < 1.99 || b > 2.01 || w.UpTo != Slots {
+		t.Fatalf("two rounds behind: %v, window to %d", b, w.UpTo)
+	}
+}
+
+func TestNextLook(t *testing.T) {
+	at := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	// Slot 0 of the hot round: the round's first second; a slot half way:
+	// three hours in; a slot passed: the next round's.
+	if got := NextLook(TierHot, 0, at); !got.Equal(at.Add(time.Second)) {
+		t.Fatalf("slot 0: %v", got)
+	}
+	if got := NextLook(TierHot, Slots/2, at); got.Sub(at) < 3*time.Hour || got.Sub(at) > 3*time.Hour+time.Second {
+		t.Fatalf("half way: %v", got)
+	}
+	if got := NextLook(TierHot, 0, at.Add(time.Hour)); !got.Equal(at.Add(HotInterval + time.Second)) {
+		t.Fatalf("passed: %v", got)
 	}
 }
