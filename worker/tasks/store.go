@@ -17,12 +17,15 @@ import (
 // sweepSQL reads enriched apps past the cursor (the rating sweep and the
 // daily snapshots): idx_app_registry_enriched holds only enriched apps, so
 // it reads the rows it returns; the snapshots' primary key serves the
-// subqueries.
+// subqueries. An app with no snapshot yet has the count it was inserted
+// with since its discovery (migrations/0028 writes no history at an
+// insert; a count set or changed later writes a snapshot).
 const sweepSQL = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS ratings, COALESCE(r.average_rating, 0) AS rating,
   (r.subtitle IS NOT NULL AND r.subtitle != '') AS has_subtitle, (r.rating_histogram IS NOT NULL) AS has_histogram,
   (r.description IS NOT NULL AND r.description != '') AS has_description,
-  (SELECT s.rating_count FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1) AS prev_ratings,
-  (SELECT s.taken_at FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1) AS prev_at
+  COALESCE((SELECT s.rating_count FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1), r.rating_count) AS prev_ratings,
+  COALESCE((SELECT s.taken_at FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1),
+    CASE WHEN r.rating_count IS NOT NULL THEN r.discovered_at END) AS prev_at
 FROM app_registry r
 WHERE r.track_id > ? AND r.enrichment_source = 'itunes+store'
 ORDER BY r.track_id LIMIT ?`

@@ -1,0 +1,179 @@
+//go:build !js
+
+package worker
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"storecrawl/worker/appstore"
+	"storecrawl/worker/crawl"
+	"storecrawl/worker/d1"
+	"storecrawl/worker/d1/d1test"
+	"storecrawl/worker/enrichment"
+)
+
+// The D1 rows a newly discovered app costs, from the search that finds it
+// to its first enrichment, as D1 bills them: every row a statement (and
+// its triggers) inserts, updates or deletes (total_changes()) plus every
+// index entry it inserts. D1's rows_written is workerd's SQLite counter,
+// which counts each table row inserted or updated and each index entry
+// inserted (an entry deleted is not counted); SQLite inserts an entry in
+// every index whose columns (key or partial WHERE) the write sets, when
+// the row is in the index afterwards.
+//
+// The new app's path at the design's pace (182,400 a day):
+//  1. a keyword search finds it (crawl.RankingStatements: the sighting
+//     and lookup fields, its ranking and today's rank; the keyword's own
+//     mark is the search's, not the app's, and is left out);
+//  2. the controller enriches it with its stored, fresh lookup
+//     (enrichment.SaveStatements: the record, its similar-app edges, its
+//     developer, new here: a quarter of new apps bring one at 1.1M apps).
+//
+// The catalogue sweep's scheduling of the enriched app and the markets
+// stage's scores are written by other stages and counted in their tests.
+
+// appIndex is one index of app_registry: its key expressions and partial
+// WHERE as the migrations wrote them.
+type appIndex struct{ name, keys, where string }
+
+var indexSQL = regexp.MustCompile(`(?is)^CREATE INDEX (?:IF NOT EXISTS )?(\w+)\s+ON app_registry\s*\((.*)\)\s*(?:WHERE (.*))?$`)
+
+// appIndexes reads app_registry's indexes from the schema.
+func appIndexes(t *testing.T, drv *d1test.Driver) []appIndex {
+	var out []appIndex
+	for _, r := range drv.Rows(t, `SELECT sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'app_registry' AND sql IS NOT NULL ORDER BY name`) {
+		m := indexSQL.FindStringSubmatch(strings.TrimSpace(r["sql"].(string)))
+		if m == nil {
+			t.Fatalf("unreadable index: %s", r["sql"])
+		}
+		keys := regexp.MustCompile(`(?i)\s+(DESC|ASC)\b`).ReplaceAllString(m[2], "")
+		where := m[3]
+		if where == "" {
+			where = "1"
+		}
+		out = append(out, appIndex{m[1], keys, where})
+	}
+	return out
+}
+
+// indexKeys is, for each index, the app's entry (its key as JSON), or ""
+// when the app is not in it.
+func indexKeys(t *testing.T, drv *d1test.Driver, idx []appIndex, id int64) map[string]string {
+	out := map[string]string{}
+	for _, ix := range idx {
+		rows := drv.Rows(t, `SELECT CASE WHEN `+ix.where+` THEN json_array(`+ix.keys+`) END AS k FROM app_registry WHERE track_id = ?`, id)
+		if len(rows) == 1 && rows[0]["k"] != nil {
+			out[ix.name] = rows[0]["k"].(string)
+		}
+	}
+	return out
+}
+
+// tableIndexes counts each table's indexes but app_registry's (those are
+// counted entry by entry): a row inserted there writes one entry in each.
+func tableIndexes(t *testing.T, drv *d1test.Driver) map[string]int64 {
+	out := map[string]int64{}
+	for _, r := range drv.Rows(t, `SELECT tbl_name, count(*) AS n FROM sqlite_schema WHERE type = 'index' AND tbl_name != 'app_registry' GROUP BY tbl_name`) {
+		out[r["tbl_name"].(string)] = int64(r["n"].(float64))
+	}
+	return out
+}
+
+func tableRows(t *testing.T, drv *d1test.Driver, tables map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for tb := range tables {
+		out[tb] = drv.Int(t, `SELECT count(*) FROM "`+tb+`"`)
+	}
+	return out
+}
+
+// stepCost is what one step of the app's path wrote.
+type stepCost struct {
+	Rows, Entries int64
+	// EntriesIn names the indexes an entry was written in.
+	EntriesIn []string
+}
+
+func (c stepCost) Total() int64 { return c.Rows + c.Entries }
+
+// runCounted runs each statement alone and counts its rows and index
+// entries. An entry is counted for an app_registry index the app is in
+// after the statement with another key than before (or not in before):
+// the entries SQLite inserts on this path, where every indexed column a
+// write sets changes value (a write setting an indexed column to its
+// value would insert an entry this count misses).
+func runCounted(t *testing.T, db *d1.DB, drv *d1test.Driver, id int64, stmts []d1.Stmt) stepCost {
+	t.Helper()
+	idx, others := appIndexes(t, drv), tableIndexes(t, drv)
+	var c stepCost
+	for _, s := range stmts {
+		keys, rows, changes := indexKeys(t, drv, idx, id), tableRows(t, drv, others), drv.TotalChanges(t)
+		if _, err := db.ExecAtomic(context.Background(), s); err != nil {
+			t.Fatalf("%v\n%s", err, s.SQL)
+		}
+		c.Rows += drv.TotalChanges(t) - changes
+		for name, k := range indexKeys(t, drv, idx, id) {
+			if k != keys[name] {
+				c.Entries++
+				c.EntriesIn = append(c.EntriesIn, name)
+			}
+		}
+		for tb, n := range tableRows(t, drv, others) {
+			if n > rows[tb] {
+				c.Entries += (n - rows[tb]) * others[tb]
+				c.EntriesIn = append(c.EntriesIn, fmt.Sprintf("%d×%s", n-rows[tb], tb))
+			}
+		}
+	}
+	return c
+}
+
+// newApp is a search result as the upstream answers it.
+func newApp(id int64) appstore.App {
+	return appstore.App{TrackID: id, Name: "Focus Timer Pro", BundleID: "com.example.focus", DeveloperID: 4242,
+		DeveloperName: "Example Labs", Price: 0.99, Currency: "USD", Genre: "Productivity", GenreID: 6007,
+		AverageRating: 4.6, RatingCount: 1234, Version: "2.1", ReleaseDate: "2024-01-02T00:00:00Z",
+		CurrentVersionReleaseDate: "2026-01-10T00:00:00Z", Description: "Stay on task.", ContentRating: "4+",
+		ArtworkURL: "https://example.invalid/a.png", FileSizeBytes: 12345678, Languages: []string{"EN"},
+		ReleaseNotes: "Fixes."}
+}
+
+// NewAppRowsMax bounds the rows and index entries a new app costs from
+// its discovering search to its first enrichment (TestNewAppRowsWritten).
+// Before the cut (migrations/0028) the same path counted 19 (16 rows and
+// 3 index entries).
+const NewAppRowsMax = 19
+
+// TestNewAppRowsWritten counts a new app's rows and index entries, step by
+// step, and bounds their sum.
+func TestNewAppRowsWritten(t *testing.T) {
+	db, drv := d1test.New(t)
+	const id = 900000001
+	app := newApp(id)
+	found := time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC)
+
+	search := crawl.RankingStatements("focus timer", []appstore.App{app}, found)
+	search = search[:len(search)-1] // the keyword's mark: the search's, not the app's
+	discovery := runCounted(t, db, drv, id, search)
+
+	page := appstore.StorePage{Format: "current", Subtitle: "Pomodoro focus", SimilarAppIDs: []int64{900000002, 900000003, 900000004},
+		InAppPurchases: []appstore.IAP{{Name: "Pro", Price: "$4.99"}}}
+	rec := enrichment.Record{App: app, Page: page, HTMLKey: enrichment.HTMLKey("us", id), FetchedAt: found.Add(2 * time.Hour), LookupAt: found}
+	enrich := runCounted(t, db, drv, id, enrichment.SaveStatements(rec))
+
+	total := discovery.Total() + enrich.Total()
+	t.Logf("discovery (search): %d rows + %d index entries %v", discovery.Rows, discovery.Entries, discovery.EntriesIn)
+	t.Logf("first enrichment:   %d rows + %d index entries %v", enrich.Rows, enrich.Entries, enrich.EntriesIn)
+	t.Logf("a new app: %d rows + %d index entries = %d written", discovery.Rows+enrich.Rows, discovery.Entries+enrich.Entries, total)
+	if total > NewAppRowsMax {
+		t.Errorf("a new app wrote %d rows and index entries, want at most %d", total, NewAppRowsMax)
+	}
+	if n := drv.Int(t, `SELECT count(*) FROM app_registry WHERE track_id = ? AND enrichment_source = 'itunes+store' AND page_status = 'parsed'`, id); n != 1 {
+		t.Fatalf("the app is not enriched")
+	}
+}
