@@ -227,8 +227,12 @@ func PageStatements(trackID, ratingCount int64, p appstore.StorePage, complete b
 	return append(stmts, similarStmts(trackID, similar)...)
 }
 
-// similarStmts replace an app's similar-app edges wholesale, so writing a
-// page twice is idempotent.
+// similarStmts make an app's similar-app edges the page's, writing only
+// what changed: the edges gone are deleted, the new ones inserted, a
+// kept one rewritten only when its position moved (an id listed twice
+// keeps its first). A page saved again with the same shelf (a refresh,
+// a reparse) writes no edge; D1 bills every row written, and replacing
+// the shelf wholesale wrote each edge twice (deleted, inserted).
 func similarStmts(trackID int64, similar []int64) []d1.Stmt {
 	// Two statements however long the shelf, so an app's save is always
 	// one batch; the edges are bounded like the parsed shelf.
@@ -236,10 +240,13 @@ func similarStmts(trackID int64, similar []int64) []d1.Stmt {
 	if similar == nil {
 		similar = []int64{}
 	}
+	ids := jsonText(similar)
 	return []d1.Stmt{
-		{SQL: `DELETE FROM app_similar WHERE app_id = ?`, Args: []any{trackID}},
-		{SQL: `INSERT OR IGNORE INTO app_similar (app_id, similar_id, position) SELECT ?, value, key FROM json_each(?)`,
-			Args: []any{trackID, jsonText(similar)}},
+		{SQL: `DELETE FROM app_similar WHERE app_id = ?1 AND similar_id NOT IN (SELECT value FROM json_each(?2))`, Args: []any{trackID, ids}},
+		{SQL: `INSERT INTO app_similar (app_id, similar_id, position)
+SELECT ?1, value, min(key) FROM json_each(?2) WHERE true GROUP BY value
+ON CONFLICT (app_id, similar_id) DO UPDATE SET position = excluded.position WHERE app_similar.position IS NOT excluded.position`,
+			Args: []any{trackID, ids}},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	controller "storecrawl/durable/enrichment"
@@ -302,14 +303,19 @@ func (s D1Store) GiveUp(ctx context.Context, id int64, attempts int, class contr
 	return err
 }
 
-// HotQueries are the reads of the controller's path.
+// HotQueries are the reads of the controller's path and its similar-app
+// edges' writes.
 func HotQueries() []d1.NamedQuery {
-	return []d1.NamedQuery{
+	qs := []d1.NamedQuery{
 		{Name: "enrichment pick", SQL: PickSQL, Args: []any{0, "2026-01-01T00:00:00.000Z", 50},
 			Bounded: "the queue's head: idx_app_registry_queue_value holds only queued apps, in pick order; the walk stops at the LIMIT (deferred apps ahead of it are stepped over)"},
 		{Name: "retry-failed pick", SQL: retryFailedProbeSQL, Args: []any{"2026-01-01T00:00:00.000Z", "", "", RetryFailedBatch}},
 		{Name: "app record", SQL: appJSONSQL, Args: []any{100000001}},
 	}
+	for i, s := range similarStmts(100000001, []int64{100000002, 100000003}) {
+		qs = append(qs, d1.NamedQuery{Name: fmt.Sprintf("similar edges %d", i+1), SQL: s.SQL, Args: s.Args})
+	}
+	return qs
 }
 
 // appJSONSQL builds the record in SQLite, so NULLs and JSON columns come out right.

@@ -399,3 +399,41 @@ func TestDeveloperSeenAgainWritesNothing(t *testing.T) {
 		t.Fatalf("renamed developer: %v", got)
 	}
 }
+
+// TestSimilarEdgesWriteOnlyWhatChanged: a page saved again with the same
+// shelf writes no edge; a changed shelf writes the edges that changed:
+// one gone (deleted), one new (inserted), one moved (its position); the
+// wholesale replace wrote every edge twice (6 rows for 3 edges).
+func TestSimilarEdgesWriteOnlyWhatChanged(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	save := func(similar []int64) int64 {
+		t.Helper()
+		before := drv.TotalChanges(t)
+		if _, err := db.ExecAtomic(ctx, similarStmts(7, similar)...); err != nil {
+			t.Fatal(err)
+		}
+		return drv.TotalChanges(t) - before
+	}
+	edges := func() string {
+		return fmt.Sprint(drv.Rows(t, `SELECT similar_id, position FROM app_similar WHERE app_id = 7 ORDER BY position`))
+	}
+	if n := save([]int64{10, 11, 12, 11}); n != 3 {
+		t.Fatalf("a first shelf wrote %d rows, want 3 (an id listed twice once)", n)
+	}
+	if got := edges(); got != "[map[position:0 similar_id:10] map[position:1 similar_id:11] map[position:2 similar_id:12]]" {
+		t.Fatalf("edges: %s", got)
+	}
+	if n := save([]int64{10, 11, 12}); n != 0 {
+		t.Fatalf("the same shelf again wrote %d rows", n)
+	}
+	if n := save([]int64{12, 11, 13}); n != 3 {
+		t.Fatalf("a changed shelf wrote %d rows, want 3 (10 gone, 13 new, 12 moved to 0; 11 kept)", n)
+	}
+	if got := edges(); got != "[map[position:0 similar_id:12] map[position:1 similar_id:11] map[position:2 similar_id:13]]" {
+		t.Fatalf("edges: %s", got)
+	}
+	if n := save(nil); n != 3 {
+		t.Fatalf("an empty shelf wrote %d rows, want 3 deletes", n)
+	}
+}
