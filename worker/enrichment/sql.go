@@ -61,8 +61,13 @@ func jsonText(v any) string {
 
 // SaveStatements writes one enriched app as one D1 batch (a single
 // transaction): the registry row (upserted, so a row deleted meanwhile is
-// recreated rather than lost) and its similar-app edges, replaced wholesale
-// so a re-enrichment is idempotent.
+// recreated rather than lost), its similar-app edges (what changed) and
+// its developer (when new or renamed). A refresh's save (r.Refresh) sets
+// no enrichment_source: the app is enriched already, and setting the
+// column, even to its value, rewrites the entries of the three partial
+// indexes on it (idx_app_registry_enriched, _fill_due, _unscheduled), two
+// or three index rows D1 bills on every changed refresh; a refresh of an
+// app no longer enriched stores no record.
 func SaveStatements(r Record) []d1.Stmt {
 	a, p := r.App, r.Page
 	langs := a.Languages
@@ -78,6 +83,10 @@ func SaveStatements(r Record) []d1.Stmt {
 		similar = []int64{}
 	}
 	now := ts(r.FetchedAt)
+	stateUpdate, refreshGuard := "enrichment_source=excluded.enrichment_source, ", ""
+	if r.Refresh {
+		stateUpdate, refreshGuard = "", "\nWHERE app_registry.enrichment_source = '"+SourceEnriched+"'"
+	}
 	stmts := []d1.Stmt{{
 		SQL: `INSERT INTO app_registry (track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
   price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
@@ -95,12 +104,12 @@ ON CONFLICT (track_id) DO UPDATE SET
   file_size_bytes=excluded.file_size_bytes, languages=excluded.languages, subtitle=excluded.subtitle,
   rating_histogram=excluded.rating_histogram, iap_count=excluded.iap_count,
   in_app_purchases=excluded.in_app_purchases, similar_app_ids=excluded.similar_app_ids,
-  html_r2_key=excluded.html_r2_key, enrichment_source=excluded.enrichment_source, enrich_error=NULL,
+  html_r2_key=excluded.html_r2_key, ` + stateUpdate + `enrich_error=NULL,
   enrich_error_class=NULL, enrich_retry_at=NULL, enrich_defers=0,
   enriched_at=excluded.enriched_at, updated_at=excluded.updated_at, page_status=excluded.page_status,
   page_format=excluded.page_format, page_missing=excluded.page_missing,
   page_parser_version=excluded.page_parser_version, rating_share=excluded.rating_share, lookup_at=excluded.lookup_at,
-  release_notes=excluded.release_notes`,
+  release_notes=excluded.release_notes` + refreshGuard,
 		Args: []any{
 			a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
 			appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,

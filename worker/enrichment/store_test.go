@@ -437,3 +437,34 @@ func TestSimilarEdgesWriteOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("an empty shelf wrote %d rows, want 3 deletes", n)
 	}
 }
+
+// TestRefreshSaveLeavesTheState: a refresh's record sets no
+// enrichment_source (setting it, even to its value, rewrites the entries
+// of the partial indexes on it), and an app that is no longer enriched
+// keeps its row as it was.
+func TestRefreshSaveLeavesTheState(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	app := mustLookup(t)
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	for _, s := range SaveStatements(Record{App: app, FetchedAt: at, Refresh: true}) {
+		if strings.Contains(s.SQL, "enrichment_source=excluded") {
+			t.Fatalf("a refresh sets enrichment_source: %s", s.SQL)
+		}
+	}
+	// No row yet (deleted meanwhile): the record is stored, enriched.
+	if _, err := db.ExecAtomic(ctx, SaveStatements(Record{App: app, FetchedAt: at, Refresh: true})...); err != nil {
+		t.Fatal(err)
+	}
+	if n := drv.Int(t, `SELECT count(*) FROM app_registry WHERE track_id = ? AND enrichment_source = ?`, app.TrackID, SourceEnriched); n != 1 {
+		t.Fatal("a refresh of a missing row stores the record")
+	}
+	// Not found meanwhile: the refresh stores nothing over it.
+	drv.Exec(t, `UPDATE app_registry SET enrichment_source = ?, name = 'gone' WHERE track_id = ?`, SourceNotFound, app.TrackID)
+	if _, err := db.ExecAtomic(ctx, SaveStatements(Record{App: app, FetchedAt: at.Add(time.Hour), Refresh: true})...); err != nil {
+		t.Fatal(err)
+	}
+	if row := drv.Rows(t, `SELECT name, enrichment_source, enriched_at FROM app_registry WHERE track_id = ?`, app.TrackID)[0]; row["name"] != "gone" || row["enrichment_source"] != SourceNotFound || row["enriched_at"] != d1.Time(at) {
+		t.Fatalf("a refresh wrote over an app no longer enriched: %v", row)
+	}
+}
