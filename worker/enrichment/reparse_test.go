@@ -68,8 +68,8 @@ func TestReparseHealsRecordsFromStoredPages(t *testing.T) {
 		row["subtitle"] != "Start Watching" || row["rating_histogram"] != "[28780,5653,3083,2570,11306]" || row["page_format"] != "legacy" {
 		t.Fatalf("healed record %v", row)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_similar WHERE app_id = 1`); n != 6 {
-		t.Fatalf("similar edges %d", n)
+	if n := drv.Int(t, `SELECT json_array_length(similar_app_ids) FROM app_registry WHERE track_id = 1`); n != 6 {
+		t.Fatalf("similar apps %d", n)
 	}
 	if len(ev.ids) != 1 || ev.ids[0] != 1 {
 		t.Fatalf("completed apps must be announced: %v", ev.ids)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	controller "storecrawl/durable/enrichment"
@@ -61,7 +60,7 @@ func jsonText(v any) string {
 
 // SaveStatements writes one enriched app as one D1 batch (a single
 // transaction): the registry row (upserted, so a row deleted meanwhile is
-// recreated rather than lost), its similar-app edges (what changed) and
+// recreated rather than lost), its similar apps in it (similarIDs), and
 // its developer (when new or renamed). A refresh's save (r.Refresh) sets
 // no enrichment_source: the app is enriched already, and setting the
 // column, even to its value, rewrites the entries of the three partial
@@ -78,10 +77,7 @@ func SaveStatements(r Record) []d1.Stmt {
 	if iaps == nil {
 		iaps = []appstore.IAP{}
 	}
-	similar := p.SimilarAppIDs
-	if similar == nil {
-		similar = []int64{}
-	}
+	similar := similarIDs(p.SimilarAppIDs)
 	now := ts(r.FetchedAt)
 	stateUpdate, refreshGuard := "enrichment_source=excluded.enrichment_source, ", ""
 	if r.Refresh {
@@ -123,7 +119,6 @@ ON CONFLICT (track_id) DO UPDATE SET
 			ts(cmp.Or(r.LookupAt, r.FetchedAt)), appstore.Truncate(a.ReleaseNotes, appstore.MaxTextLen),
 		},
 	}}
-	stmts = append(stmts, similarStmts(a.TrackID, similar)...)
 	if a.DeveloperID > 0 {
 		stmts = append(stmts, DeveloperStmt(a.DeveloperID, a.DeveloperName, now))
 	}
@@ -312,17 +307,13 @@ func (s D1Store) GiveUp(ctx context.Context, id int64, attempts int, class contr
 	return err
 }
 
-// HotQueries are the reads of the controller's path and its similar-app
-// edges' writes.
+// HotQueries are the reads of the controller's path.
 func HotQueries() []d1.NamedQuery {
 	qs := []d1.NamedQuery{
 		{Name: "enrichment pick", SQL: PickSQL, Args: []any{0, "2026-01-01T00:00:00.000Z", 50},
 			Bounded: "the queue's head: idx_app_registry_queue_value holds only queued apps, in pick order; the walk stops at the LIMIT (deferred apps ahead of it are stepped over)"},
 		{Name: "retry-failed pick", SQL: retryFailedProbeSQL, Args: []any{"2026-01-01T00:00:00.000Z", "", "", RetryFailedBatch}},
 		{Name: "app record", SQL: appJSONSQL, Args: []any{100000001}},
-	}
-	for i, s := range similarStmts(100000001, []int64{100000002, 100000003}) {
-		qs = append(qs, d1.NamedQuery{Name: fmt.Sprintf("similar edges %d", i+1), SQL: s.SQL, Args: s.Args})
 	}
 	return qs
 }

@@ -27,8 +27,8 @@ func (q *sentQueue) Send(_ context.Context, body string) error {
 }
 
 // TestRunAgainstD1 runs a whole tick against the real schema: the pick
-// (priority order), the enriched app's upsert with its similar-app edges
-// and developer, a not-found app dequeued, throttled and failing apps left
+// (priority order), the enriched app's upsert with its similar apps and
+// developer, a not-found app dequeued, throttled and failing apps left
 // queued with their attempts, a last attempt given up, and the enriched
 // app announced on the queue.
 func TestRunAgainstD1(t *testing.T) {
@@ -84,8 +84,8 @@ func TestRunAgainstD1(t *testing.T) {
 	}
 	var similar []int64
 	json.Unmarshal([]byte(app["similar_app_ids"].(string)), &similar)
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_similar WHERE app_id = ?`, fixtureID); n != int64(len(similar)) || n == 0 {
-		t.Fatalf("similar edges: %d for %v", n, similar)
+	if len(similar) == 0 {
+		t.Fatalf("similar apps: %v", similar)
 	}
 	if n := drv.Int(t, `SELECT COUNT(*) FROM developers WHERE developer_id = ?`, app["developer_id"]); n != 1 {
 		t.Fatalf("developer rows: %d", n)
@@ -113,12 +113,12 @@ func TestRunAgainstD1(t *testing.T) {
 	if ev.Type != events.AppEnriched || len(ev.TrackIDs) != 1 || ev.TrackIDs[0] != fixtureID {
 		t.Fatalf("event: %+v", ev)
 	}
-	// A re-enrichment replaces the edges, it does not add to them.
+	// A re-enrichment replaces the similar apps, it does not add to them.
 	if _, err := db.Exec(context.Background(), SaveStatements(Record{App: mustLookup(t), FetchedAt: now})...); err != nil {
 		t.Fatal(err)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_similar WHERE app_id = ?`, fixtureID); n != 0 {
-		t.Fatalf("a record without similar apps must clear the edges: %d", n)
+	if got := drv.Rows(t, `SELECT similar_app_ids FROM app_registry WHERE track_id = ?`, fixtureID)[0]["similar_app_ids"]; got != "[]" {
+		t.Fatalf("a record without similar apps must clear them: %v", got)
 	}
 }
 
@@ -400,41 +400,26 @@ func TestDeveloperSeenAgainWritesNothing(t *testing.T) {
 	}
 }
 
-// TestSimilarEdgesWriteOnlyWhatChanged: a page saved again with the same
-// shelf writes no edge; a changed shelf writes the edges that changed:
-// one gone (deleted), one new (inserted), one moved (its position); the
-// wholesale replace wrote every edge twice (6 rows for 3 edges).
-func TestSimilarEdgesWriteOnlyWhatChanged(t *testing.T) {
+// TestSimilarAppsKeptInTheRecord: an app's similar apps are its
+// record's similar_app_ids (bounded like the parsed shelf), and the save
+// writes no app_similar row (a row an edge, and no reader).
+func TestSimilarAppsKeptInTheRecord(t *testing.T) {
 	db, drv := d1test.New(t)
-	ctx := context.Background()
-	save := func(similar []int64) int64 {
-		t.Helper()
-		before := drv.TotalChanges(t)
-		if _, err := db.ExecAtomic(ctx, similarStmts(7, similar)...); err != nil {
-			t.Fatal(err)
-		}
-		return drv.TotalChanges(t) - before
+	var rec Record
+	rec.App.TrackID, rec.FetchedAt = 7, time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 2 * appstore.MaxSimilar {
+		rec.Page.SimilarAppIDs = append(rec.Page.SimilarAppIDs, int64(100+i))
 	}
-	edges := func() string {
-		return fmt.Sprint(drv.Rows(t, `SELECT similar_id, position FROM app_similar WHERE app_id = 7 ORDER BY position`))
+	if _, err := db.ExecAtomic(context.Background(), SaveStatements(rec)...); err != nil {
+		t.Fatal(err)
 	}
-	if n := save([]int64{10, 11, 12, 11}); n != 3 {
-		t.Fatalf("a first shelf wrote %d rows, want 3 (an id listed twice once)", n)
+	var similar []int64
+	json.Unmarshal([]byte(drv.Rows(t, `SELECT similar_app_ids FROM app_registry WHERE track_id = 7`)[0]["similar_app_ids"].(string)), &similar)
+	if len(similar) != appstore.MaxSimilar || similar[0] != 100 {
+		t.Fatalf("similar_app_ids: %v", similar)
 	}
-	if got := edges(); got != "[map[position:0 similar_id:10] map[position:1 similar_id:11] map[position:2 similar_id:12]]" {
-		t.Fatalf("edges: %s", got)
-	}
-	if n := save([]int64{10, 11, 12}); n != 0 {
-		t.Fatalf("the same shelf again wrote %d rows", n)
-	}
-	if n := save([]int64{12, 11, 13}); n != 3 {
-		t.Fatalf("a changed shelf wrote %d rows, want 3 (10 gone, 13 new, 12 moved to 0; 11 kept)", n)
-	}
-	if got := edges(); got != "[map[position:0 similar_id:12] map[position:1 similar_id:11] map[position:2 similar_id:13]]" {
-		t.Fatalf("edges: %s", got)
-	}
-	if n := save(nil); n != 3 {
-		t.Fatalf("an empty shelf wrote %d rows, want 3 deletes", n)
+	if n := drv.Int(t, `SELECT count(*) FROM app_similar`); n != 0 {
+		t.Fatalf("edge rows written: %d", n)
 	}
 }
 
