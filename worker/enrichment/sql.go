@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"strings"
+	"sync"
 	"time"
 
 	controller "storecrawl/durable/enrichment"
@@ -128,7 +130,11 @@ ON CONFLICT (track_id) DO UPDATE SET
 // SaveLookupStatements keep a lookup whose page is pending: the lookup
 // fields and the developer, enrichment_source 'itunes' (never downgrading
 // a complete record), the raw page's key when one was stored. The item
-// stays queued (enriched_at untouched).
+// stays queued (enriched_at untouched). A known row is written only when
+// a value differs (lookupChanged): a stored lookup saved again with the
+// same page status (a page that failed again) writes nothing, where the
+// update wrote the row and its entry in idx_app_registry_queue_value
+// (rating_count is in its key).
 func SaveLookupStatements(a appstore.App, htmlKey, pageStatus string, at time.Time) []d1.Stmt {
 	now := ts(at)
 	var key any
@@ -143,7 +149,8 @@ ON CONFLICT (track_id) DO UPDATE SET ` + appstore.StoredLookupUpdates + `,
   html_r2_key=COALESCE(excluded.html_r2_key, app_registry.html_r2_key),
   enrichment_source=CASE WHEN app_registry.enrichment_source = '` + SourceEnriched + `' THEN app_registry.enrichment_source ELSE excluded.enrichment_source END,
   page_status=CASE WHEN app_registry.page_status = '` + PageParsedStatus + `' THEN app_registry.page_status ELSE excluded.page_status END,
-  updated_at=excluded.updated_at, lookup_at=excluded.lookup_at`,
+  updated_at=excluded.updated_at, lookup_at=excluded.lookup_at
+WHERE ` + lookupChanged(),
 		Args: append(a.StoredLookupArgs(), key, SourceLookupOnly, pageStatus, now, now),
 	}}
 	if a.DeveloperID > 0 {
@@ -151,6 +158,22 @@ ON CONFLICT (track_id) DO UPDATE SET ` + appstore.StoredLookupUpdates + `,
 	}
 	return stmts
 }
+
+// lookupChanged is SaveLookupStatements' update condition: one of the
+// values it sets differs from the stored one.
+var lookupChanged = sync.OnceValue(func() string {
+	var or []string
+	for _, c := range strings.Split(appstore.StoredLookupColumns, ",") {
+		if c = strings.TrimSpace(c); c != "track_id" {
+			or = append(or, "app_registry."+c+" IS NOT excluded."+c)
+		}
+	}
+	return strings.Join(append(or,
+		"(excluded.html_r2_key IS NOT NULL AND app_registry.html_r2_key IS NOT excluded.html_r2_key)",
+		"(app_registry.enrichment_source IS NOT '"+SourceEnriched+"' AND app_registry.enrichment_source IS NOT excluded.enrichment_source)",
+		"(app_registry.page_status IS NOT '"+PageParsedStatus+"' AND app_registry.page_status IS NOT excluded.page_status)",
+		"app_registry.updated_at IS NOT excluded.updated_at", "app_registry.lookup_at IS NOT excluded.lookup_at"), "\n  OR ")
+})
 
 // MarkMissingStmt dequeues an app the upstream does not know.
 func MarkMissingStmt(id int64, at time.Time) d1.Stmt {

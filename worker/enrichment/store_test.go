@@ -453,3 +453,34 @@ func TestRefreshSaveLeavesTheState(t *testing.T) {
 		t.Fatalf("a refresh wrote over an app no longer enriched: %v", row)
 	}
 }
+
+// TestLookupSavedAgainUnchangedWritesNothing: a stored lookup saved again
+// as it was (its page failed again) writes no row; a new page status or
+// a newer lookup does.
+func TestLookupSavedAgainUnchangedWritesNothing(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	ctx := context.Background()
+	app := mustLookup(t)
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	save := func(status string, at time.Time) int64 {
+		t.Helper()
+		before := drv.TotalChanges(t)
+		if err := s.SaveLookup(ctx, app, "", status, at); err != nil {
+			t.Fatal(err)
+		}
+		return drv.TotalChanges(t) - before
+	}
+	if n := save(PagePending, at); n == 0 {
+		t.Fatal("a first lookup wrote nothing")
+	}
+	if n := save(PagePending, at); n != 0 {
+		t.Fatalf("the same lookup again wrote %d rows", n)
+	}
+	if n := save(PageUnparsedStatus, at); n != 1 {
+		t.Fatalf("a new page status wrote %d rows, want 1", n)
+	}
+	if n := save(PageUnparsedStatus, at.Add(time.Hour)); n != 1 {
+		t.Fatalf("a newer lookup wrote %d rows, want 1", n)
+	}
+}
