@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"storecrawl/worker/appstore"
@@ -216,20 +217,33 @@ func (r Reparser) ReparseRun(ctx context.Context) (string, error) {
 // PageStatements write what a parsed page says into an app's record: the
 // page fields (its similar apps in similar_app_ids, bounded like the
 // parsed shelf) and, for a lookup-only record (complete), the completion
-// that dequeues it.
+// that dequeues it. A record the page leaves as it is (a reparse whose
+// parsers read what they read before) is not written: D1 bills every
+// row, and a reparse of every page would otherwise rewrite the catalogue.
 func PageStatements(trackID, ratingCount int64, p appstore.StorePage, complete bool, at time.Time) []d1.Stmt {
 	iaps := p.InAppPurchases
 	now := d1.Time(at)
-	set := `subtitle = ?, rating_histogram = ?, rating_share = ?, iap_count = ?, in_app_purchases = ?,
-  similar_app_ids = ?, page_status = ?, page_format = ?, page_missing = ?, page_parser_version = ?, updated_at = ?`
+	cols := []string{"subtitle", "rating_histogram", "rating_share", "iap_count", "in_app_purchases",
+		"similar_app_ids", "page_status", "page_format", "page_missing", "page_parser_version"}
 	args := []any{appstore.Truncate(p.Subtitle, appstore.MaxTextLen), jsonText(p.RatingCounts(ratingCount)),
 		jsonText(p.RatingShare), len(iaps), jsonText(iaps), jsonText(similarIDs(p.SimilarAppIDs)),
-		PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion, now}
+		PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion}
 	if complete {
-		set += `, enrichment_source = ?, enrich_error = NULL, enriched_at = ?`
+		cols = append(cols, "enrichment_source", "enriched_at")
 		args = append(args, SourceEnriched, now)
 	}
-	return []d1.Stmt{{SQL: `UPDATE app_registry SET ` + set + ` WHERE track_id = ?`, Args: append(args, trackID)}}
+	set, changed := make([]string, len(cols)), make([]string, len(cols))
+	for i, c := range cols {
+		set[i] = fmt.Sprintf("%s = ?%d", c, i+1)
+		changed[i] = fmt.Sprintf("%s IS NOT ?%d", c, i+1)
+	}
+	if complete {
+		set = append(set, "enrich_error = NULL")
+	}
+	n := len(args)
+	sql := fmt.Sprintf("UPDATE app_registry SET %s, updated_at = ?%d\nWHERE track_id = ?%d AND (%s)",
+		strings.Join(set, ", "), n+1, n+2, strings.Join(changed, " OR "))
+	return []d1.Stmt{{SQL: sql, Args: append(args, now, trackID)}}
 }
 
 // similarIDs is a page's similar-app shelf as the record keeps it
