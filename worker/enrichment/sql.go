@@ -332,13 +332,12 @@ func (s D1Store) GiveUp(ctx context.Context, id int64, attempts int, class contr
 
 // HotQueries are the reads of the controller's path.
 func HotQueries() []d1.NamedQuery {
-	qs := []d1.NamedQuery{
+	return []d1.NamedQuery{
 		{Name: "enrichment pick", SQL: PickSQL, Args: []any{0, "2026-01-01T00:00:00.000Z", 50},
 			Bounded: "the queue's head: idx_app_registry_queue_value holds only queued apps, in pick order; the walk stops at the LIMIT (deferred apps ahead of it are stepped over)"},
 		{Name: "retry-failed pick", SQL: retryFailedProbeSQL, Args: []any{"2026-01-01T00:00:00.000Z", "", "", RetryFailedBatch}},
 		{Name: "app record", SQL: appJSONSQL, Args: []any{100000001}},
 	}
-	return qs
 }
 
 // appJSONSQL builds the record in SQLite, so NULLs and JSON columns come out right.

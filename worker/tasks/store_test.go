@@ -16,8 +16,8 @@ import (
 // seedEnriched adds n enriched apps (track ids 1..n) with ratings.
 func seedEnriched(t *testing.T, drv *d1test.Driver, n int) {
 	for i := 1; i <= n; i++ {
-		drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, subtitle, description, enrichment_source, enriched_at)
-VALUES (?, 'app', ?, 4.5, 'sub', 'desc', 'itunes+store', '2026-11-01T00:00:00.000Z')`, i, i*100)
+		drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, subtitle, description, enrichment_source, enriched_at, discovered_at)
+VALUES (?, 'app', ?, 4.5, 'sub', 'desc', 'itunes+store', '2026-11-01T00:00:00.000Z', '2026-10-01T00:00:00.000Z')`, i, i*100)
 	}
 }
 
@@ -26,8 +26,12 @@ func TestRatingSweepAgainstD1(t *testing.T) {
 	seedEnriched(t, drv, SweepBatch+5)
 	// App 1 had 40 ratings a day ago: its velocity is 60 a day.
 	drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating) VALUES (1, '2026-11-22T12:00:00.000Z', 40, 4.5)`)
-	// App 2 has no snapshot at all (not even the one its insert observed).
+	// App 2 has no snapshot at all: its count is the one it was inserted
+	// with, held since its discovery (an insert writes no history). App 3
+	// has no count.
 	drv.Exec(t, `DELETE FROM app_snapshots WHERE track_id = 2`)
+	drv.Exec(t, `UPDATE app_registry SET rating_count = NULL WHERE track_id = 3`)
+	drv.Exec(t, `DELETE FROM app_snapshots WHERE track_id = 3`)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	values := mapKV{}
 	deps := Bindings{D1Store: D1Store{DB: db}, Values: values}
@@ -38,8 +42,11 @@ func TestRatingSweepAgainstD1(t *testing.T) {
 	if v := drv.Rows(t, `SELECT rating_velocity FROM app_registry WHERE track_id = 1`)[0]["rating_velocity"]; v != float64(60) {
 		t.Fatalf("velocity: %v", v)
 	}
-	if v := drv.Rows(t, `SELECT rating_velocity FROM app_registry WHERE track_id = 2`)[0]["rating_velocity"]; v != nil {
-		t.Fatalf("no earlier snapshot, no velocity: %v", v)
+	if v := drv.Rows(t, `SELECT rating_velocity FROM app_registry WHERE track_id = 2`)[0]["rating_velocity"]; v != float64(0) {
+		t.Fatalf("unchanged since its discovery: %v", v)
+	}
+	if v := drv.Rows(t, `SELECT rating_velocity FROM app_registry WHERE track_id = 3`)[0]["rating_velocity"]; v != nil {
+		t.Fatalf("no count, no velocity: %v", v)
 	}
 	if values["quality:latest"] == "" {
 		t.Fatal("the histogram gap must be recorded in KV")
