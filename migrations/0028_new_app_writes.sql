@@ -46,18 +46,25 @@ END;
 
 -- History keeps changes, and an app's first values are its row's: an
 -- insert writes no history (it wrote a snapshot, a version and a price
--- row for every app a search found, three of its rows). The values an
--- app was inserted with are implicit, held since discovered_at, for as
--- long as the app has no row of that series; the first change writes
--- them (at discovered_at) before the new value, so every series with
--- rows holds its first value. Readers (GET /v1/apps/{id}/history, the
--- catalogue sweep's velocities, the rating sweep) take the row's values
--- at discovered_at when a series has no row (for ratings: no
--- observation, source NOT NULL; the sweeps' copies are not one). A
--- value first known by an update (OLD NULL: a chart found the app, its
--- enrichment brought the rest) is written as it was, by the update.
--- A first value held for no time (changed at its discovery's instant)
--- is not kept.
+-- row for every app a search found, three of its rows), nor does the
+-- write that brings an app's first lookup-level values (a chart found
+-- it with none; its enrichment, a lookup or a search brings them: three
+-- rows too). values_at is when that was: the writers that bring them
+-- set it once (COALESCE), in the row they write anyway. An app's first
+-- values are implicit, held since values_at (discovered_at for a row
+-- without it), for as long as it has no row of that series; the first
+-- change writes them (at that time) before the new value, so every
+-- series with rows holds its first value. Readers (GET
+-- /v1/apps/{id}/history, the catalogue sweep's velocities, the rating
+-- sweep) take the row's values at that time when a series has no row
+-- (for ratings: no observation, source NOT NULL; the sweeps' copies are
+-- not one). A first value held for no time (changed at the instant it
+-- was first known) is not kept. Rows from before this migration carry
+-- no values_at: their history was written by the old triggers, and a
+-- value they gain by a write that does not set values_at is written as
+-- before.
+ALTER TABLE app_registry ADD COLUMN values_at TEXT;
+
 DROP TRIGGER IF EXISTS app_history_insert;
 -- Inserted enriched (no queued row before): the page fingerprint and
 -- the sighting, as app_refresh_schedule records them on an update.
@@ -69,14 +76,19 @@ BEGIN
   WHERE track_id = NEW.track_id;
 END;
 
+-- Each trigger: the first values (the baseline, when the series has no
+-- row and the old value is known), then the new value, unless it is the
+-- app's first value arriving with values_at (implicit).
 DROP TRIGGER IF EXISTS app_history_ratings;
 CREATE TRIGGER IF NOT EXISTS app_history_ratings AFTER UPDATE OF rating_count, average_rating ON app_registry
 WHEN NEW.rating_count IS NOT NULL AND (NEW.rating_count IS NOT OLD.rating_count OR NEW.average_rating IS NOT OLD.average_rating)
+  AND NOT (OLD.rating_count IS NULL AND OLD.values_at IS NULL AND NEW.values_at IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM app_snapshots WHERE track_id = NEW.track_id AND source IS NOT NULL))
 BEGIN
   INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating, source)
-    SELECT OLD.track_id, OLD.discovered_at, OLD.rating_count, OLD.average_rating, 'observed'
+    SELECT OLD.track_id, COALESCE(OLD.values_at, OLD.discovered_at), OLD.rating_count, OLD.average_rating, 'observed'
     WHERE OLD.rating_count IS NOT NULL
-      AND OLD.discovered_at < COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at)
+      AND COALESCE(OLD.values_at, OLD.discovered_at) < COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at)
       AND NOT EXISTS (SELECT 1 FROM app_snapshots WHERE track_id = OLD.track_id AND source IS NOT NULL);
   INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating, source)
     VALUES (NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at),
@@ -86,11 +98,13 @@ END;
 DROP TRIGGER IF EXISTS app_history_version;
 CREATE TRIGGER IF NOT EXISTS app_history_version AFTER UPDATE OF version ON app_registry
 WHEN NEW.version IS NOT NULL AND NEW.version <> '' AND NEW.version IS NOT OLD.version
+  AND NOT (COALESCE(OLD.version, '') = '' AND OLD.values_at IS NULL AND NEW.values_at IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM app_version_history WHERE track_id = NEW.track_id))
 BEGIN
   INSERT OR IGNORE INTO app_version_history (track_id, seen_at, version, release_date, release_notes, source)
-    SELECT OLD.track_id, OLD.discovered_at, OLD.version, OLD.current_version_release_date, OLD.release_notes, 'observed'
+    SELECT OLD.track_id, COALESCE(OLD.values_at, OLD.discovered_at), OLD.version, OLD.current_version_release_date, OLD.release_notes, 'observed'
     WHERE OLD.version IS NOT NULL AND OLD.version <> ''
-      AND OLD.discovered_at < COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at)
+      AND COALESCE(OLD.values_at, OLD.discovered_at) < COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at)
       AND NOT EXISTS (SELECT 1 FROM app_version_history WHERE track_id = OLD.track_id);
   INSERT OR IGNORE INTO app_version_history (track_id, seen_at, version, release_date, release_notes, source)
     VALUES (NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at),
@@ -100,11 +114,13 @@ END;
 DROP TRIGGER IF EXISTS app_history_price;
 CREATE TRIGGER IF NOT EXISTS app_history_price AFTER UPDATE OF price ON app_registry
 WHEN NEW.price IS NOT NULL AND NEW.price IS NOT OLD.price
+  AND NOT (OLD.price IS NULL AND OLD.values_at IS NULL AND NEW.values_at IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM app_price_history WHERE track_id = NEW.track_id))
 BEGIN
   INSERT OR IGNORE INTO app_price_history (track_id, seen_at, price, currency, source)
-    SELECT OLD.track_id, OLD.discovered_at, OLD.price, OLD.currency, 'observed'
+    SELECT OLD.track_id, COALESCE(OLD.values_at, OLD.discovered_at), OLD.price, OLD.currency, 'observed'
     WHERE OLD.price IS NOT NULL
-      AND OLD.discovered_at < COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at)
+      AND COALESCE(OLD.values_at, OLD.discovered_at) < COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at)
       AND NOT EXISTS (SELECT 1 FROM app_price_history WHERE track_id = OLD.track_id);
   INSERT OR IGNORE INTO app_price_history (track_id, seen_at, price, currency, source)
     VALUES (NEW.track_id, COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at),

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"storecrawl/worker/appstore"
+	living "storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
@@ -186,6 +187,13 @@ func newApp(id int64) appstore.App {
 // app_similar rows (one an edge; the table has no reader).
 const NewAppRowsMax = 13
 
+// ChartAppRowsMax bounds the same for an app a chart found, from its
+// sighting to its first enrichment (its developer known already): 5 rows
+// and 4 index entries. Before migrations/0028: 16 (12 rows, 4 entries:
+// the enrichment wrote its first values' three history rows, the
+// counters three rows more, its edges three).
+const ChartAppRowsMax = 9
+
 // TestNewAppRowsWritten counts a new app's rows and index entries, step by
 // step, and bounds their sum.
 func TestNewAppRowsWritten(t *testing.T) {
@@ -202,6 +210,19 @@ func TestNewAppRowsWritten(t *testing.T) {
 		InAppPurchases: []appstore.IAP{{Name: "Pro", Price: "$4.99"}}}
 	rec := enrichment.Record{App: app, Page: page, HTMLKey: enrichment.HTMLKey("us", id), FetchedAt: found.Add(2 * time.Hour), LookupAt: found}
 	enrich := runCounted(t, db, drv, id, enrichment.SaveStatements(rec))
+
+	// An app a chart found (its name alone) gets its values from its
+	// enrichment: they are its first too, and write no history either.
+	const chartID = 900000011
+	chartApp := newApp(chartID)
+	charted := runCounted(t, db, drv, chartID, living.ObserveStmt([]living.Seen{{TrackID: chartID, Name: chartApp.Name, GenreID: chartApp.GenreID}}, found))
+	chartRec := enrichment.Record{App: chartApp, Page: page, HTMLKey: enrichment.HTMLKey("us", chartID), FetchedAt: found.Add(2 * time.Hour)}
+	chartEnrich := runCounted(t, db, drv, chartID, enrichment.SaveStatements(chartRec))
+	t.Logf("found by a chart:   %d rows + %d index entries %v; enriched: %d rows + %d index entries %v",
+		charted.Rows, charted.Entries, charted.EntriesIn, chartEnrich.Rows, chartEnrich.Entries, chartEnrich.EntriesIn)
+	if n := charted.Total() + chartEnrich.Total(); n > ChartAppRowsMax {
+		t.Errorf("an app a chart found wrote %d rows and index entries, want at most %d", n, ChartAppRowsMax)
+	}
 
 	total := discovery.Total() + enrich.Total()
 	t.Logf("discovery (search): %d rows + %d index entries %v", discovery.Rows, discovery.Entries, discovery.EntriesIn)
@@ -235,7 +256,7 @@ func TestNewAppRowsWritten(t *testing.T) {
 			}
 		}
 	}
-	if n := drv.Int(t, `SELECT n FROM pipeline_counters WHERE name = 'apps_enriched'`); n != 1 {
+	if n := drv.Int(t, `SELECT n FROM pipeline_counters WHERE name = 'apps_enriched'`); n != 2 {
 		t.Errorf("apps_enriched: %d", n)
 	}
 }

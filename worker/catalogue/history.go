@@ -70,20 +70,20 @@ const appHistorySQL = `SELECT json_object(
     'enriched_at', r.enriched_at, 'last_seen_at', r.last_seen_at, 'stale_at', r.stale_at),
   'ratings', (SELECT json_group_array(json_object('at', taken_at, 'rating_count', rating_count, 'average_rating', average_rating, 'source', COALESCE(source, 'sweep')))
     FROM (SELECT taken_at, rating_count, average_rating, source FROM app_snapshots WHERE track_id = ?1 AND taken_at >= ?2
-      UNION ALL SELECT r.discovered_at, r.rating_count, r.average_rating, 'observed'
-      WHERE r.rating_count IS NOT NULL AND r.discovered_at >= ?2
+      UNION ALL SELECT COALESCE(r.values_at, r.discovered_at), r.rating_count, r.average_rating, 'observed'
+      WHERE r.rating_count IS NOT NULL AND COALESCE(r.values_at, r.discovered_at) >= ?2
         AND NOT EXISTS (SELECT 1 FROM app_snapshots WHERE track_id = ?1 AND source IS NOT NULL)
       ORDER BY taken_at DESC LIMIT ?4)),
   'versions', (SELECT json_group_array(json_object('at', seen_at, 'version', version, 'release_date', release_date, 'release_notes', release_notes))
     FROM (SELECT seen_at, version, release_date, release_notes FROM app_version_history WHERE track_id = ?1 AND seen_at >= ?2
-      UNION ALL SELECT r.discovered_at, r.version, r.current_version_release_date, r.release_notes
-      WHERE r.version IS NOT NULL AND r.version <> '' AND r.discovered_at >= ?2
+      UNION ALL SELECT COALESCE(r.values_at, r.discovered_at), r.version, r.current_version_release_date, r.release_notes
+      WHERE r.version IS NOT NULL AND r.version <> '' AND COALESCE(r.values_at, r.discovered_at) >= ?2
         AND NOT EXISTS (SELECT 1 FROM app_version_history WHERE track_id = ?1)
       ORDER BY seen_at DESC LIMIT ?4)),
   'prices', (SELECT json_group_array(json_object('at', seen_at, 'price', price, 'currency', currency))
     FROM (SELECT seen_at, price, currency FROM app_price_history WHERE track_id = ?1 AND seen_at >= ?2
-      UNION ALL SELECT r.discovered_at, r.price, r.currency
-      WHERE r.price IS NOT NULL AND r.discovered_at >= ?2
+      UNION ALL SELECT COALESCE(r.values_at, r.discovered_at), r.price, r.currency
+      WHERE r.price IS NOT NULL AND COALESCE(r.values_at, r.discovered_at) >= ?2
         AND NOT EXISTS (SELECT 1 FROM app_price_history WHERE track_id = ?1)
       ORDER BY seen_at DESC LIMIT ?4)),
   'keyword_ranks', (SELECT json_group_array(json_object('day', day, 'keyword', keyword, 'rank', rank))

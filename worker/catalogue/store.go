@@ -32,10 +32,10 @@ const sweepSelect = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) 
     WHERE m.track_id = r.track_id), 0) AS cluster_score,
   COALESCE((SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
     AND s.taken_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?1) ORDER BY s.taken_at DESC LIMIT 1),
-    CASE WHEN r.discovered_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?1) THEN %[3]s END) AS before_7d,
+    CASE WHEN COALESCE(r.values_at, r.discovered_at) <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?1) THEN %[3]s END) AS before_7d,
   COALESCE((SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
     AND s.taken_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?2) ORDER BY s.taken_at DESC LIMIT 1),
-    CASE WHEN r.discovered_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?2) THEN %[3]s END) AS before_30d,
+    CASE WHEN COALESCE(r.values_at, r.discovered_at) <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?2) THEN %[3]s END) AS before_30d,
   COALESCE((SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
     ORDER BY s.taken_at LIMIT 1), %[3]s) AS first_obs
 FROM app_registry r %[2]s`
@@ -44,7 +44,7 @@ FROM app_registry r %[2]s`
 // app_snapshots: the count it was inserted with, held since its
 // discovery (migrations/0028 writes history on change only; the first
 // change writes this point too). NULL when the app has an observation.
-const firstObs = `(SELECT json_array(r.discovered_at, r.rating_count) WHERE r.rating_count IS NOT NULL
+const firstObs = `(SELECT json_array(COALESCE(r.values_at, r.discovered_at), r.rating_count) WHERE r.rating_count IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL))`
 
 var (

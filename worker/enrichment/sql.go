@@ -63,7 +63,9 @@ func jsonText(v any) string {
 // SaveStatements writes one enriched app as one D1 batch (a single
 // transaction): the registry row (upserted, so a row deleted meanwhile is
 // recreated rather than lost), its similar apps in it (similarIDs), and
-// its developer (when new or renamed). A refresh's save (r.Refresh) sets
+// its developer (when new or renamed). values_at is set once, when the
+// record brings the app's first lookup-level values (migrations/0028:
+// they are its history's first point, and no history row is written). A refresh's save (r.Refresh) sets
 // no enrichment_source: the app is enriched already, and setting the
 // column, even to its value, rewrites the entries of the three partial
 // indexes on it (idx_app_registry_enriched, _fill_due, _unscheduled), two
@@ -90,8 +92,8 @@ func SaveStatements(r Record) []d1.Stmt {
   price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
   description, content_rating, artwork_url, file_size_bytes, languages, subtitle, rating_histogram,
   iap_count, in_app_purchases, similar_app_ids, html_r2_key, enrichment_source, enrich_error,
-  enriched_at, updated_at, page_status, page_format, page_missing, page_parser_version, rating_share, lookup_at, release_notes)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?,?,?,?,?,?,?,?)
+  enriched_at, updated_at, page_status, page_format, page_missing, page_parser_version, rating_share, lookup_at, release_notes, values_at)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?,?,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET
   name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
   developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
@@ -107,7 +109,7 @@ ON CONFLICT (track_id) DO UPDATE SET
   enriched_at=excluded.enriched_at, updated_at=excluded.updated_at, page_status=excluded.page_status,
   page_format=excluded.page_format, page_missing=excluded.page_missing,
   page_parser_version=excluded.page_parser_version, rating_share=excluded.rating_share, lookup_at=excluded.lookup_at,
-  release_notes=excluded.release_notes` + refreshGuard,
+  release_notes=excluded.release_notes, values_at=COALESCE(app_registry.values_at, excluded.values_at)` + refreshGuard,
 		Args: []any{
 			a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
 			appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
@@ -118,7 +120,7 @@ ON CONFLICT (track_id) DO UPDATE SET
 			len(iaps), jsonText(iaps), jsonText(similar),
 			r.HTMLKey, SourceEnriched, now, now,
 			PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion, jsonText(p.RatingShare),
-			ts(cmp.Or(r.LookupAt, r.FetchedAt)), appstore.Truncate(a.ReleaseNotes, appstore.MaxTextLen),
+			ts(cmp.Or(r.LookupAt, r.FetchedAt)), appstore.Truncate(a.ReleaseNotes, appstore.MaxTextLen), now,
 		},
 	}}
 	if a.DeveloperID > 0 {
@@ -143,15 +145,15 @@ func SaveLookupStatements(a appstore.App, htmlKey, pageStatus string, at time.Ti
 	}
 	stmts := []d1.Stmt{{
 		SQL: `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, html_r2_key, enrichment_source,
-  page_status, updated_at, lookup_at)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+  page_status, updated_at, lookup_at, values_at)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET ` + appstore.StoredLookupUpdates + `,
   html_r2_key=COALESCE(excluded.html_r2_key, app_registry.html_r2_key),
   enrichment_source=CASE WHEN app_registry.enrichment_source = '` + SourceEnriched + `' THEN app_registry.enrichment_source ELSE excluded.enrichment_source END,
   page_status=CASE WHEN app_registry.page_status = '` + PageParsedStatus + `' THEN app_registry.page_status ELSE excluded.page_status END,
-  updated_at=excluded.updated_at, lookup_at=excluded.lookup_at
+  updated_at=excluded.updated_at, lookup_at=excluded.lookup_at, values_at=COALESCE(app_registry.values_at, excluded.values_at)
 WHERE ` + lookupChanged(),
-		Args: append(a.StoredLookupArgs(), key, SourceLookupOnly, pageStatus, now, now),
+		Args: append(a.StoredLookupArgs(), key, SourceLookupOnly, pageStatus, now, now, now),
 	}}
 	if a.DeveloperID > 0 {
 		stmts = append(stmts, DeveloperStmt(a.DeveloperID, a.DeveloperName, now))

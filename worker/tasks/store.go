@@ -25,7 +25,7 @@ const sweepSQL = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS 
   (r.description IS NOT NULL AND r.description != '') AS has_description,
   COALESCE((SELECT s.rating_count FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1), r.rating_count) AS prev_ratings,
   COALESCE((SELECT s.taken_at FROM app_snapshots s WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1),
-    CASE WHEN r.rating_count IS NOT NULL THEN r.discovered_at END) AS prev_at
+    CASE WHEN r.rating_count IS NOT NULL THEN COALESCE(r.values_at, r.discovered_at) END) AS prev_at
 FROM app_registry r
 WHERE r.track_id > ? AND r.enrichment_source = 'itunes+store'
 ORDER BY r.track_id LIMIT ?`
