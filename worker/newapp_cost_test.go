@@ -189,9 +189,9 @@ const NewAppRowsMax = 13
 
 // ChartAppRowsMax bounds the same for an app a chart found, from its
 // sighting to its first enrichment (its developer known already): 5 rows
-// and 4 index entries. Before migrations/0028: 16 (12 rows, 4 entries:
-// the enrichment wrote its first values' three history rows, the
-// counters three rows more, its edges three).
+// and 4 index entries. Before migrations/0028: 18 (14 rows, 4 entries:
+// the enrichment wrote its first values' three history rows and three
+// edge rows, and the counters three rows more).
 const ChartAppRowsMax = 9
 
 // TestNewAppRowsWritten counts a new app's rows and index entries, step by

@@ -58,9 +58,9 @@ func ParseHistoryQuery(id string, get func(string) string) (q HistoryQuery, fiel
 // appHistorySQL builds the answer in SQLite: the app's current values and
 // each series newest first, each read by its table's primary key prefix
 // (track_id, then time). A series with no row (for ratings: no
-// observation) holds the values the app was inserted with, since its
-// discovery (migrations/0028 writes history on change only): that point
-// comes from the app's row. ?1 the app, ?2 the since time, ?3 the since
+// observation) holds the app's first values, since values_at (its
+// discovery for a row without one; migrations/0028 writes history on
+// change only): that point comes from the app's row. ?1 the app, ?2 the since time, ?3 the since
 // day, ?4 the limit per series. No row: no such app.
 const appHistorySQL = `SELECT json_object(
   'track_id', r.track_id, 'name', r.name,

@@ -41,9 +41,10 @@ const sweepSelect = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) 
 FROM app_registry r %[2]s`
 
 // firstObs is an app's first rating observation when it has none in
-// app_snapshots: the count it was inserted with, held since its
-// discovery (migrations/0028 writes history on change only; the first
-// change writes this point too). NULL when the app has an observation.
+// app_snapshots: its first count, held since values_at (its discovery
+// for a row without one; migrations/0028 writes history on change only,
+// and the first change writes this point too). NULL when the app has an
+// observation.
 const firstObs = `(SELECT json_array(COALESCE(r.values_at, r.discovered_at), r.rating_count) WHERE r.rating_count IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL))`
 

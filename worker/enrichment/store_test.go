@@ -12,6 +12,7 @@ import (
 
 	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/catalogue"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/events"
@@ -482,5 +483,56 @@ func TestLookupSavedAgainUnchangedWritesNothing(t *testing.T) {
 	}
 	if n := save(PageUnparsedStatus, at.Add(time.Hour)); n != 1 {
 		t.Fatalf("a newer lookup wrote %d rows, want 1", n)
+	}
+}
+
+// TestFirstValuesFromTheEnrichmentWriteNoHistory: an app a chart found
+// (its name alone) gets its first values from its enrichment; they are
+// its history's first point, read from its row at that time, and no
+// history row is written until one changes, which writes them first.
+func TestFirstValuesFromTheEnrichmentWriteNoHistory(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	found := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	app := mustLookup(t)
+	if _, err := db.Exec(ctx, catalogue.ObserveStmt([]catalogue.Seen{{TrackID: app.TrackID, Name: app.Name}}, found)...); err != nil {
+		t.Fatal(err)
+	}
+	enriched := found.Add(time.Hour)
+	if _, err := db.ExecAtomic(ctx, SaveStatements(Record{App: app, FetchedAt: enriched})...); err != nil {
+		t.Fatal(err)
+	}
+	rows := func() int64 {
+		return drv.Int(t, `SELECT (SELECT count(*) FROM app_snapshots) + (SELECT count(*) FROM app_version_history) + (SELECT count(*) FROM app_price_history)`)
+	}
+	if n := rows(); n != 0 {
+		t.Fatalf("first values wrote %d history rows", n)
+	}
+	series := func() (ratings, versions []map[string]any) {
+		t.Helper()
+		raw, ok, err := catalogue.D1Store{DB: db}.AppHistory(ctx, catalogue.HistoryQuery{TrackID: app.TrackID, Days: 90, Limit: 10}, enriched.Add(48*time.Hour))
+		if err != nil || !ok {
+			t.Fatalf("history: %v %v", ok, err)
+		}
+		var h struct{ Ratings, Versions []map[string]any }
+		json.Unmarshal(raw, &h)
+		return h.Ratings, h.Versions
+	}
+	if r, v := series(); len(r) != 1 || r[0]["at"] != d1.Time(enriched) || r[0]["rating_count"] != float64(app.RatingCount) ||
+		len(v) != 1 || v[0]["at"] != d1.Time(enriched) || v[0]["version"] != app.Version {
+		t.Fatalf("first values: %v %v", r, v)
+	}
+	// A search a day later sees more ratings: the first count, then the new.
+	grown := app
+	grown.RatingCount += 10
+	later := enriched.Add(24 * time.Hour)
+	if _, err := db.Exec(ctx, catalogue.ObserveStmt([]catalogue.Seen{catalogue.SeenFromApp(grown)}, later)...); err != nil {
+		t.Fatal(err)
+	}
+	if r, v := series(); len(r) != 2 || r[0]["at"] != d1.Time(later) || r[1]["at"] != d1.Time(enriched) || r[1]["rating_count"] != float64(app.RatingCount) || len(v) != 1 {
+		t.Fatalf("after a change: %v %v", r, v)
+	}
+	if n := rows(); n != 2 {
+		t.Fatalf("history rows after a change: %d", n)
 	}
 }

@@ -17,9 +17,9 @@ import (
 // sweepSQL reads enriched apps past the cursor (the rating sweep and the
 // daily snapshots): idx_app_registry_enriched holds only enriched apps, so
 // it reads the rows it returns; the snapshots' primary key serves the
-// subqueries. An app with no snapshot yet has the count it was inserted
-// with since its discovery (migrations/0028 writes no history at an
-// insert; a count set or changed later writes a snapshot).
+// subqueries. An app with no snapshot yet has held its first count since
+// values_at (its discovery for a row without one): migrations/0028
+// writes no history for an app's first values, only for changes.
 const sweepSQL = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS ratings, COALESCE(r.average_rating, 0) AS rating,
   (r.subtitle IS NOT NULL AND r.subtitle != '') AS has_subtitle, (r.rating_histogram IS NOT NULL) AS has_histogram,
   (r.description IS NOT NULL AND r.description != '') AS has_description,
