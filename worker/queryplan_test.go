@@ -54,8 +54,8 @@ SELECT 100000001 + i, 'app ' || i, 'subtitle ' || i, 'description ' || i, 1 + i 
   CASE WHEN i % 100 < 85 THEN CASE WHEN i % 10 = 0 THEN 'hot' WHEN i % 10 < 4 THEN 'warm' ELSE 'cold' END END,
   CASE WHEN i % 100 < 85 AND i % 1000 = 7 THEN strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || (i % 30 - 15) || ' days') END
 FROM n`,
-	// what the insert trigger (app_history_insert, dropped for the fill)
-	// writes: each enriched app's first snapshot, version and price.
+	// history as the update triggers (dropped for the fill) leave it
+	// after a change: each enriched app's snapshot, version and price.
 	`INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating, source)
 SELECT track_id, updated_at, rating_count, average_rating, 'observed' FROM app_registry WHERE rating_count IS NOT NULL`,
 	`INSERT INTO app_version_history (track_id, seen_at, version, release_date, release_notes, source)
@@ -65,7 +65,7 @@ SELECT track_id, updated_at, price, currency, 'observed' FROM app_registry WHERE
 	// and what the counters' triggers keep.
 	`UPDATE pipeline_counters SET n = CASE name
   WHEN 'apps_known' THEN (SELECT count(*) FROM app_registry)
-  WHEN 'apps_pending' THEN (SELECT count(*) FROM app_registry WHERE enriched_at IS NULL)
+  WHEN 'apps_unavailable' THEN (SELECT count(*) FROM app_registry WHERE enriched_at IS NOT NULL AND enrichment_source IS NOT 'itunes+store')
   WHEN 'apps_enriched' THEN (SELECT count(*) FROM app_registry WHERE enriched_at IS NOT NULL AND enrichment_source = 'itunes+store')
   ELSE n END`,
 	// developers: a quarter of the apps.

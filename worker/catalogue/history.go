@@ -58,15 +58,18 @@ func ParseHistoryQuery(id string, get func(string) string) (q HistoryQuery, fiel
 
 // appHistorySQL builds the answer in SQLite: the app's current values and
 // each series newest first, each read by its table's primary key prefix
-// (track_id, then time). ?1 the app, ?2 the since time, ?3 the since day,
-// ?4 the limit per series. No row: no such app. keyword_rank_history holds
-// changes (migrations/0026): a row's rank holds from its day until the
-// keyword's next row for the app (rank null: it left the results), so the
-// keyword ranks are the changes in the window and, for each keyword, the
-// row in effect when the window opens (its last row before, dated when it
-// took effect; none if that row says it left). That second read is the
-// app's rows before the window, which the prune bounds to the one in
-// effect a keyword past RankHistoryRetention.
+// (track_id, then time). A series with no row (for ratings: no
+// observation) holds the app's first values, since values_at (its
+// discovery for a row without one; migrations/0028 writes history on
+// change only): that point comes from the app's row. ?1 the app, ?2 the
+// since time, ?3 the since day, ?4 the limit per series. No row: no such
+// app. keyword_rank_history holds changes (migrations/0026): a row's rank
+// holds from its day until the keyword's next row for the app (rank null:
+// it left the results), so the keyword ranks are the changes in the window
+// and, for each keyword, the row in effect when the window opens (its last
+// row before, dated when it took effect; none if that row says it left).
+// That second read is the app's rows before the window, which the prune
+// bounds to the one in effect a keyword past RankHistoryRetention.
 const appHistorySQL = `SELECT json_object(
   'track_id', r.track_id, 'name', r.name,
   'current', json_object('rating_count', r.rating_count, 'average_rating', r.average_rating, 'version', r.version,
@@ -74,11 +77,23 @@ const appHistorySQL = `SELECT json_object(
     'rating_velocity_30d', r.rating_velocity_30d, 'refresh_tier', r.refresh_tier, 'next_refresh_at', NULL,
     'enriched_at', r.enriched_at, 'last_seen_at', r.last_seen_at, 'stale_at', r.stale_at),
   'ratings', (SELECT json_group_array(json_object('at', taken_at, 'rating_count', rating_count, 'average_rating', average_rating, 'source', COALESCE(source, 'sweep')))
-    FROM (SELECT * FROM app_snapshots WHERE track_id = ?1 AND taken_at >= ?2 ORDER BY taken_at DESC LIMIT ?4)),
+    FROM (SELECT taken_at, rating_count, average_rating, source FROM app_snapshots WHERE track_id = ?1 AND taken_at >= ?2
+      UNION ALL SELECT COALESCE(r.values_at, r.discovered_at), r.rating_count, r.average_rating, 'observed'
+      WHERE r.rating_count IS NOT NULL AND COALESCE(r.values_at, r.discovered_at) >= ?2
+        AND NOT EXISTS (SELECT 1 FROM app_snapshots WHERE track_id = ?1 AND source IS NOT NULL)
+      ORDER BY taken_at DESC LIMIT ?4)),
   'versions', (SELECT json_group_array(json_object('at', seen_at, 'version', version, 'release_date', release_date, 'release_notes', release_notes))
-    FROM (SELECT * FROM app_version_history WHERE track_id = ?1 AND seen_at >= ?2 ORDER BY seen_at DESC LIMIT ?4)),
+    FROM (SELECT seen_at, version, release_date, release_notes FROM app_version_history WHERE track_id = ?1 AND seen_at >= ?2
+      UNION ALL SELECT COALESCE(r.values_at, r.discovered_at), r.version, r.current_version_release_date, r.release_notes
+      WHERE r.version IS NOT NULL AND r.version <> '' AND COALESCE(r.values_at, r.discovered_at) >= ?2
+        AND NOT EXISTS (SELECT 1 FROM app_version_history WHERE track_id = ?1)
+      ORDER BY seen_at DESC LIMIT ?4)),
   'prices', (SELECT json_group_array(json_object('at', seen_at, 'price', price, 'currency', currency))
-    FROM (SELECT * FROM app_price_history WHERE track_id = ?1 AND seen_at >= ?2 ORDER BY seen_at DESC LIMIT ?4)),
+    FROM (SELECT seen_at, price, currency FROM app_price_history WHERE track_id = ?1 AND seen_at >= ?2
+      UNION ALL SELECT COALESCE(r.values_at, r.discovered_at), r.price, r.currency
+      WHERE r.price IS NOT NULL AND COALESCE(r.values_at, r.discovered_at) >= ?2
+        AND NOT EXISTS (SELECT 1 FROM app_price_history WHERE track_id = ?1)
+      ORDER BY seen_at DESC LIMIT ?4)),
   'keyword_ranks', (SELECT json_group_array(json_object('day', day, 'keyword', keyword, 'rank', rank))
     FROM (SELECT day, keyword, rank FROM keyword_rank_history WHERE track_id = ?1 AND day >= ?3
       UNION ALL

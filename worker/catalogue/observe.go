@@ -93,7 +93,10 @@ const SightingGranularity = 7 * 24 * time.Hour
 func SightingBefore(now time.Time) string { return d1.Time(now.Add(-SightingGranularity)) }
 
 // observeSQL upserts what was seen in one statement: a new app is queued
-// for enrichment with what the source showed; a known one gets
+// for enrichment with what the source showed, discovered at the time of
+// the sighting, and a search's values are its first (values_at, set
+// once: their time in history, where migrations/0028 writes no row for
+// them); a known one gets
 // last_seen_at, loses its stale mark, and takes the lookup-level fields
 // the source carries (the history triggers record what changed, at
 // observed_at). An enriched app whose version changed since its page was
@@ -110,10 +113,11 @@ const observeSQL = `WITH s AS (SELECT json_extract(value, '$.id') AS id, json_ex
   json_extract(value, '$.p') AS p, json_extract(value, '$.cur') AS cur, json_extract(value, '$.v') AS v,
   json_extract(value, '$.vd') AS vd, json_extract(value, '$.rn') AS rn FROM json_each(?1))
 INSERT INTO app_registry (track_id, name, genre_id, rating_count, average_rating, price, currency, version,
-  current_version_release_date, release_notes, last_seen_at, observed_at)
-SELECT id, name, genre, n, r, p, cur, v, vd, rn, ?2, CASE WHEN n IS NOT NULL THEN ?2 END FROM s WHERE true
+  current_version_release_date, release_notes, last_seen_at, observed_at, discovered_at, values_at)
+SELECT id, name, genre, n, r, p, cur, v, vd, rn, ?2, CASE WHEN n IS NOT NULL THEN ?2 END, ?2, CASE WHEN n IS NOT NULL THEN ?2 END FROM s WHERE true
 ON CONFLICT (track_id) DO UPDATE SET
   last_seen_at = excluded.last_seen_at,
+  values_at = COALESCE(app_registry.values_at, excluded.values_at),
   stale_at = NULL,
   observed_at = COALESCE(excluded.observed_at, app_registry.observed_at),
   rating_count = COALESCE(excluded.rating_count, app_registry.rating_count),

@@ -22,28 +22,39 @@ import (
 const obsAt = `max(COALESCE(r.observed_at, ''), COALESCE(r.updated_at, ''), COALESCE(r.enriched_at, ''))`
 
 // sweepSelect reads the facts of enriched apps; %[1]s is obsAt, %[2]s the
-// WHERE clause and ordering (a cursor or the untiered ones). Parameters
+// WHERE clause and ordering (a cursor or the untiered ones), %[3]s
+// firstObs. Parameters
 // ?1 and ?2 are the two windows as SQLite modifiers ('-604800 seconds').
 const sweepSelect = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS ratings, r.enriched_at AS enriched_at,
   %[1]s AS observed_at, COALESCE(r.refresh_tier, '') AS tier, r.rating_velocity_7d AS v7, r.rating_velocity_30d AS v30,
   EXISTS (SELECT 1 FROM chart_positions c WHERE c.track_id = r.track_id) AS in_charts,
   COALESCE((SELECT max(o.score) FROM market_cluster_members m JOIN opportunity_scores o ON o.cluster_id = m.cluster_id
     WHERE m.track_id = r.track_id), 0) AS cluster_score,
-  (SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
-    AND s.taken_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?1) ORDER BY s.taken_at DESC LIMIT 1) AS before_7d,
-  (SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
-    AND s.taken_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?2) ORDER BY s.taken_at DESC LIMIT 1) AS before_30d,
-  (SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
-    ORDER BY s.taken_at LIMIT 1) AS first_obs
+  COALESCE((SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
+    AND s.taken_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?1) ORDER BY s.taken_at DESC LIMIT 1),
+    CASE WHEN COALESCE(r.values_at, r.discovered_at) <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?1) THEN %[3]s END) AS before_7d,
+  COALESCE((SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
+    AND s.taken_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?2) ORDER BY s.taken_at DESC LIMIT 1),
+    CASE WHEN COALESCE(r.values_at, r.discovered_at) <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?2) THEN %[3]s END) AS before_30d,
+  COALESCE((SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
+    ORDER BY s.taken_at LIMIT 1), %[3]s) AS first_obs
 FROM app_registry r %[2]s`
+
+// firstObs is an app's first rating observation when it has none in
+// app_snapshots: its first count, held since values_at (its discovery
+// for a row without one; migrations/0028 writes history on change only,
+// and the first change writes this point too). NULL when the app has an
+// observation.
+const firstObs = `(SELECT json_array(COALESCE(r.values_at, r.discovered_at), r.rating_count) WHERE r.rating_count IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL))`
 
 var (
 	// Formatted on first use, not in the Worker's cold start.
 	sweepCursorSQL = sync.OnceValue(func() string {
-		return fmt.Sprintf(sweepSelect, obsAt, `WHERE r.track_id > ?3 AND r.enrichment_source = 'itunes+store' AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?4`)
+		return fmt.Sprintf(sweepSelect, obsAt, `WHERE r.track_id > ?3 AND r.enrichment_source = 'itunes+store' AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?4`, firstObs)
 	})
 	sweepUntieredSQL = sync.OnceValue(func() string {
-		return fmt.Sprintf(sweepSelect, obsAt, `WHERE r.enrichment_source = 'itunes+store' AND r.refresh_tier IS NULL AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?3`)
+		return fmt.Sprintf(sweepSelect, obsAt, `WHERE r.enrichment_source = 'itunes+store' AND r.refresh_tier IS NULL AND r.enriched_at IS NOT NULL ORDER BY r.track_id LIMIT ?3`, firstObs)
 	})
 )
 

@@ -42,8 +42,9 @@ func search(id, ratings int64, version string, price float64) Seen {
 func TestObserveUpdatesAndAppendsHistoryOnChange(t *testing.T) {
 	db, drv := d1test.New(t)
 	ctx := context.Background()
-	// First sighting: a new app queued with what the search showed, and its
-	// first history rows.
+	// First sighting: a new app queued with what the search showed; its
+	// first values are its row's (no history rows: migrations/0028), and
+	// the history answer shows them at its discovery.
 	if _, err := db.Exec(ctx, ObserveStmt([]Seen{search(1, 100, "1.0", 0), search(1, 999, "9", 9)}, t0)...); err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +53,22 @@ func TestObserveUpdatesAndAppendsHistoryOnChange(t *testing.T) {
 		t.Fatalf("new app (the list's first sighting wins): %v", row)
 	}
 	count := func(table string) int64 { return drv.Int(t, `SELECT COUNT(*) FROM `+table+` WHERE track_id = 1`) }
-	if count("app_snapshots") != 1 || count("app_version_history") != 1 || count("app_price_history") != 1 {
+	if count("app_snapshots") != 0 || count("app_version_history") != 0 || count("app_price_history") != 0 {
 		t.Fatalf("first observation: %d ratings, %d versions, %d prices", count("app_snapshots"), count("app_version_history"), count("app_price_history"))
+	}
+	series := func() string {
+		t.Helper()
+		raw, ok, err := D1Store{DB: db}.AppHistory(ctx, HistoryQuery{TrackID: 1, Days: 90, Limit: 10}, t0.Add(4*day))
+		if err != nil || !ok {
+			t.Fatalf("history: %v %v", ok, err)
+		}
+		var h struct{ Ratings, Versions, Prices []map[string]any }
+		json.Unmarshal(raw, &h)
+		return fmt.Sprint(h.Ratings, h.Versions, h.Prices)
+	}
+	first := fmt.Sprintf("[map[at:%[1]s average_rating:4.5 rating_count:100 source:observed]] [map[at:%[1]s release_date:2026-10-01T00:00:00Z release_notes:<nil> version:1.0]] [map[at:%[1]s currency:USD price:0]]", d1.Time(t0))
+	if got := series(); got != first {
+		t.Fatalf("first observation's history:\n%s\nwant\n%s", got, first)
 	}
 	// Seen again a day later, unchanged: nothing is written (the sighting
 	// is within SightingGranularity); a granularity later last_seen_at
@@ -64,16 +79,22 @@ func TestObserveUpdatesAndAppendsHistoryOnChange(t *testing.T) {
 		t.Fatalf("an unchanged sighting a day later wrote %d rows", n)
 	}
 	db.Exec(ctx, ObserveStmt([]Seen{search(1, 100, "1.0", 0)}, t0.Add(SightingGranularity+time.Minute))...)
-	if count("app_snapshots") != 1 || count("app_version_history") != 1 || count("app_price_history") != 1 {
+	if count("app_snapshots") != 0 || count("app_version_history") != 0 || count("app_price_history") != 0 || series() != first {
 		t.Fatal("an unchanged sighting appends nothing")
 	}
 	if got := drv.Rows(t, `SELECT last_seen_at FROM app_registry WHERE track_id = 1`)[0]["last_seen_at"]; got != d1.Time(t0.Add(SightingGranularity+time.Minute)) {
 		t.Fatalf("last_seen_at: %v", got)
 	}
-	// Ratings, version and price change: one row each, at the sighting.
+	// Ratings, version and price change: one row each, at the sighting,
+	// after the first values at the discovery (the first change writes
+	// them): the answer is the same series with the change on top.
 	db.Exec(ctx, ObserveStmt([]Seen{search(1, 130, "1.1", 1.99)}, t0.Add(2*day))...)
 	if count("app_snapshots") != 2 || count("app_version_history") != 2 || count("app_price_history") != 2 {
 		t.Fatalf("changes: %d ratings, %d versions, %d prices", count("app_snapshots"), count("app_version_history"), count("app_price_history"))
+	}
+	changed := fmt.Sprintf("[map[at:%[2]s average_rating:4.5 rating_count:130 source:observed] map[at:%[1]s average_rating:4.5 rating_count:100 source:observed]] [map[at:%[2]s release_date:2026-10-01T00:00:00Z release_notes:<nil> version:1.1] map[at:%[1]s release_date:2026-10-01T00:00:00Z release_notes:<nil> version:1.0]] [map[at:%[2]s currency:USD price:1.99] map[at:%[1]s currency:USD price:0]]", d1.Time(t0), d1.Time(t0.Add(2*day)))
+	if got := series(); got != changed {
+		t.Fatalf("after the changes:\n%s\nwant\n%s", got, changed)
 	}
 	if n := drv.Int(t, `SELECT rating_count FROM app_snapshots WHERE track_id = 1 AND taken_at = ?`, d1.Time(t0.Add(2*day))); n != 130 {
 		t.Fatalf("the observation is dated when it was seen: %d", n)
@@ -172,6 +193,38 @@ func TestSweepVelocityFromObservations(t *testing.T) {
 	drv.FailNext.Store(1)
 	if res := Sweep(ctx, D1Store{DB: db}, t0); res.Error == "" {
 		t.Fatal("a failed read must be reported")
+	}
+}
+
+// TestSweepVelocityFromTheFirstValues: an app a search found has no
+// history rows until a value changes (migrations/0028); its velocities
+// count from the values it was found with, as from a first snapshot.
+func TestSweepVelocityFromTheFirstValues(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	// Found 40 days ago with 1,000 ratings, enriched with the same.
+	db.Exec(ctx, ObserveStmt([]Seen{search(8, 1000, "1.0", 0)}, t0.Add(-40*day))...)
+	enrich(t, drv, 8, 1000, "1.0", t0.Add(-40*day+time.Hour))
+	if n := drv.Int(t, `SELECT count(*) FROM app_snapshots WHERE track_id = 8`); n != 0 {
+		t.Fatalf("history rows of an unchanged app: %d", n)
+	}
+	// Seen again unchanged 10 days ago: 0 a day over both windows (known).
+	db.Exec(ctx, ObserveStmt([]Seen{search(8, 1000, "1.0", 0)}, t0.Add(-10*day))...)
+	Sweep(ctx, D1Store{DB: db}, t0)
+	row := drv.Rows(t, `SELECT rating_velocity_7d, rating_velocity_30d FROM app_registry WHERE track_id = 8`)[0]
+	if row["rating_velocity_7d"] != 0.0 || row["rating_velocity_30d"] != 0.0 {
+		t.Fatalf("velocities of an unchanged app: %v", row)
+	}
+	// It grows 5 days ago: the first change writes the first values too,
+	// and the windows count from them: (1300-1000)/7 and /30.
+	db.Exec(ctx, ObserveStmt([]Seen{search(8, 1300, "1.0", 0)}, t0.Add(-5*day))...)
+	if n := drv.Int(t, `SELECT count(*) FROM app_snapshots WHERE track_id = 8 AND source IS NOT NULL`); n != 2 {
+		t.Fatalf("observations after the first change: %d", n)
+	}
+	Sweep(ctx, D1Store{DB: db}, t0.Add(time.Minute))
+	row = drv.Rows(t, `SELECT rating_velocity_7d, rating_velocity_30d FROM app_registry WHERE track_id = 8`)[0]
+	if math.Abs(row["rating_velocity_7d"].(float64)-42.857) > 1e-9 || row["rating_velocity_30d"] != 10.0 {
+		t.Fatalf("velocities after a change: %v", row)
 	}
 }
 

@@ -200,8 +200,8 @@ func TestRediscoveryUpdatesKnownApps(t *testing.T) {
 	// with older values; the chart app is marked stale.
 	// (Both ranking-filled: the fill would queue their keywords, and the
 	// scan's cycle search them.)
-	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, version, enrichment_source, enriched_at, updated_at, last_seen_at, stale_at, rankings_filled_at)
-VALUES (100000001, 'Budget Planner', 50, 4.0, '1.0', 'itunes+store', ?1, ?1, ?1, ?1, ?1), (200000001, 'budget 1', 4, 3.9, '1.0', 'itunes+store', ?1, ?1, ?1, NULL, ?1)`, old)
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, version, enrichment_source, enriched_at, updated_at, last_seen_at, stale_at, rankings_filled_at, discovered_at)
+VALUES (100000001, 'Budget Planner', 50, 4.0, '1.0', 'itunes+store', ?1, ?1, ?1, ?1, ?1, ?1), (200000001, 'budget 1', 4, 3.9, '1.0', 'itunes+store', ?1, ?1, ?1, NULL, ?1, ?1)`, old)
 	if res := c.Run(context.Background(), 0.1, now); res.Action != "category_scan" || res.Error != "" {
 		t.Fatalf("scan: %+v", res)
 	}
@@ -227,7 +227,8 @@ VALUES (100000001, 'Budget Planner', 50, 4.0, '1.0', 'itunes+store', ?1, ?1, ?1,
 	if n := drv.Int(t, `SELECT COUNT(*) FROM keyword_rank_history WHERE keyword = 'budget' AND day = '2026-11-23'`); n != 3 {
 		t.Fatalf("the ranks of the keyword's first search: %d", n)
 	}
-	// Two observations: the stored 4 (from the insert) and the 10.
+	// Two observations: the stored 4 (the value it was inserted with,
+	// written by its first change) and the 10.
 	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 200000001`); n != 2 {
 		t.Fatalf("observations: %d", n)
 	}
@@ -284,12 +285,13 @@ VALUES (99, 'enriched', 7, 4.0, '1.0', 0, 'itunes+store', '2026-11-01T00:00:00.0
 		t.Fatal(err)
 	}
 	// App 1: its count (observe; its lookup fields are then the same) and
-	// a snapshot; app 99: its sighting (never seen before), a ranking row
-	// and its entry in the rank history; apps 2..9 shift a rank (8
-	// ranking rows, and 8 rank changes: today's rows move to the day's
-	// last rank); app 10's ranking row deleted and its leaving recorded;
-	// the keyword's mark.
-	if n := drv.TotalChanges(t) - before; n > 2+3+8+8+2+1 {
+	// two snapshots (its first change: the count it was found with, which
+	// its discovery no longer wrote, and the new one); app 99: its
+	// sighting (never seen before), a ranking row and its entry in the
+	// rank history; apps 2..9 shift a rank (8 ranking rows, and 8 rank
+	// changes: today's rows move to the day's last rank); app 10's
+	// ranking row deleted and its leaving recorded; the keyword's mark.
+	if n := drv.TotalChanges(t) - before; n > 3+3+8+8+2+1 {
 		t.Fatalf("a search with one change wrote %d rows", n)
 	}
 	ranks := drv.Rows(t, `SELECT track_id, rank FROM crawl_rankings WHERE keyword = 'budget' ORDER BY rank`)

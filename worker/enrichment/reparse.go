@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"storecrawl/worker/appstore"
@@ -24,12 +25,17 @@ var ReparseScopes = []string{ReparseAll, ReparseFailed, ReparseIncomplete}
 // ReparseBatch is how many pages one page-reparse batch reads back from
 // R2: one R2 read each, then one D1 batch for them all, the job's cursor
 // included, so a batch's writes commit together. Each page writes
-// pageStatementsMax statements; the cursor is one more.
-const ReparseBatch = (d1.MaxBatch - 1) / pageStatementsMax
+// pageStatementsMax statements; the cursor is one more (within
+// d1.MaxBatch: reparseBatchFits). With ReparseBatchesPerRun it bounds a
+// run's R2 reads (264).
+const ReparseBatch = 33
 
-// pageStatementsMax is PageStatements' length: the record update and the
-// two statements of similarStmts.
-const pageStatementsMax = 3
+// pageStatementsMax is PageStatements' length: the record update.
+const pageStatementsMax = 1
+
+// reparseBatchFits does not compile when a batch's statements exceed
+// d1.MaxBatch (a negative array length).
+var _ [d1.MaxBatch - ReparseBatch*pageStatementsMax - 1]struct{}
 
 // ReparseJob is one reparse, as GET /v1/enrichment/reparse shows it.
 type ReparseJob struct {
@@ -209,38 +215,49 @@ func (r Reparser) ReparseRun(ctx context.Context) (string, error) {
 }
 
 // PageStatements write what a parsed page says into an app's record: the
-// page fields, its similar-app edges (replaced), and, for a lookup-only
-// record (complete), the completion that dequeues it.
+// page fields (its similar apps in similar_app_ids, bounded like the
+// parsed shelf) and, for a lookup-only record (complete), the completion
+// that dequeues it. A record the page leaves as it is (a reparse whose
+// parsers read what they read before) is not written: D1 bills every
+// row, and a reparse of every page would otherwise rewrite the catalogue.
 func PageStatements(trackID, ratingCount int64, p appstore.StorePage, complete bool, at time.Time) []d1.Stmt {
-	iaps, similar := p.InAppPurchases, p.SimilarAppIDs
+	iaps := p.InAppPurchases
 	now := d1.Time(at)
-	set := `subtitle = ?, rating_histogram = ?, rating_share = ?, iap_count = ?, in_app_purchases = ?,
-  similar_app_ids = ?, page_status = ?, page_format = ?, page_missing = ?, page_parser_version = ?, updated_at = ?`
+	cols := []string{"subtitle", "rating_histogram", "rating_share", "iap_count", "in_app_purchases",
+		"similar_app_ids", "page_status", "page_format", "page_missing", "page_parser_version"}
 	args := []any{appstore.Truncate(p.Subtitle, appstore.MaxTextLen), jsonText(p.RatingCounts(ratingCount)),
-		jsonText(p.RatingShare), len(iaps), jsonText(iaps), jsonText(similar),
-		PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion, now}
+		jsonText(p.RatingShare), len(iaps), jsonText(iaps), jsonText(similarIDs(p.SimilarAppIDs)),
+		PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion}
 	if complete {
-		set += `, enrichment_source = ?, enrich_error = NULL, enriched_at = ?`
+		cols = append(cols, "enrichment_source", "enriched_at")
 		args = append(args, SourceEnriched, now)
 	}
-	stmts := []d1.Stmt{{SQL: `UPDATE app_registry SET ` + set + ` WHERE track_id = ?`, Args: append(args, trackID)}}
-	return append(stmts, similarStmts(trackID, similar)...)
+	set, changed := make([]string, len(cols)), make([]string, len(cols))
+	for i, c := range cols {
+		set[i] = fmt.Sprintf("%s = ?%d", c, i+1)
+		changed[i] = fmt.Sprintf("%s IS NOT ?%d", c, i+1)
+	}
+	if complete {
+		set = append(set, "enrich_error = NULL")
+	}
+	n := len(args)
+	sql := fmt.Sprintf("UPDATE app_registry SET %s, updated_at = ?%d\nWHERE track_id = ?%d AND (%s)",
+		strings.Join(set, ", "), n+1, n+2, strings.Join(changed, " OR "))
+	return []d1.Stmt{{SQL: sql, Args: append(args, now, trackID)}}
 }
 
-// similarStmts replace an app's similar-app edges wholesale, so writing a
-// page twice is idempotent.
-func similarStmts(trackID int64, similar []int64) []d1.Stmt {
-	// Two statements however long the shelf, so an app's save is always
-	// one batch; the edges are bounded like the parsed shelf.
+// similarIDs is a page's similar-app shelf as the record keeps it
+// (similar_app_ids): bounded like the parsed shelf, [] for none. The
+// shelf is kept there alone: the edge table app_similar (0001) has no
+// reader, and writing it cost a row an edge (three a new app at 1.1M
+// apps); a reader that needs the edges indexed can read them back with
+// json_each(similar_app_ids).
+func similarIDs(similar []int64) []int64 {
 	similar = similar[:min(len(similar), appstore.MaxSimilar)]
 	if similar == nil {
 		similar = []int64{}
 	}
-	return []d1.Stmt{
-		{SQL: `DELETE FROM app_similar WHERE app_id = ?`, Args: []any{trackID}},
-		{SQL: `INSERT OR IGNORE INTO app_similar (app_id, similar_id, position) SELECT ?, value, key FROM json_each(?)`,
-			Args: []any{trackID, jsonText(similar)}},
-	}
+	return similar
 }
 
 // StartReparse starts a job and returns it as JSON (the API's side).

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 )
@@ -68,8 +69,8 @@ func TestReparseHealsRecordsFromStoredPages(t *testing.T) {
 		row["subtitle"] != "Start Watching" || row["rating_histogram"] != "[28780,5653,3083,2570,11306]" || row["page_format"] != "legacy" {
 		t.Fatalf("healed record %v", row)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_similar WHERE app_id = 1`); n != 6 {
-		t.Fatalf("similar edges %d", n)
+	if n := drv.Int(t, `SELECT json_array_length(similar_app_ids) FROM app_registry WHERE track_id = 1`); n != 6 {
+		t.Fatalf("similar apps %d", n)
 	}
 	if len(ev.ids) != 1 || ev.ids[0] != 1 {
 		t.Fatalf("completed apps must be announced: %v", ev.ids)
@@ -109,5 +110,37 @@ func TestReparseStopsAtAnR2Outage(t *testing.T) {
 	}
 	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry WHERE page_status = 'parsed'`); n != 0 {
 		t.Fatalf("nothing past the outage is written: %d", n)
+	}
+}
+
+// TestPageWrittenAgainUnchangedWritesNothing: a page whose parse reads
+// what is stored (a reparse after a parser change that did not touch it)
+// leaves the record unwritten; a changed field writes it.
+func TestPageWrittenAgainUnchangedWritesNothing(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	drv.Exec(t, `INSERT INTO app_registry (track_id, rating_count) VALUES (5, 100)`)
+	page := appstore.StorePage{Format: "current", Subtitle: "Plan a budget", SimilarAppIDs: []int64{6, 7}}
+	write := func(p appstore.StorePage, at time.Time) int64 {
+		t.Helper()
+		before := drv.TotalChanges(t)
+		if _, err := db.ExecAtomic(ctx, PageStatements(5, 100, p, false, at)...); err != nil {
+			t.Fatal(err)
+		}
+		return drv.TotalChanges(t) - before
+	}
+	if n := write(page, at); n != 1 {
+		t.Fatalf("a first page wrote %d rows", n)
+	}
+	if n := write(page, at.Add(time.Hour)); n != 0 {
+		t.Fatalf("the same page again wrote %d rows", n)
+	}
+	page.Subtitle = "Plan a budget, fast"
+	if n := write(page, at.Add(2*time.Hour)); n != 1 {
+		t.Fatalf("a changed page wrote %d rows", n)
+	}
+	if got := drv.Rows(t, `SELECT subtitle, updated_at FROM app_registry WHERE track_id = 5`)[0]; got["subtitle"] != page.Subtitle || got["updated_at"] != d1.Time(at.Add(2*time.Hour)) {
+		t.Fatalf("record: %v", got)
 	}
 }

@@ -64,6 +64,9 @@ type Record struct {
 	// LookupAt is when App's fields were fetched: FetchedAt when zero (the
 	// run's own lookup), earlier for a fresh stored lookup.
 	LookupAt time.Time
+	// Refresh: the app is enriched already (a due refresh), so the save
+	// leaves its state (enrichment_source) as it is (SaveStatements).
+	Refresh bool
 }
 
 // PageMeta describes a stored raw page (R2 custom metadata): when it was
@@ -622,7 +625,7 @@ func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lo
 		// stays due, untouched, and its lookup is not written over a record.
 		res = controller.ItemResult{TrackID: it.TrackID, Class: controller.ClassOK, Status: lookup.status, Page: controller.PageSkipped}
 	} else {
-		res, reqs = r.enrichOne(ctx, it.TrackID, index, lookup, true)
+		res, reqs = r.enrichOne(ctx, it.TrackID, index, lookup, true, true)
 	}
 	res.Refresh = true
 	var delay time.Duration
@@ -746,7 +749,7 @@ func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, lookup lo
 	if it.Refresh != nil {
 		return r.settleRefresh(ctx, it, index, lookup, fetchPage)
 	}
-	res, reqs := r.enrichOne(ctx, it.TrackID, index, lookup, fetchPage)
+	res, reqs := r.enrichOne(ctx, it.TrackID, index, lookup, fetchPage, false)
 	res.Probe = fetchPage && probing
 	res.PriorParseError = it.PriorParseError
 	action := controller.ActionFor(res, it.Attempts)
@@ -789,8 +792,8 @@ func requestOutcome(item int, u upstream.Response) controller.RequestOutcome {
 
 // enrichOne fetches the item's store page, its lookup in hand, and stores
 // what it can; an item its batch did not find (or found unreadable) needs
-// no page.
-func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup lookupOutcome, fetchPage bool) (controller.ItemResult, []controller.RequestOutcome) {
+// no page. refresh: the item is an enriched app's due refresh.
+func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup lookupOutcome, fetchPage, refresh bool) (controller.ItemResult, []controller.RequestOutcome) {
 	if lookup.class != controller.ClassOK {
 		res := controller.ItemResult{TrackID: id, Class: lookup.class, Status: lookup.status, RetryAfterS: lookup.retryAfterS,
 			Error: lookup.err, BatchFailed: lookup.batchFailed}
@@ -833,7 +836,7 @@ func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup look
 		page = upstream.Response{Class: controller.ClassRateLimit, Remaining: -1, Err: fmt.Errorf("rate limiter: %w", err), SentAt: now, DoneAt: now}
 		limited = true
 	}
-	res, pageClass := r.itemResult(ctx, id, lookup, page)
+	res, pageClass := r.itemResult(ctx, id, lookup, page, refresh)
 	res.StoredLookup = lookup.stored
 	// A challenge page answered 200 but refused us: the pacing algorithm
 	// must see it as the refusal it is.
@@ -867,7 +870,7 @@ func lookupErrClass(err error) controller.Class {
 // metadata, parsed or not: unparsed pages are exactly what a reparse
 // needs. It also returns the page request's class as the pacing algorithm
 // should see it.
-func (r *Runner) itemResult(ctx context.Context, id int64, lookup lookupOutcome, page upstream.Response) (controller.ItemResult, controller.Class) {
+func (r *Runner) itemResult(ctx context.Context, id int64, lookup lookupOutcome, page upstream.Response, refresh bool) (controller.ItemResult, controller.Class) {
 	now := r.Now()
 	app := lookup.app
 	pageClass := page.Class
@@ -915,7 +918,7 @@ func (r *Runner) itemResult(ctx context.Context, id int64, lookup lookupOutcome,
 		}
 		return res, pageClass
 	}
-	rec := Record{App: app, Page: sp, HTMLKey: key, FetchedAt: now}
+	rec := Record{App: app, Page: sp, HTMLKey: key, FetchedAt: now, Refresh: refresh}
 	if lookup.stored {
 		rec.LookupAt = lookup.lookupAt
 	}

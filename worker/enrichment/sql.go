@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"strings"
+	"sync"
 	"time"
 
 	controller "storecrawl/durable/enrichment"
@@ -61,8 +63,15 @@ func jsonText(v any) string {
 
 // SaveStatements writes one enriched app as one D1 batch (a single
 // transaction): the registry row (upserted, so a row deleted meanwhile is
-// recreated rather than lost) and its similar-app edges, replaced wholesale
-// so a re-enrichment is idempotent.
+// recreated rather than lost), its similar apps in it (similarIDs), and
+// its developer (when new or renamed). values_at is set once, when the
+// record brings the app's first lookup-level values (migrations/0028:
+// they are its history's first point, and no history row is written). A refresh's save (r.Refresh) sets
+// no enrichment_source: the app is enriched already, and setting the
+// column, even to its value, rewrites the entries of the three partial
+// indexes on it (idx_app_registry_enriched, _fill_due, _unscheduled), two
+// or three index rows D1 bills on every changed refresh; a refresh of an
+// app no longer enriched stores no record.
 func SaveStatements(r Record) []d1.Stmt {
 	a, p := r.App, r.Page
 	langs := a.Languages
@@ -73,18 +82,19 @@ func SaveStatements(r Record) []d1.Stmt {
 	if iaps == nil {
 		iaps = []appstore.IAP{}
 	}
-	similar := p.SimilarAppIDs
-	if similar == nil {
-		similar = []int64{}
-	}
+	similar := similarIDs(p.SimilarAppIDs)
 	now := ts(r.FetchedAt)
+	stateUpdate, refreshGuard := "enrichment_source=excluded.enrichment_source, ", ""
+	if r.Refresh {
+		stateUpdate, refreshGuard = "", "\nWHERE app_registry.enrichment_source = '"+SourceEnriched+"'"
+	}
 	stmts := []d1.Stmt{{
 		SQL: `INSERT INTO app_registry (track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
   price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
   description, content_rating, artwork_url, file_size_bytes, languages, subtitle, rating_histogram,
   iap_count, in_app_purchases, similar_app_ids, html_r2_key, enrichment_source, enrich_error,
-  enriched_at, updated_at, page_status, page_format, page_missing, page_parser_version, rating_share, lookup_at, release_notes)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?,?,?,?,?,?,?,?)
+  enriched_at, updated_at, page_status, page_format, page_missing, page_parser_version, rating_share, lookup_at, release_notes, values_at)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?,?,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET
   name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
   developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
@@ -95,12 +105,12 @@ ON CONFLICT (track_id) DO UPDATE SET
   file_size_bytes=excluded.file_size_bytes, languages=excluded.languages, subtitle=excluded.subtitle,
   rating_histogram=excluded.rating_histogram, iap_count=excluded.iap_count,
   in_app_purchases=excluded.in_app_purchases, similar_app_ids=excluded.similar_app_ids,
-  html_r2_key=excluded.html_r2_key, enrichment_source=excluded.enrichment_source, enrich_error=NULL,
+  html_r2_key=excluded.html_r2_key, ` + stateUpdate + `enrich_error=NULL,
   enrich_error_class=NULL, enrich_retry_at=NULL, enrich_defers=0,
   enriched_at=excluded.enriched_at, updated_at=excluded.updated_at, page_status=excluded.page_status,
   page_format=excluded.page_format, page_missing=excluded.page_missing,
   page_parser_version=excluded.page_parser_version, rating_share=excluded.rating_share, lookup_at=excluded.lookup_at,
-  release_notes=excluded.release_notes`,
+  release_notes=excluded.release_notes, values_at=COALESCE(app_registry.values_at, excluded.values_at)` + refreshGuard,
 		Args: []any{
 			a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
 			appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
@@ -111,10 +121,9 @@ ON CONFLICT (track_id) DO UPDATE SET
 			len(iaps), jsonText(iaps), jsonText(similar),
 			r.HTMLKey, SourceEnriched, now, now,
 			PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion, jsonText(p.RatingShare),
-			ts(cmp.Or(r.LookupAt, r.FetchedAt)), appstore.Truncate(a.ReleaseNotes, appstore.MaxTextLen),
+			ts(cmp.Or(r.LookupAt, r.FetchedAt)), appstore.Truncate(a.ReleaseNotes, appstore.MaxTextLen), now,
 		},
 	}}
-	stmts = append(stmts, similarStmts(a.TrackID, similar)...)
 	if a.DeveloperID > 0 {
 		stmts = append(stmts, DeveloperStmt(a.DeveloperID, a.DeveloperName, now))
 	}
@@ -124,7 +133,11 @@ ON CONFLICT (track_id) DO UPDATE SET
 // SaveLookupStatements keep a lookup whose page is pending: the lookup
 // fields and the developer, enrichment_source 'itunes' (never downgrading
 // a complete record), the raw page's key when one was stored. The item
-// stays queued (enriched_at untouched).
+// stays queued (enriched_at untouched). A known row is written only when
+// a value differs (lookupChanged): a stored lookup saved again with the
+// same page status (a page that failed again) writes nothing, where the
+// update wrote the row and its entry in idx_app_registry_queue_value
+// (rating_count is in its key).
 func SaveLookupStatements(a appstore.App, htmlKey, pageStatus string, at time.Time) []d1.Stmt {
 	now := ts(at)
 	var key any
@@ -133,20 +146,37 @@ func SaveLookupStatements(a appstore.App, htmlKey, pageStatus string, at time.Ti
 	}
 	stmts := []d1.Stmt{{
 		SQL: `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, html_r2_key, enrichment_source,
-  page_status, updated_at, lookup_at)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+  page_status, updated_at, lookup_at, values_at)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 ON CONFLICT (track_id) DO UPDATE SET ` + appstore.StoredLookupUpdates + `,
   html_r2_key=COALESCE(excluded.html_r2_key, app_registry.html_r2_key),
   enrichment_source=CASE WHEN app_registry.enrichment_source = '` + SourceEnriched + `' THEN app_registry.enrichment_source ELSE excluded.enrichment_source END,
   page_status=CASE WHEN app_registry.page_status = '` + PageParsedStatus + `' THEN app_registry.page_status ELSE excluded.page_status END,
-  updated_at=excluded.updated_at, lookup_at=excluded.lookup_at`,
-		Args: append(a.StoredLookupArgs(), key, SourceLookupOnly, pageStatus, now, now),
+  updated_at=excluded.updated_at, lookup_at=excluded.lookup_at, values_at=COALESCE(app_registry.values_at, excluded.values_at)
+WHERE ` + lookupChanged(),
+		Args: append(a.StoredLookupArgs(), key, SourceLookupOnly, pageStatus, now, now, now),
 	}}
 	if a.DeveloperID > 0 {
 		stmts = append(stmts, DeveloperStmt(a.DeveloperID, a.DeveloperName, now))
 	}
 	return stmts
 }
+
+// lookupChanged is SaveLookupStatements' update condition: one of the
+// values it sets differs from the stored one.
+var lookupChanged = sync.OnceValue(func() string {
+	var or []string
+	for _, c := range strings.Split(appstore.StoredLookupColumns, ",") {
+		if c = strings.TrimSpace(c); c != "track_id" {
+			or = append(or, "app_registry."+c+" IS NOT excluded."+c)
+		}
+	}
+	return strings.Join(append(or,
+		"(excluded.html_r2_key IS NOT NULL AND app_registry.html_r2_key IS NOT excluded.html_r2_key)",
+		"(app_registry.enrichment_source IS NOT '"+SourceEnriched+"' AND app_registry.enrichment_source IS NOT excluded.enrichment_source)",
+		"(app_registry.page_status IS NOT '"+PageParsedStatus+"' AND app_registry.page_status IS NOT excluded.page_status)",
+		"app_registry.updated_at IS NOT excluded.updated_at", "app_registry.lookup_at IS NOT excluded.lookup_at"), "\n  OR ")
+})
 
 // MarkMissingStmt dequeues an app the upstream does not know.
 func MarkMissingStmt(id int64, at time.Time) d1.Stmt {

@@ -12,6 +12,7 @@ import (
 
 	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/catalogue"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/events"
@@ -27,8 +28,8 @@ func (q *sentQueue) Send(_ context.Context, body string) error {
 }
 
 // TestRunAgainstD1 runs a whole tick against the real schema: the pick
-// (priority order), the enriched app's upsert with its similar-app edges
-// and developer, a not-found app dequeued, throttled and failing apps left
+// (priority order), the enriched app's upsert with its similar apps and
+// developer, a not-found app dequeued, throttled and failing apps left
 // queued with their attempts, a last attempt given up, and the enriched
 // app announced on the queue.
 func TestRunAgainstD1(t *testing.T) {
@@ -84,8 +85,8 @@ func TestRunAgainstD1(t *testing.T) {
 	}
 	var similar []int64
 	json.Unmarshal([]byte(app["similar_app_ids"].(string)), &similar)
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_similar WHERE app_id = ?`, fixtureID); n != int64(len(similar)) || n == 0 {
-		t.Fatalf("similar edges: %d for %v", n, similar)
+	if len(similar) == 0 {
+		t.Fatalf("similar apps: %v", similar)
 	}
 	if n := drv.Int(t, `SELECT COUNT(*) FROM developers WHERE developer_id = ?`, app["developer_id"]); n != 1 {
 		t.Fatalf("developer rows: %d", n)
@@ -113,12 +114,12 @@ func TestRunAgainstD1(t *testing.T) {
 	if ev.Type != events.AppEnriched || len(ev.TrackIDs) != 1 || ev.TrackIDs[0] != fixtureID {
 		t.Fatalf("event: %+v", ev)
 	}
-	// A re-enrichment replaces the edges, it does not add to them.
+	// A re-enrichment replaces the similar apps, it does not add to them.
 	if _, err := db.Exec(context.Background(), SaveStatements(Record{App: mustLookup(t), FetchedAt: now})...); err != nil {
 		t.Fatal(err)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_similar WHERE app_id = ?`, fixtureID); n != 0 {
-		t.Fatalf("a record without similar apps must clear the edges: %d", n)
+	if got := drv.Rows(t, `SELECT similar_app_ids FROM app_registry WHERE track_id = ?`, fixtureID)[0]["similar_app_ids"]; got != "[]" {
+		t.Fatalf("a record without similar apps must clear them: %v", got)
 	}
 }
 
@@ -397,5 +398,141 @@ func TestDeveloperSeenAgainWritesNothing(t *testing.T) {
 	got := drv.Rows(t, `SELECT name, first_seen_at, updated_at FROM developers WHERE developer_id = 70`)[0]
 	if got["name"] != "Dev Ltd" || got["first_seen_at"] != "2026-11-01T00:00:00.000Z" || got["updated_at"] != "2026-11-03T00:00:00.000Z" {
 		t.Fatalf("renamed developer: %v", got)
+	}
+}
+
+// TestSimilarAppsKeptInTheRecord: an app's similar apps are its
+// record's similar_app_ids (bounded like the parsed shelf), and the save
+// writes no app_similar row (a row an edge, and no reader).
+func TestSimilarAppsKeptInTheRecord(t *testing.T) {
+	db, drv := d1test.New(t)
+	var rec Record
+	rec.App.TrackID, rec.FetchedAt = 7, time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 2 * appstore.MaxSimilar {
+		rec.Page.SimilarAppIDs = append(rec.Page.SimilarAppIDs, int64(100+i))
+	}
+	if _, err := db.ExecAtomic(context.Background(), SaveStatements(rec)...); err != nil {
+		t.Fatal(err)
+	}
+	var similar []int64
+	json.Unmarshal([]byte(drv.Rows(t, `SELECT similar_app_ids FROM app_registry WHERE track_id = 7`)[0]["similar_app_ids"].(string)), &similar)
+	if len(similar) != appstore.MaxSimilar || similar[0] != 100 {
+		t.Fatalf("similar_app_ids: %v", similar)
+	}
+	if n := drv.Int(t, `SELECT count(*) FROM app_similar`); n != 0 {
+		t.Fatalf("edge rows written: %d", n)
+	}
+}
+
+// TestRefreshSaveLeavesTheState: a refresh's record sets no
+// enrichment_source (setting it, even to its value, rewrites the entries
+// of the partial indexes on it), and an app that is no longer enriched
+// keeps its row as it was.
+func TestRefreshSaveLeavesTheState(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	app := mustLookup(t)
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	for _, s := range SaveStatements(Record{App: app, FetchedAt: at, Refresh: true}) {
+		if strings.Contains(s.SQL, "enrichment_source=excluded") {
+			t.Fatalf("a refresh sets enrichment_source: %s", s.SQL)
+		}
+	}
+	// No row yet (deleted meanwhile): the record is stored, enriched.
+	if _, err := db.ExecAtomic(ctx, SaveStatements(Record{App: app, FetchedAt: at, Refresh: true})...); err != nil {
+		t.Fatal(err)
+	}
+	if n := drv.Int(t, `SELECT count(*) FROM app_registry WHERE track_id = ? AND enrichment_source = ?`, app.TrackID, SourceEnriched); n != 1 {
+		t.Fatal("a refresh of a missing row stores the record")
+	}
+	// Not found meanwhile: the refresh stores nothing over it.
+	drv.Exec(t, `UPDATE app_registry SET enrichment_source = ?, name = 'gone' WHERE track_id = ?`, SourceNotFound, app.TrackID)
+	if _, err := db.ExecAtomic(ctx, SaveStatements(Record{App: app, FetchedAt: at.Add(time.Hour), Refresh: true})...); err != nil {
+		t.Fatal(err)
+	}
+	if row := drv.Rows(t, `SELECT name, enrichment_source, enriched_at FROM app_registry WHERE track_id = ?`, app.TrackID)[0]; row["name"] != "gone" || row["enrichment_source"] != SourceNotFound || row["enriched_at"] != d1.Time(at) {
+		t.Fatalf("a refresh wrote over an app no longer enriched: %v", row)
+	}
+}
+
+// TestLookupSavedAgainUnchangedWritesNothing: a stored lookup saved again
+// as it was (its page failed again) writes no row; a new page status or
+// a newer lookup does.
+func TestLookupSavedAgainUnchangedWritesNothing(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	ctx := context.Background()
+	app := mustLookup(t)
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	save := func(status string, at time.Time) int64 {
+		t.Helper()
+		before := drv.TotalChanges(t)
+		if err := s.SaveLookup(ctx, app, "", status, at); err != nil {
+			t.Fatal(err)
+		}
+		return drv.TotalChanges(t) - before
+	}
+	if n := save(PagePending, at); n == 0 {
+		t.Fatal("a first lookup wrote nothing")
+	}
+	if n := save(PagePending, at); n != 0 {
+		t.Fatalf("the same lookup again wrote %d rows", n)
+	}
+	if n := save(PageUnparsedStatus, at); n != 1 {
+		t.Fatalf("a new page status wrote %d rows, want 1", n)
+	}
+	if n := save(PageUnparsedStatus, at.Add(time.Hour)); n != 1 {
+		t.Fatalf("a newer lookup wrote %d rows, want 1", n)
+	}
+}
+
+// TestFirstValuesFromTheEnrichmentWriteNoHistory: an app a chart found
+// (its name alone) gets its first values from its enrichment; they are
+// its history's first point, read from its row at that time, and no
+// history row is written until one changes, which writes them first.
+func TestFirstValuesFromTheEnrichmentWriteNoHistory(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	found := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	app := mustLookup(t)
+	if _, err := db.Exec(ctx, catalogue.ObserveStmt([]catalogue.Seen{{TrackID: app.TrackID, Name: app.Name}}, found)...); err != nil {
+		t.Fatal(err)
+	}
+	enriched := found.Add(time.Hour)
+	if _, err := db.ExecAtomic(ctx, SaveStatements(Record{App: app, FetchedAt: enriched})...); err != nil {
+		t.Fatal(err)
+	}
+	rows := func() int64 {
+		return drv.Int(t, `SELECT (SELECT count(*) FROM app_snapshots) + (SELECT count(*) FROM app_version_history) + (SELECT count(*) FROM app_price_history)`)
+	}
+	if n := rows(); n != 0 {
+		t.Fatalf("first values wrote %d history rows", n)
+	}
+	series := func() (ratings, versions []map[string]any) {
+		t.Helper()
+		raw, ok, err := catalogue.D1Store{DB: db}.AppHistory(ctx, catalogue.HistoryQuery{TrackID: app.TrackID, Days: 90, Limit: 10}, enriched.Add(48*time.Hour))
+		if err != nil || !ok {
+			t.Fatalf("history: %v %v", ok, err)
+		}
+		var h struct{ Ratings, Versions []map[string]any }
+		json.Unmarshal(raw, &h)
+		return h.Ratings, h.Versions
+	}
+	if r, v := series(); len(r) != 1 || r[0]["at"] != d1.Time(enriched) || r[0]["rating_count"] != float64(app.RatingCount) ||
+		len(v) != 1 || v[0]["at"] != d1.Time(enriched) || v[0]["version"] != app.Version {
+		t.Fatalf("first values: %v %v", r, v)
+	}
+	// A search a day later sees more ratings: the first count, then the new.
+	grown := app
+	grown.RatingCount += 10
+	later := enriched.Add(24 * time.Hour)
+	if _, err := db.Exec(ctx, catalogue.ObserveStmt([]catalogue.Seen{catalogue.SeenFromApp(grown)}, later)...); err != nil {
+		t.Fatal(err)
+	}
+	if r, v := series(); len(r) != 2 || r[0]["at"] != d1.Time(later) || r[1]["at"] != d1.Time(enriched) || r[1]["rating_count"] != float64(app.RatingCount) || len(v) != 1 {
+		t.Fatalf("after a change: %v %v", r, v)
+	}
+	if n := rows(); n != 2 {
+		t.Fatalf("history rows after a change: %d", n)
 	}
 }

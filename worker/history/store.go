@@ -66,7 +66,8 @@ GROUP BY source`
 	// sourcesAfterSQL: a page of writers, one range of fact_totals' primary
 	// key from the cursor (a few rows per writer read, n writers returned).
 	sourcesAfterSQL = `SELECT source FROM fact_totals WHERE source > ? AND counter = '_facts' ORDER BY source LIMIT ?`
-	// pipelineCountsSQL: the trigger-kept counters (five rows).
+	// pipelineCountsSQL: the trigger-kept counters (five rows); the
+	// pending apps are derived from them (PipelineCounts).
 	pipelineCountsSQL = `SELECT name, n FROM pipeline_counters`
 	// deadLettersSQL lists dead letters, newest first (idx_dead_letters_received).
 	deadLettersSQL = `SELECT json_object('message_id', message_id, 'queue', queue, 'event_type', event_type,
@@ -221,7 +222,17 @@ func (s D1Store) PipelineCounts(ctx context.Context) (map[string]int64, error) {
 	for _, r := range rows {
 		out[r.Name] = r.N
 	}
-	return out, nil
+	return pendingFromSettled(out), nil
+}
+
+// pendingFromSettled derives apps_pending: the known apps less the
+// settled ones, enriched or unavailable (not found, given up). The
+// triggers keep no pending counter (migrations/0028): an insert then
+// moves one counter, an enrichment one, a refresh none.
+func pendingFromSettled(c map[string]int64) map[string]int64 {
+	c["apps_pending"] = c["apps_known"] - c["apps_enriched"] - c["apps_unavailable"]
+	delete(c, "apps_unavailable")
+	return c
 }
 
 func (s D1Store) SaveDeadLetters(ctx context.Context, ds []DeadLetter) error {

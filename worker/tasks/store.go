@@ -12,13 +12,18 @@ import (
 	"storecrawl/worker/upstream"
 )
 
-// latestMatchesSQL is true when an app r's latest snapshot (by
-// app_snapshots' primary key, one row) holds its stored rating count and
-// average: the history triggers record every change as an observation, so
-// this is nearly every app, and the pass writes nothing for it.
-const latestMatchesSQL = `EXISTS (SELECT 1 FROM (SELECT s.rating_count, s.average_rating FROM app_snapshots s
+// latestMatchesSQL is true when an app r's stored rating count and
+// average are what its history holds: its latest snapshot (by
+// app_snapshots' primary key, one row) has them, or it has no snapshot at
+// all (its first values are held in its row since values_at:
+// migrations/0028 writes history on change only, the first change writing
+// the old values too). The history triggers record every change as an
+// observation, so this is nearly every app, and the pass writes nothing
+// for it.
+const latestMatchesSQL = `(NOT EXISTS (SELECT 1 FROM app_snapshots s0 WHERE s0.track_id = r.track_id)
+  OR EXISTS (SELECT 1 FROM (SELECT s.rating_count, s.average_rating FROM app_snapshots s
     WHERE s.track_id = r.track_id ORDER BY s.taken_at DESC LIMIT 1) l
-  WHERE l.rating_count IS r.rating_count AND l.average_rating IS r.average_rating)`
+  WHERE l.rating_count IS r.rating_count AND l.average_rating IS r.average_rating))`
 
 // passBatchSQL sums a pass's next ?2 enriched apps past the cursor ?1:
 // idx_app_registry_enriched holds only enriched apps, so it reads the rows
