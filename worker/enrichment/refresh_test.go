@@ -74,13 +74,15 @@ func TestUnchangedRefreshWritesNoRow(t *testing.T) {
 		t.Fatalf("untouched: %v", row)
 	}
 	// The average rating moved: the row (with the observation time) and
-	// its rating history, 2 rows.
+	// its rating history, 3 rows: the app has no rating row yet (its first
+	// values are its row's, migrations/0028), so its first change writes
+	// them before the new value.
 	moved := a
 	moved.AverageRating = 4.5
 	before = drv.TotalChanges(t)
 	st.SaveUnchangedRefresh(ctx, moved, later)
-	if n := drv.TotalChanges(t) - before; n != 2 {
-		t.Fatalf("a moved rating wrote %d rows, want 2 (the app, its snapshot)", n)
+	if n := drv.TotalChanges(t) - before; n != 3 {
+		t.Fatalf("a moved rating wrote %d rows, want 3 (the app, its first values, its snapshot)", n)
 	}
 	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = ? AND taken_at = ? AND average_rating = 4.5`, a.TrackID, d1.Time(later)); n != 1 {
 		t.Fatal("the moved rating is in the history at the refresh's time")
