@@ -109,13 +109,13 @@ WHERE opportunity_scores.score IS NOT excluded.score OR opportunity_scores.deman
 // keeps the batch first: joined freely, the planner walks every ranking.
 var driftSQL = fmt.Sprintf(`WITH batch AS (SELECT keyword FROM crawl_keywords WHERE keyword > ?1 AND searched_at IS NOT NULL ORDER BY keyword LIMIT ?2),
 per AS (SELECT r.keyword AS keyword, count(*) AS n, sum(m.position IS r.rank) AS same
-  FROM batch b CROSS JOIN crawl_rankings r ON r.keyword = b.keyword JOIN app_registry a ON a.track_id = r.track_id
+  FROM batch CROSS JOIN crawl_rankings r ON r.keyword = batch.keyword JOIN app_registry a ON a.track_id = r.track_id
   LEFT JOIN market_cluster_members m ON m.cluster_id = r.keyword AND m.track_id = r.track_id
   GROUP BY r.keyword)
-SELECT p.keyword AS keyword, 1 AS drifted, 0 AS size FROM per p LEFT JOIN market_clusters c ON c.cluster_id = p.keyword
-WHERE p.n >= %d AND (p.same < p.n OR c.app_count IS NOT p.n
-  OR (SELECT count(*) FROM market_cluster_members m WHERE m.cluster_id = p.keyword) != p.n
-  OR NOT EXISTS (SELECT 1 FROM opportunity_scores o WHERE o.cluster_id = p.keyword))
+SELECT per.keyword AS keyword, 1 AS drifted, 0 AS size FROM per LEFT JOIN market_clusters c ON c.cluster_id = per.keyword
+WHERE per.n >= %d AND (per.same < per.n OR c.app_count IS NOT per.n
+  OR (SELECT count(*) FROM market_cluster_members m WHERE m.cluster_id = per.keyword) != per.n
+  OR NOT EXISTS (SELECT 1 FROM opportunity_scores o WHERE o.cluster_id = per.keyword))
 UNION ALL
 SELECT max(keyword), 0, count(*) FROM batch`, MinClusterApps)
 
