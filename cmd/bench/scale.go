@@ -40,6 +40,10 @@ const (
 	// has that many cycles' worth of re-searches due.
 	scaleCrawlCycles = 6
 	scaleTaskRuns    = 2 // runs of each scheduler task
+	// fillProbeApps apps are marked unfilled to measure what a new app's
+	// keywords cost the crawl, over at most fillProbeCycles cycles.
+	fillProbeApps    = 200
+	fillProbeCycles  = 4
 	scaleClusterRuns = 2
 	// chartsPerRun: charts-refresh writes one KV value a chart.
 	chartsPerRun = 3 // collections
@@ -147,6 +151,51 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	cyc.Note = fmt.Sprintf("%d re-searches due; action searches/apps/rows: %s", due, strings.Join(actions, ", "))
 	ops = append(ops, cyc)
 	measured(cyc)
+	time.Sleep(10 * time.Second) // the cycles' events reach the queue consumer
+	cycleQueue := queueTotals(logPath)
+
+	// A new app's keywords: ranking fill queues an enriched app's title
+	// and subtitle words the steering does not know yet, and the cycles
+	// after map them (a first search each, its results, their markets).
+	// The catalogue starts with every app filled, so the cycles above are
+	// the steady state's re-searches; here fillProbeApps apps are marked
+	// unfilled (as that many new apps would be) and cycles run until the
+	// keywords they brought are searched (at most fillProbeCycles), each
+	// cycle's rows and its queue batches charged to those apps.
+	fp := ScaleOp{Name: "crawl: a new app's keywords", PerNewApp: 1}
+	kw0, pending0 := countRows(dbPath, "crawl_keywords", ""), countRows(dbPath, "crawl_keywords", "searched_at IS NULL")
+	wranglerLocal(root, persist, "d1", "execute", "DB", "--local", "--command", fmt.Sprintf(
+		"UPDATE app_registry SET rankings_filled_at = NULL WHERE track_id IN (SELECT track_id FROM app_registry WHERE enrichment_source = 'itunes+store' AND rankings_filled_at IS NOT NULL ORDER BY track_id DESC LIMIT %d)", fillProbeApps))
+	var fpActions []string
+	firstSearches, fpCycles := 0, 0
+	for c := 0; c < fillProbeCycles; c++ {
+		r := fireCron(base)
+		fpCycles++
+		addRun(&fp, float64(r.D1.RowsRead), float64(r.D1.RowsWritten), float64(r.Subrequests), float64(r.DurationMs))
+		firstSearches += r.Crawl.Searches
+		fpActions = append(fpActions, fmt.Sprintf("%s %d/%d/%dr%dw", r.Crawl.Action, r.Crawl.Searches, r.Crawl.Apps, r.D1.RowsRead, r.D1.RowsWritten))
+		if c > 0 && countRows(dbPath, "crawl_keywords", "searched_at IS NULL") <= pending0 {
+			break
+		}
+	}
+	time.Sleep(10 * time.Second)
+	fpQueue := queueTotals(logPath)
+	newKeywords := countRows(dbPath, "crawl_keywords", "") - kw0
+	left := countRows(dbPath, "crawl_keywords", "searched_at IS NULL") - pending0
+	// Keywords still unsearched are charged at the mean a search cost.
+	perSearch := func(v float64) float64 { return v / float64(max(1, firstSearches)) }
+	charge := func(v float64) float64 { return (v + perSearch(v)*float64(max(0, left))) / fillProbeApps }
+	fp.RowsRead, fp.RowsWritten = charge(fp.RowsRead), charge(fp.RowsWritten)
+	fp.Subrequests, fp.WallMs = charge(fp.Subrequests), charge(fp.WallMs)
+	fp.DORequests = fp.Subrequests
+	fp.QueueMessages = charge(fpQueue.messages - cycleQueue.messages)
+	fpQ := ScaleOp{Name: "queue consumer: a new app's keywords", PerNewApp: 1,
+		RowsRead: charge(fpQueue.read - cycleQueue.read), RowsWritten: charge(fpQueue.written - cycleQueue.written)}
+	fp.Note = fmt.Sprintf("per new app: %d apps unfilled brought %d new keywords; %d searched in %d cycles (%d left, charged at the mean); action searches/apps/rows: %s",
+		fillProbeApps, newKeywords, firstSearches, fpCycles, left, strings.Join(fpActions, ", "))
+	ops = append(ops, fp, fpQ)
+	measured(fp)
+	measured(fpQ)
 
 	cl := ScaleOp{Name: "clustering (0 */6)", RunsPerDay: 4, KVWrites: 1, QueueMessages: 1,
 		CoverDays: float64(shape.Keywords) / markets.ClusterBatchKeywords / 4}
@@ -198,7 +247,8 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	// The scheduler's alarm: at most one a task run (runs due together share one).
 	ops = append(ops, ScaleOp{Name: "scheduler alarms", RunsPerDay: schedRunsPerDay, DORequests: 1})
 	ops = append(ops, ScaleOp{Name: "limiter minute alarms", RunsPerDay: limiterMinuteAlarms, DORequests: 1})
-	cronPhaseQueue := queueTotals(logPath)
+	// The cron phase's queue batches less the first searches' (above).
+	cronPhaseQueue := queueTotals(logPath).minus(fpQueue).plus(cycleQueue)
 	cronPhaseCycles := float64(scaleCrawlCycles)
 
 	// The EnrichmentController, in two windows: new apps (the queue, with
@@ -412,6 +462,28 @@ func runTask(base, name string) taskState {
 
 // queueSum is the queue consumer's queue.batch lines so far.
 type queueSum struct{ batches, messages, facts, read, written float64 }
+
+func (q queueSum) minus(o queueSum) queueSum {
+	return queueSum{q.batches - o.batches, q.messages - o.messages, q.facts - o.facts, q.read - o.read, q.written - o.written}
+}
+
+func (q queueSum) plus(o queueSum) queueSum {
+	return queueSum{q.batches + o.batches, q.messages + o.messages, q.facts + o.facts, q.read + o.read, q.written + o.written}
+}
+
+// countRows counts a table's rows (where, if not empty) in the local D1's
+// file; -1 when it cannot be read.
+func countRows(dbPath, table, where string) int64 {
+	q := table
+	if where != "" {
+		q += " WHERE " + where
+	}
+	c, err := tableCounts(dbPath, q)
+	if err != nil {
+		return -1
+	}
+	return c[q]
+}
 
 func queueTotals(logPath string) queueSum {
 	var s queueSum

@@ -20,6 +20,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/markets"
@@ -181,7 +182,7 @@ const appColumns = `track_id, name, bundle_id, developer_id, developer_name, gen
  artwork_url, file_size_bytes, languages, subtitle, rating_histogram, iap_count, in_app_purchases, similar_app_ids,
  html_r2_key, enrichment_source, enriched_at, discovered_at, updated_at, rankings_filled_at, page_status, page_format,
  page_parser_version, lookup_at, next_refresh_at, refresh_tier, refresh_interval_s, last_seen_at, observed_at,
- enrich_attempts, enrich_error`
+ enrich_attempts, enrich_error, rating_velocity_7d, rating_velocity_30d`
 
 // insertApps writes every app row, fetching the simulator's values a
 // batch ahead.
@@ -191,8 +192,8 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 	if err != nil {
 		return err
 	}
-	other, err := tx.PrepareContext(ctx, `INSERT INTO app_registry (track_id, discovered_at, enrichment_source, enriched_at, enrich_attempts, enrich_error)
-		VALUES (?, ?, ?, ?, ?, ?)`)
+	other, err := tx.PrepareContext(ctx, `INSERT INTO app_registry (track_id, discovered_at, enrichment_source, enriched_at, enrich_attempts, enrich_error, stale_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -231,10 +232,10 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 	r := rand.New(rand.NewPCG(11, 13))
 	ts := func(t time.Time) string { return t.UTC().Format(d1.Layout) }
 	scores := memberScores(ShapeOf(n))
-	// Ranking fill is incremental (an app is filled once): the apps not
-	// yet filled are those enriched since the last cycles, at the design's
-	// pace for the cycles the bench fires.
-	unfilled := designAppsPerHour / 12.0 * scaleCrawlCycles / float64(max(ShapeOf(n).Enriched, 1))
+	// Ranking fill is incremental (an app is filled once): every app is
+	// filled, so the crawl cycles measure the re-searches; the bench
+	// measures what a new app's keywords cost apart (scale.go).
+	const unfilled = 0.0
 	for b := range batches {
 		if b.err != nil {
 			return b.err
@@ -243,13 +244,19 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 			off := b.from + i
 			id := int64(simBaseTrackID + off)
 			discovered := now.Add(-time.Duration(r.Int64N(int64(180 * 24 * time.Hour))))
+			// An app unseen past the stale age is already marked, as the
+			// hourly catalogue-stale task left it (steady state: no catch-up).
+			var stale any
+			if discovered.Add(time.Hour).Before(now.Add(-catalogue.DefaultStaleAfter - catalogue.SightingGranularity)) {
+				stale = ts(discovered.Add(catalogue.DefaultStaleAfter + catalogue.SightingGranularity + 2*time.Hour))
+			}
 			switch appState(off) {
 			case stateQueued:
-				_, err = other.ExecContext(ctx, id, ts(discovered), nil, nil, 0, nil)
+				_, err = other.ExecContext(ctx, id, ts(discovered), nil, nil, 0, nil, stale)
 			case stateNotFound:
-				_, err = other.ExecContext(ctx, id, ts(discovered), "not_found", ts(discovered.Add(time.Hour)), 0, nil)
+				_, err = other.ExecContext(ctx, id, ts(discovered), "not_found", ts(discovered.Add(time.Hour)), 0, nil, stale)
 			case stateFailed:
-				_, err = other.ExecContext(ctx, id, ts(discovered), "failed", ts(discovered.Add(time.Hour)), 3, "page: parse error")
+				_, err = other.ExecContext(ctx, id, ts(discovered), "failed", ts(discovered.Add(time.Hour)), 3, "page: parse error", stale)
 			default:
 				f := refresh.Facts{TrackID: id, RatingCount: a.RatingCount, Velocity7d: math.NaN(), ClusterScore: scores[off]}
 				tier := refresh.Tier(f)
@@ -270,7 +277,10 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 					50<<20, `["EN"]`, "Your daily companion", histogramJSON(a.RatingCount), 1, `[{"name":"Pro Monthly","price":4.99}]`,
 					similarJSON(off, n), fmt.Sprintf("pages/us/%d.html", id), "itunes+store", ts(f.LastEnriched), ts(discovered), ts(f.LastEnriched),
 					filled, "parsed", "legacy", 1, ts(f.LastEnriched), nil, tier, nil, ts(f.LastEnriched),
-					ts(f.LastEnriched), 0, nil)
+					ts(f.LastEnriched), 0, nil,
+					// Velocities as the catalogue sweep left them: the
+					// simulator's catalogue holds still, so 0 a day.
+					0.0, 0.0)
 			}
 			if err != nil {
 				return fmt.Errorf("app %d: %w", id, err)
