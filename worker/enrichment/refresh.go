@@ -223,9 +223,10 @@ func (s D1Store) AdvanceRefreshes(ctx context.Context, cursors map[string]refres
 }
 
 // AdvanceRefreshStatements write the cursors (each a JSON cursor in
-// sweep_cursors, through d1.Cursor; RefreshAdvance names a tier's only
-// when it moves) and put the retries on the retry list
-// (registry.RetryRefreshes).
+// sweep_cursors, through d1.Cursor, whose upsert skips a row already at
+// the position; RefreshAdvance names a tier's only when it moves) and put
+// the retries on the retry list (registry.RetryRefreshes: an app already
+// due at that time is not written).
 func AdvanceRefreshStatements(cursors map[string]refresh.Cursor, retries []RefreshRetry, at time.Time) []d1.Stmt {
 	var stmts []d1.Stmt
 	if len(retries) > 0 {
