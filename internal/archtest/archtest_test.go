@@ -14,7 +14,8 @@ import (
 
 const module = "storecrawl"
 
-// PlatformPackages are the Worker's platform: bindings, storage, the
+// PlatformPackages are the Worker's platform: bindings, storage (app_registry's
+// writes in worker/registry among them), the
 // upstream and model clients and their limits, logging, budgets. They serve every
 // feature and must never import one (any other storecrawl/worker package,
 // the wiring in storecrawl/worker included).
@@ -28,6 +29,7 @@ var PlatformPackages = []string{
 	"storecrawl/worker/subreq",
 	"storecrawl/worker/bytebudget",
 	"storecrawl/worker/llm",
+	"storecrawl/worker/registry",
 }
 
 // Controllers are the Durable Objects' decision packages: the wiring and

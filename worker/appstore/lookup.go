@@ -260,25 +260,9 @@ func ParseLookupBatch(body []byte, ids []int64) (LookupBatch, error) {
 	return b, nil
 }
 
-// StoredLookupColumns are the app_registry columns a lookup or search
-// result fills, in the order of App.StoredLookupArgs: one list for every
-// statement that stores lookup fields (enrichment, searches).
-const StoredLookupColumns = `track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
-  price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
-  description, content_rating, artwork_url, file_size_bytes, languages, release_notes`
-
-// StoredLookupUpdates sets those columns but track_id from an upsert's
-// excluded row.
-const StoredLookupUpdates = `name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
-  developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
-  price=excluded.price, currency=excluded.currency, average_rating=excluded.average_rating,
-  rating_count=excluded.rating_count, version=excluded.version, release_date=excluded.release_date,
-  current_version_release_date=excluded.current_version_release_date, description=excluded.description,
-  content_rating=excluded.content_rating, artwork_url=excluded.artwork_url,
-  file_size_bytes=excluded.file_size_bytes, languages=excluded.languages, release_notes=excluded.release_notes`
-
-// StoredLookupArgs are a's values for StoredLookupColumns, texts cut to
-// their bounds and the languages as a JSON array.
+// StoredLookupArgs are a's values for registry.LookupColumns (the
+// app_registry columns a lookup or search result fills, in this order),
+// texts cut to their bounds and the languages as a JSON array.
 func (a App) StoredLookupArgs() []any {
 	langs := a.Languages
 	if langs == nil {

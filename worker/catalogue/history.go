@@ -9,6 +9,7 @@ import (
 
 	"storecrawl/worker/d1"
 	"storecrawl/worker/refresh"
+	"storecrawl/worker/registry"
 )
 
 // GET /v1/apps/{id}/history bounds.
@@ -155,14 +156,18 @@ func withCurrent(rec json.RawMessage, key string, v any) (json.RawMessage, error
 // HotQueries are the catalogue's reads.
 func HotQueries() []d1.NamedQuery {
 	ts := "2026-01-01T00:00:00.000Z"
+	tiers := registry.Tiers(`[{"id":100000001,"tier":"hot","v7":1.5,"v30":null}]`)
 	return append([]d1.NamedQuery{
 		{Name: "app history", SQL: appHistorySQL, Args: []any{100000001, ts, "2026-01-01", 100}},
 		{Name: "catalogue sweep", SQL: sweepCursorSQL(), Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), 0, SweepBatchApps}},
 		{Name: "catalogue sweep untiered", SQL: sweepUntieredSQL(), Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), SweepBatchApps},
 			Bounded: "the head of idx_app_registry_untiered in track order, stopped by the LIMIT (SweepBatchApps); the sweep tiers each app it reads, so it leaves the index"},
+		d1.CursorHotQuery(sweepCursorName),
 		{Name: "catalogue batch end", SQL: batchEndSQL, Args: []any{0, StaleBatchApps}},
 		// Writes (explained, not run): a search's rank changes, their prune.
 		{Name: "keyword rank changes", SQL: rankChangesSQL, Args: []any{"budget", "2026-01-01", RankPairs([]int64{100000001, 100000002})}},
 		{Name: "rank changes prune", SQL: pruneRankChangesSQL, Args: []any{100000000, 100000500, "2026-01-01"}},
+		// The sweep's write (explained, not run): the planned apps by primary key.
+		{Name: "catalogue sweep tiers", SQL: tiers.SQL, Args: tiers.Args},
 	}, maintainHotQueries()...)
 }

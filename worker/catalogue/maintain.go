@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"storecrawl/worker/d1"
+	"storecrawl/worker/registry"
 )
 
 // D1Store is the catalogue's side of D1.
@@ -45,12 +46,6 @@ const (
 const batchEndSQL = `SELECT COALESCE(max(track_id), 0) AS last, count(*) AS n FROM
   (SELECT track_id FROM app_registry WHERE track_id > ? ORDER BY track_id LIMIT ?)`
 
-// markStaleSQL marks the unseen apps of a track-id range. Rows written:
-// the apps it marks (stale_at is in no index).
-const markStaleSQL = `UPDATE app_registry SET stale_at = ?1
-WHERE track_id > ?2 AND track_id <= ?3 AND stale_at IS NULL
-  AND max(COALESCE(last_seen_at, ''), COALESCE(enriched_at, ''), discovered_at) < ?4`
-
 // BatchEnd implements RangeStore.
 func (s D1Store) BatchEnd(ctx context.Context, after int64, n int) (last int64, count int, err error) {
 	var rows []struct {
@@ -75,7 +70,7 @@ func (s D1Store) SaveCursor(ctx context.Context, c d1.Cursor, to int64, at time.
 
 // MarkStale implements StaleStore.
 func (s D1Store) MarkStale(ctx context.Context, after, last int64, seenBefore, now time.Time) (int64, error) {
-	return s.DB.Exec(ctx, d1.Stmt{SQL: markStaleSQL + ` RETURNING 1 AS marked`, Args: []any{d1.Time(now), after, last, d1.Time(seenBefore)}})
+	return s.DB.Exec(ctx, registry.MarkStale(after, last, d1.Time(seenBefore), d1.Time(now)))
 }
 
 // RangeStore is what a walk over the catalogue's ranges needs of D1.
@@ -281,7 +276,7 @@ func PruneHistory(ctx context.Context, st PruneStore, now time.Time) RangeResult
 func maintainHotQueries() []d1.NamedQuery {
 	ts := "2026-01-01T00:00:00.000Z"
 	qs := []d1.NamedQuery{
-		{Name: "catalogue stale mark", SQL: markStaleSQL, Args: []any{ts, 0, 100005000, ts}},
+		{Name: "catalogue stale mark", SQL: registry.MarkStaleSQL, Args: []any{ts, 0, 100005000, ts}},
 		d1.CursorHotQuery(staleCursorName),
 	}
 	for _, t := range historyTables {

@@ -16,6 +16,7 @@ import (
 
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/registry"
 )
 
 // Sources of an observation.
@@ -92,58 +93,10 @@ const SightingGranularity = 7 * 24 * time.Hour
 // now less SightingGranularity, as stored times compare.
 func SightingBefore(now time.Time) string { return d1.Time(now.Add(-SightingGranularity)) }
 
-// observeSQL upserts what was seen in one statement: a new app is queued
-// for enrichment with what the source showed, discovered at the time of
-// the sighting, and a search's values are its first (values_at, set
-// once: their time in history, where migrations/0028 writes no row for
-// them); a known one gets
-// last_seen_at, loses its stale mark, and takes the lookup-level fields
-// the source carries (the history triggers record what changed, at
-// observed_at). An enriched app whose version changed since its page was
-// fetched is due for a refresh now. A new version's release notes are
-// the source's, or unknown (NULL), never the old version's, so the version
-// history records the right ones. A known app is written only when
-// something changes: a value, its stale mark, its refresh, or a sighting
-// older than SightingGranularity (?3); otherwise the update is skipped
-// and writes nothing (an UPDATE to the same values would still write the
-// row and its index entries). Numbered parameters: ?1 the JSON list, ?2
-// the time, ?3 SightingBefore(?2).
-const observeSQL = `WITH s AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.name') AS name,
-  json_extract(value, '$.genre') AS genre, json_extract(value, '$.n') AS n, json_extract(value, '$.r') AS r,
-  json_extract(value, '$.p') AS p, json_extract(value, '$.cur') AS cur, json_extract(value, '$.v') AS v,
-  json_extract(value, '$.vd') AS vd, json_extract(value, '$.rn') AS rn FROM json_each(?1))
-INSERT INTO app_registry (track_id, name, genre_id, rating_count, average_rating, price, currency, version,
-  current_version_release_date, release_notes, last_seen_at, observed_at, discovered_at, values_at)
-SELECT id, name, genre, n, r, p, cur, v, vd, rn, ?2, CASE WHEN n IS NOT NULL THEN ?2 END, ?2, CASE WHEN n IS NOT NULL THEN ?2 END FROM s WHERE true
-ON CONFLICT (track_id) DO UPDATE SET
-  last_seen_at = excluded.last_seen_at,
-  values_at = COALESCE(app_registry.values_at, excluded.values_at),
-  stale_at = NULL,
-  observed_at = COALESCE(excluded.observed_at, app_registry.observed_at),
-  rating_count = COALESCE(excluded.rating_count, app_registry.rating_count),
-  average_rating = COALESCE(excluded.average_rating, app_registry.average_rating),
-  price = COALESCE(excluded.price, app_registry.price),
-  currency = COALESCE(excluded.currency, app_registry.currency),
-  version = COALESCE(excluded.version, app_registry.version),
-  current_version_release_date = COALESCE(excluded.current_version_release_date, app_registry.current_version_release_date),
-  release_notes = CASE WHEN excluded.version IS NOT NULL AND excluded.version IS NOT app_registry.version
-    THEN excluded.release_notes ELSE COALESCE(excluded.release_notes, app_registry.release_notes) END,
-  next_refresh_at = CASE WHEN app_registry.next_refresh_at > ?2 AND excluded.version IS NOT NULL
-      AND app_registry.page_version IS NOT NULL AND excluded.version IS NOT app_registry.page_version
-    THEN ?2 ELSE app_registry.next_refresh_at END
-WHERE app_registry.stale_at IS NOT NULL OR COALESCE(app_registry.last_seen_at, '') < ?3
-  OR (excluded.rating_count IS NOT NULL AND excluded.rating_count IS NOT app_registry.rating_count)
-  OR (excluded.average_rating IS NOT NULL AND excluded.average_rating IS NOT app_registry.average_rating)
-  OR (excluded.price IS NOT NULL AND excluded.price IS NOT app_registry.price)
-  OR (excluded.currency IS NOT NULL AND excluded.currency IS NOT app_registry.currency)
-  OR (excluded.version IS NOT NULL AND excluded.version IS NOT app_registry.version)
-  OR (excluded.current_version_release_date IS NOT NULL AND excluded.current_version_release_date IS NOT app_registry.current_version_release_date)
-  OR (excluded.release_notes IS NOT NULL AND excluded.release_notes IS NOT app_registry.release_notes)
-  OR (app_registry.next_refresh_at > ?2 AND excluded.version IS NOT NULL
-      AND app_registry.page_version IS NOT NULL AND excluded.version IS NOT app_registry.page_version)`
-
 // ObserveStmt records what one chart scan or search saw (one statement,
-// whatever the number of apps; none for none). Each app once: a later
+// whatever the number of apps; none for none: registry.Observe, which
+// writes a known app only when something changes, a sighting older than
+// SightingGranularity included). Each app once: a later
 // sighting of the same id in the list is dropped.
 func ObserveStmt(seen []Seen, now time.Time) []d1.Stmt {
 	rows := make([]seenJSON, 0, len(seen))
@@ -169,7 +122,7 @@ func ObserveStmt(seen []Seen, now time.Time) []d1.Stmt {
 		return nil
 	}
 	b, _ := json.Marshal(rows)
-	return []d1.Stmt{{SQL: observeSQL, Args: []any{string(b), d1.Time(now), SightingBefore(now)}}}
+	return []d1.Stmt{registry.Observe(string(b), d1.Time(now), SightingBefore(now))}
 }
 
 // Day is the UTC day of t as keyword_rank_history keys it.

@@ -11,6 +11,7 @@ import (
 
 	"storecrawl/worker/d1"
 	"storecrawl/worker/refresh"
+	"storecrawl/worker/registry"
 )
 
 // The sweep's side of D1 (sweep.go holds its plan): the apps' facts read,
@@ -153,12 +154,12 @@ func finite(v float64) *float64 {
 }
 
 // SaveSweep writes the batch's tiers and velocities (the apps Plan says
-// to write: one row each, plus, for a tier change, the app's entry moved
-// in idx_app_registry_refresh_sweep and, for a first tier, its entry gone
-// from idx_app_registry_untiered) and, when cursor is not negative, the
-// cursor, as one atomic batch: the cursor moves only if every row was
-// written.
-func (s D1Store) SaveSweep(ctx context.Context, planned []Scheduled, cursor int64, at time.Time) error {
+// to write, registry.Tiers: one row each, plus, for a tier change, the
+// app's entry moved in idx_app_registry_refresh_sweep and, for a first
+// tier, its entry gone from idx_app_registry_untiered) and, when cursor is
+// not nil, moves it to to (d1.Cursor: no row when it stays), as one atomic
+// batch: the cursor moves only if every row was written.
+func (s D1Store) SaveSweep(ctx context.Context, planned []Scheduled, cursor *d1.Cursor, to int64, at time.Time) error {
 	var stmts []d1.Stmt
 	if len(planned) > 0 {
 		rows := make([]scheduledJSON, len(planned))
@@ -166,19 +167,10 @@ func (s D1Store) SaveSweep(ctx context.Context, planned []Scheduled, cursor int6
 			rows[i] = scheduledJSON{ID: p.TrackID, Tier: p.Tier, V7: finite(p.Velocity7d), V30: finite(p.Velocity30d)}
 		}
 		b, _ := json.Marshal(rows)
-		stmts = append(stmts, d1.Stmt{
-			SQL: `WITH p AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.tier') AS tier,
-  json_extract(value, '$.v7') AS v7, json_extract(value, '$.v30') AS v30 FROM json_each(?1))
-UPDATE app_registry SET refresh_tier = p.tier, rating_velocity_7d = p.v7, rating_velocity_30d = p.v30
-FROM p WHERE app_registry.track_id = p.id`,
-			Args: []any{string(b)},
-		})
+		stmts = append(stmts, registry.Tiers(string(b)))
 	}
-	if cursor >= 0 {
-		stmts = append(stmts, d1.Stmt{
-			SQL:  `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
-			Args: []any{sweepCursorName, cursor, d1.Time(at)},
-		})
+	if cursor != nil {
+		stmts = append(stmts, cursor.Write(to, at)...)
 	}
 	if len(stmts) == 0 {
 		return nil
@@ -187,22 +179,7 @@ FROM p WHERE app_registry.track_id = p.id`,
 	return err
 }
 
-// SweepCursor reads the sweep's cursor (0: from the start).
-func (s D1Store) SweepCursor(ctx context.Context) (int64, error) {
-	return s.intCursor(ctx, sweepCursorName)
-}
-
-func (s D1Store) intCursor(ctx context.Context, name string) (int64, error) {
-	var rows []struct {
-		Cursor any `json:"cursor"`
-	}
-	if err := s.DB.Query(ctx, &rows, `SELECT cursor FROM sweep_cursors WHERE name = ?`, name); err != nil {
-		return 0, err
-	}
-	if len(rows) > 0 {
-		if c, ok := rows[0].Cursor.(float64); ok {
-			return int64(c), nil
-		}
-	}
-	return 0, nil
+// SweepCursor reads the sweep's cursor (none: from the start).
+func (s D1Store) SweepCursor(ctx context.Context) (d1.Cursor, error) {
+	return d1.ReadCursor(ctx, s.DB, sweepCursorName)
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"storecrawl/worker/d1"
 	"storecrawl/worker/refresh"
 )
 
@@ -104,12 +105,13 @@ func Plan(a SweepApp) (s Scheduled, write bool) {
 
 // SweepStore is what the sweep needs of D1.
 type SweepStore interface {
-	SweepCursor(ctx context.Context) (int64, error)
+	SweepCursor(ctx context.Context) (d1.Cursor, error)
 	// SweepApps reads up to n enriched apps: those without a tier when
 	// untiered, else those past the cursor.
 	SweepApps(ctx context.Context, untiered bool, cursor int64, n int) ([]SweepApp, error)
-	// SaveSweep writes the plans and, when cursor ≥ 0, the cursor.
-	SaveSweep(ctx context.Context, planned []Scheduled, cursor int64, at time.Time) error
+	// SaveSweep writes the plans and, when cursor is not nil, moves it
+	// to to.
+	SaveSweep(ctx context.Context, planned []Scheduled, cursor *d1.Cursor, to int64, at time.Time) error
 }
 
 // SweepResult is what one run did.
@@ -162,7 +164,7 @@ func Sweep(ctx context.Context, st SweepStore, now time.Time) SweepResult {
 		if len(apps) == 0 {
 			break
 		}
-		if err := st.SaveSweep(ctx, plan(apps), -1, now); err != nil {
+		if err := st.SaveSweep(ctx, plan(apps), nil, 0, now); err != nil {
 			r.Error = "schedule: " + err.Error()
 			return r
 		}
@@ -172,11 +174,12 @@ func Sweep(ctx context.Context, st SweepStore, now time.Time) SweepResult {
 			break
 		}
 	}
-	cursor, err := st.SweepCursor(ctx)
+	cur, err := st.SweepCursor(ctx)
 	if err != nil {
 		r.Error = "cursor: " + err.Error()
 		return r
 	}
+	cursor := cur.Int()
 	r.From, r.Next = cursor, cursor
 	for ; batches < SweepMaxBatches; batches++ {
 		apps, err := st.SweepApps(ctx, false, cursor, SweepBatchApps)
@@ -188,10 +191,11 @@ func Sweep(ctx context.Context, st SweepStore, now time.Time) SweepResult {
 		if len(apps) == SweepBatchApps {
 			next = apps[len(apps)-1].TrackID
 		}
-		if err := st.SaveSweep(ctx, plan(apps), next, now); err != nil {
+		if err := st.SaveSweep(ctx, plan(apps), &cur, next, now); err != nil {
 			r.Error = "sweep write: " + err.Error()
 			return r
 		}
+		cur = cur.Moved(next)
 		r.Swept += len(apps)
 		cursor, r.Next = next, next
 		if next == 0 {

@@ -16,6 +16,7 @@ import (
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/registry"
 	"storecrawl/worker/upstream"
 )
 
@@ -404,51 +405,27 @@ func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Contex
 	return res
 }
 
-// searchResultSQL keeps a search result's lookup fields: a search answers
-// the lookup's own shape (iTunes Search API, entity=software), so a queued
-// app found by a search within LOOKUP_FRESH_H needs no lookup of its own
-// (lookup_at). A new app is queued with them, so its markets can be scored
-// before it is enriched; a queued app's fields are refreshed when they
-// changed; an enriched app is left alone (no write: its record comes from
-// its own enrichment). The fields catalogue.ObserveStmt keeps (ratings,
-// price, currency, version and its date and notes: observedColumns) are
-// its own: it runs first in the same batch, with history for what
-// changed. This statement sets the others, so it touches no index of
-// app_registry (rating_count is in the enrichment pick's). A queued app is
-// rewritten only when one of them differs: a re-search (a day or more
-// later, on the keyword's interval) finding it unchanged writes nothing,
-// not even lookup_at, whose only reader is that freshness (an UPDATE to the
-// same values still writes the row). Its lookup then ages past
-// LOOKUP_FRESH_H and the enrichment looks it up in a batch of ids (no D1
-// row): a subrequest shared by a lookup batch of apps, against a row
-// for each unchanged queued result of every re-search.
-var searchResultSQL = sync.OnceValue(func() string {
-	return `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, lookup_at)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-ON CONFLICT (track_id) DO UPDATE SET ` + searchOwnUpdates("%[1]s=excluded.%[1]s", ", ") + `, lookup_at=excluded.lookup_at
-WHERE app_registry.enriched_at IS NULL AND (` +
-		searchOwnUpdates("excluded.%[1]s IS NOT app_registry.%[1]s", "\n  OR ") + `)`
-})
-
-// observedColumns are the lookup columns catalogue.ObserveStmt writes for a search.
-var observedColumns = map[string]bool{"price": true, "currency": true, "average_rating": true, "rating_count": true,
-	"version": true, "current_version_release_date": true, "release_notes": true}
-
-// searchOwnUpdates formats each of appstore.StoredLookupColumns but
-// track_id and observedColumns with format, joined by sep.
-func searchOwnUpdates(format, sep string) string {
-	var out []string
-	for _, c := range strings.Split(appstore.StoredLookupColumns, ",") {
-		if c = strings.TrimSpace(c); c != "track_id" && !observedColumns[c] {
-			out = append(out, fmt.Sprintf(format, c))
-		}
-	}
-	return strings.Join(out, sep)
-}
+// searchResultSQL keeps a search result's lookup fields
+// (registry.SearchResultSQL): a search answers the lookup's own shape
+// (iTunes Search API, entity=software), so a queued app found by a search
+// within LOOKUP_FRESH_H needs no lookup of its own (lookup_at). A new app
+// is queued with them, so its markets can be scored before it is
+// enriched; an enriched app is left alone. The fields catalogue.ObserveStmt
+// keeps (ratings, price, currency, version and its date and notes:
+// registry.SearchObserved) are its own: it runs first in the same batch,
+// with history for what changed. A queued app is rewritten only when one
+// of the others differs: a re-search (a day or more later, on the
+// keyword's interval) finding it unchanged writes nothing, not even
+// lookup_at, whose only reader is that freshness (an UPDATE to the same
+// values still writes the row). Its lookup then ages past LOOKUP_FRESH_H
+// and the enrichment looks it up in a batch of ids (no D1 row): a
+// subrequest shared by a lookup batch of apps, against a row for each
+// unchanged queued result of every re-search.
+var searchResultSQL = registry.SearchResultSQL
 
 // searchResultStmt is searchResultSQL for one result seen at now.
 func searchResultStmt(a appstore.App, now time.Time) d1.Stmt {
-	return d1.Stmt{SQL: searchResultSQL(), Args: append(a.StoredLookupArgs(), d1.Time(now))}
+	return registry.SearchResult(a.StoredLookupArgs(), d1.Time(now))
 }
 
 // rankingsSQL keeps where a keyword's results rank, in one statement (?1

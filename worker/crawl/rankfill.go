@@ -8,6 +8,7 @@ import (
 
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/registry"
 )
 
 // Ranking fill adds depth to apps already known: an enriched app's title
@@ -68,12 +69,8 @@ ON CONFLICT (keyword) DO UPDATE SET value = excluded.value
 WHERE crawl_keywords.searched_at IS NULL AND excluded.value > crawl_keywords.value`
 })
 
-// markFilledSQL stamps the apps (?2, a JSON array of track ids) filled at
-// ?1: a row each, and each leaves idx_app_registry_unfilled.
-const markFilledSQL = `UPDATE app_registry SET rankings_filled_at = ?1 WHERE track_id IN (SELECT value FROM json_each(?2))`
-
 // FillStatements fills apps: their keywords queued for the steering
-// (fillKeywordsSQL) and the apps marked filled. It returns how many
+// (fillKeywordsSQL) and the apps marked filled (registry.MarkFilled). It returns how many
 // distinct keywords the apps carry.
 func FillStatements(apps []FillApp, now time.Time) ([]d1.Stmt, int) {
 	ts := d1.Time(now)
@@ -94,7 +91,7 @@ func FillStatements(apps []FillApp, now time.Time) ([]d1.Stmt, int) {
 	}
 	if len(ids) > 0 {
 		b, _ := json.Marshal(ids)
-		stmts = append(stmts, d1.Stmt{SQL: markFilledSQL, Args: []any{ts, string(b)}})
+		stmts = append(stmts, registry.MarkFilled(string(b), ts))
 	}
 	return stmts, len(seen)
 }

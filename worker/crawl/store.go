@@ -9,6 +9,7 @@ import (
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/events"
+	"storecrawl/worker/registry"
 	"storecrawl/worker/upstream"
 )
 
@@ -38,6 +39,7 @@ ORDER BY enriched_at LIMIT ?`
 
 // HotQueries are the crawl cycle's reads.
 func HotQueries() []d1.NamedQuery {
+	fillMarks := registry.MarkFilled(`[100000001,100000002]`, "2026-01-01T00:00:00.000Z")
 	return append([]d1.NamedQuery{
 		{Name: "due tier check", SQL: dueTierSQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{Name: "next category", SQL: nextCategorySQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
@@ -47,7 +49,7 @@ func HotQueries() []d1.NamedQuery {
 			Bounded: "the head of the partial index idx_app_registry_unfilled (never-filled enriched apps) in enriched order, stopped by its LIMIT (RankingFillApps); each app read is filled and leaves the index"},
 		// The fill's writes (explained, not run).
 		{Name: "ranking fill keywords", SQL: fillKeywordsSQL(), Args: []any{KeywordSourceFill, "2026-01-01T00:00:00.000Z", `[["budget",100000001],["budget planner",100000001]]`}},
-		{Name: "ranking fill marks", SQL: markFilledSQL, Args: []any{"2026-01-01T00:00:00.000Z", `[100000001,100000002]`}},
+		{Name: "ranking fill marks", SQL: fillMarks.SQL, Args: fillMarks.Args},
 		// A search's writes (explained, not run): its rankings in one
 		// statement, the rows of apps gone.
 		{Name: "search rankings", SQL: rankingsSQL, Args: []any{"budget", "2026-01-01T00:00:00.000Z", `[[100000001,1],[100000002,2]]`}},

@@ -21,9 +21,12 @@ import (
 // integer is stored as one and comes back the same).
 const CursorReadSQL = `SELECT CAST(cursor AS TEXT) AS cursor FROM sweep_cursors WHERE name = ?`
 
-// cursorWriteSQL upserts a named cursor (name, position, now).
+// cursorWriteSQL upserts a named cursor (name, position, now); a stored
+// row already at the position is not written, for a writer that moves a
+// cursor it did not read (Cursor{Name: name}: its From is unknown).
 const cursorWriteSQL = `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?)
-ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`
+ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at
+WHERE sweep_cursors.cursor IS NOT excluded.cursor`
 
 // Cursor is a sweep's position as read: Name and the stored position
 // (From, "" when there is none).

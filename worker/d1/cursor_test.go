@@ -44,6 +44,15 @@ func TestCursorWritesOneRowOnlyWhenItMoves(t *testing.T) {
 	if n := drv.TotalChanges(t) - before; n != 0 {
 		t.Fatalf("no move wrote %d rows", n)
 	}
+	// A writer that did not read the cursor (its From unknown) moving it
+	// to where it is: the upsert compares, and writes nothing.
+	before = drv.TotalChanges(t)
+	if _, err = (d1.Cursor{Name: "pass"}).Save(ctx, db, int64(4200), now.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n := drv.TotalChanges(t) - before; n != 0 {
+		t.Fatalf("an unread cursor written to its position wrote %d rows", n)
+	}
 	ctx2, cost := d1.WithCost(ctx)
 	again, err := d1.ReadCursor(ctx2, db, "pass")
 	if err != nil || again.Int() != 4200 || again.From != "4200" {

@@ -10,6 +10,7 @@ import (
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/refresh"
+	"storecrawl/worker/registry"
 )
 
 // Refreshes: what the controller's pick calls to serve due refreshes next
@@ -205,8 +206,7 @@ func (s D1Store) SaveUnchangedRefresh(ctx context.Context, app appstore.App, at 
 // PostponeRefresh implements RefreshStore: only an enriched app is put on
 // the retry list.
 func (s D1Store) PostponeRefresh(ctx context.Context, id int64, until time.Time) error {
-	_, err := s.DB.Exec(ctx, d1.Stmt{SQL: `UPDATE app_registry SET refresh_retry_at = ? WHERE track_id = ? AND enrichment_source = '` + SourceEnriched + `'`,
-		Args: []any{ts(until), id}})
+	_, err := s.DB.Exec(ctx, registry.PostponeRefresh(id, ts(until)))
 	return err
 }
 
@@ -223,14 +223,15 @@ func (s D1Store) AdvanceRefreshes(ctx context.Context, cursors map[string]refres
 }
 
 // AdvanceRefreshStatements write the cursors (each a JSON cursor in
-// sweep_cursors) and put the retries on the retry list.
+// sweep_cursors, through d1.Cursor, whose upsert skips a row already at
+// the position; RefreshAdvance names a tier's only when it moves) and put
+// the retries on the retry list (registry.RetryRefreshes: an app already
+// due at that time is not written).
 func AdvanceRefreshStatements(cursors map[string]refresh.Cursor, retries []RefreshRetry, at time.Time) []d1.Stmt {
 	var stmts []d1.Stmt
 	if len(retries) > 0 {
 		b, _ := json.Marshal(retries)
-		stmts = append(stmts, d1.Stmt{SQL: `WITH p AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.at') AS at FROM json_each(?1))
-UPDATE app_registry SET refresh_retry_at = p.at FROM p
-WHERE app_registry.track_id = p.id AND app_registry.enrichment_source = '` + SourceEnriched + `'`, Args: []any{string(b)}})
+		stmts = append(stmts, registry.RetryRefreshes(string(b)))
 	}
 	for _, tier := range refresh.Tiers {
 		c, ok := cursors[tier]
@@ -238,33 +239,15 @@ WHERE app_registry.track_id = p.id AND app_registry.enrichment_source = '` + Sou
 			continue
 		}
 		b, _ := json.Marshal(c)
-		stmts = append(stmts, d1.Stmt{
-			SQL:  `INSERT INTO sweep_cursors (name, cursor, updated_at) VALUES (?,?,?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
-			Args: []any{refreshCursorName(tier), string(b), ts(at)},
-		})
+		stmts = append(stmts, d1.Cursor{Name: refreshCursorName(tier)}.Write(string(b), at)...)
 	}
 	return stmts
 }
 
 // UnchangedRefreshStatements record a refresh whose lookup showed nothing
-// that needs a page. The row is written only when something moved: the
-// lookup's other fields (average rating, price, currency; then their
-// observation time too, which the history triggers record them at), a
-// stale mark, a place on the retry list, or a sighting older than
-// refresh.SightingGranularity (so the stale task still sees refreshed
-// apps as seen). Otherwise the update matches no row and writes nothing:
-// neither the row nor an index entry. enriched_at stays the time of the
-// record (the page), not of the last look.
+// that needs a page (registry.UnchangedRefresh: written only when
+// something moved, a sighting older than refresh.SightingGranularity
+// included).
 func UnchangedRefreshStatements(a appstore.App, at time.Time) []d1.Stmt {
-	now := ts(at)
-	return []d1.Stmt{{
-		SQL: `UPDATE app_registry SET average_rating = ?1, price = ?2, currency = ?3,
-  observed_at = CASE WHEN average_rating IS NOT ?1 OR price IS NOT ?2 OR currency IS NOT ?3 THEN ?4 ELSE observed_at END,
-  updated_at = CASE WHEN average_rating IS NOT ?1 OR price IS NOT ?2 OR currency IS NOT ?3 THEN ?4 ELSE updated_at END,
-  last_seen_at = max(COALESCE(last_seen_at, ''), ?4), stale_at = NULL, refresh_retry_at = NULL
-WHERE track_id = ?5 AND enrichment_source = '` + SourceEnriched + `'
-  AND (average_rating IS NOT ?1 OR price IS NOT ?2 OR currency IS NOT ?3 OR stale_at IS NOT NULL
-    OR refresh_retry_at IS NOT NULL OR COALESCE(last_seen_at, '') < ?6)`,
-		Args: []any{a.AverageRating, a.Price, a.Currency, now, a.TrackID, ts(at.Add(-refresh.SightingGranularity))},
-	}}
+	return []d1.Stmt{registry.UnchangedRefresh(a.TrackID, a.AverageRating, a.Price, a.Currency, ts(at), ts(at.Add(-refresh.SightingGranularity)))}
 }

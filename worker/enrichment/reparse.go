@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/registry"
 )
 
 // Reparse scopes: which stored pages a reparse reads again.
@@ -150,10 +150,7 @@ WHERE track_id > ? AND html_r2_key IS NOT NULL`+filter+` ORDER BY track_id LIMIT
 		page, perr := appstore.ParseStorePage(body)
 		if perr != nil {
 			job.Unparsed++
-			stmts = append(stmts, d1.Stmt{
-				SQL:  `UPDATE app_registry SET page_status = ?, page_parser_version = ?, updated_at = ? WHERE track_id = ?`,
-				Args: []any{PageUnparsedStatus, appstore.ParserVersion, d1.Time(now), row.TrackID},
-			})
+			stmts = append(stmts, registry.PageUnparsed(row.TrackID, appstore.ParserVersion, d1.Time(now)))
 			continue
 		}
 		job.Parsed++
@@ -214,36 +211,18 @@ func (r Reparser) ReparseRun(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// PageStatements write what a parsed page says into an app's record: the
-// page fields (its similar apps in similar_app_ids, bounded like the
-// parsed shelf) and, for a lookup-only record (complete), the completion
-// that dequeues it. A record the page leaves as it is (a reparse whose
-// parsers read what they read before) is not written: D1 bills every
-// row, and a reparse of every page would otherwise rewrite the catalogue.
+// PageStatements write what a parsed page says into an app's record
+// (registry.PageFields: only what it changes): the page fields (its
+// similar apps in similar_app_ids, bounded like the parsed shelf) and,
+// for a lookup-only record (complete), the completion that dequeues it.
 func PageStatements(trackID, ratingCount int64, p appstore.StorePage, complete bool, at time.Time) []d1.Stmt {
 	iaps := p.InAppPurchases
-	now := d1.Time(at)
-	cols := []string{"subtitle", "rating_histogram", "rating_share", "iap_count", "in_app_purchases",
-		"similar_app_ids", "page_status", "page_format", "page_missing", "page_parser_version"}
-	args := []any{appstore.Truncate(p.Subtitle, appstore.MaxTextLen), jsonText(p.RatingCounts(ratingCount)),
-		jsonText(p.RatingShare), len(iaps), jsonText(iaps), jsonText(similarIDs(p.SimilarAppIDs)),
-		PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion}
-	if complete {
-		cols = append(cols, "enrichment_source", "enriched_at")
-		args = append(args, SourceEnriched, now)
-	}
-	set, changed := make([]string, len(cols)), make([]string, len(cols))
-	for i, c := range cols {
-		set[i] = fmt.Sprintf("%s = ?%d", c, i+1)
-		changed[i] = fmt.Sprintf("%s IS NOT ?%d", c, i+1)
-	}
-	if complete {
-		set = append(set, "enrich_error = NULL")
-	}
-	n := len(args)
-	sql := fmt.Sprintf("UPDATE app_registry SET %s, updated_at = ?%d\nWHERE track_id = ?%d AND (%s)",
-		strings.Join(set, ", "), n+1, n+2, strings.Join(changed, " OR "))
-	return []d1.Stmt{{SQL: sql, Args: append(args, now, trackID)}}
+	return []d1.Stmt{registry.PageFields(trackID, registry.Page{
+		Subtitle: appstore.Truncate(p.Subtitle, appstore.MaxTextLen), RatingHistogram: jsonText(p.RatingCounts(ratingCount)),
+		RatingShare: jsonText(p.RatingShare), IAPCount: len(iaps), InAppPurchases: jsonText(iaps),
+		SimilarAppIDs: jsonText(similarIDs(p.SimilarAppIDs)), Format: string(p.Format), Missing: jsonText(p.MissingSections),
+		ParserVersion: appstore.ParserVersion,
+	}, complete, d1.Time(at))}
 }
 
 // similarIDs is a page's similar-app shelf as the record keeps it

@@ -4,14 +4,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"strings"
-	"sync"
 	"time"
 
 	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/refresh"
+	"storecrawl/worker/registry"
 )
 
 // PickSQL is the controller's pick: priority, then rating count (an app
@@ -35,20 +34,20 @@ WHERE enriched_at IS NULL AND (? = 0 OR enrichment_source IS NULL)
 ORDER BY enrich_priority DESC, rating_count DESC, track_id
 LIMIT ?`
 
-// enrichment_source values.
+// enrichment_source values (app_registry's: worker/registry).
 const (
-	SourceEnriched = "itunes+store"
+	SourceEnriched = registry.SourceEnriched
 	// SourceLookupOnly: the lookup is stored, the page fields are pending.
-	SourceLookupOnly = "itunes"
-	SourceNotFound   = "not_found"
-	SourceFailed     = "failed"
+	SourceLookupOnly = registry.SourceLookupOnly
+	SourceNotFound   = registry.SourceNotFound
+	SourceFailed     = registry.SourceFailed
 )
 
 // page_status values.
 const (
-	PageParsedStatus   = "parsed"
-	PagePending        = "pending"
-	PageUnparsedStatus = "unparsed"
+	PageParsedStatus   = registry.PageParsedStatus
+	PagePending        = registry.PagePending
+	PageUnparsedStatus = registry.PageUnparsedStatus
 )
 
 func ts(t time.Time) string { return d1.Time(t) }
@@ -62,16 +61,11 @@ func jsonText(v any) string {
 }
 
 // SaveStatements writes one enriched app as one D1 batch (a single
-// transaction): the registry row (upserted, so a row deleted meanwhile is
-// recreated rather than lost), its similar apps in it (similarIDs), and
-// its developer (when new or renamed). values_at is set once, when the
-// record brings the app's first lookup-level values (migrations/0028:
-// they are its history's first point, and no history row is written). A refresh's save (r.Refresh) sets
-// no enrichment_source: the app is enriched already, and setting the
-// column, even to its value, rewrites the entries of the three partial
-// indexes on it (idx_app_registry_enriched, _fill_due, _unscheduled), two
-// or three index rows D1 bills on every changed refresh; a refresh of an
-// app no longer enriched stores no record.
+// transaction): the registry row (registry.Enriched: upserted, so a row
+// deleted meanwhile is recreated rather than lost, its similar apps in it,
+// similarIDs), and its developer (when new or renamed). A refresh's save
+// (r.Refresh) sets no enrichment_source and stores nothing for an app no
+// longer enriched.
 func SaveStatements(r Record) []d1.Stmt {
 	a, p := r.App, r.Page
 	langs := a.Languages
@@ -84,133 +78,58 @@ func SaveStatements(r Record) []d1.Stmt {
 	}
 	similar := similarIDs(p.SimilarAppIDs)
 	now := ts(r.FetchedAt)
-	stateUpdate, refreshGuard := "enrichment_source=excluded.enrichment_source, ", ""
-	if r.Refresh {
-		stateUpdate, refreshGuard = "", "\nWHERE app_registry.enrichment_source = '"+SourceEnriched+"'"
-	}
-	stmts := []d1.Stmt{{
-		SQL: `INSERT INTO app_registry (track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
-  price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
-  description, content_rating, artwork_url, file_size_bytes, languages, subtitle, rating_histogram,
-  iap_count, in_app_purchases, similar_app_ids, html_r2_key, enrichment_source, enrich_error,
-  enriched_at, updated_at, page_status, page_format, page_missing, page_parser_version, rating_share, lookup_at, release_notes, values_at)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?,?,?,?,?,?,?,?,?)
-ON CONFLICT (track_id) DO UPDATE SET
-  name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
-  developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
-  price=excluded.price, currency=excluded.currency, average_rating=excluded.average_rating,
-  rating_count=excluded.rating_count, version=excluded.version, release_date=excluded.release_date,
-  current_version_release_date=excluded.current_version_release_date, description=excluded.description,
-  content_rating=excluded.content_rating, artwork_url=excluded.artwork_url,
-  file_size_bytes=excluded.file_size_bytes, languages=excluded.languages, subtitle=excluded.subtitle,
-  rating_histogram=excluded.rating_histogram, iap_count=excluded.iap_count,
-  in_app_purchases=excluded.in_app_purchases, similar_app_ids=excluded.similar_app_ids,
-  html_r2_key=excluded.html_r2_key, ` + stateUpdate + `enrich_error=NULL,
-  enrich_error_class=NULL, enrich_retry_at=NULL, enrich_defers=0,
-  enriched_at=excluded.enriched_at, updated_at=excluded.updated_at, page_status=excluded.page_status,
-  page_format=excluded.page_format, page_missing=excluded.page_missing,
-  page_parser_version=excluded.page_parser_version, rating_share=excluded.rating_share, lookup_at=excluded.lookup_at,
-  release_notes=excluded.release_notes, values_at=COALESCE(app_registry.values_at, excluded.values_at)` + refreshGuard,
-		Args: []any{
-			a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
-			appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
-			a.Price, a.Currency, a.AverageRating, a.RatingCount, a.Version, a.ReleaseDate,
-			a.CurrentVersionReleaseDate, appstore.Truncate(a.Description, appstore.MaxTextLen),
-			a.ContentRating, a.ArtworkURL, a.FileSizeBytes, jsonText(langs),
-			appstore.Truncate(p.Subtitle, appstore.MaxTextLen), jsonText(p.RatingCounts(a.RatingCount)),
-			len(iaps), jsonText(iaps), jsonText(similar),
-			r.HTMLKey, SourceEnriched, now, now,
-			PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion, jsonText(p.RatingShare),
-			ts(cmp.Or(r.LookupAt, r.FetchedAt)), appstore.Truncate(a.ReleaseNotes, appstore.MaxTextLen), now,
-		},
-	}}
+	stmts := []d1.Stmt{registry.Enriched(r.Refresh, []any{
+		a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
+		appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
+		a.Price, a.Currency, a.AverageRating, a.RatingCount, a.Version, a.ReleaseDate,
+		a.CurrentVersionReleaseDate, appstore.Truncate(a.Description, appstore.MaxTextLen),
+		a.ContentRating, a.ArtworkURL, a.FileSizeBytes, jsonText(langs),
+		appstore.Truncate(p.Subtitle, appstore.MaxTextLen), jsonText(p.RatingCounts(a.RatingCount)),
+		len(iaps), jsonText(iaps), jsonText(similar),
+		r.HTMLKey, SourceEnriched, now, now,
+		PageParsedStatus, string(p.Format), jsonText(p.MissingSections), appstore.ParserVersion, jsonText(p.RatingShare),
+		ts(cmp.Or(r.LookupAt, r.FetchedAt)), appstore.Truncate(a.ReleaseNotes, appstore.MaxTextLen), now,
+	})}
 	if a.DeveloperID > 0 {
 		stmts = append(stmts, DeveloperStmt(a.DeveloperID, a.DeveloperName, now))
 	}
 	return stmts
 }
 
-// SaveLookupStatements keep a lookup whose page is pending: the lookup
-// fields and the developer, enrichment_source 'itunes' (never downgrading
-// a complete record), the raw page's key when one was stored. The item
-// stays queued (enriched_at untouched). A known row is written only when
-// a value differs (lookupChanged): a stored lookup saved again with the
-// same page status (a page that failed again) writes nothing, where the
-// update wrote the row and its entry in idx_app_registry_queue_value
-// (rating_count is in its key).
+// SaveLookupStatements keep a lookup whose page is pending
+// (registry.Lookup: written only when a value differs) and its developer.
 func SaveLookupStatements(a appstore.App, htmlKey, pageStatus string, at time.Time) []d1.Stmt {
 	now := ts(at)
 	var key any
 	if htmlKey != "" {
 		key = htmlKey
 	}
-	stmts := []d1.Stmt{{
-		SQL: `INSERT INTO app_registry (` + appstore.StoredLookupColumns + `, html_r2_key, enrichment_source,
-  page_status, updated_at, lookup_at, values_at)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-ON CONFLICT (track_id) DO UPDATE SET ` + appstore.StoredLookupUpdates + `,
-  html_r2_key=COALESCE(excluded.html_r2_key, app_registry.html_r2_key),
-  enrichment_source=CASE WHEN app_registry.enrichment_source = '` + SourceEnriched + `' THEN app_registry.enrichment_source ELSE excluded.enrichment_source END,
-  page_status=CASE WHEN app_registry.page_status = '` + PageParsedStatus + `' THEN app_registry.page_status ELSE excluded.page_status END,
-  updated_at=excluded.updated_at, lookup_at=excluded.lookup_at, values_at=COALESCE(app_registry.values_at, excluded.values_at)
-WHERE ` + lookupChanged(),
-		Args: append(a.StoredLookupArgs(), key, SourceLookupOnly, pageStatus, now, now, now),
-	}}
+	stmts := []d1.Stmt{registry.Lookup(a.StoredLookupArgs(), key, pageStatus, now)}
 	if a.DeveloperID > 0 {
 		stmts = append(stmts, DeveloperStmt(a.DeveloperID, a.DeveloperName, now))
 	}
 	return stmts
 }
 
-// lookupChanged is SaveLookupStatements' update condition: one of the
-// values it sets differs from the stored one.
-var lookupChanged = sync.OnceValue(func() string {
-	var or []string
-	for _, c := range strings.Split(appstore.StoredLookupColumns, ",") {
-		if c = strings.TrimSpace(c); c != "track_id" {
-			or = append(or, "app_registry."+c+" IS NOT excluded."+c)
-		}
-	}
-	return strings.Join(append(or,
-		"(excluded.html_r2_key IS NOT NULL AND app_registry.html_r2_key IS NOT excluded.html_r2_key)",
-		"(app_registry.enrichment_source IS NOT '"+SourceEnriched+"' AND app_registry.enrichment_source IS NOT excluded.enrichment_source)",
-		"(app_registry.page_status IS NOT '"+PageParsedStatus+"' AND app_registry.page_status IS NOT excluded.page_status)",
-		"app_registry.updated_at IS NOT excluded.updated_at", "app_registry.lookup_at IS NOT excluded.lookup_at"), "\n  OR ")
-})
-
 // MarkMissingStmt dequeues an app the upstream does not know.
 func MarkMissingStmt(id int64, at time.Time) d1.Stmt {
-	return d1.Stmt{
-		SQL: `UPDATE app_registry SET enrichment_source = ?, enriched_at = ?, updated_at = ?, enrich_error = NULL,
-  enrich_error_class = NULL, enrich_retry_at = NULL, enrich_defers = 0 WHERE track_id = ?`,
-		Args: []any{SourceNotFound, ts(at), ts(at), id},
-	}
+	return registry.MarkMissing(id, ts(at))
 }
 
 // RequeueStmt records a failed attempt and leaves the app queued.
 func RequeueStmt(id int64, attempts int, class controller.Class, errText string) d1.Stmt {
-	return d1.Stmt{
-		SQL:  `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ?, enrich_error_class = ? WHERE track_id = ?`,
-		Args: []any{attempts, appstore.Truncate(errText, appstore.MaxTextLen), string(class), id},
-	}
+	return registry.Requeue(id, attempts, string(class), appstore.Truncate(errText, appstore.MaxTextLen))
 }
 
 // DeferStmt leaves the app queued, its attempts untouched, due again at until.
 func DeferStmt(id int64, defers int, class controller.Class, errText string, until time.Time) d1.Stmt {
-	return d1.Stmt{
-		SQL:  `UPDATE app_registry SET enrich_defers = ?, enrich_retry_at = ?, enrich_error = ?, enrich_error_class = ? WHERE track_id = ?`,
-		Args: []any{defers, ts(until), appstore.Truncate(errText, appstore.MaxTextLen), string(class), id},
-	}
+	return registry.Defer(id, defers, string(class), appstore.Truncate(errText, appstore.MaxTextLen), ts(until))
 }
 
 // GiveUpStmt marks the app failed; the row and its last error stay, and
-// RetryFailedStmt can put it back in the queue.
+// RetryFailed can put it back in the queue.
 func GiveUpStmt(id int64, attempts int, class controller.Class, errText string, at time.Time) d1.Stmt {
-	return d1.Stmt{
-		SQL: `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ?, enrich_error_class = ?, enrichment_source = ?,
-  enriched_at = ?, updated_at = ? WHERE track_id = ?`,
-		Args: []any{attempts, appstore.Truncate(errText, appstore.MaxTextLen), string(class), SourceFailed, ts(at), ts(at), id},
-	}
+	return registry.GiveUp(id, attempts, string(class), appstore.Truncate(errText, appstore.MaxTextLen), ts(at))
 }
 
 // RetryFailedBatch bounds one retry-failed call or task run: the update
@@ -218,27 +137,11 @@ func GiveUpStmt(id int64, attempts int, class controller.Class, errText string, 
 // many items gave up; the caller says whether more remain.
 const RetryFailedBatch = 500
 
-// retryFailedSQL puts given-up items back in the queue, oldest give-up
-// first: attempts and backoff reset, the last error kept for operators.
-// Arguments: the class (” = any), the newest give-up time to include, the
-// batch size. idx_app_registry_failed serves the inner select.
-const retryFailedSQL = `UPDATE app_registry SET enriched_at = NULL, enrichment_source = NULL,
-  enrich_attempts = 0, enrich_defers = 0, enrich_retry_at = NULL, updated_at = ?
-WHERE track_id IN (SELECT track_id FROM app_registry
-  WHERE enrichment_source = '` + SourceFailed + `' AND enriched_at <= ? AND (? = '' OR enrich_error_class = ?)
-  ORDER BY enriched_at LIMIT ?)
-RETURNING track_id`
-
-// retryFailedProbeSQL is the read side of retryFailedSQL, for the hot-query check.
-const retryFailedProbeSQL = `SELECT track_id FROM app_registry
-  WHERE enrichment_source = '` + SourceFailed + `' AND enriched_at <= ? AND (? = '' OR enrich_error_class = ?)
-  ORDER BY enriched_at LIMIT ?`
-
 // RetryFailed puts up to RetryFailedBatch given-up items back in the queue:
 // those of class (any when "") that gave up at or before olderThan. It
 // returns how many it requeued; a full batch means more may remain.
 func (s D1Store) RetryFailed(ctx context.Context, class string, olderThan, now time.Time) (int, error) {
-	n, err := s.DB.ExecAtomic(ctx, d1.Stmt{SQL: retryFailedSQL, Args: []any{ts(now), ts(olderThan), class, class, RetryFailedBatch}})
+	n, err := s.DB.ExecAtomic(ctx, registry.RetryFailed(class, ts(olderThan), ts(now), RetryFailedBatch))
 	return int(n), err
 }
 
@@ -348,7 +251,7 @@ func HotQueries() []d1.NamedQuery {
 			int64(100000), int64(0), int64(100000 + refresh.Slots/20), int64(1000000), int64(100000001), int64(refresh.Slots),
 			int64(500000), int64(0), int64(500000), 50, "2026-01-01T00:00:00.000Z"}},
 		{Name: "refresh cursors", SQL: refreshCursorsSQL},
-		{Name: "retry-failed pick", SQL: retryFailedProbeSQL, Args: []any{"2026-01-01T00:00:00.000Z", "", "", RetryFailedBatch}},
+		{Name: "retry-failed pick", SQL: registry.RetryFailedProbeSQL, Args: []any{"2026-01-01T00:00:00.000Z", "", "", RetryFailedBatch}},
 		{Name: "app record", SQL: appJSONSQL, Args: []any{100000001}},
 	}
 }

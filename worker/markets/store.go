@@ -9,6 +9,7 @@ import (
 
 	"storecrawl/worker/d1"
 	"storecrawl/worker/events"
+	"storecrawl/worker/registry"
 )
 
 // The markets' SQL: reads by primary key or cursor, never a scan.
@@ -207,7 +208,7 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "cluster members written", SQL: membersSQL, Args: []any{`[["budget",100000001,1]]`}},
 		{Name: "cluster members gone", SQL: membersGoneSQL, Args: []any{`[["budget",100000001]]`}},
 		{Name: "fragmentation written", SQL: fragmentationSQL, Args: []any{`[["budget",0.34,0.66]]`, "2026-01-01T00:00:00.000Z"}},
-		{Name: "app scores written", SQL: appScoresSQL, Args: []any{`[[100000001,12.5,61.2]]`, "2026-01-01T00:00:00.000Z"}},
+		{Name: "app scores written", SQL: registry.AppScoresSQL, Args: []any{`[[100000001,12.5,61.2]]`, "2026-01-01T00:00:00.000Z"}},
 		{Name: "opportunity scores written", SQL: opportunityScoresSQL, Args: []any{`[["budget",40.1,4.1,0.66,0.1]]`, "2026-01-01T00:00:00.000Z"}},
 	}
 }
@@ -286,17 +287,8 @@ func (m *Markets) ScoreInputs(ctx context.Context, ids []int64) ([]ScoreInput, e
 	return out, nil
 }
 
-// appScoresSQL writes apps' scores ([track id, demand, competitiveness]
-// each) at ?2 where either differs: an app enriched again with the same
-// ratings writes nothing (competitiveness moves with its update's age, a
-// tenth of a point every couple of days). No index of app_registry holds
-// these columns: a written app is its row alone.
-const appScoresSQL = `UPDATE app_registry SET demand_score = j.value->>1, competitiveness_score = j.value->>2, analyzed_at = ?2
-FROM json_each(?1) j
-WHERE app_registry.track_id = j.value->>0
-  AND (app_registry.demand_score IS NOT j.value->>1 OR app_registry.competitiveness_score IS NOT j.value->>2)`
-
-// SaveAppScores implements Analyzer: one statement for the apps.
+// SaveAppScores implements Analyzer: one statement for the apps
+// (registry.AppScores: an app whose scores are unchanged is not written).
 func (m *Markets) SaveAppScores(ctx context.Context, scores map[int64]AppScores, at time.Time) error {
 	if len(scores) == 0 {
 		return nil
@@ -310,7 +302,7 @@ func (m *Markets) SaveAppScores(ctx context.Context, scores map[int64]AppScores,
 	for i, id := range ids {
 		rows[i] = []any{id, scores[id].Demand, scores[id].Competitiveness}
 	}
-	return m.exec(ctx, []d1.Stmt{{SQL: appScoresSQL, Args: []any{jsonArg(rows), d1.Time(at)}}})
+	return m.exec(ctx, []d1.Stmt{registry.AppScores(jsonArg(rows), d1.Time(at))})
 }
 
 // ClusterKeywords implements Analyzer: it re-clusters keywords from their

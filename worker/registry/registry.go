@@ -1,0 +1,314 @@
+// Package registry owns the writes of app_registry, the catalogue's one row
+// per app: every statement that inserts or updates a row is here
+// (internal/archtest's TestTablesHaveOneWriter holds every other package
+// to it). The features that write an app (the catalogue's sightings and
+// sweep, the searches, the enrichment and its refreshes, the markets'
+// scores) call these functions for d1.Stmt values and put them in their
+// own batches, so each write still commits with the work it records.
+// Reads stay with the features that read.
+//
+// Every statement writes only on change: its WHERE compares what it sets
+// with what is stored, so a value written again writes no row and no
+// index entry (D1 bills both), or it records an event that always
+// changes the row (its doc says which). The package is a platform store:
+// it imports worker/d1 alone and takes plain values, never a feature's
+// types.
+package registry
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"storecrawl/worker/d1"
+)
+
+// enrichment_source values.
+const (
+	SourceEnriched = "itunes+store"
+	// SourceLookupOnly: the lookup is stored, the page fields are pending.
+	SourceLookupOnly = "itunes"
+	SourceNotFound   = "not_found"
+	SourceFailed     = "failed"
+)
+
+// page_status values.
+const (
+	PageParsedStatus   = "parsed"
+	PagePending        = "pending"
+	PageUnparsedStatus = "unparsed"
+)
+
+// LookupColumns are the app_registry columns a lookup or search result
+// fills, in the order of appstore.App.StoredLookupArgs: one list for every
+// statement that stores lookup fields (enrichment, searches).
+const LookupColumns = `track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
+  price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
+  description, content_rating, artwork_url, file_size_bytes, languages, release_notes`
+
+// lookupUpdates sets those columns but track_id from an upsert's excluded
+// row.
+const lookupUpdates = `name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
+  developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
+  price=excluded.price, currency=excluded.currency, average_rating=excluded.average_rating,
+  rating_count=excluded.rating_count, version=excluded.version, release_date=excluded.release_date,
+  current_version_release_date=excluded.current_version_release_date, description=excluded.description,
+  content_rating=excluded.content_rating, artwork_url=excluded.artwork_url,
+  file_size_bytes=excluded.file_size_bytes, languages=excluded.languages, release_notes=excluded.release_notes`
+
+// lookupColumnList is LookupColumns one name each.
+func lookupColumnList() []string {
+	cols := strings.Split(LookupColumns, ",")
+	for i, c := range cols {
+		cols[i] = strings.TrimSpace(c)
+	}
+	return cols
+}
+
+// The enrichment's writes.
+
+// Enriched is the whole record an enrichment (or a refresh that fetched
+// the page) stores. Args are the values of the INSERT's columns in their
+// order, enrich_error (always NULL) left out: the enrichment builds them
+// from its record. A refresh's save (refresh) sets no enrichment_source:
+// the app is enriched already, and setting the column, even to its value,
+// rewrites the entries of the three partial indexes on it
+// (idx_app_registry_enriched, _fill_due, _unscheduled); and it writes only
+// an app still enriched. values_at is set once, when the record brings
+// the app's first lookup-level values (migrations/0028).
+//
+// Not compared: every save carries the time of its page (enriched_at,
+// updated_at), so the row always changes. A first enrichment moves the
+// app out of the queue; a refresh fetches a page only when the version or
+// rating count moved (refresh.Unchanged), so its record differs too.
+func Enriched(refresh bool, args []any) d1.Stmt {
+	stateUpdate, refreshGuard := "enrichment_source=excluded.enrichment_source, ", ""
+	if refresh {
+		stateUpdate, refreshGuard = "", "\nWHERE app_registry.enrichment_source = '"+SourceEnriched+"'"
+	}
+	return d1.Stmt{
+		SQL: `INSERT INTO app_registry (track_id, name, bundle_id, developer_id, developer_name, genre, genre_id,
+  price, currency, average_rating, rating_count, version, release_date, current_version_release_date,
+  description, content_rating, artwork_url, file_size_bytes, languages, subtitle, rating_histogram,
+  iap_count, in_app_purchases, similar_app_ids, html_r2_key, enrichment_source, enrich_error,
+  enriched_at, updated_at, page_status, page_format, page_missing, page_parser_version, rating_share, lookup_at, release_notes, values_at)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?,?,?,?,?,?,?,?,?,?)
+ON CONFLICT (track_id) DO UPDATE SET
+  name=excluded.name, bundle_id=excluded.bundle_id, developer_id=excluded.developer_id,
+  developer_name=excluded.developer_name, genre=excluded.genre, genre_id=excluded.genre_id,
+  price=excluded.price, currency=excluded.currency, average_rating=excluded.average_rating,
+  rating_count=excluded.rating_count, version=excluded.version, release_date=excluded.release_date,
+  current_version_release_date=excluded.current_version_release_date, description=excluded.description,
+  content_rating=excluded.content_rating, artwork_url=excluded.artwork_url,
+  file_size_bytes=excluded.file_size_bytes, languages=excluded.languages, subtitle=excluded.subtitle,
+  rating_histogram=excluded.rating_histogram, iap_count=excluded.iap_count,
+  in_app_purchases=excluded.in_app_purchases, similar_app_ids=excluded.similar_app_ids,
+  html_r2_key=excluded.html_r2_key, ` + stateUpdate + `enrich_error=NULL,
+  enrich_error_class=NULL, enrich_retry_at=NULL, enrich_defers=0,
+  enriched_at=excluded.enriched_at, updated_at=excluded.updated_at, page_status=excluded.page_status,
+  page_format=excluded.page_format, page_missing=excluded.page_missing,
+  page_parser_version=excluded.page_parser_version, rating_share=excluded.rating_share, lookup_at=excluded.lookup_at,
+  release_notes=excluded.release_notes, values_at=COALESCE(app_registry.values_at, excluded.values_at)` + refreshGuard,
+		Args: args,
+	}
+}
+
+// Lookup keeps a lookup whose page is pending: lookup (the values of
+// LookupColumns), the raw page's key (htmlKey, nil when none was stored),
+// the page status, the time. enrichment_source becomes 'itunes', never
+// downgrading a complete record; the app stays queued (enriched_at
+// untouched). A known row is written only when a value differs
+// (lookupChanged): a stored lookup saved again with the same page status
+// (a page that failed again) writes nothing, where the update wrote the
+// row and its entry in idx_app_registry_queue_value (rating_count is in
+// its key).
+func Lookup(lookup []any, htmlKey any, pageStatus, now string) d1.Stmt {
+	return d1.Stmt{
+		SQL: `INSERT INTO app_registry (` + LookupColumns + `, html_r2_key, enrichment_source,
+  page_status, updated_at, lookup_at, values_at)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+ON CONFLICT (track_id) DO UPDATE SET ` + lookupUpdates + `,
+  html_r2_key=COALESCE(excluded.html_r2_key, app_registry.html_r2_key),
+  enrichment_source=CASE WHEN app_registry.enrichment_source = '` + SourceEnriched + `' THEN app_registry.enrichment_source ELSE excluded.enrichment_source END,
+  page_status=CASE WHEN app_registry.page_status = '` + PageParsedStatus + `' THEN app_registry.page_status ELSE excluded.page_status END,
+  updated_at=excluded.updated_at, lookup_at=excluded.lookup_at, values_at=COALESCE(app_registry.values_at, excluded.values_at)
+WHERE ` + lookupChanged(),
+		Args: append(lookup, htmlKey, SourceLookupOnly, pageStatus, now, now, now),
+	}
+}
+
+// lookupChanged is Lookup's update condition: one of the values it sets
+// differs from the stored one.
+var lookupChanged = sync.OnceValue(func() string {
+	var or []string
+	for _, c := range lookupColumnList() {
+		if c != "track_id" {
+			or = append(or, "app_registry."+c+" IS NOT excluded."+c)
+		}
+	}
+	return strings.Join(append(or,
+		"(excluded.html_r2_key IS NOT NULL AND app_registry.html_r2_key IS NOT excluded.html_r2_key)",
+		"(app_registry.enrichment_source IS NOT '"+SourceEnriched+"' AND app_registry.enrichment_source IS NOT excluded.enrichment_source)",
+		"(app_registry.page_status IS NOT '"+PageParsedStatus+"' AND app_registry.page_status IS NOT excluded.page_status)",
+		"app_registry.updated_at IS NOT excluded.updated_at", "app_registry.lookup_at IS NOT excluded.lookup_at"), "\n  OR ")
+})
+
+// MarkMissing dequeues an app the upstream does not know. Not compared:
+// it records the event at its time (enriched_at), for a queued app
+// (enriched_at NULL), so the row always changes.
+func MarkMissing(id int64, at string) d1.Stmt {
+	return d1.Stmt{
+		SQL: `UPDATE app_registry SET enrichment_source = ?, enriched_at = ?, updated_at = ?, enrich_error = NULL,
+  enrich_error_class = NULL, enrich_retry_at = NULL, enrich_defers = 0 WHERE track_id = ?`,
+		Args: []any{SourceNotFound, at, at, id},
+	}
+}
+
+// Requeue records a failed attempt (errText already cut to its bound) and
+// leaves the app queued; the same attempt recorded again writes nothing.
+func Requeue(id int64, attempts int, class, errText string) d1.Stmt {
+	return d1.Stmt{
+		SQL: `UPDATE app_registry SET enrich_attempts = ?1, enrich_error = ?2, enrich_error_class = ?3 WHERE track_id = ?4
+  AND (enrich_attempts IS NOT ?1 OR enrich_error IS NOT ?2 OR enrich_error_class IS NOT ?3)`,
+		Args: []any{attempts, errText, class, id},
+	}
+}
+
+// Defer leaves the app queued, its attempts untouched, due again at
+// until; the same deferral recorded again writes nothing.
+func Defer(id int64, defers int, class, errText, until string) d1.Stmt {
+	return d1.Stmt{
+		SQL: `UPDATE app_registry SET enrich_defers = ?1, enrich_retry_at = ?2, enrich_error = ?3, enrich_error_class = ?4 WHERE track_id = ?5
+  AND (enrich_defers IS NOT ?1 OR enrich_retry_at IS NOT ?2 OR enrich_error IS NOT ?3 OR enrich_error_class IS NOT ?4)`,
+		Args: []any{defers, until, errText, class, id},
+	}
+}
+
+// GiveUp marks the app failed; the row and its last error stay, and
+// RetryFailed can put it back in the queue. Not compared: it records the
+// event at its time (enriched_at), for a queued app (enriched_at NULL),
+// so the row always changes.
+func GiveUp(id int64, attempts int, class, errText, at string) d1.Stmt {
+	return d1.Stmt{
+		SQL: `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ?, enrich_error_class = ?, enrichment_source = ?,
+  enriched_at = ?, updated_at = ? WHERE track_id = ?`,
+		Args: []any{attempts, errText, class, SourceFailed, at, at, id},
+	}
+}
+
+// retryFailedSQL puts given-up items back in the queue, oldest give-up
+// first: attempts and backoff reset, the last error kept for operators.
+// Arguments: the class (” = any), the newest give-up time to include, the
+// batch size. idx_app_registry_failed serves the inner select. Change-only
+// by its WHERE: it takes failed apps alone, and each leaves that state.
+const retryFailedSQL = `UPDATE app_registry SET enriched_at = NULL, enrichment_source = NULL,
+  enrich_attempts = 0, enrich_defers = 0, enrich_retry_at = NULL, updated_at = ?
+WHERE track_id IN (SELECT track_id FROM app_registry
+  WHERE enrichment_source = '` + SourceFailed + `' AND enriched_at <= ? AND (? = '' OR enrich_error_class = ?)
+  ORDER BY enriched_at LIMIT ?)
+RETURNING track_id`
+
+// RetryFailedProbeSQL is the read side of RetryFailed, for the hot-query
+// check.
+const RetryFailedProbeSQL = `SELECT track_id FROM app_registry
+  WHERE enrichment_source = '` + SourceFailed + `' AND enriched_at <= ? AND (? = '' OR enrich_error_class = ?)
+  ORDER BY enriched_at LIMIT ?`
+
+// RetryFailed requeues up to batch given-up apps of class ("" any) that
+// gave up at or before olderThan, at now (it returns their ids).
+func RetryFailed(class, olderThan, now string, batch int) d1.Stmt {
+	return d1.Stmt{SQL: retryFailedSQL, Args: []any{now, olderThan, class, class, batch}}
+}
+
+// PageUnparsed records a page today's parsers cannot read (a reparse):
+// the status and the parsers' version, written only when either moved.
+func PageUnparsed(id int64, parserVersion int, now string) d1.Stmt {
+	return d1.Stmt{
+		SQL: `UPDATE app_registry SET page_status = ?1, page_parser_version = ?2, updated_at = ?3 WHERE track_id = ?4
+  AND (page_status IS NOT ?1 OR page_parser_version IS NOT ?2)`,
+		Args: []any{PageUnparsedStatus, parserVersion, now, id},
+	}
+}
+
+// Page is what a parsed store page sets on an app's record, as stored
+// (JSON columns as their text).
+type Page struct {
+	Subtitle        string
+	RatingHistogram string
+	RatingShare     string
+	IAPCount        int
+	InAppPurchases  string
+	SimilarAppIDs   string
+	Format          string
+	Missing         string
+	ParserVersion   int
+}
+
+// PageFields write what a parsed page says into an app's record (its
+// status parsed) and, for a lookup-only record (complete), the completion
+// that dequeues it. A record the page leaves as it is (a reparse whose
+// parsers read what they read before) is not written: D1 bills every
+// row, and a reparse of every page would otherwise rewrite the catalogue.
+func PageFields(trackID int64, p Page, complete bool, now string) d1.Stmt {
+	cols := []string{"subtitle", "rating_histogram", "rating_share", "iap_count", "in_app_purchases",
+		"similar_app_ids", "page_status", "page_format", "page_missing", "page_parser_version"}
+	args := []any{p.Subtitle, p.RatingHistogram, p.RatingShare, p.IAPCount, p.InAppPurchases, p.SimilarAppIDs,
+		PageParsedStatus, p.Format, p.Missing, p.ParserVersion}
+	if complete {
+		cols = append(cols, "enrichment_source", "enriched_at")
+		args = append(args, SourceEnriched, now)
+	}
+	set, changed := make([]string, len(cols)), make([]string, len(cols))
+	for i, c := range cols {
+		set[i] = fmt.Sprintf("%s = ?%d", c, i+1)
+		changed[i] = fmt.Sprintf("%s IS NOT ?%d", c, i+1)
+	}
+	if complete {
+		set = append(set, "enrich_error = NULL")
+	}
+	n := len(args)
+	sql := fmt.Sprintf("UPDATE app_registry SET %s, updated_at = ?%d\nWHERE track_id = ?%d AND (%s)",
+		strings.Join(set, ", "), n+1, n+2, strings.Join(changed, " OR "))
+	return d1.Stmt{SQL: sql, Args: append(args, now, trackID)}
+}
+
+// The refreshes' writes.
+
+// PostponeRefresh puts an enriched app on the retry list, due at until
+// (only an enriched app; the same due time again writes nothing).
+func PostponeRefresh(id int64, until string) d1.Stmt {
+	return d1.Stmt{SQL: `UPDATE app_registry SET refresh_retry_at = ?1 WHERE track_id = ?2 AND enrichment_source = '` + SourceEnriched + `'
+  AND refresh_retry_at IS NOT ?1`,
+		Args: []any{until, id}}
+}
+
+// RetryRefreshes puts apps on the retry list: retries is a JSON array of
+// {"id", "at"}. An app already due at its time is not written.
+func RetryRefreshes(retries string) d1.Stmt {
+	return d1.Stmt{SQL: `WITH p AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.at') AS at FROM json_each(?1))
+UPDATE app_registry SET refresh_retry_at = p.at FROM p
+WHERE app_registry.track_id = p.id AND app_registry.enrichment_source = '` + SourceEnriched + `'
+  AND app_registry.refresh_retry_at IS NOT p.at`, Args: []any{retries}}
+}
+
+// UnchangedRefresh records a refresh whose lookup showed nothing that
+// needs a page. The row is written only when something moved: the
+// lookup's other fields (average rating, price, currency; then their
+// observation time too, which the history triggers record them at), a
+// stale mark, a place on the retry list, or a sighting older than
+// seenBefore (so the stale task still sees refreshed apps as seen).
+// Otherwise the update matches no row and writes nothing: neither the row
+// nor an index entry. enriched_at stays the time of the record (the
+// page), not of the last look.
+func UnchangedRefresh(id int64, averageRating, price float64, currency, now, seenBefore string) d1.Stmt {
+	return d1.Stmt{
+		SQL: `UPDATE app_registry SET average_rating = ?1, price = ?2, currency = ?3,
+  observed_at = CASE WHEN average_rating IS NOT ?1 OR price IS NOT ?2 OR currency IS NOT ?3 THEN ?4 ELSE observed_at END,
+  updated_at = CASE WHEN average_rating IS NOT ?1 OR price IS NOT ?2 OR currency IS NOT ?3 THEN ?4 ELSE updated_at END,
+  last_seen_at = max(COALESCE(last_seen_at, ''), ?4), stale_at = NULL, refresh_retry_at = NULL
+WHERE track_id = ?5 AND enrichment_source = '` + SourceEnriched + `'
+  AND (average_rating IS NOT ?1 OR price IS NOT ?2 OR currency IS NOT ?3 OR stale_at IS NOT NULL
+    OR refresh_retry_at IS NOT NULL OR COALESCE(last_seen_at, '') < ?6)`,
+		Args: []any{averageRating, price, currency, now, id, seenBefore},
+	}
+}
