@@ -93,7 +93,7 @@ func (r *recorder) capacity(at time.Duration, perMin float64) {
 // requests counts the answers received by cutoff. outs are in send order.
 func (r *recorder) requests(outs []pacing.Outcome, cutoff time.Duration) {
 	// Answers in arrival order, to know which Retry-After a send had seen.
-	var answers []pacing.Outcome
+	answers := make([]pacing.Outcome, 0, len(outs))
 	for _, o := range outs {
 		if o.DoneAt.Sub(epoch) <= cutoff {
 			answers = append(answers, o)
