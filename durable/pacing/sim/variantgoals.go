@@ -22,6 +22,8 @@ type goalCheck struct {
 	Bound  float64 `json:"bound"`
 	AtMost bool    `json:"at_most"` // the value must not exceed the bound
 	Met    bool    `json:"met"`
+	// Where names the variant a worst-case check is about.
+	Where string `json:"where,omitempty"`
 }
 
 func atLeast(goal string, v, bound float64) goalCheck {
@@ -42,10 +44,15 @@ func familyGoals(r *familyRow) []goalCheck {
 	}
 	return append(g,
 		atLeast("mean@1", r.MeanAtProduct, goalVariantMean),
-		atLeast("worst@1", r.WorstAtProduct, goalVariantWorst),
+		withWhere(atLeast("worst@1", r.WorstAtProduct, goalVariantWorst), r.WorstVariantAtProduct),
 		atMost("base refused", r.Base.Refused, goalRefused),
 		atMost("refused@1", r.RefusedMeanAtProduct, goalRefused),
 	)
+}
+
+func withWhere(g goalCheck, where string) goalCheck {
+	g.Where = where
+	return g
 }
 
 // String is the check as the goal line prints it.
@@ -58,8 +65,11 @@ func (g goalCheck) String() string {
 	if g.Goal == "base refused" || g.Goal == "refused@1" {
 		v, b = fmt.Sprintf("%.2f%%", percent*g.Value), fmt.Sprintf("%.0f%%", percent*g.Bound)
 	}
-	if g.Met {
-		return fmt.Sprintf("%s %s %s %s", g.Goal, v, op, b)
+	if !g.Met {
+		op = bad
 	}
-	return fmt.Sprintf("%s %s %s %s", g.Goal, v, bad, b)
+	if g.Where != "" {
+		return fmt.Sprintf("%s %s %s %s (%s)", g.Goal, v, op, b, g.Where)
+	}
+	return fmt.Sprintf("%s %s %s %s", g.Goal, v, op, b)
 }

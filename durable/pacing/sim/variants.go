@@ -227,10 +227,12 @@ type familyRow struct {
 	AtProduct      int     `json:"variants_at_1"`
 	MeanAtProduct  float64 `json:"vs_best_mean_at_1"`
 	WorstAtProduct float64 `json:"vs_best_worst_at_1"`
-	OracleMean     float64 `json:"vs_oracle_mean"`
-	OracleWorst    float64 `json:"vs_oracle_worst"`
-	RefusedMean    float64 `json:"refused_mean"`
-	RefusedMax     float64 `json:"refused_max"`
+	// WorstVariantAtProduct names the worst variant at 1 request per item.
+	WorstVariantAtProduct string  `json:"worst_variant_at_1"`
+	OracleMean            float64 `json:"vs_oracle_mean"`
+	OracleWorst           float64 `json:"vs_oracle_worst"`
+	RefusedMean           float64 `json:"refused_mean"`
+	RefusedMax            float64 `json:"refused_max"`
 	// RefusedMeanAtProduct is the refused share over variants at 1 request per item.
 	RefusedMeanAtProduct float64 `json:"refused_mean_at_1"`
 
@@ -270,7 +272,9 @@ func familyRows(families []*Scenario, jobs []variantJob, res []standing) []famil
 			row.AtProduct++
 			row.MeanAtProduct += st.VsBest
 			row.RefusedMeanAtProduct += st.Refused
-			row.WorstAtProduct = min(row.WorstAtProduct, st.VsBest)
+			if st.VsBest < row.WorstAtProduct {
+				row.WorstAtProduct, row.WorstVariantAtProduct = st.VsBest, job.sc.Name
+			}
 		}
 	}
 	for f := range rows {
