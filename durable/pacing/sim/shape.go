@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // A shape is how many upstream requests an item costs (subrequests_per_item).
@@ -85,13 +84,4 @@ func atShape(scenarios []*Scenario, n shape) []*Scenario {
 		out[i] = sc.withShape(n)
 	}
 	return out
-}
-
-// shapesLabel lists shapes for a header.
-func shapesLabel(shapes []shape) string {
-	s := make([]string, len(shapes))
-	for i, v := range shapes {
-		s[i] = v.String()
-	}
-	return strings.Join(s, ",")
 }
