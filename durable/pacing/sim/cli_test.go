@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestCLIAllTable(t *testing.T) {
-	code, out, errs := runCLI(t, "-scenario", "all", "-controller", "seed,no-such")
+	code, out, errs := runCLI(t, "-scenario", "all", "-controller", "seed,no-such", "-shape", "file")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -60,7 +61,7 @@ func TestCLISingleJSONKeys(t *testing.T) {
 	want := []string{"algorithm", "attempts_per_success", "capacity_allowed", "controller", "cooldowns",
 		"goodput_ratio", "item_attempts", "items_completed", "lockouts", "recovery_s", "refused_ratio",
 		"requests_ok", "requests_refused", "requests_sent", "retry_after_violations", "scenario",
-		"server_errors", "simulated_s", "ticks", "timeouts", "trace"}
+		"server_errors", "simulated_s", "subrequests_per_item", "ticks", "timeouts", "trace"}
 	var got []string
 	for k := range m {
 		got = append(got, k)
@@ -122,5 +123,64 @@ func TestCLISeedSweep(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "-seeds", "1000"); code != exitUsage {
 		t.Errorf("-seeds 1000: exit %d, want %d", code, exitUsage)
+	}
+}
+
+func TestCLIShapeSections(t *testing.T) {
+	code, out, errs := runCLI(t, "-scenario", "steady-60", "-controller", "oracle", "-shape", "file,1,4")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	// The file's own shape first, untitled (as before -shape), then each override.
+	if strings.HasPrefix(out, "===") || strings.Count(out, "=== at ") != 2 ||
+		!strings.Contains(out, "=== at 1 request per item") || !strings.Contains(out, "=== at 4 requests per item") {
+		t.Errorf("sections:\n%s", out)
+	}
+	code, out, errs = runCLI(t, "-scenario", "steady-60", "-controller", "oracle", "-shape", "1,4", "-json")
+	var runs []Metrics
+	if code != exitOK || json.Unmarshal([]byte(out), &runs) != nil || len(runs) != 2 ||
+		runs[0].SubrequestsPerItem != 1 || runs[1].SubrequestsPerItem != 4 {
+		t.Errorf("json at 1,4: exit %d %s\n%s", code, errs, out)
+	}
+	if code, _, _ := runCLI(t, "-scenario", "steady-60", "-shape", "0"); code != exitUsage {
+		t.Errorf("-shape 0: exit %d", code)
+	}
+}
+
+// -variants 3 on one family: the text table and goal line, and -json
+// identical (but for the wall time) whichever worker ran which variant.
+func TestCLIVariantsSmall(t *testing.T) {
+	code, out, errs := runCLI(t, "-scenario", "retry-after", "-variants", "3", "-seed", "1")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var row []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 12 && f[0] == "retry-after" && f[2] != "MET:" {
+			row = f
+		}
+	}
+	if row == nil || !strings.HasPrefix(row[5], "retry-after#") || !strings.Contains(out, "goals met on ") ||
+		!strings.Contains(out, "wall time ") || !strings.Contains(out, "\nretry-after  ") {
+		t.Errorf("no family row, goal line or wall time:\n%s", out)
+	}
+	var reps [2]variantReport
+	for i := range reps {
+		code, out, errs := runCLI(t, "-scenario", "retry-after", "-variants", "3", "-seed", "1", "-json")
+		if code != exitOK || json.Unmarshal([]byte(out), &reps[i]) != nil {
+			t.Fatalf("json: exit %d %s\n%s", code, errs, out)
+		}
+		reps[i].WallS = 0
+	}
+	r := reps[0]
+	if !reflect.DeepEqual(reps[0], reps[1]) {
+		t.Errorf("two runs differ:\n%+v\n%+v", reps[0], reps[1])
+	}
+	if len(r.Families) != 1 || r.Families[0].Variants != 3 || r.Families[0].AtProduct != 1 || !r.Families[0].Hold ||
+		r.Runs != 4*4 || r.Families[0].WorstScenario == nil || len(r.Families[0].Goals) != 6 {
+		t.Errorf("report %+v", r)
+	}
+	if code, _, _ := runCLI(t, "-variants", "100000"); code != exitUsage {
+		t.Errorf("-variants 100000: exit %d", code)
 	}
 }

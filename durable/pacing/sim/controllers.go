@@ -10,6 +10,8 @@ import (
 const (
 	// oracleName is the simulator-only controller (it needs the scenario).
 	oracleName = "oracle"
+	// defaultAlias names the product's controller (pacing.New resolves it).
+	defaultAlias = "default"
 	// defaultControllers is the -controller default: every algorithm, the
 	// product's default and the yardstick.
 	defaultControllers = "seed,aimd,aws-adaptive,default,oracle"

@@ -4,7 +4,25 @@
 // takes milliseconds and the same scenario and seed give the same numbers.
 //
 //	go run ./cmd/simulate -scenario FILE.json -controller NAME [-json] [-trace]
-//	go run ./cmd/simulate -scenario all [-controller seed,aimd,...] [-json]
+//	go run ./cmd/simulate -scenario all [-controller seed,aimd,...] [-shape file,1] [-json]
+//	go run ./cmd/simulate -variants N [-seed S] [-scenario all] [-json]
+//
+// -shape reruns every scenario at the given requests per item (a
+// comma-separated list of counts and "file", each scenario's own
+// subrequests_per_item), one table per entry; nothing else changes. Its
+// default is "file,1" for -scenario all (today's table unchanged, then the
+// product's shape: about one request per enriched app) and "file"
+// otherwise. With several shapes -json prints one array of every run, each
+// with its subrequests_per_item.
+//
+// -variants N draws N variants of every scenario family, deterministic
+// from -seed (see the variant* constants for the ranges), runs the default
+// and its peers on each (variants in parallel, one per core), and prints
+// per family the default's vs-best mean and worst (with the worst
+// variant's name; -json includes its scenario, to rerun with -scenario),
+// the same over the variants at 1 request per item, ÷oracle where a
+// refusal costs a block or a Retry-After hold, the refused share, a goal
+// line per family (variantgoals.go) and the wall time.
 //
 // -scenario takes a JSON file, the name of a shipped scenario (e.g.
 // "halved"), or "all" (every scenarios/*.json, embedded in the binary, in
@@ -14,8 +32,8 @@
 //
 // # Scenario files
 //
-// A scenario is the work queue (items × subrequests_per_item requests), the
-// run length, an RNG seed and phases of upstream behaviour; see Phase for
+// A scenario is the work queue (items × subrequests_per_item requests; 1
+// when the file omits it, the product's shape), the run length, an RNG seed and phases of upstream behaviour; see Phase for
 // the fields. Unknown fields are an error. Phases start at at_s (the first
 // at 0, strictly increasing) and hold until the next. A phase does NOT
 // inherit from the one before: every field it omits is 0/false (so a later

@@ -13,6 +13,7 @@ type Metrics struct {
 	Scenario             string     `json:"scenario"`
 	Controller           string     `json:"controller"` // as named on the command line
 	Algorithm            string     `json:"algorithm,omitempty"`
+	SubrequestsPerItem   int        `json:"subrequests_per_item"` // the shape it ran at
 	Error                string     `json:"error,omitempty"`
 	SimulatedS           float64    `json:"simulated_s"`
 	Ticks                int        `json:"ticks"`
@@ -92,7 +93,7 @@ func (r *recorder) capacity(at time.Duration, perMin float64) {
 // requests counts the answers received by cutoff. outs are in send order.
 func (r *recorder) requests(outs []pacing.Outcome, cutoff time.Duration) {
 	// Answers in arrival order, to know which Retry-After a send had seen.
-	var answers []pacing.Outcome
+	answers := make([]pacing.Outcome, 0, len(outs))
 	for _, o := range outs {
 		if o.DoneAt.Sub(epoch) <= cutoff {
 			answers = append(answers, o)
@@ -141,7 +142,7 @@ func (r *recorder) requests(outs []pacing.Outcome, cutoff time.Duration) {
 // finish derives the ratios once the run ended at end.
 func (r *recorder) finish(sc *Scenario, end time.Duration, ctl pacing.Algorithm, lockouts, completed int) Metrics {
 	m := r.m
-	m.Scenario, m.Algorithm = sc.Name, ctl.Name()
+	m.Scenario, m.Algorithm, m.SubrequestsPerItem = sc.Name, ctl.Name(), sc.SubrequestsPerItem
 	m.SimulatedS = end.Seconds()
 	m.ItemsCompleted, m.Lockouts = completed, lockouts
 	m.CapacityAllowed = capacityAllowed(sc, end)

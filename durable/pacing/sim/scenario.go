@@ -125,7 +125,9 @@ func fieldErr(field, format string, args ...any) error {
 func ParseScenario(r io.Reader, name string) (*Scenario, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
-	var s Scenario
+	// A file that omits subrequests_per_item gets the product's shape; an
+	// explicit 0 still fails validation (Decode leaves absent fields as set).
+	s := Scenario{SubrequestsPerItem: productShape}
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", name, err)
 	}

@@ -86,6 +86,7 @@ func (s *sim) tick(wake time.Duration, plan pacing.Plan) tickResult {
 		return t
 	}
 	t.ids = s.q.take(n)
+	t.outcomes = make([]pacing.Outcome, 0, n*s.sc.SubrequestsPerItem)
 	chunk := plan.ChunkItems
 	if chunk <= 0 || chunk > n {
 		chunk = n
