@@ -101,9 +101,6 @@ SELECT cluster_id, (total_ratings % 1000) / 10.0, 0.5, 0.8, 0.3, computed_at FRO
 SELECT track_id, '2025-11-01T00:00:00.000Z', rating_count, average_rating, 'sweep' FROM app_registry WHERE rating_count IS NOT NULL AND track_id % 6 = 0`,
 	`INSERT INTO keyword_rank_history (track_id, keyword, day, rank)
 SELECT track_id, keyword, '2025-12-01', rank FROM crawl_rankings ORDER BY track_id, keyword`,
-	`INSERT OR IGNORE INTO app_similar (app_id, similar_id, position)
-WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps})
-SELECT 100000001 + i, 100000001 + (i * 31 + 1) % {apps}, 1 FROM n`,
 	`INSERT OR IGNORE INTO chart_positions (country, collection, genre_id, rank, track_id, seen_at)
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 25 * 200)
 SELECT 'us', 'topfree', 6000 + i / 200, 1 + i % 200, 100000001 + (i * 13) % {apps}, '2025-12-01T00:00:00.000Z' FROM n`,

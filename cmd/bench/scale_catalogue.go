@@ -368,8 +368,6 @@ func fillTables(ctx context.Context, tx *sql.Tx, s ScaleShape, now time.Time, du
 		 SELECT developer_id, min(developer_name), '` + nowS + `', '` + nowS + `' FROM app_registry WHERE developer_id IS NOT NULL GROUP BY developer_id`,
 		seq(s.Developers) + fmt.Sprintf(`INSERT OR IGNORE INTO developers (developer_id, name, first_seen_at, updated_at)
 		 SELECT 300000001 + k, 'Developer ' || k, '%s', '%s' FROM seq`, nowS, nowS),
-		`INSERT OR IGNORE INTO app_similar (app_id, similar_id, position)
-		 SELECT a.track_id, j.value, j.key FROM app_registry a, json_each(a.similar_app_ids) j WHERE a.similar_app_ids IS NOT NULL`,
 		// Keywords: the apps' names (the simulator's search finds them), then numbered terms.
 		`CREATE TEMP TABLE kw AS SELECT row_number() OVER (ORDER BY name) - 1 AS k, name AS keyword FROM
 		 (SELECT DISTINCT lower(name) AS name FROM app_registry WHERE name IS NOT NULL)`,
