@@ -255,6 +255,11 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	// the refreshes the tick's split gives), then refreshes alone (the
 	// queue marked away). Each one's rows per app are then multiplied by
 	// the design's pace and by the refreshes the policy schedules a day.
+	// The scheduler is paused while the controller is measured: a task
+	// that requeues apps (retry-failed) would mix new apps into the
+	// refresh window.
+	schedulerControl(base, "pause", `{"reason": "scale bench: enrichment windows"}`)
+	defer schedulerControl(base, "resume", `{}`)
 	control(base, "start", "")
 	control(base, "tune", fmt.Sprintf(`{"rate_per_min": %g}`, math.Round(designAppsPerHour/60.0)))
 	time.Sleep(30 * time.Second) // the pace settles
@@ -262,36 +267,36 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	control(base, "stop", "")
 	wranglerLocal(root, persist, "d1", "execute", "DB", "--local", "--command",
 		"UPDATE app_registry SET enrichment_source = 'not_found', enriched_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE enriched_at IS NULL")
+	queuedAtW2 := countRows(dbPath, "app_registry", "enriched_at IS NULL")
 	control(base, "start", "")
 	time.Sleep(10 * time.Second)
 	w2 := measureEnrichment(base, dbPath, logPath, simServed, windowMin)
 	perDay := 1440 / w1.mins
 	q0, q1 := w1.q0, w1.q1
 	refreshes := w2.refreshed + w2.unchanged
-	// Refreshes in window 1 are charged at window 2's rows per refresh.
-	perRefresh := func(v float64) float64 { return v / max(1, refreshes) }
+	r1 := w1.refreshed + w1.unchanged
+	// Each window is a mix of new apps and refreshes: SplitCosts gives
+	// each its own cost (window 2 may enrich apps a task requeued).
+	split := func(v1, v2 float64) (float64, float64) {
+		n, r, ok := SplitCosts(w1.completed, r1, v1, w2.completed, refreshes, v2)
+		if !ok {
+			fail("scale: the enrichment windows cannot tell new apps from refreshes (%v new/%v refreshes, %v/%v)", w1.completed, r1, w2.completed, refreshes)
+		}
+		return n, r
+	}
 	newApps := ScaleOp{Name: "enrichment: new app", RunsPerDay: designAppsPerHour * 24}
-	if w1.completed > 0 {
-		c := w1.completed
-		newApps.RowsRead = (w1.read - perRefresh(w2.read)*(w1.refreshed+w1.unchanged)) / c
-		newApps.RowsWritten = (w1.written - perRefresh(w2.written)*(w1.refreshed+w1.unchanged)) / c
-		newApps.Subrequests = w1.upstream / (c + w1.refreshed + w1.unchanged)
-		newApps.DORequests = newApps.Subrequests // a limiter acquire an upstream request
-		newApps.R2ClassA = w1.pages / (c + w1.refreshed)
-	}
-	newApps.Note = fmt.Sprintf("measured on %.0f apps in %.1f min (%.0f a day at the controller's pace), %.0f refreshes beside them",
-		w1.completed, w1.mins, w1.completed*perDay, w1.refreshed+w1.unchanged)
 	ref := ScaleOp{Name: "enrichment: refresh", RunsPerDay: 0}
-	if refreshes > 0 {
-		ref.RowsRead, ref.RowsWritten = w2.read/refreshes, w2.written/refreshes
-		ref.Subrequests = w2.upstream / refreshes
-		ref.DORequests = ref.Subrequests
-		ref.R2ClassA = w2.pages / refreshes
-	}
+	newApps.RowsRead, ref.RowsRead = split(w1.read, w2.read)
+	newApps.RowsWritten, ref.RowsWritten = split(w1.written, w2.written)
+	newApps.Subrequests, ref.Subrequests = split(w1.upstream, w2.upstream)
+	newApps.R2ClassA, ref.R2ClassA = split(w1.pages, w2.pages)
+	newApps.DORequests, ref.DORequests = newApps.Subrequests, ref.Subrequests // a limiter acquire an upstream request
+	bytesPerNew, bytesPerRefresh := split(w1.bytes, w2.bytes)
+	bytesPerNew, bytesPerRefresh = max(0, bytesPerNew), max(0, bytesPerRefresh)
+	newApps.Note = fmt.Sprintf("window 1: %.0f new apps and %.0f refreshes in %.1f min (%.0f new a day at the controller's pace); window 2: %.0f and %.0f (%d queued at its start)",
+		w1.completed, r1, w1.mins, w1.completed*perDay, w2.completed, refreshes, queuedAtW2)
 	ticks := ScaleOp{Name: "enrichment: ticks", RunsPerDay: w1.ticks * perDay, DORequests: 1}
 	completed, refreshed := w1.completed*perDay, (w1.refreshed+w1.unchanged)*perDay
-	bytesPerNew := (w1.bytes - perRefresh(w2.bytes)*(w1.refreshed+w1.unchanged)) / max(1, w1.completed)
-	bytesPerRefresh := perRefresh(w2.bytes)
 	dueRefreshes := float64(tiers["warm"])*dayS/refreshInterval("warm") + float64(tiers["hot"])*dayS/refreshInterval("hot") +
 		float64(tiers["cold"])*dayS/refreshInterval("cold")
 	// The queue consumer: window 1's batches (app-enriched events and the
@@ -458,6 +463,20 @@ func runTask(base, name string) taskState {
 	}
 	fail("scheduler task %s did not run in 5 minutes", name)
 	return taskState{}
+}
+
+// schedulerControl posts a scheduler control (pause, resume) for every task.
+func schedulerControl(base, action, body string) {
+	req, _ := http.NewRequest("POST", base+"/v1/scheduler/"+action, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+benchAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fail("scheduler %s: %v", action, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		fail("scheduler %s: HTTP %d", action, resp.StatusCode)
+	}
 }
 
 // queueSum is the queue consumer's queue.batch lines so far.

@@ -147,3 +147,17 @@ type MonthSummary struct {
 func SummaryOf(m Month, pace float64) MonthSummary {
 	return MonthSummary{NewAppsPerDay: pace, D1RowsReadMonth: m.D1RowsRead, D1RowsWrittenMonth: m.D1RowsWritten, OverageUSDMonth: m.OverageUSD}
 }
+
+// SplitCosts solves what one new app and one refresh cost from two
+// windows of the controller, each a mix: window i enriched newI new apps
+// and refreshI refreshes for a total vI. Window 1 is mostly new apps and
+// window 2 mostly refreshes, but a window 2 may enrich apps a task put
+// back in the queue meanwhile, so neither is taken as pure. ok is false
+// when the windows do not tell the two apart (then nothing is solved).
+func SplitCosts(new1, refresh1, v1, new2, refresh2, v2 float64) (perNew, perRefresh float64, ok bool) {
+	det := new1*refresh2 - new2*refresh1
+	if math.Abs(det) < 1e-9 {
+		return 0, 0, false
+	}
+	return (v1*refresh2 - v2*refresh1) / det, (new1*v2 - new2*v1) / det, true
+}

@@ -116,3 +116,21 @@ func TestPassesCoverTheDesignCatalogueWithinADay(t *testing.T) {
 		}
 	}
 }
+
+// Two mixed windows give each operation's own cost; a window 2 that
+// enriched new apps too does not charge them to refreshes.
+func TestSplitCostsSolvesMixedWindows(t *testing.T) {
+	// 6 rows a new app, 0.5 a refresh.
+	n, r, ok := SplitCosts(300, 250, 300*6+250*0.5, 40, 800, 40*6+800*0.5)
+	if !ok || math.Abs(n-6) > 1e-9 || math.Abs(r-0.5) > 1e-9 {
+		t.Fatalf("split %v %v %v", n, r, ok)
+	}
+	// Window 2 pure refreshes: the usual subtraction.
+	n, r, ok = SplitCosts(300, 250, 1925, 0, 800, 400)
+	if !ok || math.Abs(n-6) > 1e-9 || math.Abs(r-0.5) > 1e-9 {
+		t.Fatalf("pure window 2: %v %v", n, r)
+	}
+	if _, _, ok := SplitCosts(10, 20, 1, 20, 40, 2); ok {
+		t.Fatal("proportional windows cannot be told apart")
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/refresh"
 	"storecrawl/worker/registry"
 )
 
@@ -86,7 +87,12 @@ func nonEmpty(s string) *string {
 // API's last_seen_at reads "seen then, and maybe again within a week". The velocities
 // read the snapshots, not the sighting. A hot keyword's results
 // (HotKeywordResearch, a day) then write their sighting once a week, not
-// at each daily re-search.
+// at each daily re-search. An app with a refresh tier is looked up by
+// its tier's sweep at least monthly, and an unchanged refresh keeps its
+// sighting within refresh.SightingGranularity (45 days), under the stale
+// age: a search's sighting of such an app moves last_seen_at only past
+// that granularity too, so re-searches (each result a known, refreshed
+// app) write nothing for what the refreshes already prove.
 const SightingGranularity = 7 * 24 * time.Hour
 
 // SightingBefore is the time a stored sighting older than which moves:
@@ -122,7 +128,7 @@ func ObserveStmt(seen []Seen, now time.Time) []d1.Stmt {
 		return nil
 	}
 	b, _ := json.Marshal(rows)
-	return []d1.Stmt{registry.Observe(string(b), d1.Time(now), SightingBefore(now))}
+	return []d1.Stmt{registry.Observe(string(b), d1.Time(now), SightingBefore(now), d1.Time(now.Add(-refresh.SightingGranularity)))}
 }
 
 // Day is the UTC day of t as keyword_rank_history keys it.

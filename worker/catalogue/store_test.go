@@ -530,3 +530,32 @@ func TestObservedVersionKeepsItsOwnReleaseNotes(t *testing.T) {
 		t.Fatalf("version history: %v", rows)
 	}
 }
+
+// TestSearchSightingOfATieredAppFollowsItsRefreshes: a re-search that
+// finds a known app unchanged writes nothing; an app with a refresh tier
+// (looked up by its sweep, its sighting kept by its refreshes) has its
+// sighting moved only past refresh.SightingGranularity, an untiered one
+// past SightingGranularity.
+func TestSearchSightingOfATieredAppFollowsItsRefreshes(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	db.Exec(ctx, ObserveStmt([]Seen{search(1, 100, "1.0", 0), search(2, 100, "1.0", 0)}, t0)...)
+	drv.Exec(t, `UPDATE app_registry SET refresh_tier = 'cold' WHERE track_id = 1`)
+	written := func(at time.Time) int64 {
+		before := drv.TotalChanges(t)
+		db.Exec(ctx, ObserveStmt([]Seen{search(1, 100, "1.0", 0), search(2, 100, "1.0", 0)}, at)...)
+		return drv.TotalChanges(t) - before
+	}
+	// Ten days on: the untiered app's sighting moves (past a week), the
+	// tiered one's does not.
+	if n := written(t0.Add(10 * day)); n != 1 {
+		t.Fatalf("ten days on: %d rows, want the untiered app's 1", n)
+	}
+	if got := drv.Rows(t, `SELECT last_seen_at FROM app_registry WHERE track_id = 1`)[0]["last_seen_at"]; got != d1.Time(t0) {
+		t.Fatalf("the tiered app's sighting moved: %v", got)
+	}
+	// Past the refresh's granularity: both move.
+	if n := written(t0.Add(refresh.SightingGranularity + day)); n != 2 {
+		t.Fatalf("past 45 days: %d rows, want 2", n)
+	}
+}

@@ -22,10 +22,12 @@ import (
 // the source's, or unknown (NULL), never the old version's, so the version
 // history records the right ones. A known app is written only when
 // something changes: a value, its stale mark, its refresh, or a sighting
-// older than the sighting granularity (?3); otherwise the update is skipped
-// and writes nothing (an UPDATE to the same values would still write the
-// row and its index entries). Numbered parameters: ?1 the JSON list, ?2
-// the time, ?3 the time before which a stored sighting moves.
+// older than the sighting granularity (?3; ?4 for an app with a refresh
+// tier, which its refreshes already keep seen); otherwise the update is
+// skipped and writes nothing (an UPDATE to the same values would still
+// write the row and its index entries). Numbered parameters: ?1 the JSON
+// list, ?2 the time, ?3 and ?4 the times before which a stored sighting
+// moves.
 const observeSQL = `WITH s AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.name') AS name,
   json_extract(value, '$.genre') AS genre, json_extract(value, '$.n') AS n, json_extract(value, '$.r') AS r,
   json_extract(value, '$.p') AS p, json_extract(value, '$.cur') AS cur, json_extract(value, '$.v') AS v,
@@ -49,7 +51,8 @@ ON CONFLICT (track_id) DO UPDATE SET
   next_refresh_at = CASE WHEN app_registry.next_refresh_at > ?2 AND excluded.version IS NOT NULL
       AND app_registry.page_version IS NOT NULL AND excluded.version IS NOT app_registry.page_version
     THEN ?2 ELSE app_registry.next_refresh_at END
-WHERE app_registry.stale_at IS NOT NULL OR COALESCE(app_registry.last_seen_at, '') < ?3
+WHERE app_registry.stale_at IS NOT NULL
+  OR COALESCE(app_registry.last_seen_at, '') < CASE WHEN app_registry.refresh_tier IS NULL THEN ?3 ELSE ?4 END
   OR (excluded.rating_count IS NOT NULL AND excluded.rating_count IS NOT app_registry.rating_count)
   OR (excluded.average_rating IS NOT NULL AND excluded.average_rating IS NOT app_registry.average_rating)
   OR (excluded.price IS NOT NULL AND excluded.price IS NOT app_registry.price)
@@ -64,9 +67,10 @@ WHERE app_registry.stale_at IS NOT NULL OR COALESCE(app_registry.last_seen_at, '
 // of {"id", "name", "genre", and, when the source carries them, "n"
 // (ratings), "r" (average), "p" (price), "cur", "v" (version), "vd" (its
 // date), "rn" (its notes)}, each app once; now the time; seenBefore the
-// time before which a stored sighting moves.
-func Observe(seen, now, seenBefore string) d1.Stmt {
-	return d1.Stmt{SQL: observeSQL, Args: []any{seen, now, seenBefore}}
+// time before which a stored sighting moves, tieredSeenBefore the same for
+// an app with a refresh tier.
+func Observe(seen, now, seenBefore, tieredSeenBefore string) d1.Stmt {
+	return d1.Stmt{SQL: observeSQL, Args: []any{seen, now, seenBefore, tieredSeenBefore}}
 }
 
 // Tiers writes a catalogue sweep's tiers and velocities: plans is a JSON
