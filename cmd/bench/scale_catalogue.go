@@ -115,6 +115,7 @@ type simApp struct {
 	DeveloperID    int64   `json:"developer_id"`
 	DeveloperName  string  `json:"developer_name"`
 	UpdatedDate    string  `json:"updated_date"`
+	ReleaseNotes   string  `json:"release_notes"`
 	DescriptionLen int     `json:"description_len"`
 }
 
@@ -182,7 +183,7 @@ const appColumns = `track_id, name, bundle_id, developer_id, developer_name, gen
  artwork_url, file_size_bytes, languages, subtitle, rating_histogram, iap_count, in_app_purchases, similar_app_ids,
  html_r2_key, enrichment_source, enriched_at, discovered_at, updated_at, rankings_filled_at, page_status, page_format,
  page_parser_version, lookup_at, next_refresh_at, refresh_tier, refresh_interval_s, last_seen_at, observed_at,
- enrich_attempts, enrich_error, rating_velocity_7d, rating_velocity_30d`
+ enrich_attempts, enrich_error, rating_velocity_7d, rating_velocity_30d, release_notes`
 
 // insertApps writes every app row, fetching the simulator's values a
 // batch ahead.
@@ -280,7 +281,7 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 					ts(f.LastEnriched), 0, nil,
 					// Velocities as the catalogue sweep left them: the
 					// simulator's catalogue holds still, so 0 a day.
-					0.0, 0.0)
+					0.0, 0.0, a.ReleaseNotes)
 			}
 			if err != nil {
 				return fmt.Errorf("app %d: %w", id, err)

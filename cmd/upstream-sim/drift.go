@@ -227,6 +227,7 @@ type catalogueApp struct {
 	DeveloperID    int64   `json:"developer_id"`
 	DeveloperName  string  `json:"developer_name"`
 	UpdatedDate    string  `json:"updated_date"`
+	ReleaseNotes   string  `json:"release_notes"`
 	DescriptionLen int     `json:"description_len"`
 }
 
@@ -248,7 +249,7 @@ func (s *Server) handleCatalogue(w http.ResponseWriter, r *http.Request) {
 		if a, ok := s.cat.Get(id); ok {
 			st.Apps = append(st.Apps, catalogueApp{ID: a.ID, RatingCount: a.RatingCount, AverageRating: a.AverageRating, Version: a.Version,
 				Name: a.Name, Price: a.Price, GenreID: a.Genre.ID, Genre: a.Genre.Name, DeveloperID: a.DevID, DeveloperName: a.DevName,
-				UpdatedDate: a.UpdatedDate, DescriptionLen: len(a.Description)})
+				UpdatedDate: a.UpdatedDate, ReleaseNotes: releaseNotes(a.Version), DescriptionLen: len(a.Description)})
 		}
 	}
 	d := s.cat.drift
