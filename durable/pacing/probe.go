@@ -91,7 +91,12 @@ import (
 //     the latency allows, and a chunk's spacing across tick boundaries
 //     too); refusals from then on are rate signals as above.
 //   - Every tick stops at the first chunk with a refusal; after a refusal,
-//     chunks shrink to one item, so a refusal costs a few requests at most.
+//     and while probing, chunks shrink to the fewest items that still
+//     carry the rate at the measured latency (one item where it allows, at
+//     most one round of the connections), so a refusal costs a few requests
+//     at most and the rate, not one connection at a time, sets the pace.
+//     Near the ceiling, a chunk that would be one round sent at once is
+//     likewise the fewest items that carry the rate.
 //
 // How it is built: every tick becomes one event (probe_events.go), and a
 // transition table picks what the event does in the current phase; what a
