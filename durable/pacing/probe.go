@@ -14,7 +14,9 @@ import (
 //     between the last clean rate and the refused one.
 //   - On a tick with refusals the ceiling becomes the accepted rate of the
 //     last minute (what the upstream really served: a token bucket refuses
-//     exactly the excess) and the rate drops to 0.9× of it; refusals in
+//     exactly the excess; refused again within a minute of the last
+//     refusal, at least what was served since it, as the minute mixes in
+//     the climb before it) and the rate drops to 0.9× of it; refusals in
 //     consecutive ticks mean the capacity fell, so the rate drops 0.7× more
 //     each time (a halving is found in three ticks, not three windows).
 //   - Recover: a concave (cubic) climb back to the ceiling over a time that

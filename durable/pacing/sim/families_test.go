@@ -345,7 +345,6 @@ func TestStorm403BlocksOnce(t *testing.T) {
 var oneRequestGaps = map[string]float64{
 	"retry-after":      0.8935, // 0.8937–0.8985 of the oracle
 	"rise-retry-after": 0.8210, // 0.8213–0.8429
-	"sawtooth":         0.8835, // 0.8839–0.9430
 	"storm-403":        0.6470, // 0.6474–0.6475 (three blocks more than at 4 per item)
 }
 
