@@ -306,3 +306,21 @@ func TestProbeFirstChunkRefusedIsASmallBurst(t *testing.T) {
 		t.Fatalf("a refusal in the run's first chunk was read as the rate: %+v", s)
 	}
 }
+
+func TestProbeRefusedAgainSoonLearnsFromWhatWasServedSince(t *testing.T) {
+	// Refused 20 s after the last refusal: the minute's accepted rate
+	// (300 in 52 s: 346/min) mixes in the slow climb before that refusal;
+	// since it the upstream served 160 in 22 s (436/min), so the ceiling
+	// is 0.98 of that, not of the minute's.
+	p := probeWith(t, 1, fields{"rate": 560, "ceiling": 580, "phase": pacing.PhaseRecover, "last_throttle": ms(-20 * time.Second),
+		"history": []fields{{"end": ms(-50 * time.Second), "ok": 100}, {"end": ms(-20 * time.Second), "ok": 40},
+			{"end": ms(-10 * time.Second), "ok": 75}, {"end": ms(0), "ok": 75}}})
+	p.Plan(t0)
+	out := tickOf(11, 1, pacing.KindOK, t0, 100*time.Millisecond)
+	out[10].Kind = pacing.KindThrottled
+	p.Done(t0.Add(2*time.Second), out)
+	want := 160.0 / 22 * 60 * dp.EstimateSlack
+	if s := stateOf(t, p); math.Abs(s.Ceiling-want) > 0.5 || s.Phase != pacing.PhaseRecover {
+		t.Fatalf("ceiling %v phase %s, want %.1f (what was served since the last refusal)", s.Ceiling, s.Phase, want)
+	}
+}
