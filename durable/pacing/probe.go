@@ -14,7 +14,9 @@ import (
 //     between the last clean rate and the refused one.
 //   - On a tick with refusals the ceiling becomes the accepted rate of the
 //     last minute (what the upstream really served: a token bucket refuses
-//     exactly the excess) and the rate drops to 0.9× of it; refusals in
+//     exactly the excess; refused again within a minute of the last
+//     refusal, at least what was served since it, as the minute mixes in
+//     the climb before it) and the rate drops to 0.9× of it; refusals in
 //     consecutive ticks mean the capacity fell, so the rate drops 0.7× more
 //     each time (a halving is found in three ticks, not three windows).
 //   - Recover: a concave (cubic) climb back to the ceiling over a time that
@@ -91,7 +93,12 @@ import (
 //     the latency allows, and a chunk's spacing across tick boundaries
 //     too); refusals from then on are rate signals as above.
 //   - Every tick stops at the first chunk with a refusal; after a refusal,
-//     chunks shrink to one item, so a refusal costs a few requests at most.
+//     and while probing, chunks shrink to the fewest items that still
+//     carry the rate at the measured latency (one item where it allows, at
+//     most one round of the connections), so a refusal costs a few requests
+//     at most and the rate, not one connection at a time, sets the pace.
+//     Near the ceiling, a chunk that would be one round sent at once is
+//     likewise the fewest items that carry the rate.
 //
 // How it is built: every tick becomes one event (probe_events.go), and a
 // transition table picks what the event does in the current phase; what a

@@ -56,12 +56,20 @@ func (p *Probe) transition(ev event) transition {
 	return row[anyPhase]
 }
 
+// firstChunkOfRun reports whether t is the run's first tick, refused in
+// its first chunk: the bucket was full, so it holds less than a chunk
+// (at 1 request per item a chunk of 6 meets a burst of 5 with 5 served,
+// more than SmallBurstShare of it, and was read as the rate: 30/min).
+func (p *Probe) firstChunkOfRun(t tally) bool {
+	return p.phase == PhaseSlowStart && p.ceiling == 0 && p.rate == p.params.StartRate && t.sent <= p.lastChunk*p.Sub
+}
+
 // classify turns a tick into its event.
 func (p *Probe) classify(t tally) event {
 	overloaded := float64(t.serverErr+t.timeouts) > p.params.OverloadShare*float64(t.sent)
 	switch {
 	case t.throttled > 0 && !p.smooth && !p.smoothTried && !p.penalized && p.phase != PhaseBlocked && p.streak == 0 &&
-		p.lastChunk > 1 && float64(t.ok) <= p.params.SmallBurstShare*float64(p.lastChunk*p.Sub) && !overloaded:
+		p.lastChunk > 1 && (float64(t.ok) <= p.params.SmallBurstShare*float64(p.lastChunk*p.Sub) || p.firstChunkOfRun(t)) && !overloaded:
 		return evSmallBurst
 	case t.throttled > 0 && t.ok == 0 && (p.streak > 0 || p.phase == PhaseBlocked):
 		// A single refused tick is not enough: a tick of one item near

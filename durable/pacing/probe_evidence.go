@@ -118,6 +118,19 @@ func (h history) acceptedPerMin(now time.Time, span time.Duration) float64 {
 	return float64(ok) / spanMs * 60000
 }
 
+// acceptedSince is what the upstream served per minute from the end of
+// a tick at from (ticks ending after it) up to now, over at least a tick.
+func (h history) acceptedSince(now time.Time, from int64) float64 {
+	ok := 0
+	for _, s := range h {
+		if s.End > from {
+			ok += s.OK
+		}
+	}
+	spanMs := math.Max(float64(now.UnixMilli()-from), float64(TickInterval.Milliseconds()))
+	return float64(ok) / spanMs * 60000
+}
+
 // provenPerMin is the best rate the upstream proved up to now: beyond the
 // burst, what it served since the end of an earlier tick (or since this
 // tick's first request). The best such stretch is the one where the

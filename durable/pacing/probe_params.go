@@ -113,7 +113,8 @@ type ProbeParams struct {
 	// mixes in the slower ticks of the climb.
 	RiseEvidence float64
 	// SmoothShare: from this share of the learned ceiling, ticks are sent
-	// in the smallest chunks that fill the connections.
+	// in the smallest chunks that fill the connections (where those are
+	// one round, the fewest items that carry the rate).
 	SmoothShare float64
 	// BusyShare: from this share of what the connections carry at the
 	// measured latency, the connections bind, not the rate (chunks that

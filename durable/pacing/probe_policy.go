@@ -95,6 +95,12 @@ func (itemCost) firstRefusal(p *Probe, now time.Time, t tally) bool {
 	q := p.params
 	est := p.acceptedCeiling(now)
 	refused, probing, old := p.rate, p.phase == PhaseProbe, p.ceiling
+	if since := now.UnixMilli() - p.lastThrottle; !probing && p.lastThrottle > 0 && since < p.params.History.Milliseconds() {
+		// Refused again within the minute of the last refusal: the minute
+		// mixes in what came before it (a climb, an older capacity), so
+		// what was served since that refusal counts too.
+		est = math.Max(est, p.history.acceptedSince(now, p.lastThrottle)*p.params.EstimateSlack)
+	}
 	aware, rise := probing && p.burst.High > 0 && old > 0, false
 	if aware {
 		proven := p.history.provenPerMin(now, t, p.burst)

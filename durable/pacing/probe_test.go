@@ -267,3 +267,60 @@ func TestProbeStepsTripleWhileClean(t *testing.T) {
 		}
 	}
 }
+
+func TestProbeNearTheLimitTheRateNotOneConnectionSetsThePace(t *testing.T) {
+	// 1,800/min at 1 request an item and 120 ms: one item at a time would
+	// carry 500/min (one connection). Probing, the chunk is the fewest
+	// items sent at once that carry the rate with SmoothSlack to spare:
+	// 30/s × 0.12 s ÷ 0.8 = 4.5, so 5 items, paced.
+	p := probeWith(t, 1, fields{"rate": 1800, "ceiling": 1700, "phase": pacing.PhaseProbe, "latency_ms": 120})
+	if plan := p.Plan(t0); plan.ChunkItems != 5 || plan.ChunkPause <= 0 {
+		t.Fatalf("probing at 1800/min, 120 ms: %+v, want chunks of 5 with a pause", plan)
+	}
+	// 600/min: 10/s × 0.12 s ÷ 0.8 = 1.5, so 2 items at a time.
+	p = probeWith(t, 1, fields{"rate": 600, "ceiling": 580, "phase": pacing.PhaseProbe, "latency_ms": 120})
+	if plan := p.Plan(t0); plan.ChunkItems != 2 || plan.ChunkPause <= 0 {
+		t.Fatalf("probing at 600/min, 120 ms: %+v, want chunks of 2 with a pause", plan)
+	}
+	// At 4 requests an item one item is already four connections: unchanged.
+	p = probeWith(t, sub, fields{"rate": 1800, "ceiling": 1700, "phase": pacing.PhaseProbe, "latency_ms": 120})
+	if plan := p.Plan(t0); plan.ChunkItems != 1 {
+		t.Fatalf("probing at 4 requests an item: chunks of %d items, want 1", plan.ChunkItems)
+	}
+}
+
+func TestProbeFirstChunkRefusedIsASmallBurst(t *testing.T) {
+	// At 1 request an item slow start's first chunk is 6 requests at once;
+	// a burst-5 bucket, full at the start, serves 5 and refuses one: more
+	// than half a chunk served, but the bucket held less than a chunk. The
+	// rate is kept and sending turns smooth, instead of a ceiling of 30/min.
+	p := pacing.NewProbe(pacing.Config{SubrequestsPerItem: 1})
+	plan := p.Plan(t0)
+	if plan.ChunkItems != 6 {
+		t.Fatalf("slow start at 1 request an item: chunks of %d items, want 6", plan.ChunkItems)
+	}
+	out := tickOf(6, 1, pacing.KindOK, t0, 100*time.Millisecond)
+	out[5].Kind = pacing.KindThrottled
+	p.Done(t0.Add(100*time.Millisecond), out)
+	if s := stateOf(t, p); !s.Smooth || s.Ceiling != 0 || s.Rate != dp.StartRate || s.Phase != pacing.PhaseSlowStart {
+		t.Fatalf("a refusal in the run's first chunk was read as the rate: %+v", s)
+	}
+}
+
+func TestProbeRefusedAgainSoonLearnsFromWhatWasServedSince(t *testing.T) {
+	// Refused 20 s after the last refusal: the minute's accepted rate
+	// (300 in 52 s: 346/min) mixes in the slow climb before that refusal;
+	// since it the upstream served 160 in 22 s (436/min), so the ceiling
+	// is 0.98 of that, not of the minute's.
+	p := probeWith(t, 1, fields{"rate": 560, "ceiling": 580, "phase": pacing.PhaseRecover, "last_throttle": ms(-20 * time.Second),
+		"history": []fields{{"end": ms(-50 * time.Second), "ok": 100}, {"end": ms(-20 * time.Second), "ok": 40},
+			{"end": ms(-10 * time.Second), "ok": 75}, {"end": ms(0), "ok": 75}}})
+	p.Plan(t0)
+	out := tickOf(11, 1, pacing.KindOK, t0, 100*time.Millisecond)
+	out[10].Kind = pacing.KindThrottled
+	p.Done(t0.Add(2*time.Second), out)
+	want := 160.0 / 22 * 60 * dp.EstimateSlack
+	if s := stateOf(t, p); math.Abs(s.Ceiling-want) > 0.5 || s.Phase != pacing.PhaseRecover {
+		t.Fatalf("ceiling %v phase %s, want %.1f (what was served since the last refusal)", s.Ceiling, s.Phase, want)
+	}
+}

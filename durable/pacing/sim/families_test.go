@@ -337,3 +337,45 @@ func TestStorm403BlocksOnce(t *testing.T) {
 		}
 	}
 }
+
+// oneRequestGaps are the shipped scenarios where, at 1 request per item
+// (the product's shape), the default does not reach the goal on every seed
+// yet: each bound is the least share of the best peer over seeds 1..5
+// (`go test ./durable/pacing/sim -run TestGoalAtOneRequestPerItem -v -all-seeds`).
+var oneRequestGaps = map[string]float64{
+	"retry-after":      0.8935, // 0.8937–0.8985 of the oracle
+	"rise-retry-after": 0.8210, // 0.8213–0.8429
+	"storm-403":        0.6470, // 0.6474–0.6475 (three blocks more than at 4 per item)
+}
+
+// Slow (every scenario at 1 request per item, four controllers): the
+// shipped seed unless -all-seeds. Every other scenario meets the goal.
+func TestGoalAtOneRequestPerItem(t *testing.T) {
+	scs, err := loadScenarios(allFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seed := range seeds(true) {
+		for _, shipped := range atShape(scs, productShape) {
+			sc := *shipped
+			sc.Seed = seed
+			runs := []Metrics{runOne(&sc, "default", false)}
+			for _, peer := range peerAlgorithms {
+				runs = append(runs, runOne(&sc, peer, false))
+			}
+			v, ok := verdicts(runs)[0]
+			if !ok {
+				t.Fatalf("%s seed %d: the default was not judged", sc.Name, seed)
+			}
+			m := runs[0]
+			t.Logf("%s seed %d at 1 per item: %.4f of %s, refused %.5f", sc.Name, seed, v.share, v.best.Controller, m.RefusedRatio)
+			floor, gap := oneRequestGaps[sc.Name]
+			switch {
+			case gap && (v.share < floor || m.RefusedRatio > goalRefused):
+				t.Errorf("%s seed %d at 1 per item: %.4f of %s (≥ %.4f), refused %.4f", sc.Name, seed, v.share, v.best.Controller, floor, m.RefusedRatio)
+			case !gap && !v.met:
+				t.Errorf("%s seed %d at 1 per item: %.4f of %s's goodput, refused %.4f (best %.4f)", sc.Name, seed, v.share, v.best.Controller, m.RefusedRatio, v.best.RefusedRatio)
+			}
+		}
+	}
+}
