@@ -117,16 +117,19 @@ func enrichStatus(base string) enrichmentStatus {
 }
 
 // control sends an admin call to the EnrichmentController.
-func control(base, action, body string) {
-	req, _ := http.NewRequest("POST", base+"/v1/enrichment/"+action, strings.NewReader(body))
+func control(base, action, body string) { adminPost(base, "/v1/enrichment/"+action, body) }
+
+// adminPost posts body to an admin route and fails the bench unless 200.
+func adminPost(base, path, body string) {
+	req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+benchAdminToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		fail("enrichment %s: %v", action, err)
+		fail("%s: %v", path, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		fail("enrichment %s: HTTP %d", action, resp.StatusCode)
+		fail("%s: HTTP %d", path, resp.StatusCode)
 	}
 }
 

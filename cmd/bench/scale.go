@@ -475,18 +475,7 @@ func runTask(base, name string) taskState {
 }
 
 // schedulerControl posts a scheduler control (pause, resume) for every task.
-func schedulerControl(base, action, body string) {
-	req, _ := http.NewRequest("POST", base+"/v1/scheduler/"+action, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+benchAdminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		fail("scheduler %s: %v", action, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		fail("scheduler %s: HTTP %d", action, resp.StatusCode)
-	}
-}
+func schedulerControl(base, action, body string) { adminPost(base, "/v1/scheduler/"+action, body) }
 
 // queueSum is the queue consumer's queue.batch lines so far.
 type queueSum struct{ batches, messages, facts, read, written float64 }
