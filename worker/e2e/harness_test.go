@@ -202,15 +202,30 @@ type worker struct {
 // wrangler runs a one-off wrangler command against the persisted local state.
 func wrangler(t *testing.T, persist string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(devstack.Wrangler(root), append(args, "--persist-to", persist)...)
-	cmd.Dir = root
-	cmd.Env = toolEnv()
-	out, err := cmd.CombinedOutput()
+	var out []byte
+	var err error
+	// A local D1 command beside a running wrangler dev meets its write lock
+	// when the Worker is writing at that instant (SQLITE_BUSY): that
+	// write ends in milliseconds, so the command is tried again.
+	for attempt := 0; attempt < wranglerBusyAttempts; attempt++ {
+		cmd := exec.Command(devstack.Wrangler(root), append(args, "--persist-to", persist)...)
+		cmd.Dir = root
+		cmd.Env = toolEnv()
+		out, err = cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "SQLITE_BUSY") {
+			break
+		}
+		time.Sleep(time.Second)
+	}
 	if err != nil {
 		t.Fatalf("wrangler %v: %v\n%s", args, err, out)
 	}
 	return string(out)
 }
+
+// wranglerBusyAttempts bounds the tries of a local D1 command that meets
+// wrangler dev's write lock.
+const wranglerBusyAttempts = 5
 
 // prepareDB gives persist the migrated local state with the simulator's
 // first n apps queued: a copy of the run's snapshot for n (TestMain's
