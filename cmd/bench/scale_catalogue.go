@@ -19,6 +19,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"storecrawl/internal/simserve"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
@@ -103,21 +104,7 @@ func appState(off int) appStateKind {
 }
 
 // simApp is what the simulator's /__catalogue says of one app.
-type simApp struct {
-	ID             int64   `json:"id"`
-	RatingCount    int64   `json:"rating_count"`
-	AverageRating  float64 `json:"average_rating"`
-	Version        string  `json:"version"`
-	Name           string  `json:"name"`
-	Price          float64 `json:"price"`
-	GenreID        int     `json:"genre_id"`
-	Genre          string  `json:"genre"`
-	DeveloperID    int64   `json:"developer_id"`
-	DeveloperName  string  `json:"developer_name"`
-	UpdatedDate    string  `json:"updated_date"`
-	ReleaseNotes   string  `json:"release_notes"`
-	DescriptionLen int     `json:"description_len"`
-}
+type simApp = simserve.CatalogueApp
 
 const simBaseTrackID = 100_000_000
 

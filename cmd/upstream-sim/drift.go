@@ -1,6 +1,8 @@
 package main
 
 import (
+	"storecrawl/internal/simserve"
+
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -208,27 +210,10 @@ func bumpPatch(v string) string {
 
 // catalogueState is the GET /__catalogue body.
 type catalogueState struct {
-	Config  DriftConfig    `json:"config"`
-	Hours   int64          `json:"hours"`   // simulated hours applied
-	Changes int64          `json:"changes"` // app changes applied
-	Apps    []catalogueApp `json:"apps,omitempty"`
-}
-
-type catalogueApp struct {
-	ID            int64   `json:"id"`
-	RatingCount   int64   `json:"rating_count"`
-	AverageRating float64 `json:"average_rating"`
-	Version       string  `json:"version"`
-	// What a local D1 filled to the catalogue stores (cmd/bench -only-scale).
-	Name           string  `json:"name"`
-	Price          float64 `json:"price"`
-	GenreID        int     `json:"genre_id"`
-	Genre          string  `json:"genre"`
-	DeveloperID    int64   `json:"developer_id"`
-	DeveloperName  string  `json:"developer_name"`
-	UpdatedDate    string  `json:"updated_date"`
-	ReleaseNotes   string  `json:"release_notes"`
-	DescriptionLen int     `json:"description_len"`
+	Config  DriftConfig             `json:"config"`
+	Hours   int64                   `json:"hours"`   // simulated hours applied
+	Changes int64                   `json:"changes"` // app changes applied
+	Apps    []simserve.CatalogueApp `json:"apps,omitempty"`
 }
 
 // handleCatalogue serves GET /__catalogue[?id=<id>,...] (never limited).
@@ -247,7 +232,7 @@ func (s *Server) handleCatalogue(w http.ResponseWriter, r *http.Request) {
 	st := catalogueState{}
 	for _, id := range ids {
 		if a, ok := s.cat.Get(id); ok {
-			st.Apps = append(st.Apps, catalogueApp{ID: a.ID, RatingCount: a.RatingCount, AverageRating: a.AverageRating, Version: a.Version,
+			st.Apps = append(st.Apps, simserve.CatalogueApp{ID: a.ID, RatingCount: a.RatingCount, AverageRating: a.AverageRating, Version: a.Version,
 				Name: a.Name, Price: a.Price, GenreID: a.Genre.ID, Genre: a.Genre.Name, DeveloperID: a.DevID, DeveloperName: a.DevName,
 				UpdatedDate: a.UpdatedDate, ReleaseNotes: releaseNotes(a.Version), DescriptionLen: len(a.Description)})
 		}
