@@ -1,8 +1,6 @@
 package main
 
 import (
-	"storecrawl/internal/simserve"
-
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -13,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"storecrawl/internal/simserve"
 )
 
 // Catalogue drift: the App Store changes every day, so the
