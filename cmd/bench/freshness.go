@@ -178,7 +178,7 @@ func (b *hourBudget) nextHour() {
 
 type noHTML struct{}
 
-func (noHTML) PutHTML(context.Context, string, []byte, enrichment.PageMeta) error { return nil }
+func (noHTML) PutPages(context.Context, string, []byte, int) error { return nil }
 
 // dayCounts is what one simulated day spent and did.
 type dayCounts struct {

@@ -257,6 +257,10 @@ type RunOutcome struct {
 	// the run's own) whose app-enriched events were not sent: they go
 	// (back) to the controller's outbox.
 	UnsentEnriched []int64 `json:"unsent_enriched,omitempty"`
+	// PagePuts counts the run's R2 puts of raw pages (R2 Class A): one for
+	// the tick's batch of pages, tried again once on failure, and one for
+	// any page that did not fit it.
+	PagePuts int `json:"page_puts,omitempty"`
 }
 
 // Platform limits that shape a run. The budget is a setting
@@ -399,6 +403,7 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 	s.Totals.Dispatched += int64(o.Picked)
 	s.Totals.D1RowsRead += o.D1RowsRead
 	s.Totals.D1RowsWritten += o.D1RowsWritten
+	s.Totals.PagePuts += int64(o.PagePuts)
 	for _, r := range o.Results {
 		byClass[string(r.Class)]++
 		switch {

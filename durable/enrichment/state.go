@@ -280,6 +280,8 @@ type Totals struct {
 	// is the enrichment path's cost per enriched app).
 	D1RowsRead    int64 `json:"d1_rows_read"`
 	D1RowsWritten int64 `json:"d1_rows_written"`
+	// PagePuts counts the runs' R2 puts of raw pages (RunOutcome.PagePuts).
+	PagePuts int64 `json:"page_puts"`
 }
 
 // State is the whole controller state, persisted as one JSON value.

@@ -5,8 +5,11 @@ package cf
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"syscall/js"
 
+	"github.com/syumai/workers/cloudflare"
 	"github.com/syumai/workers/cloudflare/kv"
 	"github.com/syumai/workers/cloudflare/queues"
 	"github.com/syumai/workers/cloudflare/r2"
@@ -68,6 +71,39 @@ func (b R2) Get(_ context.Context, key string) ([]byte, bool, error) {
 	}
 	body, err := io.ReadAll(obj.Body)
 	return body, err == nil, err
+}
+
+// GetRange reads length bytes of an object from offset: the binding's
+// get(key, {range: {offset, length}}) (syumai/workers' Get takes no
+// options); found is false when the key does not exist.
+func (b R2) GetRange(_ context.Context, key string, offset, length int64) ([]byte, bool, error) {
+	bucket := cloudflare.GetBinding(string(b))
+	if bucket.IsUndefined() {
+		return nil, false, fmt.Errorf("%s is undefined", string(b))
+	}
+	p, err := Call(bucket, "get", key, Object(map[string]any{"range": Object(map[string]any{"offset": offset, "length": length})}))
+	if err != nil {
+		return nil, false, err
+	}
+	obj, err := Await(p)
+	if err != nil {
+		return nil, false, err
+	}
+	if obj.IsNull() || obj.IsUndefined() {
+		return nil, false, nil
+	}
+	buf, err := Call(obj, "arrayBuffer")
+	if err != nil {
+		return nil, false, err
+	}
+	ab, err := Await(buf)
+	if err != nil {
+		return nil, false, err
+	}
+	u8 := js.Global().Get("Uint8Array").New(ab)
+	body := make([]byte, u8.Get("length").Int())
+	js.CopyBytesToGo(body, u8)
+	return body, true, nil
 }
 
 // Queue is the queue producer bound under that name.

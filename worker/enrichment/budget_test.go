@@ -85,7 +85,7 @@ func bigPage(t *testing.T, size int) []byte {
 }
 
 func budgetRunner(st *fakeStore, up upstream.Doer) (*Runner, *fakeCache) {
-	cache := &fakeCache{keys: map[string]int{}}
+	cache := newCache()
 	return &Runner{
 		Store: st, HTML: cache, Events: &fakeEvents{},
 		Upstream: &upstream.Client{HTTP: up, Timeout: 5 * time.Second},
@@ -109,11 +109,14 @@ func TestRunHoldsItsBodiesWithinTheBudget(t *testing.T) {
 		switch {
 		case res.Class == controller.ClassTimeout && strings.Contains(res.Error, "body budget"):
 			refused++
-			if cache.keys[HTMLKey("us", res.TrackID)] != 0 {
+			if _, ok := st.saved[res.TrackID]; ok || st.pageRefs[res.TrackID] != "" {
 				t.Errorf("a refused page must not be stored")
 			}
 		case res.Class == controller.ClassOK && res.Page == controller.PageParsed:
 			parsed++
+			if len(cache.page(st.saved[res.TrackID].HTMLKey)) != 2<<20 {
+				t.Errorf("the parsed page must be stored whole")
+			}
 		default:
 			t.Errorf("item %d: %s %q", res.TrackID, res.Class, res.Error)
 		}

@@ -302,7 +302,7 @@ WITH RECURSIVE n(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM n WHERE id < ?) S
 		up.free[i] = t0
 	}
 	r := &Runner{
-		Store: D1Store{DB: db}, HTML: &fakeCache{keys: map[string]int{}}, Events: &fakeEvents{}, Upstream: up,
+		Store: D1Store{DB: db}, HTML: newCache(), Events: &fakeEvents{}, Upstream: up,
 		APIBase: up.apiBase, StoreBase: "https://apps.apple.com", Country: "us", Now: up.Now, Sleep: up.Sleep,
 	}
 	cfg := controller.DefaultConfig()

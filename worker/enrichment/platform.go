@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"storecrawl/worker/events"
+	"storecrawl/worker/pagebatch"
 	"storecrawl/worker/ratelimit"
 )
 
@@ -14,23 +15,45 @@ import (
 type Bucket interface {
 	Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) error
 	Get(ctx context.Context, key string) (body []byte, found bool, err error)
+	// GetRange reads length bytes at offset (a ranged GET: one Class B
+	// read, like a whole one).
+	GetRange(ctx context.Context, key string, offset, length int64) (body []byte, found bool, err error)
 }
 
-// R2HTML keeps raw store pages in a bucket.
+// R2HTML keeps raw store pages in a bucket, in the layout of
+// worker/pagebatch.
 type R2HTML struct{ Bucket Bucket }
 
-// PutHTML implements HTMLCache: the page with its metadata as R2 custom
-// metadata, so a reparse knows what each stored page is.
-func (h R2HTML) PutHTML(ctx context.Context, key string, html []byte, meta PageMeta) error {
+// PutPages implements HTMLCache: an object of gzip members, one a page,
+// each member's header saying what its page is.
+func (h R2HTML) PutPages(ctx context.Context, key string, body []byte, pages int) error {
 	if err := subreq.Spend(ctx, 1); err != nil {
 		return err
 	}
-	return h.Bucket.Put(ctx, key, html, "text/html; charset=utf-8", meta.Map())
+	return h.Bucket.Put(ctx, key, body, pagebatch.ContentType, pagebatch.ObjectMeta(pages))
 }
 
-// GetHTML implements PageSource.
-func (h R2HTML) GetHTML(ctx context.Context, key string) ([]byte, bool, error) {
-	return h.Bucket.Get(ctx, key)
+// GetHTML implements PageSource: ref is a stored html_r2_key, a page's
+// bytes in a batch (one ranged read) or a whole single-page object (the
+// layout before batches). A reference or bytes that cannot be a page are
+// pagebatch.ErrCorrupt.
+func (h R2HTML) GetHTML(ctx context.Context, ref string) ([]byte, bool, error) {
+	r, err := pagebatch.ParseRef(ref)
+	if err != nil {
+		return nil, false, err
+	}
+	var body []byte
+	var found bool
+	if r.Whole {
+		body, found, err = h.Bucket.Get(ctx, r.Key)
+	} else {
+		body, found, err = h.Bucket.GetRange(ctx, r.Key, r.Offset, r.Length)
+	}
+	if err != nil || !found {
+		return nil, found, err
+	}
+	page, err := pagebatch.Read(r, body)
+	return page, err == nil, err
 }
 
 // QueueEvents announces enriched apps on the EVENTS queue.

@@ -9,6 +9,8 @@ import (
 
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/logx"
+	"storecrawl/worker/pagebatch"
 	"storecrawl/worker/registry"
 )
 
@@ -23,7 +25,8 @@ const (
 var ReparseScopes = []string{ReparseAll, ReparseFailed, ReparseIncomplete}
 
 // ReparseBatch is how many pages one page-reparse batch reads back from
-// R2: one R2 read each, then one D1 batch for them all, the job's cursor
+// R2: one R2 read each (a ranged read of its tick's batch object, or a
+// whole single-page object of the layout before batches), then one D1 batch for them all, the job's cursor
 // included, so a batch's writes commit together. Each page writes
 // pageStatementsMax statements; the cursor is one more (within
 // d1.MaxBatch: reparseBatchFits). With ReparseBatchesPerRun it bounds a
@@ -51,7 +54,9 @@ type ReparseJob struct {
 	Completed  int64   `json:"completed"`
 }
 
-// PageSource reads raw pages back (R2). found is false for a missing key.
+// PageSource reads raw pages back (R2) by their stored reference
+// (html_r2_key). found is false for a missing object; a reference that
+// can never be read is pagebatch.ErrCorrupt.
 type PageSource interface {
 	GetHTML(ctx context.Context, key string) (body []byte, found bool, err error)
 }
@@ -136,6 +141,12 @@ WHERE track_id > ? AND html_r2_key IS NOT NULL`+filter+` ORDER BY track_id LIMIT
 	for _, row := range rows {
 		job.Cursor = row.TrackID
 		body, found, err := r.Pages.GetHTML(ctx, row.HTMLKey)
+		if errors.Is(err, pagebatch.ErrCorrupt) {
+			// A reference or bytes no retry can read: counted as missing,
+			// never a cursor stuck on it.
+			logx.Err("reparse.page_corrupt", err, map[string]any{"track_id": row.TrackID})
+			err, found = nil, false
+		}
 		if err != nil {
 			// R2 unreachable: stop before this row; the next run retries it.
 			job.Cursor = row.TrackID - 1

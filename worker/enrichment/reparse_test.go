@@ -12,6 +12,7 @@ import (
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
+	"storecrawl/worker/pagebatch"
 )
 
 // memPages is an R2 bucket in memory.
@@ -142,5 +143,78 @@ func TestPageWrittenAgainUnchangedWritesNothing(t *testing.T) {
 	}
 	if got := drv.Rows(t, `SELECT subtitle, updated_at FROM app_registry WHERE track_id = 5`)[0]; got["subtitle"] != page.Subtitle || got["updated_at"] != d1.Time(at.Add(2*time.Hour)) {
 		t.Fatalf("record: %v", got)
+	}
+}
+
+// memBucket is an R2 bucket in memory: whole and ranged reads, and the
+// reads made (R2 Class B).
+type memBucket struct {
+	objects map[string][]byte
+	reads   int
+}
+
+func (b *memBucket) Put(_ context.Context, key string, body []byte, _ string, _ map[string]string) error {
+	b.objects[key] = bytes.Clone(body)
+	return nil
+}
+
+func (b *memBucket) Get(_ context.Context, key string) ([]byte, bool, error) {
+	b.reads++
+	o, ok := b.objects[key]
+	return o, ok, nil
+}
+
+func (b *memBucket) GetRange(_ context.Context, key string, off, n int64) ([]byte, bool, error) {
+	b.reads++
+	o, ok := b.objects[key]
+	if !ok {
+		return nil, false, nil
+	}
+	return o[min(off, int64(len(o))):min(off+n, int64(len(o)))], true, nil
+}
+
+// A reparse reads pages through R2HTML: pages of a tick's batch object
+// (one ranged read each), a whole single-page object of the layout
+// before batches, and counts a reference that can never be read as
+// missing, going on past it.
+func TestReparseReadsBatchedAndOldPages(t *testing.T) {
+	db, drv := d1test.New(t)
+	at := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	good := fixture(t, "legacy_netflix_us_2023.html")
+	bucket := &memBucket{objects: map[string][]byte{HTMLKey("us", 3): good}}
+	pages := R2HTML{Bucket: bucket}
+	batch := pagebatch.NewBatch(pagebatch.ObjectKey("us", at, 1))
+	refs := map[int64]string{3: HTMLKey("us", 3), 4: batch.Key() + "#0+99999", 5: "store-pages/batches/x.gz#oops"}
+	for _, id := range []int64{1, 2} {
+		ref, _, err := batch.Add(pagebatch.Header{TrackID: id, FetchedAt: at}, good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[id] = ref.String()
+	}
+	if err := pages.PutPages(context.Background(), batch.Key(), batch.Bytes(), batch.Pages()); err != nil {
+		t.Fatal(err)
+	}
+	app := mustLookup(t)
+	for id, ref := range refs {
+		a := app
+		a.TrackID = id
+		if err := (D1Store{DB: db}).SaveLookup(context.Background(), a, ref, PageUnparsedStatus, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := Reparser{DB: db, Pages: pages, Now: func() time.Time { return at.Add(time.Hour) }}
+	r.Start(context.Background(), ReparseFailed)
+	if _, err := r.ReparseRun(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := r.Latest(context.Background())
+	// 1, 2 from the batch, 3 whole; 4 (a range past the object) and 5 (no
+	// offset) are corrupt: missing, the job finished past them.
+	if job.FinishedAt == nil || job.Pages != 3 || job.Parsed != 3 || job.Missing != 2 || bucket.reads != 4 {
+		t.Fatalf("job %+v, %d reads", job, bucket.reads)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_registry WHERE page_status = 'parsed' AND track_id IN (1, 2, 3)`); n != 3 {
+		t.Fatalf("%d pages healed, want 3", n)
 	}
 }

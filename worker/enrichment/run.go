@@ -1,7 +1,7 @@
 // Package enrichment performs what the EnrichmentController decides
 // (durable/enrichment decides; this package performs): one run picks queued
-// apps, enriches each (lookup JSON + store page, raw HTML to R2, one D1
-// batch), settles every item, and reports per-item outcomes for the
+// apps, enriches each (lookup JSON + store page, one D1 batch), keeps the
+// tick's raw pages in one R2 object (worker/pagebatch), settles every item, and reports per-item outcomes for the
 // controller to learn from. Storage, the upstream and the queue sit behind
 // small interfaces with plain-Go implementations (D1Store over worker/d1),
 // so the whole run is tested natively.
@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	controller "storecrawl/durable/enrichment"
@@ -23,6 +24,7 @@ import (
 	"storecrawl/worker/bytebudget"
 	"storecrawl/worker/events"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/pagebatch"
 	"storecrawl/worker/refresh"
 	"storecrawl/worker/subreq"
 	"storecrawl/worker/upstream"
@@ -57,8 +59,9 @@ func (it QueuedItem) freshLookup(now time.Time, fresh time.Duration) bool {
 
 // Record is one enriched app, ready to store.
 type Record struct {
-	App       appstore.App
-	Page      appstore.StorePage
+	App  appstore.App
+	Page appstore.StorePage
+	// HTMLKey is the raw page's reference (pagebatch.Ref) in html_r2_key.
 	HTMLKey   string
 	FetchedAt time.Time
 	// LookupAt is when App's fields were fetched: FetchedAt when zero (the
@@ -69,8 +72,9 @@ type Record struct {
 	Refresh bool
 }
 
-// PageMeta describes a stored raw page (R2 custom metadata): when it was
-// fetched, its HTTP status, what the parser made of it and which parser.
+// PageMeta describes a stored raw page (its batch member's gzip header,
+// pagebatch.Header): when it was fetched, its HTTP status, what the parser
+// made of it and which parser.
 type PageMeta struct {
 	ScrapedAt     time.Time
 	Status        int
@@ -79,7 +83,7 @@ type PageMeta struct {
 	ParserVersion int
 }
 
-// Map is the metadata as R2 stores it (strings only).
+// Map is the metadata as strings.
 func (m PageMeta) Map() map[string]string {
 	return map[string]string{
 		"scraped_at": m.ScrapedAt.UTC().Format(time.RFC3339), "status": strconv.Itoa(m.Status),
@@ -112,9 +116,10 @@ type Store interface {
 	GiveUp(ctx context.Context, id int64, attempts int, class controller.Class, errText string, at time.Time) error
 }
 
-// HTMLCache keeps raw store pages (R2).
+// HTMLCache keeps raw store pages (R2): one object of pages gzipped
+// (pagebatch), a tick's batch or a page that did not fit it.
 type HTMLCache interface {
-	PutHTML(ctx context.Context, key string, html []byte, meta PageMeta) error
+	PutPages(ctx context.Context, key string, body []byte, pages int) error
 }
 
 // Events announces enriched apps for event-driven analysis (Queues).
@@ -183,7 +188,9 @@ func (r *Runner) PageURL(id int64) string {
 	return r.StoreBase + "/" + r.Country + "/app/id" + strconv.FormatInt(id, 10)
 }
 
-// HTMLKey is where an app's raw page is kept in R2.
+// HTMLKey is where an app's raw page was kept in R2 before pages went in
+// batches (one object a page, uncompressed): such keys are still read
+// (pagebatch.ParseRef, a whole object).
 func HTMLKey(country string, id int64) string {
 	return "store-pages/" + country + "/" + strconv.FormatInt(id, 10) + ".html"
 }
@@ -209,6 +216,14 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds(), Subrequests: budget.Used()}
 	}
 	items, refreshes := r.withRefreshes(ctx, items, plan, start)
+	// The tick's pages go in one object, put once after its items
+	// (putPages): its calls are set aside before any item starts.
+	tp := &tickPages{}
+	putBudget, putOK := budget.Reserve(PagePutAttempts)
+	if putOK && len(items) > 0 {
+		tp.batch = pagebatch.NewBatch(pagebatch.ObjectKey(r.Country, tickTime(plan, start), items[0].TrackID))
+	}
+	ctx = context.WithValue(ctx, tickPagesKey{}, tp)
 	// The cursors' write at the end is set aside like the events' send.
 	var advanceBudget, advanceQueries *subreq.Budget
 	if refreshes != nil {
@@ -354,6 +369,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		}
 	}
 	out := controller.RunOutcome{Picked: attempted, Skipped: len(items) - attempted, Results: results[:attempted]}
+	out.PagePuts = r.putPages(ctx, tp, putBudget)
 	if refreshes != nil {
 		actx := ctx
 		if advanceBudget != nil {
@@ -393,6 +409,94 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	out.Subrequests = budget.Used()
 	out.DurationMs = r.Now().Sub(start).Milliseconds()
 	return out
+}
+
+// PagePutAttempts bounds the tick's put of its pages: a failed put is
+// tried once more before the pages are given up.
+const PagePutAttempts = 2
+
+// tickPages is a run's raw pages: the batch every page goes in (nil when
+// the run had no room for its put: each page then goes alone), and the
+// puts made, the batch's and any page's alone (the controller's totals
+// count them: R2 Class A).
+type tickPages struct {
+	batch *pagebatch.Batch
+	puts  atomic.Int64
+}
+
+type tickPagesKey struct{}
+
+// tickTime is the tick the run performs (its batch's name), the run's
+// start when the plan does not say.
+func tickTime(plan controller.RunPlan, start time.Time) time.Time {
+	if plan.TickAt > 0 {
+		return time.UnixMilli(plan.TickAt)
+	}
+	return start
+}
+
+// storePage adds a fetched page to the tick's batch and returns its
+// reference (pagebatch.Ref), valid once the batch is put. A page that
+// does not fit the batch, or any page of a run without one, is put alone
+// now, on the item's own share of the budget (controller.MaxCallsPerItem
+// counts a put).
+func (r *Runner) storePage(ctx context.Context, id int64, body []byte, meta PageMeta) (string, error) {
+	tp, _ := ctx.Value(tickPagesKey{}).(*tickPages)
+	h := pagebatch.Header{TrackID: id, FetchedAt: meta.ScrapedAt, Meta: meta.Map()}
+	var key string
+	var member []byte
+	if tp != nil && tp.batch != nil {
+		ref, spill, err := tp.batch.Add(h, body)
+		if err != nil {
+			return "", err
+		}
+		if spill == nil {
+			return ref.String(), nil
+		}
+		key, member = pagebatch.SpillKey(tp.batch.Key(), id), spill
+	} else {
+		m, err := pagebatch.Member(h, body)
+		if err != nil {
+			return "", err
+		}
+		key, member = pagebatch.ObjectKey(r.Country, meta.ScrapedAt, id), m
+	}
+	if tp != nil {
+		tp.puts.Add(1)
+	}
+	if err := r.HTML.PutPages(ctx, key, member, 1); err != nil {
+		return "", err
+	}
+	return pagebatch.Ref{Key: key, Length: int64(len(member))}.String(), nil
+}
+
+// putPages puts the tick's batch, once its items are settled: their
+// records already name their pages' bytes in it. A put that fails
+// PagePutAttempts times loses the tick's pages, never its records (they
+// are stored): a reader finds the object missing, as after the bucket's
+// 30-day lifecycle rule, and an item whose page did not parse stays
+// queued, so its page is fetched and kept again. It returns the run's
+// puts.
+func (r *Runner) putPages(ctx context.Context, tp *tickPages, share *subreq.Budget) int {
+	if share != nil {
+		defer share.Close()
+	}
+	if tp.batch == nil || tp.batch.Pages() == 0 {
+		return int(tp.puts.Load())
+	}
+	pctx := subreq.WithBudget(ctx, share)
+	var err error
+	for range PagePutAttempts {
+		tp.puts.Add(1)
+		if err = r.HTML.PutPages(pctx, tp.batch.Key(), tp.batch.Bytes(), tp.batch.Pages()); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		logx.Err("controller.pages_put_failed", err, map[string]any{"key": tp.batch.Key(), "pages": tp.batch.Pages(),
+			"bytes": len(tp.batch.Bytes()), "track_ids": tp.batch.TrackIDs(), "action": "records kept; the pages read as missing"})
+	}
+	return int(tp.puts.Load())
 }
 
 // orderProbes puts the probe items first: while pages are paused the first
@@ -866,9 +970,9 @@ func lookupErrClass(err error) controller.Class {
 
 // itemResult turns the item's page, its lookup in hand, into its outcome,
 // storing what can be stored: the full record when the page parsed, else
-// the lookup alone. Every page that came back is kept in R2 with its
-// metadata, parsed or not: unparsed pages are exactly what a reparse
-// needs. It also returns the page request's class as the pacing algorithm
+// the lookup alone. Every page that came back is kept in the tick's R2
+// batch with its metadata, parsed or not: unparsed pages are exactly what
+// a reparse needs. It also returns the page request's class as the pacing algorithm
 // should see it.
 func (r *Runner) itemResult(ctx context.Context, id int64, lookup lookupOutcome, page upstream.Response, refresh bool) (controller.ItemResult, controller.Class) {
 	now := r.Now()
@@ -886,8 +990,8 @@ func (r *Runner) itemResult(ctx context.Context, id int64, lookup lookupOutcome,
 			outcome = controller.PageUnparsed
 		}
 		meta := PageMeta{ScrapedAt: now, Status: page.Status, Format: sp.Format, Outcome: outcome, ParserVersion: appstore.ParserVersion}
-		key = HTMLKey(r.Country, id)
-		if err := r.HTML.PutHTML(ctx, key, page.Body, meta); err != nil {
+		var err error
+		if key, err = r.storePage(ctx, id, page.Body, meta); err != nil {
 			res := controller.ItemResult{TrackID: id, Class: controller.ClassStoreError, Error: "r2 put: " + err.Error()}
 			return res, pageClass
 		}

@@ -17,6 +17,7 @@ import (
 
 	controller "storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/pagebatch"
 	"storecrawl/worker/upstream"
 )
 
@@ -32,6 +33,7 @@ type fakeStore struct {
 	deferred map[int64]time.Duration // backoff asked for, from the run's clock
 	classes  map[int64]controller.Class
 	lookups  map[int64]string // lookup-only saves: page status
+	pageRefs map[int64]string // lookup-only saves: the raw page's reference
 	failSave bool
 }
 
@@ -52,13 +54,16 @@ func (s *fakeStore) SaveEnriched(_ context.Context, r Record) error {
 	s.saved[r.App.TrackID] = r
 	return nil
 }
-func (s *fakeStore) SaveLookup(_ context.Context, app appstore.App, _, status string, _ time.Time) error {
+func (s *fakeStore) SaveLookup(_ context.Context, app appstore.App, htmlKey, status string, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.lookups == nil {
-		s.lookups = map[int64]string{}
+		s.lookups, s.pageRefs = map[int64]string{}, map[int64]string{}
 	}
 	s.lookups[app.TrackID] = status
+	if htmlKey != "" {
+		s.pageRefs[app.TrackID] = htmlKey
+	}
 	return nil
 }
 func (s *fakeStore) MarkMissing(_ context.Context, id int64, _ time.Time) error {
@@ -86,16 +91,45 @@ func (s *fakeStore) GiveUp(_ context.Context, id int64, attempts int, c controll
 	return nil
 }
 
+// fakeCache is the pages' bucket: the objects put, and how many puts.
 type fakeCache struct {
-	mu   sync.Mutex
-	keys map[string]int
+	mu      sync.Mutex
+	objects map[string][]byte
+	puts    int
+	pages   int // in the objects put
+	fail    int // the next fail puts fail
 }
 
-func (c *fakeCache) PutHTML(_ context.Context, key string, html []byte, _ PageMeta) error {
+func newCache() *fakeCache { return &fakeCache{objects: map[string][]byte{}} }
+
+func (c *fakeCache) PutPages(_ context.Context, key string, body []byte, pages int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.keys[key] = len(html)
+	c.puts++
+	if c.fail > 0 {
+		c.fail--
+		return errors.New("r2 down")
+	}
+	c.objects[key] = bytes.Clone(body)
+	c.pages += pages
 	return nil
+}
+
+// page is a stored reference's page (nil when it does not resolve), as
+// R2HTML reads it.
+func (c *fakeCache) page(ref string) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, err := pagebatch.ParseRef(ref)
+	obj, ok := c.objects[r.Key]
+	if err != nil || !ok || r.Offset+r.Length > int64(len(obj)) {
+		return nil
+	}
+	page, err := pagebatch.Read(r, obj[r.Offset:r.Offset+r.Length])
+	if err != nil {
+		return nil
+	}
+	return page
 }
 
 type fakeEvents struct{ ids []int64 }
@@ -218,7 +252,7 @@ func fixtureUpstream(t *testing.T, inflight *int, peak *int) *fakeUpstream {
 }
 
 func newRunner(t *testing.T, srv *fakeUpstream, st *fakeStore) (*Runner, *fakeCache, *fakeEvents, *[]time.Duration) {
-	cache := &fakeCache{keys: map[string]int{}}
+	cache := newCache()
 	ev := &fakeEvents{}
 	var sleeps []time.Duration
 	return &Runner{
@@ -255,8 +289,8 @@ func TestRunSettlesEveryItem(t *testing.T) {
 		t.Errorf("Retry-After lost: %+v", out.Results[2])
 	}
 	rec, ok := st.saved[fixtureID]
-	if !ok || rec.HTMLKey != HTMLKey("us", fixtureID) || cache.keys[rec.HTMLKey] == 0 {
-		t.Fatalf("enriched app not stored with its HTML: %+v %v", rec, cache.keys)
+	if !ok || !strings.Contains(string(cache.page(rec.HTMLKey)), "product-header") {
+		t.Fatalf("enriched app not stored with its HTML: %+v %v", rec, cache.objects)
 	}
 	if rec.Page.Subtitle == "" || rec.App.Name == "" {
 		t.Fatalf("record missing parsed fields: %+v", rec)
@@ -271,8 +305,12 @@ func TestRunSettlesEveryItem(t *testing.T) {
 		t.Errorf("first parse error must requeue with attempt 1: %v", st.requeued)
 	}
 	// The unparsed page is kept for a reparse, and the lookup is saved.
-	if out.Results[3].Page != controller.PageUnparsed || cache.keys[HTMLKey("us", 4)] == 0 || st.lookups[4] != PageUnparsedStatus {
-		t.Errorf("unparsed page: %+v, html %v, lookups %v", out.Results[3], cache.keys, st.lookups)
+	if out.Results[3].Page != controller.PageUnparsed || cache.page(st.pageRefs[4]) == nil || st.lookups[4] != PageUnparsedStatus {
+		t.Errorf("unparsed page: %+v, html %v, lookups %v", out.Results[3], st.pageRefs, st.lookups)
+	}
+	// Every page of the tick is in one object, put once.
+	if cache.puts != 1 || out.PagePuts != 1 || len(cache.objects) != 1 {
+		t.Errorf("%d puts (outcome %d) of %d objects, want the tick's one", cache.puts, out.PagePuts, len(cache.objects))
 	}
 	// A 5xx is the upstream's state: even at its last attempt the item
 	// stays queued, its attempts untouched, deferred by the first backoff.
@@ -321,8 +359,8 @@ func TestPausedPagesFetchLookupsOnly(t *testing.T) {
 	if !out.Results[1].LookupSaved || st.lookups[fixtureID] != PagePending || len(st.requeued)+len(st.gaveUp) != 0 {
 		t.Fatalf("a skipped page keeps the item queued, its lookup saved, no attempt counted: %+v %v %v %v", out.Results[1], st.lookups, st.requeued, st.gaveUp)
 	}
-	if !st.missing[2] || len(ev.ids) != 1 || len(cache.keys) != 1 {
-		t.Fatalf("missing %v events %v pages %v", st.missing, ev.ids, cache.keys)
+	if !st.missing[2] || len(ev.ids) != 1 || cache.pages != 1 {
+		t.Fatalf("missing %v events %v pages %v", st.missing, ev.ids, cache.pages)
 	}
 }
 
@@ -355,8 +393,8 @@ func TestChallengePageIsARefusal(t *testing.T) {
 	if res.Class != controller.ClassRateLimit || res.Page != controller.PageSoftBlock || out.Requests[1].Class != controller.ClassRateLimit {
 		t.Fatalf("a challenge page must pace like a 429: %+v %+v", res, out.Requests)
 	}
-	if len(st.gaveUp)+len(st.requeued) != 0 || st.lookups[6] != PagePending || cache.keys[HTMLKey("us", 6)] == 0 {
-		t.Fatalf("the item stays queued, lookup and page kept: %v %v %v %v", st.gaveUp, st.requeued, st.lookups, cache.keys)
+	if len(st.gaveUp)+len(st.requeued) != 0 || st.lookups[6] != PagePending || cache.page(st.pageRefs[6]) == nil {
+		t.Fatalf("the item stays queued, lookup and page kept: %v %v %v %v", st.gaveUp, st.requeued, st.lookups, st.pageRefs)
 	}
 }
 
@@ -498,8 +536,8 @@ func TestRunStopsFetchingPagesNobodyCanRead(t *testing.T) {
 		}
 	}
 	// Two chunks of 3 trip the breaker (6 unparsed apps); the other 6 look up only.
-	if unparsed != 6 || skipped != 6 || len(out.Requests) != 1+6 || len(cache.keys) != 6 {
-		t.Fatalf("unparsed %d, skipped %d, requests %d, pages kept %v", unparsed, skipped, len(out.Requests), cache.keys)
+	if unparsed != 6 || skipped != 6 || len(out.Requests) != 1+6 || cache.pages != 6 || cache.puts != 1 {
+		t.Fatalf("unparsed %d, skipped %d, requests %d, pages kept %v in %d puts", unparsed, skipped, len(out.Requests), cache.pages, cache.puts)
 	}
 }
 
@@ -767,5 +805,45 @@ func TestFreshStoredLookupsSkipTheLookup(t *testing.T) {
 	r.Run(context.Background(), controller.RunPlan{BatchSize: 2, ChunkItems: 2})
 	if fmt.Sprint(srv.asked()) != fmt.Sprint([]string{fmt.Sprintf("%d,3", fixtureID)}) {
 		t.Fatalf("with freshness off: lookups %q", srv.asked())
+	}
+}
+
+// A tick's pages are put once, in one object, whatever the number of
+// items; a failed put is tried once more, and a put that fails twice
+// loses the tick's pages but never its records.
+func TestRunPutsItsPagesOnce(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	for _, c := range []struct {
+		name       string
+		fail, puts int
+		stored     bool
+	}{{"first put", 0, 1, true}, {"put again", 1, 2, true}, {"put failed", 2, 2, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			var items []QueuedItem
+			for i := int64(0); i < 6; i++ {
+				items = append(items, QueuedItem{TrackID: fixtureID})
+			}
+			st := newStore(items...)
+			r, cache, _, _ := newRunner(t, srv, st)
+			cache.fail = c.fail
+			out := r.Run(context.Background(), controller.RunPlan{TickAt: 1795627800123, BatchSize: 6, ChunkItems: 2})
+			if out.PagePuts != c.puts || cache.puts != c.puts {
+				t.Fatalf("%d puts (outcome %d), want %d", cache.puts, out.PagePuts, c.puts)
+			}
+			rec, ok := st.saved[fixtureID]
+			if !ok || !strings.HasPrefix(rec.HTMLKey, "store-pages/batches/2026-11-25/us-1795627800123-368677368.gz#") {
+				t.Fatalf("the record is kept, its page in the tick's batch: %+v", rec.HTMLKey)
+			}
+			if got := cache.page(rec.HTMLKey) != nil; got != c.stored || (c.stored && cache.pages != 6) {
+				t.Fatalf("page readable %v, want %v (%d pages stored)", got, c.stored, cache.pages)
+			}
+			for _, res := range out.Results {
+				if res.Class != controller.ClassOK {
+					t.Fatalf("a put after the items never fails them: %+v", res)
+				}
+			}
+		})
 	}
 }

@@ -56,10 +56,11 @@ func TestRunAgainstD1(t *testing.T) {
 		t.Fatalf("run: %+v", out)
 	}
 	// Every platform call is counted: the pick; the one lookup of the four
-	// apps; the enriched app's page, raw page to R2 and record; app 2's
-	// dequeue (not found: no page); app 3's refused page and its lookup
-	// kept; app 5's 503, its lookup kept and its deferral; the events send.
-	if want := 1 + 1 + 3 + 1 + 2 + 3 + 1; out.Subrequests != want {
+	// apps; the enriched app's page and record; app 2's dequeue (not
+	// found: no page); app 3's refused page and its lookup kept; app 5's
+	// 503, its lookup kept and its deferral; the tick's one put of its
+	// pages; the events send.
+	if want := 1 + 1 + 2 + 1 + 2 + 3 + 1 + 1; out.Subrequests != want {
 		t.Fatalf("subrequests %d, want %d", out.Subrequests, want)
 	}
 	// Every request says what it asked: one lookup batch for the four apps,
@@ -177,7 +178,8 @@ func TestRunStartsOnlyWhatItsSubrequestsCover(t *testing.T) {
 	}
 	r, _, _, _ := newRunner(t, srv, nil)
 	r.Store = D1Store{DB: db}
-	budget := 1 + 1 + controller.MaxCallsPerLookup + 2*controller.MaxCallsPerItem // pick, events, a lookup, two items
+	// pick, events, the tick's put of its pages, a lookup, two items
+	budget := 1 + 1 + PagePutAttempts + controller.MaxCallsPerLookup + 2*controller.MaxCallsPerItem
 	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 5, ChunkItems: 3, Subrequests: budget})
 	if out.Picked != 2 || out.Skipped != 3 || out.Subrequests > budget {
 		t.Fatalf("picked %d skipped %d, %d calls of %d", out.Picked, out.Skipped, out.Subrequests, budget)
@@ -261,6 +263,10 @@ func (b bucketFunc) Put(_ context.Context, key string, body []byte, ct string, m
 }
 
 func (b bucketFunc) Get(context.Context, string) ([]byte, bool, error) { return nil, false, nil }
+
+func (b bucketFunc) GetRange(context.Context, string, int64, int64) ([]byte, bool, error) {
+	return nil, false, nil
+}
 
 func mustLookup(t *testing.T) appstore.App {
 	a, err := appstore.ParseLookup(fixture(t, "lookup_us_uber_2017.json"))
@@ -484,6 +490,30 @@ func TestLookupSavedAgainUnchangedWritesNothing(t *testing.T) {
 	}
 	if n := save(PageUnparsedStatus, at.Add(time.Hour)); n != 1 {
 		t.Fatalf("a newer lookup wrote %d rows, want 1", n)
+	}
+	// Raw pages: each fetch is a new reference (its tick's batch). The
+	// first is written; a page that failed again with nothing else moved
+	// keeps the one stored and writes nothing; a row written for another
+	// reason takes the newest.
+	saveRef := func(ref string, at time.Time) int64 {
+		t.Helper()
+		before := drv.TotalChanges(t)
+		if err := s.SaveLookup(ctx, app, ref, PageUnparsedStatus, at); err != nil {
+			t.Fatal(err)
+		}
+		return drv.TotalChanges(t) - before
+	}
+	ref := func() any {
+		return drv.Rows(t, `SELECT html_r2_key FROM app_registry WHERE track_id = ?`, app.TrackID)[0]["html_r2_key"]
+	}
+	if n := saveRef("b/1.gz#0+10", at.Add(time.Hour)); n != 1 || ref() != "b/1.gz#0+10" {
+		t.Fatalf("a first page wrote %d rows, stored %v", n, ref())
+	}
+	if n := saveRef("b/2.gz#0+10", at.Add(time.Hour)); n != 0 || ref() != "b/1.gz#0+10" {
+		t.Fatalf("a page failed again wrote %d rows, stored %v", n, ref())
+	}
+	if n := saveRef("b/3.gz#0+10", at.Add(2*time.Hour)); n != 1 || ref() != "b/3.gz#0+10" {
+		t.Fatalf("a newer lookup wrote %d rows, stored %v", n, ref())
 	}
 }
 

@@ -138,7 +138,12 @@ WHERE ` + lookupChanged(),
 }
 
 // lookupChanged is Lookup's update condition: one of the values it sets
-// differs from the stored one.
+// differs from the stored one. A raw page's reference alone is a change
+// only for a row that has none: every fetch of a page is a new reference
+// (a byte range of its tick's batch object), and a page that failed again
+// with nothing else moved keeps the reference it has (a page of the same
+// failure, kept 30 days by the bucket's lifecycle rule) rather than write
+// the row; any write of the row takes the newest.
 var lookupChanged = sync.OnceValue(func() string {
 	var or []string
 	for _, c := range lookupColumnList() {
@@ -147,7 +152,7 @@ var lookupChanged = sync.OnceValue(func() string {
 		}
 	}
 	return strings.Join(append(or,
-		"(excluded.html_r2_key IS NOT NULL AND app_registry.html_r2_key IS NOT excluded.html_r2_key)",
+		"(excluded.html_r2_key IS NOT NULL AND app_registry.html_r2_key IS NULL)",
 		"(app_registry.enrichment_source IS NOT '"+SourceEnriched+"' AND app_registry.enrichment_source IS NOT excluded.enrichment_source)",
 		"(app_registry.page_status IS NOT '"+PageParsedStatus+"' AND app_registry.page_status IS NOT excluded.page_status)",
 		"app_registry.updated_at IS NOT excluded.updated_at", "app_registry.lookup_at IS NOT excluded.lookup_at"), "\n  OR ")
