@@ -107,6 +107,7 @@ type enrichmentStatus struct {
 		LookupRequests     int64 `json:"lookup_requests"`
 		D1RowsRead         int64 `json:"d1_rows_read"`
 		D1RowsWritten      int64 `json:"d1_rows_written"`
+		PagePuts           int64 `json:"page_puts"`
 	} `json:"totals"`
 }
 

@@ -298,12 +298,16 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	newApps.RowsRead, ref.RowsRead = split(w1.read, w2.read)
 	newApps.RowsWritten, ref.RowsWritten = split(w1.written, w2.written)
 	newApps.Subrequests, ref.Subrequests = split(w1.upstream, w2.upstream)
-	newApps.R2ClassA, ref.R2ClassA = split(w1.pages, w2.pages)
+	// R2 Class A: the pages an app fetches, over the pages a put carried
+	// in its window (a tick's pages go in one object: ClassAPerApp).
+	pagesPerNew, pagesPerRefresh := split(w1.pages, w2.pages)
+	newApps.R2ClassA = ClassAPerApp(max(0, pagesPerNew), w1.pages, w1.puts)
+	ref.R2ClassA = ClassAPerApp(max(0, pagesPerRefresh), w2.pages, w2.puts)
 	newApps.DORequests, ref.DORequests = newApps.Subrequests, ref.Subrequests // a limiter acquire an upstream request
 	bytesPerNew, bytesPerRefresh := split(w1.bytes, w2.bytes)
 	bytesPerNew, bytesPerRefresh = max(0, bytesPerNew), max(0, bytesPerRefresh)
-	newApps.Note = fmt.Sprintf("window 1: %.0f new apps and %.0f refreshes in %.1f min (%.0f new a day at the controller's pace); window 2: %.0f and %.0f (%d queued at its start)",
-		w1.completed, r1, w1.mins, w1.completed*perDay, w2.completed, refreshes, queuedAtW2)
+	newApps.Note = fmt.Sprintf("window 1: %.0f new apps and %.0f refreshes in %.1f min (%.0f new a day at the controller's pace), %.0f pages in %.0f R2 puts; window 2: %.0f and %.0f (%d queued at its start), %.0f pages in %.0f puts",
+		w1.completed, r1, w1.mins, w1.completed*perDay, w1.pages, w1.puts, w2.completed, refreshes, queuedAtW2, w2.pages, w2.puts)
 	ticks := ScaleOp{Name: "enrichment: ticks", RunsPerDay: w1.ticks * perDay, DORequests: 1}
 	completed, refreshed := w1.completed*perDay, (w1.refreshed+w1.unchanged)*perDay
 	dueRefreshes := float64(tiers["warm"])*dayS/refreshInterval("warm") + float64(tiers["hot"])*dayS/refreshInterval("hot") +
@@ -609,6 +613,7 @@ type enrichWindow struct {
 	mins                                   float64
 	completed, refreshed, unchanged, ticks float64
 	read, written, upstream, pages, bytes  float64
+	puts                                   float64 // R2 puts of raw pages
 	q0, q1                                 queueSum
 }
 
@@ -622,7 +627,8 @@ func measureEnrichment(base, dbPath, logPath string, simServed func() int64, win
 		completed: d(e0.Totals.Completed, e1.Totals.Completed), refreshed: d(e0.Totals.Refreshed, e1.Totals.Refreshed),
 		unchanged: d(e0.Totals.RefreshesUnchanged, e1.Totals.RefreshesUnchanged), ticks: d(e0.Totals.Ticks, e1.Totals.Ticks),
 		read: d(e0.Totals.D1RowsRead, e1.Totals.D1RowsRead), written: d(e0.Totals.D1RowsWritten, e1.Totals.D1RowsWritten),
-		upstream: d(s0, s1), pages: d(e0.Totals.PageRequests, e1.Totals.PageRequests), bytes: d(b0, b1), q0: q0, q1: q1}
+		upstream: d(s0, s1), pages: d(e0.Totals.PageRequests, e1.Totals.PageRequests), bytes: d(b0, b1), q0: q0, q1: q1,
+		puts: d(e0.Totals.PagePuts, e1.Totals.PagePuts)}
 }
 
 // coverRuns is the runs each pass over the catalogue takes to cover it

@@ -148,6 +148,20 @@ func SummaryOf(m Month, pace float64) MonthSummary {
 	return MonthSummary{NewAppsPerDay: pace, D1RowsReadMonth: m.D1RowsRead, D1RowsWrittenMonth: m.D1RowsWritten, OverageUSDMonth: m.OverageUSD}
 }
 
+// ClassAPerApp is the R2 Class A an app costs: its page requests
+// (pagesPerApp) over the pages one put carried in its window. The
+// EnrichmentController puts a tick's pages in one object (one put a tick
+// with pages, a second when the first failed, and one for a page too big
+// for the batch), so a put carries the tick's pages. A window with pages
+// and no put counted (a worker before batches, whose status has no
+// page_puts) is a put a page.
+func ClassAPerApp(pagesPerApp, windowPages, windowPuts float64) float64 {
+	if windowPages <= 0 || windowPuts <= 0 {
+		return pagesPerApp
+	}
+	return pagesPerApp * windowPuts / windowPages
+}
+
 // SplitCosts solves what one new app and one refresh cost from two
 // windows of the controller, each a mix: window i enriched newI new apps
 // and refreshI refreshes for a total vI. Window 1 is mostly new apps and

@@ -134,3 +134,23 @@ func TestSplitCostsSolvesMixedWindows(t *testing.T) {
 		t.Fatal("proportional windows cannot be told apart")
 	}
 }
+
+// R2 Class A is a put a tick's pages, not a put a page: an app's pages
+// over the pages a put carried; with no put counted, a put a page.
+func TestClassAPerAppIsAPutATick(t *testing.T) {
+	// 1.06 pages a new app; window 1 fetched 636 pages in 24 puts (ticks
+	// of ~26 pages): 0.04 puts a new app, 1.1M new apps ≈ 44k puts.
+	if got := ClassAPerApp(1.06, 636, 24); math.Abs(got-0.04) > 1e-9 {
+		t.Fatalf("per new app %v, want 0.04", got)
+	}
+	if got := ClassAPerApp(1.06, 636, 0); got != 1.06 {
+		t.Fatalf("no puts counted: %v, want a put a page", got)
+	}
+	if got := ClassAPerApp(0, 0, 0); got != 0 {
+		t.Fatalf("no pages: %v", got)
+	}
+	ops := []ScaleOp{{Name: "enrichment: new app", PerNewApp: 1, R2ClassA: ClassAPerApp(1.06, 636, 24)}}
+	if m := MonthOf(WithNewApps(ops, 37_767), 0, 0, 0); math.Abs(m.R2ClassA-37_767*30*0.04) > 1e-6 || m.Overage[R2ClassA.Name] != 0 {
+		t.Fatalf("fill month R2 Class A %v (overage %v)", m.R2ClassA, m.Overage)
+	}
+}
