@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"storecrawl/durable/scheduler"
+	"storecrawl/worker/pagebatch"
 )
 
 // status is the subset of GET /v1/enrichment/status the tests read.
@@ -130,12 +131,34 @@ func TestControllerEndToEnd(t *testing.T) {
 		if lookups == 0 || 2*lookups > pages {
 			t.Fatalf("lookups are not batched: %v lookup requests for %v pages", lookups, pages)
 		}
+		// The page is a member of its tick's batch object: its bytes at
+		// the reference's offset (worker/pagebatch).
 		key, _ := app["html_r2_key"].(string)
-		out := filepath.Join(dir, "page.html")
-		wrangler(t, persist, "r2", "object", "get", "storecrawl-html/"+key, "--local", "--file", out)
-		html, err := os.ReadFile(out)
+		ref, err := pagebatch.ParseRef(key)
+		if err != nil || ref.Whole || !strings.HasPrefix(ref.Key, pagebatch.Prefix) {
+			t.Fatalf("html_r2_key %q: %+v %v", key, ref, err)
+		}
+		out := filepath.Join(dir, "pages.gz")
+		wrangler(t, persist, "r2", "object", "get", "storecrawl-html/"+ref.Key, "--local", "--file", out)
+		obj, err := os.ReadFile(out)
+		if err != nil || int64(len(obj)) < ref.Offset+ref.Length {
+			t.Fatalf("R2 object %s: %v (%d bytes)", ref.Key, err, len(obj))
+		}
+		html, err := pagebatch.Read(ref, obj[ref.Offset:ref.Offset+ref.Length])
 		if err != nil || !strings.Contains(string(html), "product-header") {
-			t.Fatalf("R2 object %s: %v (%d bytes)", key, err, len(html))
+			t.Fatalf("page %s: %v (%d bytes)", key, err, len(html))
+		}
+		var st struct {
+			Totals struct {
+				PagePuts     int64 `json:"page_puts"`
+				PageRequests int64 `json:"page_requests"`
+				Ticks        int64 `json:"ticks"`
+			} `json:"totals"`
+		}
+		doJSON(t, "GET", w.base+"/v1/enrichment/status", "", nil, &st)
+		t.Logf("R2 puts of pages: %d for %d pages in %d ticks", st.Totals.PagePuts, st.Totals.PageRequests, st.Totals.Ticks)
+		if st.Totals.PagePuts == 0 || st.Totals.PagePuts > st.Totals.Ticks {
+			t.Fatalf("a tick's pages go in one put: %d puts in %d ticks", st.Totals.PagePuts, st.Totals.Ticks)
 		}
 	})
 

@@ -106,6 +106,12 @@ func TestParserDriftIsAnIncident(t *testing.T) {
 		doJSON(t, "GET", w.base+"/v1/enrichment/reparse", "", nil, &job)
 		return job["finished_at"] != nil, jsonString(job)
 	})
+	// The pages it read are byte ranges of their ticks' batch objects
+	// (worker/pagebatch): a range that came back wrong would count missing.
+	// The simulator's broken page (100000097) is one of them.
+	if job["pages"].(float64) < 1 || job["missing"] != 0.0 {
+		t.Fatalf("reparse read no stored page, or found some missing: %v", job)
+	}
 	rows := d1Rows(t, persist, `SELECT
   SUM(page_format = 'legacy') AS legacy, SUM(page_format = 'current') AS current,
   SUM(enrichment_source = 'failed') AS failed,
