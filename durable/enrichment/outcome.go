@@ -308,6 +308,9 @@ const (
 	// items sends n + ceil(n/LookupBatch) requests; the pacing paces on the
 	// requests actually sent, batch lookups included.
 	SubrequestsPerItem = 1
+	// PagePutCalls is set aside for the tick's one put of its raw pages
+	// (one R2 object a tick): a failed put is tried once more.
+	PagePutCalls = 2
 	// MaxRetryAfter caps how long one Retry-After can delay the next tick.
 	MaxRetryAfter = CooldownDuration
 )
@@ -351,6 +354,7 @@ func RunBudget(budget int) (calls, d1 int) {
 func ItemsPerTick(lookupBatch, budget int) int {
 	batch := min(max(lookupBatch, MinLookupBatch), MaxLookupBatch)
 	calls, queries := RunBudget(budget)
+	calls -= PagePutCalls
 	n := min(calls/MaxCallsPerItem, queries/MaxD1PerItem)
 	for n > 0 && n*MaxCallsPerItem+(n+batch-1)/batch*MaxCallsPerLookup > calls {
 		n--

@@ -411,9 +411,9 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	return out
 }
 
-// PagePutAttempts bounds the tick's put of its pages: a failed put is
-// tried once more before the pages are given up.
-const PagePutAttempts = 2
+// PagePutAttempts bounds the tick's put of its pages (the controller's
+// ItemsPerTick sets its calls aside).
+const PagePutAttempts = controller.PagePutCalls
 
 // tickPages is a run's raw pages: the batch every page goes in (nil when
 // the run had no room for its put: each page then goes alone), and the
