@@ -372,10 +372,10 @@ func fillTables(ctx context.Context, tx *sql.Tx, s ScaleShape, now time.Time, du
 		seq(rankingsPerKW) + fmt.Sprintf(`INSERT OR IGNORE INTO crawl_rankings (keyword, track_id, rank, seen_at)
 		 SELECT kw.keyword, %s, seq.k + 1, '%s' FROM kw, seq WHERE kw.k < %d OR seq.k < %d`,
 			enrichedApp("kw.k * 7919 + seq.k * 104729"), nowS, s.Clusters, markets.MinClusterApps-1),
-		fmt.Sprintf(`INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at, hhi, fragmentation, fragmented_at)
-		 SELECT keyword, (SELECT count(*) FROM crawl_rankings r WHERE r.keyword = kw.keyword), 1000 + k * 37 %% 500000, 4.1, 0.3, '%s', 0.12, 0.7, '%s' FROM kw WHERE k < %d`, nowS, nowS, s.Clusters),
-		fmt.Sprintf(`INSERT INTO market_cluster_members (cluster_id, track_id, position)
-		 SELECT r.keyword, r.track_id, r.rank FROM kw JOIN crawl_rankings r ON r.keyword = kw.keyword WHERE kw.k < %d`, s.Clusters),
+		// A market's members are its keyword's rankings (migrations/0034).
+		fmt.Sprintf(`INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at, hhi, fragmentation, fragmented_at, member_sum)
+		 SELECT keyword, (SELECT count(*) FROM crawl_rankings r WHERE r.keyword = kw.keyword), 1000 + k * 37 %% 500000, 4.1, 0.3, '%s', 0.12, 0.7, '%s',
+		   (SELECT sum(track_id) FROM crawl_rankings r WHERE r.keyword = kw.keyword) FROM kw WHERE k < %d`, nowS, nowS, s.Clusters),
 		fmt.Sprintf(`INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at)
 		 SELECT keyword, %s, 0.5, 0.7, 0.2, '%s' FROM kw WHERE k < %d`, score, nowS, s.Clusters),
 		// The keyword steering's revalue step has read every score so far
@@ -453,12 +453,10 @@ func seedDueRankings(ctx context.Context, tx *sql.Tx, sim string, now time.Time)
 			return err
 		}
 		// Its market as the markets stage stored it after that search:
-		// the members are the rankings at their ranks.
+		// measured over those rankings (its members).
 		for _, q := range []string{
-			`DELETE FROM market_cluster_members WHERE cluster_id = ?1 AND EXISTS (SELECT 1 FROM market_clusters WHERE cluster_id = ?1)`,
-			`INSERT INTO market_cluster_members (cluster_id, track_id, position)
-			 SELECT keyword, track_id, rank FROM crawl_rankings WHERE keyword = ?1 AND EXISTS (SELECT 1 FROM market_clusters WHERE cluster_id = ?1)`,
-			`UPDATE market_clusters SET app_count = (SELECT count(*) FROM crawl_rankings WHERE keyword = ?1) WHERE cluster_id = ?1`,
+			`UPDATE market_clusters SET app_count = (SELECT count(*) FROM crawl_rankings WHERE keyword = ?1),
+			   member_sum = (SELECT sum(track_id) FROM crawl_rankings WHERE keyword = ?1) WHERE cluster_id = ?1`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, kw); err != nil {
 				return err
