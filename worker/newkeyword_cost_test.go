@@ -159,9 +159,30 @@ const (
 // NewKeywordSearchRowsMax and NewKeywordClusteringRowsMax bound a new
 // keyword's rows and index entries, as
 // `go test -run TestNewKeywordRowsWritten -v ./worker/` prints them.
+//
+// The first search: 71 rows and 61 entries, 132: each result's ranking
+// (a row and its idx_crawl_rankings_track entry), each new app's insert,
+// its counter (a trigger) and its idx_app_registry_queue_value entry, the
+// keyword's mark and its idx_crawl_keywords_waiting entry. Before
+// migrations/0034, 142 (131 rows, 11 entries): each result's first rank
+// was a keyword_rank_history row too (now its ranking's, until it
+// changes), each new app's lookup fields an update of the row just
+// inserted, and the ranking had no track-id entry.
+//
+// The first clustering: 4 rows and 5 entries, 9: the cluster's row, its
+// primary key's and idx_market_clusters_size entries, the clusters
+// counter; the score's row, its three entries, the opportunities counter.
+// Before migrations/0034, 109 (54 rows, 55 entries): a member row and its
+// idx_market_cluster_members_track entry for each of the 50 results (the
+// members are now the keyword's rankings).
+//
+// Per (keyword, app) pair: 4 written before (the ranking, its first rank,
+// the member and its entry), 2 now (the ranking and its entry, which the
+// readers by app need: the history API's first ranks, the catalogue
+// sweep's cluster score, the keyword values).
 const (
-	NewKeywordSearchRowsMax     = 1 << 20
-	NewKeywordClusteringRowsMax = 1 << 20
+	NewKeywordSearchRowsMax     = 132
+	NewKeywordClusteringRowsMax = 9
 )
 
 // TestNewKeywordRowsWritten counts one new keyword's first search and its
@@ -224,6 +245,20 @@ func TestNewKeywordRowsWritten(t *testing.T) {
 	t.Logf("first clustering: %s", cluster)
 	if drv.Int(t, `SELECT count(*) FROM opportunity_scores WHERE cluster_id = ?`, kw) != 1 {
 		t.Fatal("the keyword's market is not scored")
+	}
+	// A new app holds the search result's lookup fields, as the result's
+	// own statement would have written them, and its lookup time.
+	a := apps[0]
+	want := fmt.Sprint(a.BundleID, a.DeveloperID, a.DeveloperName, a.Genre, a.Description, a.ArtworkURL, a.FileSizeBytes, `["EN"]`, d1.Time(found))
+	r := drv.Rows(t, `SELECT bundle_id, developer_id, developer_name, genre, description, artwork_url, file_size_bytes, languages, lookup_at FROM app_registry WHERE track_id = ?`, a.TrackID)[0]
+	if got := fmt.Sprint(r["bundle_id"], int64(r["developer_id"].(float64)), r["developer_name"], r["genre"], r["description"], r["artwork_url"],
+		int64(r["file_size_bytes"].(float64)), r["languages"], r["lookup_at"]); got != want {
+		t.Errorf("a new app's lookup fields: %s, want %s", got, want)
+	}
+	// Its market's members are its rankings, each app's first rank its
+	// ranking's.
+	if n := drv.Int(t, `SELECT count(*) FROM crawl_rankings WHERE keyword = ? AND seen_at = ?`, kw, d1.Time(found)); n != newKeywordResults {
+		t.Errorf("rankings: %d", n)
 	}
 	if n := search.Total(); n > NewKeywordSearchRowsMax {
 		t.Errorf("a new keyword's first search wrote %d rows and index entries, want at most %d", n, NewKeywordSearchRowsMax)

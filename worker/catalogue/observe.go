@@ -42,13 +42,17 @@ type Seen struct {
 	VersionDate   string
 	// ReleaseNotes are the version's notes when the source carries them.
 	ReleaseNotes string
+	// Own are a search result's other lookup fields
+	// (registry.SearchOwnValues), which a new app is inserted with.
+	Own []any
 }
 
 // SeenFromApp is a search result as an observation.
 func SeenFromApp(a appstore.App) Seen {
 	return Seen{TrackID: a.TrackID, Name: a.Name, GenreID: a.GenreID, Lookup: true,
 		RatingCount: a.RatingCount, AverageRating: a.AverageRating, Price: a.Price, Currency: a.Currency,
-		Version: a.Version, VersionDate: a.CurrentVersionReleaseDate, ReleaseNotes: a.ReleaseNotes}
+		Version: a.Version, VersionDate: a.CurrentVersionReleaseDate, ReleaseNotes: a.ReleaseNotes,
+		Own: registry.SearchOwnValues(a.StoredLookupArgs())}
 }
 
 // seenJSON is one observation as the upsert reads it with json_each;
@@ -64,6 +68,7 @@ type seenJSON struct {
 	Version *string  `json:"v"`
 	VDate   *string  `json:"vd"`
 	Notes   *string  `json:"rn"`
+	Own     []any    `json:"l,omitempty"`
 }
 
 func nonEmpty(s string) *string {
@@ -121,6 +126,7 @@ func ObserveStmt(seen []Seen, now time.Time) []d1.Stmt {
 			r.Count, r.Rating, r.Price = &n, &avg, &p
 			r.Cur, r.Version, r.VDate = nonEmpty(s.Currency), nonEmpty(s.Version), nonEmpty(s.VersionDate)
 			r.Notes = nonEmpty(appstore.Truncate(s.ReleaseNotes, appstore.MaxTextLen))
+			r.Own = s.Own
 		}
 		rows = append(rows, r)
 	}
