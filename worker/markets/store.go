@@ -213,8 +213,8 @@ const ClusterCursor = "clustering"
 // The clustering cron's bounds (ClusterBatchKeywords a run, in markets.go).
 const (
 	// ClusterCheckChunk is the keywords one drift read compares: by its
-	// plan ~80 rows a keyword (its ~18 rankings, their apps and
-	// memberships, its members counted, its cluster and score).
+	// plan ~40 rows a keyword (its ~18 rankings and their apps, its
+	// cluster and score; ~80 while the members were a table of their own).
 	// The read walks its own batch twice (998 rows at 500 in
 	// worker/queryplan_test.go's plan test), under that test's bound of
 	// 1,000: a bigger chunk needs a read that walks it once.
