@@ -38,7 +38,7 @@ const (
 	designKeywords    = 100_000
 	rankingsPerKW     = 18 // a cluster keyword's; the others rank 2: 1.64M rankings over 100k keywords
 	designClusters    = 90_000
-	membersPerCluster = 18 // its keyword's rankings (rankingsPerKW) as the markets stage stores them: 1.62M memberships
+	membersPerCluster = 18 // its keyword's rankings (rankingsPerKW), which are its members: 1.62M memberships
 	similarPerApp     = 3  // the simulator's shelves average 3 similar apps
 	// Opportunity scores of the clusters (and so their keywords' re-search
 	// intervals): a few hot markets, a quarter warm, the long tail cold.
@@ -405,9 +405,9 @@ func fillTables(ctx context.Context, tx *sql.Tx, s ScaleShape, now time.Time, du
 // simulator's search answers for it now, so the bench's re-search finds
 // the ranks it left (the steady state) and writes what a real re-search
 // does: each result's sighting and today's rank, the keyword's mark; its
-// cluster's members are those rankings, as the markets stage stored them,
-// so re-clustering writes what changed since (its stats), not a new
-// membership. fillTables' rankings are spread over the catalogue and match no search:
+// cluster's members are those rankings (migrations/0034) and its stats
+// were measured over them (app_count, member_sum), so re-clustering
+// writes what changed since (its stats), not a new market. fillTables' rankings are spread over the catalogue and match no search:
 // a re-search over them deleted all 18 and inserted the results.
 func seedDueRankings(ctx context.Context, tx *sql.Tx, sim string, now time.Time) error {
 	rows, err := tx.QueryContext(ctx, `SELECT keyword FROM crawl_keywords WHERE next_search_at <= ?`, now.UTC().Format(d1.Layout))
