@@ -86,13 +86,12 @@ FROM n`,
 	`INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at)
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps} * 16 / 10)
 SELECT 'kw' || (i / 18), 100000001 + (i * 7919) % {apps}, 1 + i % 18, '2025-12-01T00:00:00.000Z' FROM n`,
-	// clusters: 8 % of the apps (the first keywords), 1.6 memberships per app.
-	`INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at, hhi, fragmentation, fragmented_at)
+	// clusters: 8 % of the apps (the first keywords); their members are
+	// their keywords' rankings (migrations/0034).
+	`INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at, hhi, fragmentation, fragmented_at, member_sum)
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps} * 8 / 100)
-SELECT 'kw' || i, 20, i * 13 % 500000, 3.5, 0.3, '2025-12-01T00:00:00.000Z', 0.2, 0.8, '2025-12-01T00:00:00.000Z' FROM n`,
-	`INSERT INTO market_cluster_members (cluster_id, track_id, position)
-WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps} * 16 / 10)
-SELECT 'kw' || (i / 20), 100000001 + (i * 7919) % {apps}, i % 20 FROM n`,
+SELECT 'kw' || i, 18, i * 13 % 500000, 3.5, 0.3, '2025-12-01T00:00:00.000Z', 0.2, 0.8, '2025-12-01T00:00:00.000Z',
+  (SELECT sum(track_id) FROM crawl_rankings WHERE keyword = 'kw' || i) FROM n`,
 	`INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at)
 SELECT cluster_id, (total_ratings % 1000) / 10.0, 0.5, 0.8, 0.3, computed_at FROM market_clusters`,
 	// history: a second snapshot of a sixth of the apps brings the
@@ -147,7 +146,7 @@ SELECT 'f' || i, CASE WHEN i % 2 = 0 THEN 'controller:main' ELSE 'limiter:client
 func sampleKeywords() []string {
 	var out []string
 	for _, tc := range [][2]string{{"crawl_keywords", "keyword"}, {"crawl_rankings", "keyword"}, {"keyword_rank_history", "keyword"},
-		{"market_clusters", "cluster_id"}, {"market_cluster_members", "cluster_id"}, {"opportunity_scores", "cluster_id"},
+		{"market_clusters", "cluster_id"}, {"opportunity_scores", "cluster_id"},
 		{"analyst_briefs", "cluster_id"}, {"llm_spend", "cluster_id"}} {
 		out = append(out, fmt.Sprintf(`UPDATE %[1]s SET %[2]s = CASE %[2]s WHEN 'kw0' THEN 'budget' ELSE 'chat' END WHERE %[2]s IN ('kw0', 'kw1')`, tc[0], tc[1]))
 	}
@@ -211,8 +210,9 @@ func testCatalogue(t *testing.T) (*d1.DB, *d1test.Driver, map[string]int64) {
 }
 
 // TestCatalogueShape: the catalogue is production's shape at 1.1M apps
-// (90k clusters, 1.8M memberships) scaled down: each figure a share of
-// the apps, within 2 %.
+// (90k clusters, 1.8M rankings) scaled down: each figure a share of the
+// apps, within 2 %. A cluster's members are its keyword's rankings
+// (migrations/0034): 18 each, 1.44 an app.
 func TestCatalogueShape(t *testing.T) {
 	_, drv, rows := testCatalogue(t)
 	t.Logf("built in %v: %v", catalogue.built, rows)
@@ -228,7 +228,7 @@ func TestCatalogueShape(t *testing.T) {
 		{"keywords", share(`SELECT count(*) FROM crawl_keywords`), 0.09},
 		{"rankings", share(`SELECT count(*) FROM crawl_rankings`), 1.6},
 		{"clusters", share(`SELECT count(*) FROM market_clusters`), 0.08},
-		{"memberships", share(`SELECT count(*) FROM market_cluster_members`), 1.6},
+		{"memberships", share(`SELECT count(*) FROM crawl_rankings r JOIN market_clusters c ON c.cluster_id = r.keyword`), 1.44},
 		{"history", share(`SELECT (SELECT count(*) FROM app_snapshots) + (SELECT count(*) FROM app_version_history) + (SELECT count(*) FROM app_price_history)`), 2.7},
 	} {
 		if c.got < c.want*0.98 || c.got > c.want*1.02 {
@@ -370,10 +370,10 @@ func TestHotQueriesDoNotGrowWithTheCatalogue(t *testing.T) {
 func TestPlanCheckCatchesKnownDefects(t *testing.T) {
 	pc := newPlanCheck(t)
 	oldDueApps := `SELECT m.track_id FROM (SELECT cluster_id FROM opportunity_scores ORDER BY score DESC LIMIT ?) o
-JOIN market_cluster_members m ON m.cluster_id = o.cluster_id
+JOIN crawl_rankings m ON m.keyword = o.cluster_id
 LEFT JOIN review_fetches f ON f.app_id = m.track_id AND f.country = ?
 WHERE f.fetched_at IS NULL OR f.fetched_at < ?
-GROUP BY m.track_id ORDER BY MIN(m.position), m.track_id LIMIT ?`
+GROUP BY m.track_id ORDER BY MIN(m.rank), m.track_id LIMIT ?`
 	for _, q := range []d1.NamedQuery{{
 		// reviews-refresh's pick before CROSS JOIN: at 1.1M apps it read
 		// 1.83M rows a run, walking every membership.

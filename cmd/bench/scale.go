@@ -111,7 +111,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		fail("scale catalogue: %v", err)
 	}
 	counts, err := tableCounts(dbPath, "app_registry", "developers", "crawl_keywords", "crawl_rankings", "market_clusters",
-		"market_cluster_members", "app_snapshots", "app_version_history", "app_price_history")
+		"app_snapshots", "app_version_history", "app_price_history")
 	if err != nil {
 		fail("counts: %v", err)
 	}

@@ -38,7 +38,7 @@ const (
 	designKeywords    = 100_000
 	rankingsPerKW     = 18 // a cluster keyword's; the others rank 2: 1.64M rankings over 100k keywords
 	designClusters    = 90_000
-	membersPerCluster = 18 // its keyword's rankings (rankingsPerKW) as the markets stage stores them: 1.62M memberships
+	membersPerCluster = 18 // its keyword's rankings (rankingsPerKW), which are its members: 1.62M memberships
 	similarPerApp     = 3  // the simulator's shelves average 3 similar apps
 	// Opportunity scores of the clusters (and so their keywords' re-search
 	// intervals): a few hot markets, a quarter warm, the long tail cold.
@@ -372,10 +372,10 @@ func fillTables(ctx context.Context, tx *sql.Tx, s ScaleShape, now time.Time, du
 		seq(rankingsPerKW) + fmt.Sprintf(`INSERT OR IGNORE INTO crawl_rankings (keyword, track_id, rank, seen_at)
 		 SELECT kw.keyword, %s, seq.k + 1, '%s' FROM kw, seq WHERE kw.k < %d OR seq.k < %d`,
 			enrichedApp("kw.k * 7919 + seq.k * 104729"), nowS, s.Clusters, markets.MinClusterApps-1),
-		fmt.Sprintf(`INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at, hhi, fragmentation, fragmented_at)
-		 SELECT keyword, (SELECT count(*) FROM crawl_rankings r WHERE r.keyword = kw.keyword), 1000 + k * 37 %% 500000, 4.1, 0.3, '%s', 0.12, 0.7, '%s' FROM kw WHERE k < %d`, nowS, nowS, s.Clusters),
-		fmt.Sprintf(`INSERT INTO market_cluster_members (cluster_id, track_id, position)
-		 SELECT r.keyword, r.track_id, r.rank FROM kw JOIN crawl_rankings r ON r.keyword = kw.keyword WHERE kw.k < %d`, s.Clusters),
+		// A market's members are its keyword's rankings (migrations/0034).
+		fmt.Sprintf(`INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, computed_at, hhi, fragmentation, fragmented_at, member_sum)
+		 SELECT keyword, (SELECT count(*) FROM crawl_rankings r WHERE r.keyword = kw.keyword), 1000 + k * 37 %% 500000, 4.1, 0.3, '%s', 0.12, 0.7, '%s',
+		   (SELECT sum(track_id) FROM crawl_rankings r WHERE r.keyword = kw.keyword) FROM kw WHERE k < %d`, nowS, nowS, s.Clusters),
 		fmt.Sprintf(`INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at)
 		 SELECT keyword, %s, 0.5, 0.7, 0.2, '%s' FROM kw WHERE k < %d`, score, nowS, s.Clusters),
 		// The keyword steering's revalue step has read every score so far
@@ -405,9 +405,9 @@ func fillTables(ctx context.Context, tx *sql.Tx, s ScaleShape, now time.Time, du
 // simulator's search answers for it now, so the bench's re-search finds
 // the ranks it left (the steady state) and writes what a real re-search
 // does: each result's sighting and today's rank, the keyword's mark; its
-// cluster's members are those rankings, as the markets stage stored them,
-// so re-clustering writes what changed since (its stats), not a new
-// membership. fillTables' rankings are spread over the catalogue and match no search:
+// cluster's members are those rankings (migrations/0034) and its stats
+// were measured over them (app_count, member_sum), so re-clustering
+// writes what changed since (its stats), not a new market. fillTables' rankings are spread over the catalogue and match no search:
 // a re-search over them deleted all 18 and inserted the results.
 func seedDueRankings(ctx context.Context, tx *sql.Tx, sim string, now time.Time) error {
 	rows, err := tx.QueryContext(ctx, `SELECT keyword FROM crawl_keywords WHERE next_search_at <= ?`, now.UTC().Format(d1.Layout))
@@ -453,12 +453,10 @@ func seedDueRankings(ctx context.Context, tx *sql.Tx, sim string, now time.Time)
 			return err
 		}
 		// Its market as the markets stage stored it after that search:
-		// the members are the rankings at their ranks.
+		// measured over those rankings (its members).
 		for _, q := range []string{
-			`DELETE FROM market_cluster_members WHERE cluster_id = ?1 AND EXISTS (SELECT 1 FROM market_clusters WHERE cluster_id = ?1)`,
-			`INSERT INTO market_cluster_members (cluster_id, track_id, position)
-			 SELECT keyword, track_id, rank FROM crawl_rankings WHERE keyword = ?1 AND EXISTS (SELECT 1 FROM market_clusters WHERE cluster_id = ?1)`,
-			`UPDATE market_clusters SET app_count = (SELECT count(*) FROM crawl_rankings WHERE keyword = ?1) WHERE cluster_id = ?1`,
+			`UPDATE market_clusters SET app_count = (SELECT count(*) FROM crawl_rankings WHERE keyword = ?1),
+			   member_sum = (SELECT sum(track_id) FROM crawl_rankings WHERE keyword = ?1) WHERE cluster_id = ?1`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, kw); err != nil {
 				return err

@@ -63,15 +63,15 @@ WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELE
 		}
 		return c
 	}
-	if got := count(`SELECT count(*) FROM market_cluster_members`); got != s.Members {
+	if got := count(`SELECT count(*) FROM crawl_rankings r JOIN market_clusters c ON c.cluster_id = r.keyword`); got != s.Members {
 		t.Errorf("members: %d, want %d", got, s.Members)
 	}
 	if got := count(`SELECT count(*) FROM crawl_rankings`); got != s.Rankings {
 		t.Errorf("rankings: %d, want %d", got, s.Rankings)
 	}
 	for what, q := range map[string]string{
-		"rankings not members at their rank": `SELECT count(*) FROM crawl_rankings r JOIN market_clusters c ON c.cluster_id = r.keyword
-  LEFT JOIN market_cluster_members m ON m.cluster_id = r.keyword AND m.track_id = r.track_id WHERE m.position IS NOT r.rank`,
+		"clusters not measured over their rankings": `SELECT count(*) FROM market_clusters c
+  WHERE c.member_sum IS NOT (SELECT sum(track_id) FROM crawl_rankings r WHERE r.keyword = c.cluster_id)`,
 		"clusters whose app count is not their rankings'": `SELECT count(*) FROM market_clusters c
   WHERE c.app_count != (SELECT count(*) FROM crawl_rankings r WHERE r.keyword = c.cluster_id)`,
 		"keywords without a cluster ranking a market's apps": `SELECT count(*) FROM crawl_keywords k

@@ -93,7 +93,7 @@ func seed(t *testing.T, drv *d1test.Driver) {
 		for j := 0; j < 2; j++ {
 			id := 100000001 + i*10 + j
 			drv.Exec(t, `INSERT INTO app_registry (track_id, name, developer_name, rating_count, average_rating) VALUES (?, ?, 'Dev', 100, 3.5)`, id, fmt.Sprintf("App %d", id))
-			drv.Exec(t, `INSERT INTO market_cluster_members (cluster_id, track_id, position) VALUES (?, ?, ?)`, c, id, j)
+			drv.Exec(t, `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?, ?, ?, '2026-11-01T00:00:00.000Z')`, c, id, j)
 			drv.Exec(t, `INSERT INTO review_fetches (app_id, country, fetched_at, reviews) VALUES (?, 'us', ?, 4)`, id, ts)
 			for k := 0; k < 4; k++ {
 				drv.Exec(t, `INSERT INTO app_reviews (id, app_id, country, rating, title, body, version, author_hash, reviewed_at, sentiment, fetched_at)
@@ -168,7 +168,7 @@ func TestRunWritesBriefsForTopClustersWithTheirInput(t *testing.T) {
 // automatically (its brief would have no complaint themes); on demand it is.
 func TestTopClustersWaitForTheirReviews(t *testing.T) {
 	a, drv, f, _, _ := newAnalyst(t, 1)
-	drv.Exec(t, `DELETE FROM review_fetches WHERE app_id IN (SELECT track_id FROM market_cluster_members WHERE cluster_id = 'budget')`)
+	drv.Exec(t, `DELETE FROM review_fetches WHERE app_id IN (SELECT track_id FROM crawl_rankings WHERE keyword = 'budget')`)
 	ctx := context.Background()
 	if res := a.Run(ctx); res.Queued != 2 || f.calls != 2 {
 		t.Fatalf("run %+v, %d calls", res, f.calls)

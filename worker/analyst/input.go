@@ -38,18 +38,18 @@ const (
 	inputLeadersSQL = `SELECT a.track_id, COALESCE(a.name, '') AS name, COALESCE(a.developer_name, '') AS developer_name,
   COALESCE(a.average_rating, 0) AS average_rating, COALESCE(a.rating_count, 0) AS rating_count, COALESCE(a.price, 0) AS price,
   a.competitiveness_score, EXISTS (SELECT 1 FROM review_fetches f WHERE f.app_id = a.track_id) AS fetched
-FROM market_cluster_members m JOIN app_registry a ON a.track_id = m.track_id
-WHERE m.cluster_id = ? ORDER BY m.position, m.track_id LIMIT ?`
+FROM crawl_rankings m JOIN app_registry a ON a.track_id = m.track_id
+WHERE m.keyword = ? ORDER BY m.rank, m.track_id LIMIT ?`
 	inputAppReviewsSQL = `SELECT id, app_id, country, rating, title, body, version, author_hash FROM app_reviews
 WHERE app_id = ? ORDER BY reviewed_at DESC, id LIMIT ?`
 	inputClusterReviewsSQL = `SELECT r.id, r.app_id, r.country, r.rating, r.title, r.body, r.version, r.author_hash
-FROM market_cluster_members m JOIN app_reviews r ON r.app_id = m.track_id
-WHERE m.cluster_id = ? ORDER BY r.reviewed_at DESC, r.id LIMIT ?`
+FROM crawl_rankings m JOIN app_reviews r ON r.app_id = m.track_id
+WHERE m.keyword = ? ORDER BY r.reviewed_at DESC, r.id LIMIT ?`
 	// inputClusterFetchedSQL: whether any member's reviews were fetched.
-	inputClusterFetchedSQL = `SELECT EXISTS (SELECT 1 FROM market_cluster_members m JOIN review_fetches f ON f.app_id = m.track_id
-WHERE m.cluster_id = ?) AS n`
+	inputClusterFetchedSQL = `SELECT EXISTS (SELECT 1 FROM crawl_rankings m JOIN review_fetches f ON f.app_id = m.track_id
+WHERE m.keyword = ?) AS n`
 	inputMemberNamesSQL = `SELECT COALESCE(a.name, '') AS name, COALESCE(a.developer_name, '') AS developer_name
-FROM market_cluster_members m JOIN app_registry a ON a.track_id = m.track_id WHERE m.cluster_id = ?`
+FROM crawl_rankings m JOIN app_registry a ON a.track_id = m.track_id WHERE m.keyword = ?`
 )
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }

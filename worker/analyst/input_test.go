@@ -27,6 +27,8 @@ func seedMarket(t *testing.T, db *d1.DB, drv *d1test.Driver, id string) markets.
 		drv.Exec(t, `INSERT INTO app_registry (track_id, name, developer_name, rating_count, average_rating) VALUES (?, ?, 'Dev', ?, 3.9)`,
 			tid, fmt.Sprintf("Tracker %d", i), ratings)
 		rows = append(rows, markets.RankedApp{Keyword: id, TrackID: tid, Rank: i + 1, RatingCount: ratings, Rating: 3.9})
+		// The search's ranking: a market's members are its keyword's rankings.
+		drv.Exec(t, `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?, ?, ?, ?)`, id, tid, i+1, d1.Time(day0))
 	}
 	cs := markets.BuildClusters(rows)
 	if len(cs) != 1 {

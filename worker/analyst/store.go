@@ -68,10 +68,10 @@ ORDER BY created_at, brief_id LIMIT 1`
 // waits for them. One fetched member among fifty is not enough.
 const topWithoutBriefSQL = `SELECT t.cluster_id FROM (SELECT cluster_id, score FROM opportunity_scores ORDER BY score DESC LIMIT ?) t
 WHERE NOT EXISTS (SELECT 1 FROM analyst_briefs b WHERE b.cluster_id = t.cluster_id AND b.created_at >= ?)
-  AND EXISTS (SELECT 1 FROM market_cluster_members m WHERE m.cluster_id = t.cluster_id)
-  AND NOT EXISTS (SELECT 1 FROM market_cluster_members l
-    WHERE l.track_id IN (SELECT track_id FROM market_cluster_members WHERE cluster_id = t.cluster_id ORDER BY position, track_id LIMIT ?)
-      AND l.cluster_id = t.cluster_id
+  AND EXISTS (SELECT 1 FROM crawl_rankings m WHERE m.keyword = t.cluster_id)
+  AND NOT EXISTS (SELECT 1 FROM crawl_rankings l
+    WHERE l.track_id IN (SELECT track_id FROM crawl_rankings WHERE keyword = t.cluster_id ORDER BY rank, track_id LIMIT ?)
+      AND l.keyword = t.cluster_id
       AND NOT EXISTS (SELECT 1 FROM review_fetches f WHERE f.app_id = l.track_id))
 ORDER BY t.score DESC, t.cluster_id`
 

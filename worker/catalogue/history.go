@@ -70,7 +70,12 @@ func ParseHistoryQuery(id string, get func(string) string) (q HistoryQuery, fiel
 // and, for each keyword, the row in effect when the window opens (its last
 // row before, dated when it took effect; none if that row says it left).
 // That second read is the app's rows before the window, which the prune
-// bounds to the one in effect a keyword past RankHistoryRetention.
+// bounds to the one in effect a keyword past RankHistoryRetention. An
+// app's rank for a keyword is its ranking row's until it changes
+// (migrations/0034: its first change writes it first): a ranking whose
+// series has no row at or after its seen_at (and does not just repeat the
+// series' last rank) is a row of its own, on seen_at's day, read by
+// idx_crawl_rankings_track, in the window or in effect when it opens.
 const appHistorySQL = `SELECT json_object(
   'track_id', r.track_id, 'name', r.name,
   'current', json_object('rating_count', r.rating_count, 'average_rating', r.average_rating, 'version', r.version,
@@ -100,6 +105,11 @@ const appHistorySQL = `SELECT json_object(
       UNION ALL
       SELECT day, keyword, rank FROM (SELECT max(day) AS day, keyword, rank FROM keyword_rank_history
         WHERE track_id = ?1 AND day < ?3 GROUP BY keyword) WHERE rank IS NOT NULL
+      UNION ALL
+      SELECT substr(k.seen_at, 1, 10), k.keyword, k.rank FROM crawl_rankings k
+        LEFT JOIN (SELECT keyword, max(day) AS day, rank FROM keyword_rank_history WHERE track_id = ?1 GROUP BY keyword) l
+          ON l.keyword = k.keyword
+        WHERE k.track_id = ?1 AND (l.keyword IS NULL OR (l.day < substr(k.seen_at, 1, 10) AND l.rank IS NOT k.rank))
       ORDER BY day DESC, keyword LIMIT ?4)),
   'chart_ranks', (SELECT json_group_array(json_object('at', seen_at, 'country', country, 'collection', collection, 'genre_id', genre_id, 'rank', rank))
     FROM (SELECT * FROM chart_position_history WHERE track_id = ?1 AND seen_at >= ?2 ORDER BY seen_at DESC LIMIT ?4))

@@ -42,13 +42,17 @@ type Seen struct {
 	VersionDate   string
 	// ReleaseNotes are the version's notes when the source carries them.
 	ReleaseNotes string
+	// Own are a search result's other lookup fields
+	// (registry.SearchOwnValues), which a new app is inserted with.
+	Own []any
 }
 
 // SeenFromApp is a search result as an observation.
 func SeenFromApp(a appstore.App) Seen {
 	return Seen{TrackID: a.TrackID, Name: a.Name, GenreID: a.GenreID, Lookup: true,
 		RatingCount: a.RatingCount, AverageRating: a.AverageRating, Price: a.Price, Currency: a.Currency,
-		Version: a.Version, VersionDate: a.CurrentVersionReleaseDate, ReleaseNotes: a.ReleaseNotes}
+		Version: a.Version, VersionDate: a.CurrentVersionReleaseDate, ReleaseNotes: a.ReleaseNotes,
+		Own: registry.SearchOwnValues(a.StoredLookupArgs())}
 }
 
 // seenJSON is one observation as the upsert reads it with json_each;
@@ -64,6 +68,7 @@ type seenJSON struct {
 	Version *string  `json:"v"`
 	VDate   *string  `json:"vd"`
 	Notes   *string  `json:"rn"`
+	Own     []any    `json:"l,omitempty"`
 }
 
 func nonEmpty(s string) *string {
@@ -121,6 +126,7 @@ func ObserveStmt(seen []Seen, now time.Time) []d1.Stmt {
 			r.Count, r.Rating, r.Price = &n, &avg, &p
 			r.Cur, r.Version, r.VDate = nonEmpty(s.Currency), nonEmpty(s.Version), nonEmpty(s.VersionDate)
 			r.Notes = nonEmpty(appstore.Truncate(s.ReleaseNotes, appstore.MaxTextLen))
+			r.Own = s.Own
 		}
 		rows = append(rows, r)
 	}
@@ -136,19 +142,31 @@ func Day(t time.Time) string { return t.UTC().Format("2006-01-02") }
 
 // rankChangesSQL appends a keyword search's rank changes to
 // keyword_rank_history (migrations/0026): a row for each result whose rank
-// differs from the one crawl_rankings holds for it (a new entrant: none),
-// and a NULL rank for each app crawl_rankings lists that the search no
-// longer does (it left). It runs before the rankings are rewritten. A
-// result holding its rank writes nothing: readers carry a row's rank
-// forward to the keyword's next row for the app (AppHistory). Two changes
-// on one UTC day keep the day's last, crawl_rankings' (an unchanged one
-// skips the update and writes nothing). ?1 the keyword, ?2 the day, ?3 a
-// JSON array of [track id, rank] pairs. Each row is one table row (the
-// table is WITHOUT ROWID, no other index).
+// differs from the one crawl_rankings holds for it, and a NULL rank for
+// each app crawl_rankings lists that the search no longer does (it left).
+// It runs before the rankings are rewritten. A result holding its rank
+// writes nothing: readers carry a row's rank forward to the keyword's
+// next row for the app (AppHistory). An app's rank is its ranking row's
+// until it changes (migrations/0034): an app entering the results writes
+// no row (its ranking holds the rank and when it was taken, seen_at), and
+// its first change writes that rank on seen_at's day before the new one
+// (a row already there, from an earlier change, is not written again), so
+// a series with rows holds every rank it had. One exception: an app that
+// left earlier the same day has that day's row, which its return
+// rewrites (the day's last). Two changes on one UTC day keep the day's
+// last, crawl_rankings' (an unchanged one skips the update and writes
+// nothing); a rank taken earlier the same day is not written first, the
+// change replaces it. ?1 the keyword, ?2 the day, ?3 a JSON array of
+// [track id, rank] pairs. Each row is one table row (the table is WITHOUT
+// ROWID, no other index).
 const rankChangesSQL = `WITH s AS (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS rank FROM json_each(?3))
 INSERT INTO keyword_rank_history (track_id, keyword, day, rank)
+SELECT r.track_id, ?1, substr(r.seen_at, 1, 10), r.rank FROM crawl_rankings r LEFT JOIN s ON s.id = r.track_id
+WHERE r.keyword = ?1 AND r.rank IS NOT s.rank AND substr(r.seen_at, 1, 10) < ?2
+UNION ALL
 SELECT s.id, ?1, ?2, s.rank FROM s LEFT JOIN crawl_rankings r ON r.keyword = ?1 AND r.track_id = s.id
 WHERE r.rank IS NOT s.rank
+  AND (r.rank IS NOT NULL OR EXISTS (SELECT 1 FROM keyword_rank_history h WHERE h.track_id = s.id AND h.day = ?2 AND h.keyword = ?1))
 UNION ALL
 SELECT r.track_id, ?1, ?2, NULL FROM crawl_rankings r WHERE r.keyword = ?1 AND r.track_id NOT IN (SELECT id FROM s)
 ON CONFLICT (track_id, day, keyword) DO UPDATE SET rank = excluded.rank

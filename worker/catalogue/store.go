@@ -29,7 +29,7 @@ const obsAt = `max(COALESCE(r.observed_at, ''), COALESCE(r.updated_at, ''), COAL
 const sweepSelect = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS ratings, r.enriched_at AS enriched_at,
   %[1]s AS observed_at, COALESCE(r.refresh_tier, '') AS tier, r.rating_velocity_7d AS v7, r.rating_velocity_30d AS v30,
   EXISTS (SELECT 1 FROM chart_positions c WHERE c.track_id = r.track_id) AS in_charts,
-  COALESCE((SELECT max(o.score) FROM market_cluster_members m JOIN opportunity_scores o ON o.cluster_id = m.cluster_id
+  COALESCE((SELECT max(o.score) FROM crawl_rankings m JOIN opportunity_scores o ON o.cluster_id = m.keyword
     WHERE m.track_id = r.track_id), 0) AS cluster_score,
   COALESCE((SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
     AND s.taken_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?1) ORDER BY s.taken_at DESC LIMIT 1),

@@ -409,14 +409,17 @@ func TestAppHistory(t *testing.T) {
 	enrich(t, drv, 1, 100, "1.0", t0.Add(-3*day))
 	db.Exec(ctx, ObserveStmt([]Seen{search(1, 150, "1.1", 0.99)}, t0.Add(-day))...)
 	// Searches of two keywords, as crawl records them: the rank changes,
-	// then the rankings. 'chat' ranked the app 4th 40 days ago and holds
-	// it; 'budget' 3rd 40 days ago, then 2nd and 1st on one day (the
-	// day's last is kept); 'gone' ranked it, then left.
+	// then the rankings (a rank held keeps its seen_at). 'chat' ranked the
+	// app 4th 40 days ago and holds it (no row: its ranking's rank);
+	// 'budget' 3rd 40 days ago, then 2nd and 1st on one day (the day's last
+	// is kept; the first change wrote the 3rd first); 'gone' ranked it,
+	// then left.
 	search := func(kw string, ids []int64, at time.Time) {
 		db.Exec(ctx, KeywordRankStmt(kw, ids, at)...)
-		drv.Exec(t, `DELETE FROM crawl_rankings WHERE keyword = ?`, kw)
+		drv.Exec(t, `DELETE FROM crawl_rankings WHERE keyword = ? AND track_id NOT IN (SELECT value ->> 0 FROM json_each(?))`, kw, RankPairs(ids))
 		for i, id := range ids {
-			drv.Exec(t, `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?, ?, ?, ?)`, kw, id, i+1, d1.Time(at))
+			drv.Exec(t, `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (keyword, track_id) DO UPDATE SET rank = excluded.rank, seen_at = excluded.seen_at WHERE crawl_rankings.rank IS NOT excluded.rank`, kw, id, i+1, d1.Time(at))
 		}
 	}
 	search("chat", []int64{5, 6, 7, 1}, t0.Add(-40*day))

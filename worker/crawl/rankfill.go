@@ -55,15 +55,16 @@ type FillApp struct {
 // enriched). A keyword already known is left alone (a pending one takes a
 // better value); only new keywords are written, a row each and its entry
 // in idx_crawl_keywords_pending_value. The pairs are read once (json_each)
-// and joined by index: the keyword's primary key, the apps' memberships
-// (idx_market_cluster_members_track) and their clusters' scores.
+// and joined by index: the keyword's primary key, the apps' rankings
+// (idx_crawl_rankings_track: a market's members are its keyword's
+// rankings) and their clusters' scores.
 var fillKeywordsSQL = sync.OnceValue(func() string {
 	return `INSERT INTO crawl_keywords (keyword, source, created_at, value)
 SELECT kw, ?1, ?2, ` + valueSQL("score", "carriers") + ` + ` + num(FirstSearchValue) + ` FROM (
   SELECT p.kw AS kw, COALESCE(max(o.score), 0) AS score, count(DISTINCT p.id) AS carriers
   FROM (SELECT json_extract(value, '$[0]') AS kw, json_extract(value, '$[1]') AS id FROM json_each(?3)) p
-  LEFT JOIN market_cluster_members m ON m.track_id = p.id
-  LEFT JOIN opportunity_scores o ON o.cluster_id = m.cluster_id
+  LEFT JOIN crawl_rankings m ON m.track_id = p.id
+  LEFT JOIN opportunity_scores o ON o.cluster_id = m.keyword
   GROUP BY p.kw) WHERE true
 ON CONFLICT (keyword) DO UPDATE SET value = excluded.value
 WHERE crawl_keywords.searched_at IS NULL AND excluded.value > crawl_keywords.value`

@@ -70,7 +70,7 @@ func TestRankingFillRowsAndCover(t *testing.T) {
 			i+1, words[i%10]+" planner", colors[i%4], d1.Time(now.Add(time.Duration(i)*time.Minute)))
 	}
 	// App 1 is in a market scored 80; 'chess' is searched already.
-	drv.Exec(t, `INSERT INTO market_cluster_members (cluster_id, track_id, position) VALUES ('m', 1, 1)`)
+	drv.Exec(t, `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES ('m', 1, 1, '2026-11-01T00:00:00.000Z')`)
 	drv.Exec(t, `INSERT INTO opportunity_scores (cluster_id, score, computed_at) VALUES ('m', 80, ?)`, d1.Time(now))
 	drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at, searched_at, value) VALUES ('chess', 'title', ?1, ?1, 5)`, d1.Time(now))
 	kwBefore := drv.Int(t, `SELECT count(*) FROM crawl_keywords`)

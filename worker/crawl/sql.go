@@ -86,7 +86,7 @@ FROM f WHERE crawl_keywords.keyword = f.keyword RETURNING crawl_keywords.keyword
 	// again writes nothing).
 	derivedSQL = sync.OnceValue(func() string {
 		return `INSERT INTO crawl_keywords (keyword, source, created_at, value)
-SELECT ?1, ?2, ?3, ` + valueSQL(`COALESCE((SELECT max(o.score) FROM market_cluster_members m JOIN opportunity_scores o ON o.cluster_id = m.cluster_id
+SELECT ?1, ?2, ?3, ` + valueSQL(`COALESCE((SELECT max(o.score) FROM crawl_rankings m JOIN opportunity_scores o ON o.cluster_id = m.keyword
     WHERE m.track_id IN (SELECT value FROM json_each(?4))), 0)`,
 			`(SELECT count(*) FROM app_registry WHERE track_id IN (SELECT value FROM json_each(?4)) AND enrichment_source = 'itunes+store')`) + ` + ` + num(FirstSearchValue) + `
 WHERE true

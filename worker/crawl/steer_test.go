@@ -141,9 +141,9 @@ func TestKeywordOrderByValueAndSchedule(t *testing.T) {
 	if got := pick(); len(got) != 0 {
 		t.Fatalf("just-searched keywords must wait: %q", got)
 	}
-	// The markets stage scores their clusters; app 1 is a member of hotkw's.
+	// The markets stage scores their clusters; app 1 is a member of hotkw's
+	// (its ranking there, from the search).
 	drv.Exec(t, `INSERT INTO opportunity_scores (cluster_id, score, computed_at) VALUES ('hotkw', 80, ?), ('plainkw', 5, ?)`, d1.Time(t0.Add(time.Minute)), d1.Time(t0.Add(time.Minute)))
-	drv.Exec(t, `INSERT INTO market_cluster_members (cluster_id, track_id, position) VALUES ('hotkw', 1, 1)`)
 	if r := steer(t0.Add(2 * time.Minute)); r.Revalued != 2 || r.Promoted != 0 {
 		t.Fatalf("revalue: %+v", r)
 	}

@@ -224,7 +224,12 @@ VALUES (100000001, 'Budget Planner', 50, 4.0, '1.0', 'itunes+store', ?1, ?1, ?1,
 	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 200000001 AND taken_at = ? AND rating_count = 10 AND source IS NOT NULL`, d1.Time(later)); n != 1 {
 		t.Fatalf("the rating change is an observation: %d", n)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM keyword_rank_history WHERE keyword = 'budget' AND day = '2026-11-23'`); n != 3 {
+	// The ranks of the keyword's first search are its rankings' (their
+	// seen_at): no history row until one changes.
+	if n := drv.Int(t, `SELECT COUNT(*) FROM keyword_rank_history WHERE keyword = 'budget'`); n != 0 {
+		t.Fatalf("the ranks of the keyword's first search wrote %d history rows", n)
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM crawl_rankings WHERE keyword = 'budget' AND seen_at = ?`, d1.Time(later)); n != 3 {
 		t.Fatalf("the ranks of the keyword's first search: %d", n)
 	}
 	// Two observations: the stored 4 (the value it was inserted with,
@@ -370,7 +375,9 @@ func TestResearchAfterItsIntervalWritesOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("ranks held wrote %d history rows", got)
 	}
 	// A week later (a warm keyword's interval), apps 1 and 2 swapped: each
-	// result's sighting, the two rank changes and two ranking rows, the mark.
+	// result's sighting, the two rank changes, each with the rank it
+	// changed from (its first: an entry writes no row, migrations/0034),
+	// two ranking rows, the mark.
 	week := day.Add(WarmKeywordResearch)
 	swapped := append([]appstore.App{apps[1], apps[0]}, apps[2:]...)
 	before = drv.TotalChanges(t)
@@ -379,12 +386,16 @@ func TestResearchAfterItsIntervalWritesOnlyWhatChanged(t *testing.T) {
 	}
 	w = drv.TotalChanges(t) - before
 	t.Logf("re-search a week later, %d results, 2 moved: %d rows (%.1f a result)", n, w, float64(w)/n)
-	if want := int64(n + 2 + 2 + 1); w != want {
+	if want := int64(n + 2*2 + 2 + 1); w != want {
 		t.Fatalf("a re-search a week later wrote %d rows, want %d", w, want)
 	}
 	if got := drv.Rows(t, `SELECT track_id, day, rank FROM keyword_rank_history WHERE day = ? ORDER BY track_id`, catalogue.Day(week)); len(got) != 2 ||
 		fmt.Sprint(got[0]["rank"], got[1]["rank"]) != "2 1" {
 		t.Fatalf("the week's rank changes: %v", got)
+	}
+	if got := drv.Rows(t, `SELECT track_id, rank FROM keyword_rank_history WHERE day = ? ORDER BY track_id`, catalogue.Day(now)); len(got) != 2 ||
+		fmt.Sprint(got[0]["rank"], got[1]["rank"]) != "1 2" {
+		t.Fatalf("the ranks they changed from, on their first day: %v", got)
 	}
 }
 

@@ -69,11 +69,13 @@ SELECT ?, 1 + (? * 131 + j * 17) % ?, j + 1, '2026-11-01T00:00:00.000Z' FROM n`,
 			t.Errorf("%s: %d statements (at most %d), %d rows written (want %d)", what, c.Queries, maxStatements, written, rows)
 		}
 	}
-	// New: each cluster's row and counter, its members, its score and counter.
-	run("first clustering", 8, cycleKeywords*(2+resultsPerKeyword+2))
+	// New: each cluster's row and counter, its score and counter; its
+	// members are its rankings (migrations/0034: until then a row each,
+	// 4,224 rows here).
+	run("first clustering", 8, cycleKeywords*(2+2))
 	run("the same rankings again", 2, 0)
 	drv.Exec(t, `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES ('kw000', ?, ?, '2026-11-01T00:00:00.000Z')`, catalogueAppsInTest, resultsPerKeyword+1)
-	run("one keyword gained an app", 8, 3)
+	run("one keyword gained an app", 8, 2)
 	// Every app's rating moved: every cluster's stats, the scores whose
 	// 3-decimal value moved (nine here); no membership.
 	drv.Exec(t, `UPDATE app_registry SET rating_count = rating_count + 1`)

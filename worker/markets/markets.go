@@ -52,9 +52,12 @@ type Cluster struct {
 	Quality          float64 `json:"quality_gap"`
 	OpportunityScore float64 `json:"opportunity_score"` // 0–100
 	Members          []int64 `json:"members"`           // in rank order
-	// Ranks are the members' search ranks (stored as their position), so
-	// a stored market can be compared with its keyword's rankings in SQL.
+	// Ranks are the members' search ranks (their position).
 	Ranks []int `json:"-"`
+	// MemberSum is the sum of the members' track ids: stored with the
+	// cluster's stats, it tells the clustering cron which apps they were
+	// measured over (the members themselves are the keyword's rankings).
+	MemberSum int64 `json:"-"`
 }
 
 // BuildClusters groups rankings by keyword and scores each market:
@@ -89,6 +92,7 @@ func BuildClusters(rows []RankedApp) []Cluster {
 			weighted += a.Rating * float64(a.RatingCount)
 			c.Members = append(c.Members, a.TrackID)
 			c.Ranks = append(c.Ranks, a.Rank)
+			c.MemberSum += a.TrackID
 			counts = append(counts, a.RatingCount)
 		}
 		c.HHI = Herfindahl(counts)
@@ -167,15 +171,9 @@ func AnalyzeFragmentation(members map[string][]int64) []ClusterFragmentation {
 	return out
 }
 
-// Membership is one app's place in one cluster.
-type Membership struct {
-	ClusterID string
-	TrackID   int64
-	Position  int
-}
-
 // StoredCluster is a cluster as D1 holds it: its aggregates (HHI and
-// fragmentation nil while not analysed) and its members by track id.
+// fragmentation nil while not analysed) and the sum of the track ids it
+// was measured over (nil before it was stored).
 type StoredCluster struct {
 	Apps          int
 	TotalRatings  int64
@@ -183,16 +181,16 @@ type StoredCluster struct {
 	TopShare      *float64
 	HHI           *float64
 	Fragmentation *float64
-	Positions     map[int64]int
+	MemberSum     *int64
 }
 
 // ClusterDiff is what re-clustering changes: the cluster rows to write
-// (new or with an aggregate changed), the memberships to write (new or
-// moved) and to delete, and the clusters that changed at all (sorted).
+// (new, or with an aggregate or its member set changed), which are the
+// clusters that changed (Changed, sorted). A market's members are its
+// keyword's rankings (migrations/0034): a rank that moved or an app that
+// came or went is written by the search, not here.
 type ClusterDiff struct {
 	Rows    []Cluster
-	Members []Membership
-	Gone    []Membership
 	Changed []string
 }
 
@@ -203,29 +201,10 @@ func DiffClusters(fresh []Cluster, stored map[string]StoredCluster) ClusterDiff 
 	var d ClusterDiff
 	for _, c := range fresh {
 		s, ok := stored[c.ID]
-		changed := false
 		if !ok || s.Apps != c.Apps || s.TotalRatings != c.TotalRatings || !sameFloat(s.AvgRating, c.AvgRating) ||
-			!sameFloat(s.TopShare, c.TopShare) || !sameFloat(s.HHI, c.HHI) || !sameFloat(s.Fragmentation, c.Fragmentation) {
+			!sameFloat(s.TopShare, c.TopShare) || !sameFloat(s.HHI, c.HHI) || !sameFloat(s.Fragmentation, c.Fragmentation) ||
+			s.MemberSum == nil || *s.MemberSum != c.MemberSum {
 			d.Rows = append(d.Rows, c)
-			changed = true
-		}
-		in := make(map[int64]bool, len(c.Members))
-		for i, id := range c.Members {
-			in[id] = true
-			if pos, ok := s.Positions[id]; !ok || pos != c.Ranks[i] {
-				d.Members = append(d.Members, Membership{c.ID, id, c.Ranks[i]})
-				changed = true
-			}
-		}
-		var gone []Membership
-		for id, pos := range s.Positions {
-			if !in[id] {
-				gone = append(gone, Membership{c.ID, id, pos})
-			}
-		}
-		sort.Slice(gone, func(i, j int) bool { return gone[i].TrackID < gone[j].TrackID })
-		d.Gone = append(d.Gone, gone...)
-		if changed || len(gone) > 0 {
 			d.Changed = append(d.Changed, c.ID)
 		}
 	}

@@ -28,24 +28,22 @@ func TestBuildClustersScoresMarkets(t *testing.T) {
 	if budget.OpportunityScore <= chat.OpportunityScore || chat.TopShare < 0.99 || budget.OpportunityScore > 100 || chat.OpportunityScore < 0 {
 		t.Fatalf("fragmented, underserved budget (%.1f) must beat concentrated chat (%.1f)", budget.OpportunityScore, chat.OpportunityScore)
 	}
-	// New clusters: one statement for their rows, one for their members.
+	// New clusters: one statement for their rows (their members are
+	// their keywords' rankings), each with the sum of its members' ids.
 	stmts := ClusterStatements(cs, time.Now())
-	if len(stmts) != 2 || !strings.Contains(stmts[1].SQL, "market_cluster_members (") {
+	if len(stmts) != 1 || !strings.Contains(stmts[0].SQL, "INSERT INTO market_clusters (") {
 		t.Fatalf("statements %+v", stmts)
 	}
-	var members [][3]any
-	if err := json.Unmarshal([]byte(stmts[1].Args[0].(string)), &members); err != nil || len(members) != 6 {
-		t.Fatalf("member rows %v %v", members, err)
+	var written [][8]any
+	if err := json.Unmarshal([]byte(stmts[0].Args[0].(string)), &written); err != nil || len(written) != 2 || written[0][7] != 6.0 || written[1][7] != 15.0 {
+		t.Fatalf("cluster rows %v %v", written, err)
 	}
 }
 
 // stored is a cluster as D1 would hold it after writing c.
 func stored(c Cluster) StoredCluster {
 	s := StoredCluster{Apps: c.Apps, TotalRatings: c.TotalRatings, AvgRating: &c.AvgRating, TopShare: &c.TopShare,
-		HHI: &c.HHI, Fragmentation: &c.Fragmentation, Positions: map[int64]int{}}
-	for i, id := range c.Members {
-		s.Positions[id] = c.Ranks[i]
-	}
+		HHI: &c.HHI, Fragmentation: &c.Fragmentation, MemberSum: &c.MemberSum}
 	return s
 }
 
@@ -55,32 +53,32 @@ func TestDiffClustersWritesOnlyWhatChanged(t *testing.T) {
 	held := map[string]StoredCluster{"budget": stored(was)}
 
 	// The same rankings and ratings: nothing to write.
-	if d := DiffClusters(BuildClusters(rows), held); len(d.Rows)+len(d.Members)+len(d.Gone)+len(d.Changed) != 0 {
+	if d := DiffClusters(BuildClusters(rows), held); len(d.Rows)+len(d.Changed) != 0 {
 		t.Fatalf("unchanged: %+v", d)
 	}
-	// One app gained: its membership and the cluster's stats, nothing else.
+	// One app gained: the cluster's stats (the membership is its ranking).
 	gained := BuildClusters(append(rows, RankedApp{"budget", 4, 4, 100, 3.0}))
 	d := DiffClusters(gained, held)
-	if len(d.Rows) != 1 || d.Rows[0].Apps != 4 || len(d.Members) != 1 || d.Members[0] != (Membership{"budget", 4, 4}) ||
-		len(d.Gone) != 0 || fmt.Sprint(d.Changed) != "[budget]" {
+	if len(d.Rows) != 1 || d.Rows[0].Apps != 4 || d.Rows[0].MemberSum != 10 || fmt.Sprint(d.Changed) != "[budget]" {
 		t.Fatalf("gained: %+v", d)
 	}
-	// Two apps swapped ranks, the ratings the same: the two memberships.
+	// Two apps swapped ranks, the ratings the same: nothing (the stats do
+	// not read ranks; the positions are the rankings').
 	swapped := []RankedApp{{"budget", 1, 2, 5000, 3.9}, {"budget", 2, 1, 4000, 3.8}, {"budget", 3, 3, 3000, 4.0}}
-	d = DiffClusters(BuildClusters(swapped), held)
-	if len(d.Rows) != 0 || len(d.Members) != 2 || len(d.Gone) != 0 {
+	if d = DiffClusters(BuildClusters(swapped), held); len(d.Rows)+len(d.Changed) != 0 {
 		t.Fatalf("swapped: %+v", d)
 	}
-	// One app replaced by another: one gone, one new, the stats.
+	// One app replaced by another with the same ratings: the stats are the
+	// same, the row is written for its member set (what the cron compares).
 	replaced := []RankedApp{{"budget", 1, 1, 5000, 3.9}, {"budget", 2, 2, 4000, 3.8}, {"budget", 9, 3, 3000, 4.0}}
 	d = DiffClusters(BuildClusters(replaced), held)
-	if len(d.Rows) != 0 || len(d.Members) != 1 || len(d.Gone) != 1 || d.Gone[0].TrackID != 3 {
+	if len(d.Rows) != 1 || d.Rows[0].MemberSum != 12 {
 		t.Fatalf("replaced (same ratings, same stats): %+v", d)
 	}
-	// A rating moved: the cluster's row alone.
+	// A rating moved: the cluster's row.
 	rated := []RankedApp{{"budget", 1, 1, 5001, 3.9}, {"budget", 2, 2, 4000, 3.8}, {"budget", 3, 3, 3000, 4.0}}
 	d = DiffClusters(BuildClusters(rated), held)
-	if len(d.Rows) != 1 || len(d.Members)+len(d.Gone) != 0 {
+	if len(d.Rows) != 1 {
 		t.Fatalf("rated: %+v", d)
 	}
 	// Stored without its analysis (NULL): the row, to store it.

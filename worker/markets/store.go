@@ -28,11 +28,11 @@ FROM crawl_rankings k JOIN app_registry a ON a.track_id = k.track_id
 WHERE k.keyword IN (SELECT value FROM json_each(?1))`
 
 // storedClustersSQL reads clusters (?1, a JSON array of ids) as stored,
-// each with its members ([track id, position] pairs), by primary key: what
-// a re-clustering compares with, so that it writes only what changed.
+// by primary key: what a re-clustering compares with, so that it writes
+// only what changed. A market's members are its keyword's rankings
+// (migrations/0034), which no re-clustering writes.
 const storedClustersSQL = `SELECT c.cluster_id AS cluster_id, c.app_count AS app_count, c.total_ratings AS total_ratings,
-  c.avg_rating AS avg_rating, c.top_share AS top_share, c.hhi AS hhi, c.fragmentation AS fragmentation,
-  (SELECT json_group_array(json_array(m.track_id, m.position)) FROM market_cluster_members m WHERE m.cluster_id = c.cluster_id) AS members
+  c.avg_rating AS avg_rating, c.top_share AS top_share, c.hhi AS hhi, c.fragmentation AS fragmentation, c.member_sum AS member_sum
 FROM market_clusters c WHERE c.cluster_id IN (SELECT value FROM json_each(?1))`
 
 // clusterAggregatesSQL reads stored clusters (?1, a JSON array of ids) by
@@ -43,11 +43,12 @@ const clusterAggregatesSQL = `SELECT cluster_id, app_count, total_ratings, COALE
 FROM market_clusters WHERE cluster_id IN (SELECT value FROM json_each(?1))`
 
 // clusterMemberRatingsSQL reads the member apps' rating counts of clusters
-// (?1, a JSON array of ids): market_cluster_members' primary key, then
-// app_registry's.
-const clusterMemberRatingsSQL = `SELECT m.cluster_id AS cluster_id, COALESCE(a.rating_count, 0) AS ratings
-FROM market_cluster_members m JOIN app_registry a ON a.track_id = m.track_id
-WHERE m.cluster_id IN (SELECT value FROM json_each(?1))`
+// (?1, a JSON array of ids): the members are the keyword's rankings
+// (crawl_rankings' primary key), then app_registry's.
+const clusterMemberRatingsSQL = `SELECT m.keyword AS cluster_id, COALESCE(a.rating_count, 0) AS ratings
+FROM crawl_rankings m JOIN app_registry a ON a.track_id = m.track_id
+WHERE m.keyword IN (SELECT value FROM json_each(?1))
+  AND EXISTS (SELECT 1 FROM market_clusters c WHERE c.cluster_id = m.keyword)`
 
 // The markets' writes: one statement a table, its rows a JSON array (?1),
 // each written only when a value differs from the stored one (the WHERE
@@ -56,27 +57,20 @@ WHERE m.cluster_id IN (SELECT value FROM json_each(?1))`
 // the write changes: noted at each statement.
 const (
 	// clusterRowsSQL writes clusters ([id, apps, total ratings, average
-	// rating, leader's share, HHI, fragmentation] each) at ?2. A written
-	// row also rewrites its idx_market_clusters_size entry (total_ratings).
-	clusterRowsSQL = `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, hhi, fragmentation, computed_at, fragmented_at)
-SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, ?2, ?2 FROM json_each(?1) WHERE true
+	// rating, leader's share, HHI, fragmentation, members' track id sum]
+	// each) at ?2. A new row is the row, its primary key's entry
+	// (sqlite_autoindex_market_clusters_1), its idx_market_clusters_size
+	// entry and the clusters counter (a trigger); a written one also
+	// rewrites its idx_market_clusters_size entry (total_ratings).
+	clusterRowsSQL = `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, hhi, fragmentation, member_sum, computed_at, fragmented_at)
+SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, ?2, ?2 FROM json_each(?1) WHERE true
 ON CONFLICT (cluster_id) DO UPDATE SET app_count = excluded.app_count, total_ratings = excluded.total_ratings,
   avg_rating = excluded.avg_rating, top_share = excluded.top_share, hhi = excluded.hhi, fragmentation = excluded.fragmentation,
-  computed_at = excluded.computed_at, fragmented_at = excluded.fragmented_at
+  member_sum = excluded.member_sum, computed_at = excluded.computed_at, fragmented_at = excluded.fragmented_at
 WHERE market_clusters.app_count IS NOT excluded.app_count OR market_clusters.total_ratings IS NOT excluded.total_ratings
   OR market_clusters.avg_rating IS NOT excluded.avg_rating OR market_clusters.top_share IS NOT excluded.top_share
-  OR market_clusters.hhi IS NOT excluded.hhi OR market_clusters.fragmentation IS NOT excluded.fragmentation`
-	// membersSQL writes memberships ([cluster id, track id, position]
-	// each): a new one is a row and its idx_market_cluster_members_track
-	// entry; a moved one (position, in no index) the row alone.
-	membersSQL = `INSERT INTO market_cluster_members (cluster_id, track_id, position)
-SELECT value->>0, value->>1, value->>2 FROM json_each(?1) WHERE true
-ON CONFLICT (cluster_id, track_id) DO UPDATE SET position = excluded.position
-WHERE market_cluster_members.position IS NOT excluded.position`
-	// membersGoneSQL deletes memberships ([cluster id, track id] each) by
-	// primary key: a row and its idx_market_cluster_members_track entry.
-	membersGoneSQL = `DELETE FROM market_cluster_members
-WHERE (cluster_id, track_id) IN (SELECT value->>0, value->>1 FROM json_each(?1))`
+  OR market_clusters.hhi IS NOT excluded.hhi OR market_clusters.fragmentation IS NOT excluded.fragmentation
+  OR market_clusters.member_sum IS NOT excluded.member_sum`
 	// fragmentationSQL stores the analysis ([id, HHI, fragmentation] each)
 	// at ?2 on the clusters whose values differ (in no index).
 	fragmentationSQL = `UPDATE market_clusters SET hhi = j.value->>1, fragmentation = j.value->>2, fragmented_at = ?2
@@ -102,20 +96,21 @@ WHERE opportunity_scores.score IS NOT excluded.score OR opportunity_scores.deman
 // driftSQL is one chunk of the clustering cron's check: the next ?2
 // searched keywords past the cursor ?1 (crawl_keywords' primary key),
 // each compared with its stored market by primary keys: it has drifted
-// when it has MinClusterApps ranked apps or more and its members are not
-// exactly those apps at their ranks, or its cluster or score is missing
-// (a rankings-updated, clusters-ready or fragmentation-done message lost).
-// Rows: each drifted keyword (drifted 1), then the chunk's last keyword
-// and size (drifted 0; a NULL keyword for an empty chunk). CROSS JOIN
-// keeps the batch first: joined freely, the planner walks every ranking.
+// when it has MinClusterApps ranked apps or more and its cluster was not
+// measured over exactly those apps (their count and the sum of their
+// track ids), or its cluster or score is missing (a rankings-updated,
+// clusters-ready or fragmentation-done message lost). The members are the
+// rankings, so a rank that moved is no drift (the stats do not read
+// ranks). Rows: each drifted keyword (drifted 1), then the chunk's last
+// keyword and size (drifted 0; a NULL keyword for an empty chunk). CROSS
+// JOIN keeps the batch first: joined freely, the planner walks every
+// ranking.
 var driftSQL = fmt.Sprintf(`WITH batch AS (SELECT keyword FROM crawl_keywords WHERE keyword > ?1 AND searched_at IS NOT NULL ORDER BY keyword LIMIT ?2),
-per AS (SELECT r.keyword AS keyword, count(*) AS n, sum(m.position IS r.rank) AS same
+per AS (SELECT r.keyword AS keyword, count(*) AS n, sum(r.track_id) AS ids
   FROM batch CROSS JOIN crawl_rankings r ON r.keyword = batch.keyword JOIN app_registry a ON a.track_id = r.track_id
-  LEFT JOIN market_cluster_members m ON m.cluster_id = r.keyword AND m.track_id = r.track_id
   GROUP BY r.keyword)
 SELECT per.keyword AS keyword, 1 AS drifted, 0 AS size FROM per LEFT JOIN market_clusters c ON c.cluster_id = per.keyword
-WHERE per.n >= %d AND (per.same < per.n OR c.app_count IS NOT per.n
-  OR (SELECT count(*) FROM market_cluster_members m WHERE m.cluster_id = per.keyword) != per.n
+WHERE per.n >= %d AND (c.app_count IS NOT per.n OR c.member_sum IS NOT per.ids
   OR NOT EXISTS (SELECT 1 FROM opportunity_scores o WHERE o.cluster_id = per.keyword))
 UNION ALL
 SELECT max(keyword), 0, count(*) FROM batch`, MinClusterApps)
@@ -127,11 +122,12 @@ const scoreFields = `'cluster_id', c.cluster_id, 'opportunity_score', o.score, '
   'fragmentation', o.fragmentation, 'hhi', c.hhi, 'quality_gap', o.quality_gap, 'app_count', c.app_count,
   'total_ratings', c.total_ratings, 'avg_rating', c.avg_rating`
 
-// marketJSON renders one market (a cluster, its score and its members).
+// marketJSON renders one market (a cluster, its score and its members:
+// its keyword's rankings, a member's position its rank).
 const marketJSON = `SELECT json_object(` + scoreFields + `, 'computed_at', o.computed_at,
-  'members', (SELECT json_group_array(json_object('track_id', m.track_id, 'position', m.position,
+  'members', (SELECT json_group_array(json_object('track_id', m.track_id, 'position', m.rank,
       'name', (SELECT name FROM app_registry WHERE track_id = m.track_id)))
-    FROM market_cluster_members m WHERE m.cluster_id = o.cluster_id)) AS market
+    FROM crawl_rankings m WHERE m.keyword = o.cluster_id)) AS market
 FROM opportunity_scores o JOIN market_clusters c ON c.cluster_id = o.cluster_id`
 
 // scoresSQL reads one cluster's scores by primary key; a cluster not scored
@@ -204,9 +200,7 @@ func HotQueries() []d1.NamedQuery {
 		// A chunk of the cron's check at its size: the keywords past the
 		// cursor by primary key, each one's rankings, apps and members by theirs.
 		{Name: "cluster drift", SQL: driftSQL, Args: []any{"", ClusterCheckChunk}},
-		{Name: "cluster rows written", SQL: clusterRowsSQL, Args: []any{`[["budget",3,12000,3.9,0.4,0.34,0.66]]`, "2026-01-01T00:00:00.000Z"}},
-		{Name: "cluster members written", SQL: membersSQL, Args: []any{`[["budget",100000001,1]]`}},
-		{Name: "cluster members gone", SQL: membersGoneSQL, Args: []any{`[["budget",100000001]]`}},
+		{Name: "cluster rows written", SQL: clusterRowsSQL, Args: []any{`[["budget",3,12000,3.9,0.4,0.34,0.66,300000003]]`, "2026-01-01T00:00:00.000Z"}},
 		{Name: "fragmentation written", SQL: fragmentationSQL, Args: []any{`[["budget",0.34,0.66]]`, "2026-01-01T00:00:00.000Z"}},
 		{Name: "app scores written", SQL: registry.AppScoresSQL, Args: []any{`[[100000001,12.5,61.2]]`, "2026-01-01T00:00:00.000Z"}},
 		{Name: "opportunity scores written", SQL: opportunityScoresSQL, Args: []any{`[["budget",40.1,4.1,0.66,0.1]]`, "2026-01-01T00:00:00.000Z"}},
@@ -219,8 +213,8 @@ const ClusterCursor = "clustering"
 // The clustering cron's bounds (ClusterBatchKeywords a run, in markets.go).
 const (
 	// ClusterCheckChunk is the keywords one drift read compares: by its
-	// plan ~80 rows a keyword (its ~18 rankings, their apps and
-	// memberships, its members counted, its cluster and score).
+	// plan ~40 rows a keyword (its ~18 rankings and their apps, its
+	// cluster and score; ~80 while the members were a table of their own).
 	// The read walks its own batch twice (998 rows at 500 in
 	// worker/queryplan_test.go's plan test), under that test's bound of
 	// 1,000: a bigger chunk needs a read that walks it once.
@@ -343,23 +337,15 @@ func (m *Markets) diff(ctx context.Context, keywords []string) (ClusterDiff, err
 		TopShare      *float64 `json:"top_share"`
 		HHI           *float64 `json:"hhi"`
 		Fragmentation *float64 `json:"fragmentation"`
-		Members       string   `json:"members"`
+		MemberSum     *int64   `json:"member_sum"`
 	}
 	if err := m.DB.Query(ctx, &stored, storedClustersSQL, jsonArg(clusterIDs(fresh))); err != nil {
 		return ClusterDiff{}, err
 	}
 	byID := make(map[string]StoredCluster, len(stored))
 	for _, s := range stored {
-		var pairs [][2]int64
-		if err := json.Unmarshal([]byte(s.Members), &pairs); err != nil {
-			return ClusterDiff{}, fmt.Errorf("markets: members of %q: %w", s.ID, err)
-		}
-		pos := make(map[int64]int, len(pairs))
-		for _, p := range pairs {
-			pos[p[0]] = int(p[1])
-		}
 		byID[s.ID] = StoredCluster{Apps: s.Apps, TotalRatings: s.TotalRatings, AvgRating: s.AvgRating, TopShare: s.TopShare,
-			HHI: s.HHI, Fragmentation: s.Fragmentation, Positions: pos}
+			HHI: s.HHI, Fragmentation: s.Fragmentation, MemberSum: s.MemberSum}
 	}
 	return DiffClusters(fresh, byID), nil
 }
@@ -524,38 +510,23 @@ func ScoreStatements(cs []Cluster, now time.Time) []d1.Stmt {
 	return []d1.Stmt{{SQL: opportunityScoresSQL, Args: []any{jsonArg(rows), d1.Time(now)}}}
 }
 
-// DiffStatements writes a re-clustering's changes: at most one statement
-// for each of the cluster rows, the memberships gone and the memberships
-// new or moved. The cluster rows carry their fragmentation, measured from
-// the same ratings, so the clusters-ready analysis that follows finds it
-// current and writes nothing.
+// DiffStatements writes a re-clustering's changes: one statement for the
+// cluster rows that changed (their members are their keywords' rankings,
+// written by the search). The cluster rows carry their fragmentation,
+// measured from the same ratings, so the clusters-ready analysis that
+// follows finds it current and writes nothing.
 func DiffStatements(d ClusterDiff, now time.Time) []d1.Stmt {
-	var stmts []d1.Stmt
-	if len(d.Rows) > 0 {
-		rows := make([][]any, len(d.Rows))
-		for i, c := range d.Rows {
-			rows[i] = []any{c.ID, c.Apps, c.TotalRatings, c.AvgRating, c.TopShare, c.HHI, c.Fragmentation}
-		}
-		stmts = append(stmts, d1.Stmt{SQL: clusterRowsSQL, Args: []any{jsonArg(rows), d1.Time(now)}})
+	if len(d.Rows) == 0 {
+		return nil
 	}
-	if len(d.Gone) > 0 {
-		rows := make([][]any, len(d.Gone))
-		for i, g := range d.Gone {
-			rows[i] = []any{g.ClusterID, g.TrackID}
-		}
-		stmts = append(stmts, d1.Stmt{SQL: membersGoneSQL, Args: []any{jsonArg(rows)}})
+	rows := make([][]any, len(d.Rows))
+	for i, c := range d.Rows {
+		rows[i] = []any{c.ID, c.Apps, c.TotalRatings, c.AvgRating, c.TopShare, c.HHI, c.Fragmentation, c.MemberSum}
 	}
-	if len(d.Members) > 0 {
-		rows := make([][]any, len(d.Members))
-		for i, mb := range d.Members {
-			rows[i] = []any{mb.ClusterID, mb.TrackID, mb.Position}
-		}
-		stmts = append(stmts, d1.Stmt{SQL: membersSQL, Args: []any{jsonArg(rows)}})
-	}
-	return stmts
+	return []d1.Stmt{{SQL: clusterRowsSQL, Args: []any{jsonArg(rows), d1.Time(now)}}}
 }
 
-// ClusterStatements writes clusters as new: each one's row and members.
+// ClusterStatements writes clusters as new: each one's row.
 func ClusterStatements(cs []Cluster, now time.Time) []d1.Stmt {
 	return DiffStatements(DiffClusters(cs, nil), now)
 }

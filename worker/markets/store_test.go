@@ -87,7 +87,7 @@ func TestEventChainAgainstD1(t *testing.T) {
 	if handled != 3 {
 		t.Fatalf("rankings-updated → clusters-ready → fragmentation-done: %d messages", handled)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM market_cluster_members`); n != 6 {
+	if n := drv.Int(t, `SELECT COUNT(*) FROM crawl_rankings r JOIN market_clusters c ON c.cluster_id = r.keyword AND c.member_sum IS NOT NULL`); n != 6 {
 		t.Fatalf("members: %d", n)
 	}
 	rows := drv.Rows(t, `SELECT cluster_id, hhi, fragmentation FROM market_clusters ORDER BY cluster_id`)
@@ -174,13 +174,15 @@ func rankingsUpdated(now time.Time, kws ...string) string {
 // TestReclusteringWritesOnlyWhatChanged counts the rows a rankings-updated
 // event writes through the whole chain (clustering, fragmentation,
 // scores), triggers included: none when the keywords' rankings and
-// ratings did not change; when one keyword gained an app, that
-// membership, its cluster's row (its stats) and its score, three rows
-// (and the index entries those touch: the membership's
-// idx_market_cluster_members_track, the row's idx_market_clusters_size,
-// the score's idx_opportunity_scores_score and _computed). Before, every
-// re-clustering rewrote each cluster, all its members (a delete and an
-// insert each), its fragmentation and its score: 1 + 2×members + 2 rows.
+// ratings did not change; when one keyword gained an app, its cluster's
+// row (its stats) and its score, two rows (and the index entries those
+// touch: the row's idx_market_clusters_size, the score's
+// idx_opportunity_scores_score and _computed): its membership is its
+// ranking (migrations/0034), written by the search. Until then the
+// membership was a row of its own (and its entry in
+// idx_market_cluster_members_track); before, every re-clustering rewrote
+// each cluster, all its members (a delete and an insert each), its
+// fragmentation and its score: 1 + 2×members + 2 rows.
 func TestReclusteringWritesOnlyWhatChanged(t *testing.T) {
 	db, drv := d1test.New(t)
 	seedMarkets(t, drv)
@@ -192,10 +194,11 @@ func TestReclusteringWritesOnlyWhatChanged(t *testing.T) {
 	if n := runChain(t, m, q, t0, rankingsUpdated(t0, "budget", "chat")); n != 3 {
 		t.Fatalf("first clustering: %d messages", n)
 	}
-	// Two clusters (a row and the ledger counter's trigger each), six
-	// members, two scores (a row and the trigger each).
-	if w := drv.TotalChanges(t) - before; w != 14 {
-		t.Fatalf("first clustering wrote %d rows, want 14", w)
+	// Two clusters (a row and the ledger counter's trigger each), two
+	// scores (a row and the trigger each); until migrations/0034 the six
+	// members were six rows more.
+	if w := drv.TotalChanges(t) - before; w != 8 {
+		t.Fatalf("first clustering wrote %d rows, want 8", w)
 	}
 	scoredAt := func(id string) string {
 		return drv.Rows(t, `SELECT computed_at FROM opportunity_scores WHERE cluster_id = ?`, id)[0]["computed_at"].(string)
@@ -211,7 +214,7 @@ func TestReclusteringWritesOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("unchanged rankings wrote %d rows", w)
 	}
 
-	// budget gains an app: its membership, its cluster's stats, its score.
+	// budget gains an app: its cluster's stats, its score.
 	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating) VALUES (7, 'app', 2500, 3.5)`)
 	drv.Exec(t, `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES ('budget', 7, 4, '2026-11-23T13:00:00.000Z')`)
 	t2 := t0.Add(2 * time.Hour)
@@ -219,10 +222,10 @@ func TestReclusteringWritesOnlyWhatChanged(t *testing.T) {
 	if n := runChain(t, m, q, t2, rankingsUpdated(t2, "budget", "chat")); n != 3 {
 		t.Fatalf("a gained app: %d messages", n)
 	}
-	if w := drv.TotalChanges(t) - before; w != 3 {
-		t.Fatalf("a gained app wrote %d rows, want 3 (membership, cluster, score)", w)
+	if w := drv.TotalChanges(t) - before; w != 2 {
+		t.Fatalf("a gained app wrote %d rows, want 2 (cluster, score)", w)
 	}
-	if got := drv.Rows(t, `SELECT app_count, position FROM market_clusters c JOIN market_cluster_members m ON m.cluster_id = c.cluster_id AND m.track_id = 7`); len(got) != 1 || got[0]["app_count"] != 4.0 || got[0]["position"] != 4.0 {
+	if got := drv.Rows(t, `SELECT app_count, m.rank AS position FROM market_clusters c JOIN crawl_rankings m ON m.keyword = c.cluster_id AND m.track_id = 7`); len(got) != 1 || got[0]["app_count"] != 4.0 || got[0]["position"] != 4.0 {
 		t.Fatalf("budget's new member: %v", got)
 	}
 	// The steering re-values the keywords of re-scored clusters: budget's
@@ -261,8 +264,10 @@ func TestScoreKeepsComputedAtUnlessTheScoreMoves(t *testing.T) {
 
 // TestClusteringCronRepairsOnlyDrift: the cron checks every searched
 // keyword and re-clusters only those whose stored market disagrees with
-// their rankings (never clustered, a member moved without its event, a
-// score missing); a check that finds none writes its cursor alone.
+// their rankings (never clustered, a member replaced without its event, a
+// score missing); a check that finds none writes its cursor alone. A rank
+// that moved is no drift: the members are the rankings, the stats do not
+// read ranks.
 func TestClusteringCronRepairsOnlyDrift(t *testing.T) {
 	db, drv := d1test.New(t)
 	seedMarkets(t, drv)
@@ -300,14 +305,21 @@ func TestClusteringCronRepairsOnlyDrift(t *testing.T) {
 	if w, sent := cron(t0.Add(6*time.Hour), `2 keywords checked from "", 0 re-clustered`); w != 0 || len(sent) != 0 {
 		t.Fatalf("a clean check wrote %d rows, sent %v", w, sent)
 	}
-	// chat's rankings moved and its event was lost; budget's score is gone.
+	// chat's ranks moved: no drift.
 	drv.Exec(t, `UPDATE crawl_rankings SET rank = 4 - rank WHERE keyword = 'chat' AND track_id IN (4, 6)`)
+	if w, sent := cron(t0.Add(7*time.Hour), `2 keywords checked from "", 0 re-clustered`); w != 0 || len(sent) != 0 {
+		t.Fatalf("moved ranks: %d rows, sent %v", w, sent)
+	}
+	// chat's app 6 replaced by app 7 (as many apps: the count holds) and
+	// its event lost; budget's score is gone.
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating) VALUES (7, 'app', 700, 3.1)`)
+	drv.Exec(t, `UPDATE crawl_rankings SET track_id = 7 WHERE keyword = 'chat' AND track_id = 6`)
 	drv.Exec(t, `DELETE FROM opportunity_scores WHERE cluster_id = 'budget'`)
 	if _, sent := cron(t0.Add(12*time.Hour), `2 keywords checked from "", 2 re-clustered`); len(sent) != 1 {
 		t.Fatalf("repairs not announced: %v", sent)
 	}
-	if got := drv.Rows(t, `SELECT track_id FROM market_cluster_members WHERE cluster_id = 'chat' ORDER BY position`); fmt.Sprint(got) != "[map[track_id:6] map[track_id:5] map[track_id:4]]" {
-		t.Fatalf("chat's members: %v", got)
+	if got := drv.Rows(t, `SELECT total_ratings, member_sum FROM market_clusters WHERE cluster_id = 'chat'`); fmt.Sprint(got) != "[map[member_sum:16 total_ratings:2.0017e+06]]" {
+		t.Fatalf("chat's stats: %v", got)
 	}
 	if n := drv.Int(t, `SELECT count(*) FROM opportunity_scores`); n != 2 {
 		t.Fatalf("budget's score not restored: %d scores", n)

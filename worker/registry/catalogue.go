@@ -17,7 +17,10 @@ import (
 // them); a known one gets
 // last_seen_at, loses its stale mark, and takes the lookup-level fields
 // the source carries (the history triggers record what changed, at
-// observed_at). An enriched app whose version changed since its page was
+// observed_at). A new app a search found is inserted with the rest of the
+// result's lookup fields ("l", SearchOwnValues) and its lookup_at, which
+// the search's SearchResult statement would otherwise write over the row
+// just inserted (a row more a new app); a known app's are SearchResult's. An enriched app whose version changed since its page was
 // fetched is due for a refresh now. A new version's release notes are
 // the source's, or unknown (NULL), never the old version's, so the version
 // history records the right ones. A known app is written only when
@@ -28,13 +31,20 @@ import (
 // write the row and its index entries). Numbered parameters: ?1 the JSON
 // list, ?2 the time, ?3 and ?4 the times before which a stored sighting
 // moves.
-const observeSQL = `WITH s AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.name') AS name,
+var observeSQL = sync.OnceValue(func() string {
+	own := searchOwnColumns()
+	cols, vals := make([]string, len(own)), make([]string, len(own))
+	for i, c := range own {
+		cols[i], vals[i] = c, fmt.Sprintf("l ->> %d", i)
+	}
+	return `WITH s AS (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.name') AS name,
   json_extract(value, '$.genre') AS genre, json_extract(value, '$.n') AS n, json_extract(value, '$.r') AS r,
   json_extract(value, '$.p') AS p, json_extract(value, '$.cur') AS cur, json_extract(value, '$.v') AS v,
-  json_extract(value, '$.vd') AS vd, json_extract(value, '$.rn') AS rn FROM json_each(?1))
+  json_extract(value, '$.vd') AS vd, json_extract(value, '$.rn') AS rn, value -> '$.l' AS l FROM json_each(?1))
 INSERT INTO app_registry (track_id, name, genre_id, rating_count, average_rating, price, currency, version,
-  current_version_release_date, release_notes, last_seen_at, observed_at, discovered_at, values_at)
-SELECT id, name, genre, n, r, p, cur, v, vd, rn, ?2, CASE WHEN n IS NOT NULL THEN ?2 END, ?2, CASE WHEN n IS NOT NULL THEN ?2 END FROM s WHERE true
+  current_version_release_date, release_notes, last_seen_at, observed_at, discovered_at, values_at, ` + strings.Join(cols, ", ") + `, lookup_at)
+SELECT id, name, genre, n, r, p, cur, v, vd, rn, ?2, CASE WHEN n IS NOT NULL THEN ?2 END, ?2, CASE WHEN n IS NOT NULL THEN ?2 END,
+  ` + strings.Join(vals, ", ") + `, CASE WHEN l IS NOT NULL THEN ?2 END FROM s WHERE true
 ON CONFLICT (track_id) DO UPDATE SET
   last_seen_at = excluded.last_seen_at,
   values_at = COALESCE(app_registry.values_at, excluded.values_at),
@@ -62,15 +72,17 @@ WHERE app_registry.stale_at IS NOT NULL
   OR (excluded.release_notes IS NOT NULL AND excluded.release_notes IS NOT app_registry.release_notes)
   OR (app_registry.next_refresh_at > ?2 AND excluded.version IS NOT NULL
       AND app_registry.page_version IS NOT NULL AND excluded.version IS NOT app_registry.page_version)`
+})
 
 // Observe records what one chart scan or search saw: seen is a JSON array
 // of {"id", "name", "genre", and, when the source carries them, "n"
 // (ratings), "r" (average), "p" (price), "cur", "v" (version), "vd" (its
-// date), "rn" (its notes)}, each app once; now the time; seenBefore the
+// date), "rn" (its notes), "l" (a search result's SearchOwnValues)}, each
+// app once; now the time; seenBefore the
 // time before which a stored sighting moves, tieredSeenBefore the same for
 // an app with a refresh tier.
 func Observe(seen, now, seenBefore, tieredSeenBefore string) d1.Stmt {
-	return d1.Stmt{SQL: observeSQL, Args: []any{seen, now, seenBefore, tieredSeenBefore}}
+	return d1.Stmt{SQL: observeSQL(), Args: []any{seen, now, seenBefore, tieredSeenBefore}}
 }
 
 // Tiers writes a catalogue sweep's tiers and velocities: plans is a JSON
@@ -135,16 +147,42 @@ WHERE app_registry.enriched_at IS NULL AND (` +
 		searchOwnUpdates("excluded.%[1]s IS NOT app_registry.%[1]s", "\n  OR ") + `)`
 })
 
-// searchOwnUpdates formats each of LookupColumns but track_id and
-// SearchObserved with format, joined by sep.
-func searchOwnUpdates(format, sep string) string {
+// searchOwnColumns are LookupColumns but track_id and SearchObserved: the
+// lookup fields a search result's own statement keeps.
+var searchOwnColumns = sync.OnceValue(func() []string {
 	var out []string
 	for _, c := range lookupColumnList() {
 		if c != "track_id" && !SearchObserved[c] {
-			out = append(out, fmt.Sprintf(format, c))
+			out = append(out, c)
 		}
 	}
+	return out
+})
+
+// searchOwnUpdates formats each of searchOwnColumns with format, joined by
+// sep.
+func searchOwnUpdates(format, sep string) string {
+	out := make([]string, 0, len(searchOwnColumns()))
+	for _, c := range searchOwnColumns() {
+		out = append(out, fmt.Sprintf(format, c))
+	}
 	return strings.Join(out, sep)
+}
+
+// SearchOwnValues picks searchOwnColumns' values from lookup (the values
+// of LookupColumns, in order): what Observe inserts a new app with ("l").
+func SearchOwnValues(lookup []any) []any {
+	own := map[string]bool{}
+	for _, c := range searchOwnColumns() {
+		own[c] = true
+	}
+	out := make([]any, 0, len(own))
+	for i, c := range lookupColumnList() {
+		if own[c] && i < len(lookup) {
+			out = append(out, lookup[i])
+		}
+	}
+	return out
 }
 
 // SearchResult is SearchResultSQL for one result: lookup the values of

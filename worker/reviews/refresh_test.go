@@ -24,8 +24,8 @@ func TestRefreshFetchesTheTopClustersApps(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	// Two clusters: "photo" (score 80) led by 389801252, "budget" (score 20).
 	drv.Exec(t, `INSERT INTO opportunity_scores (cluster_id, score, computed_at) VALUES ('photo', 80, 'x'), ('budget', 20, 'x')`)
-	drv.Exec(t, `INSERT INTO market_cluster_members (cluster_id, track_id, position) VALUES
-  ('photo', 389801252, 1), ('photo', 415458524, 2), ('budget', 595068606, 1), ('budget', 389801252, 3)`)
+	drv.Exec(t, `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES
+  ('photo', 389801252, 1, '2026-11-01T00:00:00.000Z'), ('photo', 415458524, 2, '2026-11-01T00:00:00.000Z'), ('budget', 595068606, 1, '2026-11-01T00:00:00.000Z'), ('budget', 389801252, 3, '2026-11-01T00:00:00.000Z')`)
 	feeds := map[int64]string{389801252: "us_389801252_p1_2025.json", 415458524: "us_415458524_p1_2025.json", 595068606: "us_595068606_p1_2025.json"}
 	var asked []string
 	broken := int64(415458524)
@@ -81,7 +81,7 @@ func TestReviewReadsForTheAPI(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	drv.Exec(t, `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, computed_at) VALUES ('photo', 1, 1, 'x')`)
-	drv.Exec(t, `INSERT INTO market_cluster_members (cluster_id, track_id, position) VALUES ('photo', 389801252, 1)`)
+	drv.Exec(t, `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES ('photo', 389801252, 1, '2026-11-01T00:00:00.000Z')`)
 	drv.Exec(t, `INSERT INTO app_registry (track_id, name, developer_name) VALUES (389801252, 'Instagram', 'Instagram, Inc.')`)
 	st := D1Store{DB: db}
 	page := mustParse(t, "us_389801252_p1_2025.json", 389801252, "us")

@@ -36,16 +36,17 @@ ON CONFLICT (id) DO UPDATE SET app_id = excluded.app_id, country = excluded.coun
 type D1Store struct{ DB *d1.DB }
 
 // dueAppsSQL: the members of the top clusters by opportunity score whose
-// reviews are due, leaders (lowest position) first. CROSS JOIN fixes the
-// join order: the top clusters first (RefreshClusters rows of
-// idx_opportunity_scores_score), then each one's members by the primary
+// reviews are due, leaders (best rank) first; a market's members are its
+// keyword's rankings (migrations/0034). CROSS JOIN fixes the join order:
+// the top clusters first (RefreshClusters rows of
+// idx_opportunity_scores_score), then each one's rankings by the primary
 // key. Left to itself the planner (no statistics) walked every membership
-// by idx_market_cluster_members_track: 1.83M rows a run at 1.1M apps.
+// by their track-id index: 1.83M rows a run at 1.1M apps.
 const dueAppsSQL = `SELECT m.track_id FROM (SELECT cluster_id FROM opportunity_scores ORDER BY score DESC LIMIT ?) o
-CROSS JOIN market_cluster_members m ON m.cluster_id = o.cluster_id
+CROSS JOIN crawl_rankings m ON m.keyword = o.cluster_id
 LEFT JOIN review_fetches f ON f.app_id = m.track_id AND f.country = ?
 WHERE f.fetched_at IS NULL OR f.fetched_at < ?
-GROUP BY m.track_id ORDER BY MIN(m.position), m.track_id LIMIT ?`
+GROUP BY m.track_id ORDER BY MIN(m.rank), m.track_id LIMIT ?`
 
 // DueApps implements RefreshStore.
 func (s D1Store) DueApps(ctx context.Context, country string, clusters, n int, staleBefore time.Time) ([]int64, error) {
@@ -107,10 +108,10 @@ func (s D1Store) AppReviews(ctx context.Context, appID int64, limit, offset int)
 const (
 	clusterExistsSQL  = `SELECT COUNT(*) AS n FROM market_clusters WHERE cluster_id = ?`
 	clusterReviewsSQL = `SELECT r.id, r.app_id, r.country, r.rating, r.title, r.body, r.version, r.author_hash
-FROM market_cluster_members m JOIN app_reviews r ON r.app_id = m.track_id
-WHERE m.cluster_id = ? ORDER BY r.reviewed_at DESC, r.id LIMIT ?`
-	clusterNamesSQL = `SELECT a.name, a.developer_name FROM market_cluster_members m JOIN app_registry a ON a.track_id = m.track_id
-WHERE m.cluster_id = ?`
+FROM crawl_rankings m JOIN app_reviews r ON r.app_id = m.track_id
+WHERE m.keyword = ? ORDER BY r.reviewed_at DESC, r.id LIMIT ?`
+	clusterNamesSQL = `SELECT a.name, a.developer_name FROM crawl_rankings m JOIN app_registry a ON a.track_id = m.track_id
+WHERE m.keyword = ?`
 )
 
 // ClusterThemes is a cluster's complaint themes from its members' stored
