@@ -177,6 +177,8 @@ func enrichmentRun(args []js.Value) (any, error) {
 		Sleep:     cf.Sleep,
 		Limit:     enrichment.GlobalLimit(up.Limits, upstream.CatalogueLimit),
 		PageLimit: enrichment.GlobalLimit(up.Limits, upstream.StorePagesLimit),
+		// A lookup batch's pages in one acquire (one Durable Object request).
+		ReservePages: enrichment.GlobalReserve(up.Limits, upstream.StorePagesLimit),
 		// Due refreshes share the tick with the queue.
 		Refreshes:    enrichment.D1Store{DB: db},
 		RefreshShare: cfg.RefreshShare,

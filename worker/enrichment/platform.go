@@ -56,3 +56,18 @@ func GlobalLimit(limits *ratelimit.Client, key string) func(ctx context.Context,
 		return err
 	}
 }
+
+// GlobalReserve is Runner.ReservePages through the OmniLimiter key: n
+// slots in one acquire, carried by the returned ctx. A refusal refuses
+// the n pages it was for (ErrLimited each: their items keep their lookups
+// and wait, like refused pages); a limiter that cannot be reached leaves
+// each page to acquire for itself.
+func GlobalReserve(limits *ratelimit.Client, key string) func(ctx context.Context, n int) context.Context {
+	return func(ctx context.Context, n int) context.Context {
+		p := limits.Reserve(ctx, key, n)
+		if p == nil || (p.Err() != nil && !errors.Is(p.Err(), ratelimit.ErrRateLimited)) {
+			return ctx
+		}
+		return ratelimit.WithPermits(ctx, p)
+	}
+}
