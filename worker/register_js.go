@@ -125,6 +125,7 @@ func Register() {
 	binding.Set("limiterRestore", cf.Export(limiterRestore))
 	binding.Set("limiterRetire", cf.Export(limiterRetire))
 	binding.Set("ledgerPlan", cf.Export(ledgerPlan))
+	binding.Set("ledgerWakeAt", cf.Export(ledgerWakeAt))
 	binding.Set("ledgerConfirm", cf.ExportAsync(ledgerConfirm))
 	binding.Set("acquireFront", cf.Export(acquireFront))
 	binding.Set("acquireHeaders", cf.Export(acquireHeaders))
