@@ -57,17 +57,12 @@ func GlobalLimit(limits *ratelimit.Client, key string) func(ctx context.Context,
 	}
 }
 
-// GlobalReserve is Runner.ReservePages through the OmniLimiter key: n
-// slots in one acquire, carried by the returned ctx. A refusal refuses
-// the n pages it was for (ErrLimited each: their items keep their lookups
-// and wait, like refused pages); a limiter that cannot be reached leaves
-// each page to acquire for itself.
-func GlobalReserve(limits *ratelimit.Client, key string) func(ctx context.Context, n int) context.Context {
-	return func(ctx context.Context, n int) context.Context {
-		p := limits.Reserve(ctx, key, n)
-		if p == nil || (p.Err() != nil && !errors.Is(p.Err(), ratelimit.ErrRateLimited)) {
-			return ctx
-		}
-		return ratelimit.WithPermits(ctx, p)
-	}
+// GlobalLease is Runner.ReservePages (or ReserveLookups) through a lease
+// of the OmniLimiter key (ratelimit.Lease): a run takes its n slots from
+// the lease, which buys several runs' worth in one acquire. A refusal
+// refuses the n sends it was for (ErrLimited each: their items keep what
+// they have and wait, like refused requests); a limiter that cannot be
+// reached leaves each send to acquire for itself.
+func GlobalLease(lease *ratelimit.Lease, now func() time.Time) func(ctx context.Context, n int) context.Context {
+	return func(ctx context.Context, n int) context.Context { return lease.Take(ctx, n, now()) }
 }

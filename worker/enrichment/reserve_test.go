@@ -3,6 +3,7 @@ package enrichment
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -51,13 +52,15 @@ func limitedRunner(t *testing.T, srv *fakeUpstream, st *fakeStore, f *countingLi
 	c := &ratelimit.Client{Caller: f, MaxWait: time.Millisecond, Sleep: func(time.Duration) {}}
 	r.Limit = GlobalLimit(c, ratelimit.Catalogue)
 	r.PageLimit = GlobalLimit(c, ratelimit.StorePages)
-	r.ReservePages = GlobalReserve(c, ratelimit.StorePages)
+	r.ReservePages = GlobalLease(&ratelimit.Lease{Client: c, Key: ratelimit.StorePages}, time.Now)
+	r.ReserveLookups = GlobalLease(&ratelimit.Lease{Client: c, Key: ratelimit.Catalogue}, time.Now)
 	return r
 }
 
-// A run's pages are one acquire of as many units as pages it fetches, not
-// one a page: a tick of 10 items in chunks of 3 makes two limiter calls
-// (its lookup batch, its pages), where it made eleven.
+// A run's pages and lookups come from leases, not an acquire a request:
+// a tick of 10 items in chunks of 3 makes two limiter calls (one lease of
+// each host's limit), where it made eleven, and the next ticks of the
+// minute make none.
 func TestARunReservesItsPagesInOneAcquire(t *testing.T) {
 	var inflight, peak int
 	srv := fixtureUpstream(t, &inflight, &peak)
@@ -80,13 +83,18 @@ func TestARunReservesItsPagesInOneAcquire(t *testing.T) {
 	if pages != 9 || len(st.saved) != 9 || !st.missing[2] {
 		t.Fatalf("pages %d, saved %d, missing %v", pages, len(st.saved), st.missing)
 	}
-	if f.calls[ratelimit.StorePages] != 1 || f.costs[ratelimit.StorePages][0] != 9 || f.calls[ratelimit.Catalogue] != 1 {
-		t.Fatalf("limiter calls %v (costs %v), want one lookup acquire and one of 9 pages", f.calls, f.costs)
+	want := map[string][]int{ratelimit.StorePages: {ratelimit.LeaseSize(9, 9, 1200)}, ratelimit.Catalogue: {ratelimit.LeaseRuns}}
+	if fmt.Sprint(f.costs) != fmt.Sprint(want) {
+		t.Fatalf("limiter calls %v, want one lease of each limit %v", f.costs, want)
 	}
-	// The reservation is the budget the pages spent: 9 of the store host's
-	// 1,200 (gcra gives back 20 a second: the run took a fraction of one).
-	if d := f.states[ratelimit.StorePages].Acquire(time.Now(), 1); d.Remaining < 1200-10 || d.Remaining > 1200-10+10 {
-		t.Fatalf("store host's remaining after the run and one more: %d", d.Remaining)
+	// The next tick takes its pages and lookup from the leases.
+	st.queue = nil
+	for k := range 5 {
+		st.queue = append(st.queue, QueuedItem{TrackID: int64(fixtureID + 1100 + k)})
+	}
+	r.Run(context.Background(), controller.RunPlan{BatchSize: 5, ChunkItems: 3})
+	if len(st.saved) != 14 || fmt.Sprint(f.costs) != fmt.Sprint(want) {
+		t.Fatalf("second tick: saved %d, limiter calls %v", len(st.saved), f.costs)
 	}
 }
 
@@ -126,7 +134,8 @@ func TestARefusedReservationLosesNoItem(t *testing.T) {
 	if len(st.requeued)+len(st.gaveUp)+len(st.saved) != 0 {
 		t.Fatalf("requeued %v gave up %v saved %d: a refusal must not use an attempt", st.requeued, st.gaveUp, len(st.saved))
 	}
-	if f.calls[ratelimit.StorePages] != 1 {
-		t.Fatalf("store host acquires %d, want the one refused reservation", f.calls[ratelimit.StorePages])
+	// The lease ahead refused, then the run's own 5: two calls, no more.
+	if fmt.Sprint(f.costs[ratelimit.StorePages]) != fmt.Sprint([]int{ratelimit.LeaseSize(5, 5, 1200), 5}) {
+		t.Fatalf("store host acquires %v, want the lease ahead and the run's own need, both refused", f.costs[ratelimit.StorePages])
 	}
 }

@@ -156,11 +156,14 @@ type Runner struct {
 	// PageLimit, when set, is Limit for the store pages: the store host's
 	// own global limit (the API host's lookups go through Limit).
 	PageLimit func(ctx context.Context, cost int, fn func(context.Context) error) error
-	// ReservePages, when set, admits n store pages of PageLimit in one
-	// acquire and returns ctx carrying them: the pages of a lookup batch's
-	// items take their slots from it instead of an acquire each (one
-	// Durable Object request for the batch's pages; GlobalReserve).
-	ReservePages func(ctx context.Context, n int) context.Context
+	// ReservePages, when set, admits n store pages of PageLimit and
+	// returns ctx carrying them: the pages of a lookup batch's items take
+	// their slots from it instead of an acquire each. ReserveLookups is
+	// the same for the run's lookup batches under Limit. Through a lease
+	// (GlobalLease) a reservation is one acquire for several ticks: each
+	// acquire is a Durable Object request.
+	ReservePages   func(ctx context.Context, n int) context.Context
+	ReserveLookups func(ctx context.Context, n int) context.Context
 	// BodyBytes bounds the bodies a run holds at once (TickBodyBytes when 0).
 	BodyBytes int64
 	// Refreshes, when set, serves due refreshes beside the queue: they get
@@ -253,6 +256,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		chunk = 1
 	}
 	attempted, looked := 0, 0 // items [0, looked) have their lookup
+	lookupCtx := ctx          // carries the run's lookup slots, once reserved
 	// pageCtx carries the page slots reserved for the items up to
 	// reservedTo (one acquire a group of looked-up items: pageGroups).
 	pageCtx, reservedTo := ctx, 0
@@ -293,8 +297,13 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 				}
 				break
 			}
+			if lookupsSent == 1 && r.ReserveLookups != nil {
+				// The run's lookup batches in one reservation, its call
+				// charged to this batch's share (which holds its acquire).
+				lookupCtx = r.ReserveLookups(subreq.WithBudget(ctx, share), lookupsPlanned(len(items)-i, batchSize, plan))
+			}
 			looked = i + n
-			outs, req := r.lookupBatch(subreq.WithBudget(ctx, share), items[i:looked], i)
+			outs, req := r.lookupBatch(subreq.WithBudget(lookupCtx, share), items[i:looked], i)
 			copy(lookups[i:looked], outs)
 			share.Close()
 			if req != nil {
@@ -412,6 +421,21 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	out.Subrequests = budget.Used()
 	out.DurationMs = r.Now().Sub(start).Milliseconds()
 	return out
+}
+
+// lookupsPlanned is how many lookup batches a run sends for n items still
+// to look up: a batch a batchSize, up to the plan's LookupRequests (the API
+// host's pace for the tick). What one reservation asks the API host's
+// limit for; a run the budget cuts short leaves some unused.
+func lookupsPlanned(n, batchSize int, plan controller.RunPlan) int {
+	if n <= 0 || plan.NoLookups {
+		return 0
+	}
+	k := (n + batchSize - 1) / max(batchSize, 1)
+	if plan.LookupRequests > 0 {
+		k = min(k, plan.LookupRequests)
+	}
+	return k
 }
 
 // needsPage says whether item j (index in the run) will fetch its store
