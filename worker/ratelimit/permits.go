@@ -104,3 +104,25 @@ func (c *Client) ReserveKey(ctx context.Context, key string, p limiter.Policy, n
 	}
 	return out
 }
+
+// A reserver is how code that knows it is about to send n requests under
+// one limit asks for them in one acquire without knowing the limiter: the
+// caller that wires the fetch function puts its reservation function in
+// ctx (WithReserver, e.g. upstream.Limited.Reserve), and the code about
+// to send calls Reserved.
+type reserverKey struct{}
+
+// WithReserver is ctx carrying reserve (nil: none, hiding one ctx had:
+// a reserver of another limit would reserve slots nobody takes).
+func WithReserver(ctx context.Context, reserve func(ctx context.Context, n int) context.Context) context.Context {
+	return context.WithValue(ctx, reserverKey{}, reserve)
+}
+
+// Reserved is ctx carrying n sends admitted in one acquire, when ctx
+// carries a reserver; else ctx (each send acquires for itself).
+func Reserved(ctx context.Context, n int) context.Context {
+	if f, ok := ctx.Value(reserverKey{}).(func(ctx context.Context, n int) context.Context); ok && f != nil && n > 0 {
+		return f(ctx, n)
+	}
+	return ctx
+}
