@@ -43,6 +43,11 @@ func (f *limiterCalls) CallLimiter(_ context.Context, _, _, _ string, body []byt
 	return 200, b, nil
 }
 
+// noEvents takes the cycle's events and drops them.
+type noEvents struct{}
+
+func (noEvents) Send(context.Context, string) error { return nil }
+
 func reservingCrawler(t *testing.T, f *fakeDiscovery, lim *limiterCalls) (*Crawler, *atomic.Int64) {
 	var sent atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +61,7 @@ func reservingCrawler(t *testing.T, f *fakeDiscovery, lim *limiterCalls) (*Crawl
 	t.Cleanup(srv.Close)
 	up := upstream.Limited{Client: &upstream.Client{HTTP: srv.Client(), Timeout: 5 * time.Second},
 		Limits: &ratelimit.Client{Caller: lim, MaxWait: time.Millisecond, Sleep: noSleep}, Key: upstream.CatalogueLimit}
-	return &Crawler{Store: f, Fetch: up.Get, Reserve: up.Reserve, Events: &queue{}, APIBase: srv.URL, Country: "us", Sleep: noSleep}, &sent
+	return &Crawler{Store: f, Fetch: up.Get, Reserve: up.Reserve, Events: noEvents{}, APIBase: srv.URL, Country: "us", Sleep: noSleep}, &sent
 }
 
 // A cycle's scan and its keyword mapping each ask the API host's limit
