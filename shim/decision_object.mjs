@@ -13,7 +13,9 @@ import { Ledger } from "./ledger.mjs";
 //
 // One runtime alarm serves two clocks: the object's work (the subclass's
 // work()) and the ledger's debounced send. The work alarm is kept in
-// storage; the runtime alarm is the earlier of the two.
+// storage; the runtime alarm is the work's, with the ledger's send riding
+// on it when due shortly before (each wake is a billed request), else the
+// earlier of the two.
 const STATE_KEY = "state";
 const WORK_ALARM_KEY = "work_alarm_at";
 
@@ -70,10 +72,12 @@ export class DecisionObject extends DurableObject {
     await this.syncAlarm();
   }
 
-  // syncAlarm sets the runtime alarm to the earlier of work and ledger.
+  // syncAlarm sets the runtime alarm to the work alarm, or to the
+  // ledger's send or check when that is due well before it (Go's rule:
+  // durable/ledger.WakeAt; one due shortly before rides on the work's wake).
   async syncAlarm() {
-    const times = [this.workAlarm, this.ledger.dueAt()].filter((t) => t !== null && t !== undefined);
-    const want = times.length ? Math.min(...times) : null;
+    const go = await goBinding(this.env, this.ctx);
+    const want = this.ledger.wakeAt(go, this.workAlarm);
     const current = await this.ctx.storage.getAlarm();
     if (want === null) {
       if (current !== null) await this.ctx.storage.deleteAlarm();
@@ -97,6 +101,10 @@ export class DecisionObject extends DurableObject {
         await this.syncAlarm();
         throw e;
       }
+      // The facts the work appended go in this wake, not in one of their
+      // own the ledger's debounce later (each wake is a billed request).
+      this.ledger.sendNow(go);
+      await this.ledger.flush(go);
     }
     await this.syncAlarm();
   }

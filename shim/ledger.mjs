@@ -70,6 +70,20 @@ export class Ledger {
     return Number(this.meta("appended") ?? 0);
   }
 
+  // wakeAt is when the object wakes for its own next alarm at work (unix
+  // ms, or null) and for this ledger: Go's rule (durable/ledger.WakeAt), in
+  // which a send or check due shortly before work rides on it.
+  wakeAt(go, work) {
+    const at = callGo(go, "ledgerWakeAt", work ?? 0, JSON.stringify(this.writer));
+    return at > 0 ? at : null;
+  }
+
+  // sendNow makes the unsent facts due now: the alarm the object is in
+  // sends them (facts that need no coalescing, a limiter key's closed minute).
+  sendNow(go) {
+    if (this.unsentCount() > 0) this.plan(go, "flush", 0);
+  }
+
   // dueAt is when the next send or check is due (unix ms), or null.
   dueAt() {
     const times = [this.writer.due_at, this.writer.confirm_at].filter((t) => t > 0);

@@ -13,7 +13,9 @@ import { Ledger } from "./ledger.mjs";
 //                         and "key", and "closed": its lifetime counters as of the last minute fact
 // and holds a caller that asked to wait (waitMs) until a slot frees. Its
 // ledger gets one fact per minute of traffic (allowed, refused, waited); the
-// alarm closes the minute of a key that went quiet and sends the facts.
+// alarm at a minute's end closes it and sends its fact in the same wake
+// (the ledger's checks ride on it too), and an acquire closes the minute
+// before its own. Every call and alarm is a billed request: /status counts them.
 //
 // The tables are made by the first acquire, not by the constructor: a
 // status or ledger call of an unknown key only reads, and leaves no storage.
@@ -27,6 +29,9 @@ export class OmniLimiter extends DurableObject {
     // Storage operations since this object started, reported by /status so
     // the benchmark can check the cost per acquire.
     this.ops = { writes: 0, reads: 0 };
+    // Billed requests since this object started (calls and alarms), shown
+    // by /status so the scale bench counts what the limiter really costs.
+    this.requests = { calls: 0, alarms: 0 };
     this.ledger = new Ledger(ctx, env);
     this.ready = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
     this.alarmAt = null; // the runtime alarm as last set here (saves a read per acquire)
@@ -108,13 +113,14 @@ export class OmniLimiter extends DurableObject {
     this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('closed', ?)", JSON.stringify(a.closed));
   }
 
-  // arm keeps the alarm due by the open minute's end, the ledger's next
-  // send and the key's retirement (a time already past is left to the
-  // ledger's send, which a retirement waits for).
-  async arm(openUntil, retireAt) {
+  // arm keeps the alarm due by the open minute's end and the key's
+  // retirement (a time already past is left to the ledger's send, which a
+  // retirement waits for), with the ledger's send and check riding on that
+  // wake when due shortly before it (Go's rule: durable/ledger.WakeAt).
+  async arm(go, openUntil, retireAt) {
     const now = Date.now();
-    const times = [openUntil || null, this.ledger.dueAt(), retireAt > now ? retireAt : null].filter((t) => t !== null);
-    const want = times.length ? Math.min(...times) : null;
+    const own = [openUntil || null, retireAt > now ? retireAt : null].filter((t) => t !== null);
+    const want = this.ledger.wakeAt(go, own.length ? Math.min(...own) : null);
     if (want !== null && (this.alarmAt === null || this.alarmAt > want || this.alarmAt < now)) {
       this.alarmAt = want;
       await this.ctx.storage.setAlarm(want);
@@ -125,6 +131,7 @@ export class OmniLimiter extends DurableObject {
   // retires an idle client key.
   async alarm() {
     const go = await goBinding(this.env, this.ctx);
+    this.requests.alarms++;
     this.alarmAt = null;
     let a = callGo(go, "limiterRoll", this.id, Date.now());
     if (a.restore_stored && this.restoreStored(go)) {
@@ -132,9 +139,12 @@ export class OmniLimiter extends DurableObject {
       a = callGo(go, "limiterRoll", this.id, Date.now());
     }
     this.record(go, a);
+    // The minute this alarm closed is a summary already: it goes now, not
+    // in a wake of its own the ledger's debounce later.
+    if (a.fact) this.ledger.sendNow(go);
     await this.ledger.flush(go);
     if (a.retire && (await this.ctx.blockConcurrencyWhile(() => this.retire(go)))) return;
-    await this.arm(a.open_until, a.retire_at);
+    await this.arm(go, a.open_until, a.retire_at);
   }
 
   // retire ends an idle client key (Go decided it is due): once every fact
@@ -177,10 +187,12 @@ export class OmniLimiter extends DurableObject {
   // (durable/limiter.Answer): restore, persist, record, arm, hold, answer.
   async call(method, path, body) {
     const go = await goBinding(this.env, this.ctx);
+    this.requests.calls++;
     const started = Date.now();
     let waited = false;
     for (;;) {
-      const a = callGo(go, "limiterCall", this.id, method, path, body, started, waited, Date.now(), this.ops.writes, this.ops.reads);
+      const a = callGo(go, "limiterCall", this.id, method, path, body, started, waited, Date.now(), this.ops.writes, this.ops.reads,
+        this.requests.calls, this.requests.alarms);
       // Storage's policy first: an acquire of a key this instance has not
       // seen is compared with it (Go answers 409 to a change not asked for).
       if (a.restore_stored && this.restoreStored(go)) continue;
@@ -190,7 +202,7 @@ export class OmniLimiter extends DurableObject {
       }
       this.persist(a.write); // the output gate holds the answer until this is durable
       this.record(go, a);
-      await this.arm(a.open_until, 0);
+      await this.arm(go, a.open_until, 0);
       if (a.wait_ms) {
         // Held instead of refused, while the caller's wait budget lasts.
         waited = true;

@@ -24,7 +24,8 @@ func (cronTasks) WakeScheduler(ctx context.Context) (int, error) {
 }
 
 func (cronTasks) Crawl(ctx context.Context) crawl.Result {
-	c := &crawl.Crawler{Store: crawl.D1Store{DB: db}, Fetch: catalogue().Get, Events: eventQueue,
+	up := catalogue()
+	c := &crawl.Crawler{Store: crawl.D1Store{DB: db}, Fetch: up.Get, Reserve: up.Reserve, Events: eventQueue,
 		APIBase: cfg.APIBase, Country: cfg.Country, Sleep: cf.Sleep}
 	return c.Run(ctx, rand.Float64(), time.Now())
 }

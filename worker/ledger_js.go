@@ -28,6 +28,17 @@ func ledgerPlan(args []js.Value) (any, error) {
 	return ledger.NextWith(in.Writer, in.Step, ledgerRetention(), cfg.LedgerConfirmAfter, time.UnixMilli(int64(args[1].Float()))), nil
 }
 
+// ledgerWakeAt(workMs, writerJSON) → unix ms (0: none): when an object
+// whose own next alarm is at workMs wakes for it and its ledger
+// (durable/ledger.WakeAt: sends and checks ride on the object's alarm).
+func ledgerWakeAt(args []js.Value) (any, error) {
+	var w ledger.Writer
+	if err := json.Unmarshal([]byte(args[1].String()), &w); err != nil {
+		return nil, fmt.Errorf("ledgerWakeAt: %w", err)
+	}
+	return ledger.WakeAt(int64(args[0].Float()), w), nil
+}
+
 // ledgerConfirm(idsJSON) → Promise of {"present": [...]}: which of a
 // writer's sent facts D1 has (durable/ledger.Confirm); the shim resends
 // the others.

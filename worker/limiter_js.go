@@ -16,16 +16,17 @@ import (
 var limiterObjects limiter.Objects
 
 // limiterCall(objectID, method, path, body, startedMs, waited, nowMs,
-// storageWrites, storageReads) → limiter.Answer. Positional, not one JSON
+// storageWrites, storageReads, calls, alarms) → limiter.Answer. Positional, not one JSON
 // argument: the acquire body is not encoded twice on the hot path.
 func limiterCall(args []js.Value) (any, error) {
-	if len(args) != 9 {
-		return nil, fmt.Errorf("limiterCall: want 9 args, got %d", len(args))
+	if len(args) != 11 {
+		return nil, fmt.Errorf("limiterCall: want 11 args, got %d", len(args))
 	}
 	c := limiter.Call{
 		Method: args[1].String(), Path: args[2].String(), Body: args[3].String(),
 		StartedMs: int64(args[4].Float()), Waited: args[5].Truthy(),
-		Storage: limiter.StorageOps{Writes: int64(args[7].Float()), Reads: int64(args[8].Float())},
+		Storage:  limiter.StorageOps{Writes: int64(args[7].Float()), Reads: int64(args[8].Float())},
+		Requests: limiter.Requests{Calls: int64(args[9].Float()), Alarms: int64(args[10].Float())},
 	}
 	return limiterObjects.Handle(args[0].String(), c, time.UnixMilli(int64(args[6].Float()))), nil
 }

@@ -24,6 +24,7 @@ import (
 	"storecrawl/worker/history"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
+	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/upstream"
 )
 
@@ -125,6 +126,7 @@ func Register() {
 	binding.Set("limiterRestore", cf.Export(limiterRestore))
 	binding.Set("limiterRetire", cf.Export(limiterRetire))
 	binding.Set("ledgerPlan", cf.Export(ledgerPlan))
+	binding.Set("ledgerWakeAt", cf.Export(ledgerWakeAt))
 	binding.Set("ledgerConfirm", cf.ExportAsync(ledgerConfirm))
 	binding.Set("acquireFront", cf.Export(acquireFront))
 	binding.Set("acquireHeaders", cf.Export(acquireHeaders))
@@ -156,6 +158,19 @@ func emit[E ~map[string]any](events []E) {
 	}
 }
 
+// The controller's leases of its two limits: its runs follow each other in
+// this instance, and take their slots from these (ratelimit.Lease).
+var (
+	pageLease   = &ratelimit.Lease{Key: upstream.StorePagesLimit}
+	lookupLease = &ratelimit.Lease{Key: upstream.CatalogueLimit}
+)
+
+// leaseOf is l acquiring through c (the run's client).
+func leaseOf(l *ratelimit.Lease, c *ratelimit.Client) *ratelimit.Lease {
+	l.Client = c
+	return l
+}
+
 // enrichmentRun(planJSON) → Promise of the run's outcome: the I/O of one
 // EnrichmentController tick (worker/enrichment performs what
 // durable/enrichment decided).
@@ -177,6 +192,10 @@ func enrichmentRun(args []js.Value) (any, error) {
 		Sleep:     cf.Sleep,
 		Limit:     enrichment.GlobalLimit(up.Limits, upstream.CatalogueLimit),
 		PageLimit: enrichment.GlobalLimit(up.Limits, upstream.StorePagesLimit),
+		// Pages and lookups from leases: one acquire (a Durable Object
+		// request) for several ticks' worth.
+		ReservePages:   enrichment.GlobalLease(leaseOf(pageLease, up.Limits), time.Now),
+		ReserveLookups: enrichment.GlobalLease(leaseOf(lookupLease, up.Limits), time.Now),
 		// Due refreshes share the tick with the queue.
 		Refreshes:    enrichment.D1Store{DB: db},
 		RefreshShare: cfg.RefreshShare,

@@ -31,11 +31,12 @@ func schedulerDecide(args []js.Value) (any, error) {
 // failures are in the result; the promise rejects only for a bug, so the
 // runtime's alarm retry stays for transport-level failures.
 func schedulerRunTask(args []js.Value) (any, error) {
-	deps := tasks.Bindings{D1Store: tasks.D1Store{DB: db}, Get: catalogue().Get, Values: kvCache, Reconciler: historyService, Reparser: pageReparser,
+	up, feeds := catalogue(), reviewsFeed()
+	deps := tasks.Bindings{D1Store: tasks.D1Store{DB: db}, Get: up.Get, Reserve: up.Reserve, Values: kvCache, Reconciler: historyService, Reparser: pageReparser,
 		Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter, RetryFailedBatch: enrichment.RetryFailedBatch,
 		Pruner:    history.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now},
 		Catalogue: tasks.Catalogue{Store: living.D1Store{DB: db}, StaleAfter: cfg.StaleAfter, Now: time.Now},
-		Reviews:   reviews.D1Store{DB: db}, ReviewsGet: reviewsFeed().Get, APIBase: cfg.APIBase, Country: cfg.Country,
+		Reviews:   reviews.D1Store{DB: db}, ReviewsGet: feeds.Get, ReviewsReserve: feeds.Reserve, APIBase: cfg.APIBase, Country: cfg.Country,
 		Analyst: analystService()}
 	// The run's D1 cost and subrequests (counted, not capped), as a cron run records them.
 	ctx, cost := d1.WithCost(context.Background())

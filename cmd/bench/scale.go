@@ -47,9 +47,13 @@ const (
 	scaleClusterRuns = 2
 	// chartsPerRun: charts-refresh writes one KV value a chart.
 	chartsPerRun = 3 // collections
-	// limiterMinuteAlarms: each busy limiter key closes its minute with an
-	// alarm (two keys: the API host and the store host).
-	limiterMinuteAlarms = 2 * 24 * 60
+	// cronWakes: the crawl cycle's cron wakes the SchedulerDO and the
+	// EnrichmentController (a call each), so their alarms are armed.
+	cronWakes = 2
+	// reconcileObjectReads: ledger-reconcile reads the EnrichmentController's
+	// and the SchedulerDO's ledgers too (a call each; the limiter keys' are
+	// measured).
+	reconcileObjectReads = 2
 )
 
 type scaleReport struct {
@@ -138,7 +142,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	// RankingFillApps a cycle (it fills each app once).
 	cyc := ScaleOp{Name: "crawl-cycle (*/5)", RunsPerDay: 288, KVWrites: 1,
 		CoverDays: float64(shape.Enriched) / (crawl.RankingFillApps * 288)}
-	up0 := simServed()
+	lim0 := readLimiters(base)
 	var actions []string
 	for range scaleCrawlCycles {
 		r := fireCron(base)
@@ -146,8 +150,12 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		actions = append(actions, fmt.Sprintf("%s %d/%d/%dr%dw", r.Crawl.Action, r.Crawl.Searches, r.Crawl.Apps, r.D1.RowsRead, r.D1.RowsWritten))
 	}
 	finishRuns(&cyc, scaleCrawlCycles)
-	cyc.DORequests = 2 + float64(simServed()-up0)/scaleCrawlCycles // the wakes, and one limiter acquire an upstream request
-	cyc.QueueMessages = 1                                          // rankings-updated
+	// The wakes, and the limiter calls the cycles made (measured: a scan's
+	// charts and a task's searches are one reservation each); the limiter's
+	// alarms are the "limiter alarms" row.
+	cycCalls := LimiterDelta(lim0, readLimiters(base)).Calls
+	cyc.DORequests = cronWakes + cycCalls/scaleCrawlCycles
+	cyc.QueueMessages = 1 // rankings-updated
 	cyc.Note = fmt.Sprintf("%d re-searches due; action searches/apps/rows: %s", due, strings.Join(actions, ", "))
 	ops = append(ops, cyc)
 	measured(cyc)
@@ -164,6 +172,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	// cycle's rows and its queue batches charged to those apps.
 	fp := ScaleOp{Name: "crawl: a new app's keywords", PerNewApp: 1}
 	kw0, pending0 := countRows(dbPath, "crawl_keywords", ""), countRows(dbPath, "crawl_keywords", "searched_at IS NULL")
+	fpLim0 := readLimiters(base)
 	wranglerLocal(root, persist, "d1", "execute", "DB", "--local", "--command", fmt.Sprintf(
 		"UPDATE app_registry SET rankings_filled_at = NULL WHERE track_id IN (SELECT track_id FROM app_registry WHERE enrichment_source = 'itunes+store' AND rankings_filled_at IS NOT NULL ORDER BY track_id DESC LIMIT %d)", fillProbeApps))
 	var fpActions []string
@@ -178,6 +187,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 			break
 		}
 	}
+	fpCalls := LimiterDelta(fpLim0, readLimiters(base)).Calls
 	time.Sleep(10 * time.Second)
 	fpQueue := queueTotals(logPath)
 	newKeywords := countRows(dbPath, "crawl_keywords", "") - kw0
@@ -196,7 +206,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	}
 	fp.RowsRead, fp.RowsWritten = charge(fp.RowsRead), charge(fp.RowsWritten)
 	fp.Subrequests, fp.WallMs = charge(fp.Subrequests), charge(fp.WallMs)
-	fp.DORequests = fp.Subrequests
+	fp.DORequests = charge(fpCalls) // the limiter calls of the first searches (measured)
 	fp.QueueMessages = charge(fpQueue.messages - cycleQueue.messages)
 	fpQ := ScaleOp{Name: "queue consumer: a new app's keywords", PerNewApp: 1,
 		RowsRead: charge(fpQueue.read - cycleQueue.read), RowsWritten: charge(fpQueue.written - cycleQueue.written)}
@@ -239,7 +249,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		if t.Name == "charts-refresh" {
 			op.KVWrites = chartsPerRun * float64(len(tasks.ChartCategories)*len(tasks.ChartCountries))
 		}
-		u0 := simServed()
+		l0 := readLimiters(base)
 		for range scaleTaskRuns {
 			ts := runTask(base, t.Name)
 			addRun(&op, float64(ts.LastD1RowsRead), float64(ts.LastD1RowsWritten), float64(ts.LastSubrequests), float64(ts.LastDurationMs))
@@ -248,14 +258,24 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 			}
 		}
 		finishRuns(&op, scaleTaskRuns)
-		op.DORequests = float64(simServed()-u0) / scaleTaskRuns
+		// The limiter calls the runs made (measured); a task that sends
+		// under the reviews' limit also keeps that key busy a minute, which
+		// its alarm closes (the other keys' alarms: "limiter alarms").
+		op.DORequests = LimiterDelta(l0, readLimiters(base)).Calls / scaleTaskRuns
+		switch t.Name {
+		case "reviews-refresh":
+			op.DORequests++
+		case "ledger-reconcile":
+			op.DORequests += reconcileObjectReads
+		}
 		schedRunsPerDay += op.RunsPerDay
 		ops = append(ops, op)
 		measured(op)
 	}
-	// The scheduler's alarm: at most one a task run (runs due together share one).
+	// The scheduler's alarm: at most one a task run (runs due together
+	// share one); the facts its tasks append are sent in the same wake, and
+	// the ledger's checks ride on it (durable/ledger.WakeAt).
 	ops = append(ops, ScaleOp{Name: "scheduler alarms", RunsPerDay: schedRunsPerDay, DORequests: 1})
-	ops = append(ops, ScaleOp{Name: "limiter minute alarms", RunsPerDay: limiterMinuteAlarms, DORequests: 1})
 	// The cron phase's queue batches less the first searches' (above).
 	cronPhaseQueue := queueTotals(logPath).minus(fpQueue).plus(cycleQueue)
 	cronPhaseCycles := float64(scaleCrawlCycles)
@@ -303,12 +323,20 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	pagesPerNew, pagesPerRefresh := split(w1.pages, w2.pages)
 	newApps.R2ClassA = ClassAPerApp(max(0, pagesPerNew), w1.pages, w1.puts)
 	ref.R2ClassA = ClassAPerApp(max(0, pagesPerRefresh), w2.pages, w2.puts)
-	newApps.DORequests, ref.DORequests = newApps.Subrequests, ref.Subrequests // a limiter acquire an upstream request
+	// The limiter calls the windows made (measured: the controller's leases).
+	newApps.DORequests, ref.DORequests = split(w1.limiter.Calls, w2.limiter.Calls)
+	newApps.DORequests, ref.DORequests = max(0, newApps.DORequests), max(0, ref.DORequests)
 	bytesPerNew, bytesPerRefresh := split(w1.bytes, w2.bytes)
 	bytesPerNew, bytesPerRefresh = max(0, bytesPerNew), max(0, bytesPerRefresh)
 	newApps.Note = fmt.Sprintf("window 1: %.0f new apps and %.0f refreshes in %.1f min (%.0f new a day at the controller's pace), %.0f pages in %.0f R2 puts; window 2: %.0f and %.0f (%d queued at its start), %.0f pages in %.0f puts",
 		w1.completed, r1, w1.mins, w1.completed*perDay, w1.pages, w1.puts, w2.completed, refreshes, queuedAtW2, w2.pages, w2.puts)
+	// A tick is the controller's alarm: its facts are sent in the same
+	// wake, and the ledger's checks ride on it (durable/ledger.WakeAt).
 	ticks := ScaleOp{Name: "enrichment: ticks", RunsPerDay: w1.ticks * perDay, DORequests: 1}
+	// The limiter keys' alarms, measured while the controller ran (its two
+	// keys busy every minute, as in the fill month): per minute, all day.
+	limAlarms := ScaleOp{Name: "limiter alarms", RunsPerDay: 1440, DORequests: w1.limiter.Alarms / w1.mins,
+		Note: fmt.Sprintf("%.0f alarms in %.1f min of enrichment", w1.limiter.Alarms, w1.mins)}
 	completed, refreshed := w1.completed*perDay, (w1.refreshed+w1.unchanged)*perDay
 	dueRefreshes := float64(tiers["warm"])*dayS/refreshInterval("warm") + float64(tiers["hot"])*dayS/refreshInterval("hot") +
 		float64(tiers["cold"])*dayS/refreshInterval("cold")
@@ -333,7 +361,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	newApps.PerNewApp = 1
 	ref.RunsPerDay = dueRefreshes
 	ref.Note = fmt.Sprintf("measured on %.0f refreshes in %.1f min (%.0f unchanged); runs/day = what the policy schedules", refreshes, w2.mins, w2.unchanged)
-	ops = append(ops, newApps, ref, ticks)
+	ops = append(ops, newApps, ref, ticks, limAlarms)
 
 	// The three months (scale_month.go): the fill (the headline), the
 	// steady state after it, and the design's pace all month.
@@ -388,6 +416,9 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	say("%-26s %16.2f %16.0f %10.2f   (now %.2f GB, +%.1f MB/day, after a year %.2f GB)\n", "D1 storage GB (mean)", (m.D1BytesNow+15*bytesPerDay)/1e9, D1StorageGB.Included,
 		m.Overage[D1StorageGB.Name], m.D1BytesNow/1e9, bytesPerDay/1e6, m.D1BytesAfterYr/1e9)
 	line(DORequests, m.DORequests)
+	for _, s := range DOBreakdown(ops) {
+		say("    %-32s %12.0f\n", s.Name, s.Month)
+	}
 	line(QueueOps, m.QueueOps)
 	line(R2ClassA, m.R2ClassA)
 	line(R2ClassB, m.R2ClassB)
@@ -612,6 +643,7 @@ func startScaleWrangler(root, persist, logPath, simBase string) (string, func())
 type enrichWindow struct {
 	mins                                   float64
 	completed, refreshed, unchanged, ticks float64
+	limiter                                LimiterRequests // the limiter's calls and alarms in the window
 	read, written, upstream, pages, bytes  float64
 	puts                                   float64 // R2 puts of raw pages
 	q0, q1                                 queueSum
@@ -619,16 +651,16 @@ type enrichWindow struct {
 
 // measureEnrichment watches the running controller for windowMin minutes.
 func measureEnrichment(base, dbPath, logPath string, simServed func() int64, windowMin int) enrichWindow {
-	e0, q0, s0, b0, t0 := enrichStatus(base), queueTotals(logPath), simServed(), fileBytes(dbPath), time.Now()
+	e0, q0, s0, b0, l0, t0 := enrichStatus(base), queueTotals(logPath), simServed(), fileBytes(dbPath), readLimiters(base), time.Now()
 	time.Sleep(time.Duration(windowMin) * time.Minute)
-	e1, q1, s1, b1 := enrichStatus(base), queueTotals(logPath), simServed(), fileBytes(dbPath)
+	e1, q1, s1, b1, l1 := enrichStatus(base), queueTotals(logPath), simServed(), fileBytes(dbPath), readLimiters(base)
 	d := func(a, b int64) float64 { return float64(b - a) }
 	return enrichWindow{mins: time.Since(t0).Minutes(),
 		completed: d(e0.Totals.Completed, e1.Totals.Completed), refreshed: d(e0.Totals.Refreshed, e1.Totals.Refreshed),
 		unchanged: d(e0.Totals.RefreshesUnchanged, e1.Totals.RefreshesUnchanged), ticks: d(e0.Totals.Ticks, e1.Totals.Ticks),
 		read: d(e0.Totals.D1RowsRead, e1.Totals.D1RowsRead), written: d(e0.Totals.D1RowsWritten, e1.Totals.D1RowsWritten),
 		upstream: d(s0, s1), pages: d(e0.Totals.PageRequests, e1.Totals.PageRequests), bytes: d(b0, b1), q0: q0, q1: q1,
-		puts: d(e0.Totals.PagePuts, e1.Totals.PagePuts)}
+		puts: d(e0.Totals.PagePuts, e1.Totals.PagePuts), limiter: LimiterDelta(l0, l1)}
 }
 
 // coverRuns is the runs each pass over the catalogue takes to cover it

@@ -227,7 +227,7 @@ type Writer struct {
 
 // Step is what happened since the last plan.
 type Step struct {
-	// Op: "append", "sent", "failed"; "confirmed" after a check against
+	// Op: "append", "flush" (send now), "sent", "failed"; "confirmed" after a check against
 	// D1, "confirm_failed" when the check could not be made.
 	Op string `json:"op"`
 	// Remaining is how many facts are still unsent (after "sent"/"failed").
@@ -297,6 +297,11 @@ func NextWith(w Writer, st Step, retention, confirmAfter time.Duration, now time
 		if w.DueAt == 0 {
 			w.DueAt = now.Add(DebounceDelay).UnixMilli()
 		}
+	case "flush":
+		// The writer is awake in an alarm with facts that need no
+		// coalescing (a limiter key's closed minute, a summary already):
+		// they go now, not in a wake of their own DebounceDelay later.
+		w.DueAt = ms
 	case "sent":
 		w.Failures = 0
 		w.DueAt = 0
@@ -323,6 +328,43 @@ func NextWith(w Writer, st Step, retention, confirmAfter time.Duration, now time
 	}
 	return Plan{Writer: w, BatchLimit: MaxBatchFacts, PruneBefore: ms - retention.Milliseconds(),
 		ConfirmBatch: ConfirmBatch, ConfirmSentBefore: ms - confirmAfter.Milliseconds()}
+}
+
+// Waking a Durable Object is a billed request: the ledger's sends and
+// checks ride on the object's own alarms where they can (an alarm sends
+// the facts its work appended before it ends, and flushes the ledger
+// before its work).
+const (
+	// SendRideAlong: a send due less than this before the object's next
+	// alarm of its own (the controller's tick, the scheduler's next task,
+	// a limiter key's minute close) waits for that alarm: one wake instead
+	// of two, the facts in D1 at most this much later.
+	SendRideAlong = time.Minute
+	// CheckRideAlong is SendRideAlong for a check against D1, which no
+	// reader waits for (a sent fact is in D1 already, or is sent again).
+	CheckRideAlong = ConfirmAfter / 2
+)
+
+// WakeAt is when an object whose own next alarm is at work (unix ms; 0:
+// none) wakes for itself and its ledger w: the earliest of them, except
+// that the ledger's send due less than SendRideAlong before work, and its
+// check due less than CheckRideAlong before it, ride on it. 0: no wake is
+// needed.
+func WakeAt(work int64, w Writer) int64 {
+	at := work
+	for _, c := range []struct {
+		t    int64
+		ride time.Duration
+	}{{w.DueAt, SendRideAlong}, {w.ConfirmAt, CheckRideAlong}} {
+		t := c.t
+		if t <= 0 || (work > 0 && t >= work-c.ride.Milliseconds()) {
+			continue // none, or riding on work
+		}
+		if at == 0 || t < at {
+			at = t
+		}
+	}
+	return at
 }
 
 // Backoff is the wait after the n-th consecutive failed send.

@@ -215,3 +215,37 @@ func TestConfirmAfterIsASetting(t *testing.T) {
 		}
 	}
 }
+
+// A send or check due shortly before the object's own alarm rides on it
+// (one wake, not two); one due long before, or with no alarm of the
+// object's own, wakes it at its time.
+func TestWakeAtRidesOnTheObjectsOwnAlarm(t *testing.T) {
+	const work = int64(10_000_000)
+	ride, check := SendRideAlong.Milliseconds(), CheckRideAlong.Milliseconds()
+	for _, c := range []struct {
+		name string
+		work int64
+		w    Writer
+		want int64
+	}{
+		{"nothing due", 0, Writer{}, 0},
+		{"work only", work, Writer{}, work},
+		{"a send 5 s before the tick rides on it", work, Writer{DueAt: work - 5_000}, work},
+		{"a send just inside its ride rides", work, Writer{DueAt: work - ride}, work},
+		{"a check rides further", work, Writer{ConfirmAt: work - check}, work},
+		{"a check due longer before wakes at its time", work, Writer{ConfirmAt: work - check - 1}, work - check - 1},
+		{"a send due long before wakes at its time", work, Writer{DueAt: work - ride - 1, ConfirmAt: work - 1}, work - ride - 1},
+		{"no alarm of its own: the ledger's earliest", 0, Writer{DueAt: 700, ConfirmAt: 500}, 500},
+		{"a send after the work alarm: the work alarm", work, Writer{DueAt: work + 5}, work},
+	} {
+		if got := WakeAt(c.work, c.w); got != c.want {
+			t.Errorf("%s: wake at %d, want %d", c.name, got, c.want)
+		}
+	}
+	// A flush makes the unsent facts due now: no wake DebounceDelay later.
+	now := time.UnixMilli(1_800_000_000_000)
+	p := Next(Next(Writer{}, Step{Op: "append"}, DefaultRetention, now).Writer, Step{Op: "flush"}, DefaultRetention, now)
+	if p.DueAt != now.UnixMilli() {
+		t.Fatalf("flush: due %d, want now %d", p.DueAt, now.UnixMilli())
+	}
+}

@@ -63,6 +63,16 @@ type Call struct {
 	// Storage is the object's storage operations so far, shown by /status
 	// (the benchmark checks the writes per acquire).
 	Storage StorageOps `json:"storage"`
+	// Requests is the object's billed requests so far, shown by /status
+	// (the scale bench counts the limiter's Durable Object requests).
+	Requests Requests `json:"requests"`
+}
+
+// Requests counts an object's billed Durable Object requests since it
+// started: calls (an acquire, a status or ledger read) and alarms.
+type Requests struct {
+	Calls  int64 `json:"calls"`
+	Alarms int64 `json:"alarms"`
 }
 
 // StorageOps counts an object's storage operations since it started.
@@ -74,7 +84,8 @@ type StorageOps struct {
 // StatusBody is GET /status's answer.
 type StatusBody struct {
 	Usage
-	Storage StorageOps `json:"storage"`
+	Storage  StorageOps `json:"storage"`
+	Requests Requests   `json:"requests"`
 }
 
 // Answer is what the shim does after a call, in this order: restore and call
@@ -169,7 +180,7 @@ func (o *Objects) Handle(id string, c Call, now time.Time) Answer {
 			return Answer{RestoreStored: true, Response: object.ErrorResponse(404, "key", "no acquire has been made for this key")}
 		}
 		obj.used = now
-		return Answer{Response: &object.Response{Status: 200, Body: StatusBody{obj.state.Usage(now), c.Storage}}}
+		return Answer{Response: &object.Response{Status: 200, Body: StatusBody{obj.state.Usage(now), c.Storage, c.Requests}}}
 	case c.Method == "GET" && c.Path == "/ledger":
 		var q struct {
 			Key string `json:"key"`

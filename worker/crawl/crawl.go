@@ -16,6 +16,7 @@ import (
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/registry"
 	"storecrawl/worker/upstream"
 )
@@ -227,12 +228,22 @@ func beside(primary, side func() Result, sideName string) Result {
 	return res
 }
 
+// Reservations: every acquire at the global limiter is a Durable Object
+// request (billed), so a task asks for its sends in one acquire before it
+// starts them: keyword mapping for its picked keywords, a scan for its
+// charts. A reservation of n is the budget of n acquires of one, and the
+// sends are still spread as before (chunks of conns, KeywordChunkPause
+// between them); a refused one refuses each send it was for, which stops
+// the task with its work still due (ratelimit.Reserved; the Crawler puts
+// its Reserve in ctx).
+
 // scanCategory scans the most overdue category of tier.
 func scanCategory(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country, tier string, now time.Time) Result {
 	genre, _, err := store.NextCategory(ctx, tier, now)
 	if err != nil {
 		return Result{Action: "error", Tier: tier, Error: "pick: " + err.Error()}
 	}
+	ctx = ratelimit.Reserved(ctx, len(appstore.ChartCollections)) // its charts, one acquire
 	res := Result{Action: "category_scan", Tier: tier, GenreID: genre}
 	charts := map[string][]appstore.ChartEntry{}
 	for _, coll := range appstore.ChartCollections {
@@ -309,6 +320,7 @@ type searchReport struct {
 func searchKeywords(ctx context.Context, kws []string, chunk int, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration),
 	save func(ctx context.Context, kw string, apps []appstore.App, now time.Time) error, now time.Time) ([]searched, searchReport) {
 	chunk = max(chunk, 1)
+	ctx = ratelimit.Reserved(ctx, len(kws)) // the task's searches, one acquire
 	out := make([]searched, 0, len(kws))
 	var rep searchReport
 	for i := 0; i < len(kws); i += chunk {

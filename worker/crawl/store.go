@@ -9,6 +9,7 @@ import (
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/events"
+	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/registry"
 	"storecrawl/worker/upstream"
 )
@@ -210,8 +211,12 @@ func (s D1Store) SaveFill(ctx context.Context, apps []FillApp, now time.Time) (i
 // Crawler runs the crawl cycle on the Worker's clients and announces what
 // it changed.
 type Crawler struct {
-	Store   Store
-	Fetch   func(ctx context.Context, url string) upstream.Response
+	Store Store
+	Fetch func(ctx context.Context, url string) upstream.Response
+	// Reserve, when set, admits n of Fetch's calls in one acquire and
+	// returns ctx carrying them (upstream.Limited.Reserve): a task's
+	// searches, a scan's charts, each one limiter call (ratelimit.Reserved).
+	Reserve func(ctx context.Context, n int) context.Context
 	Events  events.Sender
 	APIBase string
 	Country string
@@ -222,7 +227,7 @@ type Crawler struct {
 // rankings-updated for the keywords whose rankings it wrote, so the markets
 // stage re-clusters them.
 func (c *Crawler) Run(ctx context.Context, r float64, now time.Time) Result {
-	res := CrawlCycle(ctx, c.Store, c.Fetch, c.APIBase, c.Country, c.Sleep, r, now)
+	res := CrawlCycle(ratelimit.WithReserver(ctx, c.Reserve), c.Store, c.Fetch, c.APIBase, c.Country, c.Sleep, r, now)
 	if err := events.Send(ctx, c.Events, events.NewKeyed(events.RankingsUpdated, res.Keywords, now)...); err != nil {
 		res.Error = joinErr(res.Error, "emit rankings-updated: "+err.Error())
 	}

@@ -109,14 +109,20 @@ func TestControllerEndToEnd(t *testing.T) {
 			t.Fatalf("competitiveness_score %v, want a score in (0, 100]", app["competitiveness_score"])
 		}
 		// Every upstream call went through the global limiter of its host:
-		// lookups (in batches) the API host's, pages the store host's.
-		for key, least := range map[string]float64{"upstream-catalogue": 1, "upstream-store-pages": 5} {
+		// lookups (in batches) the API host's, pages the store host's, each
+		// taken from a lease that buys several ticks' worth in one acquire
+		// (ratelimit.Lease), so the store host saw fewer acquires than pages.
+		for _, key := range []string{"upstream-catalogue", "upstream-store-pages"} {
 			var lim map[string]any
 			if code := doJSON(t, "GET", w.base+"/v1/limiter/status?namespace=internal&key="+key, "", nil, &lim); code != 200 {
 				t.Fatalf("limiter status %s: %d %v", key, code, lim)
 			}
-			if c := lim["counters"].(map[string]any); c["allowed"].(float64) < least {
+			acquires := lim["counters"].(map[string]any)["allowed"].(float64)
+			if acquires < 1 {
 				t.Fatalf("enrichment did not acquire through the OmniLimiter %s: %v", key, lim)
+			}
+			if pages := simRequests(t, s, "page"); key == "upstream-store-pages" && acquires >= pages {
+				t.Fatalf("pages not leased: %v acquires of %s for %v pages", acquires, key, pages)
 			}
 		}
 		hist, _ := app["rating_histogram"].([]any)

@@ -79,3 +79,13 @@ func GlobalLimit(limits *ratelimit.Client, key string) func(ctx context.Context,
 		return err
 	}
 }
+
+// GlobalLease is Runner.ReservePages (or ReserveLookups) through a lease
+// of the OmniLimiter key (ratelimit.Lease): a run takes its n slots from
+// the lease, which buys several runs' worth in one acquire. A refusal
+// refuses the n sends it was for (ErrLimited each: their items keep what
+// they have and wait, like refused requests); a limiter that cannot be
+// reached leaves each send to acquire for itself.
+func GlobalLease(lease *ratelimit.Lease, now func() time.Time) func(ctx context.Context, n int) context.Context {
+	return func(ctx context.Context, n int) context.Context { return lease.Take(ctx, n, now()) }
+}

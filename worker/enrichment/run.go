@@ -161,6 +161,14 @@ type Runner struct {
 	// PageLimit, when set, is Limit for the store pages: the store host's
 	// own global limit (the API host's lookups go through Limit).
 	PageLimit func(ctx context.Context, cost int, fn func(context.Context) error) error
+	// ReservePages, when set, admits n store pages of PageLimit and
+	// returns ctx carrying them: the pages of a lookup batch's items take
+	// their slots from it instead of an acquire each. ReserveLookups is
+	// the same for the run's lookup batches under Limit. Through a lease
+	// (GlobalLease) a reservation is one acquire for several ticks: each
+	// acquire is a Durable Object request.
+	ReservePages   func(ctx context.Context, n int) context.Context
+	ReserveLookups func(ctx context.Context, n int) context.Context
 	// BodyBytes bounds the bodies a run holds at once (TickBodyBytes when 0).
 	BodyBytes int64
 	// Refreshes, when set, serves due refreshes beside the queue: they get
@@ -263,6 +271,10 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		chunk = 1
 	}
 	attempted, looked := 0, 0 // items [0, looked) have their lookup
+	lookupCtx := ctx          // carries the run's lookup slots, once reserved
+	// pageCtx carries the page slots reserved for the items up to
+	// reservedTo (one acquire a group of looked-up items: pageGroups).
+	pageCtx, reservedTo := ctx, 0
 	var pages controller.PageTally
 	outOfBudget := false
 	lookupsSent := 0
@@ -300,8 +312,13 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 				}
 				break
 			}
+			if lookupsSent == 1 && r.ReserveLookups != nil {
+				// The run's lookup batches in one reservation, its call
+				// charged to this batch's share (which holds its acquire).
+				lookupCtx = r.ReserveLookups(subreq.WithBudget(ctx, share), lookupsPlanned(len(items)-i, batchSize, plan))
+			}
 			looked = i + n
-			outs, req := r.lookupBatch(subreq.WithBudget(ctx, share), items[i:looked], i)
+			outs, req := r.lookupBatch(subreq.WithBudget(lookupCtx, share), items[i:looked], i)
 			copy(lookups[i:looked], outs)
 			share.Close()
 			if req != nil {
@@ -331,6 +348,17 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		}
 		// Pages nobody can read: the rest of this run looks up only.
 		pagesOff := plan.SkipPages || pages.RunTripped()
+		if r.ReservePages != nil && i >= reservedTo {
+			// One acquire for the pages of every item looked up so far: its
+			// call is charged to the first such item of this chunk, whose
+			// share holds its own page acquire's worst case (which the slot
+			// then spares it).
+			need := pagesNeeded(items[i:looked], lookups[i:looked], i, pagesOff, plan)
+			if first := firstNeeding(items[i:end], lookups[i:end], i, pagesOff, plan); need > 0 && first >= 0 {
+				pageCtx = r.ReservePages(subreq.WithBudget(ctx, shares[first]), need)
+			}
+			reservedTo = looked
+		}
 		var wg sync.WaitGroup
 		for j := i; j < end; j++ {
 			wg.Add(1)
@@ -346,7 +374,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 					}
 				}()
 				fetchPage := !pagesOff || (plan.SkipPages && j < plan.PageProbes)
-				ictx := subreq.WithQueries(subreq.WithBudget(ctx, share), qshare)
+				ictx := subreq.WithQueries(subreq.WithBudget(pageCtx, share), qshare)
 				results[j], requests[j] = r.settle(ictx, items[j], j, lookups[j], fetchPage, plan.SkipPages)
 			}(j)
 		}
@@ -497,6 +525,56 @@ func (r *Runner) putPages(ctx context.Context, tp *tickPages, share *subreq.Budg
 			"bytes": len(tp.batch.Bytes()), "track_ids": tp.batch.TrackIDs(), "action": "records kept; the pages read as missing"})
 	}
 	return int(tp.puts.Load())
+}
+
+// lookupsPlanned is how many lookup batches a run sends for n items still
+// to look up: a batch a batchSize, up to the plan's LookupRequests (the API
+// host's pace for the tick). What one reservation asks the API host's
+// limit for; a run the budget cuts short leaves some unused.
+func lookupsPlanned(n, batchSize int, plan controller.RunPlan) int {
+	if n <= 0 || plan.NoLookups {
+		return 0
+	}
+	k := (n + batchSize - 1) / max(batchSize, 1)
+	if plan.LookupRequests > 0 {
+		k = min(k, plan.LookupRequests)
+	}
+	return k
+}
+
+// needsPage says whether item j (index in the run) will fetch its store
+// page, its lookup in hand: settle's own rule. A new app does when its
+// lookup found it and pages are on for it; a refresh only when its lookup
+// shows a change its page carries (DueRefresh.NeedsPage).
+func needsPage(it QueuedItem, lookup lookupOutcome, j int, pagesOff bool, plan controller.RunPlan) bool {
+	fetchPage := !pagesOff || (plan.SkipPages && j < plan.PageProbes)
+	if !fetchPage || lookup.class != controller.ClassOK {
+		return false
+	}
+	return it.Refresh == nil || it.Refresh.NeedsPage(lookup.app)
+}
+
+// pagesNeeded is how many of items (the run's from from) will fetch a
+// page: what one reservation asks the store host's limit for.
+func pagesNeeded(items []QueuedItem, lookups []lookupOutcome, from int, pagesOff bool, plan controller.RunPlan) int {
+	n := 0
+	for k := range items {
+		if needsPage(items[k], lookups[k], from+k, pagesOff, plan) {
+			n++
+		}
+	}
+	return n
+}
+
+// firstNeeding is the index in items of the first that will fetch a page
+// (-1: none).
+func firstNeeding(items []QueuedItem, lookups []lookupOutcome, from int, pagesOff bool, plan controller.RunPlan) int {
+	for k := range items {
+		if needsPage(items[k], lookups[k], from+k, pagesOff, plan) {
+			return k
+		}
+	}
+	return -1
 }
 
 // orderProbes puts the probe items first: while pages are paused the first

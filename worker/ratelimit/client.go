@@ -84,8 +84,18 @@ func (c *Client) Schedule(ctx context.Context, name string, cost int, fn func(co
 	return c.ScheduleKey(ctx, name, p, cost, fn)
 }
 
-// ScheduleKey runs fn once key's policy admits cost units.
+// ScheduleKey runs fn once key's policy admits cost units: from the
+// permits ctx carries for key while they last (WithPermits), else by an
+// acquire of its own.
 func (c *Client) ScheduleKey(ctx context.Context, key string, p limiter.Policy, cost int, fn func(context.Context) error) error {
+	if pm := permitsFor(ctx, key); pm != nil {
+		switch ok, err := pm.take(cost); {
+		case ok:
+			return fn(ctx)
+		case err != nil:
+			return err
+		}
+	}
 	budget := c.MaxWait
 	if budget <= 0 {
 		budget = DefaultMaxWait

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"storecrawl/internal/objects"
+	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/upstream"
 )
 
@@ -66,6 +67,9 @@ func Refresh(ctx context.Context, st RefreshStore, fetch func(ctx context.Contex
 		res.Err = "due apps: " + err.Error()
 		return res
 	}
+	// The run's feeds in one acquire when ctx carries a reserver: one
+	// Durable Object request, not one a feed.
+	ctx = ratelimit.Reserved(ctx, len(apps))
 	for _, id := range apps {
 		r := fetch(ctx, FeedURL(base, country, 1, id))
 		if r.Class == objects.ClassRateLimit {

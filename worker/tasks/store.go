@@ -9,6 +9,7 @@ import (
 	"storecrawl/worker/analyst"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/history"
+	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/upstream"
 )
 
@@ -114,8 +115,13 @@ type Bindings struct {
 	// the reviews' global limit; Country is the storefront.
 	Reviews    reviews.RefreshStore
 	ReviewsGet func(ctx context.Context, url string) upstream.Response
-	APIBase    string
-	Country    string
+	// Reserve and ReviewsReserve, when set, admit n of Get's (of
+	// ReviewsGet's) calls in one acquire and return ctx carrying them
+	// (upstream.Limited.Reserve): a run's charts, its reviews feeds.
+	Reserve        func(ctx context.Context, n int) context.Context
+	ReviewsReserve func(ctx context.Context, n int) context.Context
+	APIBase        string
+	Country        string
 	// Analyst writes the LLM briefs (analyst-run; nil: none bound).
 	Analyst *analyst.Analyst
 }
@@ -133,7 +139,12 @@ func (p Bindings) RefreshReviews(ctx context.Context, now time.Time) reviews.Ref
 	if p.Reviews == nil || p.ReviewsGet == nil {
 		return reviews.RefreshResult{Err: "no reviews store bound"}
 	}
-	return reviews.Refresh(ctx, p.Reviews, p.ReviewsGet, p.APIBase, p.Country, now)
+	return reviews.Refresh(ratelimit.WithReserver(ctx, p.ReviewsReserve), p.Reviews, p.ReviewsGet, p.APIBase, p.Country, now)
+}
+
+// ReserveFetches implements FetchReserver.
+func (p Bindings) ReserveFetches(ctx context.Context, n int) context.Context {
+	return ratelimit.Reserved(ratelimit.WithReserver(ctx, p.Reserve), n)
 }
 
 // RetryFailedBefore implements FailedRetrier.

@@ -175,8 +175,17 @@ func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now fu
 	return scheduler.ResultMsg{Task: name, Error: "no run function for task"}
 }
 
+// FetchReserver admits a run's n Fetch calls in one acquire (one Durable
+// Object request instead of one a call) and returns ctx carrying them.
+type FetchReserver interface {
+	ReserveFetches(ctx context.Context, n int) context.Context
+}
+
 func refreshCharts(ctx context.Context, deps Deps, apiBase string, now func() time.Time) scheduler.ResultMsg {
 	res := scheduler.ResultMsg{Task: "charts-refresh"}
+	if r, ok := deps.(FetchReserver); ok {
+		ctx = r.ReserveFetches(ctx, len(ChartCountries)*len(appstore.ChartCollections)*len(ChartCategories))
+	}
 	written := 0
 	for _, country := range ChartCountries {
 		for _, coll := range appstore.ChartCollections {

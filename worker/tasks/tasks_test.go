@@ -208,3 +208,25 @@ func TestLedgerReconcileTaskReportsItsBatch(t *testing.T) {
 		t.Fatalf("unbound reconciler: %+v", r)
 	}
 }
+
+// reservingDeps records the reservations a run asks for.
+type reservingDeps struct {
+	*fakeTaskDeps
+	reserved []int
+}
+
+func (r *reservingDeps) ReserveFetches(ctx context.Context, n int) context.Context {
+	r.reserved = append(r.reserved, n)
+	return ctx
+}
+
+// A charts run asks the limit for all its charts at once: one acquire (a
+// Durable Object request), not one a chart.
+func TestChartsRefreshReservesItsChartsInOneAcquire(t *testing.T) {
+	f := &reservingDeps{fakeTaskDeps: &fakeTaskDeps{kv: map[string]string{}, answer: okChart}}
+	res := RunTask(context.Background(), "charts-refresh", f, "http://up", time.Now)
+	want := len(ChartCountries) * len(appstore.ChartCollections) * len(ChartCategories)
+	if !res.OK || len(f.reserved) != 1 || f.reserved[0] != want || len(f.fetches) != want {
+		t.Fatalf("%+v: reservations %v for %d fetches", res, f.reserved, len(f.fetches))
+	}
+}

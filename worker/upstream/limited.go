@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -39,4 +40,21 @@ func (l Limited) Get(ctx context.Context, url string) Response {
 		return Response{Class: objects.ClassRateLimit, Remaining: -1, Err: fmt.Errorf("global limit: %w", err)}
 	}
 	return r
+}
+
+// Reserve admits n calls of l's limit in one acquire (one Durable Object
+// request) and returns ctx carrying them: each Get under it takes a slot
+// instead of an acquire of its own (ratelimit.Reserve). A refusal refuses
+// the n Gets it was for (rate_limit answers: their callers keep the work
+// due); a limiter that cannot be reached leaves each Get to acquire for
+// itself.
+func (l Limited) Reserve(ctx context.Context, n int) context.Context {
+	if l.Limits == nil {
+		return ctx
+	}
+	p := l.Limits.Reserve(ctx, l.Key, n)
+	if p == nil || (p.Err() != nil && !errors.Is(p.Err(), ratelimit.ErrRateLimited)) {
+		return ctx
+	}
+	return ratelimit.WithPermits(ctx, p)
 }

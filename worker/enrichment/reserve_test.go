@@ -1,0 +1,144 @@
+package enrichment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/limiter"
+	"storecrawl/worker/ratelimit"
+)
+
+// countingLimiter is the real limiter logic behind a ratelimit.Caller,
+// counting its calls (each a Durable Object request) and the units they
+// asked for, per key.
+type countingLimiter struct {
+	mu     sync.Mutex
+	states map[string]*limiter.State
+	calls  map[string]int
+	costs  map[string][]int
+	// now is the limiter's clock, held still: a slot never frees while a
+	// test runs, however slowly the machine runs it.
+	now time.Time
+}
+
+func newCountingLimiter() *countingLimiter {
+	return &countingLimiter{states: map[string]*limiter.State{}, calls: map[string]int{}, costs: map[string][]int{}, now: time.Now()}
+}
+
+func (f *countingLimiter) CallLimiter(_ context.Context, key, _, _ string, body []byte) (int, []byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, fe := limiter.ParseAcquire(body)
+	if fe != nil {
+		b, _ := json.Marshal(fe)
+		return 400, b, nil
+	}
+	s, ok := f.states[key]
+	if !ok {
+		s = limiter.New(a.Policy)
+		f.states[key] = s
+	}
+	f.calls[key]++
+	f.costs[key] = append(f.costs[key], a.Cost)
+	d := s.Acquire(f.now, a.Cost)
+	b, _ := json.Marshal(limiter.AcquireAnswer{Allowed: d.Allowed, RetryAfterMs: d.RetryAfter.Milliseconds(), Remaining: d.Remaining})
+	return 200, b, nil
+}
+
+func limitedRunner(t *testing.T, srv *fakeUpstream, st *fakeStore, f *countingLimiter) *Runner {
+	r, _, _, _ := newRunner(t, srv, st)
+	c := &ratelimit.Client{Caller: f, MaxWait: time.Millisecond, Sleep: func(time.Duration) {}}
+	r.Limit = GlobalLimit(c, ratelimit.Catalogue)
+	r.PageLimit = GlobalLimit(c, ratelimit.StorePages)
+	r.ReservePages = GlobalLease(&ratelimit.Lease{Client: c, Key: ratelimit.StorePages}, time.Now)
+	r.ReserveLookups = GlobalLease(&ratelimit.Lease{Client: c, Key: ratelimit.Catalogue}, time.Now)
+	return r
+}
+
+// A run's pages and lookups come from leases, not an acquire a request:
+// a tick of 10 items in chunks of 3 makes two limiter calls (one lease of
+// each host's limit), where it made eleven, and the next ticks of the
+// minute make none.
+func TestARunReservesItsPagesInOneAcquire(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	var items []QueuedItem
+	for k := range 9 {
+		items = append(items, QueuedItem{TrackID: int64(fixtureID + 1000 + k)})
+	}
+	items = append(items, QueuedItem{TrackID: 2}) // not found: no page
+	st := newStore(items...)
+	f := newCountingLimiter()
+	r := limitedRunner(t, srv, st, f)
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 10, ChunkItems: 3, ChunkPauseMs: 100})
+	pages := 0
+	for _, q := range out.Requests {
+		if q.Kind == controller.RequestPage && !q.Local {
+			pages++
+		}
+	}
+	if pages != 9 || len(st.saved) != 9 || !st.missing[2] {
+		t.Fatalf("pages %d, saved %d, missing %v", pages, len(st.saved), st.missing)
+	}
+	want := map[string][]int{ratelimit.StorePages: {ratelimit.LeaseSize(9, 9, 1200)}, ratelimit.Catalogue: {ratelimit.LeaseRuns}}
+	if fmt.Sprint(f.costs) != fmt.Sprint(want) {
+		t.Fatalf("limiter calls %v, want one lease of each limit %v", f.costs, want)
+	}
+	// The next tick takes its pages and lookup from the leases.
+	st.queue = nil
+	for k := range 5 {
+		st.queue = append(st.queue, QueuedItem{TrackID: int64(fixtureID + 1100 + k)})
+	}
+	r.Run(context.Background(), controller.RunPlan{BatchSize: 5, ChunkItems: 3})
+	if len(st.saved) != 14 || fmt.Sprint(f.costs) != fmt.Sprint(want) {
+		t.Fatalf("second tick: saved %d, limiter calls %v", len(st.saved), f.costs)
+	}
+}
+
+// A refused reservation refuses the pages it was for, and loses nothing:
+// every item keeps its lookup and stays queued without using an attempt,
+// and the run asks the limiter once for them.
+func TestARefusedReservationLosesNoItem(t *testing.T) {
+	var inflight, peak int
+	srv := fixtureUpstream(t, &inflight, &peak)
+	defer srv.Close()
+	var items []QueuedItem
+	for k := range 5 {
+		items = append(items, QueuedItem{TrackID: int64(fixtureID + 2000 + k)})
+	}
+	st := newStore(items...)
+	f := newCountingLimiter()
+	// The store host's limit is spent: 1,196 of 1,200 units taken.
+	f.states[ratelimit.StorePages] = limiter.New(ratelimit.Limits[ratelimit.StorePages])
+	if d := f.states[ratelimit.StorePages].Acquire(f.now, 1196); !d.Allowed {
+		t.Fatal("setup")
+	}
+	r := limitedRunner(t, srv, st, f)
+	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 5, ChunkItems: 2})
+	if len(out.Results) != 5 {
+		t.Fatalf("settled %d of 5", len(out.Results))
+	}
+	for _, res := range out.Results {
+		if res.Class != controller.ClassRateLimit || !res.LookupSaved {
+			t.Fatalf("result %+v: want a refused page, its lookup kept", res)
+		}
+	}
+	for _, it := range items {
+		if st.lookups[it.TrackID] != PagePending {
+			t.Fatalf("item %d: lookup status %q", it.TrackID, st.lookups[it.TrackID])
+		}
+	}
+	if len(st.requeued)+len(st.gaveUp)+len(st.saved) != 0 {
+		t.Fatalf("requeued %v gave up %v saved %d: a refusal must not use an attempt", st.requeued, st.gaveUp, len(st.saved))
+	}
+	// The lease ahead refused, then the run's own 5: two calls, no more.
+	if fmt.Sprint(f.costs[ratelimit.StorePages]) != fmt.Sprint([]int{ratelimit.LeaseSize(5, 5, 1200), 5}) {
+		t.Fatalf("store host acquires %v, want the lease ahead and the run's own need, both refused", f.costs[ratelimit.StorePages])
+	}
+}
