@@ -369,6 +369,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		// The top clusters' apps, each due once a RefreshAge.
 		ReviewFetchesPerDay: float64(reviews.RefreshClusters*membersPerCluster) / day(reviews.RefreshAge),
 		ChartRowsPerDay:     chartRows,
+		ReviewsKeptDays:     reviews.KeptPerApp / newReviewsPerFetch * day(reviews.RefreshAge),
 		RatingDays:          day(catalogue.RatingHistoryRetention), ChangeDays: day(catalogue.ChangeHistoryRetention),
 		RankDays: day(catalogue.RankHistoryRetention), FactsDays: config.DefaultFactsRetentionDays, MinutesDays: day(history.RollupRetention)})
 	storage := StorageOf(float64(bytesStart), tables)

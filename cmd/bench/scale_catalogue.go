@@ -48,8 +48,8 @@ const (
 	// catalogueFetchBatch is the simulator's /__catalogue bound (maxCatalogueIDs).
 	catalogueFetchBatch = 1000
 	// simLookupIDs is the simulator's lookup bound (maxLookupIDs).
-	simLookupIDs = 200
-	descriptionCap      = 2000 // appstore.MaxTextLen: descriptions are cut to it
+	simLookupIDs   = 200
+	descriptionCap = 2000 // appstore.MaxTextLen: descriptions are cut to it
 )
 
 // ScaleShape is the catalogue's make-up at Apps apps.

@@ -159,8 +159,9 @@ type StorageInputs struct {
 	ResultsPerSearch           float64
 	ReviewFetchesPerDay        float64
 	ChartRowsPerDay            float64
-	// Retention in days of each pruned table (history-prune, facts-prune).
-	RatingDays, ChangeDays, RankDays, FactsDays, MinutesDays float64
+	// Retention in days of each pruned table (history-prune, facts-prune;
+	// ReviewsKeptDays: the days of full pages an app's kept reviews hold).
+	RatingDays, ChangeDays, RankDays, FactsDays, MinutesDays, ReviewsKeptDays float64
 }
 
 // ProjectTables is each table's projection (see docs/scale.md, "Storage").
@@ -181,8 +182,8 @@ func ProjectTables(in StorageInputs) []TableYear {
 			BytesPerDay: ResultRankRowsPerDay(in.KeywordTiers, in.ResultsPerSearch, appChangesPerAppDay) * perRow("keyword_rank_history")},
 		"chart_position_history": {Table: "chart_position_history", CapDays: in.RankDays, Basis: "every category scan's chart rows",
 			BytesPerDay: in.ChartRowsPerDay * perRow("chart_position_history")},
-		"app_reviews": {Table: "app_reviews", Basis: "new reviews of the top clusters' apps, a full page a fetch",
-			BytesPerDay: in.ReviewFetchesPerDay * newReviewsPerFetch * PerRow(in.Reviews.Bytes, in.Reviews.Rows)},
+		"app_reviews": {Table: "app_reviews", Basis: "new reviews of the top clusters' apps, a full page a fetch, up to the reviews an app keeps",
+			BytesPerDay: in.ReviewFetchesPerDay * newReviewsPerFetch * PerRow(in.Reviews.Bytes, in.Reviews.Rows), CapDays: in.ReviewsKeptDays},
 	}
 	var out []TableYear
 	for table, now := range in.Now {

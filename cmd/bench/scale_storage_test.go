@@ -64,7 +64,7 @@ func TestProjectTables(t *testing.T) {
 		Sample:        Sizes{"app_snapshots": {Bytes: 8000, Rows: 100}, "keyword_rank_history": {Bytes: 4000, Rows: 100}},
 		Reviews:       TableSize{Bytes: 7000, Rows: 10},
 		NewAppsPerDay: 10, RefreshTiers: []TierApps{{N: 800, IntervalDays: 1}}, KeywordTiers: []TierApps{{N: 100, IntervalDays: 7}},
-		ResultsPerSearch: 50, ReviewFetchesPerDay: 20, RatingDays: 400, RankDays: 90, FactsDays: 30}
+		ResultsPerSearch: 50, ReviewFetchesPerDay: 20, ReviewsKeptDays: 20, RatingDays: 400, RankDays: 90, FactsDays: 30}
 	by := map[string]TableYear{}
 	for _, ty := range ProjectTables(in) {
 		by[ty.Table] = ty
@@ -86,7 +86,7 @@ func TestProjectTables(t *testing.T) {
 	if got := by["facts"]; got.BytesPerDay != 5000/0.01 || got.CapDays != 30 {
 		t.Fatalf("facts %+v", got)
 	}
-	if got := by["app_reviews"]; got.BytesPerDay != 20*newReviewsPerFetch*700 || got.CapDays != 0 {
+	if got := by["app_reviews"]; got.BytesPerDay != 20*newReviewsPerFetch*700 || got.CapDays != 20 {
 		t.Fatalf("app_reviews %+v", got)
 	}
 	if got := by["sweep_cursors"]; got.BytesPerDay != 0 || got.BytesNow != 4096 {
