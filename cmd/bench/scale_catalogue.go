@@ -270,6 +270,10 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 	r := rand.New(rand.NewPCG(11, 13))
 	ts := func(t time.Time) string { return t.UTC().Format(d1.Layout) }
 	scores := memberScores(ShapeOf(n))
+	// A queued app was found within the time the design's pace takes to
+	// drain the queue (16 hours at 1.1M apps): its lookup is fresh
+	// (LOOKUP_FRESH_H), its sighting recent.
+	queuedAge := time.Duration(float64(ShapeOf(n).Queued) / designAppsPerHour * float64(time.Hour))
 	// Ranking fill is incremental (an app is filled once): every app is
 	// filled, so the crawl cycles measure the re-searches; the bench
 	// measures what a new app's keywords cost apart (scale.go).
@@ -291,14 +295,15 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 			switch appState(off) {
 			case stateQueued:
 				// Found by a search, which stored its lookup fields (the
-				// search answers the lookup's shape) when it saw the app:
-				// a re-search finds them unchanged.
+				// search answers the lookup's shape) when it saw the app
+				// (lookup_at, values_at, the sighting): a re-search finds
+				// them unchanged.
 				l, ok := b.lookups[id]
 				if !ok {
 					return fmt.Errorf("queued app %d: no lookup", id)
 				}
-				seen := ts(discovered)
-				_, err = queued.ExecContext(ctx, append(l.StoredLookupArgs(), seen, seen, seen, seen, stale)...)
+				seen := ts(now.Add(-time.Duration(float64(queuedAge) * float64(off*2654435761%1000003) / 1000003)))
+				_, err = queued.ExecContext(ctx, append(l.StoredLookupArgs(), seen, seen, seen, seen, nil)...)
 			case stateNotFound:
 				_, err = other.ExecContext(ctx, id, ts(discovered), "not_found", ts(discovered.Add(time.Hour)), 0, nil, stale)
 			case stateFailed:
