@@ -12,8 +12,8 @@ import (
 // UpsertStmt stores one review with its sentiment score, idempotently: the
 // same review fetched again and edited replaces its row
 // (migrations/0019_reviews.sql); fetched again unchanged, it writes
-// nothing (D1 bills an update to the same values, and each of the
-// table's two indexes), so fetched_at is when the stored text was fetched.
+// nothing (D1 bills an update to the same values, and its entry in
+// app_reviews_by_app), so fetched_at is when the stored text was fetched.
 func UpsertStmt(r Review, score float64, fetchedAt time.Time) d1.Stmt {
 	var reviewed any // NULL when the feed gave no date
 	if !r.Date.IsZero() {
@@ -54,7 +54,8 @@ const KeptPerApp = 1000
 
 // pruneAppReviewsSQL deletes an app's reviews past its newest ?2 (?1 the
 // app), walking its entries of app_reviews_by_app: nothing while it holds
-// fewer. Each review deleted is its row and its two index entries.
+// fewer. Each review deleted is its row and its index entry (the table is
+// WITHOUT ROWID, keyed by id: migrations/0033).
 const pruneAppReviewsSQL = `DELETE FROM app_reviews WHERE id IN (SELECT id FROM app_reviews WHERE app_id = ?1
 ORDER BY reviewed_at DESC, id LIMIT -1 OFFSET ?2)`
 

@@ -59,14 +59,19 @@ func page(app int64, day, n int) []Review {
 // A fetch writes the reviews that are new or edited, not the page again:
 // a page of 50 fetched a day later unchanged writes none of them. An app
 // keeps its newest KeptPerApp reviews: a fetch past them deletes the
-// oldest, a row and its two index entries each (the primary key's
-// autoindex and app_reviews_by_app, which total_changes() leaves out).
+// oldest. D1 also bills each review stored or deleted its entry in
+// app_reviews_by_app (total_changes() leaves it out), the table's one
+// index: it is keyed by the review id (WITHOUT ROWID, migrations/0033),
+// so a review is two rows billed, not three.
 func TestSaveFetchWritesNewReviewsAndKeepsTheNewest(t *testing.T) {
 	db, drv := d1test.New(t)
 	st := D1Store{DB: db}
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	const app = 42
+	if n := drv.Int(t, "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'app_reviews'"); n != 1 {
+		t.Fatalf("app_reviews has %d indexes, want 1 (app_reviews_by_app)", n)
+	}
 	save := func(rs []Review) int64 {
 		before := drv.TotalChanges(t)
 		if err := st.SaveFetch(ctx, app, "us", rs, now); err != nil {
