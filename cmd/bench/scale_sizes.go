@@ -29,10 +29,12 @@ func (s Sizes) minus(o Sizes) Sizes {
 }
 
 // tableSizesSQL: each b-tree's pages are charged to its table (an index's
-// to the table it indexes); a table's rows are its own b-tree's leaf
-// cells (a rowid table's and a WITHOUT ROWID table's alike).
+// to the table it indexes); a table's rows are its own b-tree's cells: a
+// rowid table's leaf cells (its interior cells only divide), a WITHOUT
+// ROWID table's every cell (an index b-tree's interior cells are rows too).
 const tableSizesSQL = `SELECT s.tbl_name, sum(d.pgsize),
-  sum(CASE WHEN d.name = s.tbl_name AND d.pagetype = 'leaf' THEN d.ncell ELSE 0 END)
+  sum(CASE WHEN d.name = s.tbl_name AND (d.pagetype = 'leaf'
+    OR (d.pagetype = 'internal' AND s.sql LIKE '%WITHOUT ROWID%')) THEN d.ncell ELSE 0 END)
 FROM dbstat d JOIN sqlite_schema s ON s.name = d.name GROUP BY s.tbl_name`
 
 type querier interface {

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"math"
 	"testing"
 )
@@ -91,5 +93,44 @@ func TestProjectTables(t *testing.T) {
 	}
 	if got := by["sweep_cursors"]; got.BytesPerDay != 0 || got.BytesNow != 4096 {
 		t.Fatalf("sweep_cursors %+v", got)
+	}
+}
+
+// A table's size holds its indexes' pages, and its rows are its own
+// b-tree's leaf cells, for a rowid table and a WITHOUT ROWID one alike.
+func TestReadSizesChargesIndexesToTheirTable(t *testing.T) {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	for _, q := range []string{
+		`CREATE TABLE a (id INTEGER PRIMARY KEY, name TEXT)`,
+		`CREATE TABLE b (k TEXT PRIMARY KEY, v INTEGER) WITHOUT ROWID`,
+		`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 5000) INSERT INTO a SELECT i, printf('name %d', i) FROM s`,
+		`INSERT INTO b SELECT name, id FROM a`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := readSizes(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE INDEX a_name ON a (name)`); err != nil {
+		t.Fatal(err)
+	}
+	after, err := readSizes(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before["a"].Rows != 5000 || before["b"].Rows != 5000 || after["a"].Rows != 5000 {
+		t.Fatalf("rows: before %+v, after %+v", before, after)
+	}
+	if after["a"].Bytes <= before["a"].Bytes || after["b"] != before["b"] || len(after) != 2 {
+		t.Fatalf("the index's pages: before %+v, after %+v", before, after)
 	}
 }
