@@ -18,10 +18,14 @@ import (
 	"time"
 
 	"storecrawl/internal/devstack"
+	"storecrawl/worker/appstore"
 	"storecrawl/worker/catalogue"
+	"storecrawl/worker/config"
 	"storecrawl/worker/crawl"
+	"storecrawl/worker/history"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/refresh"
+	"storecrawl/worker/reviews"
 	"storecrawl/worker/tasks"
 )
 
@@ -63,6 +67,7 @@ type scaleReport struct {
 	D1BytesNow          float64        `json:"d1_bytes_now"`
 	D1BytesAfterYear    float64        `json:"d1_bytes_after_year"`
 	D1BytesPerDay       float64        `json:"d1_bytes_per_day"`
+	D1Tables            []TableYear    `json:"d1_tables"`
 	DORequestsMonth     float64        `json:"do_requests_month"`
 	QueueOpsMonth       float64        `json:"queue_ops_month"`
 	R2ClassAMonth       float64        `json:"r2_class_a_month"`
@@ -123,10 +128,16 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	say("catalogue built in %s: %v\n", time.Since(tb).Round(time.Second), sortedCounts(counts))
 	say("refresh tiers: %v; re-searches due a cycle %.1f (%d due now for %d cycles)\n", tiers, perCycle, due, scaleCrawlCycles)
 	bytesStart := fileBytes(dbPath)
+	sizes0 := tableSizes(dbPath)
+	sample, err := historyRowBytes(dbPath, max(historySampleMin, int(historySampleShare*float64(shape.Enriched))), time.Now())
+	if err != nil {
+		fail("history sample: %v", err)
+	}
 
 	logPath := filepath.Join(os.TempDir(), "bench-scale-wrangler.log") // kept for a look after the run
 	base, stop := startScaleWrangler(root, persist, logPath, simBase)
 	defer stop()
+	runStart := time.Now()
 	control(base, "stop", "") // the crons and tasks are measured alone first
 
 	var ops []ScaleOp
@@ -272,6 +283,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		ops = append(ops, op)
 		measured(op)
 	}
+	sizesCron := tableSizes(dbPath) // the cron phase's growth, reviews-refresh's reviews among it
 	// The scheduler's alarm: at most one a task run (runs due together
 	// share one); the facts its tasks append are sent in the same wake, and
 	// the ledger's checks ride on it (durable/ledger.WakeAt).
@@ -292,14 +304,16 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	control(base, "start", "")
 	control(base, "tune", fmt.Sprintf(`{"rate_per_min": %g}`, math.Round(designAppsPerHour/60.0)))
 	time.Sleep(30 * time.Second) // the pace settles
-	w1 := measureEnrichment(base, dbPath, logPath, simServed, windowMin)
+	w1 := measureEnrichment(base, logPath, simServed, windowMin)
+	sizesW1 := tableSizes(dbPath)
 	control(base, "stop", "")
 	wranglerLocal(root, persist, "d1", "execute", "DB", "--local", "--command",
 		"UPDATE app_registry SET enrichment_source = 'not_found', enriched_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE enriched_at IS NULL")
 	queuedAtW2 := countRows(dbPath, "app_registry", "enriched_at IS NULL")
 	control(base, "start", "")
 	time.Sleep(10 * time.Second)
-	w2 := measureEnrichment(base, dbPath, logPath, simServed, windowMin)
+	w2 := measureEnrichment(base, logPath, simServed, windowMin)
+	sizesEnd, runDays := tableSizes(dbPath), time.Since(runStart).Hours()/24
 	perDay := 1440 / w1.mins
 	q0, q1 := w1.q0, w1.q1
 	refreshes := w2.refreshed + w2.unchanged
@@ -326,8 +340,6 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	// The limiter calls the windows made (measured: the controller's leases).
 	newApps.DORequests, ref.DORequests = split(w1.limiter.Calls, w2.limiter.Calls)
 	newApps.DORequests, ref.DORequests = max(0, newApps.DORequests), max(0, ref.DORequests)
-	bytesPerNew, bytesPerRefresh := split(w1.bytes, w2.bytes)
-	bytesPerNew, bytesPerRefresh = max(0, bytesPerNew), max(0, bytesPerRefresh)
 	newApps.Note = fmt.Sprintf("window 1: %.0f new apps and %.0f refreshes in %.1f min (%.0f new a day at the controller's pace), %.0f pages in %.0f R2 puts; window 2: %.0f and %.0f (%d queued at its start), %.0f pages in %.0f puts",
 		w1.completed, r1, w1.mins, w1.completed*perDay, w1.pages, w1.puts, w2.completed, refreshes, queuedAtW2, w2.pages, w2.puts)
 	// A tick is the controller's alarm: its facts are sent in the same
@@ -363,6 +375,37 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	ref.Note = fmt.Sprintf("measured on %.0f refreshes in %.1f min (%.0f unchanged); runs/day = what the policy schedules", refreshes, w2.mins, w2.unchanged)
 	ops = append(ops, newApps, ref, ticks, limAlarms)
 
+	// Storage, table by table (scale_storage.go): the catalogue's tables
+	// grow with the store's new apps, the history tables with the assumed
+	// change rate (the simulator's catalogue holds still), each pruned
+	// table up to its retention.
+	var refreshTiers []TierApps
+	for _, t := range refresh.Tiers {
+		refreshTiers = append(refreshTiers, TierApps{N: float64(tiers[t]), IntervalDays: refreshInterval(t) / dayS})
+	}
+	kwShare := []float64{hotClusterPct, warmClusterPct, 100 - hotClusterPct - warmClusterPct}
+	var keywordTiers []TierApps
+	for i, iv := range []time.Duration{crawl.HotKeywordResearch, crawl.WarmKeywordResearch, crawl.ColdKeywordResearch} {
+		keywordTiers = append(keywordTiers, TierApps{N: float64(shape.Keywords) * kwShare[i] / 100, IntervalDays: iv.Hours() / 24})
+	}
+	var chartRows float64
+	for _, t := range crawl.Tiers {
+		chartRows += float64(countRows(dbPath, "category_scans", "tier = '"+t.Name+"'")) / (t.Rescan.Hours() / 24) *
+			float64(len(appstore.ChartCollections)*crawl.CategoryScanLimit)
+	}
+	day := func(d time.Duration) float64 { return d.Hours() / 24 }
+	tables := ProjectTables(StorageInputs{Apps: float64(n), Enriched: float64(shape.Enriched), Now: sizes0,
+		Run: sizesEnd.minus(sizes0), MeasuredDays: runDays, Sample: sample, Reviews: sizesCron.minus(sizes0)["app_reviews"],
+		NewAppsPerDay: storeNewAppsPerDay, RefreshTiers: refreshTiers, KeywordTiers: keywordTiers,
+		ResultsPerSearch: crawl.KeywordSearchSize,
+		// The top clusters' apps, each due once a RefreshAge.
+		ReviewFetchesPerDay: float64(reviews.RefreshClusters*membersPerCluster) / day(reviews.RefreshAge),
+		ChartRowsPerDay:     chartRows,
+		ReviewsKeptDays:     reviews.KeptPerApp / newReviewsPerFetch * day(reviews.RefreshAge),
+		RatingDays:          day(catalogue.RatingHistoryRetention), ChangeDays: day(catalogue.ChangeHistoryRetention),
+		RankDays: day(catalogue.RankHistoryRetention), FactsDays: config.DefaultFactsRetentionDays, MinutesDays: day(history.RollupRetention)})
+	storage := StorageOf(float64(bytesStart), tables)
+
 	// The three months (scale_month.go): the fill (the headline), the
 	// steady state after it, and the design's pace all month.
 	fillPace, steadyPace, designPace := MonthPaces(n)
@@ -370,9 +413,8 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		o := WithNewApps(ops, pace)
 		// Storage grows at the store's pace in every month: the fill's
 		// apps are the catalogue the bench starts from (bytesStart).
-		bytesPerDay := steadyPace*bytesPerNew + dueRefreshes*bytesPerRefresh
 		workersPerDay := 288 + 4 + 1 + cronPhaseQueue.batches/cronPhaseCycles*288 + batchesPerNew*pace
-		return MonthOf(o, float64(bytesStart), bytesPerDay, workersPerDay), o
+		return MonthOf(o, storage, workersPerDay), o
 	}
 	steady, _ := bill(steadyPace)
 	design, _ := bill(designPace)
@@ -398,8 +440,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	}
 	say("\nRefreshes the policy schedules: %.0f a day (tiers %v); the controller did %.0f a day beside %.0f new apps a day (tuned to %d pages/min);\n",
 		dueRefreshes, tiers, refreshed, completed, designAppsPerHour/60)
-	say("D1 grows %.0f bytes a new app and %.0f a refresh: %.1f MB a day at %d new apps (the store's pace) and %.0f refreshes a day.\n",
-		bytesPerNew, bytesPerRefresh, bytesPerDay/1e6, storeNewAppsPerDay, dueRefreshes)
+	printStorage(say, tables, sizes0, sizesCron, sizesW1, sizesEnd, sample, storage)
 	say("\nThree months at %d apps (new apps a day; D1 rows written; overage):\n", n)
 	for _, k := range []string{"fill", "steady", "design_pace_all_month"} {
 		x := months[k]
@@ -434,7 +475,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 			ov[k] = math.Round(v*100) / 100
 		}
 		rep := scaleReport{Apps: n, D1RowsReadMonth: m.D1RowsRead, D1RowsWrittenMonth: m.D1RowsWritten, D1BytesNow: m.D1BytesNow,
-			D1BytesAfterYear: m.D1BytesAfterYr, D1BytesPerDay: bytesPerDay, DORequestsMonth: m.DORequests, QueueOpsMonth: m.QueueOps,
+			D1BytesAfterYear: m.D1BytesAfterYr, D1BytesPerDay: bytesPerDay, D1Tables: tables, DORequestsMonth: m.DORequests, QueueOpsMonth: m.QueueOps,
 			R2ClassAMonth: m.R2ClassA, R2ClassBMonth: m.R2ClassB, KVWritesMonth: m.KVWrites, WorkersRequestsMon: m.WorkersRequests,
 			OverageUSDMonth: m.OverageUSD, OverageByMeter: ov, Operations: ops, Shape: shape, PricesDate: PricesDate,
 			RefreshesDuePerDay: dueRefreshes, RefreshesDonePerDay: refreshed, Months: months}
@@ -644,22 +685,22 @@ type enrichWindow struct {
 	mins                                   float64
 	completed, refreshed, unchanged, ticks float64
 	limiter                                LimiterRequests // the limiter's calls and alarms in the window
-	read, written, upstream, pages, bytes  float64
+	read, written, upstream, pages         float64
 	puts                                   float64 // R2 puts of raw pages
 	q0, q1                                 queueSum
 }
 
 // measureEnrichment watches the running controller for windowMin minutes.
-func measureEnrichment(base, dbPath, logPath string, simServed func() int64, windowMin int) enrichWindow {
-	e0, q0, s0, b0, l0, t0 := enrichStatus(base), queueTotals(logPath), simServed(), fileBytes(dbPath), readLimiters(base), time.Now()
+func measureEnrichment(base, logPath string, simServed func() int64, windowMin int) enrichWindow {
+	e0, q0, s0, l0, t0 := enrichStatus(base), queueTotals(logPath), simServed(), readLimiters(base), time.Now()
 	time.Sleep(time.Duration(windowMin) * time.Minute)
-	e1, q1, s1, b1, l1 := enrichStatus(base), queueTotals(logPath), simServed(), fileBytes(dbPath), readLimiters(base)
+	e1, q1, s1, l1 := enrichStatus(base), queueTotals(logPath), simServed(), readLimiters(base)
 	d := func(a, b int64) float64 { return float64(b - a) }
 	return enrichWindow{mins: time.Since(t0).Minutes(),
 		completed: d(e0.Totals.Completed, e1.Totals.Completed), refreshed: d(e0.Totals.Refreshed, e1.Totals.Refreshed),
 		unchanged: d(e0.Totals.RefreshesUnchanged, e1.Totals.RefreshesUnchanged), ticks: d(e0.Totals.Ticks, e1.Totals.Ticks),
 		read: d(e0.Totals.D1RowsRead, e1.Totals.D1RowsRead), written: d(e0.Totals.D1RowsWritten, e1.Totals.D1RowsWritten),
-		upstream: d(s0, s1), pages: d(e0.Totals.PageRequests, e1.Totals.PageRequests), bytes: d(b0, b1), q0: q0, q1: q1,
+		upstream: d(s0, s1), pages: d(e0.Totals.PageRequests, e1.Totals.PageRequests), q0: q0, q1: q1,
 		puts: d(e0.Totals.PagePuts, e1.Totals.PagePuts), limiter: LimiterDelta(l0, l1)}
 }
 
@@ -673,4 +714,24 @@ func coverRuns(shape ScaleShape) map[string]float64 {
 		"catalogue-stale": float64(shape.Apps) / (catalogue.StaleBatchApps * catalogue.StaleMaxBatches),
 		"history-prune":   float64(shape.Apps) / (catalogue.PruneBatchApps * catalogue.PruneMaxBatches),
 	}
+}
+
+// printStorage prints each table's bytes now, its growth in each phase of
+// the run (the cron phase, the new-app window, the refresh window), its
+// projected growth a day and its bytes after a year.
+func printStorage(say func(string, ...any), tables []TableYear, now, cron, w1, end, sample Sizes, st Storage) {
+	say("\nD1 storage by table (pages in use, indexes included, from dbstat; MB): now, growth in the cron phase / window 1 (new apps) / window 2 (refreshes), bytes a row in the history sample, projected a day, after %d days\n", storageDays)
+	say("%-26s %10s %10s %8s %8s %8s %8s %10s %6s %10s   %s\n", "table", "rows now", "MB now", "cron", "w1", "w2", "B/row", "KB/day", "cap d", "MB a year", "basis")
+	_, byAfter := StorageAfter(tables, storageDays)
+	mb := func(b float64) float64 { return b / 1e6 }
+	for _, t := range byAfter {
+		if t.After(storageDays) < 1e5 && t.BytesNow < 1e5 {
+			continue // under 0.1 MB now and after a year
+		}
+		say("%-26s %10.0f %10.1f %8.2f %8.2f %8.2f %8.0f %10.1f %6.0f %10.1f   %s\n", t.Table, t.RowsNow, mb(t.BytesNow),
+			mb(cron[t.Table].Bytes-now[t.Table].Bytes), mb(w1[t.Table].Bytes-cron[t.Table].Bytes), mb(end[t.Table].Bytes-w1[t.Table].Bytes),
+			PerRow(sample[t.Table].Bytes, sample[t.Table].Rows), t.BytesPerDay/1e3, t.CapDays, mb(t.After(storageDays)), t.Basis)
+	}
+	say("D1 in use: %.2f GB now, +%.1f MB a day in the month ahead, %.2f GB after %d days (tables under 0.1 MB left out)\n",
+		st.Now/1e9, st.PerDay/1e6, st.AfterYear/1e9, storageDays)
 }

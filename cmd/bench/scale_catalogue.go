@@ -26,6 +26,7 @@ import (
 	"storecrawl/worker/d1"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/refresh"
+	"storecrawl/worker/registry"
 )
 
 // The design's catalogue at 1.1M apps (docs/scale.md), the shape the scale
@@ -46,7 +47,9 @@ const (
 	warmClusterPct = 25
 	// catalogueFetchBatch is the simulator's /__catalogue bound (maxCatalogueIDs).
 	catalogueFetchBatch = 1000
-	descriptionCap      = 2000 // appstore.MaxTextLen: descriptions are cut to it
+	// simLookupIDs is the simulator's lookup bound (maxLookupIDs).
+	simLookupIDs   = 200
+	descriptionCap = 2000 // appstore.MaxTextLen: descriptions are cut to it
 )
 
 // ScaleShape is the catalogue's make-up at Apps apps.
@@ -128,6 +131,43 @@ func fetchSimApps(sim string, from, n int) ([]simApp, error) {
 	return st.Apps, nil
 }
 
+// lookupCols is how many columns registry.LookupColumns names.
+var lookupCols = strings.Count(registry.LookupColumns, ",") + 1
+
+// fetchQueuedLookups looks up the queued apps among the simulator's apps
+// [from, from+n) by offset (appState), as the search that found them
+// answered: the lookup's own fields.
+func fetchQueuedLookups(sim string, from, n int) (map[int64]appstore.App, error) {
+	var ids []string
+	for off := from; off < from+n; off++ {
+		if appState(off) == stateQueued {
+			ids = append(ids, strconv.Itoa(simBaseTrackID+off))
+		}
+	}
+	out := make(map[int64]appstore.App, len(ids))
+	for len(ids) > 0 {
+		part := ids[:min(len(ids), simLookupIDs)]
+		ids = ids[len(part):]
+		resp, err := http.Get(sim + "/lookup?id=" + strings.Join(part, ",") + "&country=us")
+		if err != nil {
+			return nil, err
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("lookup %d ids: %d %v", len(part), resp.StatusCode, err)
+		}
+		apps, err := appstore.ParseSearch(body)
+		if err != nil {
+			return nil, fmt.Errorf("lookup %d ids: %w", len(part), err)
+		}
+		for _, a := range apps {
+			out[a.TrackID] = a
+		}
+	}
+	return out, nil
+}
+
 // BuildCatalogue fills the local D1 at dbPath (migrations applied, no
 // Worker running) to the shape of n apps, with the simulator's values for
 // every enriched app so a refresh finds what the upstream says: the
@@ -185,10 +225,16 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 	if err != nil {
 		return err
 	}
+	queued, err := tx.PrepareContext(ctx, "INSERT INTO app_registry ("+registry.LookupColumns+
+		", lookup_at, discovered_at, values_at, last_seen_at, stale_at) VALUES (?"+strings.Repeat(",?", lookupCols+4)+")")
+	if err != nil {
+		return err
+	}
 	type batch struct {
-		from int
-		apps []simApp
-		err  error
+		from    int
+		apps    []simApp
+		lookups map[int64]appstore.App // the queued apps'
+		err     error
 	}
 	batches := make(chan batch, 4)
 	go func() {
@@ -205,7 +251,11 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 				defer wg.Done()
 				defer func() { <-sem }()
 				apps, err := fetchSimApps(sim, from, min(catalogueFetchBatch, n-from+1))
-				ch <- batch{from, apps, err}
+				var lookups map[int64]appstore.App
+				if err == nil {
+					lookups, err = fetchQueuedLookups(sim, from, len(apps))
+				}
+				ch <- batch{from, apps, lookups, err}
 			}(from)
 			if len(results) > 4 {
 				batches <- <-results[0]
@@ -220,6 +270,10 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 	r := rand.New(rand.NewPCG(11, 13))
 	ts := func(t time.Time) string { return t.UTC().Format(d1.Layout) }
 	scores := memberScores(ShapeOf(n))
+	// A queued app was found within the time the design's pace takes to
+	// drain the queue (16 hours at 1.1M apps): its lookup is fresh
+	// (LOOKUP_FRESH_H), its sighting recent.
+	queuedAge := time.Duration(float64(ShapeOf(n).Queued) / designAppsPerHour * float64(time.Hour))
 	// Ranking fill is incremental (an app is filled once): every app is
 	// filled, so the crawl cycles measure the re-searches; the bench
 	// measures what a new app's keywords cost apart (scale.go).
@@ -240,7 +294,16 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 			}
 			switch appState(off) {
 			case stateQueued:
-				_, err = other.ExecContext(ctx, id, ts(discovered), nil, nil, 0, nil, stale)
+				// Found by a search, which stored its lookup fields (the
+				// search answers the lookup's shape) when it saw the app
+				// (lookup_at, values_at, the sighting): a re-search finds
+				// them unchanged.
+				l, ok := b.lookups[id]
+				if !ok {
+					return fmt.Errorf("queued app %d: no lookup", id)
+				}
+				seen := ts(now.Add(-time.Duration(float64(queuedAge) * float64(off*2654435761%1000003) / 1000003)))
+				_, err = queued.ExecContext(ctx, append(l.StoredLookupArgs(), seen, seen, seen, seen, nil)...)
 			case stateNotFound:
 				_, err = other.ExecContext(ctx, id, ts(discovered), "not_found", ts(discovered.Add(time.Hour)), 0, nil, stale)
 			case stateFailed:

@@ -44,7 +44,7 @@ func TestDORequestsAtTheDesignSize(t *testing.T) {
 		{Name: "scheduler alarms", RunsPerDay: schedRuns, DORequests: 1},
 		{Name: "limiter minute alarms", RunsPerDay: 2 * 1440, DORequests: 1},
 	}
-	b := MonthOf(before, 0, 0, 0).DORequests
+	b := MonthOf(before, Storage{}, 0).DORequests
 	t.Logf("before (docs/scale.md's figures; its total 3.30M, the other %.2fM the ticks, refreshes and tasks):", 3.30-b/1e6)
 	for _, s := range DOBreakdown(before) {
 		t.Logf("  %-42s %10.0f", s.Name, s.Month)
@@ -73,7 +73,7 @@ func TestDORequestsAtTheDesignSize(t *testing.T) {
 		{Name: "reviews-refresh", RunsPerDay: per(10 * time.Minute), DORequests: 2},
 		{Name: "ledger-reconcile", RunsPerDay: per(15 * time.Minute), DORequests: reconcileObjectReads + 3},
 	}
-	a := MonthOf(after, 0, 0, 0)
+	a := MonthOf(after, Storage{}, 0)
 	t.Logf("after (%.0f new apps and %d refreshes a day ride in the ticks):", fill, refreshesPerDay)
 	for _, s := range DOBreakdown(after) {
 		t.Logf("  %-42s %10.0f", s.Name, s.Month)

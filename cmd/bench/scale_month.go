@@ -86,13 +86,29 @@ type Month struct {
 	BytesPerDay, WorkersPerDayN float64
 }
 
-// MonthOf totals ops over a month. bytesNow is D1's size now and
-// bytesPerDay its measured growth a day (storage after a year: now + 365
-// days of growth; the month is billed at its mean size, now + 15 days);
-// workersPerDay is the Worker's own invocations a day (cron and queue
-// batches; Durable Object calls are DO requests).
-func MonthOf(ops []ScaleOp, bytesNow, bytesPerDay, workersPerDay float64) Month {
-	m := Month{D1BytesNow: bytesNow, D1BytesAfterYr: bytesNow + 365*max(0, bytesPerDay), BytesPerDay: bytesPerDay,
+// Storage is D1's size now, its growth a day in the month ahead (no
+// pruner's cap is reached within it) and its size after a year, table by
+// table (ProjectTables, StorageAfter).
+type Storage struct{ Now, PerDay, AfterYear float64 }
+
+// StorageOf totals the tables' projections: the size in use now plus each
+// table's growth.
+func StorageOf(bytesNow float64, tables []TableYear) Storage {
+	st := Storage{Now: bytesNow, AfterYear: bytesNow}
+	for _, t := range tables {
+		st.PerDay += max(0, t.BytesPerDay)
+		st.AfterYear += t.After(storageDays) - t.BytesNow
+	}
+	return st
+}
+
+// MonthOf totals ops over a month. st is D1's storage (the month is billed
+// at its mean size, now + 15 days); workersPerDay is the Worker's own
+// invocations a day (cron and queue batches; Durable Object calls are DO
+// requests).
+func MonthOf(ops []ScaleOp, st Storage, workersPerDay float64) Month {
+	bytesNow, bytesPerDay := st.Now, st.PerDay
+	m := Month{D1BytesNow: bytesNow, D1BytesAfterYr: st.AfterYear, BytesPerDay: bytesPerDay,
 		WorkersRequests: workersPerDay * daysPerMonth, WorkersPerDayN: workersPerDay,
 		Overage: map[string]float64{}, RowsWrittenShare: map[string]float64{}}
 	var topR, topW float64

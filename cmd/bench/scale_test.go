@@ -59,7 +59,7 @@ func TestMonthOf(t *testing.T) {
 		{Name: "cycle", RunsPerDay: 288, RowsRead: 1000, RowsWritten: 100, DORequests: 2, QueueMessages: 1, KVWrites: 1},
 		{Name: "enrich", RunsPerDay: 10_000, RowsRead: 200, RowsWritten: 200, R2ClassA: 1},
 	}
-	m := MonthOf(ops, 4e9, 50e6, 1000)
+	m := MonthOf(ops, Storage{Now: 4e9, PerDay: 50e6, AfterYear: 6e9}, 1000)
 	if want := (288*1000 + 10_000*200) * 30.0; m.D1RowsRead != want {
 		t.Fatalf("rows read %v, want %v", m.D1RowsRead, want)
 	}
@@ -69,7 +69,7 @@ func TestMonthOf(t *testing.T) {
 	if m.QueueOps != 288*30*3 || m.DORequests != 288*2*30 || m.R2ClassA != 300_000 || m.KVWrites != 288*30 || m.WorkersRequests != 30_000 {
 		t.Fatalf("usage %+v", m)
 	}
-	if m.D1BytesAfterYr != 4e9+365*50e6 {
+	if m.D1BytesAfterYr != 6e9 || m.D1BytesNow != 4e9 {
 		t.Fatalf("after a year %v", m.D1BytesAfterYr)
 	}
 	// 60.864M written: $10.864 over; storage mean 4.75 GB: none.
@@ -94,7 +94,7 @@ func TestWithNewAppsScalesOnlyNewAppOps(t *testing.T) {
 	if fill*daysPerMonth != 1_100_000+storeNewAppsPerDay*daysPerMonth || steady != storeNewAppsPerDay || design != 182_400 {
 		t.Fatalf("paces %v %v %v", fill, steady, design)
 	}
-	m := MonthOf(got, 0, 0, 0)
+	m := MonthOf(got, Storage{}, 0)
 	if want := (288*10 + 1000*5 + 2000*1) * 30.0; m.D1RowsWritten != want {
 		t.Fatalf("rows written %v, want %v", m.D1RowsWritten, want)
 	}
@@ -150,7 +150,7 @@ func TestClassAPerAppIsAPutATick(t *testing.T) {
 		t.Fatalf("no pages: %v", got)
 	}
 	ops := []ScaleOp{{Name: "enrichment: new app", PerNewApp: 1, R2ClassA: ClassAPerApp(1.06, 636, 24)}}
-	if m := MonthOf(WithNewApps(ops, 37_767), 0, 0, 0); math.Abs(m.R2ClassA-37_767*30*0.04) > 1e-6 || m.Overage[R2ClassA.Name] != 0 {
+	if m := MonthOf(WithNewApps(ops, 37_767), Storage{}, 0); math.Abs(m.R2ClassA-37_767*30*0.04) > 1e-6 || m.Overage[R2ClassA.Name] != 0 {
 		t.Fatalf("fill month R2 Class A %v (overage %v)", m.R2ClassA, m.Overage)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/markets"
+	"storecrawl/worker/reviews"
 )
 
 // seedMarket writes a 50-app cluster through the markets' own statements
@@ -211,5 +212,14 @@ func TestThemesMissing(t *testing.T) {
 		if got := themesMissing(c.fetched, c.read, c.themes); got != c.want {
 			t.Errorf("themesMissing(%v, %d, %d) = %q, want %q", c.fetched, c.read, c.themes, got, c.want)
 		}
+	}
+}
+
+// The reviews an app keeps (reviews.KeptPerApp) cover every read the
+// input makes of one app: its leader's newest and the cluster's newest,
+// which one app can fill.
+func TestReadsFitTheReviewsKept(t *testing.T) {
+	if MaxLeaderReviews > reviews.KeptPerApp || MaxClusterReviews > reviews.KeptPerApp {
+		t.Fatalf("the input reads %d a leader and %d a cluster; an app keeps %d", MaxLeaderReviews, MaxClusterReviews, reviews.KeptPerApp)
 	}
 }

@@ -10,7 +10,10 @@ import (
 )
 
 // UpsertStmt stores one review with its sentiment score, idempotently: the
-// same review fetched again replaces its row (migrations/0019_reviews.sql).
+// same review fetched again and edited replaces its row
+// (migrations/0019_reviews.sql); fetched again unchanged, it writes
+// nothing (D1 bills an update to the same values, and its entry in
+// app_reviews_by_app), so fetched_at is when the stored text was fetched.
 func UpsertStmt(r Review, score float64, fetchedAt time.Time) d1.Stmt {
 	var reviewed any // NULL when the feed gave no date
 	if !r.Date.IsZero() {
@@ -26,11 +29,35 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET app_id = excluded.app_id, country = excluded.country, rating = excluded.rating,
   title = excluded.title, body = excluded.body, truncated = excluded.truncated, version = excluded.version,
   author_hash = excluded.author_hash, reviewed_at = excluded.reviewed_at, sentiment = excluded.sentiment,
-  fetched_at = excluded.fetched_at`,
+  fetched_at = excluded.fetched_at
+WHERE app_reviews.app_id IS NOT excluded.app_id OR app_reviews.country IS NOT excluded.country
+  OR app_reviews.rating IS NOT excluded.rating OR app_reviews.title IS NOT excluded.title OR app_reviews.body IS NOT excluded.body
+  OR app_reviews.truncated IS NOT excluded.truncated OR app_reviews.version IS NOT excluded.version
+  OR app_reviews.author_hash IS NOT excluded.author_hash OR app_reviews.reviewed_at IS NOT excluded.reviewed_at
+  OR app_reviews.sentiment IS NOT excluded.sentiment`,
 		Args: []any{r.ID, r.AppID, r.Country, r.Rating, r.Title, r.Body, truncated, r.Version, r.AuthorHash,
 			reviewed, max(-1, min(1, score)), d1.Time(fetchedAt)},
 	}
 }
+
+// KeptPerApp bounds an app's stored reviews: its newest KeptPerApp stay
+// (app_reviews_by_app's order), the older go as new ones come. It is the
+// most any reader takes of one app: the analyst's cluster read
+// (MaxClusterReviews in worker/analyst, 1,000, which one app can fill)
+// and its leader's (200); a cluster's themes (MaxThemeReviews, 10,000)
+// read its members', 18 of which keep 18,000. Unbounded, the table grew
+// by every review the top clusters' apps get, up to a full page (50) a
+// daily fetch of ~180 apps: ~0.9 GB a year at ~270 bytes a review (go run
+// ./cmd/bench -only-scale -apps 20000 -scale-window 1, "D1 storage by
+// table"); bounded, ~180 apps × 1,000 reviews, ~50 MB.
+const KeptPerApp = 1000
+
+// pruneAppReviewsSQL deletes an app's reviews past its newest ?2 (?1 the
+// app), walking its entries of app_reviews_by_app: nothing while it holds
+// fewer. Each review deleted is its row and its index entry (the table is
+// WITHOUT ROWID, keyed by id: migrations/0033).
+const pruneAppReviewsSQL = `DELETE FROM app_reviews WHERE id IN (SELECT id FROM app_reviews WHERE app_id = ?1
+ORDER BY reviewed_at DESC, id LIMIT -1 OFFSET ?2)`
 
 // D1Store is RefreshStore and the API's review reads over D1.
 type D1Store struct{ DB *d1.DB }
@@ -67,13 +94,14 @@ func (s D1Store) DueApps(ctx context.Context, country string, clusters, n int, s
 // together, so a failed save leaves the app due.
 func (s D1Store) SaveFetch(ctx context.Context, appID int64, country string, rs []Review, at time.Time) error {
 	// One batch holds at most d1.MaxBatch statements: the most recent
-	// reviews (the feed's order) and the fetch.
-	rs = rs[:min(len(rs), d1.MaxBatch-1)]
-	stmts := make([]d1.Stmt, 0, len(rs)+1)
+	// reviews (the feed's order), the app's oldest past KeptPerApp, and
+	// the fetch.
+	rs = rs[:min(len(rs), d1.MaxBatch-2)]
+	stmts := make([]d1.Stmt, 0, len(rs)+2)
 	for _, r := range rs {
 		stmts = append(stmts, UpsertStmt(r, ScoreReview(r.Title, r.Body), at))
 	}
-	stmts = append(stmts, d1.Stmt{
+	stmts = append(stmts, d1.Stmt{SQL: pruneAppReviewsSQL, Args: []any{appID, KeptPerApp}}, d1.Stmt{
 		SQL:  `INSERT OR REPLACE INTO review_fetches (app_id, country, fetched_at, reviews) VALUES (?, ?, ?, ?)`,
 		Args: []any{appID, country, d1.Time(at), len(rs)},
 	})
@@ -141,12 +169,13 @@ func (s D1Store) ClusterThemes(ctx context.Context, clusterID string) (themes []
 	return ComplaintThemes(ScoreAll(rs), ThemeOptions{Exclude: exclude}), len(rs), true, nil
 }
 
-// HotQueries are the reviews' reads: the refresh's pick and the API's.
+// HotQueries are the reviews' reads: the refresh's pick and prune, and the API's.
 func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
 		{Name: "reviews due apps", SQL: dueAppsSQL, Args: []any{RefreshClusters, "us", "2026-01-01T00:00:00.000Z", RefreshAppsPerRun},
 			Bounded: "the top RefreshClusters of idx_opportunity_scores_score in order, stopped by the subquery's LIMIT"},
 		{Name: "app reviews", SQL: appReviewsSQL, Args: []any{100000001, 20, 0}},
+		{Name: "app reviews past the kept", SQL: pruneAppReviewsSQL, Args: []any{100000001, KeptPerApp}},
 		{Name: "cluster exists", SQL: clusterExistsSQL, Args: []any{"budget"}},
 		{Name: "cluster reviews", SQL: clusterReviewsSQL, Args: []any{"budget", MaxThemeReviews}},
 		{Name: "cluster names", SQL: clusterNamesSQL, Args: []any{"budget"}},

@@ -41,3 +41,74 @@ func TestUpsertIsIdempotent(t *testing.T) {
 		t.Errorf("undated reviews stored with a date: %d", n)
 	}
 }
+
+// page is n synthetic reviews of app, the newest first from the (day)th
+// day, as a feed page lists them.
+func page(app int64, day, n int) []Review {
+	rs := make([]Review, n)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range rs {
+		k := day*1000 + n - i
+		rs[i] = Review{ID: fmt.Sprint(app*1_000_000 + int64(k)), AppID: app, Country: "us", Rating: 1 + k%5,
+			Title: "Title", Body: "Crashes on launch since the update", Version: "1.0", AuthorHash: "0123456789abcdef",
+			Date: base.Add(time.Duration(k) * time.Minute)}
+	}
+	return rs
+}
+
+// A fetch writes the reviews that are new or edited, not the page again:
+// a page of 50 fetched a day later unchanged writes none of them. An app
+// keeps its newest KeptPerApp reviews: a fetch past them deletes the
+// oldest. D1 also bills each review stored or deleted its entry in
+// app_reviews_by_app (total_changes() leaves it out), the table's one
+// index: it is keyed by the review id (WITHOUT ROWID, migrations/0033),
+// so a review is two rows billed, not three.
+func TestSaveFetchWritesNewReviewsAndKeepsTheNewest(t *testing.T) {
+	db, drv := d1test.New(t)
+	st := D1Store{DB: db}
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const app = 42
+	if n := drv.Int(t, "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'app_reviews'"); n != 1 {
+		t.Fatalf("app_reviews has %d indexes, want 1 (app_reviews_by_app)", n)
+	}
+	save := func(rs []Review) int64 {
+		before := drv.TotalChanges(t)
+		if err := st.SaveFetch(ctx, app, "us", rs, now); err != nil {
+			t.Fatal(err)
+		}
+		return drv.TotalChanges(t) - before - 1 // the fetch's row
+	}
+	if n := save(page(app, 0, 50)); n != 50 {
+		t.Fatalf("first page: %d review rows, want 50", n)
+	}
+	now = now.Add(24 * time.Hour)
+	if n := save(page(app, 0, 50)); n != 0 {
+		t.Fatalf("the same page a day later: %d review rows, want 0", n)
+	}
+	edited := page(app, 0, 50)
+	edited[3].Body = "Fixed now"
+	if n := save(edited); n != 1 {
+		t.Fatalf("one review edited: %d rows, want 1", n)
+	}
+	// Fill the app to its bound, then one page more: its oldest 50 go.
+	for day := 1; drv.Int(t, "SELECT count(*) FROM app_reviews") < KeptPerApp; day++ {
+		save(page(app, day, 50))
+	}
+	if n := drv.Int(t, "SELECT count(*) FROM app_reviews"); n != KeptPerApp {
+		t.Fatalf("%d reviews stored, want %d", n, KeptPerApp)
+	}
+	oldest := drv.Int(t, "SELECT min(CAST(id AS INTEGER)) FROM app_reviews")
+	if n := save(page(app, 99, 50)); n != 100 {
+		t.Fatalf("a page past the bound: %d rows, want 100 (50 new, 50 oldest deleted)", n)
+	}
+	if n := drv.Int(t, "SELECT count(*) FROM app_reviews"); n != KeptPerApp {
+		t.Fatalf("%d reviews stored past the bound, want %d", n, KeptPerApp)
+	}
+	if n := drv.Int(t, "SELECT count(*) FROM app_reviews WHERE CAST(id AS INTEGER) < ?", oldest+50); n != 0 {
+		t.Fatalf("%d of the 50 oldest reviews kept", n)
+	}
+	if n := drv.Int(t, "SELECT count(*) FROM app_reviews WHERE id = ?", page(app, 99, 50)[0].ID); n != 1 {
+		t.Fatal("the newest review is not stored")
+	}
+}
