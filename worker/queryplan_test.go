@@ -56,12 +56,13 @@ SELECT 100000001 + i, 'app ' || i, 'subtitle ' || i, 'description ' || i, 1 + i 
 FROM n`,
 	// history as the update triggers (dropped for the fill) leave it
 	// after a change: each enriched app's snapshot, version and price.
+	// (compact rows, migrations/0035: times in ms, source 1 observed).
 	`INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating, source)
-SELECT track_id, updated_at, rating_count, average_rating, 'observed' FROM app_registry WHERE rating_count IS NOT NULL`,
-	`INSERT INTO app_version_history (track_id, seen_at, version, release_date, release_notes, source)
-SELECT track_id, updated_at, version, current_version_release_date, release_notes, 'observed' FROM app_registry WHERE version IS NOT NULL`,
-	`INSERT INTO app_price_history (track_id, seen_at, price, currency, source)
-SELECT track_id, updated_at, price, currency, 'observed' FROM app_registry WHERE price IS NOT NULL`,
+SELECT track_id, CAST(round((julianday(updated_at) - 2440587.5) * 86400000) AS INTEGER), rating_count, average_rating, 1 FROM app_registry WHERE rating_count IS NOT NULL`,
+	`INSERT INTO app_version_history (track_id, seen_at, version, release_date, release_notes)
+SELECT track_id, CAST(round((julianday(updated_at) - 2440587.5) * 86400000) AS INTEGER), version, current_version_release_date, release_notes FROM app_registry WHERE version IS NOT NULL`,
+	`INSERT INTO app_price_history (track_id, seen_at, price, currency)
+SELECT track_id, CAST(round((julianday(updated_at) - 2440587.5) * 86400000) AS INTEGER), price, currency FROM app_registry WHERE price IS NOT NULL`,
 	// and what the counters' triggers keep.
 	`UPDATE pipeline_counters SET n = CASE name
   WHEN 'apps_known' THEN (SELECT count(*) FROM app_registry)
@@ -97,9 +98,9 @@ SELECT cluster_id, (total_ratings % 1000) / 10.0, 0.5, 0.8, 0.3, computed_at FRO
 	// history: a second snapshot of a sixth of the apps brings the
 	// history rows to 2.7 an app.
 	`INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating, source)
-SELECT track_id, '2025-11-01T00:00:00.000Z', rating_count, average_rating, 'sweep' FROM app_registry WHERE rating_count IS NOT NULL AND track_id % 6 = 0`,
+SELECT track_id, 1761955200000, rating_count, average_rating, NULL FROM app_registry WHERE rating_count IS NOT NULL AND track_id % 6 = 0`,
 	`INSERT INTO keyword_rank_history (track_id, keyword, day, rank)
-SELECT track_id, keyword, '2025-12-01', rank FROM crawl_rankings ORDER BY track_id, keyword`,
+SELECT track_id, keyword, 20423, rank FROM crawl_rankings ORDER BY track_id, keyword`,
 	`INSERT OR IGNORE INTO chart_positions (country, collection, genre_id, rank, track_id, seen_at)
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 25 * 200)
 SELECT 'us', 'topfree', 6000 + i / 200, 1 + i % 200, 100000001 + (i * 13) % {apps}, '2025-12-01T00:00:00.000Z' FROM n`,

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"storecrawl/worker/catalogue"
 	"storecrawl/worker/d1"
 )
 
@@ -134,10 +135,10 @@ func historyRowBytes(dbPath string, sample int, now time.Time) (Sizes, error) {
 			return nil, fmt.Errorf("sample change %d: %w", id, err)
 		}
 	}
-	day := now.UTC().Format("2006-01-02")
+	day := catalogue.Day(now)
 	for _, q := range []string{
 		fmt.Sprintf(`INSERT OR IGNORE INTO keyword_rank_history (track_id, keyword, day, rank)
-  SELECT track_id, keyword, '%s', rank FROM crawl_rankings ORDER BY random() LIMIT %d`, day, 2*len(ids)),
+  SELECT track_id, keyword, %d, rank FROM crawl_rankings ORDER BY random() LIMIT %d`, day, 2*len(ids)),
 		fmt.Sprintf(`INSERT OR IGNORE INTO chart_position_history (country, collection, genre_id, track_id, seen_at, rank)
   SELECT 'us', 'topfreeapplications', COALESCE(genre_id, 6014), track_id, '%s', 1 + abs(random()) %% 200
   FROM app_registry WHERE enrichment_source = 'itunes+store' ORDER BY random() LIMIT %d`, at, 2*len(ids)),

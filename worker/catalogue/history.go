@@ -63,7 +63,7 @@ func ParseHistoryQuery(id string, get func(string) string) (q HistoryQuery, fiel
 // observation) holds the app's first values, since values_at (its
 // discovery for a row without one; migrations/0028 writes history on
 // change only): that point comes from the app's row. ?1 the app, ?2 the
-// since time, ?3 the since day, ?4 the limit per series. No row: no such
+// since time (Millis), ?3 the since day (Day), ?4 the limit per series. No row: no such
 // app. keyword_rank_history holds changes (migrations/0026): a row's rank
 // holds from its day until the keyword's next row for the app (rank null:
 // it left the results), so the keyword ranks are the changes in the window
@@ -82,34 +82,40 @@ const appHistorySQL = `SELECT json_object(
     'price', r.price, 'currency', r.currency, 'rating_velocity_7d', r.rating_velocity_7d,
     'rating_velocity_30d', r.rating_velocity_30d, 'refresh_tier', r.refresh_tier, 'next_refresh_at', NULL,
     'enriched_at', r.enriched_at, 'last_seen_at', r.last_seen_at, 'stale_at', r.stale_at),
-  'ratings', (SELECT json_group_array(json_object('at', taken_at, 'rating_count', rating_count, 'average_rating', average_rating, 'source', COALESCE(source, 'sweep')))
+  'ratings', (SELECT json_group_array(json_object('at', strftime('%Y-%m-%dT%H:%M:%fZ', taken_at / 1000.0, 'unixepoch'),
+      'rating_count', rating_count, 'average_rating', average_rating, 'source', ` + ratingSourceSQL + `))
     FROM (SELECT taken_at, rating_count, average_rating, source FROM app_snapshots WHERE track_id = ?1 AND taken_at >= ?2
-      UNION ALL SELECT COALESCE(r.values_at, r.discovered_at), r.rating_count, r.average_rating, 'observed'
-      WHERE r.rating_count IS NOT NULL AND COALESCE(r.values_at, r.discovered_at) >= ?2
+      UNION ALL SELECT CAST(round((julianday(COALESCE(r.values_at, r.discovered_at)) - 2440587.5) * 86400000) AS INTEGER) AS at,
+        r.rating_count, r.average_rating, 1
+      WHERE r.rating_count IS NOT NULL AND at >= ?2
         AND NOT EXISTS (SELECT 1 FROM app_snapshots WHERE track_id = ?1 AND source IS NOT NULL)
       ORDER BY taken_at DESC LIMIT ?4)),
-  'versions', (SELECT json_group_array(json_object('at', seen_at, 'version', version, 'release_date', release_date, 'release_notes', release_notes))
+  'versions', (SELECT json_group_array(json_object('at', strftime('%Y-%m-%dT%H:%M:%fZ', seen_at / 1000.0, 'unixepoch'),
+      'version', version, 'release_date', release_date, 'release_notes', release_notes))
     FROM (SELECT seen_at, version, release_date, release_notes FROM app_version_history WHERE track_id = ?1 AND seen_at >= ?2
-      UNION ALL SELECT COALESCE(r.values_at, r.discovered_at), r.version, r.current_version_release_date, r.release_notes
-      WHERE r.version IS NOT NULL AND r.version <> '' AND COALESCE(r.values_at, r.discovered_at) >= ?2
+      UNION ALL SELECT CAST(round((julianday(COALESCE(r.values_at, r.discovered_at)) - 2440587.5) * 86400000) AS INTEGER) AS at,
+        r.version, r.current_version_release_date, r.release_notes
+      WHERE r.version IS NOT NULL AND r.version <> '' AND at >= ?2
         AND NOT EXISTS (SELECT 1 FROM app_version_history WHERE track_id = ?1)
       ORDER BY seen_at DESC LIMIT ?4)),
-  'prices', (SELECT json_group_array(json_object('at', seen_at, 'price', price, 'currency', currency))
+  'prices', (SELECT json_group_array(json_object('at', strftime('%Y-%m-%dT%H:%M:%fZ', seen_at / 1000.0, 'unixepoch'), 'price', price, 'currency', currency))
     FROM (SELECT seen_at, price, currency FROM app_price_history WHERE track_id = ?1 AND seen_at >= ?2
-      UNION ALL SELECT COALESCE(r.values_at, r.discovered_at), r.price, r.currency
-      WHERE r.price IS NOT NULL AND COALESCE(r.values_at, r.discovered_at) >= ?2
+      UNION ALL SELECT CAST(round((julianday(COALESCE(r.values_at, r.discovered_at)) - 2440587.5) * 86400000) AS INTEGER) AS at,
+        r.price, r.currency
+      WHERE r.price IS NOT NULL AND at >= ?2
         AND NOT EXISTS (SELECT 1 FROM app_price_history WHERE track_id = ?1)
       ORDER BY seen_at DESC LIMIT ?4)),
-  'keyword_ranks', (SELECT json_group_array(json_object('day', day, 'keyword', keyword, 'rank', rank))
+  'keyword_ranks', (SELECT json_group_array(json_object('day', date(day * 86400, 'unixepoch'), 'keyword', keyword, 'rank', rank))
     FROM (SELECT day, keyword, rank FROM keyword_rank_history WHERE track_id = ?1 AND day >= ?3
       UNION ALL
       SELECT day, keyword, rank FROM (SELECT max(day) AS day, keyword, rank FROM keyword_rank_history
         WHERE track_id = ?1 AND day < ?3 GROUP BY keyword) WHERE rank IS NOT NULL
       UNION ALL
-      SELECT substr(k.seen_at, 1, 10), k.keyword, k.rank FROM crawl_rankings k
+      SELECT k.day, k.keyword, k.rank FROM (SELECT CAST(julianday(substr(seen_at, 1, 10)) - 2440587.5 AS INTEGER) AS day, keyword, rank
+          FROM crawl_rankings WHERE track_id = ?1) k
         LEFT JOIN (SELECT keyword, max(day) AS day, rank FROM keyword_rank_history WHERE track_id = ?1 GROUP BY keyword) l
           ON l.keyword = k.keyword
-        WHERE k.track_id = ?1 AND (l.keyword IS NULL OR (l.day < substr(k.seen_at, 1, 10) AND l.rank IS NOT k.rank))
+        WHERE l.keyword IS NULL OR (l.day < k.day AND l.rank IS NOT k.rank)
       ORDER BY day DESC, keyword LIMIT ?4)),
   'chart_ranks', (SELECT json_group_array(json_object('at', seen_at, 'country', country, 'collection', collection, 'genre_id', genre_id, 'rank', rank))
     FROM (SELECT * FROM chart_position_history WHERE track_id = ?1 AND seen_at >= ?2 ORDER BY seen_at DESC LIMIT ?4))
@@ -127,7 +133,7 @@ func (s D1Store) AppHistory(ctx context.Context, q HistoryQuery, now time.Time) 
 		Tier    string  `json:"tier"`
 		RetryAt *string `json:"retry_at"`
 	}
-	if err := s.DB.Query(ctx, &rows, appHistorySQL, q.TrackID, d1.Time(since), Day(since), q.Limit); err != nil || len(rows) == 0 {
+	if err := s.DB.Query(ctx, &rows, appHistorySQL, q.TrackID, Millis(since), Day(since), q.Limit); err != nil || len(rows) == 0 {
 		return nil, false, err
 	}
 	r := rows[0]
@@ -165,18 +171,18 @@ func withCurrent(rec json.RawMessage, key string, v any) (json.RawMessage, error
 
 // HotQueries are the catalogue's reads.
 func HotQueries() []d1.NamedQuery {
-	ts := "2026-01-01T00:00:00.000Z"
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tiers := registry.Tiers(`[{"id":100000001,"tier":"hot","v7":1.5,"v30":null}]`)
 	return append([]d1.NamedQuery{
-		{Name: "app history", SQL: appHistorySQL, Args: []any{100000001, ts, "2026-01-01", 100}},
+		{Name: "app history", SQL: appHistorySQL, Args: []any{100000001, Millis(t0), Day(t0), 100}},
 		{Name: "catalogue sweep", SQL: sweepCursorSQL(), Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), 0, SweepBatchApps}},
 		{Name: "catalogue sweep untiered", SQL: sweepUntieredSQL(), Args: []any{modifier(7 * 24 * time.Hour), modifier(30 * 24 * time.Hour), SweepBatchApps},
 			Bounded: "the head of idx_app_registry_untiered in track order, stopped by the LIMIT (SweepBatchApps); the sweep tiers each app it reads, so it leaves the index"},
 		d1.CursorHotQuery(sweepCursorName),
 		{Name: "catalogue batch end", SQL: batchEndSQL, Args: []any{0, StaleBatchApps}},
 		// Writes (explained, not run): a search's rank changes, their prune.
-		{Name: "keyword rank changes", SQL: rankChangesSQL, Args: []any{"budget", "2026-01-01", RankPairs([]int64{100000001, 100000002})}},
-		{Name: "rank changes prune", SQL: pruneRankChangesSQL, Args: []any{100000000, 100000500, "2026-01-01"}},
+		{Name: "keyword rank changes", SQL: rankChangesSQL, Args: []any{"budget", Day(t0), RankPairs([]int64{100000001, 100000002})}},
+		{Name: "rank changes prune", SQL: pruneRankChangesSQL, Args: []any{100000000, 100000500, Day(t0)}},
 		// The sweep's write (explained, not run): the planned apps by primary key.
 		{Name: "catalogue sweep tiers", SQL: tiers.SQL, Args: tiers.Args},
 	}, maintainHotQueries()...)

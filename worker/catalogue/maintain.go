@@ -197,8 +197,9 @@ const (
 var historyTables = []struct {
 	table, column string
 	retention     *time.Duration
-	// format turns the cutoff into the column's layout.
-	format func(time.Time) string
+	// format turns the cutoff into the column's layout (Millis for the
+	// compact tables of migrations/0035).
+	format func(time.Time) any
 	// keepLatest keeps each app's newest row however old: a change series
 	// whose newest row is the value the app still has (and since when).
 	// The history triggers write a row only on change, so an app unchanged
@@ -206,11 +207,14 @@ var historyTables = []struct {
 	// sweep would copy it back the next day.
 	keepLatest bool
 }{
-	{"app_snapshots", "taken_at", &RatingHistoryRetention, d1.Time, true},
-	{"app_version_history", "seen_at", &ChangeHistoryRetention, d1.Time, true},
-	{"app_price_history", "seen_at", &ChangeHistoryRetention, d1.Time, true},
-	{"chart_position_history", "seen_at", &RankHistoryRetention, d1.Time, false},
+	{"app_snapshots", "taken_at", &RatingHistoryRetention, millisArg, true},
+	{"app_version_history", "seen_at", &ChangeHistoryRetention, millisArg, true},
+	{"app_price_history", "seen_at", &ChangeHistoryRetention, millisArg, true},
+	{"chart_position_history", "seen_at", &RankHistoryRetention, timeArg, false},
 }
+
+func millisArg(t time.Time) any { return Millis(t) }
+func timeArg(t time.Time) any   { return d1.Time(t) }
 
 // pruneSQL is one table's DELETE over a range of apps (?1, ?2] before ?3;
 // a change series keeps each app's newest row (its max by primary key:
@@ -224,7 +228,7 @@ func pruneSQL(table, column string, keepLatest bool) string {
 }
 
 // pruneRankChangesSQL prunes keyword_rank_history (?1, ?2 the apps' range,
-// ?3 the retention's first day). Its rows are changes whose rank holds
+// ?3 the retention's first day, Day). Its rows are changes whose rank holds
 // until the keyword's next row for the app (migrations/0026), so a row
 // older than the retention goes only when a later row before the cutoff
 // replaced it, or when it says the app left (nothing to carry): the row in
@@ -280,7 +284,8 @@ func maintainHotQueries() []d1.NamedQuery {
 		d1.CursorHotQuery(staleCursorName),
 	}
 	for _, t := range historyTables {
-		qs = append(qs, d1.NamedQuery{Name: "history prune " + t.table, SQL: pruneSQL(t.table, t.column, t.keepLatest), Args: []any{0, 100002500, "2025-01-01"}})
+		qs = append(qs, d1.NamedQuery{Name: "history prune " + t.table, SQL: pruneSQL(t.table, t.column, t.keepLatest),
+			Args: []any{0, 100002500, t.format(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}})
 	}
 	return qs
 }

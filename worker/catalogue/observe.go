@@ -137,9 +137,6 @@ func ObserveStmt(seen []Seen, now time.Time) []d1.Stmt {
 	return []d1.Stmt{registry.Observe(string(b), d1.Time(now), SightingBefore(now), d1.Time(now.Add(-refresh.SightingGranularity)))}
 }
 
-// Day is the UTC day of t as keyword_rank_history keys it.
-func Day(t time.Time) string { return t.UTC().Format("2006-01-02") }
-
 // rankChangesSQL appends a keyword search's rank changes to
 // keyword_rank_history (migrations/0026): a row for each result whose rank
 // differs from the one crawl_rankings holds for it, and a NULL rank for
@@ -156,13 +153,13 @@ func Day(t time.Time) string { return t.UTC().Format("2006-01-02") }
 // rewrites (the day's last). Two changes on one UTC day keep the day's
 // last, crawl_rankings' (an unchanged one skips the update and writes
 // nothing); a rank taken earlier the same day is not written first, the
-// change replaces it. ?1 the keyword, ?2 the day, ?3 a JSON array of
+// change replaces it. ?1 the keyword, ?2 the day (Day), ?3 a JSON array of
 // [track id, rank] pairs. Each row is one table row (the table is WITHOUT
 // ROWID, no other index).
 const rankChangesSQL = `WITH s AS (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS rank FROM json_each(?3))
 INSERT INTO keyword_rank_history (track_id, keyword, day, rank)
-SELECT r.track_id, ?1, substr(r.seen_at, 1, 10), r.rank FROM crawl_rankings r LEFT JOIN s ON s.id = r.track_id
-WHERE r.keyword = ?1 AND r.rank IS NOT s.rank AND substr(r.seen_at, 1, 10) < ?2
+SELECT r.track_id, ?1, CAST(julianday(substr(r.seen_at, 1, 10)) - 2440587.5 AS INTEGER), r.rank FROM crawl_rankings r LEFT JOIN s ON s.id = r.track_id
+WHERE r.keyword = ?1 AND r.rank IS NOT s.rank AND CAST(julianday(substr(r.seen_at, 1, 10)) - 2440587.5 AS INTEGER) < ?2
 UNION ALL
 SELECT s.id, ?1, ?2, s.rank FROM s LEFT JOIN crawl_rankings r ON r.keyword = ?1 AND r.track_id = s.id
 WHERE r.rank IS NOT s.rank

@@ -26,18 +26,20 @@ const obsAt = `max(COALESCE(r.observed_at, ''), COALESCE(r.updated_at, ''), COAL
 // WHERE clause and ordering (a cursor or the untiered ones), %[3]s
 // firstObs. Parameters
 // ?1 and ?2 are the two windows as SQLite modifiers ('-604800 seconds').
+// app_snapshots' times are milliseconds (migrations/0035), read back as
+// Layout text.
 const sweepSelect = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS ratings, r.enriched_at AS enriched_at,
   %[1]s AS observed_at, COALESCE(r.refresh_tier, '') AS tier, r.rating_velocity_7d AS v7, r.rating_velocity_30d AS v30,
   EXISTS (SELECT 1 FROM chart_positions c WHERE c.track_id = r.track_id) AS in_charts,
   COALESCE((SELECT max(o.score) FROM crawl_rankings m JOIN opportunity_scores o ON o.cluster_id = m.keyword
     WHERE m.track_id = r.track_id), 0) AS cluster_score,
-  COALESCE((SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
-    AND s.taken_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?1) ORDER BY s.taken_at DESC LIMIT 1),
+  COALESCE((SELECT json_array(strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', s.taken_at / 1000.0, 'unixepoch'), s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
+    AND s.taken_at <= CAST(round((julianday(%[1]s, ?1) - 2440587.5) * 86400000) AS INTEGER) ORDER BY s.taken_at DESC LIMIT 1),
     CASE WHEN COALESCE(r.values_at, r.discovered_at) <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?1) THEN %[3]s END) AS before_7d,
-  COALESCE((SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
-    AND s.taken_at <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?2) ORDER BY s.taken_at DESC LIMIT 1),
+  COALESCE((SELECT json_array(strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', s.taken_at / 1000.0, 'unixepoch'), s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
+    AND s.taken_at <= CAST(round((julianday(%[1]s, ?2) - 2440587.5) * 86400000) AS INTEGER) ORDER BY s.taken_at DESC LIMIT 1),
     CASE WHEN COALESCE(r.values_at, r.discovered_at) <= strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', %[1]s, ?2) THEN %[3]s END) AS before_30d,
-  COALESCE((SELECT json_array(s.taken_at, s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
+  COALESCE((SELECT json_array(strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', s.taken_at / 1000.0, 'unixepoch'), s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
     ORDER BY s.taken_at LIMIT 1), %[3]s) AS first_obs
 FROM app_registry r %[2]s`
 

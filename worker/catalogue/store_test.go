@@ -96,7 +96,7 @@ func TestObserveUpdatesAndAppendsHistoryOnChange(t *testing.T) {
 	if got := series(); got != changed {
 		t.Fatalf("after the changes:\n%s\nwant\n%s", got, changed)
 	}
-	if n := drv.Int(t, `SELECT rating_count FROM app_snapshots WHERE track_id = 1 AND taken_at = ?`, d1.Time(t0.Add(2*day))); n != 130 {
+	if n := drv.Int(t, `SELECT rating_count FROM app_snapshots WHERE track_id = 1 AND taken_at = ?`, Millis(t0.Add(2*day))); n != 130 {
 		t.Fatalf("the observation is dated when it was seen: %d", n)
 	}
 	// A chart sighting carries no ratings: they stay; the stale mark goes.
@@ -168,7 +168,7 @@ func TestSweepVelocityFromObservations(t *testing.T) {
 		db.Exec(ctx, ObserveStmt([]Seen{search(7, o.n, "1.0", 0)}, t0.Add(time.Duration(o.d)*day))...)
 	}
 	// Sweep rows (copies of stored values, source NULL) are not observations.
-	drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating) VALUES (7, ?, 99999, 4)`, d1.Time(t0.Add(-8*day)))
+	drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating) VALUES (7, ?, 99999, 4)`, Millis(t0.Add(-8*day)))
 	res := Sweep(ctx, D1Store{DB: db}, t0)
 	// Scheduled first, then re-tiered by the cursor walk of the same run.
 	if res.Error != "" || res.Scheduled != 1 || res.Swept != 1 || res.Velocities != 2 {
@@ -351,8 +351,8 @@ func TestPruneHistory(t *testing.T) {
 	old, recent := t0.Add(-800*day), t0.Add(-10*day)
 	for _, id := range []int{1, PruneBatchApps + 2} {
 		for _, at := range []time.Time{old, t0.Add(-100 * day), recent} {
-			drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, source) VALUES (?, ?, 1, 'observed')`, id, d1.Time(at))
-			drv.Exec(t, `INSERT INTO app_version_history (track_id, seen_at, version, source) VALUES (?, ?, 'v', 'observed')`, id, d1.Time(at))
+			drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, source) VALUES (?, ?, 1, 1)`, id, Millis(at))
+			drv.Exec(t, `INSERT INTO app_version_history (track_id, seen_at, version) VALUES (?, ?, 'v')`, id, Millis(at))
 			drv.Exec(t, `INSERT INTO keyword_rank_history (track_id, keyword, day, rank) VALUES (?, 'budget', ?, 3)`, id, Day(at))
 			// A keyword the app left 100 days ago, and one whose rank
 			// changed 800 days ago and holds since.
@@ -368,11 +368,11 @@ func TestPruneHistory(t *testing.T) {
 	// rating, version and price rows are what it still has, and stay; of
 	// app 4's two old snapshots the newer stays.
 	for _, at := range []time.Time{old, old.Add(day)} {
-		drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, source) VALUES (4, ?, 1, 'observed')`, d1.Time(at))
+		drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, source) VALUES (4, ?, 1, 1)`, Millis(at))
 	}
-	drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, source) VALUES (3, ?, 1, 'observed')`, d1.Time(old))
-	drv.Exec(t, `INSERT INTO app_version_history (track_id, seen_at, version, source) VALUES (3, ?, 'v', 'observed')`, d1.Time(old))
-	drv.Exec(t, `INSERT INTO app_price_history (track_id, seen_at, price, source) VALUES (3, ?, 0, 'observed')`, d1.Time(old))
+	drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, source) VALUES (3, ?, 1, 1)`, Millis(old))
+	drv.Exec(t, `INSERT INTO app_version_history (track_id, seen_at, version) VALUES (3, ?, 'v')`, Millis(old))
+	drv.Exec(t, `INSERT INTO app_price_history (track_id, seen_at, price) VALUES (3, ?, 0)`, Millis(old))
 	before := drv.TotalChanges(t)
 	res := PruneHistory(ctx, D1Store{DB: db}, t0)
 	// Per app: the 800-day rating and version rows, the 800- and 100-day
@@ -387,7 +387,7 @@ func TestPruneHistory(t *testing.T) {
 		t.Fatalf("rows written %d, want the %d deletes (the walk wrapped from 0 to 0: no cursor row)", n, res.Changed)
 	}
 	if got := drv.Rows(t, `SELECT keyword, day FROM keyword_rank_history WHERE track_id = 1 ORDER BY keyword, day`); fmt.Sprint(got) !=
-		fmt.Sprintf("[map[day:%s keyword:budget] map[day:%s keyword:budget] map[day:%s keyword:held]]", Day(t0.Add(-100*day)), Day(recent), Day(old)) {
+		fmt.Sprintf("[map[day:%d keyword:budget] map[day:%d keyword:budget] map[day:%d keyword:held]]", Day(t0.Add(-100*day)), Day(recent), Day(old)) {
 		t.Fatalf("rank changes kept: %v", got)
 	}
 	for table, want := range map[string]int64{"app_snapshots": 4 + 2, "app_version_history": 4 + 1, "app_price_history": 1, "keyword_rank_history": 6, "chart_position_history": 2} {
@@ -395,7 +395,7 @@ func TestPruneHistory(t *testing.T) {
 			t.Errorf("%s: %d rows left, want %d", table, n, want)
 		}
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 4 AND taken_at = ?`, d1.Time(old.Add(day))); n != 1 {
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 4 AND taken_at = ?`, Millis(old.Add(day))); n != 1 {
 		t.Error("app 4 keeps its newest snapshot")
 	}
 	if res := PruneHistory(ctx, D1Store{DB: db}, t0); res.Changed != 0 {
@@ -452,9 +452,9 @@ ON CONFLICT (keyword, track_id) DO UPDATE SET rank = excluded.rank, seen_at = ex
 	// The 30 days: budget's change (1st, the day's last); what held when
 	// they opened: chat's 4th, budget's 3rd (both from 40 days ago); not
 	// 'gone', which the app left.
-	if len(h.Ranks) != 3 || fmt.Sprintf("%v %v", h.Ranks[0]["keyword"], h.Ranks[0]["rank"]) != "budget 1" || h.Ranks[0]["day"] != Day(t0.Add(-day)) ||
+	if len(h.Ranks) != 3 || fmt.Sprintf("%v %v", h.Ranks[0]["keyword"], h.Ranks[0]["rank"]) != "budget 1" || h.Ranks[0]["day"] != t0.Add(-day).UTC().Format("2006-01-02") ||
 		fmt.Sprintf("%v %v %v %v", h.Ranks[1]["keyword"], h.Ranks[1]["rank"], h.Ranks[2]["keyword"], h.Ranks[2]["rank"]) != "budget 3 chat 4" ||
-		h.Ranks[1]["day"] != Day(t0.Add(-40*day)) || h.Current["rating_count"] != 150.0 {
+		h.Ranks[1]["day"] != t0.Add(-40*day).UTC().Format("2006-01-02") || h.Current["rating_count"] != 150.0 {
 		t.Fatalf("ranks and current: %s", rec)
 	}
 	// The 50 days: every change, 'gone' leaving (rank null) included.

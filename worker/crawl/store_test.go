@@ -221,7 +221,7 @@ VALUES (100000001, 'Budget Planner', 50, 4.0, '1.0', 'itunes+store', ?1, ?1, ?1,
 	if row["last_seen_at"] != d1.Time(later) || row["observed_at"] != d1.Time(later) || row["rating_count"] != 10.0 || row["average_rating"] != 4.1 {
 		t.Fatalf("a search sighting: %v", row)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 200000001 AND taken_at = ? AND rating_count = 10 AND source IS NOT NULL`, d1.Time(later)); n != 1 {
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 200000001 AND taken_at = ? AND rating_count = 10 AND source IS NOT NULL`, catalogue.Millis(later)); n != 1 {
 		t.Fatalf("the rating change is an observation: %d", n)
 	}
 	// The ranks of the keyword's first search are its rankings' (their

@@ -94,12 +94,12 @@ func TestRefreshShowsUpstreamChanges(t *testing.T) {
 		t.Fatalf("the drift changed %d of %d apps; the test needs some of each", changed, len(ids))
 	}
 
-	// Two days pass for the history (the enrichment's observations and an
-	// app's first values, held in its row since values_at, move back), and
+	// Two days pass for the history (the enrichment's observations, their
+	// times in ms (migrations/0035), and an app's first values, held in its row since values_at, move back), and
 	// every refresh comes due (each app on the retry list: its round would
 	// take up to a month).
 	wrangler(t, persist, "d1", "execute", "DB", "--local", "--command",
-		`UPDATE app_snapshots SET taken_at = strftime('%Y-%m-%dT%H:%M:%fZ', taken_at, '-2 days');
+		`UPDATE app_snapshots SET taken_at = taken_at - 2 * 86400000;
 UPDATE app_registry SET refresh_retry_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
   values_at = strftime('%Y-%m-%dT%H:%M:%fZ', values_at, '-2 days'),
   discovered_at = strftime('%Y-%m-%dT%H:%M:%fZ', discovered_at, '-2 days') WHERE refresh_tier IS NOT NULL;`)

@@ -84,7 +84,7 @@ func TestUnchangedRefreshWritesNoRow(t *testing.T) {
 	if n := drv.TotalChanges(t) - before; n != 3 {
 		t.Fatalf("a moved rating wrote %d rows, want 3 (the app, its first values, its snapshot)", n)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = ? AND taken_at = ? AND average_rating = 4.5`, a.TrackID, d1.Time(later)); n != 1 {
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = ? AND taken_at = ? AND average_rating = 4.5`, a.TrackID, catalogue.Millis(later)); n != 1 {
 		t.Fatal("the moved rating is in the history at the refresh's time")
 	}
 	// Long unseen otherwise: the sighting alone, 1 row, so the stale task
@@ -259,10 +259,10 @@ func TestRunServesDueRefreshes(t *testing.T) {
 	if row["name"] == "old name" || row["enriched_at"] != d1.Time(now) || row["rating_count"] != float64(fixtureCount) || row["page_rating_count"] != float64(fixtureCount) {
 		t.Fatalf("changed refresh row: %v", row)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 21 AND rating_count = ? AND taken_at = ?`, fixtureCount, d1.Time(now)); n != 1 {
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_snapshots WHERE track_id = 21 AND rating_count = ? AND taken_at = ?`, fixtureCount, catalogue.Millis(now)); n != 1 {
 		t.Fatalf("history of the changed app: %d rows", n)
 	}
-	if n := drv.Int(t, `SELECT COUNT(*) FROM app_version_history WHERE track_id = 21 AND version = ? AND seen_at = ? AND release_notes LIKE 'We update the app as often%'`, fixtureVersion, d1.Time(now)); n != 1 {
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_version_history WHERE track_id = 21 AND version = ? AND seen_at = ? AND release_notes LIKE 'We update the app as often%'`, fixtureVersion, catalogue.Millis(now)); n != 1 {
 		t.Fatalf("version history of the changed app: %v", drv.Rows(t, `SELECT * FROM app_version_history WHERE track_id = 21`))
 	}
 	// The gone app: on the retry list, its record kept.

@@ -40,7 +40,8 @@ FROM (SELECT r.track_id, r.subtitle, r.rating_histogram, r.description,
 
 // snapshotUnsnapshottedSQL copies the stored ratings of the enriched apps
 // in (?2, ?3] that no snapshot holds (source NULL: a copy, not an
-// observation, so velocity ignores it), at ?1. Rows written: one an app
+// observation, so velocity ignores it), at ?1 (milliseconds since the
+// epoch: the table's compact time, migrations/0035). Rows written: one an app
 // it copies (the table is WITHOUT ROWID, keyed by (track_id, taken_at):
 // no other index entry).
 const snapshotUnsnapshottedSQL = `INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating)
@@ -52,7 +53,7 @@ WHERE r.track_id > ?2 AND r.track_id <= ?3 AND r.enrichment_source = 'itunes+sto
 func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
 		{Name: "pass batch", SQL: passBatchSQL, Args: []any{0, RatingSweepBatchApps}},
-		{Name: "pass snapshots", SQL: snapshotUnsnapshottedSQL, Args: []any{"2026-01-01T00:00:00.000Z", 0, 100002000}},
+		{Name: "pass snapshots", SQL: snapshotUnsnapshottedSQL, Args: []any{int64(1767225600000), 0, 100002000}},
 		d1.CursorHotQuery(RatingSweepCursor),
 	}
 }
@@ -88,7 +89,7 @@ func (s D1Store) PassBatch(ctx context.Context, after int64, n int) (PassBatch, 
 
 // SnapshotUnsnapshotted implements PassStore.
 func (s D1Store) SnapshotUnsnapshotted(ctx context.Context, after, last int64, at time.Time) (int64, error) {
-	return s.DB.Exec(ctx, d1.Stmt{SQL: snapshotUnsnapshottedSQL + ` RETURNING 1 AS copied`, Args: []any{d1.Time(at), after, last}})
+	return s.DB.Exec(ctx, d1.Stmt{SQL: snapshotUnsnapshottedSQL + ` RETURNING 1 AS copied`, Args: []any{at.UnixMilli(), after, last}})
 }
 
 // Bindings is Deps (and the ledger-reconcile task's Reconciler, the
