@@ -4,7 +4,10 @@
 -- as '%Y-%m-%dT%H:%M:%fZ', the same text), keyword_rank_history's day is
 -- an INTEGER day number since the epoch (2 bytes, not 'YYYY-MM-DD';
 -- readers render date(day * 86400, 'unixepoch')), version and price rows
--- carry no source (no reader reads it), and a rating row's source is a
+-- carry no source (no reader reads it), a version's release date is
+-- INTEGER seconds when it is the upstream's 'YYYY-MM-DDTHH:MM:SSZ' (4
+-- bytes, not 20: its column has no type, so other text stays text;
+-- readers render an integer back as that text), and a rating row's source is a
 -- small code (1 'observed' is stored in no byte): NULL a sweep's copy,
 -- 1 'observed', 2 'lookup', 3 'search', 4 'chart'; any other text is
 -- kept as it was. Rows and keys are otherwise as before: no row written
@@ -42,12 +45,14 @@ CREATE TABLE app_version_history_compact (
   track_id      INTEGER NOT NULL,
   seen_at       INTEGER NOT NULL, -- ms since the Unix epoch
   version       TEXT NOT NULL,
-  release_date  TEXT,             -- the version's date as the upstream gave it
+  release_date,                   -- the version's date as the upstream gave it: INTEGER seconds when
+                                  -- it is 'YYYY-MM-DDTHH:MM:SSZ' (rendered back the same), else its text
   release_notes TEXT,             -- NULL when the source carries none (searches)
   PRIMARY KEY (track_id, seen_at)
 ) WITHOUT ROWID;
 INSERT OR IGNORE INTO app_version_history_compact (track_id, seen_at, version, release_date, release_notes)
-  SELECT track_id, CAST(round((julianday(seen_at) - 2440587.5) * 86400000) AS INTEGER), version, release_date, release_notes
+  SELECT track_id, CAST(round((julianday(seen_at) - 2440587.5) * 86400000) AS INTEGER), version,
+    CASE WHEN release_date = strftime('%Y-%m-%dT%H:%M:%SZ', release_date) THEN CAST(strftime('%s', release_date) AS INTEGER) ELSE release_date END, release_notes
   FROM app_version_history WHERE julianday(seen_at) IS NOT NULL;
 DROP TABLE app_version_history;
 ALTER TABLE app_version_history_compact RENAME TO app_version_history;
@@ -104,13 +109,17 @@ WHEN NEW.version IS NOT NULL AND NEW.version <> '' AND NEW.version IS NOT OLD.ve
 BEGIN
   INSERT OR IGNORE INTO app_version_history (track_id, seen_at, version, release_date, release_notes)
     SELECT OLD.track_id, CAST(round((julianday(COALESCE(OLD.values_at, OLD.discovered_at)) - 2440587.5) * 86400000) AS INTEGER),
-      OLD.version, OLD.current_version_release_date, OLD.release_notes
+      OLD.version,
+      CASE WHEN OLD.current_version_release_date = strftime('%Y-%m-%dT%H:%M:%SZ', OLD.current_version_release_date) THEN CAST(strftime('%s', OLD.current_version_release_date) AS INTEGER) ELSE OLD.current_version_release_date END,
+      OLD.release_notes
     WHERE OLD.version IS NOT NULL AND OLD.version <> ''
       AND COALESCE(OLD.values_at, OLD.discovered_at) < COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at)
       AND NOT EXISTS (SELECT 1 FROM app_version_history WHERE track_id = OLD.track_id);
   INSERT OR IGNORE INTO app_version_history (track_id, seen_at, version, release_date, release_notes)
     VALUES (NEW.track_id, CAST(round((julianday(COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at)) - 2440587.5) * 86400000) AS INTEGER),
-      NEW.version, NEW.current_version_release_date, NEW.release_notes);
+      NEW.version,
+      CASE WHEN NEW.current_version_release_date = strftime('%Y-%m-%dT%H:%M:%SZ', NEW.current_version_release_date) THEN CAST(strftime('%s', NEW.current_version_release_date) AS INTEGER) ELSE NEW.current_version_release_date END,
+      NEW.release_notes);
 END;
 
 CREATE TRIGGER IF NOT EXISTS app_history_price AFTER UPDATE OF price ON app_registry

@@ -91,7 +91,8 @@ const appHistorySQL = `SELECT json_object(
         AND NOT EXISTS (SELECT 1 FROM app_snapshots WHERE track_id = ?1 AND source IS NOT NULL)
       ORDER BY taken_at DESC LIMIT ?4)),
   'versions', (SELECT json_group_array(json_object('at', strftime('%Y-%m-%dT%H:%M:%fZ', seen_at / 1000.0, 'unixepoch'),
-      'version', version, 'release_date', release_date, 'release_notes', release_notes))
+      'version', version, 'release_date', CASE WHEN typeof(release_date) = 'integer'
+        THEN strftime('%Y-%m-%dT%H:%M:%SZ', release_date, 'unixepoch') ELSE release_date END, 'release_notes', release_notes))
     FROM (SELECT seen_at, version, release_date, release_notes FROM app_version_history WHERE track_id = ?1 AND seen_at >= ?2
       UNION ALL SELECT CAST(round((julianday(COALESCE(r.values_at, r.discovered_at)) - 2440587.5) * 86400000) AS INTEGER) AS at,
         r.version, r.current_version_release_date, r.release_notes
