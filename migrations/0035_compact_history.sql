@@ -3,7 +3,8 @@
 -- epoch (6 bytes, not a 24-character timestamp; readers render them back
 -- as '%Y-%m-%dT%H:%M:%fZ', the same text), keyword_rank_history's day is
 -- an INTEGER day number since the epoch (2 bytes, not 'YYYY-MM-DD';
--- readers render date(day * 86400, 'unixepoch')), version and price rows
+-- readers render date(day * 86400, 'unixepoch')) and its keyword is
+-- crawl_keywords' integer id (below), version and price rows
 -- carry no source (no reader reads it), a version's release date is
 -- INTEGER seconds when it is the upstream's 'YYYY-MM-DDTHH:MM:SSZ' (4
 -- bytes, not 20: its column has no type, so other text stays text;
@@ -70,16 +71,47 @@ INSERT OR IGNORE INTO app_price_history_compact (track_id, seen_at, price, curre
 DROP TABLE app_price_history;
 ALTER TABLE app_price_history_compact RENAME TO app_price_history;
 
+-- A keyword's rank rows are keyed by its id, not its text (2 to 4
+-- bytes, not the keyword): crawl_keywords gains an explicit INTEGER
+-- PRIMARY KEY, id (its rowid until now, kept; an alias of the rowid
+-- keeps its value through a VACUUM or a dump, an implicit rowid may
+-- not), and keyword becomes UNIQUE: the same two b-trees (the table and
+-- its keyword's index), so a keyword's insert writes the entries it did.
+-- Nothing deletes a keyword, so an id names one keyword for good.
+CREATE TABLE crawl_keywords_ids (
+  keyword     TEXT NOT NULL UNIQUE,
+  source      TEXT NOT NULL,   -- 'title' | 'subtitle'
+  created_at  TEXT NOT NULL,
+  searched_at TEXT,            -- NULL = pending
+  result_count INTEGER,
+  value REAL NOT NULL DEFAULT 0, research_interval_s INTEGER, next_search_at TEXT, due_value REAL,
+  id INTEGER PRIMARY KEY       -- keyword_rank_history's key for the keyword
+);
+INSERT INTO crawl_keywords_ids (id, keyword, source, created_at, searched_at, result_count, value, research_interval_s, next_search_at, due_value)
+  SELECT rowid, keyword, source, created_at, searched_at, result_count, value, research_interval_s, next_search_at, due_value
+  FROM crawl_keywords WHERE keyword IS NOT NULL;
+DROP TABLE crawl_keywords;
+ALTER TABLE crawl_keywords_ids RENAME TO crawl_keywords;
+CREATE INDEX IF NOT EXISTS idx_crawl_keywords_pending_value
+  ON crawl_keywords (value DESC, created_at) WHERE searched_at IS NULL;
+CREATE INDEX IF NOT EXISTS idx_crawl_keywords_due_value
+  ON crawl_keywords (due_value DESC, next_search_at) WHERE due_value IS NOT NULL;
+CREATE INDEX IF NOT EXISTS idx_crawl_keywords_waiting
+  ON crawl_keywords (next_search_at) WHERE due_value IS NULL AND next_search_at IS NOT NULL;
+
 CREATE TABLE keyword_rank_history_compact (
-  track_id INTEGER NOT NULL,
-  keyword  TEXT NOT NULL,
-  day      INTEGER NOT NULL,     -- days since the Unix epoch (UTC)
-  rank     INTEGER,              -- NULL: left the keyword's results that day
-  PRIMARY KEY (track_id, day, keyword) -- an app's days in order: the API's range and the prune's
+  track_id   INTEGER NOT NULL,
+  keyword_id INTEGER NOT NULL,   -- crawl_keywords.id
+  day        INTEGER NOT NULL,   -- days since the Unix epoch (UTC)
+  rank       INTEGER,            -- NULL: left the keyword's results that day
+  PRIMARY KEY (track_id, day, keyword_id) -- an app's days in order: the API's range and the prune's
 ) WITHOUT ROWID;
-INSERT OR IGNORE INTO keyword_rank_history_compact (track_id, keyword, day, rank)
-  SELECT track_id, keyword, CAST(julianday(substr(day, 1, 10)) - 2440587.5 AS INTEGER), rank
-  FROM keyword_rank_history WHERE julianday(substr(day, 1, 10)) IS NOT NULL;
+-- A row of a keyword crawl_keywords does not hold (none should exist)
+-- has no id: it is not kept.
+INSERT OR IGNORE INTO keyword_rank_history_compact (track_id, keyword_id, day, rank)
+  SELECT h.track_id, k.id, CAST(julianday(substr(h.day, 1, 10)) - 2440587.5 AS INTEGER), h.rank
+  FROM keyword_rank_history h JOIN crawl_keywords k ON k.keyword = h.keyword
+  WHERE julianday(substr(h.day, 1, 10)) IS NOT NULL;
 DROP TABLE keyword_rank_history;
 ALTER TABLE keyword_rank_history_compact RENAME TO keyword_rank_history;
 

@@ -99,8 +99,8 @@ SELECT cluster_id, (total_ratings % 1000) / 10.0, 0.5, 0.8, 0.3, computed_at FRO
 	// history rows to 2.7 an app.
 	`INSERT OR IGNORE INTO app_snapshots (track_id, taken_at, rating_count, average_rating, source)
 SELECT track_id, 1761955200000, rating_count, average_rating, NULL FROM app_registry WHERE rating_count IS NOT NULL AND track_id % 6 = 0`,
-	`INSERT INTO keyword_rank_history (track_id, keyword, day, rank)
-SELECT track_id, keyword, 20423, rank FROM crawl_rankings ORDER BY track_id, keyword`,
+	`INSERT INTO keyword_rank_history (track_id, keyword_id, day, rank)
+SELECT r.track_id, k.id, 20423, r.rank FROM crawl_rankings r JOIN crawl_keywords k ON k.keyword = r.keyword ORDER BY r.track_id, k.id`,
 	`INSERT OR IGNORE INTO chart_positions (country, collection, genre_id, rank, track_id, seen_at)
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 25 * 200)
 SELECT 'us', 'topfree', 6000 + i / 200, 1 + i % 200, 100000001 + (i * 13) % {apps}, '2025-12-01T00:00:00.000Z' FROM n`,
@@ -146,7 +146,7 @@ SELECT 'f' || i, CASE WHEN i % 2 = 0 THEN 'controller:main' ELSE 'limiter:client
 // reads find rows.
 func sampleKeywords() []string {
 	var out []string
-	for _, tc := range [][2]string{{"crawl_keywords", "keyword"}, {"crawl_rankings", "keyword"}, {"keyword_rank_history", "keyword"},
+	for _, tc := range [][2]string{{"crawl_keywords", "keyword"}, {"crawl_rankings", "keyword"},
 		{"market_clusters", "cluster_id"}, {"opportunity_scores", "cluster_id"},
 		{"analyst_briefs", "cluster_id"}, {"llm_spend", "cluster_id"}} {
 		out = append(out, fmt.Sprintf(`UPDATE %[1]s SET %[2]s = CASE %[2]s WHEN 'kw0' THEN 'budget' ELSE 'chat' END WHERE %[2]s IN ('kw0', 'kw1')`, tc[0], tc[1]))

@@ -137,8 +137,9 @@ func historyRowBytes(dbPath string, sample int, now time.Time) (Sizes, error) {
 	}
 	day := catalogue.Day(now)
 	for _, q := range []string{
-		fmt.Sprintf(`INSERT OR IGNORE INTO keyword_rank_history (track_id, keyword, day, rank)
-  SELECT track_id, keyword, %d, rank FROM crawl_rankings ORDER BY random() LIMIT %d`, day, 2*len(ids)),
+		fmt.Sprintf(`INSERT OR IGNORE INTO keyword_rank_history (track_id, keyword_id, day, rank)
+  SELECT r.track_id, k.id, %d, r.rank FROM crawl_rankings r JOIN crawl_keywords k ON k.keyword = r.keyword
+  ORDER BY random() LIMIT %d`, day, 2*len(ids)),
 		fmt.Sprintf(`INSERT OR IGNORE INTO chart_position_history (country, collection, genre_id, track_id, seen_at, rank)
   SELECT 'us', 'topfreeapplications', COALESCE(genre_id, 6014), track_id, '%s', 1 + abs(random()) %% 200
   FROM app_registry WHERE enrichment_source = 'itunes+store' ORDER BY random() LIMIT %d`, at, 2*len(ids)),

@@ -76,6 +76,8 @@ func ParseHistoryQuery(id string, get func(string) string) (q HistoryQuery, fiel
 // series has no row at or after its seen_at (and does not just repeat the
 // series' last rank) is a row of its own, on seen_at's day, read by
 // idx_crawl_rankings_track, in the window or in effect when it opens.
+// Rank rows name their keyword by id (migrations/0035): each reads its
+// text by crawl_keywords' primary key.
 const appHistorySQL = `SELECT json_object(
   'track_id', r.track_id, 'name', r.name,
   'current', json_object('rating_count', r.rating_count, 'average_rating', r.average_rating, 'version', r.version,
@@ -107,16 +109,19 @@ const appHistorySQL = `SELECT json_object(
         AND NOT EXISTS (SELECT 1 FROM app_price_history WHERE track_id = ?1)
       ORDER BY seen_at DESC LIMIT ?4)),
   'keyword_ranks', (SELECT json_group_array(json_object('day', date(day * 86400, 'unixepoch'), 'keyword', keyword, 'rank', rank))
-    FROM (SELECT day, keyword, rank FROM keyword_rank_history WHERE track_id = ?1 AND day >= ?3
+    FROM (SELECT day, c.keyword, rank FROM keyword_rank_history CROSS JOIN crawl_keywords c ON c.id = keyword_id
+        WHERE track_id = ?1 AND day >= ?3
       UNION ALL
-      SELECT day, keyword, rank FROM (SELECT max(day) AS day, keyword, rank FROM keyword_rank_history
-        WHERE track_id = ?1 AND day < ?3 GROUP BY keyword) WHERE rank IS NOT NULL
+      SELECT day, keyword, rank FROM (SELECT max(day) AS day, c.keyword, rank FROM keyword_rank_history
+          CROSS JOIN crawl_keywords c ON c.id = keyword_id
+        WHERE track_id = ?1 AND day < ?3 GROUP BY keyword_id) WHERE rank IS NOT NULL
       UNION ALL
       SELECT k.day, k.keyword, k.rank FROM (SELECT CAST(julianday(substr(seen_at, 1, 10)) - 2440587.5 AS INTEGER) AS day, keyword, rank
           FROM crawl_rankings WHERE track_id = ?1) k
-        LEFT JOIN (SELECT keyword, max(day) AS day, rank FROM keyword_rank_history WHERE track_id = ?1 GROUP BY keyword) l
-          ON l.keyword = k.keyword
-        WHERE l.keyword IS NULL OR (l.day < k.day AND l.rank IS NOT k.rank)
+        LEFT JOIN crawl_keywords c ON c.keyword = k.keyword
+        LEFT JOIN (SELECT keyword_id, max(day) AS day, rank FROM keyword_rank_history WHERE track_id = ?1 GROUP BY keyword_id) l
+          ON l.keyword_id = c.id
+        WHERE l.keyword_id IS NULL OR (l.day < k.day AND l.rank IS NOT k.rank)
       ORDER BY day DESC, keyword LIMIT ?4)),
   'chart_ranks', (SELECT json_group_array(json_object('at', seen_at, 'country', country, 'collection', collection, 'genre_id', genre_id, 'rank', rank))
     FROM (SELECT * FROM chart_position_history WHERE track_id = ?1 AND seen_at >= ?2 ORDER BY seen_at DESC LIMIT ?4))

@@ -236,7 +236,7 @@ func pruneSQL(table, column string, keepLatest bool) string {
 // in. The EXISTS reads the app's rows by primary key prefix.
 const pruneRankChangesSQL = `DELETE FROM keyword_rank_history AS h WHERE track_id > ?1 AND track_id <= ?2 AND day < ?3
   AND (rank IS NULL OR EXISTS (SELECT 1 FROM keyword_rank_history n
-    WHERE n.track_id = h.track_id AND n.day > h.day AND n.day < ?3 AND n.keyword = h.keyword))
+    WHERE n.track_id = h.track_id AND n.day > h.day AND n.day < ?3 AND n.keyword_id = h.keyword_id))
 RETURNING 1 AS pruned`
 
 // PruneRange implements PruneStore: it deletes the history of apps in

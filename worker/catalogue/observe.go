@@ -155,18 +155,21 @@ func ObserveStmt(seen []Seen, now time.Time) []d1.Stmt {
 // nothing); a rank taken earlier the same day is not written first, the
 // change replaces it. ?1 the keyword, ?2 the day (Day), ?3 a JSON array of
 // [track id, rank] pairs. Each row is one table row (the table is WITHOUT
-// ROWID, no other index).
-const rankChangesSQL = `WITH s AS (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS rank FROM json_each(?3))
-INSERT INTO keyword_rank_history (track_id, keyword, day, rank)
-SELECT r.track_id, ?1, CAST(julianday(substr(r.seen_at, 1, 10)) - 2440587.5 AS INTEGER), r.rank FROM crawl_rankings r LEFT JOIN s ON s.id = r.track_id
+// ROWID, no other index). Rows are keyed by the keyword's id
+// (migrations/0035), read once by its unique index (k): a keyword
+// crawl_keywords does not hold writes no row.
+const rankChangesSQL = `WITH s AS (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS rank FROM json_each(?3)),
+k AS (SELECT id FROM crawl_keywords WHERE keyword = ?1)
+INSERT INTO keyword_rank_history (track_id, keyword_id, day, rank)
+SELECT r.track_id, k.id, CAST(julianday(substr(r.seen_at, 1, 10)) - 2440587.5 AS INTEGER), r.rank FROM k, crawl_rankings r LEFT JOIN s ON s.id = r.track_id
 WHERE r.keyword = ?1 AND r.rank IS NOT s.rank AND CAST(julianday(substr(r.seen_at, 1, 10)) - 2440587.5 AS INTEGER) < ?2
 UNION ALL
-SELECT s.id, ?1, ?2, s.rank FROM s LEFT JOIN crawl_rankings r ON r.keyword = ?1 AND r.track_id = s.id
+SELECT s.id, k.id, ?2, s.rank FROM k, s LEFT JOIN crawl_rankings r ON r.keyword = ?1 AND r.track_id = s.id
 WHERE r.rank IS NOT s.rank
-  AND (r.rank IS NOT NULL OR EXISTS (SELECT 1 FROM keyword_rank_history h WHERE h.track_id = s.id AND h.day = ?2 AND h.keyword = ?1))
+  AND (r.rank IS NOT NULL OR EXISTS (SELECT 1 FROM keyword_rank_history h WHERE h.track_id = s.id AND h.day = ?2 AND h.keyword_id = k.id))
 UNION ALL
-SELECT r.track_id, ?1, ?2, NULL FROM crawl_rankings r WHERE r.keyword = ?1 AND r.track_id NOT IN (SELECT id FROM s)
-ON CONFLICT (track_id, day, keyword) DO UPDATE SET rank = excluded.rank
+SELECT r.track_id, k.id, ?2, NULL FROM k, crawl_rankings r WHERE r.keyword = ?1 AND r.track_id NOT IN (SELECT id FROM s)
+ON CONFLICT (track_id, day, keyword_id) DO UPDATE SET rank = excluded.rank
 WHERE keyword_rank_history.rank IS NOT excluded.rank`
 
 // RankPairs is a search's results as rankChangesSQL and the rankings

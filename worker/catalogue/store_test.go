@@ -348,18 +348,22 @@ func TestPruneHistory(t *testing.T) {
 	for id := 1; id <= PruneBatchApps+3; id++ {
 		drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (?)`, id)
 	}
+	// Rank rows name keywords by id (migrations/0035): budget 1, chat 2, held 3.
+	for _, kw := range []string{"budget", "chat", "held"} {
+		drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at) VALUES (?, 'title', ?)`, kw, d1.Time(t0))
+	}
 	old, recent := t0.Add(-800*day), t0.Add(-10*day)
 	for _, id := range []int{1, PruneBatchApps + 2} {
 		for _, at := range []time.Time{old, t0.Add(-100 * day), recent} {
 			drv.Exec(t, `INSERT INTO app_snapshots (track_id, taken_at, rating_count, source) VALUES (?, ?, 1, 1)`, id, Millis(at))
 			drv.Exec(t, `INSERT INTO app_version_history (track_id, seen_at, version) VALUES (?, ?, 'v')`, id, Millis(at))
-			drv.Exec(t, `INSERT INTO keyword_rank_history (track_id, keyword, day, rank) VALUES (?, 'budget', ?, 3)`, id, Day(at))
+			drv.Exec(t, `INSERT INTO keyword_rank_history (track_id, keyword_id, day, rank) VALUES (?, 1, ?, 3)`, id, Day(at))
 			// A keyword the app left 100 days ago, and one whose rank
 			// changed 800 days ago and holds since.
 			if at == old {
-				drv.Exec(t, `INSERT INTO keyword_rank_history (track_id, keyword, day, rank) VALUES (?, 'chat', ?, 5), (?, 'held', ?, 7)`, id, Day(at), id, Day(at))
+				drv.Exec(t, `INSERT INTO keyword_rank_history (track_id, keyword_id, day, rank) VALUES (?, 2, ?, 5), (?, 3, ?, 7)`, id, Day(at), id, Day(at))
 			} else if at != recent {
-				drv.Exec(t, `INSERT INTO keyword_rank_history (track_id, keyword, day, rank) VALUES (?, 'chat', ?, NULL)`, id, Day(at))
+				drv.Exec(t, `INSERT INTO keyword_rank_history (track_id, keyword_id, day, rank) VALUES (?, 2, ?, NULL)`, id, Day(at))
 			}
 			drv.Exec(t, `INSERT INTO chart_position_history (country, collection, genre_id, track_id, seen_at, rank) VALUES ('us', 'topfreeapplications', 6015, ?, ?, 4)`, id, d1.Time(at))
 		}
@@ -386,8 +390,8 @@ func TestPruneHistory(t *testing.T) {
 	if n := drv.TotalChanges(t) - before; n != res.Changed {
 		t.Fatalf("rows written %d, want the %d deletes (the walk wrapped from 0 to 0: no cursor row)", n, res.Changed)
 	}
-	if got := drv.Rows(t, `SELECT keyword, day FROM keyword_rank_history WHERE track_id = 1 ORDER BY keyword, day`); fmt.Sprint(got) !=
-		fmt.Sprintf("[map[day:%d keyword:budget] map[day:%d keyword:budget] map[day:%d keyword:held]]", Day(t0.Add(-100*day)), Day(recent), Day(old)) {
+	if got := drv.Rows(t, `SELECT keyword_id, day FROM keyword_rank_history WHERE track_id = 1 ORDER BY keyword_id, day`); fmt.Sprint(got) !=
+		fmt.Sprintf("[map[day:%d keyword_id:1] map[day:%d keyword_id:1] map[day:%d keyword_id:3]]", Day(t0.Add(-100*day)), Day(recent), Day(old)) {
 		t.Fatalf("rank changes kept: %v", got)
 	}
 	for table, want := range map[string]int64{"app_snapshots": 4 + 2, "app_version_history": 4 + 1, "app_price_history": 1, "keyword_rank_history": 6, "chart_position_history": 2} {
@@ -414,6 +418,9 @@ func TestAppHistory(t *testing.T) {
 	// 'budget' 3rd 40 days ago, then 2nd and 1st on one day (the day's last
 	// is kept; the first change wrote the 3rd first); 'gone' ranked it,
 	// then left.
+	for _, kw := range []string{"chat", "budget", "gone"} {
+		drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at) VALUES (?, 'title', ?)`, kw, d1.Time(t0.Add(-50*day)))
+	}
 	search := func(kw string, ids []int64, at time.Time) {
 		db.Exec(ctx, KeywordRankStmt(kw, ids, at)...)
 		drv.Exec(t, `DELETE FROM crawl_rankings WHERE keyword = ? AND track_id NOT IN (SELECT value ->> 0 FROM json_each(?))`, kw, RankPairs(ids))

@@ -226,7 +226,7 @@ VALUES (100000001, 'Budget Planner', 50, 4.0, '1.0', 'itunes+store', ?1, ?1, ?1,
 	}
 	// The ranks of the keyword's first search are its rankings' (their
 	// seen_at): no history row until one changes.
-	if n := drv.Int(t, `SELECT COUNT(*) FROM keyword_rank_history WHERE keyword = 'budget'`); n != 0 {
+	if n := drv.Int(t, `SELECT COUNT(*) FROM keyword_rank_history WHERE keyword_id = (SELECT id FROM crawl_keywords WHERE keyword = 'budget')`); n != 0 {
 		t.Fatalf("the ranks of the keyword's first search wrote %d history rows", n)
 	}
 	if n := drv.Int(t, `SELECT COUNT(*) FROM crawl_rankings WHERE keyword = 'budget' AND seen_at = ?`, d1.Time(later)); n != 3 {
@@ -312,7 +312,7 @@ VALUES (99, 'enriched', 7, 4.0, '1.0', 0, 'itunes+store', '2026-11-01T00:00:00.0
 	if n := drv.Int(t, `SELECT count(*) FROM app_snapshots WHERE track_id = 1 AND rating_count = 11`); n != 1 {
 		t.Fatalf("the rating change is kept: %d", n)
 	}
-	if got := drv.Rows(t, `SELECT rank FROM keyword_rank_history WHERE keyword = 'budget' AND track_id = 10`); len(got) != 1 || got[0]["rank"] != nil {
+	if got := drv.Rows(t, `SELECT rank FROM keyword_rank_history WHERE keyword_id = (SELECT id FROM crawl_keywords WHERE keyword = 'budget') AND track_id = 10`); len(got) != 1 || got[0]["rank"] != nil {
 		t.Fatalf("app 10 left the results: %v", got)
 	}
 	// Past the granularity the sighting moves again (one write per app);
