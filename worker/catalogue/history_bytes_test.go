@@ -46,11 +46,19 @@ VALUES (?1, 'Budget Planner', ?2, 4.61234, '3.12.1', '2026-09-01T07:00:00Z', 'Bu
   'itunes+store', ?3, ?3, ?3, ?3, 'parsed')`, ids[i], 100+r.Int64N(100_000), d1.Time(t0.Add(-time.Duration(r.Int64N(1e6))*time.Second)))
 	}
 	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	before := drv.TotalChanges(t)
 	for i, id := range ids {
 		drv.Exec(t, `UPDATE app_registry SET rating_count = rating_count + 7, average_rating = 4.61789, version = '3.13.0',
   current_version_release_date = '2026-10-01T07:00:00Z', release_notes = 'New: budgets by week. Bug fixes.', price = 1.99,
   observed_at = ?2 WHERE track_id = ?1`, id, d1.Time(t0.Add(time.Duration(i)*time.Second)))
 	}
+	// Rows written a change (the history tables are WITHOUT ROWID with no
+	// other index: a row is its one b-tree entry): the app's row, and each
+	// series' first values and new value (2 each), as before migrations/0035.
+	if n := drv.TotalChanges(t) - before; n != historyBytesApps*(1+3*2) {
+		t.Fatalf("the changes wrote %d rows, want %d", n, historyBytesApps*(1+3*2))
+	}
+	var rankRows int64
 	// Keywords of ten results each, ranked a day before: a search that
 	// reverses each keyword's order moves every result (two rows: the
 	// rank held since the ranking, and the new one).
@@ -66,9 +74,14 @@ VALUES (?1, 'Budget Planner', ?2, 4.61234, '3.12.1', '2026-09-01T07:00:00Z', 'Bu
 		for i, id := range res {
 			rev[len(res)-1-i] = id
 		}
+		before := drv.TotalChanges(t)
 		if _, err := db.Exec(ctx, KeywordRankStmt(kw, rev, t0)...); err != nil {
 			t.Fatal(err)
 		}
+		rankRows += drv.TotalChanges(t) - before
+	}
+	if rankRows != 2*historyBytesApps {
+		t.Fatalf("the searches wrote %d rows, want %d (two a result that moved)", rankRows, 2*historyBytesApps)
 	}
 	// Bytes a row, before migrations/0035 (the same test on 0034's schema):
 	// snapshots 63.5, versions 123.9, prices 62.5, keyword ranks 46.1.
