@@ -98,6 +98,9 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 	if t.throttled > 0 && p.phase != PhaseBlocked {
 		p.policy().refusal(p, now)
 	}
+	if ev == evSmallBurst && p.firstChunkOfRun(t) {
+		p.learnInFlight(outcomes) // a full bucket met the chunk's first wave
+	}
 	if next := p.transition(ev)(p, now, t); next != "" {
 		p.setPhase(next, now)
 	}

@@ -134,6 +134,12 @@ type ProbeParams struct {
 	// chunk: its burst may be small (a refusal at the rate after a burst of
 	// 20 drained comes with most of a chunk served).
 	SmallBurstShare float64
+	// WaveSpread: requests whose sends lie this close together went out
+	// at once (the runner starts a chunk's first round together; live
+	// goroutines start within a few ms of each other). A small burst
+	// refused in such a wave with some of it served measures the most
+	// the upstream takes at once (Plan.MaxInFlight).
+	WaveSpread time.Duration
 }
 
 // DefaultProbeParams are the product's tuning.
@@ -179,5 +185,6 @@ func DefaultProbeParams() ProbeParams {
 		BusySpan:            time.Minute,
 		SmoothSlack:         0.2,
 		SmallBurstShare:     0.5,
+		WaveSpread:          20 * time.Millisecond,
 	}
 }

@@ -248,6 +248,13 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		chunk = 1
 	}
 	attempted, looked := 0, 0 // items [0, looked) have their lookup
+	// The pacing's bound on requests in flight at once (an upstream whose
+	// burst is under the runtime's six connections refuses the rest of a
+	// round): an item sends its requests one after another, so items.
+	var slots chan struct{}
+	if plan.MaxInFlight > 0 {
+		slots = make(chan struct{}, plan.MaxInFlight)
+	}
 	var pages controller.PageTally
 	outOfBudget := false
 	lookupsSent := 0
@@ -319,8 +326,14 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		var wg sync.WaitGroup
 		for j := i; j < end; j++ {
 			wg.Add(1)
+			if slots != nil {
+				slots <- struct{}{} // wait for one of MaxInFlight to finish
+			}
 			go func(j int) {
 				defer wg.Done()
+				if slots != nil {
+					defer func() { <-slots }()
+				}
 				share, qshare := shares[j-i], qshares[j-i]
 				defer share.Close()
 				defer qshare.Close()
