@@ -20,7 +20,11 @@ type ProbeParams struct {
 	// RefusalShare sets how long the climb back to the ceiling takes: long
 	// enough that the refusals one probe costs (about one item's requests)
 	// are this share of the traffic sent meanwhile. A 20/min upstream is
-	// thus probed every ~15 min, a 600/min one every ~40 s.
+	// thus probed every ~10 min at 1 request an item (the cap, MaxRecover ×
+	// PenaltyFactor, at 4), a 600/min one every ~40 s. At 1 request an
+	// item a probe at a low capacity costs several refusals (the refused
+	// step drains the bucket for the next ticks): 1 % refused 2.33 % over
+	// the steady-20 variants at 1 request an item, 0.5 % 1.99 %.
 	RefusalShare float64
 	// FastRefusalShare replaces RefusalShare from FastItemsPerMin items a
 	// minute: there one refused item is a small share of a cycle's traffic
@@ -140,6 +144,23 @@ type ProbeParams struct {
 	// refused in such a wave with some of it served measures the most
 	// the upstream takes at once (Plan.MaxInFlight).
 	WaveSpread time.Duration
+	// BoundBurst: refused twice with fewer than this many served between,
+	// the capacity is under what was served plus one over the time
+	// between (the bucket held under a token at both and cannot have
+	// reached its burst, assumed no smaller than this, between them).
+	BoundBurst int
+	// BoundShare: the bound is taken only under this share of the ceiling
+	// (slow start carried far above a low capacity by its burst): nearer,
+	// a bucket that refusals drained below empty (refusals_consume) makes
+	// it too low, and the usual cut is close anyway.
+	BoundShare float64
+	// DrainGap: after a tick of one chunk all refused right after a
+	// refused tick with some served (a bucket drained at a low capacity,
+	// or a block's start), the next waits this long, so a token has
+	// refilled at any capacity over 6 a minute; refused again, it is a
+	// block (15 s: storm-403's worst variant at 1 request an item 0.253,
+	// 10 s 0.277).
+	DrainGap time.Duration
 }
 
 // DefaultProbeParams are the product's tuning.
@@ -154,7 +175,7 @@ func DefaultProbeParams() ProbeParams {
 		RefRecover:          80 * time.Second,
 		MinRecover:          40 * time.Second,
 		MaxRecover:          15 * time.Minute,
-		RefusalShare:        0.01,
+		RefusalShare:        0.005,
 		FastRefusalShare:    0.02,
 		FastItemsPerMin:     30,
 		PenaltyFactor:       3,
@@ -186,5 +207,8 @@ func DefaultProbeParams() ProbeParams {
 		SmoothSlack:         0.2,
 		SmallBurstShare:     0.5,
 		WaveSpread:          20 * time.Millisecond,
+		BoundBurst:          5,
+		BoundShare:          0.5,
+		DrainGap:            10 * time.Second,
 	}
 }
