@@ -20,12 +20,15 @@ type ProbeParams struct {
 	// RefusalShare sets how long the climb back to the ceiling takes: long
 	// enough that the refusals one probe costs (about one item's requests)
 	// are this share of the traffic sent meanwhile. A 20/min upstream is
-	// thus probed every ~10 min at 1 request an item (the cap, MaxRecover ×
-	// PenaltyFactor, at 4), a 600/min one every ~40 s. At 1 request an
-	// item a probe at a low capacity costs several refusals (the refused
-	// step drains the bucket for the next ticks): 1 % refused 2.33 % over
-	// the steady-20 variants at 1 request an item, 0.5 % 1.99 %.
+	// thus probed every ~15 min, a 600/min one every ~40 s.
 	RefusalShare float64
+	// ProbeCost is the fewest requests a refused probe costs under
+	// FastItemsPerMin, whatever an item's: at 1 request an item a probe
+	// at a low capacity drains the bucket for the next ticks too (steady-20's variants at 1
+	// request an item refused 2.33 % with 1, 1.99 % with 2; 0.5 %
+	// RefusalShare at every shape did as much there but cost
+	// refusals-consume's worst variant at 4 per item 0.856 → 0.739).
+	ProbeCost int
 	// FastRefusalShare replaces RefusalShare from FastItemsPerMin items a
 	// minute: there one refused item is a small share of a cycle's traffic
 	// anyway, and probing twice as often finds a capacity that stepped up
@@ -175,7 +178,8 @@ func DefaultProbeParams() ProbeParams {
 		RefRecover:          80 * time.Second,
 		MinRecover:          40 * time.Second,
 		MaxRecover:          15 * time.Minute,
-		RefusalShare:        0.005,
+		RefusalShare:        0.01,
+		ProbeCost:           2,
 		FastRefusalShare:    0.02,
 		FastItemsPerMin:     30,
 		PenaltyFactor:       3,
