@@ -266,6 +266,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			ChunkItems:      plan.ChunkItems,
 			ChunkPauseMs:    plan.ChunkPause.Milliseconds(),
 			StopOnThrottle:  plan.StopOnThrottle,
+			MaxInFlight:     plan.MaxInFlight,
 			SkipPages:       skipPages,
 			PageProbes:      probes,
 			ProbeSeq:        s.Parser.Probes,

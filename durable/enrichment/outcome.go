@@ -173,6 +173,11 @@ type RunPlan struct {
 	ChunkItems     int   `json:"chunk_items"`
 	ChunkPauseMs   int64 `json:"chunk_pause_ms"`
 	StopOnThrottle bool  `json:"stop_on_throttle"`
+	// MaxInFlight: at most this many of a chunk's items run at once (the
+	// store host's pacing.Plan.MaxInFlight; 0 = all, the runtime's six
+	// connections bounding them). An item sends its requests one after
+	// another, so items in flight are requests in flight.
+	MaxInFlight int `json:"max_in_flight,omitempty"`
 	// SkipPages: parser drift, fetch no store pages (lookups only) except
 	// for the first PageProbes items, which probe whether pages parse again.
 	SkipPages  bool `json:"skip_pages,omitempty"`

@@ -72,6 +72,11 @@ type Plan struct {
 	ChunkItems     int
 	ChunkPause     time.Duration
 	StopOnThrottle bool
+	// MaxInFlight bounds the requests in flight at once below the
+	// runtime's MaxConnections (0 = MaxConnections): an upstream whose
+	// burst is smaller than the connections refuses what is sent at once
+	// beyond it, whatever the rate.
+	MaxInFlight int
 	// NotBefore: no request may be sent before this time (Retry-After).
 	NotBefore time.Time
 }

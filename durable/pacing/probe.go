@@ -68,6 +68,17 @@ import (
 //     measured latency): a tick is one chunk of a minute of the
 //     connections' work, so they stay busy instead of waiting out every
 //     small chunk's slowest answer or timeout.
+//   - A burst under the connections: a refusal in the run's first chunk
+//     whose first wave (the requests sent at once) had some served and some
+//     refused measured the bucket's burst, full at the run's start; from
+//     then on at most that many requests are in flight (Plan.MaxInFlight),
+//     so a latency-bound tick keeps that many connections busy instead of
+//     refusing the rest of every round.
+//   - Refusals in a row with fewer than BoundBurst served between bound the
+//     capacity (the bucket held under a token at both): taken where it is
+//     under half the ceiling, a low capacity is found in one step. A chunk
+//     all refused right after a refused tick with some served is the
+//     bucket that tick drained, not a block: the next waits DrainGap.
 //   - Two ticks in a row whose every request was refused are a block, not
 //     a rate: the rate is kept and a single item probes it 15 s, 30 s and
 //     a minute after the block began (its refusal, not when it was
@@ -174,6 +185,15 @@ type Probe struct {
 	smooth      bool
 	smoothTried bool
 	lastChunk   int
+	// refusedAll: the last tick with an answer had every request refused
+	// (a block needs two such ticks where the second is one item).
+	refusedAll bool
+	// boundFrom and boundRate are the ceiling and rate before a drained
+	// tick or a refill bound cut them in this run of refusals (0 = none):
+	// a block found next restores them; boundAt is the refusal before
+	// that cut (unix ms), when such a block began.
+	boundFrom, boundRate float64
+	boundAt              int64
 }
 
 // Phase names.
@@ -239,6 +259,7 @@ func (p *Probe) Describe(now time.Time) map[string]any {
 		"phase": p.phase, "refused_streak": p.streak, "backoff_ms": p.backoffMs,
 		"latency_ms": math.Round(p.LatencyMs), "blocks": p.blocks,
 		"penalized": p.penalized, "cycle_ms": p.recoverTime().Milliseconds(),
+		"max_in_flight": p.InFlight, // 0: the runtime's MaxConnections
 	}
 }
 

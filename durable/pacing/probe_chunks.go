@@ -20,8 +20,8 @@ func (p *Probe) Plan(now time.Time) Plan {
 		// Near the ceiling, the smallest chunks that fill the connections:
 		// a token bucket with a small burst refuses a second's worth of
 		// requests sent at once even when the rate is under its capacity.
-		chunk = chunkItems(p.Sub)
-		if chunk*p.Sub <= MaxConnections {
+		chunk = roundItems(p.conns(), p.Sub)
+		if chunk*p.Sub <= p.conns() {
 			// That chunk is one round, all sent at once (six requests at
 			// one per item): the fewest that carry the rate instead, since a
 			// bucket with a burst under a round refuses it at any rate, and
@@ -40,7 +40,7 @@ func (p *Probe) Plan(now time.Time) Plan {
 		}
 	}
 	if p.careful {
-		chunk = max(1, MaxConnections/p.Sub)
+		chunk = max(1, p.conns()/p.Sub)
 	}
 	// An upstream that paces clients itself gets chunks in flight at once:
 	// a chunk is one round, and the tick's slowest answer overrates it.
@@ -70,9 +70,9 @@ func (p *Probe) Plan(now time.Time) Plan {
 func (p *Probe) smoothChunk() int {
 	perSec := p.rate / 60
 	lat := math.Max(p.LatencyMs, p.SlowMs) / 1000
-	for ci := 1; ci <= chunkItems(p.Sub); ci++ {
+	for ci := 1; ci <= roundItems(p.conns(), p.Sub); ci++ {
 		reqs := float64(ci * p.Sub)
-		rounds := math.Ceil(reqs / MaxConnections)
+		rounds := math.Ceil(reqs / float64(p.conns()))
 		if reqs/perSec*(1-p.params.SmoothSlack) >= rounds*lat {
 			return ci
 		}
@@ -89,7 +89,7 @@ func (p *Probe) smoothChunk() int {
 func (p *Probe) nearChunk() int {
 	perSec := p.rate / 60
 	lat := math.Max(p.LatencyMs, p.SlowMs) / 1000
-	most := max(1, MaxConnections/p.Sub)
+	most := max(1, p.conns()/p.Sub)
 	for ci := 1; ci < most; ci++ {
 		if float64(ci*p.Sub)/perSec*(1-p.params.SmoothSlack) >= lat {
 			return ci
@@ -98,9 +98,9 @@ func (p *Probe) nearChunk() int {
 	return most
 }
 
-// connPerMin is what MaxConnections carry per minute at the measured latency.
+// connPerMin is what the connections carry per minute at the measured latency.
 func (p *Probe) connPerMin() float64 {
-	return MaxConnections * float64(time.Minute.Milliseconds()) / math.Max(p.LatencyMs, 1)
+	return float64(p.conns()) * float64(time.Minute.Milliseconds()) / math.Max(p.LatencyMs, 1)
 }
 
 // latencyBound reports whether the rate asks about as much as the

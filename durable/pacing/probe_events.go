@@ -71,7 +71,7 @@ func (p *Probe) classify(t tally) event {
 	case t.throttled > 0 && !p.smooth && !p.smoothTried && !p.penalized && p.phase != PhaseBlocked && p.streak == 0 &&
 		p.lastChunk > 1 && (float64(t.ok) <= p.params.SmallBurstShare*float64(p.lastChunk*p.Sub) || p.firstChunkOfRun(t)) && !overloaded:
 		return evSmallBurst
-	case t.throttled > 0 && t.ok == 0 && (p.streak > 0 || p.phase == PhaseBlocked):
+	case t.throttled > 0 && t.ok == 0 && (p.phase == PhaseBlocked || p.streak > 0 && !p.drained(t)):
 		// A single refused tick is not enough: a tick of one item near
 		// the limit is all refused too.
 		return evAllRefused
@@ -98,11 +98,21 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 	if t.throttled > 0 && p.phase != PhaseBlocked {
 		p.policy().refusal(p, now)
 	}
+	if ev == evSmallBurst && p.firstChunkOfRun(t) {
+		p.learnInFlight(outcomes) // a full bucket met the chunk's first wave
+	}
+	d := p.beforeDrain(ev, t)
 	if next := p.transition(ev)(p, now, t); next != "" {
 		p.setPhase(next, now)
 	}
+	p.afterDrain(now, ev, t, d)
 	if ev == evSmallBurst {
 		return p.next(now, p.rate, t.sent) // the trial changes how, not when
+	}
+	if d.tick {
+		// Give the bucket DrainGap to refill a token: refused again
+		// after that, it is a block.
+		return maxTime(p.wake(now, t), now.Add(p.params.DrainGap))
 	}
 	return p.wake(now, t)
 }

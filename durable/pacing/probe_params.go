@@ -22,6 +22,13 @@ type ProbeParams struct {
 	// are this share of the traffic sent meanwhile. A 20/min upstream is
 	// thus probed every ~15 min, a 600/min one every ~40 s.
 	RefusalShare float64
+	// ProbeCost is the fewest requests a refused probe costs under
+	// FastItemsPerMin, whatever an item's: at 1 request an item a probe
+	// at a low capacity drains the bucket for the next ticks too (steady-20's variants at 1
+	// request an item refused 2.33 % with 1, 1.99 % with 2; 0.5 %
+	// RefusalShare at every shape did as much there but cost
+	// refusals-consume's worst variant at 4 per item 0.856 → 0.739).
+	ProbeCost int
 	// FastRefusalShare replaces RefusalShare from FastItemsPerMin items a
 	// minute: there one refused item is a small share of a cycle's traffic
 	// anyway, and probing twice as often finds a capacity that stepped up
@@ -134,6 +141,29 @@ type ProbeParams struct {
 	// chunk: its burst may be small (a refusal at the rate after a burst of
 	// 20 drained comes with most of a chunk served).
 	SmallBurstShare float64
+	// WaveSpread: requests whose sends lie this close together went out
+	// at once (the runner starts a chunk's first round together; live
+	// goroutines start within a few ms of each other). A small burst
+	// refused in such a wave with some of it served measures the most
+	// the upstream takes at once (Plan.MaxInFlight).
+	WaveSpread time.Duration
+	// BoundBurst: refused twice with fewer than this many served between,
+	// the capacity is under what was served plus one over the time
+	// between (the bucket held under a token at both and cannot have
+	// reached its burst, assumed no smaller than this, between them).
+	BoundBurst int
+	// BoundShare: the bound is taken only under this share of the ceiling
+	// (slow start carried far above a low capacity by its burst): nearer,
+	// a bucket that refusals drained below empty (refusals_consume) makes
+	// it too low, and the usual cut is close anyway.
+	BoundShare float64
+	// DrainGap: after a tick of one chunk all refused right after a
+	// refused tick with some served (a bucket drained at a low capacity,
+	// or a block's start), the next waits this long, so a token has
+	// refilled at any capacity over 6 a minute; refused again, it is a
+	// block (15 s: storm-403's worst variant at 1 request an item 0.253,
+	// 10 s 0.277).
+	DrainGap time.Duration
 }
 
 // DefaultProbeParams are the product's tuning.
@@ -149,6 +179,7 @@ func DefaultProbeParams() ProbeParams {
 		MinRecover:          40 * time.Second,
 		MaxRecover:          15 * time.Minute,
 		RefusalShare:        0.01,
+		ProbeCost:           2,
 		FastRefusalShare:    0.02,
 		FastItemsPerMin:     30,
 		PenaltyFactor:       3,
@@ -179,5 +210,9 @@ func DefaultProbeParams() ProbeParams {
 		BusySpan:            time.Minute,
 		SmoothSlack:         0.2,
 		SmallBurstShare:     0.5,
+		WaveSpread:          20 * time.Millisecond,
+		BoundBurst:          5,
+		BoundShare:          0.5,
+		DrainGap:            10 * time.Second,
 	}
 }

@@ -49,11 +49,11 @@ func (itemCost) cycle(p *Probe) time.Duration {
 	q := p.params
 	d := q.RefRecover
 	if p.ceiling > 0 {
-		share := q.RefusalShare
+		share, cost := q.RefusalShare, max(p.Sub, q.ProbeCost)
 		if p.ceiling/float64(p.Sub) >= q.FastItemsPerMin {
-			share = q.FastRefusalShare
+			share, cost = q.FastRefusalShare, p.Sub
 		}
-		d = time.Duration(float64(p.Sub) / (share * p.ceiling) * float64(time.Minute))
+		d = time.Duration(float64(cost) / (share * p.ceiling) * float64(time.Minute))
 	}
 	return min(max(d, q.MinRecover), q.MaxRecover*time.Duration(q.PenaltyFactor))
 }

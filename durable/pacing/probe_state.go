@@ -50,6 +50,10 @@ type probeState struct {
 	Smooth        bool        `json:"smooth,omitempty"`
 	SmoothTried   bool        `json:"smooth_tried,omitempty"`
 	LastChunk     int         `json:"last_chunk,omitempty"`
+	RefusedAll    bool        `json:"refused_all,omitempty"`
+	BoundFrom     float64     `json:"bound_from,omitempty"`
+	BoundRate     float64     `json:"bound_rate,omitempty"`
+	BoundAt       int64       `json:"bound_at,omitempty"`
 }
 
 func (p *Probe) state() probeState {
@@ -62,7 +66,8 @@ func (p *Probe) state() probeState {
 		StepAt: p.step.At, StepOK: p.step.OK, Burst: p.burst.High, BurstLow: p.burst.Low,
 		StepRefused: p.stepRefused, Rising: p.rising, RoseAt: p.roseAt, StepSize: p.stepSize, EvidenceMs: p.evidenceMs,
 		ProbeAt: p.probe.At, ProbeFrom: p.probeFrom, ProbeOK: p.probe.OK, LastStep: p.lastStep, StepCap: p.stepCap,
-		Smooth: p.smooth, SmoothTried: p.smoothTried, LastChunk: p.lastChunk,
+		Smooth: p.smooth, SmoothTried: p.smoothTried, LastChunk: p.lastChunk, RefusedAll: p.refusedAll,
+		BoundFrom: p.boundFrom, BoundRate: p.boundRate, BoundAt: p.boundAt,
 	}
 }
 
@@ -75,7 +80,8 @@ func (p *Probe) restore(s probeState) {
 	p.step, p.burst = window{At: s.StepAt, OK: s.StepOK}, burstEstimate{High: s.Burst, Low: s.BurstLow}
 	p.stepRefused, p.rising, p.roseAt, p.stepSize, p.evidenceMs = s.StepRefused, s.Rising, s.RoseAt, s.StepSize, s.EvidenceMs
 	p.probe, p.probeFrom, p.lastStep, p.stepCap = window{At: s.ProbeAt, OK: s.ProbeOK}, s.ProbeFrom, s.LastStep, s.StepCap
-	p.smooth, p.smoothTried, p.lastChunk = s.Smooth, s.SmoothTried, s.LastChunk
+	p.smooth, p.smoothTried, p.lastChunk, p.refusedAll = s.Smooth, s.SmoothTried, s.LastChunk, s.RefusedAll
+	p.boundFrom, p.boundRate, p.boundAt = s.BoundFrom, s.BoundRate, s.BoundAt
 }
 
 // MarshalJSON stores the state (current version).

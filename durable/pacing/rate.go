@@ -25,10 +25,12 @@ const (
 // chunkItems is the smallest number of items whose requests fill the
 // connections evenly (3 items of 4 requests = two full rounds of 6), so a
 // chunk never ends with idle connections.
-func chunkItems(subrequests int) int {
+func chunkItems(subrequests int) int { return roundItems(MaxConnections, subrequests) }
+
+// roundItems is chunkItems for conns connections in flight at once.
+func roundItems(conns, subrequests int) int {
 	sub := max(1, subrequests)
-	g := gcd(MaxConnections, sub)
-	return MaxConnections / g
+	return conns / gcd(conns, sub)
 }
 
 // chunkSpan is how much sending one chunk should cover: every chunk waits
@@ -39,10 +41,10 @@ const chunkSpan = time.Second
 
 // chunkForRate sizes a chunk to chunkSpan of requests at ratePerMin, in
 // whole multiples of chunkItems.
-func chunkForRate(ratePerMin float64, subrequests int) int {
+func chunkForRate(ratePerMin float64, subrequests, conns int) int {
 	sub := max(1, subrequests)
 	items := int(math.Round(ratePerMin / 60 * chunkSpan.Seconds() / float64(sub)))
-	base := chunkItems(sub)
+	base := roundItems(conns, sub)
 	return max(base, items/base*base)
 }
 
@@ -72,6 +74,18 @@ type pacer struct {
 	// tick's outcomes can be split into its chunks.
 	RoundMs   float64 `json:"round_ms,omitempty"`
 	PlanChunk int     `json:"plan_chunk,omitempty"`
+	// InFlight is the most requests to have in flight at once (Plan's
+	// MaxInFlight; 0 = MaxConnections), set where the upstream refuses
+	// concurrency, not rate.
+	InFlight int `json:"in_flight,omitempty"`
+}
+
+// conns is how many requests may be in flight at once.
+func (p *pacer) conns() int {
+	if p.InFlight > 0 && p.InFlight < MaxConnections {
+		return p.InFlight
+	}
+	return MaxConnections
 }
 
 // Release lifts the hold a server hint set (Releaser).
@@ -95,13 +109,13 @@ func (p *pacer) plan(now time.Time, ratePerMin float64, chunk int) Plan {
 	perSec := ratePerMin / 60
 	ci := chunk
 	if ci <= 0 {
-		ci = chunkForRate(ratePerMin, p.Sub)
+		ci = chunkForRate(ratePerMin, p.Sub, p.conns())
 	}
 	items := int(math.Ceil(perSec * TickInterval.Seconds() / float64(p.Sub)))
 	items = min(max(items, 1), MaxSubrequestsPerTick/p.Sub)
 	ci = min(ci, items)
 	chunkReqs := float64(ci * p.Sub)
-	rounds := math.Ceil(chunkReqs / MaxConnections)
+	rounds := math.Ceil(chunkReqs / float64(p.conns()))
 	// A chunk lasts until its slowest answer, not its mean one: sizing the
 	// pause by the mean sends ~10% under the rate at ~1000/min.
 	lat := p.LatencyMs
@@ -117,7 +131,11 @@ func (p *pacer) plan(now time.Time, ratePerMin float64, chunk int) Plan {
 	spacing := time.Duration(chunkReqs / perSec * float64(time.Second))
 	pause := max(0, spacing-chunkDur)
 	p.LastPlanRq, p.PlanChunk = items*p.Sub, ci
-	return Plan{Items: items, ChunkItems: ci, ChunkPause: pause, StopOnThrottle: true, NotBefore: time.UnixMilli(p.NotBefore)}
+	plan := Plan{Items: items, ChunkItems: ci, ChunkPause: pause, StopOnThrottle: true, NotBefore: time.UnixMilli(p.NotBefore)}
+	if p.conns() < MaxConnections {
+		plan.MaxInFlight = p.conns()
+	}
+	return plan
 }
 
 // next is when to wake after a tick that ended at now: when the requests
@@ -205,7 +223,7 @@ func (p *pacer) observe(outcomes []Outcome) tally {
 // refusal, or spanning rounds, is left out.
 func (p *pacer) observeRounds(outcomes []Outcome) {
 	ci := p.PlanChunk
-	if ci <= 0 || ci*p.Sub > MaxConnections || len(outcomes) == 0 {
+	if ci <= 0 || ci*p.Sub > p.conns() || len(outcomes) == 0 {
 		return
 	}
 	type span struct {

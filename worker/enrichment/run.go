@@ -275,6 +275,13 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	// pageCtx carries the page slots reserved for the items up to
 	// reservedTo (one acquire a group of looked-up items: pageGroups).
 	pageCtx, reservedTo := ctx, 0
+	// The pacing's bound on requests in flight at once (an upstream whose
+	// burst is under the runtime's six connections refuses the rest of a
+	// round): an item sends its requests one after another, so items.
+	var slots chan struct{}
+	if plan.MaxInFlight > 0 {
+		slots = make(chan struct{}, plan.MaxInFlight)
+	}
 	var pages controller.PageTally
 	outOfBudget := false
 	lookupsSent := 0
@@ -362,8 +369,14 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		var wg sync.WaitGroup
 		for j := i; j < end; j++ {
 			wg.Add(1)
+			if slots != nil {
+				slots <- struct{}{} // wait for one of MaxInFlight to finish
+			}
 			go func(j int) {
 				defer wg.Done()
+				if slots != nil {
+					defer func() { <-slots }()
+				}
 				share, qshare := shares[j-i], qshares[j-i]
 				defer share.Close()
 				defer qshare.Close()

@@ -71,6 +71,11 @@ func (t *tracer) Plan(now time.Time) pacing.Plan {
 	fmt.Fprintf(&t.full, "P %s items=%d chunk=%d pause=%d stop=%t nb=%s\n",
 		traceAt(now), p.Items, p.ChunkItems, p.ChunkPause.Nanoseconds(), p.StopOnThrottle, traceAt(p.NotBefore))
 	t.plan = fmt.Sprintf("%s items=%d chunk=%d pause=%s nb=%s", traceAt(now), p.Items, p.ChunkItems, p.ChunkPause, traceAt(p.NotBefore))
+	if p.MaxInFlight > 0 {
+		// Only where set, so the plans without it hash as before.
+		fmt.Fprintf(&t.full, "  inflight=%d\n", p.MaxInFlight)
+		t.plan += fmt.Sprintf(" inflight=%d", p.MaxInFlight)
+	}
 	return p
 }
 

@@ -100,7 +100,7 @@ func (s *sim) tick(wake time.Duration, plan pacing.Plan) tickResult {
 		k := min(chunk, n-t.started)
 		var throttled bool
 		var started int
-		t.end, throttled, started = s.chunk(start, t.ids[t.started:t.started+k], t.started, plan.StopOnThrottle, &t.outcomes)
+		t.end, throttled, started = s.chunk(start, t.ids[t.started:t.started+k], t.started, plan, &t.outcomes)
 		t.started += started
 		if plan.StopOnThrottle && throttled {
 			break
@@ -122,25 +122,31 @@ func (s *sim) after(at, d time.Duration) time.Duration {
 }
 
 // chunk sends the requests of ids (tick indexes from first) FIFO through
-// MaxConnections connections from start; it returns its last answer's time,
-// whether any answer was a refusal, and how many items it started. With
-// stopOnThrottle an item whose first request would go out after a refusal
-// has come back is not started (it stays queued), as the product's runner
-// checks before it starts an item.
-func (s *sim) chunk(start time.Duration, ids []int, first int, stopOnThrottle bool, outs *[]pacing.Outcome) (end time.Duration, throttled bool, started int) {
-	var free [pacing.MaxConnections]time.Duration // when each connection frees up
+// MaxConnections connections (plan.MaxInFlight when fewer) from start; it
+// returns its last answer's time, whether any answer was a refusal, and
+// how many items it started. With plan.StopOnThrottle an item whose first
+// request would go out after a refusal has come back is not started (it
+// stays queued), as the product's runner checks before it starts an item.
+func (s *sim) chunk(start time.Duration, ids []int, first int, plan pacing.Plan, outs *[]pacing.Outcome) (end time.Duration, throttled bool, started int) {
+	stopOnThrottle := plan.StopOnThrottle
+	conns := pacing.MaxConnections
+	if plan.MaxInFlight > 0 {
+		conns = min(conns, plan.MaxInFlight)
+	}
+	var pool [pacing.MaxConnections]time.Duration // when each connection frees up
+	free := pool[:conns]
 	for i := range free {
 		free[i] = start
 	}
 	end = start
 	refusedAt := time.Duration(-1) // when the first refusal came back
 	for j, id := range ids {
-		if stopOnThrottle && refusedAt >= 0 && free[earliest(free[:])] >= refusedAt {
+		if stopOnThrottle && refusedAt >= 0 && free[earliest(free)] >= refusedAt {
 			break
 		}
 		started++
 		for range s.sc.SubrequestsPerItem {
-			c := earliest(free[:])
+			c := earliest(free)
 			sent := free[c]
 			a := s.up.serve(sent, id)
 			done := sent + a.latency

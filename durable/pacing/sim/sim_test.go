@@ -62,6 +62,20 @@ func TestConnectionPool(t *testing.T) {
 	}
 }
 
+func TestMaxInFlightBoundsTheConnections(t *testing.T) {
+	sc := testScenario(func(s *Scenario) { s.DurationS = 10 })
+	ctl := &fixedCtl{plan: pacing.Plan{Items: 8, MaxInFlight: 5}, every: time.Hour}
+	simulate(sc, ctl)
+	d := ctl.dones[0]
+	if got := maxInFlight(d.outcomes); got != 5 {
+		t.Errorf("peak in flight %d, want the plan's 5", got)
+	}
+	want := time.Duration(math.Ceil(32.0/5)) * 100 * time.Millisecond
+	if got := d.at.Sub(epoch); got != want {
+		t.Errorf("the chunk took %v, want ceil(32/5)×100ms = %v", got, want)
+	}
+}
+
 func TestChunksPauseAndNotBefore(t *testing.T) {
 	sc := testScenario(func(s *Scenario) { s.DurationS = 10 })
 	nb := at(2 * time.Second)
