@@ -174,6 +174,12 @@ type Probe struct {
 	smooth      bool
 	smoothTried bool
 	lastChunk   int
+	// resumeAt is when traffic could resume after the last refusal (its
+	// Retry-After's end, a block's next probe; unix ms): the bucket is
+	// full then. resumed is what was served from there until the last
+	// refusal of a resumed run (the first of two that measure the capacity).
+	resumeAt int64
+	resumed  resumeWindow
 }
 
 // Phase names.

@@ -86,6 +86,13 @@ func (b burstEstimate) capacity(w window, now time.Time) float64 {
 	return (float64(w.OK) - b.Low) / w.minutes(now)
 }
 
+// resumeWindow is what the upstream served (OK) from a hold's end until a
+// refusal Ms later.
+type resumeWindow struct {
+	Ms int64
+	OK int
+}
+
 type tickStats struct {
 	End int64 `json:"end"` // unix ms
 	OK  int   `json:"ok"`
@@ -129,6 +136,17 @@ func (h history) acceptedSince(now time.Time, from int64) float64 {
 	}
 	spanMs := math.Max(float64(now.UnixMilli()-from), float64(TickInterval.Milliseconds()))
 	return float64(ok) / spanMs * 60000
+}
+
+// okSince is what the upstream served in ticks ending after from (unix ms).
+func (h history) okSince(from int64) int {
+	ok := 0
+	for _, s := range h {
+		if s.End > from {
+			ok += s.OK
+		}
+	}
+	return ok
 }
 
 // provenPerMin is the best rate the upstream proved up to now: beyond the

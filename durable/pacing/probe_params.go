@@ -57,6 +57,13 @@ type ProbeParams struct {
 	// itself (a burst of Burst requests carries a rate r for dt only if the
 	// capacity is at least r - Burst/dt) before the next.
 	PenaltyEvidence float64
+	// ResumeSpread, ResumeServed: two refusals after resuming from a full
+	// bucket measure the capacity (ΔS/Δt) only if refused at least
+	// ResumeSpread apart in time since their resume and ResumeServed
+	// requests apart in what was served; closer, the latency's jitter and
+	// a request more or less dominate.
+	ResumeSpread time.Duration
+	ResumeServed int
 	// PenaltyRetryAfter is the Retry-After from which a refusal counts as expensive.
 	PenaltyRetryAfter time.Duration
 	// PenaltyMargin: where refusals are penalised the loop cruises this far
@@ -159,6 +166,8 @@ func DefaultProbeParams() ProbeParams {
 		PenaltyRiseProbe:    penalizedStep * (1 << maxDoublings),
 		PenaltyEvidence:     2,
 		PenaltyRetryAfter:   5 * time.Second,
+		ResumeSpread:        time.Second,
+		ResumeServed:        10,
 		PenaltyMargin:       0.97,
 		FirstStep:           0.05,
 		StepGrowth:          3,

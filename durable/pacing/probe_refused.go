@@ -27,6 +27,7 @@ func (p *Probe) block(now time.Time, _ tally) string {
 	p.backoffMs = at - now.UnixMilli()
 	p.NotBefore = max(p.NotBefore, at)
 	p.lastThrottle = now.UnixMilli()
+	p.resumeAt = p.NotBefore
 	return next
 }
 
@@ -58,6 +59,7 @@ func (p *Probe) bracketRefused(now time.Time, t tally) string {
 	p.streak++
 	p.lastThrottle = now.UnixMilli()
 	p.policy().bracketRefused(p, now, t)
+	p.resumeAt = p.NotBefore
 	if p.refusedRate <= p.ceiling*(1+p.params.BracketGap) {
 		p.refusedRate = 0
 		return PhasePlateau
@@ -77,6 +79,7 @@ func (p *Probe) refused(now time.Time, t tally) string {
 		if p.policy().firstRefusal(p, now, t) {
 			p.streak++
 			p.lastThrottle = now.UnixMilli()
+			p.resumeAt = p.NotBefore
 			return PhaseBracket
 		}
 	case p.streak == 1 && p.phase == PhaseBracket && p.policy().drainsAtFloor():
@@ -88,6 +91,7 @@ func (p *Probe) refused(now time.Time, t tally) string {
 	}
 	p.streak++
 	p.lastThrottle = now.UnixMilli()
+	p.resumeAt = p.NotBefore
 	return PhaseRecover
 }
 
