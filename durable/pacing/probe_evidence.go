@@ -138,17 +138,6 @@ func (h history) acceptedSince(now time.Time, from int64) float64 {
 	return float64(ok) / spanMs * 60000
 }
 
-// okSince is what the upstream served in ticks ending after from (unix ms).
-func (h history) okSince(from int64) int {
-	ok := 0
-	for _, s := range h {
-		if s.End > from {
-			ok += s.OK
-		}
-	}
-	return ok
-}
-
 // provenPerMin is the best rate the upstream proved up to now: beyond the
 // burst, what it served since the end of an earlier tick (or since this
 // tick's first request). The best such stretch is the one where the

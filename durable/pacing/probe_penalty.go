@@ -114,7 +114,7 @@ func (holdCost) firstRefusal(p *Probe, now time.Time, _ tally) bool {
 		// accepted rate (a block's minutes, a hold's 30 s) and a cut of
 		// 0.9 per hold (a block each: storm-403 at 1 request per item
 		// resumed 303.8 → 273.4 → 246.0 → 221.4 at 240) do not.
-		p.ceiling, p.rate = c, clampRate(c*q.Beta)
+		p.ceiling, p.rate = c, clampRate(c*q.PenaltyMargin)
 	}
 	if p.clean > 0 && p.clean < refused {
 		p.ceiling, p.rate = p.clean/q.PenaltyMargin, p.clean
@@ -126,7 +126,7 @@ func (holdCost) firstRefusal(p *Probe, now time.Time, _ tally) bool {
 	return false
 }
 
-// resumedCapacity learns from a refusal within History of traffic
+// resumedCapacity learns from a refusal within ResumeWithin of traffic
 // resuming after a hold (a Retry-After's end, a block's lift), where the
 // bucket was full: what it served since then is its burst plus its
 // capacity over that time, S = B + C·t. One such window cannot tell B from
@@ -135,8 +135,8 @@ func (holdCost) firstRefusal(p *Probe, now time.Time, _ tally) bool {
 // It returns the capacity (0 = not measured) and keeps this window as the
 // next one's other point.
 func (p *Probe) resumedCapacity(now time.Time) float64 {
-	ms := now.UnixMilli() - p.resumeAt
-	if p.resumeAt == 0 || p.clean > 0 || ms <= 0 || ms >= p.params.History.Milliseconds() {
+	ms := now.UnixMilli() - p.resume.At
+	if !p.resume.isOpen() || p.clean > 0 || ms <= 0 || ms >= p.params.ResumeWithin.Milliseconds() {
 		return 0
 	}
 	if p.blocks > 0 && p.holdMs < p.params.BackoffMax.Milliseconds() {
@@ -146,7 +146,7 @@ func (p *Probe) resumedCapacity(now time.Time) float64 {
 		p.resumed = resumeWindow{}
 		return 0
 	}
-	cur := resumeWindow{Ms: ms, OK: p.history.okSince(p.resumeAt)}
+	cur := resumeWindow{Ms: ms, OK: p.resume.OK}
 	prev := p.resumed
 	p.resumed = cur
 	if prev.Ms == 0 || cur.Ms-prev.Ms < p.params.ResumeSpread.Milliseconds() || cur.OK-prev.OK < p.params.ResumeServed {

@@ -51,6 +51,7 @@ type probeState struct {
 	SmoothTried   bool        `json:"smooth_tried,omitempty"`
 	LastChunk     int         `json:"last_chunk,omitempty"`
 	ResumeAt      int64       `json:"resume_at,omitempty"`
+	ResumeOK      int         `json:"resume_ok,omitempty"`
 	ResumedMs     int64       `json:"resumed_ms,omitempty"`
 	ResumedOK     int         `json:"resumed_ok,omitempty"`
 }
@@ -66,7 +67,7 @@ func (p *Probe) state() probeState {
 		StepRefused: p.stepRefused, Rising: p.rising, RoseAt: p.roseAt, StepSize: p.stepSize, EvidenceMs: p.evidenceMs,
 		ProbeAt: p.probe.At, ProbeFrom: p.probeFrom, ProbeOK: p.probe.OK, LastStep: p.lastStep, StepCap: p.stepCap,
 		Smooth: p.smooth, SmoothTried: p.smoothTried, LastChunk: p.lastChunk,
-		ResumeAt: p.resumeAt, ResumedMs: p.resumed.Ms, ResumedOK: p.resumed.OK,
+		ResumeAt: p.resume.At, ResumeOK: p.resume.OK, ResumedMs: p.resumed.Ms, ResumedOK: p.resumed.OK,
 	}
 }
 
@@ -80,7 +81,7 @@ func (p *Probe) restore(s probeState) {
 	p.stepRefused, p.rising, p.roseAt, p.stepSize, p.evidenceMs = s.StepRefused, s.Rising, s.RoseAt, s.StepSize, s.EvidenceMs
 	p.probe, p.probeFrom, p.lastStep, p.stepCap = window{At: s.ProbeAt, OK: s.ProbeOK}, s.ProbeFrom, s.LastStep, s.StepCap
 	p.smooth, p.smoothTried, p.lastChunk = s.Smooth, s.SmoothTried, s.LastChunk
-	p.resumeAt, p.resumed = s.ResumeAt, resumeWindow{Ms: s.ResumedMs, OK: s.ResumedOK}
+	p.resume, p.resumed = window{At: s.ResumeAt, OK: s.ResumeOK}, resumeWindow{Ms: s.ResumedMs, OK: s.ResumedOK}
 }
 
 // MarshalJSON stores the state (current version).
