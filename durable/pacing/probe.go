@@ -63,7 +63,11 @@ import (
 //     full bucket) measures the capacity: it was served the burst plus
 //     the capacity over its length, the burst taken as the smallest a
 //     refused step measured. The loop resumes at 0.97 of that when it is
-//     above the step before (which may lie far under it).
+//     above the step before (which may lie far under it). A run resumed
+//     after a hold (a Retry-After's end, a block's lift) starts at a full
+//     bucket: two such runs refused within ResumeWithin measure the
+//     capacity as what they served apart over how long they lasted apart
+//     (S = burst + capacity × t), and the loop cruises under it at once.
 //   - Latency-bound (the rate asks about what six connections carry at the
 //     measured latency): a tick is one chunk of a minute of the
 //     connections' work, so they stay busy instead of waiting out every
@@ -194,6 +198,13 @@ type Probe struct {
 	// that cut (unix ms), when such a block began.
 	boundFrom, boundRate float64
 	boundAt              int64
+	// resume is what the upstream served since traffic could resume after
+	// the last refusal's hold (its Retry-After's end, a block's next
+	// probe; not open without a hold): the bucket was full then. resumed
+	// is such a run up to its refusal (the first of two that measure the
+	// capacity).
+	resume  window
+	resumed resumeWindow
 }
 
 // Phase names.

@@ -94,6 +94,7 @@ func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
 	p.readHints(outcomes)
 	p.step.add(t.ok)
 	p.probe.add(t.ok)
+	p.resume.add(t.ok)
 	ev := p.classify(t)
 	if t.throttled > 0 && p.phase != PhaseBlocked {
 		p.policy().refusal(p, now)

@@ -86,6 +86,13 @@ func (b burstEstimate) capacity(w window, now time.Time) float64 {
 	return (float64(w.OK) - b.Low) / w.minutes(now)
 }
 
+// resumeWindow is what the upstream served (OK) from a hold's end until a
+// refusal Ms later.
+type resumeWindow struct {
+	Ms int64
+	OK int
+}
+
 type tickStats struct {
 	End int64 `json:"end"` // unix ms
 	OK  int   `json:"ok"`

@@ -108,6 +108,14 @@ func (holdCost) firstRefusal(p *Probe, now time.Time, _ tally) bool {
 	p.probe.close()
 	p.setCeiling(p.acceptedCeiling(now))
 	p.rate = clampRate(p.ceiling * q.Beta)
+	if c := p.resumedCapacity(now); p.clean == 0 && c > 0 && c < p.ceiling {
+		// Refused again soon after a hold, and once before: two windows
+		// from a full bucket measure the capacity, where the minute's
+		// accepted rate (a block's minutes, a hold's 30 s) and a cut of
+		// 0.9 per hold (a block each: storm-403 at 1 request per item
+		// resumed 303.8 → 273.4 → 246.0 → 221.4 at 240) do not.
+		p.ceiling, p.rate = c, clampRate(c*q.PenaltyMargin)
+	}
 	if p.clean > 0 && p.clean < refused {
 		p.ceiling, p.rate = p.clean/q.PenaltyMargin, p.clean
 		if c := math.Min(p.stepCap, refused); c*q.PenaltyMargin > p.clean {
@@ -116,6 +124,43 @@ func (holdCost) firstRefusal(p *Probe, now time.Time, _ tally) bool {
 	}
 	p.clean = 0
 	return false
+}
+
+// resumedCapacity learns from a refusal within ResumeWithin of traffic
+// resuming after a hold (a Retry-After's end, a block's lift), where the
+// bucket was full: what it served since then is its burst plus its
+// capacity over that time, S = B + C·t. One such window cannot tell B from
+// C; two refused after times at least ResumeSpread apart can: C = ΔS/Δt,
+// if B = S − C·t is neither negative nor more than the hold refills at C.
+// It returns the capacity (0 = not measured) and keeps this window as the
+// next one's other point.
+func (p *Probe) resumedCapacity(now time.Time) float64 {
+	ms := now.UnixMilli() - p.resume.At
+	if !p.resume.isOpen() || p.clean > 0 || ms <= 0 || ms >= p.params.ResumeWithin.Milliseconds() {
+		return 0
+	}
+	if p.blocks > 0 && p.holdMs < p.params.BackoffMax.Milliseconds() {
+		// A block lifted within its first probes may be a rate limit
+		// misread (a one-item tick refused twice): its bucket was not
+		// full (refusals-consume#27 at 4 per item: 0.856 → 0.837).
+		p.resumed = resumeWindow{}
+		return 0
+	}
+	cur := resumeWindow{Ms: ms, OK: p.resume.OK}
+	prev := p.resumed
+	p.resumed = cur
+	if prev.Ms == 0 || cur.Ms-prev.Ms < p.params.ResumeSpread.Milliseconds() || cur.OK-prev.OK < p.params.ResumeServed {
+		return 0
+	}
+	c := float64(cur.OK-prev.OK) / float64(cur.Ms-prev.Ms) * 60000
+	burst := float64(cur.OK) - c*float64(cur.Ms)/60000
+	if burst < 0 || c*float64(p.holdMs)/60000 < burst {
+		// A negative burst, or one the hold could not refill at that
+		// capacity: the runs did not start from a full bucket (a block
+		// misread from a one-item tick at a slow upstream).
+		return 0
+	}
+	return c
 }
 
 // penaltyWait is the wait between probe steps: while rising, as long as a

@@ -1,7 +1,9 @@
 package pacing_test
 
 import (
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,5 +177,41 @@ func TestProbePenalisedRefusedRisingStepMeasuresTheCapacity(t *testing.T) {
 	p.Done(later, tickOf(1, 4, pacing.KindThrottled, later, 0))
 	if s := stateOf(t, p); s.Burst != 30 || math.Abs(s.BurstLow-20) > 1e-9 {
 		t.Fatalf("burst %v low %v, want 30 and 20", s.Burst, s.BurstLow)
+	}
+}
+
+// Refused twice soon after a hold: each run began at a full bucket, so
+// what it served is the burst plus the capacity over its length; the two
+// together measure the capacity (storm-403 at 1 request per item resumed
+// 0.9× lower after each block instead: one block more).
+func TestProbeTwoRefusedResumesMeasureTheCapacity(t *testing.T) {
+	resume := t0.UnixMilli()
+	// The last resumed run: 50 served 10 s after its resume, then refused.
+	// This one resumed at t0 and served 42 by t0+10 s; 48 more by t0+20 s.
+	p := probeWith(t, sub, penalised(fields{
+		"rate": 300, "ceiling": 310, "phase": pacing.PhaseRecover,
+		"resume_at": resume, "resume_ok": 42, "resumed_ms": 10_000, "resumed_ok": 50,
+	}))
+	raTick(p, t0.Add(19*time.Second), 12, 30*time.Second)
+	// (90 − 50) in (20 − 10) s is 240 a minute (its burst 90 − 80 = 10):
+	// cruise under it at once.
+	if s := stateOf(t, p); math.Abs(s.Ceiling-240) > 1e-9 || math.Abs(s.Rate-240*dp.PenaltyMargin) > 1e-9 {
+		t.Fatalf("ceiling %v rate %v, want 240 and %v", s.Ceiling, s.Rate, 240*dp.PenaltyMargin)
+	}
+	// One refused run alone does not tell the burst from the capacity.
+	p = probeWith(t, sub, penalised(fields{
+		"rate": 300, "ceiling": 310, "phase": pacing.PhaseRecover, "resume_at": resume, "resume_ok": 42,
+		"history": []map[string]any{{"end": resume + 10_000, "ok": 42}},
+	}))
+	raTick(p, t0.Add(19*time.Second), 12, 30*time.Second)
+	if s := stateOf(t, p); s.Ceiling != 300 {
+		t.Fatalf("one refused run: ceiling %v, want the rate refused (300)", s.Ceiling)
+	}
+	// A refusal with no hold (no Retry-After) opens no run: the bucket was
+	// not refilled, so the next refusal measures nothing.
+	p = probeWith(t, sub, penalised(fields{"rate": 300, "ceiling": 310, "phase": pacing.PhaseRecover}))
+	runTick(p, t0, pacing.KindThrottled)
+	if raw, _ := json.Marshal(p); strings.Contains(string(raw), "resume_at") {
+		t.Fatalf("a refusal without a hold opened a resumed run: %s", raw)
 	}
 }

@@ -27,6 +27,7 @@ func (p *Probe) block(now time.Time, _ tally) string {
 	p.backoffMs = at - now.UnixMilli()
 	p.NotBefore = max(p.NotBefore, at)
 	p.lastThrottle = now.UnixMilli()
+	p.resume = window{At: p.holdEnd(now)}
 	return next
 }
 
@@ -58,6 +59,7 @@ func (p *Probe) bracketRefused(now time.Time, t tally) string {
 	p.streak++
 	p.lastThrottle = now.UnixMilli()
 	p.policy().bracketRefused(p, now, t)
+	p.resume = window{At: p.holdEnd(now)}
 	if p.refusedRate <= p.ceiling*(1+p.params.BracketGap) {
 		p.refusedRate = 0
 		return PhasePlateau
@@ -77,6 +79,7 @@ func (p *Probe) refused(now time.Time, t tally) string {
 		if p.policy().firstRefusal(p, now, t) {
 			p.streak++
 			p.lastThrottle = now.UnixMilli()
+			p.resume = window{At: p.holdEnd(now)}
 			return PhaseBracket
 		}
 	case p.streak == 1 && p.phase == PhaseBracket && p.policy().drainsAtFloor():
@@ -88,6 +91,7 @@ func (p *Probe) refused(now time.Time, t tally) string {
 	}
 	p.streak++
 	p.lastThrottle = now.UnixMilli()
+	p.resume = window{At: p.holdEnd(now)}
 	return PhaseRecover
 }
 
@@ -102,4 +106,14 @@ func (p *Probe) acceptedCeiling(now time.Time) float64 {
 // refused, never under the floor of every rate controller.
 func (p *Probe) setCeiling(est float64) {
 	p.ceiling = math.Min(p.rate, math.Max(est, MinRatePerMin))
+}
+
+// holdEnd is when traffic resumes after the refusal at now: the end of a
+// hold (a Retry-After, a block's next probe), 0 if there is none (the
+// bucket is not refilled then).
+func (p *Probe) holdEnd(now time.Time) int64 {
+	if p.NotBefore > now.UnixMilli() {
+		return p.NotBefore
+	}
+	return 0
 }

@@ -54,6 +54,10 @@ type probeState struct {
 	BoundFrom     float64     `json:"bound_from,omitempty"`
 	BoundRate     float64     `json:"bound_rate,omitempty"`
 	BoundAt       int64       `json:"bound_at,omitempty"`
+	ResumeAt      int64       `json:"resume_at,omitempty"`
+	ResumeOK      int         `json:"resume_ok,omitempty"`
+	ResumedMs     int64       `json:"resumed_ms,omitempty"`
+	ResumedOK     int         `json:"resumed_ok,omitempty"`
 }
 
 func (p *Probe) state() probeState {
@@ -68,6 +72,7 @@ func (p *Probe) state() probeState {
 		ProbeAt: p.probe.At, ProbeFrom: p.probeFrom, ProbeOK: p.probe.OK, LastStep: p.lastStep, StepCap: p.stepCap,
 		Smooth: p.smooth, SmoothTried: p.smoothTried, LastChunk: p.lastChunk, RefusedAll: p.refusedAll,
 		BoundFrom: p.boundFrom, BoundRate: p.boundRate, BoundAt: p.boundAt,
+		ResumeAt: p.resume.At, ResumeOK: p.resume.OK, ResumedMs: p.resumed.Ms, ResumedOK: p.resumed.OK,
 	}
 }
 
@@ -82,6 +87,7 @@ func (p *Probe) restore(s probeState) {
 	p.probe, p.probeFrom, p.lastStep, p.stepCap = window{At: s.ProbeAt, OK: s.ProbeOK}, s.ProbeFrom, s.LastStep, s.StepCap
 	p.smooth, p.smoothTried, p.lastChunk, p.refusedAll = s.Smooth, s.SmoothTried, s.LastChunk, s.RefusedAll
 	p.boundFrom, p.boundRate, p.boundAt = s.BoundFrom, s.BoundRate, s.BoundAt
+	p.resume, p.resumed = window{At: s.ResumeAt, OK: s.ResumeOK}, resumeWindow{Ms: s.ResumedMs, OK: s.ResumedOK}
 }
 
 // MarshalJSON stores the state (current version).
