@@ -196,6 +196,7 @@ func enrichmentRun(args []js.Value) (any, error) {
 		// request) for several ticks' worth.
 		ReservePages:   enrichment.GlobalLease(leaseOf(pageLease, up.Limits), time.Now),
 		ReserveLookups: enrichment.GlobalLease(leaseOf(lookupLease, up.Limits), time.Now),
+		LimiterCalls:   func() int64 { return pageLease.Calls() + lookupLease.Calls() },
 		// Due refreshes share the tick with the queue.
 		Refreshes:    enrichment.D1Store{DB: db},
 		RefreshShare: cfg.RefreshShare,

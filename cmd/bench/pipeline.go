@@ -108,6 +108,7 @@ type enrichmentStatus struct {
 		D1RowsRead         int64 `json:"d1_rows_read"`
 		D1RowsWritten      int64 `json:"d1_rows_written"`
 		PagePuts           int64 `json:"page_puts"`
+		LimiterCalls       int64 `json:"limiter_calls"`
 	} `json:"totals"`
 }
 

@@ -15,6 +15,11 @@ import (
 // since it started: durable/limiter.Requests) and derives the rest from
 // the code's own cadences (the comments at each figure in scale.go).
 
+// busyLimiterKeys is the limiter keys busy every minute of the fill month
+// (the store host's pages and the API host's lookups), each closing its
+// minute with one alarm.
+const busyLimiterKeys = 2
+
 // LimiterRequests is what one limiter key's object counted, or a sum.
 type LimiterRequests struct{ Calls, Alarms float64 }
 

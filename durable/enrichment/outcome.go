@@ -266,6 +266,9 @@ type RunOutcome struct {
 	// the tick's batch of pages, tried again once on failure, and one for
 	// any page that did not fit it.
 	PagePuts int `json:"page_puts,omitempty"`
+	// LimiterCalls counts the run's calls to the global limiter (its
+	// leases' acquires): Durable Object requests.
+	LimiterCalls int `json:"limiter_calls,omitempty"`
 }
 
 // Platform limits that shape a run. The budget is a setting
@@ -413,6 +416,7 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 	s.Totals.D1RowsRead += o.D1RowsRead
 	s.Totals.D1RowsWritten += o.D1RowsWritten
 	s.Totals.PagePuts += int64(o.PagePuts)
+	s.Totals.LimiterCalls += int64(o.LimiterCalls)
 	for _, r := range o.Results {
 		byClass[string(r.Class)]++
 		switch {

@@ -282,6 +282,8 @@ type Totals struct {
 	D1RowsWritten int64 `json:"d1_rows_written"`
 	// PagePuts counts the runs' R2 puts of raw pages (RunOutcome.PagePuts).
 	PagePuts int64 `json:"page_puts"`
+	// LimiterCalls counts the runs' limiter calls (RunOutcome.LimiterCalls).
+	LimiterCalls int64 `json:"limiter_calls"`
 }
 
 // State is the whole controller state, persisted as one JSON value.

@@ -55,8 +55,10 @@ func limitedRunner(t *testing.T, srv *fakeUpstream, st *fakeStore, f *countingLi
 	c := &ratelimit.Client{Caller: f, MaxWait: time.Millisecond, Sleep: func(time.Duration) {}}
 	r.Limit = GlobalLimit(c, ratelimit.Catalogue)
 	r.PageLimit = GlobalLimit(c, ratelimit.StorePages)
-	r.ReservePages = GlobalLease(&ratelimit.Lease{Client: c, Key: ratelimit.StorePages}, time.Now)
-	r.ReserveLookups = GlobalLease(&ratelimit.Lease{Client: c, Key: ratelimit.Catalogue}, time.Now)
+	pages, lookups := &ratelimit.Lease{Client: c, Key: ratelimit.StorePages}, &ratelimit.Lease{Client: c, Key: ratelimit.Catalogue}
+	r.ReservePages = GlobalLease(pages, time.Now)
+	r.ReserveLookups = GlobalLease(lookups, time.Now)
+	r.LimiterCalls = func() int64 { return pages.Calls() + lookups.Calls() }
 	return r
 }
 
@@ -87,16 +89,16 @@ func TestARunReservesItsPagesInOneAcquire(t *testing.T) {
 		t.Fatalf("pages %d, saved %d, missing %v", pages, len(st.saved), st.missing)
 	}
 	want := map[string][]int{ratelimit.StorePages: {ratelimit.LeaseSize(9, 9, 1200)}, ratelimit.Catalogue: {ratelimit.LeaseRuns}}
-	if fmt.Sprint(f.costs) != fmt.Sprint(want) {
-		t.Fatalf("limiter calls %v, want one lease of each limit %v", f.costs, want)
+	if fmt.Sprint(f.costs) != fmt.Sprint(want) || out.LimiterCalls != 2 {
+		t.Fatalf("limiter calls %v (the run reports %d), want one lease of each limit %v", f.costs, out.LimiterCalls, want)
 	}
 	// The next tick takes its pages and lookup from the leases.
 	st.queue = nil
 	for k := range 5 {
 		st.queue = append(st.queue, QueuedItem{TrackID: int64(fixtureID + 1100 + k)})
 	}
-	r.Run(context.Background(), controller.RunPlan{BatchSize: 5, ChunkItems: 3})
-	if len(st.saved) != 14 || fmt.Sprint(f.costs) != fmt.Sprint(want) {
+	out = r.Run(context.Background(), controller.RunPlan{BatchSize: 5, ChunkItems: 3})
+	if len(st.saved) != 14 || fmt.Sprint(f.costs) != fmt.Sprint(want) || out.LimiterCalls != 0 {
 		t.Fatalf("second tick: saved %d, limiter calls %v", len(st.saved), f.costs)
 	}
 }

@@ -169,6 +169,10 @@ type Runner struct {
 	// acquire is a Durable Object request.
 	ReservePages   func(ctx context.Context, n int) context.Context
 	ReserveLookups func(ctx context.Context, n int) context.Context
+	// LimiterCalls, when set, reads how many limiter calls the leases have
+	// made so far: a run reports its own (RunOutcome.LimiterCalls), each
+	// a Durable Object request.
+	LimiterCalls func() int64
 	// BodyBytes bounds the bodies a run holds at once (TickBodyBytes when 0).
 	BodyBytes int64
 	// Refreshes, when set, serves due refreshes beside the queue: they get
@@ -207,6 +211,7 @@ func HTMLKey(country string, id int64) string {
 // item is settled and reported; a failure to pick is a run-level error.
 func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.RunOutcome {
 	start := r.Now()
+	limiterCalls0 := r.limiterCalls()
 	// Every platform call of the run is counted against the invocation's
 	// budget; each item's worst case is set aside before it starts.
 	defCalls, defQueries := controller.RunBudget(controller.DefaultSubrequests)
@@ -411,6 +416,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	}
 	out := controller.RunOutcome{Picked: attempted, Skipped: len(items) - attempted, Results: results[:attempted]}
 	out.PagePuts = r.putPages(ctx, tp, putBudget)
+	out.LimiterCalls = int(r.limiterCalls() - limiterCalls0)
 	if refreshes != nil {
 		actx := ctx
 		if advanceBudget != nil {
@@ -450,6 +456,14 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	out.Subrequests = budget.Used()
 	out.DurationMs = r.Now().Sub(start).Milliseconds()
 	return out
+}
+
+// limiterCalls is the leases' limiter calls so far (0 without a counter).
+func (r *Runner) limiterCalls() int64 {
+	if r.LimiterCalls == nil {
+		return 0
+	}
+	return r.LimiterCalls()
 }
 
 // PagePutAttempts bounds the tick's put of its pages (the controller's

@@ -28,6 +28,14 @@ type Lease struct {
 	Acquires int64
 }
 
+// Calls is how many limiter calls the lease has made (Acquires, read
+// under its lock).
+func (l *Lease) Calls() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.Acquires
+}
+
 // Lease bounds.
 const (
 	// LeaseRuns is how many runs' worth one reservation buys: a minute of
