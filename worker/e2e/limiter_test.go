@@ -106,9 +106,20 @@ func TestLimiterExactUnderConcurrency(t *testing.T) {
 	// The clock moves, and the key's own tally alarm (LIMITER_TALLY_S,
 	// short here) may store its counts meanwhile: storage operations are
 	// the object's, not the requests'. Everything else must not move.
+	// The object's billed requests count the status read itself, and
+	// nothing else: the refused requests never reached it.
+	callsOf := func(m map[string]any) float64 {
+		r, _ := m["requests"].(map[string]any)
+		c, _ := r["calls"].(float64)
+		return c
+	}
+	if callsOf(after) != callsOf(before)+1 {
+		t.Fatalf("the limiter object served %v calls between two status reads; want 1 (the read): %v → %v", callsOf(after)-callsOf(before), before, after)
+	}
 	for _, m := range []map[string]any{before, after} {
 		delete(m, "resetMs")
 		delete(m, "storage")
+		delete(m, "requests")
 	}
 	if jsonString(before) != jsonString(after) {
 		t.Fatalf("a refused request changed the limiter: %v → %v", before, after)
