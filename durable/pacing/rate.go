@@ -167,16 +167,6 @@ type tally struct {
 
 func (t tally) span() time.Duration { return t.last.Sub(t.first) }
 
-// sentPerMin is the rate the tick's requests were sent at, first to last
-// (0 for a single request).
-func (t tally) sentPerMin() float64 {
-	d := t.lastSent.Sub(t.first)
-	if d <= 0 || t.sent < 2 {
-		return 0
-	}
-	return float64(t.sent-1) / d.Minutes()
-}
-
 // observe folds a tick's outcomes into the pacer (latency, server hints)
 // and counts them.
 func (p *pacer) observe(outcomes []Outcome) tally {
