@@ -205,6 +205,9 @@ type Probe struct {
 	// capacity).
 	resume  window
 	resumed resumeWindow
+	// busyTick: the tick Done reports was one latency-bound chunk, sent
+	// at the connections' pace, above the rate (not stored: one Done).
+	busyTick bool
 }
 
 // Phase names.

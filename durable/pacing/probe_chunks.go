@@ -52,7 +52,7 @@ func (p *Probe) Plan(now time.Time) Plan {
 	case p.phase == PhaseBlocked:
 		plan.Items, plan.ChunkItems = 1, 1 // one probe item while blocked
 		p.LastPlanRq = p.Sub
-	case p.latencyBound() && !p.careful && p.streak == 0:
+	case p.busyPlan():
 		// The connections are the limit: keep all six busy for a while in
 		// one chunk, rather than waiting out every small chunk's slowest answer.
 		items := int(math.Ceil(p.connPerMin() * p.params.BusySpan.Minutes() / float64(p.Sub)))
@@ -101,6 +101,11 @@ func (p *Probe) nearChunk() int {
 // connPerMin is what the connections carry per minute at the measured latency.
 func (p *Probe) connPerMin() float64 {
 	return float64(p.conns()) * float64(time.Minute.Milliseconds()) / math.Max(p.LatencyMs, 1)
+}
+
+// busyPlan reports whether the tick is sent as one latency-bound chunk.
+func (p *Probe) busyPlan() bool {
+	return p.phase != PhaseBlocked && p.latencyBound() && !p.careful && p.streak == 0
 }
 
 // latencyBound reports whether the rate asks about as much as the

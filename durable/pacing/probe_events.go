@@ -86,6 +86,7 @@ func (p *Probe) classify(t tally) event {
 }
 
 func (p *Probe) Done(now time.Time, outcomes []Outcome) time.Time {
+	p.busyTick = p.busyPlan() // as Plan chose, before this tick's latencies
 	t := p.observe(outcomes)
 	if t.sent == 0 {
 		return p.next(now, p.rate, 0) // nothing was sent (waiting, or no work): no evidence

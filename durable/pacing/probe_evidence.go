@@ -156,3 +156,13 @@ func (h history) provenPerMin(now time.Time, t tally, b burstEstimate) float64 {
 	}
 	return best
 }
+
+// sentPerMin is the rate the tick's requests were sent at, first to last
+// (0 for a single request).
+func (t tally) sentPerMin() float64 {
+	d := t.lastSent.Sub(t.first)
+	if d <= 0 || t.sent < 2 {
+		return 0
+	}
+	return float64(t.sent-1) / d.Minutes()
+}

@@ -114,6 +114,13 @@ type ProbeParams struct {
 	// little under it, since an over-estimate costs refusals at every cycle
 	// while an under-estimate is corrected by the next probe.
 	EstimateSlack float64
+	// BusyRefusedSpan: a latency-bound tick (one chunk at the connections'
+	// pace, above the rate) refused after sending this long learns the
+	// ceiling from the accepted rate even above the rate (errors-5xx#164
+	// at 1 request per item: capped at the rate, the ceiling ratcheted
+	// down to 0.83 of the capacity); refused sooner, what it was served
+	// is mostly the burst (doubled#0: a 1.5 s tick overrated it by 17 %).
+	BusyRefusedSpan time.Duration
 	// BracketGap: a probe refused this far above the ceiling it learns
 	// means the capacity rose and the minute's accepted rate (which mixes
 	// the climb's slower ticks) underrates it; the ceiling is then found by
@@ -218,6 +225,7 @@ func DefaultProbeParams() ProbeParams {
 		OverloadFactor:      0.8,
 		History:             time.Minute,
 		EstimateSlack:       0.98,
+		BusyRefusedSpan:     TickInterval,
 		BracketGap:          0.1,
 		BracketRest:         30 * time.Second,
 		RiseEvidence:        2,

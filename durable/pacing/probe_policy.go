@@ -118,6 +118,12 @@ func (itemCost) firstRefusal(p *Probe, now time.Time, t tally) bool {
 	}
 	p.probe.close()
 	p.setCeiling(est)
+	if p.busyTick && t.lastSent.Sub(t.first) >= q.BusyRefusedSpan {
+		// Sent at the connections' pace for long enough that what was
+		// served is mostly rate, not burst: that pace was refused, not
+		// the rate.
+		p.ceiling = math.Min(math.Max(p.rate, t.sentPerMin()), math.Max(est, MinRatePerMin))
+	}
 	if probing && p.burst.High == 0 && old > 0 && p.clean >= q.RiseEvidence*old {
 		p.ceiling = math.Max(p.ceiling, math.Min(p.clean, refused))
 	}

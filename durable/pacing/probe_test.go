@@ -324,3 +324,29 @@ func TestProbeRefusedAgainSoonLearnsFromWhatWasServedSince(t *testing.T) {
 		t.Fatalf("ceiling %v phase %s, want %.1f (what was served since the last refusal)", s.Ceiling, s.Phase, want)
 	}
 }
+
+func TestProbeLatencyBoundTickRefusedLearnsAboveTheRate(t *testing.T) {
+	// At 2,400/min and 120 ms six connections carry 3,000/min: the tick
+	// goes out as one chunk at the connections' pace, above the rate, and
+	// a refusal there says that pace was too fast, not the rate. The
+	// ceiling is the accepted rate (errors-5xx#164 at 1 request per item,
+	// capacity 2,805: capped at the rate it ratcheted down to 2,340).
+	hist := []fields{}
+	for i := 6; i >= 1; i-- {
+		hist = append(hist, fields{"end": ms(time.Duration(-10*i) * time.Second), "ok": 430})
+	}
+	p := probeWith(t, 1, fields{"rate": 2400, "ceiling": 2450, "phase": pacing.PhaseRecover, "latency_ms": 120, "history": hist})
+	if plan := p.Plan(t0); plan.ChunkItems != plan.Items || plan.ChunkPause != 0 {
+		t.Fatalf("plan %+v, want one latency-bound chunk", plan)
+	}
+	var out []pacing.Outcome
+	for i := range 600 { // 3,000/min for 12 s, the last one refused
+		at := t0.Add(time.Duration(i) * 20 * time.Millisecond)
+		out = append(out, pacing.Outcome{Item: i, SentAt: at, DoneAt: at.Add(120 * time.Millisecond), Kind: pacing.KindOK, Remaining: -1})
+	}
+	out[599].Kind = pacing.KindThrottled
+	p.Done(t0.Add(12*time.Second), out)
+	if s := stateOf(t, p); s.Ceiling <= 2400*1.05 || s.Ceiling > 3000 {
+		t.Fatalf("ceiling %.1f, want the accepted rate above the rate 2,400, at most the 3,000 sent", s.Ceiling)
+	}
+}
