@@ -283,11 +283,15 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	// The pacing's bound on requests in flight at once (an upstream whose
 	// burst is under the runtime's six connections refuses the rest of a
 	// round): an item sends its requests one after another, so items.
-	var slots chan struct{}
+	var inFlight chan struct{}
 	if plan.MaxInFlight > 0 {
-		slots = make(chan struct{}, plan.MaxInFlight)
+		inFlight = make(chan struct{}, plan.MaxInFlight)
 	}
 	var pages controller.PageTally
+	// The store host's pace for the tick: its pages, taken in item order
+	// as lookups come back (new apps first, their share kept by
+	// ShareTick); a refresh past them is left in its tier's window.
+	slots := newPageSlots(plan.BatchSize, len(items))
 	outOfBudget := false
 	lookupsSent := 0
 	for i := 0; i < len(items); {
@@ -296,6 +300,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			for j := i; j < nFresh; j++ {
 				lookups[j] = lookupOutcome{app: *items[j].Lookup, class: controller.ClassOK, stored: true, lookupAt: items[j].LookupAt}
 			}
+			slots.allot(items[i:nFresh], lookups[i:nFresh], i)
 			looked = nFresh
 		}
 		if i == looked {
@@ -332,6 +337,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			looked = i + n
 			outs, req := r.lookupBatch(subreq.WithBudget(lookupCtx, share), items[i:looked], i)
 			copy(lookups[i:looked], outs)
+			slots.allot(items[i:looked], lookups[i:looked], i)
 			share.Close()
 			if req != nil {
 				batchReqs[i] = append(batchReqs[i], *req)
@@ -365,8 +371,8 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			// call is charged to the first such item of this chunk, whose
 			// share holds its own page acquire's worst case (which the slot
 			// then spares it).
-			need := pagesNeeded(items[i:looked], lookups[i:looked], i, pagesOff, plan)
-			if first := firstNeeding(items[i:end], lookups[i:end], i, pagesOff, plan); need > 0 && first >= 0 {
+			need := pagesNeeded(items[i:looked], lookups[i:looked], slots.denied[i:looked], i, pagesOff, plan)
+			if first := firstNeeding(items[i:end], lookups[i:end], slots.denied[i:end], i, pagesOff, plan); need > 0 && first >= 0 {
 				pageCtx = r.ReservePages(subreq.WithBudget(ctx, shares[first]), need)
 			}
 			reservedTo = looked
@@ -374,13 +380,23 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		var wg sync.WaitGroup
 		for j := i; j < end; j++ {
 			wg.Add(1)
-			if slots != nil {
-				slots <- struct{}{} // wait for one of MaxInFlight to finish
+			if slots.left[j] {
+				// Its tier stopped at a refresh left for want of a page:
+				// left too, untouched, so the tier's cursor stops before
+				// both and nothing goes on the retry list.
+				results[j] = controller.ItemResult{TrackID: items[j].TrackID, Class: controller.ClassOK, Page: controller.PageSkipped, Refresh: true}
+				shares[j-i].Close()
+				qshares[j-i].Close()
+				wg.Done()
+				continue
+			}
+			if inFlight != nil {
+				inFlight <- struct{}{} // wait for one of MaxInFlight to finish
 			}
 			go func(j int) {
 				defer wg.Done()
-				if slots != nil {
-					defer func() { <-slots }()
+				if inFlight != nil {
+					defer func() { <-inFlight }()
 				}
 				share, qshare := shares[j-i], qshares[j-i]
 				defer share.Close()
@@ -391,7 +407,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 						results[j] = controller.ItemResult{TrackID: items[j].TrackID, Class: controller.ClassStoreError, Error: err.Error()}
 					}
 				}()
-				fetchPage := !pagesOff || (plan.SkipPages && j < plan.PageProbes)
+				fetchPage := (!pagesOff || (plan.SkipPages && j < plan.PageProbes)) && !slots.denied[j]
 				ictx := subreq.WithQueries(subreq.WithBudget(pageCtx, share), qshare)
 				results[j], requests[j] = r.settle(ictx, items[j], j, lookups[j], fetchPage, plan.SkipPages)
 			}(j)
@@ -582,11 +598,12 @@ func needsPage(it QueuedItem, lookup lookupOutcome, j int, pagesOff bool, plan c
 }
 
 // pagesNeeded is how many of items (the run's from from) will fetch a
-// page: what one reservation asks the store host's limit for.
-func pagesNeeded(items []QueuedItem, lookups []lookupOutcome, from int, pagesOff bool, plan controller.RunPlan) int {
+// page, those denied a page slot left out: what one reservation asks the
+// store host's limit for.
+func pagesNeeded(items []QueuedItem, lookups []lookupOutcome, denied []bool, from int, pagesOff bool, plan controller.RunPlan) int {
 	n := 0
 	for k := range items {
-		if needsPage(items[k], lookups[k], from+k, pagesOff, plan) {
+		if !denied[k] && needsPage(items[k], lookups[k], from+k, pagesOff, plan) {
 			n++
 		}
 	}
@@ -595,13 +612,61 @@ func pagesNeeded(items []QueuedItem, lookups []lookupOutcome, from int, pagesOff
 
 // firstNeeding is the index in items of the first that will fetch a page
 // (-1: none).
-func firstNeeding(items []QueuedItem, lookups []lookupOutcome, from int, pagesOff bool, plan controller.RunPlan) int {
+func firstNeeding(items []QueuedItem, lookups []lookupOutcome, denied []bool, from int, pagesOff bool, plan controller.RunPlan) int {
 	for k := range items {
-		if needsPage(items[k], lookups[k], from+k, pagesOff, plan) {
+		if !denied[k] && needsPage(items[k], lookups[k], from+k, pagesOff, plan) {
 			return k
 		}
 	}
 	return -1
+}
+
+// pageSlots is a run's store pages: the store host's pace for the tick
+// (the plan's BatchSize), given in item order as the items' lookups come
+// back. A new app always has its slot (ShareTick keeps the new apps
+// within the pace); a refresh whose lookup shows a change takes one when
+// one is left, else it is denied its page and left in its tier's window
+// (fateLeft: its tier's cursor stops before it, nothing written), and so
+// is every later refresh of its tier in the run (left: not settled), so
+// that no refresh after it is looked at and the cursor is not held
+// behind a gap (RefreshAdvance would put the left one on the retry list:
+// a row). The retry list's own refreshes stay on it.
+type pageSlots struct {
+	free   int
+	denied []bool // item j needs its page and has no slot
+	left   []bool // item j is a refresh of a tier stopped before it
+	halted map[string]bool
+}
+
+func newPageSlots(pace, n int) *pageSlots {
+	return &pageSlots{free: max(pace, 0), denied: make([]bool, n), left: make([]bool, n), halted: map[string]bool{}}
+}
+
+// allot gives items (the run's from from), their lookups in hand, their
+// page slots.
+func (s *pageSlots) allot(items []QueuedItem, lookups []lookupOutcome, from int) {
+	for k, it := range items {
+		j := from + k
+		d := it.Refresh
+		if d != nil && d.Tier != "" && s.halted[d.Tier] {
+			s.left[j] = true
+			continue
+		}
+		if lookups[k].class != controller.ClassOK || (d != nil && !d.NeedsPage(lookups[k].app)) {
+			continue // no page: not found, a failed batch, or an unchanged refresh
+		}
+		switch {
+		case d == nil:
+			s.free = max(s.free-1, 0)
+		case s.free > 0:
+			s.free--
+		default:
+			s.denied[j] = true
+			if d.Tier != "" {
+				s.halted[d.Tier] = true
+			}
+		}
+	}
 }
 
 // orderProbes puts the probe items first: while pages are paused the first
@@ -670,14 +735,17 @@ func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, plan con
 	if r.Refreshes == nil || plan.SkipPages || plan.NoLookups || plan.BatchSize <= 0 {
 		return items, nil
 	}
-	pick, err := r.Refreshes.DueRefreshes(ctx, plan.BatchSize, now)
+	n := max(plan.TickItems, plan.BatchSize)
+	pick, err := r.Refreshes.DueRefreshes(ctx, n, now)
 	if err != nil {
 		logx.Err("controller.refresh_pick_failed", err, nil)
 		return items, nil
 	}
 	// The number due is what the pick read: each tier's window and the
-	// retry list, up to BatchSize each, so bounded however far behind.
-	refreshes, discovery := SplitTick(plan.BatchSize, len(items), len(pick.Items), r.RefreshShare)
+	// retry list, up to the tick's items each, so bounded however far
+	// behind. The refreshes take what the lookups carry beyond the new
+	// apps' share of the pages (ShareTick).
+	refreshes, discovery := ShareTick(plan.BatchSize, n, len(items), len(pick.Items), r.RefreshShare)
 	items = items[:discovery]
 	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now}
 	for i := range run.taken {
