@@ -633,8 +633,8 @@ func firstNeeding(items []QueuedItem, lookups []lookupOutcome, denied []bool, fr
 // a row). The retry list's own refreshes stay on it.
 type pageSlots struct {
 	free   int
-	denied []bool // item j needs its page and has no slot
-	left   []bool // item j is a refresh of a tier stopped before it
+	denied []bool // item j fetches no page for want of a slot (left ones too)
+	left   []bool // item j is a refresh of a tier stopped before it: not settled
 	halted map[string]bool
 }
 
@@ -685,7 +685,7 @@ func (s *pageSlots) allot(items []QueuedItem, lookups []lookupOutcome, from int)
 		j := from + k
 		d := it.Refresh
 		if d != nil && d.Tier != "" && s.halted[d.Tier] {
-			s.left[j] = true
+			s.left[j], s.denied[j] = true, true // no page: not settled at all
 			continue
 		}
 		if lookups[k].class != controller.ClassOK || (d != nil && !d.NeedsPage(lookups[k].app)) {
