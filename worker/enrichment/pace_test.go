@@ -576,3 +576,30 @@ func limitedHost(t *testing.T, perMin, burst int) *sim.Host {
 	}
 	return h
 }
+
+// ShareTick: new apps keep their share of the pages, refreshes take the
+// rest of the items; TickItems: the lookups' items within ItemsPerTick.
+func TestShareTickAndTickItems(t *testing.T) {
+	for _, c := range []struct{ pages, items, pending, due, refreshes, discovery int }{
+		{21, 400, 1000, 10_000, 385, 15}, // both wait: the new apps' 15 pages, the rest refreshes
+		{21, 400, 0, 10_000, 400, 0},     // no new apps: the items are the refreshes'
+		{21, 400, 1000, 10, 10, 15},      // few due: the new apps still only their share
+		{21, 400, 1000, 0, 0, 21},        // nothing due: the page pace is the new apps'
+		{21, 0, 1000, 10_000, 6, 15},     // no items beyond the pages (an old plan): the page share
+	} {
+		r, d := ShareTick(c.pages, c.items, c.pending, c.due, refresh.DefaultRefreshShare)
+		if r != c.refreshes || d != c.discovery {
+			t.Errorf("ShareTick%v = %d, %d", c, r, d)
+		}
+	}
+	batch, budget := controller.DefaultLookupBatch, controller.DefaultSubrequests
+	if n := controller.TickItems(4, batch, budget); n != 400 {
+		t.Errorf("4 lookups: %d items", n)
+	}
+	if n, most := controller.TickItems(10, batch, budget), controller.ItemsPerTick(batch, budget); n != most || most != 490 {
+		t.Errorf("10 lookups: %d items, ItemsPerTick %d (980 D1 queries, 2 an item)", n, most)
+	}
+	if n := controller.TickItems(4, batch, controller.FreeSubrequests); n != controller.ItemsPerTick(batch, controller.FreeSubrequests) {
+		t.Errorf("Workers Free: %d items", n)
+	}
+}
