@@ -246,6 +246,14 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 	// platform's per-invocation subrequest limit.
 	plan.Items = min(plan.Items, ItemsPerTick(batch, cfg.SubrequestBudget()))
 	runCalls, runQueries := RunBudget(cfg.SubrequestBudget())
+	// Refreshes that need no page ride the lookups: a tick may take as
+	// many items as its lookups carry, its pages still at the store
+	// host's pace (BatchSize). Not while pages are paused or lookups held
+	// (no refresh runs then: worker/enrichment's withRefreshes).
+	tickItems := plan.Items
+	if !skipPages && !noLookups {
+		tickItems = max(plan.Items, TickItems(lplan.Items, batch, cfg.SubrequestBudget()))
+	}
 	s.LastPlan = &PlanSummary{At: now.UnixMilli(), Items: plan.Items, ChunkItems: plan.ChunkItems, ChunkPauseMs: plan.ChunkPause.Milliseconds(), NoLookups: noLookups}
 	// The outbox's first apps ride along; they stay in the outbox until
 	// the run reports them sent.
@@ -276,6 +284,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			LookupRequests:  max(lplan.Items, 1),
 			LookupFreshS:    int64(cfg.LookupFreshness() / time.Second),
 			NoLookups:       noLookups,
+			TickItems:       tickItems,
 			PendingEnriched: pending,
 		},
 		Events: events,

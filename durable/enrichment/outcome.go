@@ -204,6 +204,13 @@ type RunPlan struct {
 	// NoLookups: the API host is held and the store host is not; only the
 	// items whose lookup is fresh run (their pages), the rest stay queued.
 	NoLookups bool `json:"no_lookups,omitempty"`
+	// TickItems is the most items, new apps and due refreshes, the run
+	// may take (TickItems: the API host's lookups this tick × LookupBatch,
+	// within ItemsPerTick); 0 means BatchSize. BatchSize is the store
+	// host's pace, its pages: every new app takes one, a refresh only when
+	// its lookup shows a change its page carries, so the refreshes that
+	// need no page are bounded by this, not by the page pace.
+	TickItems int `json:"tick_items,omitempty"`
 	// PendingEnriched are apps enriched by earlier runs whose app-enriched
 	// events could not be sent then (the controller's outbox): the run
 	// sends them before its own.
@@ -368,6 +375,19 @@ func ItemsPerTick(lookupBatch, budget int) int {
 		n--
 	}
 	return n
+}
+
+// TickItems is how many items a tick may take at most, new apps and due
+// refreshes together, with lookupRequests lookups of lookupBatch ids
+// allowed this tick (the API host's pace): one lookup each, within
+// ItemsPerTick (every item's worst case, a page included, fits the
+// invocation's subrequests and D1 queries). A refresh whose lookup shows
+// no page-level change costs its share of a lookup and no page, so the
+// refreshes a tick takes are bounded by this; only pages follow the
+// store host's pace (the plan's BatchSize).
+func TickItems(lookupRequests, lookupBatch, budget int) int {
+	batch := min(max(lookupBatch, MinLookupBatch), MaxLookupBatch)
+	return max(0, min(lookupRequests*batch, ItemsPerTick(batch, budget)))
 }
 
 // kindOf maps an outcome class to the pacing signal.

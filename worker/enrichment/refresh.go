@@ -86,6 +86,20 @@ func SplitTick(n, pending, due int, share float64) (refreshes, discovery int) {
 	return refresh.Split(n, pending, due, share)
 }
 
+// ShareTick sizes a tick's share of never-enriched apps (pending of them
+// waiting) and due refreshes (due of them): pages is the store host's
+// pace (the plan's BatchSize), items the most the tick's lookups and
+// budgets carry (the plan's TickItems). New apps keep their share of the
+// pages (SplitTick: every new app fetches its page); the refreshes take
+// the rest of items, as a refresh whose lookup shows no change needs no
+// page. A refresh that does need one takes a page slot the new apps left
+// (pageSlots in Run); past them it is left in its tier's window.
+func ShareTick(pages, items, pending, due int, share float64) (refreshes, discovery int) {
+	_, discovery = SplitTick(pages, pending, due, share)
+	refreshes = min(max(due, 0), max(items, pages)-discovery)
+	return max(refreshes, 0), discovery
+}
+
 // refreshCursorName names a tier's cursor in sweep_cursors.
 func refreshCursorName(tier string) string { return "refresh-" + tier }
 

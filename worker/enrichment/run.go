@@ -283,11 +283,15 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	// The pacing's bound on requests in flight at once (an upstream whose
 	// burst is under the runtime's six connections refuses the rest of a
 	// round): an item sends its requests one after another, so items.
-	var slots chan struct{}
+	var inFlight chan struct{}
 	if plan.MaxInFlight > 0 {
-		slots = make(chan struct{}, plan.MaxInFlight)
+		inFlight = make(chan struct{}, plan.MaxInFlight)
 	}
 	var pages controller.PageTally
+	// The store host's pace for the tick: its pages, taken in item order
+	// as lookups come back (new apps first, their share kept by
+	// ShareTick); a refresh past them is left in its tier's window.
+	slots := newPageSlots(plan.BatchSize, len(items))
 	outOfBudget := false
 	lookupsSent := 0
 	for i := 0; i < len(items); {
@@ -296,6 +300,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			for j := i; j < nFresh; j++ {
 				lookups[j] = lookupOutcome{app: *items[j].Lookup, class: controller.ClassOK, stored: true, lookupAt: items[j].LookupAt}
 			}
+			slots.allot(items[i:nFresh], lookups[i:nFresh], i)
 			looked = nFresh
 		}
 		if i == looked {
@@ -332,12 +337,15 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			looked = i + n
 			outs, req := r.lookupBatch(subreq.WithBudget(lookupCtx, share), items[i:looked], i)
 			copy(lookups[i:looked], outs)
+			slots.allot(items[i:looked], lookups[i:looked], i)
 			share.Close()
 			if req != nil {
 				batchReqs[i] = append(batchReqs[i], *req)
 			}
 		}
-		end := min(i+chunk, looked)
+		// Pages nobody can read: the rest of this run looks up only.
+		pagesOff := plan.SkipPages || pages.RunTripped()
+		end := slots.chunkEnd(items, lookups, i, looked, chunk, pagesOff, plan)
 		shares := make([]*subreq.Budget, 0, end-i)
 		qshares := make([]*subreq.Budget, 0, end-i)
 		for j := i; j < end; j++ {
@@ -358,15 +366,13 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		if end == i {
 			break
 		}
-		// Pages nobody can read: the rest of this run looks up only.
-		pagesOff := plan.SkipPages || pages.RunTripped()
 		if r.ReservePages != nil && i >= reservedTo {
 			// One acquire for the pages of every item looked up so far: its
 			// call is charged to the first such item of this chunk, whose
 			// share holds its own page acquire's worst case (which the slot
 			// then spares it).
-			need := pagesNeeded(items[i:looked], lookups[i:looked], i, pagesOff, plan)
-			if first := firstNeeding(items[i:end], lookups[i:end], i, pagesOff, plan); need > 0 && first >= 0 {
+			need := pagesNeeded(items[i:looked], lookups[i:looked], slots.denied[i:looked], i, pagesOff, plan)
+			if first := firstNeeding(items[i:end], lookups[i:end], slots.denied[i:end], i, pagesOff, plan); need > 0 && first >= 0 {
 				pageCtx = r.ReservePages(subreq.WithBudget(ctx, shares[first]), need)
 			}
 			reservedTo = looked
@@ -374,13 +380,23 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		var wg sync.WaitGroup
 		for j := i; j < end; j++ {
 			wg.Add(1)
-			if slots != nil {
-				slots <- struct{}{} // wait for one of MaxInFlight to finish
+			if slots.left[j] {
+				// Its tier stopped at a refresh left for want of a page:
+				// left too, untouched, so the tier's cursor stops before
+				// both and nothing goes on the retry list.
+				results[j] = controller.ItemResult{TrackID: items[j].TrackID, Class: controller.ClassOK, Page: controller.PageSkipped, Refresh: true}
+				shares[j-i].Close()
+				qshares[j-i].Close()
+				wg.Done()
+				continue
+			}
+			if inFlight != nil {
+				inFlight <- struct{}{} // wait for one of MaxInFlight to finish
 			}
 			go func(j int) {
 				defer wg.Done()
-				if slots != nil {
-					defer func() { <-slots }()
+				if inFlight != nil {
+					defer func() { <-inFlight }()
 				}
 				share, qshare := shares[j-i], qshares[j-i]
 				defer share.Close()
@@ -391,7 +407,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 						results[j] = controller.ItemResult{TrackID: items[j].TrackID, Class: controller.ClassStoreError, Error: err.Error()}
 					}
 				}()
-				fetchPage := !pagesOff || (plan.SkipPages && j < plan.PageProbes)
+				fetchPage := (!pagesOff || (plan.SkipPages && j < plan.PageProbes)) && !slots.denied[j]
 				ictx := subreq.WithQueries(subreq.WithBudget(pageCtx, share), qshare)
 				results[j], requests[j] = r.settle(ictx, items[j], j, lookups[j], fetchPage, plan.SkipPages)
 			}(j)
@@ -582,11 +598,12 @@ func needsPage(it QueuedItem, lookup lookupOutcome, j int, pagesOff bool, plan c
 }
 
 // pagesNeeded is how many of items (the run's from from) will fetch a
-// page: what one reservation asks the store host's limit for.
-func pagesNeeded(items []QueuedItem, lookups []lookupOutcome, from int, pagesOff bool, plan controller.RunPlan) int {
+// page, those denied a page slot left out: what one reservation asks the
+// store host's limit for.
+func pagesNeeded(items []QueuedItem, lookups []lookupOutcome, denied []bool, from int, pagesOff bool, plan controller.RunPlan) int {
 	n := 0
 	for k := range items {
-		if needsPage(items[k], lookups[k], from+k, pagesOff, plan) {
+		if !denied[k] && needsPage(items[k], lookups[k], from+k, pagesOff, plan) {
 			n++
 		}
 	}
@@ -595,13 +612,97 @@ func pagesNeeded(items []QueuedItem, lookups []lookupOutcome, from int, pagesOff
 
 // firstNeeding is the index in items of the first that will fetch a page
 // (-1: none).
-func firstNeeding(items []QueuedItem, lookups []lookupOutcome, from int, pagesOff bool, plan controller.RunPlan) int {
+func firstNeeding(items []QueuedItem, lookups []lookupOutcome, denied []bool, from int, pagesOff bool, plan controller.RunPlan) int {
 	for k := range items {
-		if needsPage(items[k], lookups[k], from+k, pagesOff, plan) {
+		if !denied[k] && needsPage(items[k], lookups[k], from+k, pagesOff, plan) {
 			return k
 		}
 	}
 	return -1
+}
+
+// pageSlots is a run's store pages: the store host's pace for the tick
+// (the plan's BatchSize), given in item order as the items' lookups come
+// back. A new app always has its slot (ShareTick keeps the new apps
+// within the pace); a refresh whose lookup shows a change takes one when
+// one is left, else it is denied its page and left in its tier's window
+// (fateLeft: its tier's cursor stops before it, nothing written), and so
+// is every later refresh of its tier in the run (left: not settled), so
+// that no refresh after it is looked at and the cursor is not held
+// behind a gap (RefreshAdvance would put the left one on the retry list:
+// a row). The retry list's own refreshes stay on it.
+type pageSlots struct {
+	free   int
+	denied []bool // item j fetches no page for want of a slot (left ones too)
+	left   []bool // item j is a refresh of a tier stopped before it: not settled
+	halted map[string]bool
+}
+
+func newPageSlots(pace, n int) *pageSlots {
+	return &pageSlots{free: max(pace, 0), denied: make([]bool, n), left: make([]bool, n), halted: map[string]bool{}}
+}
+
+// RideAlong bounds the refreshes that fetch no page (unchanged, or left)
+// in one chunk beside its ChunkItems other items. The plan sizes a chunk, and the pause after it, to
+// its pages at the store host's pace: page-less items counted in it would
+// stretch a tick of a few pages among hundreds of refreshes over a pause
+// a chunk (a day at 1.1M apps ran 2.7 ticks a minute, not 6, and its new
+// apps at 41 a minute, not 90: TestADayOfRefreshesKeepsUpAtScale). A
+// chunk's items run at once: 24 is four rounds of the runtime's six
+// connections (pacing.MaxConnections), so a tick's few hundred refreshes
+// go in tens of chunks, never hundreds of calls at once.
+const RideAlong = 4 * 6
+
+// chunkEnd is the end of the chunk from item i (items up to looked have
+// their lookups and slots): at most chunk items as before (new apps,
+// whatever became of their lookups, and refreshes that fetch a page), and
+// up to RideAlong refreshes whose lookup answered and that fetch no page.
+func (s *pageSlots) chunkEnd(items []QueuedItem, lookups []lookupOutcome, i, looked, chunk int, pagesOff bool, plan controller.RunPlan) int {
+	paced, riding := 0, 0
+	j := i
+	for ; j < looked; j++ {
+		pageless := items[j].Refresh != nil && lookups[j].class == controller.ClassOK &&
+			(s.denied[j] || s.left[j] || !needsPage(items[j], lookups[j], j, pagesOff, plan))
+		if pageless {
+			if riding == RideAlong {
+				break
+			}
+			riding++
+			continue
+		}
+		if paced == chunk {
+			break
+		}
+		paced++
+	}
+	return j
+}
+
+// allot gives items (the run's from from), their lookups in hand, their
+// page slots.
+func (s *pageSlots) allot(items []QueuedItem, lookups []lookupOutcome, from int) {
+	for k, it := range items {
+		j := from + k
+		d := it.Refresh
+		if d != nil && d.Tier != "" && s.halted[d.Tier] {
+			s.left[j], s.denied[j] = true, true // no page: not settled at all
+			continue
+		}
+		if lookups[k].class != controller.ClassOK || (d != nil && !d.NeedsPage(lookups[k].app)) {
+			continue // no page: not found, a failed batch, or an unchanged refresh
+		}
+		switch {
+		case d == nil:
+			s.free = max(s.free-1, 0)
+		case s.free > 0:
+			s.free--
+		default:
+			s.denied[j] = true
+			if d.Tier != "" {
+				s.halted[d.Tier] = true
+			}
+		}
+	}
 }
 
 // orderProbes puts the probe items first: while pages are paused the first
@@ -670,22 +771,28 @@ func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, plan con
 	if r.Refreshes == nil || plan.SkipPages || plan.NoLookups || plan.BatchSize <= 0 {
 		return items, nil
 	}
-	pick, err := r.Refreshes.DueRefreshes(ctx, plan.BatchSize, now)
+	n := max(plan.TickItems, plan.BatchSize)
+	pick, err := r.Refreshes.DueRefreshes(ctx, n, now)
 	if err != nil {
 		logx.Err("controller.refresh_pick_failed", err, nil)
 		return items, nil
 	}
 	// The number due is what the pick read: each tier's window and the
-	// retry list, up to BatchSize each, so bounded however far behind.
-	refreshes, discovery := SplitTick(plan.BatchSize, len(items), len(pick.Items), r.RefreshShare)
+	// retry list, up to the tick's items each, so bounded however far
+	// behind. The refreshes take what the lookups carry beyond the new
+	// apps' share of the pages (ShareTick).
+	refreshes, discovery := ShareTick(plan.BatchSize, n, len(items), len(pick.Items), r.RefreshShare)
 	items = items[:discovery]
 	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now}
 	for i := range run.taken {
 		items = append(items, QueuedItem{TrackID: run.taken[i].TrackID, Refresh: &run.taken[i]})
 	}
-	if refreshes == 0 {
+	if refreshes == 0 && len(pick.Started) == 0 {
 		return items, nil
 	}
+	// A tier without a stored cursor has its start written even when
+	// nothing of it is due yet: else each tick would start it again at
+	// the clock, and nothing would ever come due.
 	return items, run
 }
 

@@ -1,0 +1,605 @@
+//go:build !js
+
+package enrichment
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	neturl "net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/pacing/sim"
+	"storecrawl/worker/appstore"
+	"storecrawl/worker/refresh"
+	"storecrawl/worker/upstream"
+)
+
+// The refresh pace, natively: the real EnrichmentController plans each
+// tick (durable/enrichment.Handle, as its Durable Object would) and the
+// real Runner performs it against an in-memory catalogue (memCatalogue:
+// the tier sweeps of worker/refresh over apps held in memory, and a queue
+// of new apps that never runs dry) and an upstream that answers lookups
+// of up to 100 ids and store pages at once, on a virtual clock.
+
+// The catalogue at 1.1M apps (docs/scale.md, "Refreshes the policy
+// schedules: 1141680 a day (38,035 hot apps every 6 h, 487,953 warm every
+// 12 h, 409,012 cold monthly)", from go run ./cmd/bench -only-scale -json):
+// 793 refreshes come due a minute.
+const (
+	scaleHot, scaleWarm, scaleCold = 38_035, 487_953, 409_012
+	// scalePagesPerMin is the bench's store-host pace (its design pace,
+	// 7,600 new apps an hour: "tuned to 126 pages/min").
+	scalePagesPerMin = 126
+	// scaleLookupsPerMin is the API host's pace here: Apple's documented
+	// ~20 calls a minute of the Search API (the lookups' host).
+	scaleLookupsPerMin = 20
+	// changedEvery: one app in changedEvery shows a new rating count at
+	// every look (its page is fetched); the rest are unchanged.
+	changedEvery = 50
+	// newAppBase: the queue's new apps have ids from here, apart from the
+	// catalogue's 1..N.
+	newAppBase = 10_000_000
+)
+
+// tinyPage is the smallest store page that parses (legacy markup, a
+// header and its subtitle): the run's pages cost microseconds here.
+var tinyPage = []byte(`<html><body><header class="product-header"><h2 class="product-header__subtitle">Fast</h2></header></body></html>`)
+
+// memCatalogue is the catalogue's side of a run in memory: the enriched
+// apps in their tiers' round order, the tiers' cursors and the retry list
+// (RefreshStore, as D1Store serves them from app_registry), and an endless
+// queue of new apps (Store).
+type memCatalogue struct {
+	mu      sync.Mutex
+	tiers   map[string][]refresh.Pos // round order: (slot, track id)
+	tierOf  map[int64]string
+	page    map[int64]refresh.Fingerprint // what each app's page was fetched for
+	cursors map[string]refresh.Cursor
+	retry   map[int64]time.Time
+	nextNew int64
+	// Counters: refreshes saved unchanged and with a new page, new apps
+	// enriched, cursor advances and apps put on the retry list.
+	unchanged, changed, newApps, advances, retries int
+}
+
+func newMemCatalogue(counts map[string]int) *memCatalogue {
+	c := &memCatalogue{tiers: map[string][]refresh.Pos{}, tierOf: map[int64]string{}, page: map[int64]refresh.Fingerprint{},
+		cursors: map[string]refresh.Cursor{}, retry: map[int64]time.Time{}, nextNew: newAppBase}
+	id := int64(0)
+	for _, tier := range refresh.Tiers {
+		apps := make([]refresh.Pos, counts[tier])
+		for i := range apps {
+			id++
+			apps[i] = refresh.Pos{Slot: refresh.Slot(id), TrackID: id}
+			c.tierOf[id] = tier
+			c.page[id] = refresh.Fingerprint{Version: "1.0", RatingCount: 100}
+		}
+		slices.SortFunc(apps, func(a, b refresh.Pos) int {
+			if a.Less(b) {
+				return -1
+			}
+			if b.Less(a) {
+				return 1
+			}
+			return 0
+		})
+		c.tiers[tier] = apps
+	}
+	return c
+}
+
+// lookedAt is what the upstream's lookup says of an app at t: every
+// changedEvery-th app has a new rating count every minute, the rest are
+// as their pages were fetched.
+func lookedAt(id int64, t time.Time) refresh.Fingerprint {
+	if id < newAppBase && id%changedEvery == 0 {
+		return refresh.Fingerprint{Version: "1.0", RatingCount: 100 + t.Unix()/60}
+	}
+	return refresh.Fingerprint{Version: "1.0", RatingCount: 100}
+}
+
+// dueBetween is how many of tier's apps came due between a and b (the
+// sweep's target passing their slots), the rounds between included.
+func (c *memCatalogue) dueBetween(tier string, a, b time.Time) int {
+	ra, ta := refresh.RoundAt(tier, a)
+	rb, tb := refresh.RoundAt(tier, b)
+	apps := c.tiers[tier]
+	below := func(slot int64) int {
+		n, _ := slices.BinarySearchFunc(apps, slot, func(p refresh.Pos, s int64) int {
+			if p.Slot < s {
+				return -1
+			}
+			return 1
+		})
+		return n
+	}
+	if ra == rb {
+		return below(tb) - below(ta)
+	}
+	return len(apps) - below(ta) + int(rb-ra-1)*len(apps) + below(tb)
+}
+
+func (c *memCatalogue) PickQueued(_ context.Context, n int, _ bool, _ time.Time) ([]QueuedItem, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	items := make([]QueuedItem, n)
+	for i := range items {
+		items[i] = QueuedItem{TrackID: c.nextNew + int64(i)}
+	}
+	return items, nil
+}
+
+func (c *memCatalogue) SaveEnriched(_ context.Context, r Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.Refresh {
+		c.changed++
+		c.page[r.App.TrackID] = refresh.Fingerprint{Version: r.App.Version, RatingCount: r.App.RatingCount}
+		delete(c.retry, r.App.TrackID)
+		return nil
+	}
+	c.newApps++
+	c.nextNew = max(c.nextNew, r.App.TrackID+1)
+	return nil
+}
+
+func (c *memCatalogue) SaveLookup(context.Context, appstore.App, string, string, time.Time) error {
+	return errors.New("memCatalogue: every page parses")
+}
+func (c *memCatalogue) MarkMissing(context.Context, int64, time.Time) error {
+	return errors.New("memCatalogue: every app is found")
+}
+func (c *memCatalogue) Requeue(context.Context, int64, int, controller.Class, string) error {
+	return nil // a refused page: the app stays queued
+}
+func (c *memCatalogue) Defer(context.Context, int64, int, controller.Class, string, time.Time) error {
+	return nil // a refused page: the app stays queued
+}
+func (c *memCatalogue) GiveUp(context.Context, int64, int, controller.Class, string, time.Time) error {
+	return errors.New("memCatalogue: no item fails")
+}
+
+// DueRefreshes is D1Store.DueRefreshes over memory: each tier's window
+// from its cursor (refresh.Due), up to n apps each, and the retry list's
+// due apps; the retry list first, then the tiers most behind first.
+func (c *memCatalogue) DueRefreshes(_ context.Context, n int, now time.Time) (RefreshPick, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pick := RefreshPick{Windows: map[string]refresh.Window{}, Read: map[string]int{}, Limit: n, Started: map[string]bool{}}
+	byTier := map[string][]DueRefresh{}
+	inTier := map[int64]bool{}
+	for _, tier := range refresh.Tiers {
+		cur, ok := c.cursors[tier]
+		if !ok {
+			cur, pick.Started[tier] = refresh.StartCursor(tier, now), true
+		}
+		w := refresh.Due(tier, cur, now)
+		pick.Windows[tier] = w
+		apps := c.tiers[tier]
+		i, _ := slices.BinarySearchFunc(apps, w.From, func(p, from refresh.Pos) int {
+			if !from.Less(p) {
+				return -1
+			}
+			return 1
+		})
+		for ; i < len(apps) && apps[i].Slot < w.UpTo && len(byTier[tier]) < n; i++ {
+			id := apps[i].TrackID
+			byTier[tier] = append(byTier[tier], DueRefresh{TrackID: id, Page: c.page[id], Tier: tier, Slot: apps[i].Slot})
+			inTier[id] = true
+		}
+		pick.Read[tier] = len(byTier[tier])
+	}
+	var retry []int64
+	for id, at := range c.retry {
+		if !at.After(now) && !inTier[id] {
+			retry = append(retry, id)
+		}
+	}
+	slices.SortFunc(retry, func(a, b int64) int { return c.retry[a].Compare(c.retry[b]) })
+	for _, id := range retry[:min(n, len(retry))] {
+		pick.Items = append(pick.Items, DueRefresh{TrackID: id, Page: c.page[id], Slot: refresh.Slot(id)})
+	}
+	tiers := slices.Clone(refresh.Tiers)
+	slices.SortStableFunc(tiers, func(a, b string) int {
+		ba, bb := pick.Windows[a].Behind(), pick.Windows[b].Behind()
+		switch {
+		case ba > bb:
+			return -1
+		case ba < bb:
+			return 1
+		}
+		return 0
+	})
+	for _, tier := range tiers {
+		pick.Items = append(pick.Items, byTier[tier]...)
+	}
+	return pick, nil
+}
+
+func (c *memCatalogue) SaveUnchangedRefresh(_ context.Context, app appstore.App, _ time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unchanged++
+	delete(c.retry, app.TrackID)
+	return nil
+}
+
+func (c *memCatalogue) PostponeRefresh(_ context.Context, id int64, until time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retry[id] = until
+	c.retries++
+	return nil
+}
+
+func (c *memCatalogue) AdvanceRefreshes(_ context.Context, cursors map[string]refresh.Cursor, retries []RefreshRetry, _ time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for tier, cur := range cursors {
+		c.cursors[tier] = cur
+	}
+	for _, r := range retries {
+		at, err := time.Parse(time.RFC3339Nano, r.At)
+		if err != nil {
+			return err
+		}
+		c.retry[r.TrackID] = at
+	}
+	c.advances++
+	c.retries += len(retries)
+	return nil
+}
+
+// behind is how far tier's sweep is behind its clock at now, in apps'
+// slots of its round (0 when on time).
+func (c *memCatalogue) behind(tier string, now time.Time) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return refresh.Due(tier, c.cursors[tier], now).Behind()
+}
+
+// instantUpstream answers at once (latency later on the virtual clock):
+// a lookup of many ids with a small result for each (lookedAt), a store
+// page with tinyPage.
+type instantUpstream struct {
+	mu sync.Mutex
+	// t0 starts the hosts' models: api (lookups) and store (pages), each
+	// the simulator's token bucket (nil: unlimited).
+	t0, now  time.Time
+	api      *sim.Host
+	store    *sim.Host
+	refused  int
+	lastDone time.Time
+	apiBase  string
+	lookups  int
+	pages    int
+	maxIDs   int
+}
+
+// upstreamLatency is each answer's latency on the virtual clock.
+const upstreamLatency = 50 * time.Millisecond
+
+func (u *instantUpstream) Now() time.Time {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.now
+}
+
+func (u *instantUpstream) Sleep(d time.Duration) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.now = maxT(u.now, u.lastDone).Add(d)
+}
+
+func (u *instantUpstream) settle() time.Time {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.now = maxT(u.now, u.lastDone)
+	return u.now
+}
+
+func (u *instantUpstream) wake(at time.Time) time.Time {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.now = maxT(u.now, at)
+	return u.now
+}
+
+func (u *instantUpstream) Get(ctx context.Context, url string) upstream.Response {
+	u.mu.Lock()
+	sent := u.now
+	isLookup := strings.HasPrefix(url, u.apiBase)
+	model := u.store
+	if isLookup {
+		model = u.api
+	}
+	a := sim.Answer{Status: http.StatusOK, Latency: upstreamLatency}
+	if model != nil {
+		a = model.Serve(sent.Sub(u.t0), 0)
+	}
+	done := sent.Add(a.Latency)
+	u.lastDone = maxT(u.lastDone, done)
+	body := tinyPage
+	if isLookup {
+		u.now = done // its items wait for it
+	}
+	if a.Status != http.StatusOK {
+		u.refused++
+		u.mu.Unlock()
+		client := &upstream.Client{HTTP: doerFunc(func(req *http.Request) (*http.Response, error) {
+			h := http.Header{}
+			if a.RetryAfter > 0 {
+				h.Set("Retry-After", strconv.Itoa(int(a.RetryAfter/time.Second)))
+			}
+			return &http.Response{StatusCode: a.Status, Header: h, Body: io.NopCloser(strings.NewReader(http.StatusText(a.Status))), Request: req}, nil
+		})}
+		r := client.Get(ctx, url)
+		r.SentAt, r.DoneAt = sent, done
+		return r
+	}
+	if isLookup {
+		u.lookups++
+		q, err := neturl.Parse(url)
+		if err != nil {
+			panic(err)
+		}
+		ids := strings.Split(q.Query().Get("id"), ",")
+		u.maxIDs = max(u.maxIDs, len(ids))
+		var b bytes.Buffer
+		fmt.Fprintf(&b, `{"resultCount":%d,"results":[`, len(ids))
+		for i, s := range ids {
+			id, _ := strconv.ParseInt(s, 10, 64)
+			fp := lookedAt(id, sent)
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"wrapperType":"software","kind":"software","trackId":%d,"trackName":"app %d","version":%q,"userRatingCount":%d,"averageUserRating":4.5,"price":0,"currency":"USD"}`,
+				id, id, fp.Version, fp.RatingCount)
+		}
+		b.WriteString("]}")
+		body = b.Bytes()
+	} else {
+		u.pages++
+	}
+	u.mu.Unlock()
+	client := &upstream.Client{HTTP: doerFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body)), Request: req}, nil
+	})}
+	r := client.Get(ctx, url)
+	r.SentAt, r.DoneAt = sent, done
+	return r
+}
+
+// paceRig is the controller, the run and the catalogue together.
+type paceRig struct {
+	t   *testing.T
+	obj *decisionObject
+	up  *instantUpstream
+	cat *memCatalogue
+	r   *Runner
+}
+
+func newPaceRig(t *testing.T, t0 time.Time, counts map[string]int) *paceRig {
+	cat := newMemCatalogue(counts)
+	up := &instantUpstream{now: t0, apiBase: "https://itunes.apple.com"}
+	r := &Runner{Store: cat, Refreshes: cat, RefreshShare: refresh.DefaultRefreshShare, HTML: nopPages{}, Upstream: up,
+		APIBase: up.apiBase, StoreBase: "https://apps.apple.com", Country: "us", Now: up.Now, Sleep: up.Sleep}
+	obj := &decisionObject{t: t, cfg: controller.DefaultConfig()}
+	obj.decide("load", struct{}{}, t0)
+	for _, tune := range []string{fmt.Sprintf(`{"rate_per_min": %d}`, scalePagesPerMin), fmt.Sprintf(`{"host": "api", "rate_per_min": %d}`, scaleLookupsPerMin)} {
+		if d := obj.decide("http", controller.Request{Method: "POST", Path: "/tune", Body: tune}, t0); d.Response.Status != 200 {
+			t.Fatalf("tune %s: %+v", tune, d.Response)
+		}
+	}
+	return &paceRig{t: t, obj: obj, up: up, cat: cat, r: r}
+}
+
+// tick runs the alarm loop's next tick; it returns the tick's run (nil:
+// the controller held).
+func (g *paceRig) tick() (*controller.RunPlan, controller.RunOutcome) {
+	if g.obj.alarm == 0 {
+		g.t.Fatal("the loop stopped: no work alarm")
+	}
+	now := g.up.wake(time.UnixMilli(g.obj.alarm))
+	g.obj.alarm = 0
+	d := g.obj.decide("tick", controller.TickRequest{}, now)
+	if d.Run == nil {
+		return nil, controller.RunOutcome{}
+	}
+	out := g.r.Run(context.Background(), *d.Run)
+	g.obj.decide("tick_done", out, g.up.settle())
+	return d.Run, out
+}
+
+type nopPages struct{}
+
+func (nopPages) PutPages(context.Context, string, []byte, int) error { return nil }
+
+// tickCounts is what one run did: refreshes and new apps taken, pages
+// fetched.
+func tickCounts(out controller.RunOutcome) (refreshes, newApps, pages int) {
+	for _, res := range out.Results {
+		if res.Refresh {
+			refreshes++
+		} else {
+			newApps++
+		}
+	}
+	for _, rq := range out.Requests {
+		if rq.Kind == controller.RequestPage {
+			pages++
+		}
+	}
+	return refreshes, newApps, pages
+}
+
+// A tick's refreshes follow the lookups, not the page pace: at the
+// bench's paces (126 pages/min, 20 lookups/min, 10 s ticks), with new apps
+// waiting and a day's refreshes due, one tick takes 21 items by its page
+// pace (BatchSize), of which the new apps keep theirs (15), and the
+// refreshes as many as its lookups carry: 4 lookups of 100 ids, 400 items,
+// within ItemsPerTick (490 at the default subrequest budget: 980 D1
+// queries, 2 an item). Before, the refreshes took the page pace's share:
+// 6 a tick beside the 15 new apps (RefreshShare 0.25 of 21), so 36 a
+// minute at 6 ticks a minute against the 793 a minute 1.1M apps bring
+// due. go test ./worker/enrichment -run TestATickTakesRefreshesAtTheLookupPace -v
+func TestATickTakesRefreshesAtTheLookupPace(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	g := newPaceRig(t, t0, map[string]int{refresh.TierCold: 20_000})
+	// A cold round's half behind: ~10,000 due, far more than a tick takes.
+	r0, _ := refresh.RoundAt(refresh.TierCold, t0)
+	g.cat.cursors[refresh.TierCold] = refresh.Cursor{Round: r0 - 1, Pos: refresh.Pos{Slot: refresh.Slots / 2}}
+	plan, out := g.tick()
+	if plan == nil {
+		t.Fatal("the first tick held")
+	}
+	refreshes, newApps, pages := tickCounts(out)
+	t.Logf("plan: batch_size %d (pages), lookup_requests %d, tick_items %d; the tick took %d refreshes and %d new apps, fetched %d pages in %d lookups",
+		plan.BatchSize, plan.LookupRequests, plan.TickItems, refreshes, newApps, pages, g.up.lookups)
+	const pagesPerTick = 21  // 126 a minute in 10 s ticks
+	const lookupsPerTick = 4 // 20 a minute in 10 s ticks, rounded up
+	if plan.BatchSize != pagesPerTick || plan.LookupRequests != lookupsPerTick {
+		t.Fatalf("plan %+v: want %d pages and %d lookups a tick", plan, pagesPerTick, lookupsPerTick)
+	}
+	wantItems := min(lookupsPerTick*controller.DefaultLookupBatch, controller.ItemsPerTick(controller.DefaultLookupBatch, controller.DefaultSubrequests))
+	if plan.TickItems != wantItems {
+		t.Fatalf("tick_items %d, want %d", plan.TickItems, wantItems)
+	}
+	_, discovery := SplitTick(pagesPerTick, pagesPerTick, 10_000, refresh.DefaultRefreshShare)
+	if newApps != discovery || refreshes != wantItems-discovery || out.Skipped != 0 {
+		t.Fatalf("the tick took %d new apps and %d refreshes (%d skipped), want %d and %d", newApps, refreshes, out.Skipped, discovery, wantItems-discovery)
+	}
+	// Pages: the new apps' and the changed refreshes', the page pace's 21:
+	// the refreshes got the 6 the new apps left. The 7th changed refresh
+	// was left for want of a page, and its tier's later ones with it: the
+	// cold cursor stops before it, nothing on the retry list.
+	if pages != plan.BatchSize || newApps != pages-6 {
+		t.Fatalf("%d pages for %d new apps, page pace %d", pages, newApps, plan.BatchSize)
+	}
+	if g.cat.changed != 6 || g.cat.retries != 0 || g.cat.unchanged < 6*(changedEvery-2) {
+		t.Fatalf("%d refreshes with a page, %d unchanged, %d put on the retry list", g.cat.changed, g.cat.unchanged, g.cat.retries)
+	}
+	cold := g.cat.cursors[refresh.TierCold]
+	for _, res := range out.Results {
+		p := refresh.Pos{Slot: refresh.Slot(res.TrackID), TrackID: res.TrackID}
+		done := res.Class == controller.ClassOK && (res.Unchanged || res.Page == controller.PageParsed)
+		if res.Refresh && done == cold.Pos.Less(p) {
+			t.Fatalf("cold cursor %+v; refresh %+v (done %v)", cold, res, done)
+		}
+	}
+	t.Logf("done: %d unchanged, %d with a page; the cold cursor stopped before the first left", g.cat.unchanged, g.cat.changed)
+	if g.up.lookups > plan.LookupRequests || g.up.maxIDs > controller.DefaultLookupBatch {
+		t.Fatalf("%d lookups (plan %d), up to %d ids", g.up.lookups, plan.LookupRequests, g.up.maxIDs)
+	}
+}
+
+// A day at 1.1M apps: the controller keeps up with the 793 refreshes a
+// minute the policy brings due, beside new apps at their share of the
+// page pace. The real controller and run, 24 virtual hours of ticks, the
+// catalogue's 935,000 enriched apps in their tiers, the hosts limited to
+// the bench's paces (pages 126 a minute, lookups of up to 100 ids 20 a
+// minute; the pacing learns them), one app in 50 changed at every look
+// (its page fetched). Printed by
+//
+//	go test ./worker/enrichment -run TestADayOfRefreshesKeepsUpAtScale -v
+//
+// "1141679 due, 1141626 done (792.8 done a minute ≥ 792.8 due), 22827
+// with a page, 0 on the retry list; 153179 new apps (106.4 a minute) in
+// 10205 runs" (pages 122.1 a minute, 176,021 sent; 20,407 lookups):
+// every refresh due was done but the last tick's, with nothing written
+// for a refresh left. Before, a tick's refreshes took 6 of its 21 page
+// slots: ~36 a minute (TestATickTakesRefreshesAtTheLookupPace).
+func TestADayOfRefreshesKeepsUpAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a virtual day at 1.1M apps: ~30 s")
+	}
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	g := newPaceRig(t, t0, map[string]int{refresh.TierHot: scaleHot, refresh.TierWarm: scaleWarm, refresh.TierCold: scaleCold})
+	end := t0.Add(24 * time.Hour)
+	// Each host refuses beyond its pace (the probe would find more).
+	g.up.t0 = t0
+	g.up.store, g.up.api = limitedHost(t, scalePagesPerMin, 10), limitedHost(t, scaleLookupsPerMin, 5)
+	runs := 0
+	for g.up.wake(time.UnixMilli(g.obj.alarm)).Before(end) {
+		_, out := g.tick()
+		if out.Picked > 0 {
+			runs++
+		}
+	}
+	minutes := end.Sub(t0).Minutes()
+	due, lastMinute := 0, 0
+	for _, tier := range refresh.Tiers {
+		due += g.cat.dueBetween(tier, t0, end)
+		lastMinute += g.cat.dueBetween(tier, end.Add(-time.Minute), end)
+	}
+	done := g.cat.unchanged + g.cat.changed
+	st := g.obj.status(end)
+	t.Logf("paces: api %.1f/min (sent %d, refused %d), store %.1f/min (sent %d, refused %d); lookups %d",
+		st.Paces[controller.HostAPI].RatePerMin, st.Paces[controller.HostAPI].Sent, st.Paces[controller.HostAPI].Refused,
+		st.Paces[controller.HostStore].RatePerMin, st.Paces[controller.HostStore].Sent, st.Paces[controller.HostStore].Refused, g.up.lookups)
+	t.Logf("%d due, %d done (%.1f done a minute ≥ %.1f due), %d with a page, %d on the retry list; %d new apps (%.1f a minute) in %d runs",
+		due, done, float64(done)/minutes, float64(due)/minutes, g.cat.changed, g.cat.retries, g.cat.newApps, float64(g.cat.newApps)/minutes, runs)
+	// Kept up: every refresh due was done but at most the last minute's.
+	if done < due-lastMinute || float64(done)/minutes < float64(due-lastMinute)/minutes {
+		t.Fatalf("%d refreshes done of %d due (%d in the last minute)", done, due, lastMinute)
+	}
+	for _, tier := range refresh.Tiers {
+		if b := g.cat.behind(tier, end); b*refresh.Interval(tier).Minutes() > 1 {
+			t.Fatalf("%s tier %.5f rounds behind at the day's end", tier, b)
+		}
+	}
+	// The new apps kept their share of the pages: at least the share
+	// SplitTick leaves them (1 − RefreshShare) of the pages sent.
+	pagesSent := st.Paces[controller.HostStore].Sent
+	if float64(g.cat.newApps) < (1-refresh.DefaultRefreshShare)*float64(pagesSent) {
+		t.Fatalf("new apps: %d of %d pages sent", g.cat.newApps, pagesSent)
+	}
+}
+
+// limitedHost is a host that serves perMin requests a minute (burst),
+// refusing the rest (429), cmd/upstream-sim's latency.
+func limitedHost(t *testing.T, perMin, burst int) *sim.Host {
+	h, err := sim.NewHost(sim.Scenario{Name: "day", DurationS: 2 * 86400, Items: 1, SubrequestsPerItem: 1, Seed: 1,
+		Phases: []sim.Phase{{CapacityPerMin: float64(perMin), Burst: burst, LatencyMS: convLatencyMS, LatencyJitterMS: convJitterMS}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// ShareTick: new apps keep their share of the pages, refreshes take the
+// rest of the items; TickItems: the lookups' items within ItemsPerTick.
+func TestShareTickAndTickItems(t *testing.T) {
+	for _, c := range []struct{ pages, items, pending, due, refreshes, discovery int }{
+		{21, 400, 1000, 10_000, 385, 15}, // both wait: the new apps' 15 pages, the rest refreshes
+		{21, 400, 0, 10_000, 400, 0},     // no new apps: the items are the refreshes'
+		{21, 400, 1000, 10, 10, 15},      // few due: the new apps still only their share
+		{21, 400, 1000, 0, 0, 21},        // nothing due: the page pace is the new apps'
+		{21, 0, 1000, 10_000, 6, 15},     // no items beyond the pages (an old plan): the page share
+	} {
+		r, d := ShareTick(c.pages, c.items, c.pending, c.due, refresh.DefaultRefreshShare)
+		if r != c.refreshes || d != c.discovery {
+			t.Errorf("ShareTick%v = %d, %d", c, r, d)
+		}
+	}
+	batch, budget := controller.DefaultLookupBatch, controller.DefaultSubrequests
+	if n := controller.TickItems(4, batch, budget); n != 400 {
+		t.Errorf("4 lookups: %d items", n)
+	}
+	if n, most := controller.TickItems(10, batch, budget), controller.ItemsPerTick(batch, budget); n != most || most != 490 {
+		t.Errorf("10 lookups: %d items, ItemsPerTick %d (980 D1 queries, 2 an item)", n, most)
+	}
+	if n := controller.TickItems(4, batch, controller.FreeSubrequests); n != controller.ItemsPerTick(batch, controller.FreeSubrequests) {
+		t.Errorf("Workers Free: %d items", n)
+	}
+}
