@@ -103,33 +103,41 @@ type convHost struct {
 // pages, a chunk's pages go together, and a pause starts from the chunk's
 // last answer, as under workerd.
 type virtualUpstream struct {
-	mu       sync.Mutex
-	t0       time.Time
-	now      time.Time
-	lastDone time.Time
-	free     [pacing.MaxConnections]time.Time
-	api      convHost
-	store    convHost
-	apiBase  string
-	lookup   []byte // the real lookup capture
-	page     []byte // the real store page capture
+	virtualClock
+	t0      time.Time
+	free    [pacing.MaxConnections]time.Time
+	api     convHost
+	store   convHost
+	apiBase string
+	lookup  []byte // the real lookup capture
+	page    []byte // the real store page capture
 }
 
-func (u *virtualUpstream) Now() time.Time {
+// virtualClock is a test run's clock on virtual time: a run's pause
+// counts from its chunk's last answer, a run ends at its last answer,
+// and an alarm moves it forward. Its mutex guards the embedding
+// upstream's fields too.
+type virtualClock struct {
+	mu       sync.Mutex
+	now      time.Time
+	lastDone time.Time
+}
+
+func (u *virtualClock) Now() time.Time {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.now
 }
 
 // Sleep is the run's pause between chunks: from the chunk's last answer.
-func (u *virtualUpstream) Sleep(d time.Duration) {
+func (u *virtualClock) Sleep(d time.Duration) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.now = maxT(u.now, u.lastDone).Add(d)
 }
 
 // settle is the end of a run: its last answer.
-func (u *virtualUpstream) settle() time.Time {
+func (u *virtualClock) settle() time.Time {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.now = maxT(u.now, u.lastDone)
@@ -137,7 +145,7 @@ func (u *virtualUpstream) settle() time.Time {
 }
 
 // wake moves the clock to an alarm.
-func (u *virtualUpstream) wake(at time.Time) time.Time {
+func (u *virtualClock) wake(at time.Time) time.Time {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.now = maxT(u.now, at)
@@ -298,7 +306,7 @@ WITH RECURSIVE n(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM n WHERE id < ?) S
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	up := &virtualUpstream{t0: t0, now: t0, api: convHost{model: apiModel}, store: convHost{model: storeModel},
+	up := &virtualUpstream{t0: t0, virtualClock: virtualClock{now: t0}, api: convHost{model: apiModel}, store: convHost{model: storeModel},
 		apiBase: "https://itunes.apple.com", lookup: fixture(t, "lookup_us_uber_2017.json"), page: fixture(t, "legacy_netflix_us_2023.html")}
 	for i := range up.free {
 		up.free[i] = t0

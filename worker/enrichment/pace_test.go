@@ -209,18 +209,7 @@ func (c *memCatalogue) DueRefreshes(_ context.Context, n int, now time.Time) (Re
 	for _, id := range retry[:min(n, len(retry))] {
 		pick.Items = append(pick.Items, DueRefresh{TrackID: id, Page: c.page[id], Slot: refresh.Slot(id)})
 	}
-	tiers := slices.Clone(refresh.Tiers)
-	slices.SortStableFunc(tiers, func(a, b string) int {
-		ba, bb := pick.Windows[a].Behind(), pick.Windows[b].Behind()
-		switch {
-		case ba > bb:
-			return -1
-		case ba < bb:
-			return 1
-		}
-		return 0
-	})
-	for _, tier := range tiers {
+	for _, tier := range pick.TiersBehindFirst() {
 		pick.Items = append(pick.Items, byTier[tier]...)
 	}
 	return pick, nil
@@ -272,48 +261,21 @@ func (c *memCatalogue) behind(tier string, now time.Time) float64 {
 // a lookup of many ids with a small result for each (lookedAt), a store
 // page with tinyPage.
 type instantUpstream struct {
-	mu sync.Mutex
+	virtualClock
 	// t0 starts the hosts' models: api (lookups) and store (pages), each
 	// the simulator's token bucket (nil: unlimited).
-	t0, now  time.Time
-	api      *sim.Host
-	store    *sim.Host
-	refused  int
-	lastDone time.Time
-	apiBase  string
-	lookups  int
-	pages    int
-	maxIDs   int
+	t0      time.Time
+	api     *sim.Host
+	store   *sim.Host
+	refused int
+	apiBase string
+	lookups int
+	pages   int
+	maxIDs  int
 }
 
 // upstreamLatency is each answer's latency on the virtual clock.
 const upstreamLatency = 50 * time.Millisecond
-
-func (u *instantUpstream) Now() time.Time {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.now
-}
-
-func (u *instantUpstream) Sleep(d time.Duration) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.now = maxT(u.now, u.lastDone).Add(d)
-}
-
-func (u *instantUpstream) settle() time.Time {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.now = maxT(u.now, u.lastDone)
-	return u.now
-}
-
-func (u *instantUpstream) wake(at time.Time) time.Time {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.now = maxT(u.now, at)
-	return u.now
-}
 
 func (u *instantUpstream) Get(ctx context.Context, url string) upstream.Response {
 	u.mu.Lock()
@@ -391,7 +353,7 @@ type paceRig struct {
 
 func newPaceRig(t *testing.T, t0 time.Time, counts map[string]int) *paceRig {
 	cat := newMemCatalogue(counts)
-	up := &instantUpstream{now: t0, apiBase: "https://itunes.apple.com"}
+	up := &instantUpstream{virtualClock: virtualClock{now: t0}, apiBase: "https://itunes.apple.com"}
 	r := &Runner{Store: cat, Refreshes: cat, RefreshShare: refresh.DefaultRefreshShare, HTML: nopPages{}, Upstream: up,
 		APIBase: up.apiBase, StoreBase: "https://apps.apple.com", Country: "us", Now: up.Now, Sleep: up.Sleep}
 	obj := &decisionObject{t: t, cfg: controller.DefaultConfig()}

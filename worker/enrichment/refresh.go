@@ -169,9 +169,18 @@ func (s D1Store) DueRefreshes(ctx context.Context, n int, now time.Time) (Refres
 			pick.Items = append(pick.Items, d)
 		}
 	}
+	for _, tier := range pick.TiersBehindFirst() {
+		pick.Items = append(pick.Items, byTier[tier]...)
+	}
+	return pick, nil
+}
+
+// TiersBehindFirst is the refresh tiers, the one furthest behind its
+// clock first (a stable order otherwise): a pick serves them in it.
+func (p RefreshPick) TiersBehindFirst() []string {
 	tiers := slices.Clone(refresh.Tiers)
 	slices.SortStableFunc(tiers, func(a, b string) int {
-		ba, bb := pick.Windows[a].Behind(), pick.Windows[b].Behind()
+		ba, bb := p.Windows[a].Behind(), p.Windows[b].Behind()
 		switch {
 		case ba > bb:
 			return -1
@@ -180,10 +189,7 @@ func (s D1Store) DueRefreshes(ctx context.Context, n int, now time.Time) (Refres
 		}
 		return 0
 	})
-	for _, tier := range tiers {
-		pick.Items = append(pick.Items, byTier[tier]...)
-	}
-	return pick, nil
+	return tiers
 }
 
 // DueRefreshSQL is the refresh pick: for each tier (?1–?3 hot, ?4–?6
