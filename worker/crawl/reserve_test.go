@@ -2,53 +2,26 @@ package crawl
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"storecrawl/durable/limiter"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/ratelimit"
+	"storecrawl/worker/ratelimit/ratelimittest"
 	"storecrawl/worker/upstream"
 )
-
-// limiterCalls is the real limiter logic behind a ratelimit.Caller,
-// counting its calls (each a Durable Object request) and their costs.
-type limiterCalls struct {
-	mu    sync.Mutex
-	state *limiter.State
-	costs []int
-}
-
-func (f *limiterCalls) CallLimiter(_ context.Context, _, _, _ string, body []byte) (int, []byte, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, fe := limiter.ParseAcquire(body)
-	if fe != nil {
-		b, _ := json.Marshal(fe)
-		return 400, b, nil
-	}
-	if f.state == nil {
-		f.state = limiter.New(a.Policy)
-	}
-	f.costs = append(f.costs, a.Cost)
-	d := f.state.Acquire(time.Now(), a.Cost)
-	b, _ := json.Marshal(limiter.AcquireAnswer{Allowed: d.Allowed, RetryAfterMs: d.RetryAfter.Milliseconds(), Remaining: d.Remaining})
-	return 200, b, nil
-}
 
 // noEvents takes the cycle's events and drops them.
 type noEvents struct{}
 
 func (noEvents) Send(context.Context, string) error { return nil }
 
-func reservingCrawler(t *testing.T, f *fakeDiscovery, lim *limiterCalls) (*Crawler, *atomic.Int64) {
+func reservingCrawler(t *testing.T, f *fakeDiscovery, lim *ratelimittest.Limiter) (*Crawler, *atomic.Int64) {
 	var sent atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sent.Add(1)
@@ -73,14 +46,15 @@ func TestACycleReservesItsSendsInOneAcquireATask(t *testing.T) {
 		kws = append(kws, fmt.Sprintf("kw%d", k))
 	}
 	f := &fakeDiscovery{due: map[string]bool{"high": true}, pending: kws}
-	lim := &limiterCalls{}
+	lim := ratelimittest.New(time.Now())
 	c, sent := reservingCrawler(t, f, lim)
 	r := c.Run(context.Background(), 0.5, time.Now())
 	if r.Action != "category_scan" || r.Side == nil || r.Side.Found != 40 || len(f.rankings) != 40 || len(f.saved) != len(appstore.ChartCollections) {
 		t.Fatalf("cycle %+v side %+v rankings %d charts %d", r, r.Side, len(f.rankings), len(f.saved))
 	}
-	if sent.Load() != 43 || len(lim.costs) != 2 || lim.costs[0]+lim.costs[1] != 43 {
-		t.Fatalf("%d sent, limiter calls %v: want two, of 3 and 40", sent.Load(), lim.costs)
+	costs := lim.Costs()[upstream.CatalogueLimit]
+	if sent.Load() != 43 || len(costs) != 2 || costs[0]+costs[1] != 43 {
+		t.Fatalf("%d sent, limiter calls %v: want two, of 3 and 40", sent.Load(), costs)
 	}
 }
 
@@ -88,14 +62,15 @@ func TestACycleReservesItsSendsInOneAcquireATask(t *testing.T) {
 // nothing saved, the keywords stay due, and the limiter was asked once.
 func TestARefusedReservationKeepsTheKeywordsDue(t *testing.T) {
 	f := &fakeDiscovery{due: map[string]bool{}, pending: []string{"a", "b", "c", "d", "e", "f", "g"}}
-	lim := &limiterCalls{state: limiter.New(ratelimit.Limits[upstream.CatalogueLimit])}
-	lim.state.Acquire(time.Now(), 1198) // 2 of 1,200 left
+	lim := ratelimittest.New(time.Now())
+	lim.Take(upstream.CatalogueLimit, ratelimit.Limits[upstream.CatalogueLimit], 1198) // 2 of 1,200 left
 	c, sent := reservingCrawler(t, f, lim)
 	r := c.Run(context.Background(), 0.5, time.Now())
 	if r.Action != "keyword_mapping" || !r.RateLimited || r.Found != 0 || r.Refused == 0 || len(f.rankings) != 0 || sent.Load() != 0 {
 		t.Fatalf("cycle %+v, rankings %v, %d sent", r, f.rankings, sent.Load())
 	}
-	if len(lim.costs) != 1 || lim.costs[0] != 7 || strings.Contains(r.Error, "limiter") {
-		t.Fatalf("limiter calls %v, error %q", lim.costs, r.Error)
+	costs := lim.Costs()[upstream.CatalogueLimit]
+	if len(costs) != 1 || costs[0] != 7 || strings.Contains(r.Error, "limiter") {
+		t.Fatalf("limiter calls %v, error %q", costs, r.Error)
 	}
 }

@@ -2,55 +2,16 @@ package enrichment
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	controller "storecrawl/durable/enrichment"
-	"storecrawl/durable/limiter"
 	"storecrawl/worker/ratelimit"
+	"storecrawl/worker/ratelimit/ratelimittest"
 )
 
-// countingLimiter is the real limiter logic behind a ratelimit.Caller,
-// counting its calls (each a Durable Object request) and the units they
-// asked for, per key.
-type countingLimiter struct {
-	mu     sync.Mutex
-	states map[string]*limiter.State
-	calls  map[string]int
-	costs  map[string][]int
-	// now is the limiter's clock, held still: a slot never frees while a
-	// test runs, however slowly the machine runs it.
-	now time.Time
-}
-
-func newCountingLimiter() *countingLimiter {
-	return &countingLimiter{states: map[string]*limiter.State{}, calls: map[string]int{}, costs: map[string][]int{}, now: time.Now()}
-}
-
-func (f *countingLimiter) CallLimiter(_ context.Context, key, _, _ string, body []byte) (int, []byte, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, fe := limiter.ParseAcquire(body)
-	if fe != nil {
-		b, _ := json.Marshal(fe)
-		return 400, b, nil
-	}
-	s, ok := f.states[key]
-	if !ok {
-		s = limiter.New(a.Policy)
-		f.states[key] = s
-	}
-	f.calls[key]++
-	f.costs[key] = append(f.costs[key], a.Cost)
-	d := s.Acquire(f.now, a.Cost)
-	b, _ := json.Marshal(limiter.AcquireAnswer{Allowed: d.Allowed, RetryAfterMs: d.RetryAfter.Milliseconds(), Remaining: d.Remaining})
-	return 200, b, nil
-}
-
-func limitedRunner(t *testing.T, srv *fakeUpstream, st *fakeStore, f *countingLimiter) *Runner {
+func limitedRunner(t *testing.T, srv *fakeUpstream, st *fakeStore, f *ratelimittest.Limiter) *Runner {
 	r, _, _, _ := newRunner(t, srv, st)
 	c := &ratelimit.Client{Caller: f, MaxWait: time.Millisecond, Sleep: func(time.Duration) {}}
 	r.Limit = GlobalLimit(c, ratelimit.Catalogue)
@@ -76,7 +37,7 @@ func TestARunReservesItsPagesInOneAcquire(t *testing.T) {
 	}
 	items = append(items, QueuedItem{TrackID: 2}) // not found: no page
 	st := newStore(items...)
-	f := newCountingLimiter()
+	f := ratelimittest.New(time.Now())
 	r := limitedRunner(t, srv, st, f)
 	out := r.Run(context.Background(), controller.RunPlan{BatchSize: 10, ChunkItems: 3, ChunkPauseMs: 100})
 	pages := 0
@@ -89,8 +50,8 @@ func TestARunReservesItsPagesInOneAcquire(t *testing.T) {
 		t.Fatalf("pages %d, saved %d, missing %v", pages, len(st.saved), st.missing)
 	}
 	want := map[string][]int{ratelimit.StorePages: {ratelimit.LeaseSize(9, 9, 1200)}, ratelimit.Catalogue: {ratelimit.LeaseRuns}}
-	if fmt.Sprint(f.costs) != fmt.Sprint(want) || out.LimiterCalls != 2 {
-		t.Fatalf("limiter calls %v (the run reports %d), want one lease of each limit %v", f.costs, out.LimiterCalls, want)
+	if fmt.Sprint(f.Costs()) != fmt.Sprint(want) || out.LimiterCalls != 2 {
+		t.Fatalf("limiter calls %v (the run reports %d), want one lease of each limit %v", f.Costs(), out.LimiterCalls, want)
 	}
 	// The next tick takes its pages and lookup from the leases.
 	st.queue = nil
@@ -98,8 +59,8 @@ func TestARunReservesItsPagesInOneAcquire(t *testing.T) {
 		st.queue = append(st.queue, QueuedItem{TrackID: int64(fixtureID + 1100 + k)})
 	}
 	out = r.Run(context.Background(), controller.RunPlan{BatchSize: 5, ChunkItems: 3})
-	if len(st.saved) != 14 || fmt.Sprint(f.costs) != fmt.Sprint(want) || out.LimiterCalls != 0 {
-		t.Fatalf("second tick: saved %d, limiter calls %v", len(st.saved), f.costs)
+	if len(st.saved) != 14 || fmt.Sprint(f.Costs()) != fmt.Sprint(want) || out.LimiterCalls != 0 {
+		t.Fatalf("second tick: saved %d, limiter calls %v", len(st.saved), f.Costs())
 	}
 }
 
@@ -115,10 +76,9 @@ func TestARefusedReservationLosesNoItem(t *testing.T) {
 		items = append(items, QueuedItem{TrackID: int64(fixtureID + 2000 + k)})
 	}
 	st := newStore(items...)
-	f := newCountingLimiter()
+	f := ratelimittest.New(time.Now())
 	// The store host's limit is spent: 1,196 of 1,200 units taken.
-	f.states[ratelimit.StorePages] = limiter.New(ratelimit.Limits[ratelimit.StorePages])
-	if d := f.states[ratelimit.StorePages].Acquire(f.now, 1196); !d.Allowed {
+	if !f.Take(ratelimit.StorePages, ratelimit.Limits[ratelimit.StorePages], 1196) {
 		t.Fatal("setup")
 	}
 	r := limitedRunner(t, srv, st, f)
@@ -140,7 +100,7 @@ func TestARefusedReservationLosesNoItem(t *testing.T) {
 		t.Fatalf("requeued %v gave up %v saved %d: a refusal must not use an attempt", st.requeued, st.gaveUp, len(st.saved))
 	}
 	// The lease ahead refused, then the run's own 5: two calls, no more.
-	if fmt.Sprint(f.costs[ratelimit.StorePages]) != fmt.Sprint([]int{ratelimit.LeaseSize(5, 5, 1200), 5}) {
-		t.Fatalf("store host acquires %v, want the lease ahead and the run's own need, both refused", f.costs[ratelimit.StorePages])
+	if fmt.Sprint(f.Costs()[ratelimit.StorePages]) != fmt.Sprint([]int{ratelimit.LeaseSize(5, 5, 1200), 5}) {
+		t.Fatalf("store host acquires %v, want the lease ahead and the run's own need, both refused", f.Costs()[ratelimit.StorePages])
 	}
 }
