@@ -95,8 +95,18 @@ func StopGroup(cmd *exec.Cmd) {
 
 // WaitHealthy polls base/health until it answers 200 or timeout passes.
 func WaitHealthy(base string, timeout time.Duration) error {
+	return WaitHealthyUnless(base, timeout, func() error { return nil })
+}
+
+// WaitHealthyUnless is WaitHealthy that gives up early with failed's
+// error once it says the server cannot come up (its process reported an
+// error that waiting will not mend).
+func WaitHealthyUnless(base string, timeout time.Duration, failed func() error) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
+		if err := failed(); err != nil {
+			return err
+		}
 		if resp, err := http.Get(base + "/health"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {

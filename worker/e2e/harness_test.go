@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -258,7 +259,30 @@ func startWorker(t *testing.T, dir, persist, simBase string) *worker {
 	return w
 }
 
+// portTakenAttempts bounds the starts of wrangler dev whose free port
+// another process took between our pick and its bind (parallel tests
+// pick ports at once).
+const portTakenAttempts = 3
+
+// errPortTaken: wrangler dev found its port in use.
+var errPortTaken = errors.New("wrangler dev: address already in use")
+
 func (w *worker) start(t *testing.T, logName string) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := w.startOnce(t, logName)
+		if err == nil {
+			return
+		}
+		if errors.Is(err, errPortTaken) && attempt < portTakenAttempts {
+			stopGroup(w.cmd)
+			continue
+		}
+		t.Fatalf("wrangler dev did not become healthy: %v; log:\n%s", err, tail(w.log.String(), 4000))
+	}
+}
+
+func (w *worker) startOnce(t *testing.T, logName string) error {
 	t.Helper()
 	port := freePort(t)
 	cmd := exec.Command(devstack.Wrangler(root), "dev",
@@ -283,9 +307,13 @@ func (w *worker) start(t *testing.T, logName string) {
 	}
 	w.log = startProcess(owner, cmd, filepath.Join(w.dir, logName))
 	w.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	if err := devstack.WaitHealthy(w.base, startupTimeout); err != nil {
-		t.Fatalf("wrangler dev did not become healthy: %v; log:\n%s", err, tail(w.log.String(), 4000))
-	}
+	log := w.log
+	return devstack.WaitHealthyUnless(w.base, startupTimeout, func() error {
+		if strings.Contains(log.String(), "Address already in use") {
+			return errPortTaken
+		}
+		return nil
+	})
 }
 
 // restart stops wrangler dev and starts it again on the same persisted state.
