@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -20,15 +21,16 @@ const (
 func CLI(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", allFlag, `scenario JSON file, name of a shipped scenario, or "all" (every shipped scenario)`)
+	scenario := fs.String("scenario", allFlag, `scenario JSON file, name of a shipped scenario, "all" (every shipped scenario), or a variant as -variants names it ("retry-after#56", drawn under -seed)`)
 	list := fs.String("controller", defaultControllers, "comma-separated controllers (pacing.New names, \"default\", \"oracle\")")
 	asJSON := fs.Bool("json", false, "print JSON: one object for one run, an array for several")
 	trace := fs.Bool("trace", false, "include a per-minute trace")
+	ticks := fs.Bool("ticks", false, "print every tick of one scenario: the plan, what its requests said, the next wake-up and the controller's own view")
 	seeds := fs.Int("seeds", 0, "run every scenario under seeds 1..N and print the default's standing per scenario (mean, worst seed)")
 	shapes := fs.String("shape", "", `requests per item: comma-separated counts and "file" (each scenario's own subrequests_per_item), one table each;`+
 		` default "`+defaultShapesAll+`" with -scenario all, "`+shapeFile+`" otherwise`)
 	variants := fs.Int("variants", 0, "draw N random variants of every scenario family and print the default's mean and worst standing per family against its peers (-shape does not apply: variants draw theirs)")
-	variantSeed := fs.Uint64("seed", 1, "the seed -variants draws from")
+	variantSeed := fs.Uint64("seed", 1, "the seed -variants (and a -scenario variant name) draws from")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -41,10 +43,14 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "simulate: -controller names no controller")
 		return exitUsage
 	}
-	scenarios, err := loadScenarios(*scenario)
+	scenarios, err := loadScenarioOrVariant(*scenario, *variantSeed)
 	if err != nil {
 		fmt.Fprintf(stderr, "simulate: %v\n", err)
 		return exitError
+	}
+	if *ticks && (len(scenarios) != 1 || *variants > 0 || *seeds > 0) {
+		fmt.Fprintln(stderr, "simulate: -ticks needs one -scenario, without -variants or -seeds")
+		return exitUsage
 	}
 	if *variants > 0 {
 		// The variants judge the default against its peers: other
@@ -72,10 +78,15 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 		return sweepSeeds(stdout, stderr, scenarios, controllers, *seeds, atShapes)
 	}
 	var all []Metrics
+	var tickLines bytes.Buffer // -ticks: printed after the tables
 	for k, sh := range atShapes {
 		var runs []Metrics
 		for _, sc := range atShape(scenarios, sh) {
 			for _, name := range controllers {
+				if *ticks {
+					runs = append(runs, runTicks(&tickLines, sc, name, *trace))
+					continue
+				}
 				runs = append(runs, runOne(sc, name, *trace))
 			}
 		}
@@ -88,6 +99,9 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "simulate: %v\n", err)
 			return exitError
 		}
+	}
+	if tickLines.Len() > 0 {
+		_, _ = tickLines.WriteTo(stdout)
 	}
 	if *asJSON && len(atShapes) > 1 {
 		if err := writeJSON(stdout, all); err != nil {

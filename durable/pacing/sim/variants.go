@@ -1,12 +1,14 @@
 package sim
 
 import (
+	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -71,6 +73,30 @@ func logUniform(r *rand.Rand, lo, hi float64) float64 {
 
 // variantName names variant i of family (the table's worst-variant column).
 func variantName(family string, i int) string { return family + "#" + strconv.Itoa(i) }
+
+// loadScenarioOrVariant resolves -scenario as loadScenarios does, and a
+// variant's name as -variants prints it ("retry-after#56": variant 56 of
+// the shipped family, or of a scenario file, drawn under seed), so the
+// worst variant of a sweep can be rerun and traced.
+func loadScenarioOrVariant(arg string, seed uint64) ([]*Scenario, error) {
+	family, index, found := strings.Cut(arg, "#")
+	if !found {
+		return loadScenarios(arg)
+	}
+	i, err := strconv.Atoi(index)
+	if err != nil || i < 0 || i >= maxVariants {
+		return nil, fmt.Errorf("-scenario %q: a variant is family#i with 0 ≤ i < %d", arg, maxVariants)
+	}
+	scs, err := loadScenarios(family)
+	if err != nil {
+		return nil, err
+	}
+	v, err := newVariant(scs[0], seed, i)
+	if err != nil {
+		return nil, err
+	}
+	return []*Scenario{v}, nil
+}
 
 // newVariant draws variant i of family under seed; it is a valid scenario.
 func newVariant(family *Scenario, seed uint64, i int) (*Scenario, error) {

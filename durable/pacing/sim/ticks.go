@@ -1,0 +1,101 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"storecrawl/durable/pacing"
+)
+
+// tickLog wraps a controller and writes one line per tick (-ticks): what
+// it planned, what the tick's requests said, when it wakes next and its
+// own view (pacing.Describer: rate, ceiling, phase, …). The per-minute
+// trace shows where a run lost goodput; this shows which decision did.
+type tickLog struct {
+	pacing.Algorithm
+	w    io.Writer
+	plan string
+}
+
+// Cooldowns forwards the wrapped controller's block count (the metrics
+// read it).
+func (l *tickLog) Cooldowns() int {
+	if c, ok := l.Algorithm.(interface{ Cooldowns() int }); ok {
+		return c.Cooldowns()
+	}
+	return 0
+}
+
+func (l *tickLog) Plan(now time.Time) pacing.Plan {
+	p := l.Algorithm.Plan(now)
+	l.plan = fmt.Sprintf("%s  items=%d chunk=%d pause=%s", sinceEpoch(now), p.Items, p.ChunkItems, p.ChunkPause.Round(time.Millisecond))
+	if p.MaxInFlight > 0 {
+		l.plan += fmt.Sprintf(" inflight=%d", p.MaxInFlight)
+	}
+	if !p.NotBefore.Before(now) {
+		l.plan += " not_before=" + sinceEpoch(p.NotBefore)
+	}
+	return p
+}
+
+func (l *tickLog) Done(now time.Time, outcomes []pacing.Outcome) time.Time {
+	next := l.Algorithm.Done(now, outcomes)
+	n := map[pacing.Kind]int{}
+	for _, o := range outcomes {
+		n[o.Kind]++
+	}
+	fmt.Fprintf(l.w, "%s → %s | sent=%d ok=%d refused=%d 5xx=%d timeout=%d | next=%s cap=%.1f%s\n",
+		l.plan, sinceEpoch(now), len(outcomes), n[pacing.KindOK]+n[pacing.KindNotFound], n[pacing.KindThrottled],
+		n[pacing.KindServerError], n[pacing.KindTimeout], sinceEpoch(next), l.CapacityPerMin(), described(l.Algorithm, now))
+	return next
+}
+
+// sinceEpoch is a simulated time as the run's offset (seconds, ms precision).
+func sinceEpoch(t time.Time) string {
+	return fmt.Sprintf("%.3fs", t.Sub(epoch).Seconds())
+}
+
+// described is the controller's Describe as " | k=v …" in key order ("" if
+// it has none); floats keep one decimal.
+func described(a pacing.Algorithm, now time.Time) string {
+	d, ok := a.(pacing.Describer)
+	if !ok {
+		return ""
+	}
+	m := d.Describe(now)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(" |")
+	for _, k := range keys {
+		v := m[k]
+		if f, ok := v.(float64); ok {
+			v = math.Round(f*10) / 10
+		}
+		fmt.Fprintf(&b, " %s=%v", k, v)
+	}
+	return b.String()
+}
+
+// runTicks simulates sc × name like runOne, writing every tick to w under
+// a heading.
+func runTicks(w io.Writer, sc *Scenario, name string, trace bool) Metrics {
+	ctl, err := newController(name, sc)
+	if err != nil {
+		return Metrics{Scenario: sc.Name, Controller: name, Error: err.Error(), RecoveryS: []int{}}
+	}
+	fmt.Fprintf(w, "\n%s × %s: every tick: its plan at its start → its end (s since the start) | its answers | the next wake-up, the capacity estimate | the controller's view\n", sc.Name, name)
+	m := simulate(sc, &tickLog{Algorithm: ctl, w: w})
+	m.Controller = name
+	if !trace {
+		m.Trace = nil
+	}
+	return m
+}
