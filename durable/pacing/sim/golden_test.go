@@ -81,12 +81,8 @@ func (t *tracer) Plan(now time.Time) pacing.Plan {
 
 func (t *tracer) Done(now time.Time, outcomes []pacing.Outcome) time.Time {
 	next := t.Algorithm.Done(now, outcomes)
-	counts := map[pacing.Kind]int{}
-	for _, o := range outcomes {
-		counts[o.Kind]++
-	}
-	answers := fmt.Sprintf("sent=%d ok=%d thr=%d err=%d to=%d", len(outcomes), counts[pacing.KindOK]+counts[pacing.KindNotFound],
-		counts[pacing.KindThrottled], counts[pacing.KindServerError], counts[pacing.KindTimeout])
+	a := countAnswers(outcomes)
+	answers := fmt.Sprintf("sent=%d ok=%d thr=%d err=%d to=%d", a.sent, a.ok, a.refused, a.serverErr, a.timeouts)
 	capacity := strconv.FormatFloat(t.CapacityPerMin(), 'g', -1, 64)
 	state := canonicalState(t.Algorithm)
 	fmt.Fprintf(&t.full, "D %s %s next=%d cap=%s\n  S %s\n", traceAt(now), answers, next.Sub(epoch).Nanoseconds(), capacity, state)

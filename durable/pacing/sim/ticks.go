@@ -44,14 +44,31 @@ func (l *tickLog) Plan(now time.Time) pacing.Plan {
 
 func (l *tickLog) Done(now time.Time, outcomes []pacing.Outcome) time.Time {
 	next := l.Algorithm.Done(now, outcomes)
-	n := map[pacing.Kind]int{}
-	for _, o := range outcomes {
-		n[o.Kind]++
-	}
+	a := countAnswers(outcomes)
 	fmt.Fprintf(l.w, "%s → %s | sent=%d ok=%d refused=%d 5xx=%d timeout=%d | next=%s cap=%.1f%s\n",
-		l.plan, sinceEpoch(now), len(outcomes), n[pacing.KindOK]+n[pacing.KindNotFound], n[pacing.KindThrottled],
-		n[pacing.KindServerError], n[pacing.KindTimeout], sinceEpoch(next), l.CapacityPerMin(), described(l.Algorithm, now))
+		l.plan, sinceEpoch(now), a.sent, a.ok, a.refused, a.serverErr, a.timeouts,
+		sinceEpoch(next), l.CapacityPerMin(), described(l.Algorithm, now))
 	return next
+}
+
+// answers counts a tick's outcomes by kind (ok: served or not found).
+type answers struct{ sent, ok, refused, serverErr, timeouts int }
+
+func countAnswers(outcomes []pacing.Outcome) answers {
+	a := answers{sent: len(outcomes)}
+	for _, o := range outcomes {
+		switch o.Kind {
+		case pacing.KindOK, pacing.KindNotFound:
+			a.ok++
+		case pacing.KindThrottled:
+			a.refused++
+		case pacing.KindServerError:
+			a.serverErr++
+		case pacing.KindTimeout:
+			a.timeouts++
+		}
+	}
+	return a
 }
 
 // sinceEpoch is a simulated time as the run's offset (seconds, ms precision).
