@@ -58,3 +58,33 @@ func TestProbeRefusalsInARowBoundTheCapacity(t *testing.T) {
 		t.Fatalf("ceiling %v, want the refused rate (100): the bound (60) is over half of it", s.Ceiling)
 	}
 }
+
+func TestProbeRefillBoundCountsWhatFailedAfterTheLimit(t *testing.T) {
+	// A 5xx or a timeout passed the limit before it failed: it took a
+	// token as a served request does. One served, two 5xx and a refusal
+	// 14 s after the last refusal (steady-20#132 at 14.3/min, under the
+	// slow-start tick spacing measured in docs/pacing.md): four tokens,
+	// 17/min, no bound under half the ceiling of 20.2; counting the
+	// served one alone bounded it at 8.4 (≈ 2 in 14 s) and that run
+	// spent 30 minutes under 60 % of its capacity.
+	p := probeWith(t, 1, fields{"rate": 20.2, "ceiling": 20.2, "phase": pacing.PhaseRecover, "streak": 1,
+		"last_throttle": ms(-14 * time.Second), "latency_ms": 100})
+	p.Plan(t0)
+	out := tickOf(4, 1, pacing.KindServerError, t0.Add(-9*time.Second), 3*time.Second)
+	out[0].Kind, out[3].Kind = pacing.KindOK, pacing.KindThrottled
+	p.Done(t0, out)
+	if s := stateOf(t, p); s.Ceiling < 14 {
+		t.Fatalf("ceiling %v: the 5xx answers were not counted as tokens taken", s.Ceiling)
+	}
+	// The same tick with the failures served as refusals leaves one
+	// token taken besides this tick's: the bound holds.
+	p = probeWith(t, 1, fields{"rate": 20.2, "ceiling": 20.2, "phase": pacing.PhaseRecover, "streak": 1,
+		"last_throttle": ms(-14 * time.Second), "latency_ms": 100})
+	p.Plan(t0)
+	out = tickOf(2, 1, pacing.KindOK, t0.Add(-9*time.Second), 3*time.Second)
+	out[1].Kind = pacing.KindThrottled
+	p.Done(t0, out)
+	if s := stateOf(t, p); s.Ceiling > 9 {
+		t.Fatalf("ceiling %v, want the refill bound (2 in 14 s ≈ 8.6/min)", s.Ceiling)
+	}
+}

@@ -167,7 +167,8 @@ type ProbeParams struct {
 	// refused in such a wave with some of it served measures the most
 	// the upstream takes at once (Plan.MaxInFlight).
 	WaveSpread time.Duration
-	// BoundBurst: refused twice with fewer than this many served between,
+	// BoundBurst: refused twice with fewer than this many served between
+	// (5xx answers and timeouts count: they took a token too),
 	// the capacity is under what was served plus one over the time
 	// between (the bucket held under a token at both and cannot have
 	// reached its burst, assumed no smaller than this, between them).
