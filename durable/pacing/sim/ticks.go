@@ -17,8 +17,9 @@ import (
 // trace shows where a run lost goodput; this shows which decision did.
 type tickLog struct {
 	pacing.Algorithm
-	w    io.Writer
-	plan string
+	w     io.Writer
+	plan  string
+	chunk int // the plan's items per chunk
 }
 
 // Cooldowns forwards the wrapped controller's block count (the metrics
@@ -32,6 +33,7 @@ func (l *tickLog) Cooldowns() int {
 
 func (l *tickLog) Plan(now time.Time) pacing.Plan {
 	p := l.Algorithm.Plan(now)
+	l.chunk = p.ChunkItems
 	l.plan = fmt.Sprintf("%s  items=%d chunk=%d pause=%s", sinceEpoch(now), p.Items, p.ChunkItems, p.ChunkPause.Round(time.Millisecond))
 	if p.MaxInFlight > 0 {
 		l.plan += fmt.Sprintf(" inflight=%d", p.MaxInFlight)
@@ -45,8 +47,8 @@ func (l *tickLog) Plan(now time.Time) pacing.Plan {
 func (l *tickLog) Done(now time.Time, outcomes []pacing.Outcome) time.Time {
 	next := l.Algorithm.Done(now, outcomes)
 	a := countAnswers(outcomes)
-	fmt.Fprintf(l.w, "%s → %s | sent=%d ok=%d refused=%d 5xx=%d timeout=%d | next=%s cap=%.1f%s\n",
-		l.plan, sinceEpoch(now), a.sent, a.ok, a.refused, a.serverErr, a.timeouts,
+	fmt.Fprintf(l.w, "%s → %s | sent=%d ok=%d refused=%d 5xx=%d timeout=%d chunks=%s | next=%s cap=%.1f%s\n",
+		l.plan, sinceEpoch(now), a.sent, a.ok, a.refused, a.serverErr, a.timeouts, chunkSends(outcomes, l.chunk),
 		sinceEpoch(next), l.CapacityPerMin(), described(l.Algorithm, now))
 	return next
 }
@@ -69,6 +71,42 @@ func countAnswers(outcomes []pacing.Outcome) answers {
 		}
 	}
 	return a
+}
+
+// tickChunksShown bounds the chunks a -ticks line lists; the rest are
+// counted.
+const tickChunksShown = 4
+
+// chunkSends lists when each chunk's first request went and how many it
+// sent ("6.100s×4,6.667s×6"), so a burst across chunks, or across a tick's
+// boundary, shows.
+func chunkSends(outcomes []pacing.Outcome, chunkItems int) string {
+	if len(outcomes) == 0 || chunkItems <= 0 {
+		return "-"
+	}
+	type chunk struct {
+		at   time.Time
+		reqs int
+	}
+	var cs []chunk
+	for _, o := range outcomes { // in send order, chunk by chunk
+		k := o.Item / chunkItems
+		for len(cs) <= k {
+			cs = append(cs, chunk{})
+		}
+		if cs[k].reqs == 0 || o.SentAt.Before(cs[k].at) {
+			cs[k].at = o.SentAt
+		}
+		cs[k].reqs++
+	}
+	var parts []string
+	for _, c := range cs[:min(len(cs), tickChunksShown)] {
+		parts = append(parts, fmt.Sprintf("%s×%d", sinceEpoch(c.at), c.reqs))
+	}
+	if len(cs) > tickChunksShown {
+		parts = append(parts, fmt.Sprintf("+%d more", len(cs)-tickChunksShown))
+	}
+	return strings.Join(parts, ",")
 }
 
 // sinceEpoch is a simulated time as the run's offset (seconds, ms precision).

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"storecrawl/durable/pacing"
 )
 
 // A variant's name, as -variants prints its worst, reruns that variant:
@@ -79,7 +82,7 @@ func TestCLITicksPrintsEveryTick(t *testing.T) {
 		t.Fatalf("%d tick lines, want %d", len(ticks), want.Ticks)
 	}
 	first := ticks[0]
-	for _, part := range []string{"0.000s  items=", "sent=", "refused=", "next=", "phase=slow_start", "rate_per_min="} {
+	for _, part := range []string{"0.000s  items=", "sent=", "refused=", "chunks=0.000s×", "next=", "phase=slow_start", "rate_per_min="} {
 		if !strings.Contains(first, part) {
 			t.Errorf("first tick %q lacks %q", first, part)
 		}
@@ -97,5 +100,24 @@ func TestCLITicksPrintsEveryTick(t *testing.T) {
 		if code, _, errs := runCLI(t, args...); code != exitUsage || !strings.Contains(errs, "-ticks needs one -scenario") {
 			t.Errorf("%v: exit %d, %q", args, code, errs)
 		}
+	}
+}
+
+// chunkSends shows each chunk's first send and size, so two chunks sent
+// together across a tick's boundary can be read off two lines.
+func TestChunkSendsListsEachChunk(t *testing.T) {
+	var out []pacing.Outcome
+	for i := range 10 {
+		at := epoch.Add(time.Duration(i/6) * 6129 * time.Millisecond)
+		out = append(out, pacing.Outcome{Item: i, SentAt: at.Add(time.Duration(i%6) * time.Millisecond)})
+	}
+	if got, want := chunkSends(out, 6), "0.000s×6,6.129s×4"; got != want {
+		t.Errorf("chunkSends = %q, want %q", got, want)
+	}
+	if got, want := chunkSends(out, 1), "0.000s×1,0.001s×1,0.002s×1,0.003s×1,+6 more"; got != want {
+		t.Errorf("one item a chunk: %q, want %q", got, want)
+	}
+	if got := chunkSends(nil, 6); got != "-" {
+		t.Errorf("no requests: %q", got)
 	}
 }
