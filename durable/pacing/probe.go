@@ -68,6 +68,11 @@ import (
 //     bucket: two such runs refused within ResumeWithin measure the
 //     capacity as what they served apart over how long they lasted apart
 //     (S = burst + capacity × t), and the loop cruises under it at once.
+//     One such run, with a burst measured, bounds it (the burst is at
+//     least the largest measured): refused again in a row, the loop
+//     cruises under that bound rather than cutting ×0.7, and at a run's
+//     first refusal the bound replaces the minute's accepted rate where
+//     that (counting the hold) lies under it.
 //   - Latency-bound (the rate asks about what six connections carry at the
 //     measured latency): a tick is one chunk of a minute of the
 //     connections' work, so they stay busy instead of waiting out every

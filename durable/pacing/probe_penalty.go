@@ -115,6 +115,13 @@ func (holdCost) firstRefusal(p *Probe, now time.Time, _ tally) bool {
 		// 0.9 per hold (a block each: storm-403 at 1 request per item
 		// resumed 303.8 → 273.4 → 246.0 → 221.4 at 240) do not.
 		p.ceiling, p.rate = c, clampRate(c*q.PenaltyMargin)
+	} else if b := p.resumedRunBound(now); p.clean == 0 && b > p.ceiling {
+		// One such window bounds it from above, and the minute's
+		// accepted rate, which counts the hold, lies under that bound
+		// (rise-retry-after at 960/min: 637.6 after a resumed run that
+		// served 442 in 26.5 s, 975 beyond the burst).
+		p.ceiling = math.Min(b, refused)
+		p.rate = clampRate(p.ceiling * q.PenaltyMargin)
 	}
 	if p.clean > 0 && p.clean < refused {
 		p.ceiling, p.rate = p.clean/q.PenaltyMargin, p.clean
@@ -177,4 +184,30 @@ func (p *Probe) penaltyWait() time.Duration {
 	lo := max(q.PenaltyWaitMin, holds*time.Duration(p.holdMs)*time.Millisecond)
 	w := time.Duration(p.penaltyWaitMs) * time.Millisecond
 	return min(max(w, lo), q.MaxRecover*time.Duration(q.PenaltyFactor))
+}
+
+// resumedBound is what a run resumed after a hold (a full bucket) and
+// refused says of the capacity: two such runs measure it
+// (resumedCapacity); one bounds it, S = B + C·t with B at least the
+// largest burst measured. 0 where refusals cost no hold, or no run
+// resumed, or no burst is known.
+func (p *Probe) resumedBound(now time.Time) float64 {
+	if !p.penalized {
+		return 0
+	}
+	if c := p.resumedCapacity(now); c > 0 {
+		return c
+	}
+	return p.resumedRunBound(now)
+}
+
+// resumedRunBound is one resumed run's bound on the capacity: it was
+// served the burst, at least the largest a refused step measured, plus
+// the capacity over its length (0: no run, or no burst known).
+func (p *Probe) resumedRunBound(now time.Time) float64 {
+	ms := now.UnixMilli() - p.resume.At
+	if !p.resume.isOpen() || p.clean > 0 || !p.burst.known() || ms <= 0 || ms >= p.params.ResumeWithin.Milliseconds() {
+		return 0
+	}
+	return math.Max(0, float64(p.resume.OK)-p.burst.High) / (float64(ms) / 60000)
 }

@@ -215,3 +215,58 @@ func TestProbeTwoRefusedResumesMeasureTheCapacity(t *testing.T) {
 		t.Fatalf("a refusal without a hold opened a resumed run: %s", raw)
 	}
 }
+
+// resumedTick reports one tick at 1 request an item that ends at now: ok
+// served, then one refused with a 30 s Retry-After.
+func resumedTick(p *pacing.Probe, now time.Time, ok int) {
+	p.Plan(now.Add(-time.Second))
+	out := tickOf(ok+1, 1, pacing.KindOK, now.Add(-time.Second), 100*time.Millisecond)
+	out[ok].Kind, out[ok].RetryAfter = pacing.KindThrottled, 30*time.Second
+	p.Done(now, out)
+}
+
+func TestProbeRefusedAgainOnResumingIsBoundedByTheResumedRun(t *testing.T) {
+	// Refused, held 30 s, and refused again 5 s into the resumed run with
+	// 60 served: from a full bucket of at least 11 (the largest burst a
+	// refused step measured), the capacity is at most (60 − 11) per 5 s,
+	// 588/min. A cut of FallingBeta would guess 474.6 under a ceiling of
+	// 678, the rate just refused.
+	p := probeWith(t, 1, penalised(fields{"rate": 678, "ceiling": 699, "phase": pacing.PhaseRecover, "streak": 1,
+		"last_throttle": ms(-35 * time.Second), "resume_at": ms(-5 * time.Second), "burst": 11, "burst_low": 8}))
+	resumedTick(p, t0, 60)
+	s := stateOf(t, p)
+	bound := (60 - 11) / (5.0 / 60)
+	if math.Abs(s.Ceiling-bound) > 0.01 || math.Abs(s.Rate-bound*dp.PenaltyMargin) > 0.01 {
+		t.Fatalf("ceiling %v rate %v, want the resumed run's bound %v and %v under it", s.Ceiling, s.Rate, bound, bound*dp.PenaltyMargin)
+	}
+}
+
+func TestProbeFirstRefusalAfterAHoldTakesTheResumedRunOverTheMinute(t *testing.T) {
+	// rise-retry-after at 960/min: a rising step refused, 30 s held, then
+	// 442 served in the 26.5 s since the resume, refused at 996/min. The
+	// minute's accepted rate counts the hold (451 in 56.5 s: 469/min);
+	// the resumed run bounds the capacity at (442 − 11) per 26.5 s, 976.
+	state := penalised(fields{"rate": 996, "ceiling": 1027, "phase": pacing.PhaseRecover,
+		"last_throttle": ms(-56500 * time.Millisecond), "resume_at": ms(-26500 * time.Millisecond), "resume_ok": 334,
+		"burst": 11, "burst_low": 8.2,
+		"history": []fields{{"end": ms(-56500 * time.Millisecond), "ok": 9}, {"end": ms(-16500 * time.Millisecond), "ok": 167},
+			{"end": ms(-6500 * time.Millisecond), "ok": 167}}})
+	p := probeWith(t, 1, state)
+	resumedTick(p, t0, 108)
+	s := stateOf(t, p)
+	bound := (442 - 11) / (26.5 / 60)
+	if math.Abs(s.Ceiling-bound) > 0.01 || math.Abs(s.Rate-bound*dp.PenaltyMargin) > 0.01 {
+		t.Fatalf("ceiling %v rate %v, want the resumed run's bound %v and %v under it", s.Ceiling, s.Rate, bound, bound*dp.PenaltyMargin)
+	}
+	// With no burst measured the run bounds nothing: the minute's
+	// accepted rate stands (retry-after's first refusals, before any
+	// refused step).
+	delete(state, "burst")
+	delete(state, "burst_low")
+	p = probeWith(t, 1, state)
+	resumedTick(p, t0, 108)
+	accepted := 451 / (56.5 / 60) * dp.EstimateSlack
+	if s := stateOf(t, p); math.Abs(s.Ceiling-accepted) > 0.01 {
+		t.Fatalf("no burst known: ceiling %v, want the minute's accepted rate %v", s.Ceiling, accepted)
+	}
+}

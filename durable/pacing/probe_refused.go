@@ -86,6 +86,13 @@ func (p *Probe) refused(now time.Time, t tally) string {
 		p.refusedRate = 0
 		p.rate = clampRate(p.ceiling * p.params.Beta)
 	default:
+		if c := p.resumedBound(now); c > 0 {
+			// Refused again on resuming from a hold: the resumed run
+			// bounds the capacity, where a cut of FallingBeta guesses.
+			p.ceiling = math.Min(p.rate, c)
+			p.rate = clampRate(p.ceiling * p.params.PenaltyMargin)
+			break
+		}
 		p.ceiling = p.rate
 		p.rate = clampRate(p.rate * p.params.FallingBeta)
 	}

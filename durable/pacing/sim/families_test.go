@@ -379,3 +379,33 @@ func TestGoalAtOneRequestPerItem(t *testing.T) {
 		}
 	}
 }
+
+// resumedRunVariants are hold-family variants (`-variants 200 -seed 1`, at
+// 1 request per item) where a small burst misleads slow start and the
+// capacity is found by the runs that resume after each Retry-After: each
+// bound is the default's share of the best peer, measured with
+// `go run ./cmd/simulate -scenario NAME -controller default,oracle,aimd,aws-adaptive`
+// (before a resumed run bounded the capacity: 0.45, 0.46, 0.58).
+var resumedRunVariants = map[string]float64{
+	"retry-after#56":       0.90, // 0.9058 of the oracle (a burst of 7 at 297.8/min)
+	"rise-retry-after#140": 0.74, // 0.7480
+	"rise-retry-after#60":  0.72, // 0.7276
+}
+
+func TestHoldVariantsFindTheCapacityFromResumedRuns(t *testing.T) {
+	for name, floor := range resumedRunVariants {
+		scs, err := loadScenarioOrVariant(name, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := []Metrics{runOne(scs[0], "default", false)}
+		for _, peer := range peerAlgorithms {
+			runs = append(runs, runOne(scs[0], peer, false))
+		}
+		v := verdicts(runs)[0]
+		t.Logf("%s: %.4f of %s, refused %.5f", name, v.share, v.best.Controller, runs[0].RefusedRatio)
+		if v.share < floor || runs[0].RefusedRatio > goalRefused {
+			t.Errorf("%s: %.4f of %s (≥ %.2f), refused %.4f", name, v.share, v.best.Controller, floor, runs[0].RefusedRatio)
+		}
+	}
+}
