@@ -203,10 +203,15 @@ func (p *Probe) resumedBound(now time.Time) float64 {
 
 // resumedRunBound is one resumed run's bound on the capacity: it was
 // served the burst, at least the largest a refused step measured, plus
-// the capacity over its length (0: no run, or no burst known).
+// the capacity over its length (0: no run, or no burst known, or a block
+// that lifted within its first probes, whose bucket may not have been
+// full: see resumedCapacity).
 func (p *Probe) resumedRunBound(now time.Time) float64 {
 	ms := now.UnixMilli() - p.resume.At
 	if !p.resume.isOpen() || p.clean > 0 || !p.burst.known() || ms <= 0 || ms >= p.params.ResumeWithin.Milliseconds() {
+		return 0
+	}
+	if p.blocks > 0 && p.holdMs < p.params.BackoffMax.Milliseconds() {
 		return 0
 	}
 	return math.Max(0, float64(p.resume.OK)-p.burst.High) / (float64(ms) / 60000)
