@@ -39,7 +39,13 @@ func splitNames(list string) []string {
 
 // runOne simulates one scenario × controller; a controller that cannot be
 // built, or panics, becomes the row's error instead of ending the program.
-func runOne(sc *Scenario, name string, trace bool) (m Metrics) {
+func runOne(sc *Scenario, name string, trace bool) Metrics {
+	return runWrapped(sc, name, trace, nil)
+}
+
+// runWrapped is runOne with the controller wrapped (nil: as built), so
+// -ticks can watch its decisions.
+func runWrapped(sc *Scenario, name string, trace bool, wrap func(pacing.Algorithm) pacing.Algorithm) (m Metrics) {
 	defer func() {
 		if p := recover(); p != nil {
 			m = Metrics{Scenario: sc.Name, Controller: name, Error: fmt.Sprintf("panic: %v", p), RecoveryS: []int{}}
@@ -48,6 +54,9 @@ func runOne(sc *Scenario, name string, trace bool) (m Metrics) {
 	ctl, err := newController(name, sc)
 	if err != nil {
 		return Metrics{Scenario: sc.Name, Controller: name, Error: err.Error(), RecoveryS: []int{}}
+	}
+	if wrap != nil {
+		ctl = wrap(ctl)
 	}
 	m = simulate(sc, ctl)
 	m.Controller = name

@@ -142,15 +142,8 @@ func described(a pacing.Algorithm, now time.Time) string {
 // runTicks simulates sc × name like runOne, writing every tick to w under
 // a heading.
 func runTicks(w io.Writer, sc *Scenario, name string, trace bool) Metrics {
-	ctl, err := newController(name, sc)
-	if err != nil {
-		return Metrics{Scenario: sc.Name, Controller: name, Error: err.Error(), RecoveryS: []int{}}
-	}
-	fmt.Fprintf(w, "\n%s × %s: every tick: its plan at its start → its end (s since the start) | its answers | the next wake-up, the capacity estimate | the controller's view\n", sc.Name, name)
-	m := simulate(sc, &tickLog{Algorithm: ctl, w: w})
-	m.Controller = name
-	if !trace {
-		m.Trace = nil
-	}
-	return m
+	return runWrapped(sc, name, trace, func(ctl pacing.Algorithm) pacing.Algorithm {
+		fmt.Fprintf(w, "\n%s × %s: every tick: its plan at its start → its end (s since the start) | its answers | the next wake-up, the capacity estimate | the controller's view\n", sc.Name, name)
+		return &tickLog{Algorithm: ctl, w: w}
+	})
 }
