@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -31,6 +33,8 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 		` default "`+defaultShapesAll+`" with -scenario all, "`+shapeFile+`" otherwise`)
 	variants := fs.Int("variants", 0, "draw N random variants of every scenario family and print the default's mean and worst standing per family against its peers (-shape does not apply: variants draw theirs)")
 	variantSeed := fs.Uint64("seed", 1, "the seed -variants (and a -scenario variant name) draws from")
+	params := fs.String("params", "", `tune the default controller: comma-separated Field=value of its ProbeParams ("PenaltyHolds=3,PenaltyWaitMin=30s"); a run's controller is then named "default:…"`)
+	sweep := fs.String("sweep", "", `one ProbeParams field and its values ("PenaltyHolds=1,2,3"): run -seeds (5 unless set) once per value and print the default's standing per scenario and value`)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -43,10 +47,24 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "simulate: -controller names no controller")
 		return exitUsage
 	}
+	tuned := tunedName(*params)
+	if _, err := probeParams(defaultAlias, strings.TrimPrefix(tuned, defaultAlias+tuningSep)); tuned != defaultAlias && err != nil {
+		fmt.Fprintf(stderr, "simulate: -params: %v\n", err)
+		return exitUsage
+	}
+	for i, n := range controllers {
+		if n == defaultAlias {
+			controllers[i] = tuned
+		}
+	}
 	scenarios, err := loadScenarioOrVariant(*scenario, *variantSeed)
 	if err != nil {
 		fmt.Fprintf(stderr, "simulate: %v\n", err)
 		return exitError
+	}
+	if *sweep != "" && (*ticks || *variants > 0) {
+		fmt.Fprintln(stderr, "simulate: -sweep runs seeds: not with -ticks or -variants")
+		return exitUsage
 	}
 	if *ticks && (len(scenarios) != 1 || *variants > 0 || *seeds > 0) {
 		fmt.Fprintln(stderr, "simulate: -ticks needs one -scenario, without -variants or -seeds")
@@ -55,7 +73,7 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 	if *variants > 0 {
 		// The variants judge the default against its peers: other
 		// controllers (the seed rules) run only when -controller names them.
-		judged := []string{defaultAlias}
+		judged := []string{tuned}
 		fs.Visit(func(f *flag.Flag) {
 			if f.Name == "controller" {
 				judged = controllers
@@ -73,6 +91,9 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "simulate: %v\n", err)
 		return exitUsage
+	}
+	if *sweep != "" {
+		return sweepParam(stdout, stderr, scenarios, *params, *sweep, max(*seeds, defaultSweepSeeds), atShapes)
 	}
 	if *seeds > 0 {
 		return sweepSeeds(stdout, stderr, scenarios, controllers, *seeds, atShapes)
@@ -209,11 +230,16 @@ func sweepVariants(stdout, stderr io.Writer, families []*Scenario, controllers [
 	return exitOK
 }
 
-// withPeers is controllers plus the default and every peer it is judged against.
+// withPeers is controllers plus the default (unless they name it, tuned or
+// not) and every peer it is judged against.
 func withPeers(controllers []string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, n := range append(append([]string{}, controllers...), append([]string{defaultAlias}, peerAlgorithms...)...) {
+	added := peerAlgorithms
+	if !slices.ContainsFunc(controllers, isDefault) {
+		added = append([]string{defaultAlias}, peerAlgorithms...)
+	}
+	for _, n := range append(append([]string{}, controllers...), added...) {
 		if !seen[n] {
 			seen[n] = true
 			out = append(out, n)

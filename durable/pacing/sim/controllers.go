@@ -17,13 +17,60 @@ const (
 	defaultControllers = "seed,aimd,aws-adaptive,default,oracle"
 )
 
-// newController builds the named controller for sc.
+// newController builds the named controller for sc. A name may tune the
+// probe: "default:PenaltyHolds=3;PenaltyWaitMin=30s" (tunedName).
 func newController(name string, sc *Scenario) (pacing.Algorithm, error) {
 	cfg := pacing.Config{SubrequestsPerItem: sc.SubrequestsPerItem}
 	if name == oracleName {
 		return newOracle(sc.capacityAt, cfg), nil
 	}
-	return pacing.New(name, cfg)
+	base, tuning, tuned := strings.Cut(name, tuningSep)
+	if !tuned {
+		return pacing.New(name, cfg)
+	}
+	params, err := probeParams(base, tuning)
+	if err != nil {
+		return nil, err
+	}
+	return pacing.NewProbeWith(cfg, params), nil
+}
+
+// tuningSep parts a controller's name from its tuning, and tuningListSep
+// one setting from the next ("," already parts controllers in -controller).
+const tuningSep, tuningListSep = ":", ";"
+
+// tunedName is the default controller under tuning, a comma-separated
+// list of Field=value (as -params takes it); the default itself if empty.
+func tunedName(tuning string) string {
+	list := splitNames(tuning)
+	if len(list) == 0 {
+		return defaultAlias
+	}
+	return defaultAlias + tuningSep + strings.Join(list, tuningListSep)
+}
+
+// probeParams is the default tuning with tuning's settings applied; base
+// must name the probe.
+func probeParams(base, tuning string) (pacing.ProbeParams, error) {
+	q := pacing.DefaultProbeParams()
+	if base != defaultAlias && base != pacing.DefaultName {
+		return q, fmt.Errorf("controller %q: only %q (%s) takes a tuning", base+tuningSep+tuning, defaultAlias, pacing.DefaultName)
+	}
+	for setting := range strings.SplitSeq(tuning, tuningListSep) {
+		field, value, ok := strings.Cut(strings.TrimSpace(setting), "=")
+		if !ok {
+			return q, fmt.Errorf("tuning %q: want Field=value", setting)
+		}
+		if err := q.Set(strings.TrimSpace(field), strings.TrimSpace(value)); err != nil {
+			return q, err
+		}
+	}
+	return q, nil
+}
+
+// isDefault reports whether name is the default controller, tuned or not.
+func isDefault(name string) bool {
+	return name == defaultAlias || strings.HasPrefix(name, defaultAlias+tuningSep)
 }
 
 // splitNames parses a comma-separated list, dropping blanks.
