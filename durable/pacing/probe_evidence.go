@@ -125,6 +125,16 @@ func (h history) acceptedPerMin(now time.Time, span time.Duration) float64 {
 	return float64(ok) / spanMs * 60000
 }
 
+// acceptedUpTo is acceptedPerMin as it stood at end, a moment past: over
+// the ticks that had ended by then (h is in time order).
+func (h history) acceptedUpTo(end int64, span time.Duration) float64 {
+	n := 0
+	for n < len(h) && h[n].End <= end {
+		n++
+	}
+	return h[:n].acceptedPerMin(time.UnixMilli(end), span)
+}
+
 // acceptedSince is what the upstream served per minute from the end of
 // a tick at from (ticks ending after it) up to now, over at least a tick.
 func (h history) acceptedSince(now time.Time, from int64) float64 {

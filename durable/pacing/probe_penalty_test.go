@@ -270,3 +270,38 @@ func TestProbeFirstRefusalAfterAHoldTakesTheResumedRunOverTheMinute(t *testing.T
 		t.Fatalf("no burst known: ceiling %v, want the minute's accepted rate %v", s.Ceiling, accepted)
 	}
 }
+
+func TestProbeFirstRefusalAfterAHoldTakesTheMinuteBeforeTheHold(t *testing.T) {
+	// Retry-after at 1 request per item: slow start served 136 by its
+	// refusal 40 s ago, 30 s held, then refused 10 s into the resumed run
+	// at 303.8/min. The minute now counts the hold as served at nothing
+	// (151 in 59 s); the minute up to the first refusal (136 in 35 s) says
+	// more, and lies under 0.9 × the rate refused.
+	history := []fields{{"end": ms(-75 * time.Second), "ok": 10}, {"end": ms(-67 * time.Second), "ok": 15},
+		{"end": ms(-59 * time.Second), "ok": 23}, {"end": ms(-50 * time.Second), "ok": 34}, {"end": ms(-40 * time.Second), "ok": 54}}
+	state := penalised(fields{"rate": 303.8, "ceiling": 313.1, "phase": pacing.PhaseRecover,
+		"last_throttle": ms(-40 * time.Second), "resume_at": ms(-10 * time.Second), "history": history})
+	p := probeWith(t, 1, state)
+	resumedTick(p, t0, 40)
+	before := 136 / (35.0 / 60) * dp.EstimateSlack
+	if s := stateOf(t, p); math.Abs(s.Ceiling-before) > 0.01 || math.Abs(s.Rate-before*dp.Beta) > 0.01 {
+		t.Fatalf("ceiling %v rate %v, want the minute before the hold %v and %v under it", s.Ceiling, s.Rate, before, before*dp.Beta)
+	}
+	minute := (23 + 34 + 54 + 40) / (59.0 / 60) * dp.EstimateSlack
+	// Refused at a rate the minute before would not stay 10% under: the
+	// minute's rate stands.
+	state["rate"] = 250.0
+	p = probeWith(t, 1, state)
+	resumedTick(p, t0, 40)
+	if s := stateOf(t, p); math.Abs(s.Ceiling-minute) > 0.01 {
+		t.Fatalf("refused at 250: ceiling %v, want the minute's accepted rate %v", s.Ceiling, minute)
+	}
+	// No run resumed from a hold: the minute holds none, and stands.
+	delete(state, "resume_at")
+	state["rate"] = 303.8
+	p = probeWith(t, 1, state)
+	resumedTick(p, t0, 40)
+	if s := stateOf(t, p); math.Abs(s.Ceiling-minute) > 0.01 {
+		t.Fatalf("no hold in the minute: ceiling %v, want the minute's accepted rate %v", s.Ceiling, minute)
+	}
+}

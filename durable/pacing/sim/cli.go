@@ -93,7 +93,11 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *sweep != "" {
-		return sweepParam(stdout, stderr, scenarios, *params, *sweep, max(*seeds, defaultSweepSeeds), atShapes)
+		n := *seeds
+		if n <= 0 {
+			n = defaultSweepSeeds
+		}
+		return sweepParam(stdout, stderr, scenarios, *params, *sweep, n, atShapes)
 	}
 	if *seeds > 0 {
 		return sweepSeeds(stdout, stderr, scenarios, controllers, *seeds, atShapes)

@@ -219,7 +219,7 @@ func TestFamiliesBounds(t *testing.T) {
 		{"rise-linear", goalShare, goalRefused},  // 0.995–0.998 of the oracle
 		{"outage", goalShare, goalRefused},       // 0.971–0.981 of the oracle
 		{"sawtooth", goalShare, goalRefused},     // 0.915–0.922 of the oracle
-		{"rise-retry-after", 0.833, goalRefused}, // 0.8339–0.8455 of the oracle: goal not met
+		{"rise-retry-after", 0.848, goalRefused}, // 0.8488–0.8575 of the oracle: goal not met
 	}
 	for _, seed := range seeds(false) {
 		for _, c := range cases {
@@ -342,9 +342,10 @@ func TestStorm403BlocksOnce(t *testing.T) {
 // (the product's shape), the default does not reach the goal on every seed
 // yet: each bound is the least share of the best peer over seeds 1..5
 // (`go test ./durable/pacing/sim -run TestGoalAtOneRequestPerItem -v -all-seeds`).
+// retry-after left this list when a first refusal after a hold learned
+// from the minute before the hold (0.8937–0.8985 before, 0.9219–0.9389 after).
 var oneRequestGaps = map[string]float64{
-	"retry-after":      0.8935, // 0.8937–0.8985 of the oracle
-	"rise-retry-after": 0.8210, // 0.8213–0.8429
+	"rise-retry-after": 0.8285, // 0.8290–0.8520 of the oracle
 	"storm-403":        0.7230, // 0.7231–0.7321 (two blocks more than at 4 per item; 0.6474 before two refused resumes measured the capacity)
 }
 
@@ -387,9 +388,9 @@ func TestGoalAtOneRequestPerItem(t *testing.T) {
 // `go run ./cmd/simulate -scenario NAME -controller default,oracle,aimd,aws-adaptive`
 // (before a resumed run bounded the capacity: 0.45, 0.46, 0.58).
 var resumedRunVariants = map[string]float64{
-	"retry-after#56":       0.90, // 0.9058 of the oracle (a burst of 7 at 297.8/min)
+	"retry-after#56":       0.90, // 0.9161 of the oracle (a burst of 7 at 297.8/min)
 	"rise-retry-after#140": 0.74, // 0.7480
-	"rise-retry-after#60":  0.72, // 0.7276
+	"rise-retry-after#60":  0.72, // 0.7325
 }
 
 func TestHoldVariantsFindTheCapacityFromResumedRuns(t *testing.T) {
