@@ -46,9 +46,28 @@ func (w window) beyond(now time.Time, rate float64) float64 {
 // burstEstimate is the upstream's burst as refused steps measured it
 // (requests; 0 = not yet measured). Each measurement is an upper bound:
 // High, their largest, keeps rise proofs safe; Low, their smallest, sizes
-// a capacity measurement.
+// a capacity measurement. Resumed is the fewest a run resumed from a full
+// bucket was served before its refusal (S = B + C·t, so at least B): a
+// looser upper bound, for rise proofs only until a refused step measures
+// one.
 type burstEstimate struct {
-	High, Low float64
+	High, Low, Resumed float64
+}
+
+// upper is the burst a rise proof assumes: High, or failing that Resumed
+// (0: nothing bounds it yet, so no rise can be proven).
+func (b burstEstimate) upper() float64 {
+	if b.High > 0 {
+		return b.High
+	}
+	return b.Resumed
+}
+
+// noteResumed keeps the fewest served by a refused resumed run.
+func (b *burstEstimate) noteResumed(served float64) {
+	if served >= 1 && (b.Resumed == 0 || served < b.Resumed) {
+		b.Resumed = served
+	}
 }
 
 func (b burstEstimate) known() bool { return b.High > 0 }
@@ -73,8 +92,8 @@ func (b *burstEstimate) note(m float64) {
 func (b burstEstimate) sustained(ok, minutes float64) float64 { return (ok - b.High) / minutes }
 
 // sustainedAt is the rate proven by a rate served in full for minutes:
-// the same bound, for a step served at rate throughout.
-func (b burstEstimate) sustainedAt(rate, minutes float64) float64 { return rate - b.High/minutes }
+// the same bound, for a step served at rate throughout (upper's burst).
+func (b burstEstimate) sustainedAt(rate, minutes float64) float64 { return rate - b.upper()/minutes }
 
 // capacity is what a step sent from a full bucket until it was refused
 // measured: it was served the (smallest) burst plus the capacity over its

@@ -25,7 +25,7 @@ func (holdCost) step(p *Probe, now time.Time) string {
 		step = math.Min(2*math.Max(p.stepSize, q.PenalizedStep), q.MaxStep)
 		p.stepSize = step
 		next := p.rate * (1 + step)
-		p.evidenceMs = int64(q.PenaltyEvidence * p.burst.High / (next - p.rate) * 60000)
+		p.evidenceMs = int64(q.PenaltyEvidence * p.burst.upper() / (next - p.rate) * 60000)
 		p.evidenceMs = max(p.evidenceMs, TickInterval.Milliseconds())
 	}
 	if p.penaltySteps > 0 {
@@ -67,7 +67,7 @@ func (holdCost) rose(p *Probe, now time.Time) bool {
 // riseProven reports whether the current step has been served in full
 // for long enough to prove a rate above one refused before.
 func (p *Probe) riseProven(now time.Time) bool {
-	if p.step.At == 0 || p.stepRefused == 0 || p.burst.High == 0 || p.rate <= p.stepRefused {
+	if p.step.At == 0 || p.stepRefused == 0 || p.burst.upper() == 0 || p.rate <= p.stepRefused {
 		return false
 	}
 	dt := p.step.minutes(now)
@@ -78,8 +78,13 @@ func (p *Probe) riseProven(now time.Time) bool {
 // refused rate tops the steps, and a step that began at a full bucket
 // (under the capacity, not mid-ramp) measures the burst the upstream let
 // through beyond the clean rate under it; a refused rising step (from a
-// rate well under the capacity, so a full bucket) measures the capacity.
+// rate well under the capacity, so a full bucket) measures the capacity;
+// a refused run resumed after a hold bounds the burst by what it served.
 func (holdCost) refusal(p *Probe, now time.Time) {
+	resumed := p.resumedRun(now) > 0 && p.step.At == 0 && !p.rising
+	if resumed {
+		p.burst.noteResumed(float64(p.resume.OK))
+	}
 	p.stepCap = 0
 	if dt := p.step.minutes(now); p.step.At > 0 && p.clean > 0 && dt > 0 {
 		switch b := p.step.beyond(now, p.clean); {
@@ -94,7 +99,15 @@ func (holdCost) refusal(p *Probe, now time.Time) {
 	}
 	p.rising, p.stepSize = false, 0
 	p.step.close()
-	p.penaltyWaitMs = (2 * p.penaltyWait()).Milliseconds()
+	wait := p.penaltyWait()
+	p.penaltyWaitMs = (2 * wait).Milliseconds()
+	if most := p.penaltyFloor() << p.params.PenaltyEstimateDoublings; resumed && !p.burst.known() && 2*wait > most {
+		// A resumed run refused before any step, while no refused step
+		// has measured the burst, refutes the first estimate (the
+		// minute's accepted rate, inflated by the burst the hold
+		// refilled), not a probe: it lengthens the wait no further.
+		p.penaltyWaitMs = max(wait, most).Milliseconds()
+	}
 	p.penaltySteps = 0
 }
 
@@ -199,13 +212,19 @@ func (p *Probe) penaltyWait() time.Duration {
 	if p.rising {
 		return time.Duration(p.evidenceMs) * time.Millisecond
 	}
+	w := time.Duration(p.penaltyWaitMs) * time.Millisecond
+	return min(max(w, p.penaltyFloor()), q.MaxRecover*time.Duration(q.PenaltyFactor))
+}
+
+// penaltyFloor is the shortest wait between probe steps: PenaltyHolds ×
+// the last hold (PenaltyBlockHolds once blocked), at least PenaltyWaitMin.
+func (p *Probe) penaltyFloor() time.Duration {
+	q := p.params
 	holds := time.Duration(q.PenaltyHolds)
 	if p.blocks > 0 {
 		holds = time.Duration(q.PenaltyBlockHolds)
 	}
-	lo := max(q.PenaltyWaitMin, holds*time.Duration(p.holdMs)*time.Millisecond)
-	w := time.Duration(p.penaltyWaitMs) * time.Millisecond
-	return min(max(w, lo), q.MaxRecover*time.Duration(q.PenaltyFactor))
+	return max(q.PenaltyWaitMin, holds*time.Duration(p.holdMs)*time.Millisecond)
 }
 
 // resumedBound is what a run resumed after a hold (a full bucket) and
@@ -229,12 +248,25 @@ func (p *Probe) resumedBound(now time.Time) float64 {
 // that lifted within its first probes, whose bucket may not have been
 // full: see resumedCapacity).
 func (p *Probe) resumedRunBound(now time.Time) float64 {
+	ms := p.resumedRun(now)
+	if ms == 0 || !p.burst.known() {
+		return 0
+	}
+	return math.Max(0, float64(p.resume.OK)-p.burst.High) / (float64(ms) / 60000)
+}
+
+// resumedRun is how long the run resumed at a hold's end has lasted up to
+// a refusal at now, where it began at a full bucket: within ResumeWithin,
+// no step since, and not after a block that lifted within its first
+// probes, whose bucket may not have been full (see resumedCapacity). 0: no
+// such run.
+func (p *Probe) resumedRun(now time.Time) int64 {
 	ms := now.UnixMilli() - p.resume.At
-	if !p.resume.isOpen() || p.clean > 0 || !p.burst.known() || ms <= 0 || ms >= p.params.ResumeWithin.Milliseconds() {
+	if !p.resume.isOpen() || p.clean > 0 || ms <= 0 || ms >= p.params.ResumeWithin.Milliseconds() {
 		return 0
 	}
 	if p.blocks > 0 && p.holdMs < p.params.BackoffMax.Milliseconds() {
 		return 0
 	}
-	return math.Max(0, float64(p.resume.OK)-p.burst.High) / (float64(ms) / 60000)
+	return ms
 }

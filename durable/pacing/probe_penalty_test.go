@@ -122,8 +122,9 @@ func TestProbePenalisedRiseProvenStepsOnInDoublingSteps(t *testing.T) {
 	if s := stateOf(t, p); !s.Rising || math.Abs(s.Rate-260*1.2) > 1e-9 || s.RoseAt == 0 {
 		t.Fatalf("rise proven: rising %v rate %v, want a 20%% step to %v at once", s.Rising, s.Rate, 260*1.2)
 	}
-	// The next step doubles and comes once this one proved half of itself
-	// (2 × 20 requests / 52/min ≈ 46 s), not after the ten-minute wait.
+	// The next step doubles and comes within a few ticks (its evidence,
+	// 20 requests / 124.8/min ≈ 10 s, then the climb and the plateau), not
+	// after the ten-minute wait.
 	start, rate := now, stateOf(t, p).Rate
 	for i := 0; i < 30 && stateOf(t, p).Rate == rate; i++ {
 		now = now.Add(10 * time.Second)
@@ -303,5 +304,83 @@ func TestProbeFirstRefusalAfterAHoldTakesTheMinuteBeforeTheHold(t *testing.T) {
 	resumedTick(p, t0, 40)
 	if s := stateOf(t, p); math.Abs(s.Ceiling-minute) > 0.01 {
 		t.Fatalf("no hold in the minute: ceiling %v, want the minute's accepted rate %v", s.Ceiling, minute)
+	}
+}
+
+func TestProbeRefusedResumedRunBoundsTheBurstForARiseProof(t *testing.T) {
+	// No refused step has measured the burst. A run resumed after a hold
+	// was served 30 and refused: S = B + C·t, so the burst is at most 30.
+	p := probeWith(t, 1, penalised(fields{"rate": 90, "ceiling": 93, "phase": pacing.PhaseRecover,
+		"last_throttle": ms(-40 * time.Second), "resume_at": ms(-10 * time.Second), "resume_ok": 20}))
+	resumedTick(p, t0, 10)
+	if s := stateOf(t, p); s.BurstResumed != 30 || s.Burst != 0 {
+		t.Fatalf("resumed run served 30 and refused: burst_resumed %v burst %v, want 30 and none measured", s.BurstResumed, s.Burst)
+	}
+	// With that bound, a step to 100 above a refused 83 served in full
+	// proves a rise once 100 − 30/dt > 83: after 1.76 minutes. With no
+	// bound at all it proves nothing, however long it is served.
+	step := func(fs fields) (*pacing.Probe, time.Time) {
+		now := t0.Add(10 * time.Minute)
+		base := fields{"step_refused": 83, "rate": 100, "clean": 83, "phase": pacing.PhaseRecover, "penalty_steps": 1,
+			"step_at": now.UnixMilli(), "last_throttle": now.UnixMilli(), "penalty_wait_ms": (10 * time.Minute).Milliseconds()}
+		for k, v := range fs {
+			base[k] = v
+		}
+		return probeWith(t, 1, penalised(base)), now
+	}
+	p, now := step(fields{"burst_resumed": 30})
+	for now.Before(t0.Add(10*time.Minute + 100*time.Second)) {
+		now = now.Add(10 * time.Second)
+		runTick(p, now, pacing.KindOK)
+	}
+	if stateOf(t, p).Rising {
+		t.Fatal("rising after 100 s, before 100 − 30/dt proves more than 83")
+	}
+	for i := 0; i < 3; i++ {
+		now = now.Add(10 * time.Second)
+		runTick(p, now, pacing.KindOK)
+	}
+	if !stateOf(t, p).Rising {
+		t.Fatal("not rising after 130 s: the resumed run's bound proves 100 − 30/2.17 min > 83")
+	}
+	p, now = step(nil)
+	for i := 0; i < 30; i++ {
+		now = now.Add(10 * time.Second)
+		runTick(p, now, pacing.KindOK)
+	}
+	if stateOf(t, p).Rising {
+		t.Fatal("rising with no burst bounded at all")
+	}
+}
+
+func TestProbeResumedRunRefusedLengthensTheWaitLessThanAStep(t *testing.T) {
+	// The wait between steps is already four times its floor of two holds.
+	// A resumed run refused before any step, with no burst measured,
+	// refutes the first estimate: the wait stays at
+	// PenaltyEstimateDoublings over the floor. A refused step doubles it,
+	// and so does such a run once a refused step has measured the burst.
+	floor := time.Duration(dp.PenaltyHolds) * 30 * time.Second
+	fs := penalised(fields{"rate": 90, "ceiling": 93, "phase": pacing.PhaseRecover,
+		"last_throttle": ms(-40 * time.Second), "resume_at": ms(-10 * time.Second), "resume_ok": 20,
+		"penalty_wait_ms": (4 * floor).Milliseconds()})
+	p := probeWith(t, 1, fs)
+	resumedTick(p, t0, 10)
+	if w, want := cycle(p), floor<<dp.PenaltyEstimateDoublings; w != want {
+		t.Fatalf("resumed run refused: wait %v, want %v", w, want)
+	}
+	measured := fields{"burst": 12.0, "burst_low": 12.0}
+	for k, v := range fs {
+		measured[k] = v
+	}
+	p = probeWith(t, 1, measured)
+	resumedTick(p, t0, 10)
+	if w, want := cycle(p), 8*floor; w != want {
+		t.Fatalf("resumed run refused with a burst measured: wait %v, want %v", w, want)
+	}
+	fs["step_at"], fs["clean"] = ms(-10*time.Second), 85.0
+	p = probeWith(t, 1, fs)
+	resumedTick(p, t0, 10)
+	if w, want := cycle(p), 8*floor; w != want {
+		t.Fatalf("refused step: wait %v, want %v", w, want)
 	}
 }

@@ -46,6 +46,7 @@ type probeState struct {
 	ProbeOK       int         `json:"probe_ok,omitempty"`
 	LastStep      float64     `json:"last_step,omitempty"`
 	BurstLow      float64     `json:"burst_low,omitempty"`
+	BurstResumed  float64     `json:"burst_resumed,omitempty"`
 	StepCap       float64     `json:"step_cap,omitempty"`
 	Smooth        bool        `json:"smooth,omitempty"`
 	SmoothTried   bool        `json:"smooth_tried,omitempty"`
@@ -67,7 +68,7 @@ func (p *Probe) state() probeState {
 		Streak: p.streak, ProbeTicks: p.probeTicks, BackoffMs: p.backoffMs, Blocks: p.blocks, BlockFrom: p.blockFrom,
 		Penalized: p.penalized, Careful: p.careful, History: p.history, Refused: p.refusedRate, Clean: p.clean,
 		PenaltyWaitMs: p.penaltyWaitMs, HoldMs: p.holdMs, PenaltySteps: p.penaltySteps,
-		StepAt: p.step.At, StepOK: p.step.OK, Burst: p.burst.High, BurstLow: p.burst.Low,
+		StepAt: p.step.At, StepOK: p.step.OK, Burst: p.burst.High, BurstLow: p.burst.Low, BurstResumed: p.burst.Resumed,
 		StepRefused: p.stepRefused, Rising: p.rising, RoseAt: p.roseAt, StepSize: p.stepSize, EvidenceMs: p.evidenceMs,
 		ProbeAt: p.probe.At, ProbeFrom: p.probeFrom, ProbeOK: p.probe.OK, LastStep: p.lastStep, StepCap: p.stepCap,
 		Smooth: p.smooth, SmoothTried: p.smoothTried, LastChunk: p.lastChunk, RefusedAll: p.refusedAll,
@@ -82,7 +83,7 @@ func (p *Probe) restore(s probeState) {
 	p.streak, p.probeTicks, p.backoffMs, p.blocks, p.blockFrom = s.Streak, s.ProbeTicks, s.BackoffMs, s.Blocks, s.BlockFrom
 	p.penalized, p.careful, p.history, p.refusedRate, p.clean = s.Penalized, s.Careful, s.History, s.Refused, s.Clean
 	p.penaltyWaitMs, p.holdMs, p.penaltySteps = s.PenaltyWaitMs, s.HoldMs, s.PenaltySteps
-	p.step, p.burst = window{At: s.StepAt, OK: s.StepOK}, burstEstimate{High: s.Burst, Low: s.BurstLow}
+	p.step, p.burst = window{At: s.StepAt, OK: s.StepOK}, burstEstimate{High: s.Burst, Low: s.BurstLow, Resumed: s.BurstResumed}
 	p.stepRefused, p.rising, p.roseAt, p.stepSize, p.evidenceMs = s.StepRefused, s.Rising, s.RoseAt, s.StepSize, s.EvidenceMs
 	p.probe, p.probeFrom, p.lastStep, p.stepCap = window{At: s.ProbeAt, OK: s.ProbeOK}, s.ProbeFrom, s.LastStep, s.StepCap
 	p.smooth, p.smoothTried, p.lastChunk, p.refusedAll = s.Smooth, s.SmoothTried, s.LastChunk, s.RefusedAll

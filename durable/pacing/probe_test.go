@@ -56,6 +56,7 @@ type probeState struct {
 	Clean         float64 `json:"clean"`
 	Burst         float64 `json:"burst"`
 	BurstLow      float64 `json:"burst_low"`
+	BurstResumed  float64 `json:"burst_resumed"`
 	StepRefused   float64 `json:"step_refused"`
 	Rising        bool    `json:"rising"`
 	RoseAt        int64   `json:"rose_at"`

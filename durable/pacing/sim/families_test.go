@@ -410,3 +410,32 @@ func TestHoldVariantsFindTheCapacityFromResumedRuns(t *testing.T) {
 		}
 	}
 }
+
+// unmeasuredBurstVariants are hold-family variants (`-variants 200 -seed
+// 1`, at 1 request per item) where no refused step measures the burst: a
+// refused resumed run bounds it for the rise proof, and the refusals that
+// refute the first estimate leave the wait between steps at four times its
+// floor. Each bound is the default's share of the best peer, measured with
+// `go run ./cmd/simulate -scenario NAME -controller default,oracle,aimd,aws-adaptive`
+// (0.3076 before either; 0.46 with the bound alone).
+var unmeasuredBurstVariants = map[string]float64{
+	"rise-retry-after#48": 0.65, // 0.6565 of the oracle: 70 then 250/min from 6 min; the climb starts at 17 min, not 32
+}
+
+func TestHoldVariantsFindARiseWithNoBurstMeasured(t *testing.T) {
+	for name, floor := range unmeasuredBurstVariants {
+		scs, err := loadScenarioOrVariant(name, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := []Metrics{runOne(scs[0], "default", false)}
+		for _, peer := range peerAlgorithms {
+			runs = append(runs, runOne(scs[0], peer, false))
+		}
+		v := verdicts(runs)[0]
+		t.Logf("%s: %.4f of %s, refused %.5f", name, v.share, v.best.Controller, runs[0].RefusedRatio)
+		if v.share < floor || runs[0].RefusedRatio > goalRefused {
+			t.Errorf("%s: %.4f of %s (≥ %.2f), refused %.4f", name, v.share, v.best.Controller, floor, runs[0].RefusedRatio)
+		}
+	}
+}
