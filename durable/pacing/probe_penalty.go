@@ -28,10 +28,11 @@ func (holdCost) step(p *Probe, now time.Time) string {
 		p.evidenceMs = int64(q.PenaltyEvidence * p.burst.upper() / (next - p.rate) * 60000)
 		p.evidenceMs = max(p.evidenceMs, TickInterval.Milliseconds())
 	}
-	if p.penaltySteps > 0 {
+	if p.penaltySteps > 0 && !p.rising {
 		// The last step held for a whole wait: clean, so the wait halves.
 		// (The first step after a refusal has no clean step behind it:
-		// the doubled wait stands.)
+		// the doubled wait stands. A rising step is timed by its
+		// evidence, and leaves the wait as it was before the rise.)
 		p.penaltyWaitMs = (p.penaltyWait() / 2).Milliseconds()
 	}
 	p.penaltySteps++
@@ -85,6 +86,7 @@ func (holdCost) refusal(p *Probe, now time.Time) {
 	if resumed {
 		p.burst.noteResumed(float64(p.resume.OK))
 	}
+	rose := p.rising
 	p.stepCap = 0
 	if dt := p.step.minutes(now); p.step.At > 0 && p.clean > 0 && dt > 0 {
 		switch b := p.step.beyond(now, p.clean); {
@@ -101,6 +103,14 @@ func (holdCost) refusal(p *Probe, now time.Time) {
 	p.step.close()
 	wait := p.penaltyWait()
 	p.penaltyWaitMs = (2 * wait).Milliseconds()
+	if rose {
+		// A refused rising step ends a rise that was found (and measures
+		// the capacity), not a probe that failed: the next probe comes
+		// after the wait from before the rise, not sooner and not
+		// doubled. Re-probing two holds after a rise cost a hold each
+		// time the capacity had simply stopped rising.
+		p.penaltyWaitMs = wait.Milliseconds()
+	}
 	if most := p.penaltyFloor() << p.params.PenaltyEstimateDoublings; resumed && !p.burst.known() && 2*wait > most {
 		// A resumed run refused before any step, while no refused step
 		// has measured the burst, refutes the first estimate (the

@@ -133,10 +133,14 @@ func TestProbePenalisedRiseProvenStepsOnInDoublingSteps(t *testing.T) {
 	if r := stateOf(t, p).Rate; math.Abs(r-rate*1.4) > 1e-9 || now.Sub(start) > 90*time.Second {
 		t.Fatalf("next rising step: rate %v after %v, want %v within 90 s", r, now.Sub(start), rate*1.4)
 	}
-	// Refused: back to the rate before, the ramp over.
+	// Refused: back to the rate before, the ramp over, and the next probe
+	// after the ten-minute wait from before the rise.
 	now = raTick(p, now.Add(10*time.Second), 3, 30*time.Second)
 	if s := stateOf(t, p); s.Rising || s.Rate != rate || s.StepRefused != rate*1.4 {
 		t.Fatalf("refused rising step: rising %v rate %v refused %v", s.Rising, s.Rate, s.StepRefused)
+	}
+	if w := cycle(p); w != 10*time.Minute {
+		t.Fatalf("wait after a refused rising step %v, want the wait from before the rise, 10m", w)
 	}
 	// A rise was seen: a step that would land near the refused rate tests
 	// 20% above it instead.
