@@ -7,7 +7,6 @@ import (
 	"io"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -48,7 +47,7 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	tuned := tunedName(*params)
-	if _, err := probeParams(defaultAlias, strings.TrimPrefix(tuned, defaultAlias+tuningSep)); tuned != defaultAlias && err != nil {
+	if err := checkTuning(tuned); err != nil {
 		fmt.Fprintf(stderr, "simulate: -params: %v\n", err)
 		return exitUsage
 	}

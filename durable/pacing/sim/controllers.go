@@ -68,6 +68,17 @@ func probeParams(base, tuning string) (pacing.ProbeParams, error) {
 	return q, nil
 }
 
+// checkTuning reads a controller name's tuning, as newController will:
+// nil for a name without one.
+func checkTuning(name string) error {
+	base, tuning, tuned := strings.Cut(name, tuningSep)
+	if !tuned {
+		return nil
+	}
+	_, err := probeParams(base, tuning)
+	return err
+}
+
 // isDefault reports whether name is the default controller, tuned or not.
 func isDefault(name string) bool {
 	return name == defaultAlias || strings.HasPrefix(name, defaultAlias+tuningSep)

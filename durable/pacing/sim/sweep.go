@@ -40,7 +40,7 @@ func sweepColumns(tuning, spec string) ([]sweepColumn, error) {
 	for _, v := range values {
 		setting := field + "=" + v
 		name := tunedName(strings.Join(append(splitNames(tuning), setting), ","))
-		if _, err := probeParams(defaultAlias, strings.TrimPrefix(name, defaultAlias+tuningSep)); err != nil {
+		if err := checkTuning(name); err != nil {
 			return nil, fmt.Errorf("-sweep: %v", err)
 		}
 		label := setting
