@@ -216,14 +216,28 @@ func (p *Probe) resumedCapacity(now time.Time) float64 {
 }
 
 // penaltyWait is the wait between probe steps: while rising, as long as a
-// step takes to prove itself; else at least PenaltyHolds × the last hold.
+// step takes to prove itself; else at least PenaltyHolds × the last hold,
+// at most PenaltyMaxHolds × a Retry-After hold (see penaltyMost).
 func (p *Probe) penaltyWait() time.Duration {
-	q := p.params
 	if p.rising {
 		return time.Duration(p.evidenceMs) * time.Millisecond
 	}
 	w := time.Duration(p.penaltyWaitMs) * time.Millisecond
-	return min(max(w, p.penaltyFloor()), q.MaxRecover*time.Duration(q.PenaltyFactor))
+	return min(max(w, p.penaltyFloor()), p.penaltyMost())
+}
+
+// penaltyMost is the longest wait between probe steps: PenaltyMaxHolds ×
+// the hold where refusals cost a Retry-After (never under the floor), and
+// MaxRecover × PenaltyFactor once the upstream has blocked (see
+// ProbeParams.PenaltyMaxHolds).
+func (p *Probe) penaltyMost() time.Duration {
+	q := p.params
+	most := q.MaxRecover * time.Duration(q.PenaltyFactor)
+	if p.blocks > 0 || p.holdMs <= 0 || q.PenaltyMaxHolds <= 0 {
+		return most
+	}
+	held := time.Duration(q.PenaltyMaxHolds) * time.Duration(p.holdMs) * time.Millisecond
+	return min(most, max(held, p.penaltyFloor()))
 }
 
 // penaltyFloor is the shortest wait between probe steps: PenaltyHolds ×

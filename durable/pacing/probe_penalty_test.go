@@ -88,6 +88,44 @@ func TestProbePenaltyWaitAfterABlockSpansMoreHolds(t *testing.T) {
 	}
 }
 
+func TestProbePenaltyWaitStopsDoublingAtPenaltyMaxHolds(t *testing.T) {
+	hold := 30 * time.Second
+	most := time.Duration(dp.PenaltyMaxHolds) * hold
+	// Refused steps in a row: each doubles the wait between steps, up to
+	// PenaltyMaxHolds Retry-After holds and no further.
+	p := probeWith(t, sub, penalised(fields{"rate": 200, "ceiling": 215, "phase": pacing.PhasePlateau}))
+	now := t0
+	var waits []time.Duration
+	for i := 0; i < 2000 && len(waits) < 6; i++ {
+		before := stateOf(t, p).PenaltySteps
+		_, now = runTick(p, now, pacing.KindOK)
+		if stateOf(t, p).PenaltySteps > before { // a step: refuse it
+			now = raTick(p, now, 2, hold)
+			waits = append(waits, cycle(p))
+		}
+	}
+	if len(waits) < 6 {
+		t.Fatalf("%d refused steps, want 6: waits %v", len(waits), waits)
+	}
+	for i, w := range waits {
+		want := min(time.Duration(dp.PenaltyHolds)*hold<<(i+1), most)
+		if w != want {
+			t.Fatalf("wait after refused step %d: %v, want %v (waits %v)", i+1, w, want, waits)
+		}
+	}
+	if waits[len(waits)-1] != most || waits[len(waits)-2] != most {
+		t.Fatalf("waits %v never held at %v", waits, most)
+	}
+	// Once the upstream has blocked, the wait may grow past that many of
+	// its (longer) holds, to MaxRecover × PenaltyFactor.
+	long := 40 * time.Minute
+	blocked := probeWith(t, sub, penalised(fields{"penalty_wait_ms": long.Milliseconds(), "blocks": 1,
+		"hold_ms": hold.Milliseconds()}))
+	if w := cycle(blocked); w != long {
+		t.Fatalf("after a block: wait %v, want %v", w, long)
+	}
+}
+
 func TestProbePenalisedRefusedStepMeasuresTheBurst(t *testing.T) {
 	// A step from 200 to 240 is refused after 30 s: what was served beyond
 	// 200/min (120 requests, 100 of them the rate) is the burst.
@@ -107,7 +145,7 @@ func TestProbePenalisedRiseProvenStepsOnInDoublingSteps(t *testing.T) {
 	now := t0.Add(10 * time.Minute)
 	p := probeWith(t, sub, penalised(fields{"burst": 20, "step_refused": 240, "rate": 260, "clean": 240,
 		"phase": pacing.PhaseRecover, "penalty_steps": 1, "step_at": now.UnixMilli(), "last_throttle": now.UnixMilli(),
-		"penalty_wait_ms": (10 * time.Minute).Milliseconds()}))
+		"penalty_wait_ms": (8 * time.Minute).Milliseconds()})) // under PenaltyMaxHolds × 30 s
 	for i := 0; i < 5; i++ {
 		now = now.Add(10 * time.Second)
 		runTick(p, now, pacing.KindOK)
@@ -124,7 +162,7 @@ func TestProbePenalisedRiseProvenStepsOnInDoublingSteps(t *testing.T) {
 	}
 	// The next step doubles and comes within a few ticks (its evidence,
 	// 20 requests / 124.8/min ≈ 10 s, then the climb and the plateau), not
-	// after the ten-minute wait.
+	// after the eight-minute wait.
 	start, rate := now, stateOf(t, p).Rate
 	for i := 0; i < 30 && stateOf(t, p).Rate == rate; i++ {
 		now = now.Add(10 * time.Second)
@@ -134,13 +172,13 @@ func TestProbePenalisedRiseProvenStepsOnInDoublingSteps(t *testing.T) {
 		t.Fatalf("next rising step: rate %v after %v, want %v within 90 s", r, now.Sub(start), rate*1.4)
 	}
 	// Refused: back to the rate before, the ramp over, and the next probe
-	// after the ten-minute wait from before the rise.
+	// after the eight-minute wait from before the rise.
 	now = raTick(p, now.Add(10*time.Second), 3, 30*time.Second)
 	if s := stateOf(t, p); s.Rising || s.Rate != rate || s.StepRefused != rate*1.4 {
 		t.Fatalf("refused rising step: rising %v rate %v refused %v", s.Rising, s.Rate, s.StepRefused)
 	}
-	if w := cycle(p); w != 10*time.Minute {
-		t.Fatalf("wait after a refused rising step %v, want the wait from before the rise, 10m", w)
+	if w := cycle(p); w != 8*time.Minute {
+		t.Fatalf("wait after a refused rising step %v, want the wait from before the rise, 8m", w)
 	}
 	// A rise was seen: a step that would land near the refused rate tests
 	// 20% above it instead.

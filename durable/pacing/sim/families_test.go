@@ -386,10 +386,15 @@ func TestGoalAtOneRequestPerItem(t *testing.T) {
 // capacity is found by the runs that resume after each Retry-After: each
 // bound is the default's share of the best peer, measured with
 // `go run ./cmd/simulate -scenario NAME -controller default,oracle,aimd,aws-adaptive`
-// (before a resumed run bounded the capacity: 0.45, 0.46, 0.58).
+// (before a resumed run bounded the capacity: 0.45, 0.46, 0.58). Since the
+// wait between probe steps stops at PenaltyMaxHolds holds, a static phase
+// pays a 30 s hold every ~11 minutes for finding rises sooner: #56 finds
+// its capacity at minute 22 as before and reads 0.9161 → 0.8870, #140
+// 0.7480 → 0.7360, while over the variants retry-after's worst stays and
+// rise-retry-after's mean at 1 request per item rises 0.891 → 0.938.
 var resumedRunVariants = map[string]float64{
-	"retry-after#56":       0.90, // 0.9161 of the oracle (a burst of 7 at 297.8/min)
-	"rise-retry-after#140": 0.74, // 0.7480
+	"retry-after#56":       0.88, // 0.8870 of the oracle (a burst of 7 at 297.8/min)
+	"rise-retry-after#140": 0.73, // 0.7360
 	"rise-retry-after#60":  0.72, // 0.7325
 }
 
