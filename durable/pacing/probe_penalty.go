@@ -131,12 +131,16 @@ func (holdCost) firstRefusal(p *Probe, now time.Time, _ tally) bool {
 	p.probe.close()
 	p.setCeiling(p.heldCeiling(now))
 	p.rate = clampRate(p.ceiling * q.Beta)
-	if c := p.resumedCapacity(now); p.clean == 0 && c > 0 && c < p.ceiling {
+	if c := p.resumedCapacity(now); p.clean == 0 && c > 0 && c < refused {
 		// Refused again soon after a hold, and once before: two windows
 		// from a full bucket measure the capacity, where the minute's
 		// accepted rate (a block's minutes, a hold's 30 s) and a cut of
 		// 0.9 per hold (a block each: storm-403 at 1 request per item
-		// resumed 303.8 → 273.4 → 246.0 → 221.4 at 240) do not.
+		// resumed 303.8 → 273.4 → 246.0 → 221.4 at 240) do not. A
+		// measurement, it stands above that estimate too, and over one
+		// run's upper bound below (rise-retry-after#96 was refused six
+		// times in seven minutes, each cut from that bound, while it
+		// measured 377/min at a capacity of 348).
 		p.ceiling, p.rate = c, clampRate(c*q.PenaltyMargin)
 	} else if b := p.resumedRunBound(now); p.clean == 0 && b > p.ceiling {
 		// One such window bounds it from above, and the minute's

@@ -241,6 +241,22 @@ func TestProbeTwoRefusedResumesMeasureTheCapacity(t *testing.T) {
 	if s := stateOf(t, p); math.Abs(s.Ceiling-240) > 1e-9 || math.Abs(s.Rate-240*dp.PenaltyMargin) > 1e-9 {
 		t.Fatalf("ceiling %v rate %v, want 240 and %v", s.Ceiling, s.Rate, 240*dp.PenaltyMargin)
 	}
+	// The same two runs where the minute's accepted rate counts the hold
+	// before the resume (90 served in the 50 s since a tick that ended
+	// 30 s before it: 105.8/min after EstimateSlack): the measured
+	// capacity stands over that estimate, as it does over a resumed run's
+	// upper bound (rise-retry-after#96: refused at 605, 557, 522, 486, 458
+	// and 436/min, each cut from such a bound, its capacity 348 and
+	// measured at 377 by the second refusal).
+	p = probeWith(t, sub, penalised(fields{
+		"rate": 300, "ceiling": 310, "phase": pacing.PhaseRecover,
+		"resume_at": resume, "resume_ok": 42, "resumed_ms": 10_000, "resumed_ok": 50,
+		"history": []map[string]any{{"end": resume - 30_000, "ok": 0}, {"end": resume + 10_000, "ok": 42}},
+	}))
+	raTick(p, t0.Add(19*time.Second), 12, 30*time.Second)
+	if s := stateOf(t, p); math.Abs(s.Ceiling-240) > 1e-9 || math.Abs(s.Rate-240*dp.PenaltyMargin) > 1e-9 {
+		t.Fatalf("minute's estimate under the measurement: ceiling %v rate %v, want 240 and %v", s.Ceiling, s.Rate, 240*dp.PenaltyMargin)
+	}
 	// One refused run alone does not tell the burst from the capacity.
 	p = probeWith(t, sub, penalised(fields{
 		"rate": 300, "ceiling": 310, "phase": pacing.PhaseRecover, "resume_at": resume, "resume_ok": 42,
