@@ -189,7 +189,7 @@ func (p *Probe) heldCeiling(now time.Time) float64 {
 // C; two refused after times at least ResumeSpread apart can: C = ΔS/Δt,
 // if B = S − C·t is neither negative nor more than the hold refills at C.
 // It returns the capacity (0 = not measured) and keeps this window as the
-// next one's other point.
+// next one's other point, unless it is too close to the last to measure.
 func (p *Probe) resumedCapacity(now time.Time) float64 {
 	ms := now.UnixMilli() - p.resume.At
 	if !p.resume.isOpen() || p.clean > 0 || ms <= 0 || ms >= p.params.ResumeWithin.Milliseconds() {
@@ -204,8 +204,16 @@ func (p *Probe) resumedCapacity(now time.Time) float64 {
 	}
 	cur := resumeWindow{Ms: ms, OK: p.resume.OK}
 	prev := p.resumed
+	tooClose := cur.Ms-prev.Ms < p.params.ResumeSpread.Milliseconds() || cur.OK-prev.OK < p.params.ResumeServed
+	if prev.Ms > 0 && tooClose && cur.Ms > prev.Ms {
+		// Longer than the last, but too little to measure against it:
+		// keep the last, so the next run is measured against the farther
+		// (rise-retry-after#164: refused 4.0, 4.9, 5.8, 6.9, 7.9 s into
+		// its runs, each too close to the one before).
+		return 0
+	}
 	p.resumed = cur
-	if prev.Ms == 0 || cur.Ms-prev.Ms < p.params.ResumeSpread.Milliseconds() || cur.OK-prev.OK < p.params.ResumeServed {
+	if prev.Ms == 0 || tooClose {
 		return 0
 	}
 	c := float64(cur.OK-prev.OK) / float64(cur.Ms-prev.Ms) * 60000

@@ -284,6 +284,31 @@ func resumedTick(p *pacing.Probe, now time.Time, ok int) {
 	p.Done(now, out)
 }
 
+func TestProbeResumedRunTooCloseToTheLastKeepsTheLast(t *testing.T) {
+	// The last resumed run was refused 10 s in with 50 served. This one is
+	// refused 10.5 s in with 53: too close to tell the capacity from the
+	// latency's jitter, so it measures nothing and the window kept is the
+	// farther one, not this one (rise-retry-after#164: runs refused 4.0,
+	// 4.9, 5.8, 6.9 and 7.9 s in, each within a second or ten requests of
+	// the last, measured nothing in seven holds; against the first they
+	// measure in three).
+	p := probeWith(t, 1, penalised(fields{"rate": 300, "ceiling": 310, "phase": pacing.PhaseRecover,
+		"resume_at": t0.UnixMilli(), "resume_ok": 50, "resumed_ms": 10_000, "resumed_ok": 50,
+		"history": []fields{{"end": ms(9500 * time.Millisecond), "ok": 50}}}))
+	resumedTick(p, t0.Add(10500*time.Millisecond), 3)
+	s := stateOf(t, p)
+	if s.ResumedMs != 10_000 || s.ResumedOK != 50 {
+		t.Fatalf("window kept (%d ms, %d served), want the farther (10000 ms, 50)", s.ResumedMs, s.ResumedOK)
+	}
+	// The next run, refused 20 s after its resume with 90 served, measures
+	// (90 − 50) per 10 s against it: 240/min (against the closer window,
+	// 233.7).
+	resumedTick(p, time.UnixMilli(s.ResumeAt).Add(20*time.Second), 90)
+	if s := stateOf(t, p); math.Abs(s.Ceiling-240) > 1e-9 {
+		t.Fatalf("ceiling %v, want the capacity measured against the farther window, 240", s.Ceiling)
+	}
+}
+
 func TestProbeRefusedAgainOnResumingIsBoundedByTheResumedRun(t *testing.T) {
 	// Refused, held 30 s, and refused again 5 s into the resumed run with
 	// 60 served: from a full bucket of at least 11 (the largest burst a

@@ -58,6 +58,9 @@ type probeState struct {
 	BurstLow      float64 `json:"burst_low"`
 	BurstResumed  float64 `json:"burst_resumed"`
 	StepRefused   float64 `json:"step_refused"`
+	ResumeAt      int64   `json:"resume_at"`
+	ResumedMs     int64   `json:"resumed_ms"`
+	ResumedOK     int     `json:"resumed_ok"`
 	Rising        bool    `json:"rising"`
 	RoseAt        int64   `json:"rose_at"`
 	PenaltySteps  int     `json:"penalty_steps"`
