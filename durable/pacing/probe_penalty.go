@@ -138,9 +138,9 @@ func (holdCost) firstRefusal(p *Probe, now time.Time, _ tally) bool {
 		// 0.9 per hold (a block each: storm-403 at 1 request per item
 		// resumed 303.8 → 273.4 → 246.0 → 221.4 at 240) do not. A
 		// measurement, it stands above that estimate too, and over one
-		// run's upper bound below (rise-retry-after#96 was refused six
-		// times in seven minutes, each cut from that bound, while it
-		// measured 377/min at a capacity of 348).
+		// run's upper bound below (rise-retry-after#96 measured 377/min
+		// at a capacity of 348, yet its ceiling went 557, 522, 486, 458,
+		// 436/min, each cut from that bound, and every run was refused).
 		p.ceiling, p.rate = c, clampRate(c*q.PenaltyMargin)
 	} else if b := p.resumedRunBound(now); p.clean == 0 && b > p.ceiling {
 		// One such window bounds it from above, and the minute's

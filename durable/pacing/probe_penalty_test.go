@@ -245,9 +245,9 @@ func TestProbeTwoRefusedResumesMeasureTheCapacity(t *testing.T) {
 	// before the resume (90 served in the 50 s since a tick that ended
 	// 30 s before it: 105.8/min after EstimateSlack): the measured
 	// capacity stands over that estimate, as it does over a resumed run's
-	// upper bound (rise-retry-after#96: refused at 605, 557, 522, 486, 458
-	// and 436/min, each cut from such a bound, its capacity 348 and
-	// measured at 377 by the second refusal).
+	// upper bound (rise-retry-after#96: ceilings of 605, 557, 522, 486,
+	// 458 and 436/min, each cut from such a bound and each refused, its
+	// capacity 348 and measured at 377 by the second refusal).
 	p = probeWith(t, sub, penalised(fields{
 		"rate": 300, "ceiling": 310, "phase": pacing.PhaseRecover,
 		"resume_at": resume, "resume_ok": 42, "resumed_ms": 10_000, "resumed_ok": 50,
