@@ -75,10 +75,10 @@ func TestProbeResumedRunTooCloseToTheLastKeepsTheLast(t *testing.T) {
 	// The last resumed run was refused 10 s in with 50 served. This one is
 	// refused 10.5 s in with 53: too close to tell the capacity from the
 	// latency's jitter, so it measures nothing and the window kept is the
-	// farther one, not this one (rise-retry-after#164: runs refused 4.0,
-	// 4.9, 5.8, 6.9 and 7.9 s in, each within a second or ten requests of
-	// the last, measured nothing in seven holds; against the first they
-	// measure in three).
+	// farther one, not this one (rise-retry-after#164: six runs in a row
+	// refused 4.0, 4.9, 5.8, 6.9, 7.9 and 9.1 s in, each within a second or
+	// ten requests of the last, measured nothing; against the first, the
+	// fourth measures).
 	p := probeWith(t, 1, penalised(fields{"rate": 300, "ceiling": 310, "phase": pacing.PhaseRecover,
 		"resume_at": t0.UnixMilli(), "resume_ok": 50, "resumed_ms": 10_000, "resumed_ok": 50,
 		"history": []fields{{"end": ms(9500 * time.Millisecond), "ok": 50}}}))
