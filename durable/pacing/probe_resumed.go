@@ -19,11 +19,11 @@ import (
 // It returns the capacity (0 = not measured) and keeps this window as the
 // next one's other point, unless it is too close to the last to measure.
 func (p *Probe) resumedCapacity(now time.Time) float64 {
-	ms := now.UnixMilli() - p.resume.At
-	if !p.resume.isOpen() || p.clean > 0 || ms <= 0 || ms >= p.params.ResumeWithin.Milliseconds() {
+	ms := p.resumedFor(now)
+	if ms == 0 {
 		return 0
 	}
-	if p.blocks > 0 && p.holdMs < p.params.BackoffMax.Milliseconds() {
+	if p.liftedEarly() {
 		// A block lifted within its first probes may be a rate limit
 		// misread (a one-item tick refused twice): its bucket was not
 		// full (refusals-consume#27 at 4 per item: 0.856 → 0.837).
@@ -89,12 +89,25 @@ func (p *Probe) resumedRunBound(now time.Time) float64 {
 // probes, whose bucket may not have been full (see resumedCapacity). 0: no
 // such run.
 func (p *Probe) resumedRun(now time.Time) int64 {
+	if p.liftedEarly() {
+		return 0
+	}
+	return p.resumedFor(now)
+}
+
+// resumedFor is how long the run resumed at a hold's end has lasted up to
+// a refusal at now, if that is within ResumeWithin and no step came since
+// (0: none).
+func (p *Probe) resumedFor(now time.Time) int64 {
 	ms := now.UnixMilli() - p.resume.At
 	if !p.resume.isOpen() || p.clean > 0 || ms <= 0 || ms >= p.params.ResumeWithin.Milliseconds() {
 		return 0
 	}
-	if p.blocks > 0 && p.holdMs < p.params.BackoffMax.Milliseconds() {
-		return 0
-	}
 	return ms
+}
+
+// liftedEarly reports whether the upstream blocked and the block lifted
+// within its first probes: a rate limit misread, whose bucket was not full.
+func (p *Probe) liftedEarly() bool {
+	return p.blocks > 0 && p.holdMs < p.params.BackoffMax.Milliseconds()
 }
