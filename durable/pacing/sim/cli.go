@@ -5,9 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"slices"
-	"time"
 )
 
 // Exit codes.
@@ -192,43 +190,6 @@ func sweepSeeds(stdout, stderr io.Writer, scenarios []*Scenario, controllers []s
 			fmt.Fprintf(stderr, "simulate: %v\n", err)
 			return exitError
 		}
-	}
-	return exitOK
-}
-
-// variantsGCPercent trades memory (a few MB per worker) for time in
-// -variants: each run allocates its outcomes afresh, and at the default 100
-// the collector took ~15 % of -variants 8's CPU (a test binary's profile).
-const variantsGCPercent = 400
-
-// sweepVariants runs -variants: n variants of every family under seed,
-// each under controllers with the default and its peers, on every core.
-func sweepVariants(stdout, stderr io.Writer, families []*Scenario, controllers []string, n int, seed uint64, asJSON bool) int {
-	if n > maxVariants {
-		fmt.Fprintf(stderr, "simulate: -variants %d: at most %d\n", n, maxVariants)
-		return exitUsage
-	}
-	start := time.Now()
-	defer debug.SetGCPercent(debug.SetGCPercent(variantsGCPercent))
-	jobs, err := variantJobs(families, n, seed)
-	if err != nil {
-		fmt.Fprintf(stderr, "simulate: %v\n", err)
-		return exitError
-	}
-	ctls := withPeers(controllers)
-	res := runVariantJobs(jobs, ctls)
-	rep := variantReport{
-		Variants: n, Seed: seed, Runs: len(jobs) * len(ctls), Workers: variantWorkers(),
-		Families: familyRows(families, jobs, res), WallS: time.Since(start).Seconds(),
-	}
-	if asJSON {
-		err = writeJSON(stdout, rep)
-	} else {
-		err = writeVariantTable(stdout, rep)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "simulate: %v\n", err)
-		return exitError
 	}
 	return exitOK
 }
