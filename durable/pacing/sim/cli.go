@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,7 +21,8 @@ const (
 func CLI(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", allFlag, `scenario JSON file, name of a shipped scenario, "all" (every shipped scenario), or a variant as -variants names it ("retry-after#56", drawn under -seed)`)
+	scenario := fs.String("scenario", allFlag, `scenario JSON file, name of a shipped scenario, "all" (every shipped scenario), or a variant as -variants names it ("retry-after#56", drawn under -seed);`+
+		` with -variants, the families to draw from: "all" or comma-separated names or files`)
 	list := fs.String("controller", defaultControllers, "comma-separated controllers (pacing.New names, \"default\", \"oracle\")")
 	asJSON := fs.Bool("json", false, "print JSON: one object for one run, an array for several")
 	trace := fs.Bool("trace", false, "include a per-minute trace")
@@ -29,6 +31,7 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 	shapes := fs.String("shape", "", `requests per item: comma-separated counts and "file" (each scenario's own subrequests_per_item), one table each;`+
 		` default "`+defaultShapesAll+`" with -scenario all, "`+shapeFile+`" otherwise`)
 	variants := fs.Int("variants", 0, "draw N random variants of every scenario family and print the default's mean and worst standing per family against its peers (-shape does not apply: variants draw theirs)")
+	listEach := fs.Bool("list", false, `with -variants: after the table, one row per variant (requests per item, vs-best, ÷oracle, refused %), worst first within each family; -json adds each family's "variant_list"`)
 	variantSeed := fs.Uint64("seed", 1, "the seed -variants (and a -scenario variant name) draws from")
 	params := fs.String("params", "", `tune the default controller: comma-separated Field=value of its ProbeParams ("PenaltyHolds=3,PenaltyWaitMin=30s"); a run's controller is then named "default:…"`)
 	sweep := fs.String("sweep", "", `one ProbeParams field and its values ("PenaltyHolds=1,2,3"): run -seeds (5 unless set) once per value and print the default's standing per scenario and value`)
@@ -54,10 +57,13 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 			controllers[i] = tuned
 		}
 	}
-	scenarios, err := loadScenarioOrVariant(*scenario, *variantSeed)
-	if err != nil {
-		fmt.Fprintf(stderr, "simulate: %v\n", err)
-		return exitError
+	if *listEach && *variants <= 0 {
+		fmt.Fprintln(stderr, "simulate: -list lists the variants: it needs -variants N")
+		return exitUsage
+	}
+	scenarios, code := resolveScenarios(stderr, *scenario, *variants > 0, *variantSeed)
+	if code != exitOK {
+		return code
 	}
 	if *sweep != "" && (*ticks || *variants > 0) {
 		fmt.Fprintln(stderr, "simulate: -sweep runs seeds: not with -ticks or -variants")
@@ -76,7 +82,7 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 				judged = controllers
 			}
 		})
-		return sweepVariants(stdout, stderr, scenarios, judged, *variants, *variantSeed, *asJSON)
+		return sweepVariants(stdout, stderr, scenarios, judged, variantOpts{n: *variants, seed: *variantSeed, asJSON: *asJSON, list: *listEach})
 	}
 	if *shapes == "" {
 		*shapes = shapeFile
@@ -136,6 +142,26 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// resolveScenarios loads -scenario: families to draw from under -variants
+// (a name that is none is a usage error), else what loadScenarioOrVariant
+// takes. It returns exitOK or the exit code, having said why on stderr.
+func resolveScenarios(stderr io.Writer, arg string, variants bool, seed uint64) ([]*Scenario, int) {
+	load := func() ([]*Scenario, error) { return loadScenarioOrVariant(arg, seed) }
+	if variants {
+		load = func() ([]*Scenario, error) { return loadFamilies(arg) }
+	}
+	scenarios, err := load()
+	switch {
+	case errors.As(err, new(*notAFamilyError)):
+		fmt.Fprintf(stderr, "simulate: %v\n", err)
+		return nil, exitUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "simulate: %v\n", err)
+		return nil, exitError
+	}
+	return scenarios, exitOK
 }
 
 // sectionTitle heads the k-th table: none on a first table at the files'

@@ -5,7 +5,7 @@
 //
 //	go run ./cmd/simulate -scenario FILE.json -controller NAME [-json] [-trace]
 //	go run ./cmd/simulate -scenario all [-controller seed,aimd,...] [-shape file,1] [-json]
-//	go run ./cmd/simulate -variants N [-seed S] [-scenario all] [-json]
+//	go run ./cmd/simulate -variants N [-seed S] [-scenario all|NAME,...] [-list] [-json]
 //
 // -shape reruns every scenario at the given requests per item (a
 // comma-separated list of counts and "file", each scenario's own
@@ -22,7 +22,8 @@
 // variant's name; -json includes its scenario, to rerun with -scenario),
 // the same over the variants at 1 request per item, ÷oracle where a
 // refusal costs a block or a Retry-After hold, the refused share, a goal
-// line per family (variantgoals.go) and the wall time.
+// line per family (variantgoals.go) and the wall time. -scenario narrows
+// it to the families named; -list adds a row per variant, worst first.
 //
 // -scenario takes a JSON file, the name of a shipped scenario (e.g.
 // "halved"), or "all" (every scenarios/*.json, embedded in the binary, in

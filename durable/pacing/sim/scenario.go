@@ -250,10 +250,18 @@ func loadScenarios(arg string) ([]*Scenario, error) {
 	name := strings.TrimSuffix(arg, jsonExt)
 	f, err := shipped.Open(path.Join(shippedDir, name+jsonExt))
 	if err != nil {
-		return nil, fmt.Errorf("no scenario file %q and no shipped scenario %q", arg, name)
+		return nil, &unknownScenarioError{arg: arg, name: name}
 	}
 	defer f.Close()
 	return one(ParseScenario(f, name))
+}
+
+// unknownScenarioError is -scenario naming neither a file nor a shipped
+// scenario: a typo, which -variants reports as a usage error.
+type unknownScenarioError struct{ arg, name string }
+
+func (e *unknownScenarioError) Error() string {
+	return fmt.Sprintf("no scenario file %q and no shipped scenario %q", e.arg, e.name)
 }
 
 func one(s *Scenario, err error) ([]*Scenario, error) {

@@ -23,9 +23,19 @@ type variantReport struct {
 // the collector took ~15 % of -variants 8's CPU (a test binary's profile).
 const variantsGCPercent = 400
 
-// sweepVariants runs -variants: n variants of every family under seed,
-// each under controllers with the default and its peers, on every core.
-func sweepVariants(stdout, stderr io.Writer, families []*Scenario, controllers []string, n int, seed uint64, asJSON bool) int {
+// variantOpts are -variants' settings: n variants of every family under
+// seed, printed as JSON or a table, with every variant's row when list.
+type variantOpts struct {
+	n            int
+	seed         uint64
+	asJSON, list bool
+}
+
+// sweepVariants runs -variants: opt.n variants of every family under
+// opt.seed, each under controllers with the default and its peers, on
+// every core.
+func sweepVariants(stdout, stderr io.Writer, families []*Scenario, controllers []string, opt variantOpts) int {
+	n, seed := opt.n, opt.seed
 	if n > maxVariants {
 		fmt.Fprintf(stderr, "simulate: -variants %d: at most %d\n", n, maxVariants)
 		return exitUsage
@@ -39,14 +49,18 @@ func sweepVariants(stdout, stderr io.Writer, families []*Scenario, controllers [
 	}
 	ctls := withPeers(controllers)
 	res := runVariantJobs(jobs, ctls)
+	rows := familyRows(families, jobs, res)
+	if opt.list {
+		listVariants(rows, jobs, res) // the table's own runs: nothing reruns
+	}
 	rep := variantReport{
 		Variants: n, Seed: seed, Runs: len(jobs) * len(ctls), Workers: variantWorkers(),
-		Families: familyRows(families, jobs, res), WallS: time.Since(start).Seconds(),
+		Families: rows, WallS: time.Since(start).Seconds(),
 	}
-	if asJSON {
+	if opt.asJSON {
 		err = writeJSON(stdout, rep)
-	} else {
-		err = writeVariantTable(stdout, rep)
+	} else if err = writeVariantTable(stdout, rep); err == nil && opt.list {
+		err = writeVariantList(stdout, rep)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "simulate: %v\n", err)

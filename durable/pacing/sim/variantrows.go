@@ -35,6 +35,9 @@ type familyRow struct {
 	// WorstScenario is the worst variant itself: save it and run it with
 	// -scenario FILE to see why.
 	WorstScenario *Scenario `json:"worst_scenario"`
+	// List is every variant, worst first; only with -list (listVariants),
+	// so the default JSON stays as it was.
+	List []variantLine `json:"variant_list,omitempty"`
 }
 
 // familyRows folds the job results into one row per family.

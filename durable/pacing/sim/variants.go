@@ -70,15 +70,18 @@ func logUniform(r *rand.Rand, lo, hi float64) float64 {
 	return lo * math.Exp(r.Float64()*math.Log(hi/lo))
 }
 
+// variantSep joins a family's name and a variant's index in its name.
+const variantSep = "#"
+
 // variantName names variant i of family (the table's worst-variant column).
-func variantName(family string, i int) string { return family + "#" + strconv.Itoa(i) }
+func variantName(family string, i int) string { return family + variantSep + strconv.Itoa(i) }
 
 // loadScenarioOrVariant resolves -scenario as loadScenarios does, and a
 // variant's name as -variants prints it ("retry-after#56": variant 56 of
 // the shipped family, or of a scenario file, drawn under seed), so the
 // worst variant of a sweep can be rerun and traced.
 func loadScenarioOrVariant(arg string, seed uint64) ([]*Scenario, error) {
-	family, index, found := strings.Cut(arg, "#")
+	family, index, found := strings.Cut(arg, variantSep)
 	if !found {
 		return loadScenarios(arg)
 	}
