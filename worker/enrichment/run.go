@@ -20,6 +20,7 @@ import (
 	"time"
 
 	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/pacing"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/bytebudget"
 	"storecrawl/worker/events"
@@ -283,10 +284,10 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	// The pacing's bound on requests in flight at once (an upstream whose
 	// burst is under the runtime's six connections refuses the rest of a
 	// round): an item sends its requests one after another, so items.
-	var inFlight chan struct{}
-	if plan.MaxInFlight > 0 {
-		inFlight = make(chan struct{}, plan.MaxInFlight)
-	}
+	inFlight := inFlightSlots(plan)
+	// refusedSeen: a request of this run came back refused. Where the plan
+	// stops on a refusal, no item starts after that (stopAfterRefusal).
+	var refusedSeen atomic.Bool
 	var pages controller.PageTally
 	// The store host's pace for the tick: its pages, taken in item order
 	// as lookups come back (new apps first, their share kept by
@@ -378,7 +379,21 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 			reservedTo = looked
 		}
 		var wg sync.WaitGroup
+		started := end
 		for j := i; j < end; j++ {
+			if inFlight != nil {
+				inFlight <- struct{}{} // wait for one of the connections to free up
+			}
+			if plan.StopOnThrottle && refusedSeen.Load() {
+				// A refusal came back while this chunk was under way:
+				// the items not yet started stay queued, untouched, as
+				// they would after a refused chunk.
+				if inFlight != nil {
+					<-inFlight
+				}
+				started = j
+				break
+			}
 			wg.Add(1)
 			if slots.left[j] {
 				// Its tier stopped at a refresh left for want of a page:
@@ -387,11 +402,11 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 				results[j] = controller.ItemResult{TrackID: items[j].TrackID, Class: controller.ClassOK, Page: controller.PageSkipped, Refresh: true}
 				shares[j-i].Close()
 				qshares[j-i].Close()
+				if inFlight != nil {
+					<-inFlight
+				}
 				wg.Done()
 				continue
-			}
-			if inFlight != nil {
-				inFlight <- struct{}{} // wait for one of MaxInFlight to finish
 			}
 			go func(j int) {
 				defer wg.Done()
@@ -410,9 +425,17 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 				fetchPage := (!pagesOff || (plan.SkipPages && j < plan.PageProbes)) && !slots.denied[j]
 				ictx := subreq.WithQueries(subreq.WithBudget(pageCtx, share), qshare)
 				results[j], requests[j] = r.settle(ictx, items[j], j, lookups[j], fetchPage, plan.SkipPages)
+				if results[j].Class == controller.ClassRateLimit {
+					refusedSeen.Store(true) // before its connection frees up (deferred)
+				}
 			}(j)
 		}
 		wg.Wait()
+		for j := started; j < end; j++ {
+			shares[j-i].Close()
+			qshares[j-i].Close()
+		}
+		end = started
 		sent := 0
 		for j := i; j < end; j++ {
 			sent += len(requests[j])
@@ -749,6 +772,22 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// inFlightSlots bounds the items in flight at once: the plan's
+// MaxInFlight, else, where the plan stops on a refusal, the runtime's
+// connections. The runtime would queue the rest of a chunk and send it
+// after the answer that said stop; held here, an item starts only when a
+// connection frees up, and not at all once a refusal has come back (the
+// pacing simulator's chunks run the same way). nil: no bound.
+func inFlightSlots(plan controller.RunPlan) chan struct{} {
+	switch {
+	case plan.MaxInFlight > 0:
+		return make(chan struct{}, plan.MaxInFlight)
+	case plan.StopOnThrottle:
+		return make(chan struct{}, pacing.MaxConnections)
+	}
+	return nil
 }
 
 func anyRefused(rs []controller.ItemResult) bool {
