@@ -148,7 +148,9 @@ type Probe struct {
 	penalized bool
 	// careful: the upstream paces clients itself (Retry-After or RateLimit
 	// headers seen), so chunks are sized to be in flight at once: no request
-	// waits in the runtime's queue to be sent after the answer that said stop.
+	// waits in the runtime's queue to be sent after the answer that said stop
+	// (a latency-bound tick where the connections bind excepted:
+	// connectionsBind).
 	careful bool
 	history history
 	// refusedRate is the lowest rate known to be refused while bracketing

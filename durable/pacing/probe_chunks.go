@@ -104,8 +104,25 @@ func (p *Probe) connPerMin() float64 {
 }
 
 // busyPlan reports whether the tick is sent as one latency-bound chunk.
+// An upstream that paces clients itself gets one only where the
+// connections bind (connectionsBind), else one-round chunks: a busy chunk
+// goes at the connections' pace, above the rate.
 func (p *Probe) busyPlan() bool {
-	return p.phase != PhaseBlocked && p.latencyBound() && !p.careful && p.streak == 0
+	return p.phase != PhaseBlocked && p.latencyBound() && (!p.careful || p.connectionsBind()) && p.streak == 0
+}
+
+// connectionsBind reports whether, at an upstream that paces clients
+// itself, the connections bind and not its rate: they carry at most
+// BusyPacedShare of the rate cruised at under the ceiling, so a busy chunk,
+// at the connections' pace, keeps under it. And only at one request an
+// item, where the runner starts no item once a refusal has come back: at
+// more, an item started before the refusal sends the rest after it.
+// rise-retry-after#104 (1,122/min at 376 ms, the connections carrying
+// ~950): one-round chunks, each waiting out its slowest answer, sent
+// 760/min, a busy chunk 840 (go run ./cmd/simulate -scenario
+// 'rise-retry-after#104': 0.88 → 1.04 of the best).
+func (p *Probe) connectionsBind() bool {
+	return p.Sub == 1 && p.ceiling > 0 && p.params.BusyPacedShare*p.policy().cruise(p, p.ceiling) >= p.connPerMin()
 }
 
 // latencyBound reports whether the rate asks about as much as the
