@@ -20,7 +20,6 @@ import (
 	"time"
 
 	controller "storecrawl/durable/enrichment"
-	"storecrawl/durable/pacing"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/bytebudget"
 	"storecrawl/worker/events"
@@ -284,10 +283,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	// The pacing's bound on requests in flight at once (an upstream whose
 	// burst is under the runtime's six connections refuses the rest of a
 	// round): an item sends its requests one after another, so items.
-	inFlight := inFlightSlots(plan)
-	// refusedSeen: a request of this run came back refused. Where the plan
-	// stops on a refusal, no item starts after that (stopAfterRefusal).
-	var refusedSeen atomic.Bool
+	gate := newConnectionGate(plan)
 	var pages controller.PageTally
 	// The store host's pace for the tick: its pages, taken in item order
 	// as lookups come back (new apps first, their share kept by
@@ -381,16 +377,11 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		var wg sync.WaitGroup
 		started := end
 		for j := i; j < end; j++ {
-			if inFlight != nil {
-				inFlight <- struct{}{} // wait for one of the connections to free up
-			}
-			if plan.StopOnThrottle && refusedSeen.Load() {
+			lease, ok := gate.enter() // wait for a connection to free up
+			if !ok {
 				// A refusal came back while this chunk was under way:
 				// the items not yet started stay queued, untouched, as
 				// they would after a refused chunk.
-				if inFlight != nil {
-					<-inFlight
-				}
 				started = j
 				break
 			}
@@ -402,17 +393,13 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 				results[j] = controller.ItemResult{TrackID: items[j].TrackID, Class: controller.ClassOK, Page: controller.PageSkipped, Refresh: true}
 				shares[j-i].Close()
 				qshares[j-i].Close()
-				if inFlight != nil {
-					<-inFlight
-				}
+				lease.done(false)
 				wg.Done()
 				continue
 			}
 			go func(j int) {
 				defer wg.Done()
-				if inFlight != nil {
-					defer func() { <-inFlight }()
-				}
+				defer lease.done(false) // if its page did not give it back
 				share, qshare := shares[j-i], qshares[j-i]
 				defer share.Close()
 				defer qshare.Close()
@@ -423,10 +410,13 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 					}
 				}()
 				fetchPage := (!pagesOff || (plan.SkipPages && j < plan.PageProbes)) && !slots.denied[j]
-				ictx := subreq.WithQueries(subreq.WithBudget(pageCtx, share), qshare)
+				if !fetchPage {
+					lease.done(false) // no page: it needs no connection
+				}
+				ictx := withLease(subreq.WithQueries(subreq.WithBudget(pageCtx, share), qshare), lease)
 				results[j], requests[j] = r.settle(ictx, items[j], j, lookups[j], fetchPage, plan.SkipPages)
 				if results[j].Class == controller.ClassRateLimit {
-					refusedSeen.Store(true) // before its connection frees up (deferred)
+					gate.noteRefused() // a challenge page, say, found only once parsed
 				}
 			}(j)
 		}
@@ -772,22 +762,6 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// inFlightSlots bounds the items in flight at once: the plan's
-// MaxInFlight, else, where the plan stops on a refusal, the runtime's
-// connections. The runtime would queue the rest of a chunk and send it
-// after the answer that said stop; held here, an item starts only when a
-// connection frees up, and not at all once a refusal has come back (the
-// pacing simulator's chunks run the same way). nil: no bound.
-func inFlightSlots(plan controller.RunPlan) chan struct{} {
-	switch {
-	case plan.MaxInFlight > 0:
-		return make(chan struct{}, plan.MaxInFlight)
-	case plan.StopOnThrottle:
-		return make(chan struct{}, pacing.MaxConnections)
-	}
-	return nil
 }
 
 func anyRefused(rs []controller.ItemResult) bool {
@@ -1149,6 +1123,9 @@ func requestOutcome(item int, u upstream.Response) controller.RequestOutcome {
 // what it can; an item its batch did not find (or found unreadable) needs
 // no page. refresh: the item is an enriched app's due refresh.
 func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup lookupOutcome, fetchPage, refresh bool) (controller.ItemResult, []controller.RequestOutcome) {
+	if lookup.class != controller.ClassOK || !fetchPage {
+		pageBack(ctx, false) // no page to send
+	}
 	if lookup.class != controller.ClassOK {
 		res := controller.ItemResult{TrackID: id, Class: lookup.class, Status: lookup.status, RetryAfterS: lookup.retryAfterS,
 			Error: lookup.err, BatchFailed: lookup.batchFailed}
@@ -1191,6 +1168,7 @@ func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup look
 		page = upstream.Response{Class: controller.ClassRateLimit, Remaining: -1, Err: fmt.Errorf("rate limiter: %w", err), SentAt: now, DoneAt: now}
 		limited = true
 	}
+	pageBack(ctx, page.Class == controller.ClassRateLimit) // before it is parsed and saved
 	res, pageClass := r.itemResult(ctx, id, lookup, page, refresh)
 	res.StoredLookup = lookup.stored
 	// A challenge page answered 200 but refused us: the pacing algorithm
