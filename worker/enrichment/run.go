@@ -280,9 +280,10 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 	// pageCtx carries the page slots reserved for the items up to
 	// reservedTo (one acquire a group of looked-up items: pageGroups).
 	pageCtx, reservedTo := ctx, 0
-	// The pacing's bound on requests in flight at once (an upstream whose
-	// burst is under the runtime's six connections refuses the rest of a
-	// round): an item sends its requests one after another, so items.
+	// The connections a chunk's items send their pages through: the
+	// runtime's six, or the pacing's bound when fewer (an upstream whose
+	// burst is under six refuses the rest of a round); where the plan stops
+	// on a refusal, no item starts once one has come back (connectionGate).
 	gate := newConnectionGate(plan)
 	var pages controller.PageTally
 	// The store host's pace for the tick: its pages, taken in item order
@@ -377,15 +378,6 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		var wg sync.WaitGroup
 		started := end
 		for j := i; j < end; j++ {
-			lease, ok := gate.enter() // wait for a connection to free up
-			if !ok {
-				// A refusal came back while this chunk was under way:
-				// the items not yet started stay queued, untouched, as
-				// they would after a refused chunk.
-				started = j
-				break
-			}
-			wg.Add(1)
 			if slots.left[j] {
 				// Its tier stopped at a refresh left for want of a page:
 				// left too, untouched, so the tier's cursor stops before
@@ -393,10 +385,21 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 				results[j] = controller.ItemResult{TrackID: items[j].TrackID, Class: controller.ClassOK, Page: controller.PageSkipped, Refresh: true}
 				shares[j-i].Close()
 				qshares[j-i].Close()
-				lease.done(false)
-				wg.Done()
 				continue
 			}
+			fetchPage := (!pagesOff || (plan.SkipPages && j < plan.PageProbes)) && !slots.denied[j]
+			var lease *connectionLease // none for an item that sends no page
+			if fetchPage {
+				var ok bool
+				if lease, ok = gate.enter(); !ok { // wait for a connection to free up
+					// A refusal came back while this chunk was under way:
+					// the items not yet started stay queued, untouched, as
+					// they would after a refused chunk.
+					started = j
+					break
+				}
+			}
+			wg.Add(1)
 			go func(j int) {
 				defer wg.Done()
 				defer lease.done(false) // if its page did not give it back
@@ -409,10 +412,6 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 						results[j] = controller.ItemResult{TrackID: items[j].TrackID, Class: controller.ClassStoreError, Error: err.Error()}
 					}
 				}()
-				fetchPage := (!pagesOff || (plan.SkipPages && j < plan.PageProbes)) && !slots.denied[j]
-				if !fetchPage {
-					lease.done(false) // no page: it needs no connection
-				}
 				ictx := withLease(subreq.WithQueries(subreq.WithBudget(pageCtx, share), qshare), lease)
 				results[j], requests[j] = r.settle(ictx, items[j], j, lookups[j], fetchPage, plan.SkipPages)
 				if results[j].Class == controller.ClassRateLimit {
