@@ -149,8 +149,8 @@ type Probe struct {
 	// careful: the upstream paces clients itself (Retry-After or RateLimit
 	// headers seen), so chunks are sized to be in flight at once: no request
 	// waits in the runtime's queue to be sent after the answer that said stop
-	// (a latency-bound tick where the connections bind excepted:
-	// connectionsBind).
+	// (a latency-bound tick at one request an item where the connections
+	// bind excepted: busyPlan).
 	careful bool
 	history history
 	// refusedRate is the lowest rate known to be refused while bracketing

@@ -104,25 +104,31 @@ func (p *Probe) connPerMin() float64 {
 }
 
 // busyPlan reports whether the tick is sent as one latency-bound chunk.
-// An upstream that paces clients itself gets one only where the
-// connections bind (connectionsBind), else one-round chunks: a busy chunk
-// goes at the connections' pace, above the rate.
+// A busy chunk goes at the connections' pace, above the rate: where a
+// refusal costs a hold or a block (penalized), or the upstream paces
+// clients itself (careful), only where the connections bind
+// (connectionsBind); else one-round chunks, each waiting out its slowest
+// answer. Where it paces clients, only at one request an item: the runner
+// starts no item once a refusal has come back, but at more an item
+// started before it sends the rest after it.
 func (p *Probe) busyPlan() bool {
-	return p.phase != PhaseBlocked && p.latencyBound() && (!p.careful || p.connectionsBind()) && p.streak == 0
+	if p.phase == PhaseBlocked || !p.latencyBound() || p.streak > 0 || p.careful && p.Sub > 1 {
+		return false
+	}
+	return !(p.careful || p.penalized) || p.connectionsBind()
 }
 
-// connectionsBind reports whether, at an upstream that paces clients
-// itself, the connections bind and not its rate: they carry at most
-// BusyPacedShare of the rate cruised at under the ceiling, so a busy chunk,
-// at the connections' pace, keeps under it. And only at one request an
-// item, where the runner starts no item once a refusal has come back: at
-// more, an item started before the refusal sends the rest after it.
+// connectionsBind reports whether the connections bind and not the
+// upstream's rate: they carry at most BusyPacedShare of the rate cruised
+// at under the ceiling, so a busy chunk, at their pace, keeps under it.
 // rise-retry-after#104 (1,122/min at 376 ms, the connections carrying
-// ~950): one-round chunks, each waiting out its slowest answer, sent
-// 760/min, a busy chunk 840 (go run ./cmd/simulate -scenario
-// 'rise-retry-after#104': 0.88 → 1.04 of the best).
+// ~950): one-round chunks sent 760/min, a busy chunk 840 (0.88 → 1.04 of
+// the best). storm-403#144 (824/min at 424 ms, the connections carrying
+// ~850): a busy chunk after the first block went at the connections' pace
+// and was blocked again, twice (three blocks: 0.63 of the best; one block
+// now: 0.85). go run ./cmd/simulate -scenario 'storm-403#144'.
 func (p *Probe) connectionsBind() bool {
-	return p.Sub == 1 && p.ceiling > 0 && p.params.BusyPacedShare*p.policy().cruise(p, p.ceiling) >= p.connPerMin()
+	return p.ceiling > 0 && p.params.BusyPacedShare*p.policy().cruise(p, p.ceiling) >= p.connPerMin()
 }
 
 // latencyBound reports whether the rate asks about as much as the

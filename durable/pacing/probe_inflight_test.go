@@ -51,30 +51,34 @@ func TestProbeRefusalInALaterWaveSetsNoInFlightBound(t *testing.T) {
 	}
 }
 
-func TestProbeCarefulLatencyBoundPlanIsBusyOnlyWhereTheConnectionsBind(t *testing.T) {
-	// At 500 ms six connections carry 720 requests a minute. An upstream
-	// that paces clients itself (Retry-After seen) gets one-round chunks,
-	// each waiting out its slowest answer, unless even the connections'
-	// pace keeps under the rate cruised at (BusyPacedShare of it), and then
-	// only at one request an item.
+func TestProbeLatencyBoundPlanWhereRefusalsCostIsBusyOnlyWhereTheConnectionsBind(t *testing.T) {
+	// At 500 ms six connections carry 720 requests a minute. A busy chunk
+	// goes at their pace, above the rate: where a refusal costs a hold or
+	// a block, or the upstream paces clients itself, only if even that
+	// pace keeps under the rate cruised at (BusyPacedShare of it); where
+	// the upstream paces clients, only at one request an item too.
 	for _, tc := range []struct {
-		name    string
-		sub     int
-		ceiling float64
-		busy    bool
+		name               string
+		sub                int
+		careful, penalized bool
+		ceiling            float64
+		busy               bool
 	}{
-		{"ceiling far above the connections", 1, 1000, true}, // cruise 970; 0.8 × 970 = 776 ≥ 720
-		{"ceiling near the connections", 1, 800, false},      // cruise 776; 0.8 × 776 = 621 < 720
-		{"two requests an item", 2, 2000, false},             // an item started sends its second after a refusal
-		{"no ceiling learned", 1, 0, false},
+		{"Retry-After, ceiling far above the connections", 1, true, true, 1000, true}, // cruise 970; 0.8 × 970 = 776 ≥ 720
+		{"Retry-After, ceiling near the connections", 1, true, true, 800, false},      // cruise 776; 0.8 × 776 = 621 < 720
+		{"Retry-After, two requests an item", 2, true, true, 2000, false},             // an item started sends its second after a refusal
+		{"Retry-After, no ceiling learned", 1, true, true, 0, false},
+		{"blocked before, ceiling near the connections", 1, false, true, 800, false},
+		{"blocked before, ceiling far above, two requests an item", 2, false, true, 2000, true},
+		{"a refusal costs an item", 1, false, false, 800, true}, // a busy chunk refused costs a few items
 	} {
 		p := probeWith(t, tc.sub, fields{"rate": 700, "ceiling": tc.ceiling, "phase": pacing.PhaseRecover,
-			"careful": true, "penalized": true, "hold_ms": 30_000, "latency_ms": 500})
+			"careful": tc.careful, "penalized": tc.penalized, "hold_ms": 30_000, "latency_ms": 500})
 		plan := p.Plan(t0)
 		if busy := plan.ChunkItems == plan.Items && plan.ChunkPause == 0 && plan.Items*tc.sub >= 720; busy != tc.busy {
 			t.Errorf("%s: plan %+v, busy %v, want %v", tc.name, plan, busy, tc.busy)
 		}
-		if !tc.busy && plan.ChunkItems*tc.sub > pacing.MaxConnections {
+		if !tc.busy && tc.careful && plan.ChunkItems*tc.sub > pacing.MaxConnections {
 			t.Errorf("%s: chunks of %d items at %d requests each, want one round of the connections", tc.name, plan.ChunkItems, tc.sub)
 		}
 	}
