@@ -144,13 +144,18 @@ func (p *Probe) smoothen(time.Time, tally) string {
 
 // overload (overloaded; stays): its refusals, if any, say nothing about
 // the rate limit, nor does the minute's accepted rate; cut the rate, no
-// lower than an item a tick (so the end of an outage is seen within a
-// tick), and climb back to the ceiling once it is served.
+// lower than an item a tick (the ceiling where that is lower), so the end
+// of an outage is seen within a tick, in slow start too, and climb back to
+// the ceiling once it is served.
 func (p *Probe) overload(time.Time, tally) string {
 	p.streak = 0
 	p.history = p.history[:0]
 	p.rate = clampRate(p.rate * p.params.OverloadFactor)
-	p.rate = math.Max(p.rate, math.Min(p.ceiling, float64(p.Sub)*time.Minute.Seconds()/TickInterval.Seconds()))
+	floor := float64(p.Sub) * time.Minute.Seconds() / TickInterval.Seconds() // an item a tick
+	if p.ceiling > 0 {
+		floor = math.Min(p.ceiling, floor)
+	}
+	p.rate = math.Max(p.rate, floor)
 	return ""
 }
 

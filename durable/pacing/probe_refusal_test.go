@@ -121,6 +121,29 @@ func TestProbeOutageKeepsAnItemATickAndClimbsBackToTheCeiling(t *testing.T) {
 	}
 }
 
+func TestProbeOutageInSlowStartKeepsAnItemATick(t *testing.T) {
+	// An outage before any refusal (no ceiling learned): the floor is an
+	// item a tick too, not the slowest rate, so the outage's end is seen
+	// within a tick and slow start climbs back from there (outage#168 at 1
+	// request per item: at an item a minute it took 314 s to get back,
+	// 0.80 of the best; 166 s and 0.92 now).
+	p := probeWith(t, sub, fields{"rate": 2000, "phase": pacing.PhaseSlowStart})
+	now := t0
+	for i := 0; i < 40; i++ {
+		_, now = runTick(p, now, pacing.KindServerError)
+	}
+	s := stateOf(t, p)
+	if floor := sub * 6.0; s.Rate != floor || s.Phase != pacing.PhaseSlowStart || s.Ceiling != 0 {
+		t.Fatalf("after a long outage in slow start: rate %v phase %s ceiling %v, want an item a tick (%v/min), slow start, none", s.Rate, s.Phase, s.Ceiling, floor)
+	}
+	if plan, _ := runTick(p, now, pacing.KindOK); plan.Items != 1 {
+		t.Fatalf("the tick after the outage sends %d items, want one", plan.Items)
+	}
+	if r := stateOf(t, p).Rate; r != sub*6*dp.SlowStartGrow {
+		t.Fatalf("first served tick after the outage: rate %v, want slow start's next step %v", r, sub*6*dp.SlowStartGrow)
+	}
+}
+
 func TestProbeBurstAwareStepsAndRefusals(t *testing.T) {
 	// With the burst known (20 requests), the first probe step asks a
 	// burst beyond the ceiling over a tick (20 in 10 s at 300/min: +40%),
