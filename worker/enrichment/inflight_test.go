@@ -47,7 +47,7 @@ func TestRunStartsNoItemAfterARefusalCameBack(t *testing.T) {
 		srv.Close()
 		pages := 0
 		for _, rq := range out.Requests {
-			if rq.Class != controller.ClassOK || rq.Item > 0 {
+			if rq.Kind == controller.RequestPage {
 				pages++
 			}
 		}
