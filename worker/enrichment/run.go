@@ -944,6 +944,7 @@ func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lo
 	var res controller.ItemResult
 	var reqs []controller.RequestOutcome
 	if lookup.class == controller.ClassOK && !it.Refresh.NeedsPage(lookup.app) {
+		pageBack(ctx, false) // no page to send: the save need not hold a connection
 		res = controller.ItemResult{TrackID: it.TrackID, Class: controller.ClassOK, Status: lookup.status, Unchanged: true}
 		if err := r.Refreshes.SaveUnchangedRefresh(ctx, lookup.app, r.Now()); err != nil {
 			res.Class, res.Error = controller.ClassStoreError, "d1 save refresh: "+err.Error()
@@ -951,6 +952,7 @@ func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lo
 	} else if lookup.class == controller.ClassOK && !fetchPage {
 		// The run turned pages off (a streak that did not parse): the app
 		// stays due, untouched, and its lookup is not written over a record.
+		pageBack(ctx, false)
 		res = controller.ItemResult{TrackID: it.TrackID, Class: controller.ClassOK, Status: lookup.status, Page: controller.PageSkipped}
 	} else {
 		res, reqs = r.enrichOne(ctx, it.TrackID, index, lookup, true, true)
@@ -1123,7 +1125,7 @@ func requestOutcome(item int, u upstream.Response) controller.RequestOutcome {
 // no page. refresh: the item is an enriched app's due refresh.
 func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup lookupOutcome, fetchPage, refresh bool) (controller.ItemResult, []controller.RequestOutcome) {
 	if lookup.class != controller.ClassOK || !fetchPage {
-		pageBack(ctx, false) // no page to send
+		pageBack(ctx, false) // no page to send: what follows need not hold a connection
 	}
 	if lookup.class != controller.ClassOK {
 		res := controller.ItemResult{TrackID: id, Class: lookup.class, Status: lookup.status, RetryAfterS: lookup.retryAfterS,
