@@ -174,10 +174,17 @@ func (p *Probe) idle(time.Time, tally) string {
 
 // unblock (served while blocked; → recover): the block lifted. Resume
 // below the old ceiling; the block's length times the later probe steps.
+// Where the run refused before the block was too close to the kept one to
+// measure, the next resumes ResumeCloseCut lower, far enough to measure.
 func (p *Probe) unblock(now time.Time, _ tally) string {
 	p.streak = 0
 	p.holdMs = now.UnixMilli() - p.blockFrom
 	p.backoffMs, p.blockFrom = 0, 0
 	p.lastThrottle = now.UnixMilli()
+	if p.resumeClose {
+		p.resumeClose = false
+		p.ceiling *= p.params.ResumeCloseCut
+		p.rate = clampRate(math.Min(p.rate, p.ceiling))
+	}
 	return PhaseRecover
 }

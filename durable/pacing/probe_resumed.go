@@ -27,12 +27,13 @@ func (p *Probe) resumedCapacity(now time.Time) float64 {
 		// A block lifted within its first probes may be a rate limit
 		// misread (a one-item tick refused twice): its bucket was not
 		// full (refusals-consume#27 at 4 per item: 0.856 → 0.837).
-		p.resumed = resumeWindow{}
+		p.resumed, p.resumeClose = resumeWindow{}, false
 		return 0
 	}
 	cur := resumeWindow{Ms: ms, OK: p.resume.OK}
 	prev := p.resumed
 	tooClose := cur.Ms-prev.Ms < p.params.ResumeSpread.Milliseconds() || cur.OK-prev.OK < p.params.ResumeServed
+	p.resumeClose = prev.Ms > 0 && tooClose
 	if prev.Ms > 0 && tooClose && cur.Ms > prev.Ms {
 		// Longer than the last, but too little to measure against it:
 		// keep the last, so the next run is measured against the farther

@@ -141,3 +141,47 @@ func TestProbeFirstRefusalAfterAHoldTakesTheResumedRunOverTheMinute(t *testing.T
 		t.Fatalf("no burst known: ceiling %v, want the minute's accepted rate %v", s.Ceiling, accepted)
 	}
 }
+
+// A run resumed after a block and refused within a few requests of the
+// kept run says the cut between them was too small to measure: the
+// capacity lies well under both. The run after the next block resumes
+// ResumeCloseCut lower, so that it measures against the kept one, rather
+// than another cut of 0.9 (storm-403#56 at 62/min with a burst of 33:
+// resumed at 175, 158 and 140/min, its runs served 49, 52 and 56, and five
+// blocks passed before two measured).
+func TestProbeResumedRunsTooCloseToMeasureResumeLower(t *testing.T) {
+	for _, kept := range []int64{17_000, 0} {
+		// The kept run served 49 in 17 s; this one resumed at t0 and
+		// serves 52 in 20 s, then is refused and blocked again.
+		p := probeWith(t, 1, fields{"rate": 157.8, "ceiling": 175.3, "phase": pacing.PhaseRecover, "penalized": true,
+			"blocks": 1, "hold_ms": 300_000, "resume_at": t0.UnixMilli(), "resume_ok": 42, "resumed_ms": kept, "resumed_ok": 49})
+		now := t0.Add(20 * time.Second)
+		p.Plan(now.Add(-time.Second))
+		out := tickOf(11, 1, pacing.KindOK, now.Add(-time.Second), 100*time.Millisecond)
+		out[10].Kind = pacing.KindThrottled
+		next := p.Done(now, out)
+		var blocked probeState
+		for lifted := false; !lifted; {
+			lifted = next.Sub(t0) > 5*time.Minute
+			k := pacing.KindThrottled
+			if lifted {
+				k = pacing.KindOK
+				blocked = stateOf(t, p)
+				p = restart(t, p, 1, nil) // the block's lessons survive storage
+			}
+			plan := p.Plan(next)
+			next = p.Done(next.Add(time.Second), tickOf(max(plan.Items, 1), 1, k, next, 100*time.Millisecond))
+		}
+		s := stateOf(t, p)
+		if blocked.Phase != pacing.PhaseBlocked || s.Phase != pacing.PhaseRecover || s.Blocks != 2 {
+			t.Fatalf("kept %d ms: phases %s → %s, %d blocks; want blocked → recover after the second block", kept, blocked.Phase, s.Phase, s.Blocks)
+		}
+		want := blocked.Ceiling
+		if kept > 0 {
+			want *= dp.ResumeCloseCut
+		}
+		if math.Abs(s.Ceiling-want) > 1e-9 || s.Rate > s.Ceiling {
+			t.Fatalf("kept %d ms: resumed at %v under a ceiling of %v (blocked at %v), want the ceiling %v", kept, s.Rate, s.Ceiling, blocked.Ceiling, want)
+		}
+	}
+}

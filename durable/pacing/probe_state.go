@@ -59,6 +59,7 @@ type probeState struct {
 	ResumeOK      int         `json:"resume_ok,omitempty"`
 	ResumedMs     int64       `json:"resumed_ms,omitempty"`
 	ResumedOK     int         `json:"resumed_ok,omitempty"`
+	ResumeClose   bool        `json:"resume_close,omitempty"`
 }
 
 func (p *Probe) state() probeState {
@@ -73,7 +74,7 @@ func (p *Probe) state() probeState {
 		ProbeAt: p.probe.At, ProbeFrom: p.probeFrom, ProbeOK: p.probe.OK, LastStep: p.lastStep, StepCap: p.stepCap,
 		Smooth: p.smooth, SmoothTried: p.smoothTried, LastChunk: p.lastChunk, RefusedAll: p.refusedAll,
 		BoundFrom: p.boundFrom, BoundRate: p.boundRate, BoundAt: p.boundAt,
-		ResumeAt: p.resume.At, ResumeOK: p.resume.OK, ResumedMs: p.resumed.Ms, ResumedOK: p.resumed.OK,
+		ResumeAt: p.resume.At, ResumeOK: p.resume.OK, ResumedMs: p.resumed.Ms, ResumedOK: p.resumed.OK, ResumeClose: p.resumeClose,
 	}
 }
 
@@ -89,6 +90,7 @@ func (p *Probe) restore(s probeState) {
 	p.smooth, p.smoothTried, p.lastChunk, p.refusedAll = s.Smooth, s.SmoothTried, s.LastChunk, s.RefusedAll
 	p.boundFrom, p.boundRate, p.boundAt = s.BoundFrom, s.BoundRate, s.BoundAt
 	p.resume, p.resumed = window{At: s.ResumeAt, OK: s.ResumeOK}, resumeWindow{Ms: s.ResumedMs, OK: s.ResumedOK}
+	p.resumeClose = s.ResumeClose
 }
 
 // MarshalJSON stores the state (current version).
