@@ -212,9 +212,10 @@ type Probe struct {
 	// capacity).
 	resume  window
 	resumed resumeWindow
-	// resumeClose: the last refused run resumed after a hold served too
-	// little more than the kept one to measure against it; the next block
-	// lifts to a lower ceiling (ResumeCloseCut).
+	// resumeClose: at an upstream that has blocked, the last refused run
+	// resumed after a hold served too little more than the kept one to
+	// measure against it; the next block lifts to a lower ceiling
+	// (ResumeCloseCut).
 	resumeClose bool
 	// busyTick: the tick Done reports was one latency-bound chunk, sent
 	// at the connections' pace, above the rate (not stored: one Done).

@@ -33,7 +33,7 @@ func (p *Probe) resumedCapacity(now time.Time) float64 {
 	cur := resumeWindow{Ms: ms, OK: p.resume.OK}
 	prev := p.resumed
 	tooClose := cur.Ms-prev.Ms < p.params.ResumeSpread.Milliseconds() || cur.OK-prev.OK < p.params.ResumeServed
-	p.resumeClose = prev.Ms > 0 && tooClose
+	p.resumeClose = prev.Ms > 0 && tooClose && p.blocks > 0 // read when a block lifts
 	if prev.Ms > 0 && tooClose && cur.Ms > prev.Ms {
 		// Longer than the last, but too little to measure against it:
 		// keep the last, so the next run is measured against the farther
