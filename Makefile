@@ -101,11 +101,15 @@ test-go:
 # once in 5m38s, with the same per-test times give or take a few seconds.
 E2E_PARALLEL ?= 6
 # e2e-summary prints each test's line (--- PASS/FAIL/SKIP with its seconds)
-# and the run's totals from the -v log; for a failed test, its own output.
+# and the run's totals from the -v log; for a failed test, its own output;
+# after a panic (go test's -timeout), the tests it names as still running.
 define e2e-summary
 awk 'FNR == NR { if ($$1 == "---" && $$2 == "FAIL:") failed[$$3] = 1; next } \
+	panicked && /^goroutine / { panicked = 0 } \
+	panicked { print; next } \
 	$$1 == "===" { cur = $$3; next } \
-	$$1 == "---" || /^(ok|FAIL|PASS)([ \t]|$$)/ || /^panic:/ { print; next } \
+	/^panic:/ { print; panicked = 1; next } \
+	$$1 == "---" || /^(ok|FAIL|PASS)([ \t]|$$)/ { print; next } \
 	(cur in failed) { print }' $(1) $(1)
 endef
 

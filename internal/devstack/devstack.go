@@ -7,6 +7,7 @@
 package devstack
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,6 +21,12 @@ import (
 
 // StopTimeout is how long a stopped process group gets before SIGKILL.
 const StopTimeout = 10 * time.Second
+
+// OutputWaitDelay bounds how long Wait reads a process's output once the
+// process has exited. Without it, a descendant that left the group (or
+// was not yet killed) and holds the output pipe makes Wait, and whatever
+// test or command stops the stack, block forever.
+const OutputWaitDelay = 5 * time.Second
 
 // given is every port FreePort handed out in this process: stacks started
 // side by side (parallel tests) must not be handed the same port between
@@ -72,9 +79,29 @@ func ToolEnv(root string) []string {
 }
 
 // InGroup makes cmd start in its own process group, so StopGroup also
-// stops what it spawns (wrangler runs workerd as a child).
+// stops what it spawns (wrangler runs workerd as a child). Wait never
+// waits on output longer than OutputWaitDelay after the process exits.
 func InGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = OutputWaitDelay
+}
+
+// RunBounded runs cmd in its own group (InGroup) and returns its combined
+// output. If it has not ended after timeout, its group is killed and the
+// error says so: a one-off tool that hangs fails its caller instead of
+// holding it until the test binary's own timeout.
+func RunBounded(name string, args []string, dir string, env []string, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	InGroup(cmd)
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return out, fmt.Errorf("%s did not end within %s, killed: %w", filepath.Base(name), timeout, err)
+	}
+	return out, err
 }
 
 // StopGroup terminates cmd's process group and waits for it.
@@ -93,6 +120,13 @@ func StopGroup(cmd *exec.Cmd) {
 	}
 }
 
+// healthProbeTimeout bounds one /health probe: a server that accepts the
+// connection while it is still starting must not hold the wait past its
+// own timeout.
+const healthProbeTimeout = 10 * time.Second
+
+var healthClient = &http.Client{Timeout: healthProbeTimeout}
+
 // WaitHealthy polls base/health until it answers 200 or timeout passes.
 func WaitHealthy(base string, timeout time.Duration) error {
 	return WaitHealthyUnless(base, timeout, func() error { return nil })
@@ -107,7 +141,7 @@ func WaitHealthyUnless(base string, timeout time.Duration, failed func() error) 
 		if err := failed(); err != nil {
 			return err
 		}
-		if resp, err := http.Get(base + "/health"); err == nil {
+		if resp, err := healthClient.Get(base + "/health"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				return nil

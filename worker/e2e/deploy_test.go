@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -16,10 +15,7 @@ import (
 func TestDeployDryRun(t *testing.T) {
 	t.Parallel()
 	dir := outputDir(t)
-	cmd := exec.Command(devstack.Wrangler(root), "deploy", "--dry-run", "--outdir", filepath.Join(dir, "dist"))
-	cmd.Dir = root
-	cmd.Env = toolEnv()
-	out, err := cmd.CombinedOutput()
+	out, err := devstack.RunBounded(devstack.Wrangler(root), []string{"deploy", "--dry-run", "--outdir", filepath.Join(dir, "dist")}, root, toolEnv(), toolTimeout)
 	if err != nil {
 		t.Fatalf("wrangler deploy --dry-run: %v\n%s", err, out)
 	}

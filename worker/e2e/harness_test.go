@@ -209,10 +209,7 @@ func wrangler(t *testing.T, persist string, args ...string) string {
 	// when the Worker is writing at that instant (SQLITE_BUSY): that
 	// write ends in milliseconds, so the command is tried again.
 	for attempt := 0; attempt < wranglerBusyAttempts; attempt++ {
-		cmd := exec.Command(devstack.Wrangler(root), append(args, "--persist-to", persist)...)
-		cmd.Dir = root
-		cmd.Env = toolEnv()
-		out, err = cmd.CombinedOutput()
+		out, err = devstack.RunBounded(devstack.Wrangler(root), append(args, "--persist-to", persist), root, toolEnv(), toolTimeout)
 		if err == nil || !strings.Contains(string(out), "SQLITE_BUSY") {
 			break
 		}
@@ -227,6 +224,12 @@ func wrangler(t *testing.T, persist string, args ...string) string {
 // wranglerBusyAttempts bounds the tries of a local D1 command that meets
 // wrangler dev's write lock.
 const wranglerBusyAttempts = 5
+
+// toolTimeout bounds a one-off tool run (a wrangler D1 command, the dry-run
+// bundle, the migrations): one that hangs fails its test with its output
+// instead of holding the whole suite until go test's -timeout, which
+// names no test. They take seconds; 6 stacks at once on 2 cores, tens.
+const toolTimeout = 3 * time.Minute
 
 // prepareDB gives persist the migrated local state with the simulator's
 // first n apps queued: a copy of the run's snapshot for n (TestMain's
@@ -259,10 +262,13 @@ func startWorker(t *testing.T, dir, persist, simBase string) *worker {
 	return w
 }
 
-// portTakenAttempts bounds the starts of wrangler dev whose free port
-// another process took between our pick and its bind (parallel tests
-// pick ports at once).
-const portTakenAttempts = 3
+// startAttempts bounds the starts of wrangler dev. A start is tried again
+// when its free port was taken between our pick and its bind (parallel
+// tests pick ports at once), or when it did not answer /health within
+// startupTimeout: one wedged start of the local runtime is given a new
+// process instead of failing its test. Each failed start is logged with
+// its log's tail, so a start that keeps failing still fails the test.
+const startAttempts = 3
 
 // errPortTaken: wrangler dev found its port in use.
 var errPortTaken = errors.New("wrangler dev: address already in use")
@@ -274,7 +280,8 @@ func (w *worker) start(t *testing.T, logName string) {
 		if err == nil {
 			return
 		}
-		if errors.Is(err, errPortTaken) && attempt < portTakenAttempts {
+		if attempt < startAttempts {
+			t.Logf("wrangler dev start %d of %d failed, trying again: %v; log:\n%s", attempt, startAttempts, err, tail(w.log.String(), 2000))
 			stopGroup(w.cmd)
 			continue
 		}

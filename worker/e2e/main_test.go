@@ -84,10 +84,8 @@ func runMain(m *testing.M) int {
 func migratedState() (string, error) {
 	migrated.once.Do(func() {
 		migrated.dir = filepath.Join(shared, "migrated")
-		cmd := exec.Command(devstack.Wrangler(root), "d1", "migrations", "apply", "DB", "--local", "--persist-to", migrated.dir)
-		cmd.Dir = root
-		cmd.Env = toolEnv()
-		if out, err := cmd.CombinedOutput(); err != nil {
+		args := []string{"d1", "migrations", "apply", "DB", "--local", "--persist-to", migrated.dir}
+		if out, err := devstack.RunBounded(devstack.Wrangler(root), args, root, toolEnv(), toolTimeout); err != nil {
 			migrated.err = fmt.Errorf("wrangler d1 migrations apply: %v\n%s", err, out)
 			return
 		}

@@ -5,15 +5,21 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"storecrawl/internal/devstack"
 )
 
 // chromiumPath is Debian's chromium, installed by `make chromium`.
 const chromiumPath = "/usr/bin/chromium"
+
+// browserTimeout bounds the whole browser script. Its own steps time out
+// after 90 s each (dashboard.mjs --timeout), but a hung launch or fetch
+// must fail this test, not hold the suite.
+const browserTimeout = 8 * time.Minute
 
 // dashboardHistoryMinutes is how many minutes of history the dashboard
 // test seeds before it starts: enough points for the charts, a cooldown and
@@ -101,12 +107,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		code := doJSON(t, "GET", w.base+"/v1/history?target=main", "", nil, &hist)
 		return code == 200 && len(hist.Points) >= 3 && len(hist.Cooldowns) >= 1 && len(hist.Limiters) > 0, jsonString(hist)
 	})
-	cmd := exec.Command(node, filepath.Join(root, "worker", "e2e", "browser", "dashboard.mjs"),
-		"--base", w.base, "--token", adminToken, "--out", dir, "--chromium", chromiumPath)
-	cmd.Dir = root
-	cmd.Env = toolEnv()
 	started := time.Now()
-	out, err := cmd.CombinedOutput()
+	out, err := devstack.RunBounded(node, []string{filepath.Join(root, "worker", "e2e", "browser", "dashboard.mjs"),
+		"--base", w.base, "--token", adminToken, "--out", dir, "--chromium", chromiumPath}, root, toolEnv(), browserTimeout)
 	os.WriteFile(filepath.Join(dir, "browser.log"), out, 0o644)
 	if err != nil {
 		t.Fatalf("browser test failed (%v) after %s; screenshots and log in %s:\n%s", err, time.Since(started).Round(time.Second), dir, out)
