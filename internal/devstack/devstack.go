@@ -104,7 +104,10 @@ func RunBounded(name string, args []string, dir string, env []string, timeout ti
 	return out, err
 }
 
-// StopGroup terminates cmd's process group and waits for it.
+// StopGroup terminates cmd's process group and waits for it. Whatever of
+// the group outlives cmd itself (Wait gives up on their output after
+// OutputWaitDelay) is killed, so no runtime is left holding a port or the
+// persisted state a restart reuses.
 func StopGroup(cmd *exec.Cmd) {
 	if cmd.Process == nil {
 		return
@@ -118,6 +121,7 @@ func StopGroup(cmd *exec.Cmd) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
 
 // healthProbeTimeout bounds one /health probe: a server that accepts the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -118,4 +119,44 @@ func TestWaitHealthyGivesUpOnAServerThatNeverAnswers(t *testing.T) {
 	if took := time.Since(start); took > healthProbeTimeout+2*time.Second {
 		t.Fatalf("gave up after %s", took)
 	}
+}
+
+// A group member that ignores SIGTERM and has let go of the output (as a
+// runtime still shutting down may) does not outlive StopGroup.
+func TestStopGroupLeavesNoMemberRunning(t *testing.T) {
+	t.Parallel()
+	var out syncOutput
+	cmd := exec.Command("sh", "-c", `(trap "" TERM; exec >/dev/null 2>&1; sleep 60) & echo $!; wait`)
+	cmd.Stdout = &out
+	InGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		fmt.Sscan(out.String(), &pid)
+	}
+	if pid == 0 {
+		t.Fatal("the member did not start")
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	StopGroup(cmd)
+	for deadline := time.Now().Add(2 * time.Second); running(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d of the group still runs after StopGroup", pid)
+		}
+	}
+}
+
+// running reports whether pid is a live process: not gone, not a zombie.
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, after, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(after, "Z")
 }
