@@ -101,17 +101,29 @@ test-go:
 # once in 5m38s, with the same per-test times give or take a few seconds.
 E2E_PARALLEL ?= 6
 # e2e-summary prints each test's line (--- PASS/FAIL/SKIP with its seconds)
-# and the run's totals from the -v log; for a failed test, its own output;
-# after a panic (go test's -timeout), the tests it names as still running.
+# and the run's totals from the -v log; for a failed test, its own output.
+# After a panic (go test's -timeout), it prints the tests go test names as
+# still running, then the last lines each of them logged, last of all so
+# that a log's tail shows them.
 define e2e-summary
-awk 'FNR == NR { if ($$1 == "---" && $$2 == "FAIL:") failed[$$3] = 1; next } \
-	panicked && /^goroutine / { panicked = 0 } \
+awk 'FNR == NR { if ($$1 == "---" && $$2 == "FAIL:") failed[$$3] = 1; \
+		if (/^panic:/) inpanic = 1; else if (inpanic && /^goroutine /) inpanic = 0; \
+		else if (inpanic && /^\t\tTest/) running[$$1] = 1; next } \
+	dumped { if (/^(ok|FAIL|PASS)([ \t]|$$)/) print; next } \
+	panicked && /^goroutine / { dumped = 1; next } \
 	panicked { print; next } \
 	$$1 == "===" { cur = $$3; next } \
 	/^panic:/ { print; panicked = 1; next } \
 	$$1 == "---" || /^(ok|FAIL|PASS)([ \t]|$$)/ { print; next } \
-	(cur in failed) { print }' $(1) $(1)
+	(cur in failed) { print; next } \
+	(cur in running) { logged[cur, n[cur]++ % $(E2E_HUNG_LINES)] = $$0 } \
+	END { for (t in running) { print "--- still running at the timeout: " t ", its last lines:"; \
+		for (i = (n[t] > $(E2E_HUNG_LINES) ? n[t] - $(E2E_HUNG_LINES) : 0); i < n[t]; i++) \
+			print logged[t, i % $(E2E_HUNG_LINES)] } }' $(1) $(1)
 endef
+# E2E_HUNG_LINES is how many of its last lines the summary prints for each
+# test still running at the timeout.
+E2E_HUNG_LINES ?= 20
 
 test-integration: install build chromium
 	@mkdir -p $(TEST_OUTPUT)
