@@ -7,6 +7,7 @@
 package devstack
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -122,6 +123,24 @@ func StopGroup(cmd *exec.Cmd) {
 		<-done
 	}
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// SyncBuffer collects a process's output, safe to read while it writes.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // healthProbeTimeout bounds one /health probe: a server that accepts the

@@ -3,7 +3,6 @@
 package devstack
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,22 +45,7 @@ func TestWaitHealthyUnless(t *testing.T) {
 // after OutputWaitDelay. Without it, StopGroup waits out the sleep.
 func TestStopGroupDoesNotWaitOnALeakedPipe(t *testing.T) {
 	t.Parallel()
-	const leaked = 60 * time.Second
-	var out syncOutput
-	cmd := exec.Command("sh", "-c", fmt.Sprintf("setsid sleep %d & echo $!; sleep %d", int(leaked.Seconds()), int(leaked.Seconds())))
-	cmd.Stdout = &out
-	InGroup(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		fmt.Sscan(out.String(), &pid)
-	}
-	if pid == 0 {
-		t.Fatal("the leaked process did not start")
-	}
-	defer syscall.Kill(pid, syscall.SIGKILL)
+	cmd, _ := startPrintingPID(t, "setsid sleep 60 & echo $!; sleep 60")
 	start := time.Now()
 	StopGroup(cmd)
 	if took := time.Since(start); took > StopTimeout {
@@ -86,22 +69,27 @@ func TestRunBoundedKillsAHang(t *testing.T) {
 	}
 }
 
-// syncOutput is a bytes.Buffer safe to read while a process writes it.
-type syncOutput struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncOutput) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncOutput) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
+// startPrintingPID starts script with sh in its own group (InGroup) and
+// returns it with the pid the script prints first (a process it started
+// in the background), which is killed when the test ends.
+func startPrintingPID(t *testing.T, script string) (*exec.Cmd, int) {
+	t.Helper()
+	var out SyncBuffer
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Stdout = &out
+	InGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		fmt.Sscan(out.String(), &pid)
+	}
+	if pid == 0 {
+		t.Fatalf("%q printed no pid", script)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return cmd, pid
 }
 
 // A server that accepts the connection and never answers is given up on
@@ -125,21 +113,7 @@ func TestWaitHealthyGivesUpOnAServerThatNeverAnswers(t *testing.T) {
 // runtime still shutting down may) does not outlive StopGroup.
 func TestStopGroupLeavesNoMemberRunning(t *testing.T) {
 	t.Parallel()
-	var out syncOutput
-	cmd := exec.Command("sh", "-c", `(trap "" TERM; exec >/dev/null 2>&1; sleep 60) & echo $!; wait`)
-	cmd.Stdout = &out
-	InGroup(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		fmt.Sscan(out.String(), &pid)
-	}
-	if pid == 0 {
-		t.Fatal("the member did not start")
-	}
-	defer syscall.Kill(pid, syscall.SIGKILL)
+	cmd, pid := startPrintingPID(t, `(trap "" TERM; exec >/dev/null 2>&1; sleep 60) & echo $!; wait`)
 	StopGroup(cmd)
 	for deadline := time.Now().Add(2 * time.Second); running(pid); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {

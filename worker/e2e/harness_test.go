@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -76,22 +75,7 @@ func freePort(t *testing.T) int {
 func toolEnv() []string { return devstack.ToolEnv(root) }
 
 // syncBuffer collects a process's output for assertions on log lines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = devstack.SyncBuffer
 
 // startProcess runs cmd in its own process group and stops the group at cleanup.
 func startProcess(t *testing.T, cmd *exec.Cmd, logPath string) *syncBuffer {
