@@ -151,10 +151,12 @@ func TestAnalystBriefsUnderCapAndRateLimits(t *testing.T) {
 	}
 	t.Logf("tiny cap: %s", st.Message)
 
-	// Normal cap, and a 429 storm: three refusals with Retry-After 2 s.
+	// Normal cap, and a 429 storm: three refusals with Retry-After 2 s. The
+	// storm is set before the restart: the restarted scheduler's first tick
+	// may resume the open brief before this test asks for it.
+	llm.setConfig(t, map[string]any{"fail_next": 3, "retry_after_s": 2})
 	w.vars = []string{"LLM_BASE_URL:" + llm.base + "/v1"}
 	w.restart(t, "wrangler-2.log")
-	llm.setConfig(t, map[string]any{"fail_next": 3, "retry_after_s": 2})
 	if code := doJSON(t, "POST", w.base+"/v1/analyst/run", adminToken, map[string]string{"cluster_id": top}, &req); code != 202 || req["created"] != false || req["brief_id"] != b.BriefID {
 		t.Fatalf("the open brief is resumed, not duplicated: %d %v", code, req)
 	}
