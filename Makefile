@@ -1,6 +1,7 @@
 # storecrawl: Go → WebAssembly Cloudflare Worker.
 #   make dev    install, build, migrate, seed, run the upstream simulator + wrangler dev
 #   make test   everything: native Go tests, then integration tests under wrangler dev
+#   make schema migrations/schema.sql: the D1 schema after every migration, for reading
 #   make build  build/app.wasm + build/wasm_exec.js (what shim/ imports)
 #   make bench  pacing table (simulator), request-path, size and cold-start benchmarks,
 #               live fidelity (prints figures; writes docs/measurements.md)
@@ -32,7 +33,7 @@ SEED_APPS ?= 2000
 # Share of simulated store pages in the current (2025) markup; the rest are legacy.
 SIM_CURRENT_MARKUP_PCT ?= 50
 
-.PHONY: all install build dev dev-prepare test test-go test-integration bench clean seed migrate-local chromium
+.PHONY: all install build dev dev-prepare test test-go test-integration bench clean seed migrate-local chromium schema
 
 all: build
 
@@ -62,6 +63,11 @@ build: build/app.wasm build/wasm_exec.js
 
 migrate-local: install .dev.vars
 	wrangler d1 migrations apply DB --local
+
+# migrations/schema.sql: the schema after every numbered migration, for
+# reading; worker/d1/d1test's test fails when it is out of date.
+schema:
+	$(GO) run ./cmd/schema > migrations/schema.sql
 
 seed: migrate-local
 	$(GO) run ./cmd/seed -apps $(SEED_APPS) > build/seed.sql

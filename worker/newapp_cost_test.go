@@ -240,7 +240,7 @@ func TestNewAppRowsWritten(t *testing.T) {
 	}
 
 	// Scheduled by the catalogue sweep (not counted here), then refreshed.
-	drv.Exec(t, `UPDATE app_registry SET refresh_interval_s = 2592000, refresh_tier = 'cold', next_refresh_at = ? WHERE track_id = ?`, d1.Time(found.Add(30*24*time.Hour)), id)
+	drv.Exec(t, `UPDATE app_registry SET refresh_tier = 'cold', next_refresh_at = ? WHERE track_id = ?`, d1.Time(found.Add(30*24*time.Hour)), id)
 	at := found.Add(30 * 24 * time.Hour)
 	unchanged := runCounted(t, db, drv, id, enrichment.UnchangedRefreshStatements(app, at))
 	grown := app

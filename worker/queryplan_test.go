@@ -34,7 +34,7 @@ var catalogueFill = []string{
 	// apps: track ids from 100000001; i % 100 picks the state.
 	`INSERT INTO app_registry (track_id, name, subtitle, description, developer_id, developer_name, genre_id, price, currency,
   average_rating, rating_count, version, enrichment_source, enriched_at, page_status, rankings_filled_at,
-  refresh_interval_s, next_refresh_at, enrich_priority, discovered_at, updated_at, last_seen_at, page_version, page_rating_count,
+  next_refresh_at, enrich_priority, discovered_at, updated_at, last_seen_at, page_version, page_rating_count,
   refresh_tier, refresh_retry_at)
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {apps})
 SELECT 100000001 + i, 'app ' || i, 'subtitle ' || i, 'description ' || i, 1 + i % ({apps} / 4), 'dev ' || (i % ({apps} / 4)),
@@ -45,7 +45,6 @@ SELECT 100000001 + i, 'app ' || i, 'subtitle ' || i, 'description ' || i, 1 + i 
   CASE WHEN i % 100 < 85 OR i % 100 >= 96 THEN strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '-' || (i % 60) || ' days') END,
   CASE WHEN i % 100 < 85 THEN 'parsed' END,
   CASE WHEN i % 100 < 85 AND i % 3 > 0 THEN strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '-' || (i % 30) || ' days') END,
-  CASE WHEN i % 100 < 85 AND i % 10 > 0 THEN 86400 * (1 + i % 30) END,
   CASE WHEN i % 100 < 85 AND i % 10 > 0 THEN strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || (i % 30 - 15) || ' days') END,
   CASE WHEN i % 100 BETWEEN 85 AND 95 AND i % 7 = 0 THEN 1 ELSE 0 END,
   '2025-10-01T00:00:00.000Z', strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '-' || (i % 60) || ' days'),
@@ -390,7 +389,7 @@ GROUP BY m.track_id ORDER BY MIN(m.rank), m.track_id LIMIT ?`
 		// rating-sweep's velocities before UPDATE ... FROM: 20,900 rows
 		// read for 200 apps.
 		Name: "sweep velocities, correlated",
-		SQL: `UPDATE app_registry SET rating_velocity = (
+		SQL: `UPDATE app_registry SET rating_velocity_7d = (
   SELECT json_extract(value, '$.v') FROM json_each(?1) WHERE json_extract(value, '$.id') = app_registry.track_id)
 WHERE track_id IN (SELECT json_extract(value, '$.id') FROM json_each(?1))`,
 		Args: []any{`[{"id":100000001,"v":1.5}]`},

@@ -209,7 +209,7 @@ const appColumns = `track_id, name, bundle_id, developer_id, developer_name, gen
  average_rating, rating_count, version, release_date, current_version_release_date, description, content_rating,
  artwork_url, file_size_bytes, languages, subtitle, rating_histogram, iap_count, in_app_purchases, similar_app_ids,
  html_r2_key, enrichment_source, enriched_at, discovered_at, updated_at, rankings_filled_at, page_status, page_format,
- page_parser_version, lookup_at, next_refresh_at, refresh_tier, refresh_interval_s, last_seen_at, observed_at,
+ page_parser_version, lookup_at, next_refresh_at, refresh_tier, last_seen_at, observed_at,
  enrich_attempts, enrich_error, rating_velocity_7d, rating_velocity_30d, release_notes`
 
 // insertApps writes every app row, fetching the simulator's values a
@@ -327,7 +327,7 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 					description(a.DescriptionLen), "4+", fmt.Sprintf("https://is1-ssl.mzstatic.com/image/thumb/Purple/v4/%d/AppIcon-512x512bb.jpg", id),
 					50<<20, `["EN"]`, "Your daily companion", histogramJSON(a.RatingCount), 1, `[{"name":"Pro Monthly","price":4.99}]`,
 					similarJSON(off, n), fmt.Sprintf("pages/us/%d.html", id), "itunes+store", ts(f.LastEnriched), ts(discovered), ts(f.LastEnriched),
-					filled, "parsed", "legacy", 1, ts(f.LastEnriched), nil, tier, nil, ts(f.LastEnriched),
+					filled, "parsed", "legacy", 1, ts(f.LastEnriched), nil, tier, ts(f.LastEnriched),
 					ts(f.LastEnriched), 0, nil,
 					// Velocities as the catalogue sweep left them: the
 					// simulator's catalogue holds still, so 0 a day.

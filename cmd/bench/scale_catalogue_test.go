@@ -29,7 +29,7 @@ func TestCatalogueMarketsMatchTheirRankings(t *testing.T) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	files, _ := filepath.Glob("../../migrations/*.sql")
+	files, _ := filepath.Glob("../../migrations/[0-9]*.sql")
 	sort.Strings(files)
 	for _, f := range files {
 		b, err := os.ReadFile(f)

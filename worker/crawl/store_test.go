@@ -255,8 +255,8 @@ func TestRepeatedSearchWritesOnlyWhatChanged(t *testing.T) {
 	s := D1Store{DB: db}
 	ctx := context.Background()
 	drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at) VALUES ('budget', 'title', '2026-11-01T00:00:00.000Z')`)
-	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, version, price, enrichment_source, enriched_at, page_version, next_refresh_at, refresh_interval_s)
-VALUES (99, 'enriched', 7, 4.0, '1.0', 0, 'itunes+store', '2026-11-01T00:00:00.000Z', '1.0', '2026-12-01T00:00:00.000Z', 2592000)`)
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, rating_count, average_rating, version, price, enrichment_source, enriched_at, page_version, next_refresh_at)
+VALUES (99, 'enriched', 7, 4.0, '1.0', 0, 'itunes+store', '2026-11-01T00:00:00.000Z', '1.0', '2026-12-01T00:00:00.000Z')`)
 	apps := make([]appstore.App, 0, 10)
 	for i := int64(1); i <= 10; i++ {
 		apps = append(apps, appstore.App{TrackID: i, Name: fmt.Sprint("budget ", i), BundleID: fmt.Sprint("b.", i), DeveloperID: 70, DeveloperName: "Dev",

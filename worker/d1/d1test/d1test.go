@@ -69,7 +69,7 @@ func Open() (_ *d1.DB, _ *Driver, closeDB func(), err error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.sql"))
+	files, _ := filepath.Glob(filepath.Join(dir, migrationGlob))
 	sort.Strings(files)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -83,6 +83,10 @@ func Open() (_ *d1.DB, _ *Driver, closeDB func(), err error) {
 	drv := &Driver{db: db}
 	return &d1.DB{Driver: drv}, drv, func() { db.Close() }, nil
 }
+
+// migrationGlob matches the numbered migrations, as wrangler.jsonc's
+// migrations_pattern does: migrations/schema.sql is for reading only.
+const migrationGlob = "[0-9]*.sql"
 
 func migrationsDir() (string, error) {
 	dir, _ := os.Getwd()
