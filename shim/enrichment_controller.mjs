@@ -3,7 +3,7 @@ import { callGoAsync, goBinding } from "./go.mjs";
 
 // EnrichmentController: the adaptive crawl loop, one object per crawl
 // target. Go (durable/enrichment, durable/pacing) decides; Go
-// (worker/enrich) performs the I/O of a tick.
+// (worker/enrichment) performs the I/O of a tick.
 export class EnrichmentController extends DecisionObject {
   constructor(ctx, env) {
     super(ctx, env, "enrichmentDecide");

@@ -58,7 +58,7 @@ export async function goBinding(env, ctx) {
 }
 
 // callGo calls a Go export and unwraps its JSON answer: every export answers
-// {"ok": value} or {"error": "..."} (worker/jsx.Export). This is the one
+// {"ok": value} or {"error": "..."} (worker/cf.Export). This is the one
 // place a Go failure becomes a thrown Error, with Go's own message.
 export function callGo(go, name, ...args) {
   return unwrap(name, go[name](...args));

@@ -3,7 +3,7 @@ import { callGoAsync, goBinding } from "./go.mjs";
 
 // SchedulerDO: one alarm for every periodic task (idFromName("v1")). Go
 // (durable/scheduler) decides what is due and when to wake; Go
-// (worker/tasks.go) runs each task.
+// (worker/scheduler_js.go, worker/tasks) runs each task.
 export class SchedulerDO extends DecisionObject {
   constructor(ctx, env) {
     super(ctx, env, "schedulerDecide");
