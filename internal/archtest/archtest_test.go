@@ -30,6 +30,7 @@ var PlatformPackages = []string{
 	"storecrawl/worker/bytebudget",
 	"storecrawl/worker/llm",
 	"storecrawl/worker/registry",
+	"storecrawl/worker/module",
 }
 
 // Controllers are the Durable Objects' decision packages: the wiring and
