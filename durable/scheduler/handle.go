@@ -115,7 +115,8 @@ func (s *State) alarm(d *Decision, now time.Time) {
 
 // Config holds deploy-time settings (Worker vars).
 type Config struct {
-	// BreakerThreshold: consecutive failures that pause a task (0 = default).
+	// BreakerThreshold: consecutive real failures that open a task's
+	// breaker (0 = default).
 	BreakerThreshold int
 }
 
@@ -185,6 +186,11 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) 
 		json.Unmarshal(arg, &info)
 		start, skipped := s.Due(Registry, now)
 		d.Run = start
+		for _, name := range start {
+			if state, at := s.Tasks[name].Breaker(now); state == BreakerHalfOpen {
+				d.Events = append(d.Events, Event{"event": "scheduler.task.circuit_trial", "task": name, "half_open_at": at})
+			}
+		}
 		ev := Event{"event": "scheduler.tick", "start": start, "retry_count": info.RetryCount}
 		if info.RetryCount > 0 {
 			ev["runtime_retry"] = true // the runtime retried a failed alarm
@@ -380,6 +386,11 @@ type TaskStatus struct {
 	Name    string `json:"name"`
 	EveryS  int64  `json:"every_s"`
 	NextDue string `json:"next_due"`
+	// Breaker is BreakerClosed, BreakerOpen or BreakerHalfOpen;
+	// BreakerHalfOpenAt (unix ms) is when an open breaker half-opens, or
+	// when a half-open one did.
+	Breaker           string `json:"breaker"`
+	BreakerHalfOpenAt int64  `json:"breaker_half_open_at,omitempty"`
 	*TaskState
 }
 
@@ -395,8 +406,9 @@ func (s *State) Status(now time.Time) StatusView {
 	v := StatusView{Pause: s.Pause, Now: now.UTC().Format(time.RFC3339)}
 	for _, t := range Registry {
 		ts := s.Tasks[t.Name]
+		breaker, halfOpenAt := ts.Breaker(now)
 		v.Tasks = append(v.Tasks, TaskStatus{Name: t.Name, EveryS: int64(t.Every.Seconds()),
-			NextDue: time.UnixMilli(ts.NextDue).UTC().Format(time.RFC3339), TaskState: ts})
+			NextDue: time.UnixMilli(ts.NextDue).UTC().Format(time.RFC3339), Breaker: breaker, BreakerHalfOpenAt: halfOpenAt, TaskState: ts})
 	}
 	return v
 }

@@ -5,16 +5,20 @@
 // each in its own error boundary, and re-arms at the earliest next due time.
 //
 // The failure policy lives here too: upstream rate-limit signals (429,
-// Retry-After, a remaining budget of 0) push one task's next run out; a
-// task that keeps failing is paused by a circuit breaker and needs an
-// explicit resume; a task already running is never started twice (a lease
-// with a hung-run timeout); missed runs collapse into one.
+// Retry-After, a remaining budget of 0) push one task's next run out, and
+// never count as failures of the task; a task that keeps failing for real
+// is paused by a circuit breaker, which half-opens after a cool-off for one
+// trial run (success closes it, failure re-opens it for longer), so it
+// recovers without an operator once the cause is gone; an operator's pause
+// lasts until resumed; a task already running is never started twice (a
+// lease with a hung-run timeout); missed runs collapse into one.
 //
 // State in, state out; the clock is passed in.
 package scheduler
 
 import (
 	"hash/fnv"
+	"strings"
 	"time"
 )
 
@@ -30,10 +34,18 @@ type Task struct {
 
 // Policy bounds.
 const (
-	// DefaultBreakerThreshold: consecutive failures that pause a task.
+	// DefaultBreakerThreshold: consecutive real failures (rate-limit
+	// refusals not counted) that open a task's circuit breaker.
 	DefaultBreakerThreshold = 6
+	// BreakerCoolOff: an opened breaker pauses its task this long, then
+	// half-opens for one trial run; each consecutive opening (a failed
+	// trial) doubles it, up to MaxBreakerCoolOff. A task whose cause is gone
+	// is back within hours without an operator; one still broken costs one
+	// run per MaxBreakerCoolOff.
+	BreakerCoolOff    = 30 * time.Minute
+	MaxBreakerCoolOff = 4 * time.Hour
 	// MinBackoff and MaxBackoff bound the wait after a rate-limit signal
-	// without its own time, doubling per consecutive failure; MaxBackoff
+	// without its own time, doubling per consecutive refusal; MaxBackoff
 	// also caps any Retry-After, so the state can never get stuck.
 	MinBackoff = 30 * time.Second
 	MaxBackoff = time.Hour
@@ -50,7 +62,19 @@ type Pause struct {
 	Reason string `json:"reason"`
 	At     int64  `json:"at"`              // unix ms
 	Until  int64  `json:"until,omitempty"` // unix ms; 0 = until resumed
+	// By is PauseByOperator or PauseByBreaker (whose Until is when the
+	// breaker half-opens; it is never 0).
+	By string `json:"by,omitempty"`
 }
+
+// Who paused a task.
+const (
+	PauseByOperator = "operator"
+	PauseByBreaker  = "breaker"
+)
+
+// breakerPausePrefix starts every breaker pause's reason.
+const breakerPausePrefix = "circuit breaker: "
 
 func (p *Pause) active(now time.Time) bool {
 	return p != nil && (p.Until == 0 || now.UnixMilli() < p.Until)
@@ -66,12 +90,18 @@ type TaskState struct {
 	LastError           string `json:"last_error,omitempty"`
 	LastSummary         string `json:"last_summary,omitempty"`
 	Runs                int64  `json:"runs"`
-	Failures            int64  `json:"failures"` // lifetime failed runs
-	ConsecutiveFailures int    `json:"consecutive_failures"`
+	Failures            int64  `json:"failures"`              // lifetime failed runs, refusals included
+	ConsecutiveFailures int    `json:"consecutive_failures"`  // real failures since the last success (what the breaker counts)
 	LeaseUntil          int64  `json:"lease_until,omitempty"` // unix ms: a run is in progress
 	SkippedStarts       int64  `json:"skipped_starts"`
 	MissedCount         int64  `json:"missed_count"` // slots collapsed into a single run
 	Pause               *Pause `json:"pause,omitempty"`
+	// ConsecutiveRateLimited: refusals by the upstream's rate limit in a
+	// row; the backoff doubles with it, and the breaker never counts it.
+	ConsecutiveRateLimited int `json:"consecutive_rate_limited,omitempty"`
+	// BreakerOpenings: breaker openings since the last success; the
+	// cool-off doubles with it.
+	BreakerOpenings int `json:"breaker_openings,omitempty"`
 	// The last run's D1 rows and subrequests (ResultMsg).
 	LastD1RowsRead    int64 `json:"last_d1_rows_read,omitempty"`
 	LastD1RowsWritten int64 `json:"last_d1_rows_written,omitempty"`
@@ -120,6 +150,12 @@ func (s *State) Sync(tasks []Task, now time.Time) {
 		}
 	}
 	for name, ts := range s.Tasks {
+		if p := ts.Pause; p != nil && p.By == "" && p.Until == 0 && strings.HasPrefix(p.Reason, breakerPausePrefix) {
+			// A breaker pause stored without an end: it half-opens a
+			// cool-off after it opened, like any other.
+			p.By, p.Until = PauseByBreaker, p.At+BreakerCoolOff.Milliseconds()
+			ts.BreakerOpenings = max(ts.BreakerOpenings, 1)
+		}
 		if !known[name] {
 			if s.Retired == nil {
 				s.Retired = map[string]int64{}
@@ -164,6 +200,7 @@ type Skip string
 
 const (
 	SkipPaused      Skip = "paused"
+	SkipBreakerOpen Skip = "breaker_open"
 	SkipGlobalPause Skip = "global_pause"
 	SkipBackoff     Skip = "backoff"
 	SkipRunning     Skip = "running"
@@ -183,6 +220,8 @@ func (s *State) Due(tasks []Task, now time.Time) (start []string, skipped map[st
 		switch {
 		case s.Pause.active(now):
 			skipped[t.Name] = SkipGlobalPause
+		case ts.Pause.active(now) && ts.Pause.By == PauseByBreaker:
+			skipped[t.Name] = SkipBreakerOpen
 		case ts.Pause.active(now):
 			skipped[t.Name] = SkipPaused
 		case ts.NextRunAfter > ms:
@@ -233,6 +272,36 @@ type Result struct {
 	RetryAfter  time.Duration // the upstream's own wait, if it gave one
 }
 
+// Breaker states (TaskState.Breaker).
+const (
+	BreakerClosed = "closed"
+	// BreakerOpen: the task is paused until the cool-off ends.
+	BreakerOpen = "open"
+	// BreakerHalfOpen: the cool-off has ended; the next run is the trial
+	// (its lease keeps it the only one), and its result closes or
+	// re-opens the breaker.
+	BreakerHalfOpen = "half_open"
+)
+
+// Breaker is the task's breaker state at now, and when it half-opens (or
+// half-opened; 0 when closed).
+func (ts *TaskState) Breaker(now time.Time) (string, int64) {
+	p := ts.Pause
+	switch {
+	case p == nil || p.By != PauseByBreaker:
+		return BreakerClosed, 0
+	case p.active(now):
+		return BreakerOpen, p.Until
+	default:
+		return BreakerHalfOpen, p.Until
+	}
+}
+
+// breakerCoolOff is the pause of the n-th consecutive opening (n ≥ 1).
+func breakerCoolOff(n int) time.Duration {
+	return min(BreakerCoolOff<<min(max(n-1, 0), 16), MaxBreakerCoolOff)
+}
+
 // Finish records a run and applies the failure policy.
 func (s *State) Finish(name string, r Result, now time.Time) []Event {
 	ts, ok := s.Tasks[name]
@@ -245,12 +314,17 @@ func (s *State) Finish(name string, r Result, now time.Time) []Event {
 	ts.LastRunAt = ms
 	ts.LastDurationMs = r.Duration.Milliseconds()
 	if r.OK {
-		ts.ConsecutiveFailures = 0
+		ts.ConsecutiveFailures, ts.ConsecutiveRateLimited, ts.BreakerOpenings = 0, 0, 0
 		ts.LastOKAt = ms
 		ts.LastError = ""
 		ts.LastSummary = r.Summary
 		ts.NextRunAfter = 0
 		ev := []Event{{"event": "scheduler.task.ok", "task": name, "duration_ms": ts.LastDurationMs, "summary": r.Summary}}
+		if ts.Pause != nil && ts.Pause.By == PauseByBreaker {
+			// The trial succeeded: the cause is gone. An operator's pause stays.
+			ts.Pause = nil
+			ev = append(ev, Event{"event": "scheduler.task.circuit_closed", "task": name})
+		}
 		if r.RetryAfter > 0 {
 			// Served, but the budget is spent (remaining = 0): wait for its reset.
 			wait := min(r.RetryAfter, MaxBackoff)
@@ -259,37 +333,52 @@ func (s *State) Finish(name string, r Result, now time.Time) []Event {
 		}
 		return ev
 	}
-	ts.ConsecutiveFailures++
 	ts.Failures++
 	ts.LastError = r.Error
-	// A refusal the backoff handles is a warning; an operator acts on the
-	// circuit breaker if refusals persist.
-	level := "error"
-	if r.RateLimited {
-		level = "warn"
-	}
-	events := []Event{{"event": "scheduler.task.failed", "level": level, "task": name, "error": r.Error,
-		"consecutive_failures": ts.ConsecutiveFailures, "duration_ms": ts.LastDurationMs, "rate_limited": r.RateLimited}}
 	if r.RateLimited || r.RetryAfter > 0 {
+		// Refused by the upstream's rate limit: the backoff handles it, so it
+		// is a warning and never counts toward the breaker; the task runs
+		// again as soon as the upstream's budget is back.
+		ts.ConsecutiveRateLimited++
 		wait := r.RetryAfter
 		if wait <= 0 {
-			wait = MinBackoff << min(ts.ConsecutiveFailures-1, 16)
+			wait = MinBackoff << min(ts.ConsecutiveRateLimited-1, 16)
 		}
 		wait = min(wait, MaxBackoff)
 		ts.NextRunAfter = now.Add(wait).UnixMilli()
-		events = append(events, Event{"event": "scheduler.task.backoff", "level": "warn", "task": name, "wait_ms": wait.Milliseconds()})
+		return []Event{
+			{"event": "scheduler.task.failed", "level": "warn", "task": name, "error": r.Error, "consecutive_failures": ts.ConsecutiveFailures,
+				"consecutive_rate_limited": ts.ConsecutiveRateLimited, "duration_ms": ts.LastDurationMs, "rate_limited": true},
+			{"event": "scheduler.task.backoff", "level": "warn", "task": name, "wait_ms": wait.Milliseconds()},
+		}
 	}
+	ts.ConsecutiveFailures++
+	ts.ConsecutiveRateLimited = 0
+	events := []Event{{"event": "scheduler.task.failed", "level": "error", "task": name, "error": r.Error,
+		"consecutive_failures": ts.ConsecutiveFailures, "duration_ms": ts.LastDurationMs, "rate_limited": false}}
 	if ts.ConsecutiveFailures >= s.BreakerThreshold && !ts.Pause.active(now) {
-		ts.Pause = &Pause{Reason: "circuit breaker: " + itoa(ts.ConsecutiveFailures) + " consecutive failures; last: " + r.Error, At: ms}
-		events = append(events, Event{"event": "scheduler.task.circuit_open", "level": "critical", "task": name,
-			"consecutive_failures": ts.ConsecutiveFailures})
+		// Open (or, after a failed trial, re-open) the breaker; an active
+		// operator's pause is left as it is.
+		ts.BreakerOpenings++
+		coolOff := breakerCoolOff(ts.BreakerOpenings)
+		ts.Pause = &Pause{Reason: breakerPausePrefix + itoa(ts.ConsecutiveFailures) + " consecutive failures; last: " + r.Error,
+			At: ms, Until: now.Add(coolOff).UnixMilli(), By: PauseByBreaker}
+		// The first opening is what an operator must see; a failed trial
+		// says the cause is still there.
+		level := "critical"
+		if ts.BreakerOpenings > 1 {
+			level = "error"
+		}
+		events = append(events, Event{"event": "scheduler.task.circuit_open", "level": level, "task": name,
+			"consecutive_failures": ts.ConsecutiveFailures, "openings": ts.BreakerOpenings,
+			"cool_off_ms": coolOff.Milliseconds(), "half_open_at": ts.Pause.Until})
 	}
 	return events
 }
 
 // PauseTask pauses one task ("" pauses the whole scheduler).
 func (s *State) PauseTask(name, reason string, until time.Time, now time.Time) bool {
-	p := &Pause{Reason: reason, At: now.UnixMilli()}
+	p := &Pause{Reason: reason, At: now.UnixMilli(), By: PauseByOperator}
 	if !until.IsZero() {
 		p.Until = until.UnixMilli()
 	}
@@ -304,8 +393,9 @@ func (s *State) PauseTask(name, reason string, until time.Time, now time.Time) b
 	return ok
 }
 
-// Resume clears a pause, the backoff and the failure count ("" = global),
-// so a paused or backing-off task can never stay stuck.
+// Resume clears a pause (the operator's or the breaker's), the backoff and
+// the failure counts ("" = global), so a paused or backing-off task can
+// never stay stuck.
 func (s *State) Resume(name string) bool {
 	if name == "" {
 		s.Pause = nil
@@ -313,7 +403,7 @@ func (s *State) Resume(name string) bool {
 	}
 	ts, ok := s.Tasks[name]
 	if ok {
-		ts.Pause, ts.NextRunAfter, ts.ConsecutiveFailures = nil, 0, 0
+		ts.Pause, ts.NextRunAfter, ts.ConsecutiveFailures, ts.ConsecutiveRateLimited, ts.BreakerOpenings = nil, 0, 0, 0, 0
 	}
 	return ok
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -133,8 +134,7 @@ func TestBackoffFromEachSignalAndNeverStuck(t *testing.T) {
 	}
 	for _, c := range cases {
 		s := New(registry, t0)
-		s.BreakerThreshold = 1000
-		s.Tasks["charts"].ConsecutiveFailures = c.prev
+		s.Tasks["charts"].ConsecutiveRateLimited = c.prev
 		ev := s.Finish("charts", c.r, t0)
 		if got := time.UnixMilli(s.Tasks["charts"].NextRunAfter).Sub(t0); got != c.want {
 			t.Errorf("%s: wait %s, want %s", c.name, got, c.want)
@@ -142,9 +142,10 @@ func TestBackoffFromEachSignalAndNeverStuck(t *testing.T) {
 		if ev[len(ev)-1]["event"] != "scheduler.task.backoff" {
 			t.Errorf("%s: no backoff event: %v", c.name, ev)
 		}
-		// A refusal the backoff handles is a warning, not an operator's error.
-		if want := map[bool]string{true: "warn", false: "error"}[c.r.RateLimited]; ev[0]["level"] != want {
-			t.Errorf("%s: failed at level %v, want %s", c.name, ev[0]["level"], want)
+		// A refusal the backoff handles is a warning, not an operator's
+		// error, and no failure the breaker counts.
+		if ev[0]["level"] != "warn" || s.Tasks["charts"].ConsecutiveFailures != 0 {
+			t.Errorf("%s: failed at level %v with %d consecutive failures, want warn and 0", c.name, ev[0]["level"], s.Tasks["charts"].ConsecutiveFailures)
 		}
 	}
 	// The backing-off task is skipped; the other keeps its cadence.
@@ -160,26 +161,196 @@ func TestBackoffFromEachSignalAndNeverStuck(t *testing.T) {
 	}
 }
 
-func TestCircuitBreakerPausesAfterConsecutiveFailures(t *testing.T) {
-	s := New(registry, t0)
+// sweepOnly is a registry of one task without jitter, for runs driven by
+// the virtual clock alone.
+var sweepOnly = []Task{{Name: "sweep", Every: 15 * time.Minute}}
+
+// A 429 storm longer than DefaultBreakerThreshold backoffs (hours at the
+// doubling backoff) never opens the breaker: the task keeps backing off,
+// and runs as soon as the storm is over and its current backoff has ended.
+func TestRateLimitStormNeverOpensTheBreaker(t *testing.T) {
+	s := ran(sweepOnly, t0)
+	now := t0
+	refusals := 2 * DefaultBreakerThreshold
+	for i := 1; i <= refusals; i++ {
+		now = s.NextAlarm(sweepOnly, now)
+		if start, skipped := s.Due(sweepOnly, now); len(start) != 1 {
+			t.Fatalf("refusal %d: not started at %s: %v", i, now, skipped)
+		}
+		done := now.Add(time.Second)
+		s.Finish("sweep", Result{Error: "rate limited (HTTP 429)", RateLimited: true}, done)
+		ts := s.Tasks["sweep"]
+		if ts.Pause != nil {
+			t.Fatalf("refusal %d paused the task: %+v", i, ts.Pause)
+		}
+		if got, want := time.UnixMilli(ts.NextRunAfter).Sub(done), min(MinBackoff<<(i-1), MaxBackoff); got != want {
+			t.Fatalf("refusal %d: backoff %s, want %s", i, got, want)
+		}
+	}
+	if storm := now.Sub(t0); storm < 4*time.Hour {
+		t.Fatalf("the storm lasted only %s", storm)
+	}
+	if n := s.Tasks["sweep"].ConsecutiveFailures; n != 0 {
+		t.Fatalf("the refusals counted as %d failures", n)
+	}
+	// The storm ends: the task runs when its current backoff ends.
+	backoffEnd := time.UnixMilli(s.Tasks["sweep"].NextRunAfter)
+	if got := s.NextAlarm(sweepOnly, now.Add(time.Second)); !got.Equal(backoffEnd) {
+		t.Fatalf("next alarm %s, want the end of the backoff %s", got, backoffEnd)
+	}
+	if _, skipped := s.Due(sweepOnly, backoffEnd.Add(-time.Millisecond)); skipped["sweep"] != SkipBackoff {
+		t.Fatalf("before the backoff ends: %v", skipped)
+	}
+	if start, skipped := s.Due(sweepOnly, backoffEnd); len(start) != 1 {
+		t.Fatalf("not started when the backoff ended: %v", skipped)
+	}
+	s.Finish("sweep", Result{OK: true, Summary: "ok"}, backoffEnd.Add(time.Second))
+	ts := s.Tasks["sweep"]
+	if ts.LastOKAt != backoffEnd.Add(time.Second).UnixMilli() || ts.NextRunAfter != 0 || ts.ConsecutiveRateLimited != 0 || ts.Pause != nil {
+		t.Fatalf("after the storm: %+v", ts)
+	}
+	if state, _ := ts.Breaker(backoffEnd); state != BreakerClosed {
+		t.Fatalf("breaker %s", state)
+	}
+}
+
+// Real failures open the breaker; it half-opens after the cool-off for
+// exactly one trial run; a failed trial re-opens it for twice as long (up
+// to MaxBreakerCoolOff), a successful one closes it. No operator needed.
+func TestBreakerHalfOpensAfterCoolOffForOneTrial(t *testing.T) {
+	s := ran(sweepOnly, t0)
+	now := t0
+	run := func(r Result) []Event {
+		t.Helper()
+		if start, skipped := s.Due(sweepOnly, now); len(start) != 1 {
+			t.Fatalf("not started at %s: %v", now, skipped)
+		}
+		now = now.Add(time.Second)
+		return s.Finish("sweep", r, now)
+	}
+	fail := Result{Error: "parse error"}
 	var ev []Event
 	for i := 0; i < DefaultBreakerThreshold; i++ {
-		ev = s.Finish("sweep", Result{Error: "parse error"}, t0)
+		now = s.NextAlarm(sweepOnly, now)
+		ev = run(fail)
 	}
 	ts := s.Tasks["sweep"]
-	if ts.Pause == nil || !strings.Contains(ts.Pause.Reason, "circuit breaker") || ev[len(ev)-1]["level"] != "critical" {
-		t.Fatalf("breaker did not open: %+v %v", ts.Pause, ev)
+	state, halfOpenAt := ts.Breaker(now)
+	if state != BreakerOpen || halfOpenAt != now.Add(BreakerCoolOff).UnixMilli() || ts.Pause.By != PauseByBreaker {
+		t.Fatalf("breaker %s half-opening at %d, want open until %s: %+v", state, halfOpenAt, now.Add(BreakerCoolOff), ts.Pause)
 	}
-	if _, skipped := s.Due(registry, t0.Add(24*time.Hour)); skipped["sweep"] != SkipPaused {
-		t.Fatalf("paused task ran: %v", skipped)
+	if last := ev[len(ev)-1]; last["event"] != "scheduler.task.circuit_open" || last["level"] != "critical" {
+		t.Fatalf("opening events: %v", ev)
 	}
-	s.Finish("sweep", Result{OK: true}, t0) // a success alone does not resume
-	if s.Tasks["sweep"].Pause == nil {
-		t.Fatal("the breaker needs an explicit resume")
+	for want := 2; want <= 8; want++ {
+		half := time.UnixMilli(halfOpenAt)
+		// Open: nothing runs before the cool-off ends, slots or not.
+		if _, skipped := s.Due(sweepOnly, half.Add(-time.Millisecond)); skipped["sweep"] != SkipBreakerOpen {
+			t.Fatalf("opening %d: a run before the cool-off: %v", want-1, skipped)
+		}
+		if got := s.NextAlarm(sweepOnly, now); !got.Equal(half) {
+			t.Fatalf("opening %d: next alarm %s, want the half-open time %s", want-1, got, half)
+		}
+		// Half-open: one trial, and no other while it runs.
+		now = half
+		if state, _ := ts.Breaker(now); state != BreakerHalfOpen {
+			t.Fatalf("breaker %s at the end of the cool-off", state)
+		}
+		if start, _ := s.Due(sweepOnly, now); len(start) != 1 {
+			t.Fatalf("no trial run at %s", now)
+		}
+		for _, later := range []time.Duration{time.Second, time.Minute, LeaseTimeout - time.Second} {
+			s.RunNow("sweep", now.Add(later)) // even an operator's run-now waits for the trial
+			if start, skipped := s.Due(sweepOnly, now.Add(later)); len(start) != 0 || skipped["sweep"] != SkipRunning {
+				t.Fatalf("a second trial %s into the first: %v %v", later, start, skipped)
+			}
+		}
+		// The trial fails: re-opened, the cool-off doubled (capped).
+		now = now.Add(time.Minute)
+		ev = s.Finish("sweep", fail, now)
+		wantCoolOff := min(BreakerCoolOff<<(want-1), MaxBreakerCoolOff)
+		state, halfOpenAt = ts.Breaker(now)
+		if state != BreakerOpen || halfOpenAt != now.Add(wantCoolOff).UnixMilli() || ts.BreakerOpenings != want {
+			t.Fatalf("failed trial %d: breaker %s half-opening in %s, want open for %s", want-1, state, time.UnixMilli(halfOpenAt).Sub(now), wantCoolOff)
+		}
+		if last := ev[len(ev)-1]; last["event"] != "scheduler.task.circuit_open" || last["level"] != "error" {
+			t.Fatalf("a failed trial re-opens with an error: %v", ev)
+		}
+	}
+	if got := time.UnixMilli(halfOpenAt).Sub(now); got != MaxBreakerCoolOff {
+		t.Fatalf("the cool-off stopped at %s, short of its cap", got)
+	}
+	// The cause is gone: the next trial succeeds and closes the breaker.
+	now = time.UnixMilli(halfOpenAt)
+	ev = run(Result{OK: true})
+	if state, _ := ts.Breaker(now); state != BreakerClosed || ts.Pause != nil || ts.ConsecutiveFailures != 0 || ts.BreakerOpenings != 0 {
+		t.Fatalf("a successful trial must close the breaker: %s %+v", state, ts)
+	}
+	if ev[len(ev)-1]["event"] != "scheduler.task.circuit_closed" {
+		t.Fatalf("closing events: %v", ev)
+	}
+	// Closed: the task is back on its cadence, and failures count from 0.
+	now = s.NextAlarm(sweepOnly, now)
+	if now.Sub(time.UnixMilli(halfOpenAt)) > 15*time.Minute {
+		t.Fatalf("next run %s after the trial", now.Sub(time.UnixMilli(halfOpenAt)))
+	}
+	run(fail)
+	if ts.Pause != nil || ts.ConsecutiveFailures != 1 {
+		t.Fatalf("one failure after closing: %+v", ts)
+	}
+}
+
+// An operator's pause (no until) outlasts any cool-off, a success does not
+// lift it, and it is told apart from the breaker's; resume lifts either.
+func TestOperatorPauseOutlastsTheBreaker(t *testing.T) {
+	s := ran(sweepOnly, t0)
+	s.PauseTask("sweep", "reindex", time.Time{}, t0)
+	s.Finish("sweep", Result{OK: true}, t0.Add(time.Second)) // a run started before the pause
+	for _, at := range []time.Duration{BreakerCoolOff, MaxBreakerCoolOff, 7 * 24 * time.Hour} {
+		if _, skipped := s.Due(sweepOnly, t0.Add(at)); skipped["sweep"] != SkipPaused {
+			t.Fatalf("%s after an operator's pause: %v", at, skipped)
+		}
+	}
+	if state, _ := s.Tasks["sweep"].Breaker(t0); state != BreakerClosed || s.Tasks["sweep"].Pause.By != PauseByOperator {
+		t.Fatalf("an operator's pause is no breaker: %s %+v", state, s.Tasks["sweep"].Pause)
+	}
+	if got := s.NextAlarm(sweepOnly, t0); !got.IsZero() {
+		t.Fatalf("nothing to wake for: %s", got)
+	}
+	// An operator pausing an open breaker holds the task until resumed.
+	s = ran(sweepOnly, t0)
+	for i := 0; i < DefaultBreakerThreshold; i++ {
+		s.Finish("sweep", Result{Error: "parse error"}, t0)
+	}
+	s.PauseTask("sweep", "investigating", time.Time{}, t0)
+	if _, skipped := s.Due(sweepOnly, t0.Add(MaxBreakerCoolOff+time.Hour)); skipped["sweep"] != SkipPaused {
+		t.Fatalf("the cool-off lifted an operator's pause: %v", skipped)
 	}
 	s.Resume("sweep")
-	if s.Tasks["sweep"].Pause != nil || s.Tasks["sweep"].ConsecutiveFailures != 0 {
-		t.Fatal("resume did not reset")
+	if ts := s.Tasks["sweep"]; ts.Pause != nil || ts.ConsecutiveFailures != 0 || ts.BreakerOpenings != 0 {
+		t.Fatalf("resume did not reset: %+v", ts)
+	}
+}
+
+// A breaker pause stored without an end half-opens a cool-off after it
+// opened; an operator's pause stored without "by" stays until resumed.
+func TestStoredEndlessBreakerPauseHalfOpens(t *testing.T) {
+	opened := t0.Add(-2 * time.Hour)
+	raw := fmt.Sprintf(`{"tasks":{"rating-sweep":{"next_due":%d,"consecutive_failures":6,"pause":{"reason":"circuit breaker: 6 consecutive failures; last: x","at":%d}},`+
+		`"charts-refresh":{"next_due":%d,"pause":{"reason":"reindex","at":%d}}}}`, opened.UnixMilli(), opened.UnixMilli(), opened.UnixMilli(), opened.UnixMilli())
+	s, corrupt := Load(raw, t0)
+	if corrupt {
+		t.Fatal("corrupt")
+	}
+	if state, at := s.Tasks["rating-sweep"].Breaker(t0); state != BreakerHalfOpen || at != opened.Add(BreakerCoolOff).UnixMilli() {
+		t.Fatalf("stored breaker pause: %s at %d", state, at)
+	}
+	if state, _ := s.Tasks["charts-refresh"].Breaker(t0); state != BreakerClosed || !s.Tasks["charts-refresh"].Pause.active(t0.Add(365*24*time.Hour)) {
+		t.Fatalf("stored operator pause: %s %+v", state, s.Tasks["charts-refresh"].Pause)
+	}
+	start, skipped := s.Due(Registry, t0)
+	if !slices.Contains(start, "rating-sweep") || skipped["charts-refresh"] != SkipPaused {
+		t.Fatalf("start %v skipped %v", start, skipped)
 	}
 }
 
@@ -310,6 +481,52 @@ func TestHandleControl(t *testing.T) {
 	// Every task but rating-sweep, which an operator paused above.
 	if len(d.Run) != len(Registry)-1 || slices.Contains(d.Run, "rating-sweep") {
 		t.Fatalf("run all started %v, want every unpaused task of %d", d.Run, len(Registry))
+	}
+}
+
+// The status shows each task's breaker, and when it half-opens; the tick
+// says why an open one is skipped and which run is a trial.
+func TestHandleShowsTheBreaker(t *testing.T) {
+	st := ""
+	firstRuns(t, &st, t0)
+	for i := 0; i < DefaultBreakerThreshold; i++ {
+		decide(t, &st, "finish", ResultMsg{Task: "rating-sweep", Error: "D1 down"}, t0)
+	}
+	breaker := func(now time.Time) map[string]any {
+		t.Helper()
+		d := decide(t, &st, "http", Request{Method: "GET", Path: "/status"}, now)
+		b, _ := json.Marshal(d.Response.Body)
+		var v struct {
+			Tasks []map[string]any `json:"tasks"`
+		}
+		json.Unmarshal(b, &v)
+		for _, task := range v.Tasks {
+			if task["name"] == "rating-sweep" {
+				return task
+			}
+		}
+		t.Fatalf("no rating-sweep in %s", b)
+		return nil
+	}
+	halfOpen := t0.Add(BreakerCoolOff)
+	if got := breaker(t0); got["breaker"] != BreakerOpen || got["breaker_half_open_at"] != float64(halfOpen.UnixMilli()) ||
+		got["pause"].(map[string]any)["by"] != PauseByBreaker || got["consecutive_failures"] != float64(DefaultBreakerThreshold) {
+		t.Fatalf("open breaker: %v", got)
+	}
+	d := decide(t, &st, "tick", nil, halfOpen.Add(-time.Minute))
+	if d.Events[0]["skipped"].(map[string]Skip)["rating-sweep"] != SkipBreakerOpen {
+		t.Fatalf("tick while open: %v", d.Events)
+	}
+	if got := breaker(halfOpen); got["breaker"] != BreakerHalfOpen || got["breaker_half_open_at"] != float64(halfOpen.UnixMilli()) {
+		t.Fatalf("half-open breaker: %v", got)
+	}
+	d = decide(t, &st, "tick", nil, halfOpen)
+	if !slices.Contains(d.Run, "rating-sweep") || d.Events[0]["event"] != "scheduler.task.circuit_trial" || d.Events[0]["task"] != "rating-sweep" {
+		t.Fatalf("trial tick: %v %v", d.Run, d.Events)
+	}
+	decide(t, &st, "finish", ResultMsg{Task: "rating-sweep", OK: true}, halfOpen.Add(time.Second))
+	if got := breaker(halfOpen.Add(time.Second)); got["breaker"] != BreakerClosed || got["pause"] != nil || got["breaker_half_open_at"] != nil {
+		t.Fatalf("closed breaker: %v", got)
 	}
 }
 

@@ -22,6 +22,8 @@ type schedTask struct {
 	Pause               *struct {
 		Reason string `json:"reason"`
 	} `json:"pause"`
+	ConsecutiveRateLimited int    `json:"consecutive_rate_limited"`
+	Breaker                string `json:"breaker"`
 }
 
 func schedStatus(t *testing.T, w *worker) map[string]schedTask {
@@ -114,8 +116,10 @@ func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
 	eventually(t, 30*time.Second, "charts backs off", func() (bool, string) {
 		st = schedStatus(t, w)
 		c := st["charts-refresh"]
-		// Retry-After 600 is held at the 300 s cap (UPSTREAM_MAX_HOLD_S).
-		return c.Runs > runsBefore && c.ConsecutiveFailures >= 1 && c.NextRunAfter > time.Now().Add(4*time.Minute).UnixMilli() &&
+		// Retry-After 600 is held at the 300 s cap (UPSTREAM_MAX_HOLD_S). A
+		// refusal is no failure the breaker counts.
+		return c.Runs > runsBefore && c.ConsecutiveRateLimited >= 1 && c.ConsecutiveFailures == 0 && c.Breaker == scheduler.BreakerClosed &&
+			c.NextRunAfter > time.Now().Add(4*time.Minute).UnixMilli() &&
 			c.NextRunAfter <= time.Now().Add(5*time.Minute).UnixMilli(), jsonString(c)
 	})
 	if !strings.Contains(w.log.String(), `"event":"upstream.hold_capped"`) {
@@ -137,7 +141,7 @@ func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
 		t.Fatalf("pause: %+v", p)
 	}
 	doJSON(t, "POST", ctl+"resume", adminToken, `{"task":"charts-refresh"}`, nil)
-	if c := schedStatus(t, w)["charts-refresh"]; c.NextRunAfter != 0 || c.ConsecutiveFailures != 0 {
+	if c := schedStatus(t, w)["charts-refresh"]; c.NextRunAfter != 0 || c.ConsecutiveFailures != 0 || c.ConsecutiveRateLimited != 0 {
 		t.Fatalf("resume must clear the backoff: %+v", c)
 	}
 
