@@ -210,11 +210,8 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 	skipPages, probes := s.Parser.pagesFor(now, cfg.ProbeInterval())
 	batch := cfg.LookupBatchSize()
 	plan, lplan := c.Plan(now), l.Plan(now)
-	items := min(plan.Items, lplan.Items*batch)
+	items := tickItems(plan, lplan, batch, skipPages)
 	if skipPages {
-		// Pages paused (parser drift): the lookups set the pace, the store
-		// host's pace only the probes.
-		items = lplan.Items * batch
 		plan.ChunkItems, plan.ChunkPause, plan.StopOnThrottle = lplan.ChunkItems*batch, lplan.ChunkPause, lplan.StopOnThrottle
 		probes = min(probes, max(plan.Items, 0))
 	}
@@ -289,6 +286,49 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 		},
 		Events: events,
 	}
+}
+
+// tickItems is how many items a tick takes from its hosts' plans: each
+// item needs a page at the store host's pace and a share of a lookup
+// (batch ids a request) at the API host's. While pages are paused (parser
+// drift) the lookups alone set it; the store host's pace only the probes.
+func tickItems(pages, lookups pacing.Plan, batch int, skipPages bool) int {
+	if skipPages {
+		return lookups.Items * batch
+	}
+	return min(pages.Items, lookups.Items*batch)
+}
+
+// nextTick is the pace as operators read it (status batch_size and
+// interval_ms), under every algorithm: the items the next tick takes at
+// the paces now (the first tick after a host's hold, while one holds),
+// within the invocation's budget, and how long after that tick's start
+// the controller starts the one after it, the work done in time: the
+// longer of the two hosts' gaps for the requests the tick sends them
+// (pacing.Spacer: a rate paid for, or the seed rules' interval, which
+// they wait after the tick's end). Idle polls, holds and Retry-After come
+// on top. It plans on fresh copies of the pacing states: nothing is kept.
+func (s State) nextTick(now time.Time, cfg Config) (items int, gap time.Duration) {
+	c, l, _ := s.pacers(cfg)
+	at := max(now.UnixMilli(), holdUntil(c), holdUntil(l))
+	batch := cfg.LookupBatchSize()
+	skipPages := s.Parser.Drifting()
+	items = tickItems(c.Plan(time.UnixMilli(at)), l.Plan(time.UnixMilli(at)), batch, skipPages)
+	items = max(0, min(items, ItemsPerTick(batch, cfg.SubrequestBudget())))
+	pages, lookups := items*SubrequestsPerItem, (items+batch-1)/batch
+	if skipPages {
+		pages = 0
+	}
+	return items, max(spacing(c, pages), spacing(l, lookups))
+}
+
+// spacing is a's gap after a tick that sent it requests (TickInterval for
+// an algorithm that does not say).
+func spacing(a pacing.Algorithm, requests int) time.Duration {
+	if sp, ok := a.(pacing.Spacer); ok {
+		return sp.TickGap(requests)
+	}
+	return pacing.TickInterval
 }
 
 func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
@@ -635,12 +675,14 @@ type Status struct {
 	InCooldown         bool  `json:"in_cooldown"`
 	CooldownRemainingS int64 `json:"cooldown_remaining_s"`
 	RunInFlight        bool  `json:"run_in_flight"`
-	// BatchSize and IntervalMs are the seed rules' pace (items per tick,
-	// the pause between ticks): only the seed rules pace by them, so they
-	// are absent for a rate algorithm, whose pace is paces.<host>.rate_per_min
-	// (a tune's batch_size and interval_ms set the rate they carry).
-	BatchSize  *int   `json:"batch_size,omitempty"`
-	IntervalMs *int64 `json:"interval_ms,omitempty"`
+	// BatchSize and IntervalMs are the pace under every algorithm
+	// (nextTick): the items the next tick takes, and how long after its
+	// start the controller starts the one after it. BatchSize × 60,000 ÷
+	// IntervalMs is the items a minute the pace plans (a rate algorithm's
+	// store host rate, one page an item; a tune's batch_size and
+	// interval_ms set the rate they carry).
+	BatchSize  int   `json:"batch_size"`
+	IntervalMs int64 `json:"interval_ms"`
 	// Tuned is, in a tune's answer only, what the tune changed.
 	Tuned *Tuned `json:"tuned,omitempty"`
 	// Pacing names the algorithm; CapacityEstimatePerMin is its estimate of
@@ -650,11 +692,14 @@ type Status struct {
 	PacingDetail           map[string]any `json:"pacing_detail,omitempty"`
 	Totals                 Totals         `json:"totals"`
 	Rolling                Rolling        `json:"rolling"`
-	ProjectedPerHour       int64          `json:"projected_per_hour"`
-	ProjectedPerDay        int64          `json:"projected_per_day"`
-	LastTickAt             *string        `json:"last_tick_at"`
-	LastPlan               *PlanSummary   `json:"last_plan,omitempty"`
-	LastTick               *TickSummary   `json:"last_tick,omitempty"`
+	// ProjectedPerHour and ProjectedPerDay are Rolling.CompletionsPerMinute
+	// × 60 and × 1,440, 0 during a cooldown; ProjectionBasis says so.
+	ProjectedPerHour int64        `json:"projected_per_hour"`
+	ProjectedPerDay  int64        `json:"projected_per_day"`
+	ProjectionBasis  string       `json:"projection_basis"`
+	LastTickAt       *string      `json:"last_tick_at"`
+	LastPlan         *PlanSummary `json:"last_plan,omitempty"`
+	LastTick         *TickSummary `json:"last_tick,omitempty"`
 	// ParserHealth says whether store pages still parse (parser drift).
 	ParserHealth ParserStatus `json:"parser_health"`
 	// EventOutbox is how many enriched apps wait for their app-enriched
@@ -705,19 +750,22 @@ func hostPace(a pacing.Algorithm, requests string, sent, refused int64, now time
 	return hp
 }
 
-// Rolling describes the metrics window.
+// Rolling describes the metrics window: the minute buckets that start
+// within the last WindowS seconds (MetricsWindowMinutes).
 type Rolling struct {
 	WindowS     int     `json:"window_s"`
 	SuccessRate float64 `json:"success_rate"`
 	// SampleSize is the number of upstream exchanges behind SuccessRate;
 	// below MinSamples the controller does not adapt.
-	SampleSize           int     `json:"sample_size"`
-	Confidence           string  `json:"confidence"`
-	Dispatched           int     `json:"dispatched"`
-	Completed            int     `json:"completed"`
-	Failed               int     `json:"failed"`
-	RateLimited          int     `json:"rate_limited"`
-	ItemErrors           int     `json:"item_errors"`
+	SampleSize  int    `json:"sample_size"`
+	Confidence  string `json:"confidence"`
+	Dispatched  int    `json:"dispatched"`
+	Completed   int    `json:"completed"`
+	Failed      int    `json:"failed"`
+	RateLimited int    `json:"rate_limited"`
+	ItemErrors  int    `json:"item_errors"`
+	// CompletionsPerMinute is Completed ÷ the window's length
+	// (MetricsWindowMinutes), whatever part of it the controller has run.
 	CompletionsPerMinute float64 `json:"completions_per_minute"`
 }
 
@@ -725,11 +773,12 @@ type Rolling struct {
 func (s State) Status(now time.Time, cfg Config) Status {
 	rate, samples := s.SuccessRate(now)
 	w := s.Window(now)
-	cpm := s.completionsPerMinute(now, w)
+	cpm := completionsPerMinute(w)
 	c, l, _ := s.pacers(cfg)
 	hold := holdUntil(c)
 	st := Status{
 		Running:                s.Running,
+		ProjectionBasis:        ProjectionBasis,
 		InCooldown:             hold > now.UnixMilli(),
 		RunInFlight:            s.RunStartedAt != 0,
 		Pacing:                 c.Name(),
@@ -756,10 +805,8 @@ func (s State) Status(now time.Time, cfg Config) Status {
 	if d, ok := c.(pacing.Describer); ok {
 		st.PacingDetail = d.Describe(now)
 	}
-	if seed, ok := c.(*pacing.Seed); ok {
-		batch, interval := seed.Batch, seed.IntervalMs
-		st.BatchSize, st.IntervalMs = &batch, &interval
-	}
+	items, gap := s.nextTick(now, cfg)
+	st.BatchSize, st.IntervalMs = items, gap.Milliseconds()
 	if st.InCooldown {
 		st.CooldownRemainingS = (hold - now.UnixMilli() + 999) / 1000
 	} else {
@@ -774,24 +821,17 @@ func (s State) Status(now time.Time, cfg Config) Status {
 	return st
 }
 
-// completionsPerMinute divides the window's completions by the minutes the
-// window actually covers (at least one), so a controller that started two
-// minutes ago is not under-reported by averaging over five.
-func (s State) completionsPerMinute(now time.Time, w Bucket) float64 {
-	if w.Completed == 0 {
-		return 0
-	}
-	start := now.Add(-MetricsWindowMinutes * time.Minute).UnixMilli()
-	oldest := now.UnixMilli()
-	for _, b := range s.Metrics {
-		if b.Minute >= start && b.Minute < oldest {
-			oldest = b.Minute
-		}
-	}
-	minutes := float64(now.UnixMilli()-oldest) / float64(time.Minute.Milliseconds())
-	minutes = math.Max(1, math.Min(MetricsWindowMinutes, minutes))
-	return float64(w.Completed) / minutes
+// completionsPerMinute is the window's completions over the window's whole
+// length, MetricsWindowMinutes, however young the controller: a burst in
+// the window's last minute is not extrapolated as if it had lasted all of it.
+func completionsPerMinute(w Bucket) float64 {
+	return float64(w.Completed) / MetricsWindowMinutes
 }
+
+// ProjectionBasis states how projected_per_hour and projected_per_day are
+// made: the one projection of the status and the dashboard.
+var ProjectionBasis = fmt.Sprintf("measured: apps completed in the controller's last %d min ÷ %d, × 1,440 (0 during a cooldown)",
+	MetricsWindowMinutes, MetricsWindowMinutes)
 
 func confidence(samples int) string {
 	switch {

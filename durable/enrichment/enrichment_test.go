@@ -292,7 +292,7 @@ func TestSeedPacingInProductCoolsDownAndRecovers(t *testing.T) {
 	}
 	d = decideWith(t, seedCfg, &st, "tick_done", RunOutcome{Picked: 5, Results: res, Requests: reqs}, t0)
 	got := status(t, st, t0, seedCfg)
-	if !got.InCooldown || got.Totals.Cooldowns != 1 || deref(got.BatchSize) != pacing.SeedMinBatch || deref(got.IntervalMs) != 120000 {
+	if !got.InCooldown || got.Totals.Cooldowns != 1 || got.BatchSize != pacing.SeedMinBatch || got.IntervalMs != 120000 {
 		t.Fatalf("5 refusals must enter cooldown: %+v", got)
 	}
 	if len(d.Events) < 2 || d.Events[1]["event"] != "enrichment.cooldown" {
@@ -458,9 +458,11 @@ func TestTuneValidation(t *testing.T) {
 		}
 	}
 	st := ""
+	// The tick waits for both hosts' paces: the API host's interval too.
+	decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"host": "api", "interval_ms": 15000}`), t0)
 	d := decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"batch_size": 12, "interval_ms": 15000}`), t0)
 	got := status(t, st, t0, seedCfg)
-	if d.Response.Status != 200 || deref(got.BatchSize) != 12 || deref(got.IntervalMs) != 15000 {
+	if d.Response.Status != 200 || got.BatchSize != 12 || got.IntervalMs != 15000 {
 		t.Fatalf("tune not applied: %+v %+v", d.Response, got)
 	}
 	if d.AlarmBy != t0.Add(MinTuneDelay).UnixMilli() || d.AlarmAt != 0 {
@@ -483,8 +485,9 @@ func deref[T any](p *T) T {
 
 // The incident: a tune of batch_size 10 and interval_ms 15000 landed as
 // 40 a minute on the store host's rate while the status still showed
-// batch_size 88 and interval_ms 10000. The status shows only what drives
-// the pace, and the tune's answer says what changed.
+// batch_size 88 and interval_ms 10000. The status shows the pace the
+// controller runs (the rate as the next tick's items and the interval
+// they are paid for in), and the tune's answer says what changed.
 func TestStatusAndTuneAgree(t *testing.T) {
 	st := ""
 	decide(t, &st, "load", nil, t0)
@@ -494,21 +497,78 @@ func TestStatusAndTuneAgree(t *testing.T) {
 	if tu == nil || tu.Host != HostStore || deref(tu.After.RatePerMin) != 40 || tu.Before.RatePerMin == nil || tu.Note == "" {
 		t.Fatalf("tune's answer must say what changed: %s", mustJSON(t, tu))
 	}
+	// 40 a minute: 7 items a tick (⌈40 × 10 s ÷ 60 s⌉), paid for in 10.5 s.
 	got := status(t, st, t0, DefaultConfig())
-	if got.BatchSize != nil || got.IntervalMs != nil || got.Paces[HostStore].RatePerMin != 40 || got.Tuned != nil {
-		t.Fatalf("status: batch %v interval %v, store pace %+v", got.BatchSize, got.IntervalMs, got.Paces[HostStore])
+	if got.BatchSize != 7 || got.IntervalMs != 10500 || got.Paces[HostStore].RatePerMin != 40 || got.Tuned != nil ||
+		ans.BatchSize != 7 || ans.IntervalMs != 10500 {
+		t.Fatalf("status: batch %v interval %v, store pace %+v; tune's answer %v/%v", got.BatchSize, got.IntervalMs, got.Paces[HostStore], ans.BatchSize, ans.IntervalMs)
 	}
-	raw := mustJSON(t, got)
-	if strings.Contains(raw, `"batch_size"`) || strings.Contains(raw, `"interval_ms"`) {
-		t.Fatalf("a rate pace shows no batch or interval: %s", raw)
-	}
-	// The seed rules pace by batch and interval: shown, and tuned as given.
+	// The seed rules pace by batch and interval: shown, and tuned as given
+	// (the API host's interval too: the tick waits for both hosts).
 	st = ""
+	decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"host":"api","interval_ms":15000}`), t0)
 	d = decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"batch_size":10,"interval_ms":15000}`), t0)
 	tu = d.Response.Body.(Status).Tuned
-	if got := status(t, st, t0, seedCfg); deref(got.BatchSize) != 10 || deref(got.IntervalMs) != 15000 ||
+	if got := status(t, st, t0, seedCfg); got.BatchSize != 10 || got.IntervalMs != 15000 ||
 		deref(tu.After.BatchSize) != 10 || deref(tu.After.IntervalMs) != 15000 || tu.Note != "" {
 		t.Fatalf("seed: status %v/%v, tuned %s", got.BatchSize, got.IntervalMs, mustJSON(t, tu))
+	}
+}
+
+// batch_size and interval_ms are in the status under every algorithm, with
+// one meaning: the items the next tick takes, and how long after its start
+// the controller starts the one after it.
+func TestStatusShowsThePaceUnderEveryAlgorithm(t *testing.T) {
+	for _, name := range pacing.Names() {
+		cfg := Config{Pacing: name, Cooldown: CooldownDuration}
+		st := ""
+		decideWith(t, cfg, &st, "load", nil, t0)
+		raw := mustJSON(t, status(t, st, t0, cfg))
+		got := status(t, st, t0, cfg)
+		if !strings.Contains(raw, `"batch_size":`) || !strings.Contains(raw, `"interval_ms":`) || got.BatchSize < 1 || got.IntervalMs <= 0 {
+			t.Errorf("%s: no pace in the status: %s", name, raw)
+			continue
+		}
+		d := decideWith(t, cfg, &st, "tick", TickRequest{}, t0)
+		if d.Run == nil || d.Run.BatchSize != got.BatchSize {
+			t.Errorf("%s: status said %d items, the tick took %+v", name, got.BatchSize, d.Run)
+		}
+	}
+	// Where the tick leaves the pace as it was, the next tick comes exactly
+	// interval_ms later: aws-adaptive before its first throttle keeps its
+	// rate (measured from the tick's start), the seed rules below their
+	// five samples their batch and interval (from the tick's end).
+	for _, tc := range []struct {
+		cfg     Config
+		tunes   []string
+		fromEnd bool
+	}{
+		{Config{Pacing: "aws-adaptive"}, nil, false},
+		{seedCfg, []string{`{"host":"api","interval_ms":15000}`, `{"batch_size":2,"interval_ms":12000}`}, true},
+	} {
+		st := ""
+		decideWith(t, tc.cfg, &st, "load", nil, t0)
+		for _, tu := range tc.tunes {
+			decideWith(t, tc.cfg, &st, "http", httpReq("POST", "/tune", tu), t0)
+		}
+		want := status(t, st, t0, tc.cfg)
+		d := decideWith(t, tc.cfg, &st, "tick", TickRequest{}, t0)
+		n := d.Run.BatchSize
+		res, reqs := okResults(n)
+		reqs = append(reqs, RequestOutcome{Item: 0, Class: ClassOK, Remaining: -1, Kind: RequestLookup})
+		for i := range reqs {
+			reqs[i].SentAt, reqs[i].DoneAt = t0.UnixMilli(), t0.UnixMilli()+100
+		}
+		done := t0.Add(time.Second)
+		d = decideWith(t, tc.cfg, &st, "tick_done", RunOutcome{Picked: n, Results: res, Requests: reqs}, done)
+		from := t0
+		if tc.fromEnd {
+			from = done
+		}
+		if n != want.BatchSize || d.AlarmAt-from.UnixMilli() != want.IntervalMs {
+			t.Errorf("%s: status said %d items then %d ms; the tick took %d, the next came %d ms after",
+				tc.cfg.Pacing, want.BatchSize, want.IntervalMs, n, d.AlarmAt-from.UnixMilli())
+		}
 	}
 }
 
@@ -526,7 +586,7 @@ func TestResetAndUnknownRoute(t *testing.T) {
 	decideWith(t, seedCfg, &st, "http", httpReq("POST", "/tune", `{"batch_size": 40}`), t0)
 	d := decideWith(t, seedCfg, &st, "http", httpReq("POST", "/reset", ""), t0)
 	got := status(t, st, t0, seedCfg)
-	if deref(got.BatchSize) != pacing.SeedStartBatch || !got.Running || d.AlarmAt == 0 {
+	if got.BatchSize != pacing.SeedStartBatch || !got.Running || d.AlarmAt == 0 {
 		t.Fatalf("reset: %+v %+v", got, d)
 	}
 	d = decide(t, &st, "http", httpReq("DELETE", "/status", ""), t0)
@@ -543,9 +603,16 @@ func TestStatusProjection(t *testing.T) {
 	}
 	s.bucket(t0).Failed = 2
 	st := s.Status(t0, DefaultConfig())
-	// The oldest bucket starts at minute(t0)-2, i.e. 2.5 minutes before t0.
-	if st.Rolling.CompletionsPerMinute != 12 || st.ProjectedPerHour != 720 || st.ProjectedPerDay != 17280 {
-		t.Fatalf("projection: %+v", st.Rolling)
+	// Over the window's 5 minutes, not the 2.5 its oldest bucket covers.
+	if st.Rolling.CompletionsPerMinute != 6 || st.ProjectedPerHour != 360 || st.ProjectedPerDay != 8640 || st.Rolling.WindowS != 300 {
+		t.Fatalf("projection: %d/h, %d/day, %+v", st.ProjectedPerHour, st.ProjectedPerDay, st.Rolling)
+	}
+	// A burst in a young controller's first minute: 33 apps ÷ 5, not ÷ 1.
+	burst := DefaultState()
+	burst.bucket(t0).Completed = 33
+	if st := burst.Status(t0, DefaultConfig()); st.Rolling.CompletionsPerMinute != 6.6 || st.ProjectedPerDay != 9504 ||
+		!strings.Contains(st.ProjectionBasis, "last 5 min ÷ 5") {
+		t.Fatalf("burst: %v/min, %d/day (%s)", st.Rolling.CompletionsPerMinute, st.ProjectedPerDay, st.ProjectionBasis)
 	}
 	if st.Rolling.SampleSize != 32 || st.Rolling.Confidence != "high" {
 		t.Fatalf("rolling: %+v", st.Rolling)

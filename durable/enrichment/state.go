@@ -38,7 +38,8 @@ type Config struct {
 	Target string
 	// Pacing names the algorithm (durable/pacing): "probe" or "seed".
 	Pacing string
-	// Cooldown is how long the seed rules' critical zone suspends work.
+	// Cooldown is how long the seed rules' critical zone suspends work
+	// (ENRICHMENT_COOLDOWN_S); no other algorithm reads it.
 	Cooldown time.Duration
 	// ParserProbe spaces the probe pages while store pages are paused for
 	// parser drift; 0 means ParserProbeInterval.

@@ -34,3 +34,6 @@ func (a *AIMD) Done(now time.Time, outcomes []Outcome) time.Time {
 }
 
 func (a *AIMD) CapacityPerMin() float64 { return a.Limit }
+
+// TickGap: the requests paid for at the limit (Spacer).
+func (a *AIMD) TickGap(requests int) time.Duration { return tickGap(a.Limit, requests) }

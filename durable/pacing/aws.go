@@ -59,3 +59,6 @@ func (a *AWSAdaptive) Done(now time.Time, outcomes []Outcome) time.Time {
 }
 
 func (a *AWSAdaptive) CapacityPerMin() float64 { return a.LastMaxRate }
+
+// TickGap: the requests paid for at the rate (Spacer).
+func (a *AWSAdaptive) TickGap(requests int) time.Duration { return tickGap(a.Rate, requests) }

@@ -28,3 +28,6 @@ func (o *Oracle) Done(now time.Time, outcomes []Outcome) time.Time {
 }
 
 func (o *Oracle) CapacityPerMin() float64 { return o.rate }
+
+// TickGap: the requests paid for at the capacity (Spacer).
+func (o *Oracle) TickGap(requests int) time.Duration { return tickGap(o.rate, requests) }

@@ -171,6 +171,14 @@ type Tuner interface {
 	Tune(TuneRequest)
 }
 
+// Spacer is a controller that says what its pace puts between ticks:
+// TickGap is how long after a tick that sent requests upstream requests
+// (its work done within that time) it starts the next one. Holds, server
+// hints and idle polls come on top. Every registered controller is one.
+type Spacer interface {
+	TickGap(requests int) time.Duration
+}
+
 // Describer reports a controller's own view for the status page.
 type Describer interface {
 	Describe(now time.Time) map[string]any

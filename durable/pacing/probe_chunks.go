@@ -135,15 +135,25 @@ func (p *Probe) connectionsBind() bool {
 // connections can carry, so latency, not the rate, sets the pace.
 func (p *Probe) latencyBound() bool { return p.rate >= p.params.BusyShare*p.connPerMin() }
 
+// wakeRate is the rate a tick's requests are paid for at: the rate, or
+// the connections' when they bind.
+func (p *Probe) wakeRate() float64 {
+	if p.latencyBound() {
+		return math.Max(p.rate, p.connPerMin()) // the connections pace this tick, not the rate
+	}
+	return p.rate
+}
+
+// TickGap: the requests paid for at wakeRate (Spacer; smooth sending's
+// spacing after the tick's last chunk aside).
+func (p *Probe) TickGap(requests int) time.Duration { return tickGap(p.wakeRate(), requests) }
+
 // wake is when to start the next tick after one that sent t's requests:
 // when they are paid for at the rate (the connections' rate when they
 // bind), and for smooth sending no sooner than a chunk's spacing after
 // this tick's last one.
 func (p *Probe) wake(now time.Time, t tally) time.Time {
-	rate := p.rate
-	if p.latencyBound() {
-		rate = math.Max(rate, p.connPerMin()) // the connections pace this tick, not the rate
-	}
+	rate := p.wakeRate()
 	next := p.next(now, rate, t.sent)
 	if p.smooth && p.lastChunk > 0 && !t.lastSent.IsZero() {
 		// The next tick's first chunk keeps the spacing after this tick's

@@ -143,12 +143,7 @@ func (p *pacer) plan(now time.Time, ratePerMin float64, chunk int) Plan {
 // refusal does not wait out its whole plan), and never before the server
 // said so.
 func (p *pacer) next(now time.Time, ratePerMin float64, sent int) time.Time {
-	wake := time.UnixMilli(p.LastWake)
-	gap := TickInterval
-	if sent > 0 {
-		gap = time.Duration(float64(sent) / (ratePerMin / 60) * float64(time.Second))
-	}
-	t := wake.Add(gap)
+	t := time.UnixMilli(p.LastWake).Add(tickGap(ratePerMin, sent))
 	if t.Before(now) {
 		t = now
 	}
@@ -156,6 +151,16 @@ func (p *pacer) next(now time.Time, ratePerMin float64, sent int) time.Time {
 		t = nb
 	}
 	return t
+}
+
+// tickGap is how long after a tick's start the next one starts when the
+// tick sent sent requests at ratePerMin and its work fit in that time:
+// until they are paid for at the rate (TickInterval when none was sent).
+func tickGap(ratePerMin float64, sent int) time.Duration {
+	if sent <= 0 {
+		return TickInterval
+	}
+	return time.Duration(float64(sent) / (ratePerMin / 60) * float64(time.Second))
 }
 
 // tally is what one tick's requests said.

@@ -96,6 +96,10 @@ func (s *Seed) Done(now time.Time, outcomes []Outcome) time.Time {
 	return now.Add(s.interval())
 }
 
+// TickGap is the interval, whatever was sent: the seed rules wait it
+// after a tick's end (Spacer).
+func (s *Seed) TickGap(int) time.Duration { return s.interval() }
+
 // CapacityPerMin: the seed rules keep no capacity estimate.
 func (s *Seed) CapacityPerMin() float64 { return 0 }
 

@@ -60,9 +60,11 @@ func TestDashboardIsSelfContained(t *testing.T) {
 			t.Errorf("page lacks %s", want)
 		}
 	}
-	// One projection per day on the page: the pulse's, never the
-	// controller's burst-extrapolated projected_per_day.
-	if strings.Count(page, "projected_per_day") != 1 || !strings.Contains(page, "fmtNum(p.projected_per_day)") || strings.Count(page, "Projected per day") != 1 {
-		t.Error("the page shows a projection other than the pulse's")
+	// One projection per day on the page: the controller status's, with
+	// its basis, as GET /v1/enrichment/status shows it (the pulse carries
+	// the same figure).
+	if strings.Count(page, "projected_per_day") != 1 || !strings.Contains(page, "fmtNum(st.projected_per_day)") ||
+		!strings.Contains(page, "st.projection_basis") || strings.Count(page, "Projected per day") != 1 {
+		t.Error("the page shows a projection other than the status's")
 	}
 }

@@ -14,8 +14,8 @@ import (
 
 // The pulse is what the dashboard shows of the crawl's progress, decided
 // here (not in the page's script) so it is tested natively: the measured
-// completions a minute next to the plan, the one projection per day, and
-// whether the crawl has stalled.
+// completions a minute next to the plan, the one projection per day (the
+// controller status's, with its basis), and whether the crawl has stalled.
 
 // StallAfter: no app completed for this long, while apps wait to be
 // enriched and the controller is running, is a stall. Ten one-minute
@@ -38,13 +38,13 @@ type PulseInput struct {
 
 // Pulse is GET /v1/enrichment/pulse.
 type Pulse struct {
-	// CompletionsPerMin is measured: apps completed in the history's last
-	// history.ThroughputWindow, per minute of it.
+	// CompletionsPerMin is measured: the controller status's
+	// rolling.completions_per_minute, apps completed in its window of
+	// WindowMin minutes ÷ WindowMin.
 	CompletionsPerMin float64 `json:"completions_per_min"`
 	WindowMin         int     `json:"window_min"`
-	// ProjectedPerDay is CompletionsPerMin × 1,440 (the history's
-	// projected_per_day), the page's only projection; ProjectionBasis says
-	// so in words.
+	// ProjectedPerDay and ProjectionBasis are the status's, the one
+	// projection: CompletionsPerMin × 1,440, 0 during a cooldown.
 	ProjectedPerDay int64  `json:"projected_per_day"`
 	ProjectionBasis string `json:"projection_basis"`
 	// Plan is what the controller plans now, PlannedPerMin its items a
@@ -70,29 +70,20 @@ type Pulse struct {
 func DecidePulse(in PulseInput) Pulse {
 	st, h := in.Status, in.History
 	p := Pulse{
-		CompletionsPerMin: h.ThroughputPerMin,
-		WindowMin:         int(history.ThroughputWindow / time.Minute),
-		ProjectedPerDay:   int64(h.ProjectedPerDay),
+		CompletionsPerMin: st.Rolling.CompletionsPerMinute,
+		WindowMin:         st.Rolling.WindowS / 60,
+		ProjectedPerDay:   st.ProjectedPerDay,
+		ProjectionBasis:   st.ProjectionBasis,
 		Pending:           in.Pending,
 		Running:           st.Running,
 		PagesPaused:       st.ParserHealth.PagesPaused,
 		StallAfterMin:     int(StallAfter / time.Minute),
 	}
-	p.ProjectionBasis = fmt.Sprintf("measured: apps completed in the last %d min (history), per minute, × 1,440", p.WindowMin)
-	if st.BatchSize != nil && st.IntervalMs != nil && *st.IntervalMs > 0 {
-		// The seed rules pace by batch and interval.
-		p.PlannedPerMin = math.Round(10*float64(*st.BatchSize)*60000/float64(*st.IntervalMs)) / 10
-		p.Plan = fmt.Sprintf("%d items every %s s", *st.BatchSize, trimFloat(float64(*st.IntervalMs)/1000))
-	} else {
-		// A rate algorithm paces each host: an item is one store page, so
-		// the store host's rate is the items a minute it plans.
-		rate := st.Paces["store"].RatePerMin
-		p.PlannedPerMin = math.Round(10*rate) / 10
-		items := 0
-		if st.LastPlan != nil {
-			items = st.LastPlan.Items
-		}
-		p.Plan = fmt.Sprintf("%d items last tick, pages at %s/min", items, trimFloat(p.PlannedPerMin))
+	// The pace under every algorithm: the next tick's items and the
+	// interval the controller puts after it.
+	p.Plan = fmt.Sprintf("%d items every %s s", st.BatchSize, trimFloat(float64(st.IntervalMs)/1000))
+	if st.IntervalMs > 0 {
+		p.PlannedPerMin = math.Round(10*float64(st.BatchSize)*60000/float64(st.IntervalMs)) / 10
 	}
 	if p.PagesPaused {
 		p.LiftDriftPause = LiftDriftPause

@@ -30,26 +30,19 @@ func historyWith(completedMinutesAgo map[int]int64) history.History {
 	return history.BuildHistory(q, ticks, nil)
 }
 
-// seedPace is the seed rules' pace: 88 items every 10 s.
-func seedPace() (*int, *int64) {
-	b, i := 88, int64(10000)
-	return &b, &i
-}
-
+// runningStatus paces 88 items every 10 s.
 func runningStatus() enrichment.Status {
-	b, i := seedPace()
-	return enrichment.Status{Running: true, BatchSize: b, IntervalMs: i}
+	return enrichment.Status{Running: true, BatchSize: 88, IntervalMs: 10000, Rolling: enrichment.Rolling{WindowS: 300}}
 }
 
 func TestPulseShowsThePlanBesideMeasuredCompletions(t *testing.T) {
-	// 13 apps over the last 15 minutes: the history's 0.867/min, 1,248 a day.
+	// 13 apps in the controller's 5-minute window: 2.6/min, 3,744 a day.
+	st := runningStatus()
+	st.Rolling.Completed, st.Rolling.CompletionsPerMinute, st.ProjectedPerDay, st.ProjectionBasis = 13, 2.6, 3744, enrichment.ProjectionBasis
 	h := historyWith(map[int]int64{14: 5, 9: 4, 3: 4})
-	p := DecidePulse(PulseInput{Status: runningStatus(), History: h, Pending: 4120, Now: pulseNow})
-	if p.CompletionsPerMin != 0.867 || p.ProjectedPerDay != 1248 || p.ProjectedPerDay != int64(h.ProjectedPerDay) || p.WindowMin != 15 {
-		t.Errorf("measured: %v/min, %d/day (history %v)", p.CompletionsPerMin, p.ProjectedPerDay, h.ProjectedPerDay)
-	}
-	if !strings.Contains(p.ProjectionBasis, "measured") || !strings.Contains(p.ProjectionBasis, "15 min") {
-		t.Errorf("basis %q", p.ProjectionBasis)
+	p := DecidePulse(PulseInput{Status: st, History: h, Pending: 4120, Now: pulseNow})
+	if p.CompletionsPerMin != 2.6 || p.ProjectedPerDay != 3744 || p.WindowMin != 5 || p.ProjectionBasis != enrichment.ProjectionBasis {
+		t.Errorf("measured: %v/min over %d min, %d/day (%s)", p.CompletionsPerMin, p.WindowMin, p.ProjectedPerDay, p.ProjectionBasis)
 	}
 	if p.Plan != "88 items every 10 s" || p.PlannedPerMin != 528 {
 		t.Errorf("plan %q, %v/min", p.Plan, p.PlannedPerMin)
@@ -59,13 +52,13 @@ func TestPulseShowsThePlanBesideMeasuredCompletions(t *testing.T) {
 	}
 }
 
-// Under a rate algorithm (probe, the default) the status carries no batch
-// and interval: the plan is the last tick's items and the store host's rate.
+// Under a rate algorithm (probe, the default) the plan is the status's
+// pace too: 40 pages a minute is 7 items paid for in 10.5 s.
 func TestPulsePlanUnderARateAlgorithm(t *testing.T) {
-	st := enrichment.Status{Running: true, LastPlan: &enrichment.PlanSummary{Items: 12},
-		Paces: map[string]enrichment.HostPace{"store": {RatePerMin: 72.25}, "api": {RatePerMin: 3}}}
+	st := enrichment.Status{Running: true, BatchSize: 7, IntervalMs: 10500, LastPlan: &enrichment.PlanSummary{Items: 12},
+		Paces: map[string]enrichment.HostPace{"store": {RatePerMin: 40}, "api": {RatePerMin: 3}}}
 	p := DecidePulse(PulseInput{Status: st, History: historyWith(map[int]int64{3: 4}), Pending: 10, Now: pulseNow})
-	if p.Plan != "12 items last tick, pages at 72.3/min" || p.PlannedPerMin != 72.3 {
+	if p.Plan != "7 items every 10.5 s" || p.PlannedPerMin != 40 {
 		t.Errorf("plan %q, %v/min", p.Plan, p.PlannedPerMin)
 	}
 }
@@ -147,20 +140,30 @@ func TestPulseEndpoint(t *testing.T) {
 	}
 }
 
-// Why the page showed two projections a day apart by ×40: both are measured,
-// over different spans. The controller's status divides its 5-minute
-// window's completions by the minutes since the window's oldest bucket (at
-// least one), so a burst after a quiet spell is extrapolated as if it went
-// on all day; the history divides the last 15 minutes' completions by 15.
-// The pulse keeps the history's, the one with a fixed span, and says so.
-func TestTheTwoProjectionsDiffer(t *testing.T) {
+// One projection: the page showed two a day apart by ×15 (the
+// controller's burst extrapolated from the minutes its window covered,
+// the history's over 15 minutes). The status divides its window's
+// completions by the window's 5 minutes, and the pulse, which the page
+// reads, shows the status's figure and basis, not the history's.
+func TestOneProjection(t *testing.T) {
 	now := pulseNow.Add(30 * time.Second)
 	burst := enrichment.State{Running: true, Metrics: []enrichment.Bucket{{Minute: pulseNow.UnixMilli(), Dispatched: 33, Completed: 33}}}
 	st := burst.Status(now, enrichment.DefaultConfig())
 	h := history.BuildHistory(history.HistoryQuery{Target: "main", Since: now.Add(-6 * time.Hour), Until: now, Bucket: time.Minute},
 		[]history.TickMinute{{Minute: pulseNow.UnixMilli(), Ticks: 3, Dispatched: 33, Completed: 33}}, nil)
-	p := DecidePulse(PulseInput{Status: st, History: h, Pending: 100, Now: now})
-	if st.ProjectedPerDay != 47520 || p.ProjectedPerDay != 3168 {
-		t.Errorf("controller %d/day, pulse (history) %d/day", st.ProjectedPerDay, p.ProjectedPerDay)
+	if st.Rolling.CompletionsPerMinute != 6.6 || st.ProjectedPerDay != 9504 {
+		t.Errorf("controller: %v/min, %d/day", st.Rolling.CompletionsPerMinute, st.ProjectedPerDay)
+	}
+	body, _ := json.Marshal(st)
+	s := NewServer(&Server{Controller: statusController{body: string(body)}, Ledger: &pulseLedger{h: h}})
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/enrichment/pulse?target=main", nil))
+	var p Pulse
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &p) != nil {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if p.ProjectedPerDay != st.ProjectedPerDay || p.ProjectionBasis != st.ProjectionBasis || p.CompletionsPerMin != 6.6 || p.WindowMin != 5 {
+		t.Errorf("pulse %d/day (%s), %v/min over %d min; status %d/day, history %v/day",
+			p.ProjectedPerDay, p.ProjectionBasis, p.CompletionsPerMin, p.WindowMin, st.ProjectedPerDay, h.ProjectedPerDay)
 	}
 }

@@ -70,7 +70,26 @@ type Server struct {
 	// mux is the router, built on the first request rather than in the
 	// Worker's cold start (registering the routes took ~5 ms there, and a Go
 	// instance started for a Durable Object call never routes a request).
-	mux func() *http.ServeMux
+	mux func() *routeMux
+}
+
+// routeMux is the router, keeping the patterns it was given in order, so
+// the route table can be held against docs/api.md.
+type routeMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+// HandleFunc registers a route ("METHOD /path").
+func (m *routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.HandleFunc(pattern, h)
+}
+
+// Routes lists the registered routes as "METHOD /path" patterns, in the
+// order they were registered (the test-only ones only where mounted).
+func (s *Server) Routes() []string {
+	return append([]string(nil), s.mux().patterns...)
 }
 
 // NewServer makes the server. One Server lives as long as its Go instance,
@@ -83,8 +102,8 @@ func NewServer(s *Server) *Server {
 }
 
 // routes builds the router.
-func (s *Server) routes() *http.ServeMux {
-	mux := http.NewServeMux()
+func (s *Server) routes() *routeMux {
+	mux := &routeMux{ServeMux: http.NewServeMux()}
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /v1/dashboard", s.dashboard)
 	mux.HandleFunc("GET /v1/enrichment/status", s.forward("/status"))

@@ -140,7 +140,7 @@ type Config struct {
 // its setters, scheduler.NewConfig, ledger.RetentionFromDays), and a value
 // they refuse is a Problem like any other.
 type ObjectVars struct {
-	EnrichmentCooldownS       string // ENRICHMENT_COOLDOWN_S
+	EnrichmentCooldownS       string // ENRICHMENT_COOLDOWN_S: the seed rules' cooldown (no other algorithm reads it)
 	EnrichmentPacing          string // ENRICHMENT_PACING
 	EnrichmentParserProbeS    string // ENRICHMENT_PARSER_PROBE_S
 	EnrichmentIdleS           string // ENRICHMENT_IDLE_S
