@@ -1,3 +1,5 @@
+//go:build !js
+
 // Command schema prints the D1 schema after every migration (`make schema`
 // writes it to migrations/schema.sql).
 package main
