@@ -124,6 +124,12 @@ export class DecisionObject extends DurableObject {
     if (request.method === "GET" && url.pathname === "/ledger" && d.response.status === 200) {
       return Response.json(this.ledger.report(d.response.body.source, d.response.body.counters));
     }
+    return this.answer(d);
+  }
+
+  // answer turns an HTTP decision into the response; a subclass whose
+  // decisions ask to wait for work (wait_ms) overrides it.
+  async answer(d) {
     return Response.json(d.response.body, { status: d.response.status });
   }
 }

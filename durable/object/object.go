@@ -37,6 +37,11 @@ type Decision[Run any] struct {
 	AlarmBy int64 `json:"alarm_by,omitempty"`
 	// Run, when set, is the work to perform now.
 	Run Run `json:"run,omitempty"`
+	// WaitMs, when set with Run on an HTTP call, asks the shim to perform
+	// Run now and answer the call with the outcome's decision (a later op's
+	// Response), if it comes within WaitMs; else the object's answer while
+	// the work goes on. The work finishes either way.
+	WaitMs int64 `json:"wait_ms,omitempty"`
 	// Response answers an HTTP call.
 	Response *Response `json:"response,omitempty"`
 	// Events are log events (one JSON line each) describing what happened;
@@ -63,6 +68,9 @@ func (d *Decision[Run]) Merge(o Decision[Run]) {
 	}
 	if !reflect.ValueOf(&o.Run).Elem().IsZero() {
 		d.Run = o.Run
+	}
+	if o.WaitMs != 0 {
+		d.WaitMs = o.WaitMs
 	}
 	if o.Response != nil {
 		d.Response = o.Response

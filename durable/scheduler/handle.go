@@ -132,7 +132,9 @@ func NewConfig(threshold int) (Config, error) {
 }
 
 // Handle runs one operation. Ops: "load", "tick" (alarm fired), "finish"
-// (arg: ResultMsg), "rearm" (after the tick's tasks), "http" (arg: Request).
+// (arg: ResultMsg; its Response is the run's answer to a waiting caller),
+// "rearm" (after the tick's tasks, or a waited run), "http" (arg: Request),
+// "run_timeout" (arg: {"task"}: a waited run outlasted RunWaitTimeout).
 func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) {
 	s, corrupt := Load(raw, now)
 	s.BreakerThreshold = DefaultBreakerThreshold
@@ -213,8 +215,16 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) 
 		if ts := s.Tasks[r.Task]; ts != nil {
 			ts.LastD1RowsRead, ts.LastD1RowsWritten, ts.LastD1Queries, ts.LastSubrequests = r.D1RowsRead, r.D1RowsWritten, r.D1Queries, r.Subrequests
 		}
+		d.Response = s.runAnswer(r)
 	case "rearm":
 		s.alarm(&d, now)
+	case "run_timeout":
+		var w struct {
+			Task string `json:"task"`
+		}
+		json.Unmarshal(arg, &w)
+		d.Events = append(d.Events, Event{"event": "scheduler.run_wait_timeout", "task": w.Task, "wait_ms": RunWaitTimeout.Milliseconds()})
+		d.Response = s.runState(202, w.Task, now, "", "")
 	case "http":
 		var req Request
 		if err := json.Unmarshal(arg, &req); err != nil {
@@ -303,13 +313,17 @@ type Control struct {
 	Task   string `json:"task"`
 	Reason string `json:"reason"`
 	Until  string `json:"until"` // RFC 3339; empty = until resumed
+	// Wait (run only, one task): run it now and answer with its result,
+	// or its state after RunWaitTimeout.
+	Wait bool `json:"wait"`
 }
 
 // TaskAll names every task in a run request ({"task": "all"}).
 const TaskAll = "all"
 
 // ParseControl validates a control body; task "" means the whole scheduler
-// (pause/resume only). /run (alias /run-now) needs a task, or "all".
+// (pause/resume only). /run (alias /run-now) needs a task, or "all";
+// "wait": true is for /run of one task.
 func ParseControl(path, body string, now time.Time) (Control, time.Time, *FieldError) {
 	var c Control
 	if body != "" {
@@ -318,7 +332,7 @@ func ParseControl(path, body string, now time.Time) (Control, time.Time, *FieldE
 		if err := dec.Decode(&c); err != nil {
 			fe := object.DecodeError(err)
 			if fe.Field == "body" && fe.Error != "body: not valid JSON" {
-				fe.Error = "body must be a JSON object with task, reason, until"
+				fe.Error = "body must be a JSON object with task, reason, until, wait"
 			}
 			return c, time.Time{}, fe
 		}
@@ -329,6 +343,12 @@ func ParseControl(path, body string, now time.Time) (Control, time.Time, *FieldE
 	}
 	if isRun && c.Task == "" {
 		return c, time.Time{}, &FieldError{Error: `run needs a task (or "all")`, Field: "task"}
+	}
+	if c.Wait && !isRun {
+		return c, time.Time{}, &FieldError{Error: "wait is for run only", Field: "wait"}
+	}
+	if c.Wait && c.Task == TaskAll {
+		return c, time.Time{}, &FieldError{Error: `wait runs one task, not "all"`, Field: "wait"}
 	}
 	var until time.Time
 	if c.Until != "" {
@@ -366,6 +386,9 @@ func (s *State) http(req Request, now time.Time, d *Decision) *Response {
 		case "/resume":
 			s.Resume(c.Task)
 		case "/run", "/run-now":
+			if c.Wait {
+				return s.runWait(c.Task, now, d)
+			}
 			if c.Task == TaskAll {
 				for _, t := range Registry {
 					s.RunNow(t.Name, now)

@@ -626,7 +626,7 @@ func TestControlDecodeErrorsNameTheField(t *testing.T) {
 		{`{"until": true}`, "until", "until must be a string"},
 		{`{"task": `, "body", "body: not valid JSON"},
 		{`{task}`, "body", "body: not valid JSON"},
-		{`[1]`, "body", "body must be a JSON object with task, reason, until"},
+		{`[1]`, "body", "body must be a JSON object with task, reason, until, wait"},
 		{`{"now": true}`, "now", `unknown field "now"`},
 	} {
 		_, _, fe := ParseControl("/pause", c.body, now)

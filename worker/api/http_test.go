@@ -216,6 +216,8 @@ func TestJSONErrorsNameFieldAndRule(t *testing.T) {
 		{"/v1/scheduler/run", `{"task": 5}`, "task", "task must be a string"},
 		{"/v1/scheduler/pause", `{"until": 5}`, "until", "until must be a string"},
 		{"/v1/scheduler/pause", `{"task": "charts"`, "body", "body: not valid JSON"},
+		{"/v1/scheduler/run", `{"task": "charts-refresh", "wait": "yes"}`, "wait", "wait must be a boolean"},
+		{"/v1/scheduler/run", `{"task": "all", "wait": true}`, "wait", `wait runs one task, not "all"`},
 		{"/v1/enrichment/reparse", `{"scope": 5}`, "scope", "scope must be a string"},
 		{"/v1/enrichment/retry-failed", `{"class": true}`, "class", "class must be a string"},
 		{"/v1/system/dead-letters/replay", `{"message_id": 7}`, "message_id", "message_id must be a string"},
