@@ -153,6 +153,9 @@ func (f *fakeLedger) LedgerPage(_ context.Context, after string, n int) (history
 	f.pages = append(f.pages, fmt.Sprintf("%s/%d", after, n))
 	return history.Page{Writers: []ledger.Result{{Source: "limiter:client:a", Status: ledger.StatusOK}}, Next: "limiter:client:a"}, nil
 }
+func (f *fakeLedger) Mismatches(context.Context) (history.Mismatches, error) {
+	return history.Mismatches{}, nil
+}
 func (f *fakeLedger) ConsumerStats() map[string]int64 { return map[string]int64{} }
 
 func TestHistoryRoutesValidateBeforeReading(t *testing.T) {
