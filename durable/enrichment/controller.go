@@ -451,6 +451,23 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 	case req.Method == "GET" && req.Path == "/ledger":
 		// The counters the ledger's facts sum to (reconciliation).
 		return Decision{Response: &Response{Status: 200, Body: map[string]any{"source": cfg.Source(), "counters": s.Totals.Counters()}}}
+	case req.Method == "POST" && req.Path == "/ledger/repair":
+		// Reconciliation found the counters off their facts: the facts are
+		// the truth (durable/ledger.Repair).
+		rep, field, msg := ledger.ParseRepair([]byte(req.Body))
+		if field != "" {
+			return Decision{Response: errorResponse(400, field, msg)}
+		}
+		repaired, unknown := rep.Apply(s.Totals.Counters())
+		if unknown != "" {
+			return Decision{Response: errorResponse(409, "delta", "the controller keeps no counter "+strconv.Quote(unknown))}
+		}
+		refs := s.Totals.counterRefs()
+		for k, v := range repaired {
+			*refs[k] = v
+		}
+		f := rep.Fact(cfg.Source(), now)
+		return Decision{State: s.Encode(now), Facts: []ledger.Fact{f}, Response: &Response{Status: 200, Body: f}}
 	case req.Method == "POST" && req.Path == "/start":
 		s.Running = true
 		c, l, _ := s.pacers(cfg)

@@ -201,13 +201,22 @@ func (c Config) Source() string {
 
 // Counters are the totals as ledger counters.
 func (t Totals) Counters() map[string]int64 {
-	return map[string]int64{
-		"dispatched": t.Dispatched, "completed": t.Completed, "failed": t.Failed,
-		"rate_limited": t.RateLimited, "item_errors": t.ItemErrors, "gave_up": t.GaveUp,
-		"ticks": t.Ticks, "cooldowns": t.Cooldowns,
-		"lookup_requests": t.LookupRequests, "page_requests": t.PageRequests,
-		"lookup_refusals": t.LookupRefusals, "page_refusals": t.PageRefusals,
-		"lookups_skipped": t.LookupsSkipped,
+	out := map[string]int64{}
+	for k, p := range t.counterRefs() {
+		out[k] = *p
+	}
+	return out
+}
+
+// counterRefs names the fields Counters reports (a ledger repair sets them).
+func (t *Totals) counterRefs() map[string]*int64 {
+	return map[string]*int64{
+		"dispatched": &t.Dispatched, "completed": &t.Completed, "failed": &t.Failed,
+		"rate_limited": &t.RateLimited, "item_errors": &t.ItemErrors, "gave_up": &t.GaveUp,
+		"ticks": &t.Ticks, "cooldowns": &t.Cooldowns,
+		"lookup_requests": &t.LookupRequests, "page_requests": &t.PageRequests,
+		"lookup_refusals": &t.LookupRefusals, "page_refusals": &t.PageRefusals,
+		"lookups_skipped": &t.LookupsSkipped,
 	}
 }
 

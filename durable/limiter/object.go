@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"encoding/json"
+	"strconv"
 	"sync"
 	"time"
 
@@ -189,6 +190,8 @@ func (o *Objects) Handle(id string, c Call, now time.Time) Answer {
 			return Answer{Response: object.ErrorResponse(400, "key", "ledger report needs the key")}
 		}
 		return Answer{Report: objects.SourceLimiterPrefix + q.Key}
+	case c.Method == "POST" && c.Path == "/ledger/repair":
+		return o.repair(id, []byte(c.Body), now)
 	}
 	return Answer{Response: object.ErrorResponse(404, "path", "no such limiter route: "+c.Method+" "+c.Path)}
 }
@@ -234,6 +237,46 @@ func (obj *keyObject) acquire(a Acquire, c Call, now time.Time) Answer {
 		Allowed: d.Allowed, RetryAfterMs: d.RetryAfter.Milliseconds(), Remaining: d.Remaining, ResetMs: d.Reset.Milliseconds(),
 	}}
 	return ans
+}
+
+// repair brings a key's lifetime counters back to its facts
+// (durable/ledger.Repair): the closed counters the ledger's facts sum to,
+// and the status counters with them. The fact and the closed counters go
+// to storage together, as a closed minute's do.
+func (o *Objects) repair(id string, body []byte, now time.Time) Answer {
+	var q struct {
+		Key string `json:"key"`
+	}
+	if json.Unmarshal(body, &q) != nil || !validStoredKey(q.Key) {
+		return Answer{Response: object.ErrorResponse(400, "key", "ledger repair needs the key")}
+	}
+	rep, field, msg := ledger.ParseRepair(body)
+	if field != "" {
+		return Answer{Response: object.ErrorResponse(400, field, msg)}
+	}
+	obj, ok := o.m[id]
+	if !ok || obj.state == nil {
+		return Answer{RestoreStored: true, Response: object.ErrorResponse(404, "key", "no acquire has been made for this key")}
+	}
+	obj.used = now
+	c := &obj.ledger.Closed
+	refs := map[string]*int64{"allowed": &c.Allowed, "refused": &c.Refused, "waited": &c.Waited}
+	counters := map[string]int64{}
+	for k, p := range refs {
+		counters[k] = *p
+	}
+	repaired, unknown := rep.Apply(counters)
+	if unknown != "" {
+		return Answer{Response: object.ErrorResponse(409, "delta", "a limiter key keeps no counter "+strconv.Quote(unknown))}
+	}
+	status := map[string]*int64{"allowed": &obj.state.Counters.Allowed, "refused": &obj.state.Counters.Refused, "waited": &obj.state.Counters.Waited}
+	for k, v := range repaired {
+		*status[k] += v - *refs[k]
+		*refs[k] = v
+	}
+	f := rep.Fact(objects.SourceLimiterPrefix+q.Key, now)
+	closed := *c
+	return Answer{Fact: &f, Closed: &closed, Response: &object.Response{Status: 200, Body: f}}
 }
 
 // closeFact turns a closed minute into its ledger fact.

@@ -231,7 +231,15 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) 
 			d.Response = &Response{Status: 400, Body: FieldError{Error: "malformed forwarded request", Field: "request"}}
 			return d
 		}
-		d.Response = s.http(req, now, &d)
+		if req.Method == "POST" && req.Path == "/ledger/repair" {
+			var delta map[string]int64
+			d.Response, delta = s.repairLedger(req.Body, now, &d)
+			for k, v := range delta {
+				before[k] -= v // the repair brings the counters back to their facts: no fact carries it
+			}
+		} else {
+			d.Response = s.http(req, now, &d)
+		}
 		if t := s.NextAlarm(Registry, now); !t.IsZero() {
 			d.EnsureAlarmAt = t.UnixMilli()
 		}
@@ -260,6 +268,51 @@ func (s *State) Counters() map[string]int64 {
 		out[k] += v
 	}
 	return out
+}
+
+// repairLedger is POST /ledger/repair: reconciliation found the counters
+// off their facts, which are the truth (durable/ledger.Repair). delta is
+// what the counters lost (nil when nothing was repaired).
+func (s *State) repairLedger(body string, now time.Time, d *Decision) (*Response, map[string]int64) {
+	rep, field, msg := ledger.ParseRepair([]byte(body))
+	if field != "" {
+		return &Response{Status: 400, Body: FieldError{Error: msg, Field: field}}, nil
+	}
+	repaired, unknown := rep.Apply(s.Counters())
+	if unknown != "" {
+		return &Response{Status: 409, Body: FieldError{Error: "the scheduler keeps no counter " + strconv.Quote(unknown), Field: "delta"}}, nil
+	}
+	for k, v := range repaired {
+		s.setCounter(k, v)
+	}
+	f := rep.Fact(objects.SourceScheduler, now)
+	d.Facts = append(d.Facts, f)
+	return &Response{Status: 200, Body: f}, rep.Delta
+}
+
+// setCounter moves counter k (as Counters names it) to v: the difference
+// goes to the task's runs or failures, else to its reported counter, else
+// to the retired tasks' counters.
+func (s *State) setCounter(k string, v int64) {
+	d := v - s.Counters()[k]
+	for name, ts := range s.Tasks {
+		switch k {
+		case runsCounter(name):
+			ts.Runs += d
+			return
+		case failuresCounter(name):
+			ts.Failures += d
+			return
+		}
+	}
+	if _, ok := s.TaskCounters[k]; ok {
+		s.TaskCounters[k] += d
+		return
+	}
+	if s.Retired == nil {
+		s.Retired = map[string]int64{}
+	}
+	s.Retired[k] += d
 }
 
 // Bounds of the task-reported counters.

@@ -60,6 +60,9 @@ type LedgerReader interface {
 	// configured ones on the first page (after ""), then up to n that D1
 	// knows after `after` (history.ReconcilePage).
 	LedgerPage(ctx context.Context, after string, n int) (history.Page, error)
+	// Mismatches reads the mismatch record: open ones, and repaired or
+	// cleared ones, newest first (history.MismatchListCap each).
+	Mismatches(ctx context.Context) (history.Mismatches, error)
 	ConsumerStats() map[string]int64
 }
 

@@ -46,7 +46,9 @@ func (s *Server) pipelineCounts(w http.ResponseWriter, r *http.Request) {
 // reconciled with D1 now (the configured ones first, on the first page;
 // at most history.ReconcileBatch others, so one request makes a bounded
 // number of Durable Object calls), next_after to ask for the next page
-// (null at the end), and this isolate's consumer counts.
+// (null at the end), the mismatch record (open, and repaired or cleared,
+// newest first; history.MismatchListCap each) and this isolate's
+// consumer counts.
 func (s *Server) ledgerStatus(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	after, limit := q.Get("after"), history.ReconcileBatch
@@ -70,9 +72,21 @@ func (s *Server) ledgerStatus(w http.ResponseWriter, r *http.Request) {
 	if p.Writers == nil {
 		p.Writers = []ledger.Result{}
 	}
+	m, err := s.Ledger.Mismatches(r.Context())
+	if err != nil {
+		logx.Err("ledger.mismatches_read_failed", err, nil)
+		writeError(w, http.StatusServiceUnavailable, "", "ledger mismatches unavailable")
+		return
+	}
+	if m.Open == nil {
+		m.Open = []ledger.Mismatch{}
+	}
+	if m.Repaired == nil {
+		m.Repaired = []ledger.Mismatch{}
+	}
 	next := any(nil)
 	if p.Next != "" {
 		next = p.Next
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"writers": p.Writers, "next_after": next, "limit": limit, "consumer": s.Ledger.ConsumerStats()})
+	writeJSON(w, http.StatusOK, map[string]any{"writers": p.Writers, "next_after": next, "limit": limit, "mismatches": m, "consumer": s.Ledger.ConsumerStats()})
 }

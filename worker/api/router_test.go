@@ -153,6 +153,10 @@ func (f *fakeLedger) LedgerPage(_ context.Context, after string, n int) (history
 	f.pages = append(f.pages, fmt.Sprintf("%s/%d", after, n))
 	return history.Page{Writers: []ledger.Result{{Source: "limiter:client:a", Status: ledger.StatusOK}}, Next: "limiter:client:a"}, nil
 }
+func (f *fakeLedger) Mismatches(context.Context) (history.Mismatches, error) {
+	return history.Mismatches{Repaired: []ledger.Mismatch{{Source: "scheduler:v1", Delta: map[string]int64{"runs.a": 1},
+		FirstSeen: 1, ClosedAt: 2, DurationMs: 1, Resolution: ledger.ResolutionRepaired}}}, nil
+}
 func (f *fakeLedger) ConsumerStats() map[string]int64 { return map[string]int64{} }
 
 func TestHistoryRoutesValidateBeforeReading(t *testing.T) {
@@ -369,6 +373,11 @@ func TestLedgerIsPaged(t *testing.T) {
 	code, body := call(t, s, "GET", "/v1/ledger", "", "")
 	if code != 200 || body["next_after"] != "limiter:client:a" || len(body["writers"].([]any)) != 1 || body["consumer"] == nil {
 		t.Fatalf("first page: %d %v", code, body)
+	}
+	// The mismatch record: empty lists, not null.
+	if m, ok := body["mismatches"].(map[string]any); !ok || m["open"] == nil || m["repaired"] == nil ||
+		len(m["open"].([]any)) != 0 || len(m["repaired"].([]any)) != 1 || m["repaired"].([]any)[0].(map[string]any)["resolution"] != "repaired" {
+		t.Fatalf("mismatches: %v", body["mismatches"])
 	}
 	call(t, s, "GET", "/v1/ledger?after=limiter:client:a&limit=3", "", "")
 	if want := []string{fmt.Sprintf("/%d", history.ReconcileBatch), "limiter:client:a/3"}; strings.Join(l.pages, " ") != strings.Join(want, " ") {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"storecrawl/worker/ratelimit"
@@ -148,6 +149,41 @@ func TestD1FailureLeavesAFactsBatchRetryable(t *testing.T) {
 type reports struct {
 	bySource map[string]ledger.Report
 	asked    []string
+	// appended are the facts the writers appended (repairs' ledger.mismatch).
+	appended []ledger.Fact
+	// repairs are the repair orders the writers took; refuse makes them
+	// fail (an unreachable object).
+	repairs []ledger.Repair
+	refuse  bool
+	// now is the writers' clock (t0 when unset).
+	now time.Time
+}
+
+// LedgerRepair is a writer's repair, as the objects make it: the counters
+// less the delta, and the ledger.mismatch fact appended (unsent: pending).
+func (r *reports) LedgerRepair(_ context.Context, source string, o ledger.Repair) (ledger.Fact, error) {
+	rep, ok := r.bySource[source]
+	if !ok || r.refuse {
+		return ledger.Fact{}, errors.New("object unreachable")
+	}
+	repaired, unknown := o.Apply(rep.Counters)
+	if unknown != "" {
+		return ledger.Fact{}, fmt.Errorf("no counter %q", unknown)
+	}
+	r.repairs = append(r.repairs, o)
+	counters := maps.Clone(rep.Counters)
+	maps.Copy(counters, repaired)
+	rep.Counters = counters
+	at := r.now
+	if at.IsZero() {
+		at = t0
+	}
+	f := o.Fact(source, at)
+	rep.Appended++
+	rep.PendingFacts++
+	r.bySource[source] = rep
+	r.appended = append(r.appended, f)
+	return f, nil
 }
 
 func (r *reports) LedgerReport(_ context.Context, source string) (ledger.Report, error) {

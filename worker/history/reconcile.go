@@ -21,6 +21,13 @@ type LedgerReports interface {
 	LedgerReport(ctx context.Context, source string) (ledger.Report, error)
 }
 
+// LedgerWriters are the writer objects as reconciliation reaches them:
+// their reports, and their repairs.
+type LedgerWriters interface {
+	LedgerReports
+	LedgerRepairs
+}
+
 // LedgerSources is where reconciliation reads both sides.
 type LedgerSources interface {
 	// FactTotals reads D1's per-counter sums of a writer's facts.
@@ -155,6 +162,8 @@ func allZero(totals map[string]int64) bool {
 // cursor it keeps in D1.
 type ReconcileStore interface {
 	LedgerSources
+	LedgerRepairs
+	MismatchStore
 	// ReconcileCursor reads the writer the last run stopped after ("" for none).
 	ReconcileCursor(ctx context.Context) (d1.Cursor, error)
 	// SaveReconcileCursor moves it to source (a write only when it moved).
@@ -166,14 +175,18 @@ type RunResult struct {
 	Writers []ledger.Result `json:"writers"`
 	From    string          `json:"from"` // the cursor the run started after
 	Next    string          `json:"next"` // where the next run starts after; "" = from the first writer
-	Error   string          `json:"error,omitempty"`
+	// Mismatches counts the mismatches the run opened, repaired and cleared.
+	Mismatches MismatchCounts `json:"mismatches"`
+	Error      string         `json:"error,omitempty"`
 }
 
 // ReconcileRun is one ledger-reconcile run: the configured writers, then
 // the next ReconcileBatch writers D1 knows after the cursor the last run
 // saved, which it moves on (back to the start once the list is done). So
 // every writer is read within a bounded number of runs, and no run reads
-// them all.
+// them all. The run keeps the mismatch record of the writers it read: a
+// writer whose counters differ from its facts is repaired by it
+// (ledger.Repair), one that cannot be stays open (trackMismatches).
 func ReconcileRun(ctx context.Context, st ReconcileStore, now func() time.Time) RunResult {
 	var r RunResult
 	cur, err := st.ReconcileCursor(ctx)
@@ -183,21 +196,41 @@ func ReconcileRun(ctx context.Context, st ReconcileStore, now func() time.Time) 
 		r.Error = "cursor: " + err.Error()
 		p, _ := ReconcilePage(ctx, st, "", 0, true, now)
 		r.Writers = p.Writers
+		r.track(ctx, st, now)
 		return r
 	}
 	r.From = cursor
 	p, err := ReconcilePage(ctx, st, cursor, ReconcileBatch, true, now)
 	r.Writers, r.Next = p.Writers, p.Next
+	r.track(ctx, st, now)
 	if err != nil {
-		r.Error, r.Next = "writers: "+err.Error(), cursor
+		r.Error, r.Next = joinErr(r.Error, "writers: "+err.Error()), cursor
 		return r
 	}
 	if r.Next != cursor {
 		if err := st.SaveReconcileCursor(ctx, cur, r.Next, now()); err != nil {
-			r.Error = "cursor: " + err.Error()
+			r.Error = joinErr(r.Error, "cursor: "+err.Error())
 		}
 	}
 	return r
+}
+
+// track keeps the mismatch record of the run's writers (an error is the
+// run's, the comparisons stand).
+func (r *RunResult) track(ctx context.Context, st ReconcileStore, now func() time.Time) {
+	c, err := trackMismatches(ctx, st, st, r.Writers, now())
+	r.Mismatches = c
+	if err != nil {
+		logx.Err("ledger.mismatch_record_failed", err, nil)
+		r.Error = joinErr(r.Error, err.Error())
+	}
+}
+
+func joinErr(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // Summary is the task's one line; ok is false when a writer or the list of
@@ -205,6 +238,9 @@ func ReconcileRun(ctx context.Context, st ReconcileStore, now func() time.Time) 
 // check ran).
 func (r RunResult) Summary() (summary string, ok bool) {
 	summary, ok = ReconcileSummary(r.Writers)
+	if m := r.Mismatches; m != (MismatchCounts{}) {
+		summary += fmt.Sprintf("; mismatches %d repaired, %d opened, %d cleared", m.Repaired, m.Opened, m.Cleared)
+	}
 	if r.Next != "" {
 		summary += "; next run continues after " + r.Next
 	}

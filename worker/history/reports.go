@@ -53,3 +53,41 @@ func (o ObjectReports) LedgerReport(ctx context.Context, source string) (ledger.
 	}
 	return r, nil
 }
+
+// LedgerRepair implements LedgerRepairs: POST /ledger/repair to the
+// writer's object, which answers the ledger.mismatch fact it appended.
+func (o ObjectReports) LedgerRepair(ctx context.Context, source string, r ledger.Repair) (ledger.Fact, error) {
+	body, _ := json.Marshal(r)
+	var status int
+	var resp []byte
+	var err error
+	switch {
+	case source == objects.SourceScheduler:
+		status, resp, err = o.Scheduler(ctx, o.SchedulerName, "POST", "/ledger/repair", body)
+	case strings.HasPrefix(source, objects.SourceControllerPrefix):
+		status, resp, err = o.Controller(ctx, strings.TrimPrefix(source, objects.SourceControllerPrefix), "POST", "/ledger/repair", body)
+	case strings.HasPrefix(source, objects.SourceLimiterPrefix):
+		key := strings.TrimPrefix(source, objects.SourceLimiterPrefix)
+		body, _ = json.Marshal(struct {
+			Key string `json:"key"`
+			ledger.Repair
+		}{key, r})
+		status, resp, err = o.Limiter(ctx, o.LimiterPrefix+key, "POST", "/ledger/repair", body)
+	default:
+		return ledger.Fact{}, fmt.Errorf("unknown ledger source %q", source)
+	}
+	if err != nil {
+		return ledger.Fact{}, err
+	}
+	if status != 200 {
+		return ledger.Fact{}, fmt.Errorf("%s /ledger/repair: HTTP %d: %s", source, status, resp)
+	}
+	var f ledger.Fact
+	if err := json.Unmarshal(resp, &f); err != nil {
+		return f, fmt.Errorf("%s /ledger/repair: %w", source, err)
+	}
+	if f.Kind != ledger.KindMismatch || f.Source != source {
+		return f, fmt.Errorf("%s /ledger/repair: answered a %q fact of %q", source, f.Kind, f.Source)
+	}
+	return f, nil
+}

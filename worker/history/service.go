@@ -24,7 +24,7 @@ const (
 // /v1/system/dead-letters.
 type Service struct {
 	Store   Store
-	Reports LedgerReports
+	Reports LedgerWriters
 	// Consumer is this instance's facts consumer (HandleFacts' stats).
 	Consumer *ConsumerStats
 	// Now is the clock of reconciliation and of the history cache.
@@ -85,6 +85,12 @@ func (s *Service) LedgerPage(ctx context.Context, after string, n int) (Page, er
 	return ReconcilePage(ctx, storeAndReports{s.Store, s.Reports}, after, n, after == "", s.Now)
 }
 
+// Mismatches reads the mismatch record GET /v1/ledger shows (up to
+// MismatchListCap open, and as many repaired or cleared, newest first).
+func (s *Service) Mismatches(ctx context.Context) (Mismatches, error) {
+	return s.Store.ListMismatches(ctx, MismatchListCap)
+}
+
 // ReconcileRun is one ledger-reconcile run (ReconcileRun).
 func (s *Service) ReconcileRun(ctx context.Context) RunResult {
 	return ReconcileRun(ctx, storeAndReports{s.Store, s.Reports}, s.Now)
@@ -93,7 +99,7 @@ func (s *Service) ReconcileRun(ctx context.Context) RunResult {
 // storeAndReports reads D1 from the store and the writers' side from their objects.
 type storeAndReports struct {
 	Store
-	LedgerReports
+	LedgerWriters
 }
 
 // ConsumerStats snapshots this instance's facts consumer.

@@ -13,6 +13,7 @@ import (
 // Store is what the consumer and the readers need of D1.
 type Store interface {
 	FactWriter
+	MismatchStore
 	// FactTotals reads D1's per-counter sums of a writer's facts.
 	FactTotals(ctx context.Context, source string) (map[string]int64, error)
 	// SourcesInD1 lists every writer D1 has facts from.
@@ -96,6 +97,9 @@ func HotQueries() []d1.NamedQuery {
 			Bounded: "the oldest unreplayed: idx_dead_letters_unreplayed in order, stopped by the LIMIT (ReplayBatch); a replayed letter leaves the index"},
 		{Name: "dead letter by id", SQL: deadLetterByIDSQL, Args: []any{"m1"}},
 		{Name: "facts present", SQL: factsPresentSQL(2), Args: []any{"a", "b"}},
+		{Name: "open mismatches", SQL: openMismatchesSQL(2), Args: []any{"controller:main", "scheduler"}},
+		{Name: "open mismatches list", SQL: listOpenMismatchesSQL, Args: []any{MismatchListCap}},
+		{Name: "repaired mismatches list", SQL: listClosedMismatchesSQL, Args: []any{MismatchListCap}},
 	}
 }
 
