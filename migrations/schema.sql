@@ -427,6 +427,20 @@ CREATE TABLE "keyword_rank_history" (
   PRIMARY KEY (track_id, day, keyword_id) -- an app's days in order: the API's range and the prune's
 ) WITHOUT ROWID;
 
+-- ledger_mismatches
+CREATE TABLE ledger_mismatches (
+  source TEXT NOT NULL,
+  first_seen INTEGER NOT NULL,  -- unix ms
+  delta TEXT NOT NULL,          -- JSON: counter -> writer's counter minus its facts
+  closed_at INTEGER,            -- unix ms; NULL = open
+  duration_ms INTEGER,
+  resolution TEXT,              -- 'repaired' | 'cleared'
+  fact_id TEXT,
+  PRIMARY KEY (source, first_seen)
+) WITHOUT ROWID;
+CREATE INDEX idx_ledger_mismatches_closed ON ledger_mismatches (closed_at) WHERE closed_at IS NOT NULL;
+CREATE UNIQUE INDEX idx_ledger_mismatches_open ON ledger_mismatches (source) WHERE closed_at IS NULL;
+
 -- llm_spend
 CREATE TABLE llm_spend (
   call_id            TEXT PRIMARY KEY,          -- brief_id '/' call number
@@ -522,4 +536,4 @@ CREATE TABLE sweep_cursors (
   updated_at TEXT
 );
 
--- 25 tables, 24 indexes, 17 triggers.
+-- 26 tables, 26 indexes, 17 triggers.

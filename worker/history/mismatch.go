@@ -12,7 +12,7 @@ import (
 	"storecrawl/worker/logx"
 )
 
-// Bounds of the mismatch record (ledger_mismatches, migrations/0036).
+// Bounds of the mismatch record (ledger_mismatches, migrations/0037).
 const (
 	// MismatchListCap bounds each list GET /v1/ledger shows (open, and
 	// repaired or cleared, newest first).

@@ -14,6 +14,7 @@ var Module = module.Module{
 		{Name: "fact_minutes", Writer: "worker/history", Doc: "a source's tick and limiter counters summed per minute"},
 		{Name: "fact_totals", Doc: "a source's lifetime total of each counter"},
 		{Name: "pipeline_counters", Doc: "counts of apps known, enriched and unavailable, clusters and opportunities, kept by triggers"},
+		{Name: "ledger_mismatches", Writer: "worker/history", Doc: "a writer whose counters differed from its facts: open, or repaired or cleared with its duration"},
 		{Name: "dead_letters", Writer: "worker/history", Doc: "a queue message that exhausted its retries: its body, or its key in R2, and replays"},
 	},
 	Triggers: []module.Trigger{
