@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -60,10 +59,24 @@ type CronTasks interface {
 // runtime (that would kill the shared Go instance); failures are in the run.
 func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTasks, now func() time.Time) CronRun {
 	run := CronRun{Cron: expr, ScheduledTime: scheduled.UTC().Format(time.RFC3339)}
-	start := now()
-	ctx, cost := d1.WithCost(ctx)
 	// Counted, not capped: the platform enforces its own limit.
-	ctx, calls := subreq.With(ctx, math.MaxInt32)
+	spent := measure(ctx, now, func(ctx context.Context) { runCron(ctx, expr, tasks, &run) })
+	run.RanAt = now().UTC().Format(time.RFC3339Nano)
+	run.DurationMs = spent.Duration.Milliseconds()
+	run.Subrequests = spent.Subrequests
+	d1 := spent.D1
+	run.D1 = &d1
+	fields := map[string]any{"cron": expr, "result": run.Result, "d1": d1, "duration_ms": run.DurationMs, "subrequests": run.Subrequests}
+	if run.Error != "" {
+		fields["level"] = logx.Error
+		fields["error"] = run.Error
+	}
+	logx.Event("cron.run", fields)
+	return run
+}
+
+// runCron runs the work of one cron expression into run.
+func runCron(ctx context.Context, expr string, tasks CronTasks, run *CronRun) {
 	switch expr {
 	case config.CronCrawlCycle:
 		// Independent steps, each with its own error handling: one failing
@@ -102,19 +115,6 @@ func RunCron(ctx context.Context, expr string, scheduled time.Time, tasks CronTa
 	default:
 		run.Result, run.Error = "unknown_cron", "no task for this expression"
 	}
-	end := now()
-	run.RanAt = end.UTC().Format(time.RFC3339Nano)
-	run.DurationMs = end.Sub(start).Milliseconds()
-	run.Subrequests = calls.Used()
-	d1 := cost.View()
-	run.D1 = &d1
-	fields := map[string]any{"cron": expr, "result": run.Result, "d1": d1, "duration_ms": run.DurationMs, "subrequests": run.Subrequests}
-	if run.Error != "" {
-		fields["level"] = logx.Error
-		fields["error"] = run.Error
-	}
-	logx.Event("cron.run", fields)
-	return run
 }
 
 // CronRunsKey is the KV key holding the last run of every cron expression.

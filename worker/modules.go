@@ -1,15 +1,25 @@
 package worker
 
 import (
+	"context"
+	"math"
+	"slices"
+	"time"
+
+	"storecrawl/durable/scheduler"
 	"storecrawl/worker/analyst"
 	appcatalogue "storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/history"
+	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/module"
 	"storecrawl/worker/reviews"
+	"storecrawl/worker/subreq"
+	"storecrawl/worker/tasks"
+	"storecrawl/worker/upstream"
 )
 
 // Modules are every feature's declaration of what it owns. Each table and
@@ -26,3 +36,104 @@ var Modules = []module.Module{
 	history.Module,
 	d1.Module,
 }
+
+// TaskDeps are what the features' periodic tasks run with, by feature;
+// the wiring makes them once per instance.
+type TaskDeps struct {
+	// Charts and catalogue (tasks.Tasks).
+	Catalogue  tasks.Deps
+	APIBase    string
+	Maintainer tasks.CatalogueMaintainer
+	// Ledger (history.Tasks).
+	Reconciler  history.Reconciler
+	FactsPruner history.FactsPruner
+	// Enrichment (enrichment.Tasks).
+	Reparser interface {
+		ReparseRun(ctx context.Context) (string, error)
+	}
+	Failed           enrichment.FailedRequeuer
+	RetryFailedAfter time.Duration
+	// Reviews (reviews.Tasks).
+	Reviews        reviews.RefreshStore
+	ReviewsGet     func(ctx context.Context, url string) upstream.Response
+	ReviewsReserve func(ctx context.Context, n int) context.Context
+	Country        string
+	// Analyst (analyst.Tasks).
+	Analyst *analyst.Analyst
+}
+
+// PeriodicTasks is every feature's periodic work: the one list the
+// SchedulerDO's registry (SchedulerRegistry), the run-now validation and
+// the runs (RunPeriodic) come from. A feature adds a task in its own
+// Tasks; a new feature adds its Tasks here.
+func PeriodicTasks(d TaskDeps) []module.Task {
+	return slices.Concat(
+		tasks.Tasks(d.Catalogue, d.APIBase, d.Maintainer),
+		history.Tasks(d.Reconciler, d.FactsPruner),
+		enrichment.Tasks(d.Reparser, d.Failed, d.RetryFailedAfter),
+		reviews.Tasks(d.Reviews, d.ReviewsGet, d.ReviewsReserve, d.APIBase, d.Country),
+		analyst.Tasks(d.Analyst),
+	)
+}
+
+// SchedulerRegistry is the tasks' names and cadences, as the SchedulerDO
+// schedules them.
+func SchedulerRegistry(ts []module.Task) []scheduler.Task {
+	out := make([]scheduler.Task, len(ts))
+	for i, t := range ts {
+		out[i] = scheduler.Task{Name: t.Name, Every: t.Every, Jitter: t.Jitter}
+	}
+	return out
+}
+
+// Spent is what an invocation's work cost: D1's rows and queries (from its
+// result metadata), the subrequests made (counted, not capped) and the
+// time it took.
+type Spent struct {
+	D1          d1.CostView
+	Subrequests int
+	Duration    time.Duration
+}
+
+// measure runs fn with a context that counts its D1 cost and subrequests.
+func measure(ctx context.Context, now func() time.Time, fn func(ctx context.Context)) Spent {
+	start := now()
+	ctx, cost := d1.WithCost(ctx)
+	ctx, calls := subreq.With(ctx, math.MaxInt32)
+	fn(ctx)
+	return Spent{D1: cost.View(), Subrequests: calls.Used(), Duration: now().Sub(start)}
+}
+
+// RunPeriodic runs the named task of ts once, in its own error boundary,
+// measured: a task-level failure, a panic or an unknown name is in the
+// result, never the caller's.
+func RunPeriodic(ctx context.Context, ts []module.Task, name string, now func() time.Time) scheduler.ResultMsg {
+	res := scheduler.ResultMsg{Task: name}
+	i := slices.IndexFunc(ts, func(t module.Task) bool { return t.Name == name })
+	if i < 0 {
+		res.Error = "no such task"
+		return res
+	}
+	var r module.Result
+	spent := measure(ctx, now, func(ctx context.Context) { r = ts[i].RunIsolated(ctx, now) })
+	res.OK, res.Summary, res.Error = r.OK, r.Summary, r.Error
+	res.RateLimited, res.RetryAfterS, res.Counters, res.Detail = r.RateLimited, r.RetryAfterS, r.Counters, r.Detail
+	res.DurationMs = spent.Duration.Milliseconds()
+	res.D1RowsRead, res.D1RowsWritten, res.D1Queries, res.Subrequests = spent.D1.RowsRead, spent.D1.RowsWritten, spent.D1.Queries, spent.Subrequests
+	if !res.OK {
+		if res.Error == "" {
+			res.Error = "failed without an error message"
+		}
+		level := logx.Error
+		if res.RateLimited {
+			level = logx.Warn // the upstream's refusal: the scheduler backs off
+		}
+		logx.Event("scheduler.task.error_detail", map[string]any{"level": level, "task": name, "error": res.Error})
+	}
+	return res
+}
+
+// DeclaredTasks is every periodic task's declaration with no platform
+// behind it: for reading names, cadences and docs (tools, tests); its runs
+// have nothing to run with.
+func DeclaredTasks() []module.Task { return PeriodicTasks(TaskDeps{}) }

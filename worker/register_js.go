@@ -42,6 +42,7 @@ func Register() {
 		Controller:       controllerCaller{},
 		Limiter:          limiterCaller{},
 		Scheduler:        schedulerCaller{},
+		SchedulerTasks:   schedulerConfig().Tasks,
 		Charts:           kvCache,
 		Markets:          marketsStage,
 		Apps:             enrichment.D1Store{DB: db},

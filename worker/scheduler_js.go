@@ -4,10 +4,7 @@ package worker
 
 import (
 	"context"
-	"math"
-	"storecrawl/worker/d1"
-	"storecrawl/worker/reviews"
-	"storecrawl/worker/subreq"
+	"sync"
 	"syscall/js"
 	"time"
 
@@ -15,13 +12,37 @@ import (
 	living "storecrawl/worker/catalogue"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/history"
+	"storecrawl/worker/module"
+	"storecrawl/worker/reviews"
 	"storecrawl/worker/tasks"
 )
+
+// periodic is every feature's periodic work over this instance's clients,
+// made on first use (after loadConfig).
+var periodic = sync.OnceValue(func() []module.Task {
+	up, feeds := catalogue(), reviewsFeed()
+	return PeriodicTasks(TaskDeps{
+		Catalogue:  tasks.Platform{D1Store: tasks.D1Store{DB: db}, Get: up.Get, Reserve: up.Reserve, Values: kvCache},
+		APIBase:    cfg.APIBase,
+		Maintainer: tasks.Catalogue{Store: living.D1Store{DB: db}, StaleAfter: cfg.StaleAfter, Now: time.Now},
+		Reconciler: historyService, FactsPruner: history.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now},
+		Reparser: pageReparser, Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter,
+		Reviews: reviews.D1Store{DB: db}, ReviewsGet: feeds.Get, ReviewsReserve: feeds.Reserve, Country: cfg.Country,
+		Analyst: analystService(),
+	})
+})
+
+// schedulerConfig is the SchedulerDO's settings with its registry.
+var schedulerConfig = sync.OnceValue(func() scheduler.Config {
+	c := cfg.Scheduler
+	c.Tasks = SchedulerRegistry(periodic())
+	return c
+})
 
 // schedulerDecide(op, state, argJSON, nowMs) → scheduler.Decision.
 func schedulerDecide(args []js.Value) (any, error) {
 	now := time.UnixMilli(int64(args[3].Float()))
-	d := scheduler.Handle(cfg.Scheduler, args[0].String(), args[1].String(), []byte(args[2].String()), now)
+	d := scheduler.Handle(schedulerConfig(), args[0].String(), args[1].String(), []byte(args[2].String()), now)
 	emit(d.Events)
 	d.Events = nil
 	return d, nil
@@ -31,18 +52,5 @@ func schedulerDecide(args []js.Value) (any, error) {
 // failures are in the result; the promise rejects only for a bug, so the
 // runtime's alarm retry stays for transport-level failures.
 func schedulerRunTask(args []js.Value) (any, error) {
-	up, feeds := catalogue(), reviewsFeed()
-	deps := tasks.Bindings{D1Store: tasks.D1Store{DB: db}, Get: up.Get, Reserve: up.Reserve, Values: kvCache, Reconciler: historyService, Reparser: pageReparser,
-		Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter, RetryFailedBatch: enrichment.RetryFailedBatch,
-		Pruner:    history.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now},
-		Catalogue: tasks.Catalogue{Store: living.D1Store{DB: db}, StaleAfter: cfg.StaleAfter, Now: time.Now},
-		Reviews:   reviews.D1Store{DB: db}, ReviewsGet: feeds.Get, ReviewsReserve: feeds.Reserve, APIBase: cfg.APIBase, Country: cfg.Country,
-		Analyst: analystService()}
-	// The run's D1 cost and subrequests (counted, not capped), as a cron run records them.
-	ctx, cost := d1.WithCost(context.Background())
-	ctx, calls := subreq.With(ctx, math.MaxInt32)
-	res := tasks.RunTask(ctx, args[0].String(), deps, cfg.APIBase, time.Now)
-	spent := cost.View()
-	res.D1RowsRead, res.D1RowsWritten, res.D1Queries, res.Subrequests = spent.RowsRead, spent.RowsWritten, spent.Queries, calls.Used()
-	return res, nil
+	return RunPeriodic(context.Background(), periodic(), args[0].String(), time.Now), nil
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"storecrawl/durable/pacing"
-	"storecrawl/durable/scheduler"
+	"storecrawl/worker"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/ratelimit"
 )
@@ -33,7 +33,7 @@ func TestDORequestsAtTheDesignSize(t *testing.T) {
 	fill, _, _ := MonthPaces(designApps) // 37,767 new apps a day
 	const refreshesPerDay = 1_141_680    // what the policy schedules (docs/scale.md)
 	var schedRuns float64
-	for _, task := range scheduler.Registry {
+	for _, task := range worker.SchedulerRegistry(worker.DeclaredTasks()) {
 		schedRuns += float64(24*time.Hour) / float64(task.Every)
 	}
 	cycles := float64(24*time.Hour) / float64(crawl.CyclePeriod)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/scheduler"
+	"storecrawl/worker"
 )
 
 // The shape at a small size keeps the design's shares exactly.
@@ -105,7 +105,7 @@ func TestWithNewAppsScalesOnlyNewAppOps(t *testing.T) {
 // table prints for them).
 func TestPassesCoverTheDesignCatalogueWithinADay(t *testing.T) {
 	every := map[string]time.Duration{}
-	for _, task := range scheduler.Registry {
+	for _, task := range worker.SchedulerRegistry(worker.DeclaredTasks()) {
 		every[task.Name] = task.Every
 	}
 	for name, runs := range coverRuns(ShapeOf(designApps)) {

@@ -13,42 +13,6 @@ import (
 	"storecrawl/internal/objects"
 )
 
-// Registry is every periodic task of the system. The run functions live in
-// the Worker (worker/tasks.go); the names here are their keys.
-var Registry = []Task{
-	// Top charts into KV, read by every user alike: fresh every ~5 min.
-	{Name: "charts-refresh", Every: 5 * time.Minute, Jitter: 30 * time.Second},
-	// A pass over every enriched app within a day: data-quality gaps, and a
-	// snapshot of any app whose stored ratings no snapshot holds.
-	{Name: "rating-sweep", Every: 15 * time.Minute, Jitter: time.Minute},
-	// Every ledger writer's counters against the sum of its facts in D1.
-	{Name: "ledger-reconcile", Every: 15 * time.Minute, Jitter: 2 * time.Minute},
-	// Re-parse stored store pages (POST /v1/enrichment/reparse starts a job;
-	// run-now starts it at once). Without a job a run is one D1 read.
-	{Name: "page-reparse", Every: 10 * time.Minute, Jitter: 30 * time.Second},
-	// Put items that gave up long enough ago back in the enrichment queue
-	// (ENRICHMENT_RETRY_FAILED_AFTER_H), a bounded batch per run.
-	{Name: "retry-failed", Every: time.Hour, Jitter: 2 * time.Minute},
-	// D1's raw facts past FACTS_RETENTION_DAYS and rollup minutes past
-	// /v1/history's reach, deleted in bounded batches from a cursor: hourly
-	// keeps each run small.
-	{Name: "facts-prune", Every: time.Hour, Jitter: 5 * time.Minute},
-	// Customer reviews of the top opportunity clusters' apps, a few apps a
-	// run, each refetched after a day (worker/reviews.Refresh).
-	{Name: "reviews-refresh", Every: 10 * time.Minute, Jitter: time.Minute},
-	// The living catalogue: rating velocities and refresh
-	// schedules for a bounded batch of apps from a cursor (about the whole
-	// catalogue a day at 15 minutes), the stale mark for apps not seen for
-	// CATALOGUE_STALE_AFTER_DAYS, and history past its retention.
-	{Name: "catalogue-sweep", Every: 15 * time.Minute, Jitter: time.Minute},
-	{Name: "catalogue-stale", Every: time.Hour, Jitter: 5 * time.Minute},
-	{Name: "history-prune", Every: time.Hour, Jitter: 5 * time.Minute},
-	// The analyst: LLM briefs of the top opportunity clusters and
-	// those asked for (POST /v1/analyst/run), as resumable steps in D1, a
-	// few calls a run, within the daily LLM spend cap (worker/analyst).
-	{Name: "analyst-run", Every: 10 * time.Minute, Jitter: time.Minute},
-}
-
 // The Go⇄JS protocol (durable/object); Run lists the tasks to start now,
 // each in its own error boundary.
 type (
@@ -85,8 +49,9 @@ type ResultMsg struct {
 }
 
 // Load decodes stored state (defaults for missing or corrupt) and syncs it
-// with the registry.
-func Load(raw string, now time.Time) (*State, bool) {
+// with the registry, tasks. With no tasks it syncs nothing: a registry
+// that failed to load never retires every task's record.
+func Load(tasks []Task, raw string, now time.Time) (*State, bool) {
 	s := &State{}
 	corrupt := false
 	if raw != "" {
@@ -94,7 +59,10 @@ func Load(raw string, now time.Time) (*State, bool) {
 			s, corrupt = &State{}, true
 		}
 	}
-	s.Sync(Registry, now)
+	s.registry = tasks
+	if len(tasks) > 0 {
+		s.Sync(tasks, now)
+	}
 	return s, corrupt
 }
 
@@ -108,13 +76,16 @@ func (s *State) encode() string {
 
 // alarm returns the alarm decision fields for the state at now.
 func (s *State) alarm(d *Decision, now time.Time) {
-	if t := s.NextAlarm(Registry, now); !t.IsZero() {
+	if t := s.NextAlarm(s.registry, now); !t.IsZero() {
 		d.AlarmAt = t.UnixMilli()
 	}
 }
 
 // Config holds deploy-time settings (Worker vars).
 type Config struct {
+	// Tasks are the registry: every periodic task, as the features declare
+	// them (worker.PeriodicTasks).
+	Tasks []Task
 	// BreakerThreshold: consecutive real failures that open a task's
 	// breaker (0 = default).
 	BreakerThreshold int
@@ -136,7 +107,10 @@ func NewConfig(threshold int) (Config, error) {
 // "rearm" (after the tick's tasks, or a waited run), "http" (arg: Request),
 // "run_timeout" (arg: {"task"}: a waited run outlasted RunWaitTimeout).
 func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) {
-	s, corrupt := Load(raw, now)
+	s, corrupt := Load(cfg.Tasks, raw, now)
+	if len(cfg.Tasks) == 0 {
+		d.Events = append(d.Events, Event{"event": "scheduler.no_tasks", "level": "error"})
+	}
 	s.BreakerThreshold = DefaultBreakerThreshold
 	if cfg.BreakerThreshold > 0 {
 		s.BreakerThreshold = cfg.BreakerThreshold
@@ -178,7 +152,7 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) 
 			}
 		}
 		// Every wake checks an alarm is set when something is due.
-		if t := s.NextAlarm(Registry, now); !t.IsZero() {
+		if t := s.NextAlarm(s.registry, now); !t.IsZero() {
 			d.EnsureAlarmAt = t.UnixMilli()
 		}
 	case "tick":
@@ -186,7 +160,7 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) 
 			RetryCount int `json:"retry_count"`
 		}
 		json.Unmarshal(arg, &info)
-		start, skipped := s.Due(Registry, now)
+		start, skipped := s.Due(s.registry, now)
 		d.Run = start
 		for _, name := range start {
 			if state, at := s.Tasks[name].Breaker(now); state == BreakerHalfOpen {
@@ -240,7 +214,7 @@ func Handle(cfg Config, op, raw string, arg []byte, now time.Time) (d Decision) 
 		} else {
 			d.Response = s.http(req, now, &d)
 		}
-		if t := s.NextAlarm(Registry, now); !t.IsZero() {
+		if t := s.NextAlarm(s.registry, now); !t.IsZero() {
 			d.EnsureAlarmAt = t.UnixMilli()
 		}
 	default:
@@ -374,10 +348,12 @@ type Control struct {
 // TaskAll names every task in a run request ({"task": "all"}).
 const TaskAll = "all"
 
-// ParseControl validates a control body; task "" means the whole scheduler
+// ParseControl validates a control body against the registry tasks (nil:
+// task names are not checked, as by a caller that does not know them; the
+// scheduler checks them); task "" means the whole scheduler
 // (pause/resume only). /run (alias /run-now) needs a task, or "all";
 // "wait": true is for /run of one task.
-func ParseControl(path, body string, now time.Time) (Control, time.Time, *FieldError) {
+func ParseControl(tasks []Task, path, body string, now time.Time) (Control, time.Time, *FieldError) {
 	var c Control
 	if body != "" {
 		dec := json.NewDecoder(strings.NewReader(body))
@@ -391,8 +367,8 @@ func ParseControl(path, body string, now time.Time) (Control, time.Time, *FieldE
 		}
 	}
 	isRun := path == "/run" || path == "/run-now"
-	if c.Task != "" && !known(c.Task) && !(isRun && c.Task == TaskAll) {
-		return c, time.Time{}, &FieldError{Error: fmt.Sprintf("unknown task %q (have: %v, or %q to run every task)", c.Task, names(), TaskAll), Field: "task"}
+	if len(tasks) > 0 && c.Task != "" && !known(tasks, c.Task) && !(isRun && c.Task == TaskAll) {
+		return c, time.Time{}, &FieldError{Error: fmt.Sprintf("unknown task %q (have: %v, or %q to run every task)", c.Task, names(tasks), TaskAll), Field: "task"}
 	}
 	if isRun && c.Task == "" {
 		return c, time.Time{}, &FieldError{Error: `run needs a task (or "all")`, Field: "task"}
@@ -425,7 +401,7 @@ func (s *State) http(req Request, now time.Time, d *Decision) *Response {
 		// The counters the ledger's facts sum to (reconciliation).
 		return &Response{Status: 200, Body: map[string]any{"source": objects.SourceScheduler, "counters": s.Counters()}}
 	case req.Method == "POST" && (req.Path == "/pause" || req.Path == "/resume" || req.Path == "/run" || req.Path == "/run-now"):
-		c, until, fe := ParseControl(req.Path, req.Body, now)
+		c, until, fe := ParseControl(s.registry, req.Path, req.Body, now)
 		if fe != nil {
 			return &Response{Status: 400, Body: fe}
 		}
@@ -443,7 +419,7 @@ func (s *State) http(req Request, now time.Time, d *Decision) *Response {
 				return s.runWait(c.Task, now, d)
 			}
 			if c.Task == TaskAll {
-				for _, t := range Registry {
+				for _, t := range s.registry {
 					s.RunNow(t.Name, now)
 				}
 			} else {
@@ -480,7 +456,7 @@ type StatusView struct {
 // Status reports every task.
 func (s *State) Status(now time.Time) StatusView {
 	v := StatusView{Pause: s.Pause, Now: now.UTC().Format(time.RFC3339)}
-	for _, t := range Registry {
+	for _, t := range s.registry {
 		ts := s.Tasks[t.Name]
 		breaker, halfOpenAt := ts.Breaker(now)
 		v.Tasks = append(v.Tasks, TaskStatus{Name: t.Name, EveryS: int64(t.Every.Seconds()),
@@ -489,8 +465,8 @@ func (s *State) Status(now time.Time) StatusView {
 	return v
 }
 
-func known(name string) bool {
-	for _, t := range Registry {
+func known(tasks []Task, name string) bool {
+	for _, t := range tasks {
 		if t.Name == name {
 			return true
 		}
@@ -498,9 +474,9 @@ func known(name string) bool {
 	return false
 }
 
-func names() []string {
+func names(tasks []Task) []string {
 	var out []string
-	for _, t := range Registry {
+	for _, t := range tasks {
 		out = append(out, t.Name)
 	}
 	sort.Strings(out)

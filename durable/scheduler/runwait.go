@@ -81,7 +81,7 @@ func (s *State) runAnswer(r ResultMsg) *Response {
 // runState is a task's state as a RunState answer with the given status.
 func (s *State) runState(status int, name string, now time.Time, why Skip, msg string) *Response {
 	v := RunState{Task: name, Error: msg, Reason: why}
-	for _, t := range Registry {
+	for _, t := range s.registry {
 		if t.Name == name {
 			ts := s.Tasks[name]
 			v.Running = ts.LeaseUntil > now.UnixMilli()
@@ -97,7 +97,7 @@ func (s *State) runState(status int, name string, now time.Time, why Skip, msg s
 // past that, "run_timeout" answers. A task that cannot start answers 409
 // with its state and changes nothing.
 func (s *State) runWait(task string, now time.Time, d *Decision) *Response {
-	why, ok := s.StartNow(Registry, task, now)
+	why, ok := s.StartNow(s.registry, task, now)
 	if !ok {
 		msg := map[Skip]string{SkipRunning: "task is already running", SkipPaused: "task is paused", SkipGlobalPause: "scheduler is paused"}[why]
 		d.Events = append(d.Events, Event{"event": "scheduler.run_refused", "task": task, "reason": string(why)})

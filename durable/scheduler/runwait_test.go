@@ -17,7 +17,7 @@ func TestRunWaitAnswersWithTheResult(t *testing.T) {
 	if len(d.Run) != 1 || d.Run[0] != "charts-refresh" || d.WaitMs != RunWaitTimeout.Milliseconds() {
 		t.Fatalf("wait must run the task now, bounded by RunWaitTimeout: run %v wait_ms %d", d.Run, d.WaitMs)
 	}
-	s, _ := Load(st, now)
+	s, _ := Load(Registry, st, now)
 	if s.Tasks["charts-refresh"].LeaseUntil <= now.UnixMilli() {
 		t.Fatal("the waited run must hold the task's lease")
 	}
@@ -42,7 +42,7 @@ func TestRunWaitAnswersWithTheResult(t *testing.T) {
 			t.Errorf("answer lacks %q: %s", k, b)
 		}
 	}
-	s, _ = Load(st, now)
+	s, _ = Load(Registry, st, now)
 	if ts := s.Tasks["charts-refresh"]; ts.Runs != 2 || ts.LeaseUntil != 0 || ts.LastSummary != "12 charts" || ts.LastD1RowsRead != 31 {
 		t.Fatalf("the waited run is not recorded: %+v", ts)
 	}
@@ -70,7 +70,7 @@ func TestRunWaitTimeoutAnswersTheState(t *testing.T) {
 		t.Fatalf("timeout state: %+v", v)
 	}
 	d = decide(t, &st, "finish", ResultMsg{Task: "rating-sweep", OK: true, Summary: "late"}, t0.Add(time.Minute))
-	s, _ := Load(st, t0.Add(time.Minute))
+	s, _ := Load(Registry, st, t0.Add(time.Minute))
 	if ts := s.Tasks["rating-sweep"]; ts.Runs != 2 || ts.LeaseUntil != 0 || ts.LastSummary != "late" {
 		t.Fatalf("the run past the wait is not recorded: %+v", ts)
 	}

@@ -122,6 +122,8 @@ type State struct {
 	// TaskCounters are what tasks reported of their own work
 	// ("<task>.<name>", e.g. the analyst's LLM spend), lifetime totals.
 	TaskCounters map[string]int64 `json:"task_counters,omitempty"`
+	// registry is the tasks Load synced the state with.
+	registry []Task
 }
 
 // New returns a state with every registered task scheduled from now.

@@ -338,7 +338,7 @@ func TestStoredEndlessBreakerPauseHalfOpens(t *testing.T) {
 	opened := t0.Add(-2 * time.Hour)
 	raw := fmt.Sprintf(`{"tasks":{"rating-sweep":{"next_due":%d,"consecutive_failures":6,"pause":{"reason":"circuit breaker: 6 consecutive failures; last: x","at":%d}},`+
 		`"charts-refresh":{"next_due":%d,"pause":{"reason":"reindex","at":%d}}}}`, opened.UnixMilli(), opened.UnixMilli(), opened.UnixMilli(), opened.UnixMilli())
-	s, corrupt := Load(raw, t0)
+	s, corrupt := Load(Registry, raw, t0)
 	if corrupt {
 		t.Fatal("corrupt")
 	}
@@ -393,7 +393,7 @@ func TestSyncFollowsTheRegistry(t *testing.T) {
 func decide(t *testing.T, st *string, op string, arg any, now time.Time) Decision {
 	t.Helper()
 	b, _ := json.Marshal(arg)
-	d := Handle(Config{}, op, *st, b, now)
+	d := Handle(Config{Tasks: Registry}, op, *st, b, now)
 	if d.State != "" {
 		*st = d.State
 	}
@@ -538,13 +538,14 @@ func TestBreakerThresholdIsConfigurable(t *testing.T) {
 	if _, err := NewConfig(-1); err == nil {
 		t.Fatal("negative threshold accepted")
 	}
+	cfg.Tasks = Registry
 	st := ""
 	b, _ := json.Marshal(ResultMsg{Task: "rating-sweep", Error: "boom"})
 	for i := 0; i < 2; i++ {
 		d := Handle(cfg, "finish", st, b, t0)
 		st = d.State
 	}
-	s, _ := Load(st, t0)
+	s, _ := Load(Registry, st, t0)
 	if s.Tasks["rating-sweep"].Pause == nil {
 		t.Fatal("a threshold of 2 must open the breaker after 2 failures")
 	}
@@ -575,7 +576,7 @@ func TestSchedulerFactsSumToCounters(t *testing.T) {
 	st := ""
 	step := func(op string, arg any) {
 		b, _ := json.Marshal(arg)
-		d := Handle(Config{}, op, st, b, now)
+		d := Handle(Config{Tasks: Registry}, op, st, b, now)
 		st = d.State
 		facts = append(facts, d.Facts...)
 	}
@@ -595,7 +596,7 @@ func TestSchedulerFactsSumToCounters(t *testing.T) {
 	if run.Kind != "scheduler.task_run" || run.Counters["runs.rating-sweep"] != 1 || run.Counters["failures.rating-sweep"] != 1 || run.Data["error"] != "D1 down" {
 		t.Fatalf("run fact %+v", run)
 	}
-	s, _ := Load(st, now)
+	s, _ := Load(Registry, st, now)
 	var cs []map[string]int64
 	for _, f := range facts {
 		cs = append(cs, f.Counters)
@@ -629,7 +630,7 @@ func TestControlDecodeErrorsNameTheField(t *testing.T) {
 		{`[1]`, "body", "body must be a JSON object with task, reason, until, wait"},
 		{`{"now": true}`, "now", `unknown field "now"`},
 	} {
-		_, _, fe := ParseControl("/pause", c.body, now)
+		_, _, fe := ParseControl(Registry, "/pause", c.body, now)
 		if fe == nil || fe.Field != c.field || fe.Error != c.msg {
 			t.Errorf("%s: %+v; want field %q, %q", c.body, fe, c.field, c.msg)
 		}

@@ -36,7 +36,7 @@ func TestTaskCountersRideOnTheRunFact(t *testing.T) {
 		t.Fatalf("%d refusals, want 3: %v", refused, d.Events)
 	}
 	d = decide(t, &st, "finish", ResultMsg{Task: "analyst-run", OK: true, Counters: map[string]int64{"llm_cost_micro_usd": 8}}, t0.Add(2*time.Second))
-	s, _ := Load(st, t0)
+	s, _ := Load(Registry, st, t0)
 	if c := s.Counters(); c["analyst-run.llm_cost_micro_usd"] != 650 || c["analyst-run.llm_calls"] != 4 {
 		t.Fatalf("lifetime counters %v", c)
 	}

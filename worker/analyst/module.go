@@ -1,6 +1,11 @@
 package analyst
 
-import "storecrawl/worker/module"
+import (
+	"context"
+	"time"
+
+	"storecrawl/worker/module"
+)
 
 // Module is the analyst's declaration: LLM briefs of the best
 // opportunities under a daily spend cap.
@@ -12,4 +17,23 @@ var Module = module.Module{
 		{Name: "analyst_status", Writer: "worker/analyst", Doc: "the analyst's one status row: working, stopped at its cap, rate limited"},
 		{Name: "llm_spend", Writer: "worker/analyst", Doc: "one LLM call's reservation and settled cost, by day"},
 	},
+}
+
+// Tasks are the analyst's periodic work: analyst-run advances the briefs
+// of the top opportunity clusters and those asked for (POST
+// /v1/analyst/run), as resumable steps in D1, a few calls a run, within
+// the daily spend cap. The spend rides on the run's ledger fact.
+func Tasks(a *Analyst) []module.Task {
+	return []module.Task{{
+		Name: "analyst-run", Every: 10 * time.Minute, Jitter: time.Minute,
+		Doc: "LLM briefs of the top opportunity clusters and those asked for, a few calls a run, within the daily spend cap",
+		Run: func(ctx context.Context, _ func() time.Time) module.Result {
+			if a == nil {
+				return module.Result{Error: "no analyst configured"}
+			}
+			out := a.Run(ctx)
+			return module.Result{OK: out.Err == "" && !out.RateLimited, Summary: out.Summary(), Error: out.Err,
+				RateLimited: out.RateLimited, RetryAfterS: out.RetryAfterS, Counters: out.Counters(), Detail: out.Detail()}
+		},
+	}}
 }

@@ -77,7 +77,7 @@ func (s *Server) schedulerCall(path string) http.HandlerFunc {
 		return s.Scheduler.CallScheduler(ctx, m, p, b)
 	}
 	return validated(call, path, "scheduler.call_failed", func(b []byte) ([]byte, any) {
-		if _, _, fe := scheduler.ParseControl(path, string(b), time.Now()); fe != nil {
+		if _, _, fe := scheduler.ParseControl(s.SchedulerTasks, path, string(b), time.Now()); fe != nil {
 			return nil, fe
 		}
 		return b, nil

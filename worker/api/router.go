@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"storecrawl/durable/scheduler"
 	"storecrawl/worker/logx"
 )
 
@@ -28,16 +29,19 @@ type Server struct {
 	Controller ControllerCaller
 	Limiter    LimiterCaller
 	Scheduler  SchedulerCaller
-	Charts     ChartReader
-	Markets    MarketReader
-	Apps       AppReader
-	Reviews    ReviewReader
-	AppHistory AppHistoryReader
-	Cron       CronReader
-	Ledger     LedgerReader
-	Dead       DeadLetterReader
-	Reparse    Reparser
-	Failed     FailedRequeuer
+	// SchedulerTasks is the scheduler's registry, checked before a control
+	// call goes out (nil: the scheduler alone checks task names).
+	SchedulerTasks []scheduler.Task
+	Charts         ChartReader
+	Markets        MarketReader
+	Apps           AppReader
+	Reviews        ReviewReader
+	AppHistory     AppHistoryReader
+	Cron           CronReader
+	Ledger         LedgerReader
+	Dead           DeadLetterReader
+	Reparse        Reparser
+	Failed         FailedRequeuer
 	// TestEvents, when set, mounts the test-only POST /__test/events, which
 	// puts a raw message on the EVENTS queue (e.g. one no handler accepts, to
 	// watch it reach the dead-letter queue). The wiring sets it only under

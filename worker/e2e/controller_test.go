@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/scheduler"
+	sc "storecrawl/worker"
 	"storecrawl/worker/pagebatch"
 )
 
@@ -284,7 +284,7 @@ func TestControllerEndToEnd(t *testing.T) {
 			return r != nil && r["result"] == "controller_awake running=true", jsonString(runs)
 		})
 		// The same cycle woke the SchedulerDO (its alarm armed after a deploy).
-		if runs["*/5 * * * *"]["scheduler"] != fmt.Sprintf("scheduler_awake tasks=%d", len(scheduler.Registry)) {
+		if runs["*/5 * * * *"]["scheduler"] != fmt.Sprintf("scheduler_awake tasks=%d", len(sc.DeclaredTasks())) {
 			t.Fatalf("scheduler not woken by the cron: %v", runs)
 		}
 		// The crawl cycle scanned one category and queued what it found.

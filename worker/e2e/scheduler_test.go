@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"storecrawl/durable/scheduler"
+	sc "storecrawl/worker"
 )
 
 type schedTask struct {
@@ -56,7 +57,7 @@ func TestSchedulerTasksAndFailurePolicy(t *testing.T) {
 
 	getStatus(t, w) // first use starts the EnrichmentController, which enriches the seeded apps
 	st := schedStatus(t, w)
-	if len(st) != len(scheduler.Registry) || st["retry-failed"].NextDue == "" || st["charts-refresh"].NextDue == "" || st["ledger-reconcile"].NextDue == "" || st["page-reparse"].NextDue == "" ||
+	if len(st) != len(sc.DeclaredTasks()) || st["retry-failed"].NextDue == "" || st["charts-refresh"].NextDue == "" || st["ledger-reconcile"].NextDue == "" || st["page-reparse"].NextDue == "" ||
 		st["facts-prune"].NextDue == "" {
 		t.Fatalf("status: %+v", st)
 	}
@@ -182,11 +183,11 @@ func TestCronAloneStartsEveryTask(t *testing.T) {
 	})
 	eventually(t, 60*time.Second, "every task ran", func() (bool, string) {
 		st := schedStatus(t, w)
-		for _, task := range scheduler.Registry {
+		for _, task := range sc.DeclaredTasks() {
 			if st[task.Name].Runs < 1 {
 				return false, jsonString(st)
 			}
 		}
-		return len(st) == len(scheduler.Registry), jsonString(st)
+		return len(st) == len(sc.DeclaredTasks()), jsonString(st)
 	})
 }

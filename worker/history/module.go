@@ -1,6 +1,11 @@
 package history
 
-import "storecrawl/worker/module"
+import (
+	"context"
+	"time"
+
+	"storecrawl/worker/module"
+)
 
 // Module is the ledger's D1 side: the facts every Durable Object
 // replicates, their per-minute and lifetime roll-ups (kept by triggers,
@@ -25,4 +30,41 @@ var Module = module.Module{
 		{Name: "facts_retire_totals", On: "facts", Writes: []string{"fact_totals"},
 			Doc: "a retired writer's totals move to the retired source"},
 	},
+}
+
+// Reconciler compares ledger writers with D1: the configured ones and a
+// bounded batch of the others per run, from a cursor (*Service).
+type Reconciler interface {
+	ReconcileRun(ctx context.Context) RunResult
+}
+
+// FactsPruner deletes D1's raw facts and rollup minutes past their
+// retention, in bounded batches from a cursor (Pruner).
+type FactsPruner interface {
+	PruneFacts(ctx context.Context) PruneResult
+}
+
+// Tasks are the ledger's periodic work.
+func Tasks(r Reconciler, p FactsPruner) []module.Task {
+	return []module.Task{{
+		Name: "ledger-reconcile", Every: 15 * time.Minute, Jitter: 2 * time.Minute,
+		Doc: "every ledger writer's counters against the sum of its facts in D1; a writer that drifted repairs its counters",
+		Run: func(ctx context.Context, _ func() time.Time) module.Result {
+			// A mismatch is summarised and repaired, not a failure: the
+			// check ran. Only writers it could not read fail the run.
+			summary, allRead := r.ReconcileRun(ctx).Summary()
+			res := module.Result{OK: allRead, Summary: summary}
+			if !allRead {
+				res.Error = summary
+			}
+			return res
+		},
+	}, {
+		Name: "facts-prune", Every: time.Hour, Jitter: 5 * time.Minute,
+		Doc: "D1's raw facts past FACTS_RETENTION_DAYS and rollup minutes past /v1/history's reach, in bounded batches from a cursor",
+		Run: func(ctx context.Context, _ func() time.Time) module.Result {
+			out := p.PruneFacts(ctx)
+			return module.Result{OK: out.Error == "", Summary: out.Summary(), Error: out.Error}
+		},
+	}}
 }

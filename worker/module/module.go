@@ -9,6 +9,12 @@
 // A leaf package: plain values, no imports of the project.
 package module
 
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
 // Module is one feature's declaration.
 type Module struct {
 	// Name is the feature's name ("crawl", "catalogue", ...).
@@ -44,4 +50,54 @@ type Trigger struct {
 	Writes []string
 	// Doc says why it is a trigger: what it keeps true.
 	Doc string
+}
+
+// Task is one periodic task, run by the SchedulerDO at multiples of Every
+// since the epoch, each run delayed by a stable amount below Jitter (never
+// early). A feature returns its tasks from a function of what they run
+// with (its Tasks); the wiring concatenates them (worker.PeriodicTasks),
+// and the scheduler's registry, the run-now validation and the runs all
+// come from that one list.
+type Task struct {
+	// Name is the task's key: stable, in status, facts and control bodies.
+	Name   string
+	Every  time.Duration
+	Jitter time.Duration
+	// Doc says what a run does, in a line.
+	Doc string
+	// Run performs one run. Its failures are in the Result; the wiring
+	// turns a panic into a failed Result and measures the run's D1 rows,
+	// subrequests and duration.
+	Run func(ctx context.Context, now func() time.Time) Result
+}
+
+// Result is what a run reports to the scheduler.
+type Result struct {
+	OK      bool
+	Summary string
+	Error   string
+	// RateLimited: the upstream refused the run (429, or a spent budget);
+	// RetryAfterS is the wait it asked for. Neither counts toward the
+	// task's breaker.
+	RateLimited bool
+	RetryAfterS int
+	// Counters are added to the task's lifetime counters (its ledger
+	// fact carries them as "<task>.<name>"); Detail is a short note kept
+	// in that fact.
+	Counters map[string]int64
+	Detail   string
+}
+
+// Failed is the Result of a run that could not do its work.
+func Failed(err error) Result { return Result{Error: err.Error()} }
+
+// RunIsolated runs t once in its own error boundary: a panic becomes the
+// run's failed Result, never the caller's.
+func (t Task) RunIsolated(ctx context.Context, now func() time.Time) (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = Result{Error: fmt.Sprintf("panic: %v", p)}
+		}
+	}()
+	return t.Run(ctx, now)
 }

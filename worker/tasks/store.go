@@ -2,13 +2,9 @@ package tasks
 
 import (
 	"context"
-	"errors"
-	"storecrawl/worker/reviews"
 	"time"
 
-	"storecrawl/worker/analyst"
 	"storecrawl/worker/d1"
-	"storecrawl/worker/history"
 	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/upstream"
 )
@@ -92,99 +88,25 @@ func (s D1Store) SnapshotUnsnapshotted(ctx context.Context, after, last int64, a
 	return s.DB.Exec(ctx, d1.Stmt{SQL: snapshotUnsnapshottedSQL + ` RETURNING 1 AS copied`, Args: []any{at.UnixMilli(), after, last}})
 }
 
-// Bindings is Deps (and the ledger-reconcile task's Reconciler, the
-// facts-prune task's FactsPruner) over the Worker's clients: the upstream
-// through the global limiter, KV and D1.
-type Bindings struct {
+// Platform is Deps over the Worker's clients: the upstream through the
+// global limiter (Get; Reserve admits a run's calls in one acquire), KV
+// and D1.
+type Platform struct {
 	D1Store
-	Get        func(ctx context.Context, url string) upstream.Response
-	Values     KV
-	Reconciler Reconciler
-	Reparser   PageReparser
-	// Failed requeues given-up items that gave up RetryFailedAfter ago or
-	// earlier; RetryFailedAfter 0 turns the retry-failed task off.
-	Failed interface {
-		RetryFailed(ctx context.Context, class string, olderThan, now time.Time) (int, error)
-	}
-	RetryFailedAfter time.Duration
-	// RetryFailedBatch is what one RetryFailed call requeues at most.
-	RetryFailedBatch int
-	Pruner           FactsPruner
-	// Catalogue runs the living catalogue's tasks (nil: none bound).
-	Catalogue CatalogueMaintainer
-	// Reviews is where reviews-refresh stores; ReviewsGet fetches through
-	// the reviews' global limit; Country is the storefront.
-	Reviews    reviews.RefreshStore
-	ReviewsGet func(ctx context.Context, url string) upstream.Response
-	// Reserve and ReviewsReserve, when set, admit n of Get's (of
-	// ReviewsGet's) calls in one acquire and return ctx carrying them
-	// (upstream.Limited.Reserve): a run's charts, its reviews feeds.
-	Reserve        func(ctx context.Context, n int) context.Context
-	ReviewsReserve func(ctx context.Context, n int) context.Context
-	APIBase        string
-	Country        string
-	// Analyst writes the LLM briefs (analyst-run; nil: none bound).
-	Analyst *analyst.Analyst
-}
-
-// RunAnalyst implements AnalystRunner.
-func (p Bindings) RunAnalyst(ctx context.Context) analyst.RunResult {
-	if p.Analyst == nil {
-		return analyst.RunResult{Err: "no analyst bound"}
-	}
-	return p.Analyst.Run(ctx)
-}
-
-// RefreshReviews implements ReviewsRefresher.
-func (p Bindings) RefreshReviews(ctx context.Context, now time.Time) reviews.RefreshResult {
-	if p.Reviews == nil || p.ReviewsGet == nil {
-		return reviews.RefreshResult{Err: "no reviews store bound"}
-	}
-	return reviews.Refresh(ratelimit.WithReserver(ctx, p.ReviewsReserve), p.Reviews, p.ReviewsGet, p.APIBase, p.Country, now)
-}
-
-// ReserveFetches implements FetchReserver.
-func (p Bindings) ReserveFetches(ctx context.Context, n int) context.Context {
-	return ratelimit.Reserved(ratelimit.WithReserver(ctx, p.Reserve), n)
-}
-
-// RetryFailedBefore implements FailedRetrier.
-func (p Bindings) RetryFailedBefore(ctx context.Context, now time.Time) (int, bool, error) {
-	if p.Failed == nil || p.RetryFailedAfter <= 0 {
-		return 0, false, nil
-	}
-	n, err := p.Failed.RetryFailed(ctx, "", now.Add(-p.RetryFailedAfter), now)
-	return n, err == nil && n >= p.RetryFailedBatch, err
-}
-
-// PruneFacts implements FactsPruner.
-func (p Bindings) PruneFacts(ctx context.Context) history.PruneResult {
-	if p.Pruner == nil {
-		return history.PruneResult{Error: "no facts pruner bound"}
-	}
-	return p.Pruner.PruneFacts(ctx)
-}
-
-// ReparseRun implements PageReparser.
-func (p Bindings) ReparseRun(ctx context.Context) (string, error) {
-	if p.Reparser == nil {
-		return "", errors.New("no page reparser bound")
-	}
-	return p.Reparser.ReparseRun(ctx)
+	Get     func(ctx context.Context, url string) upstream.Response
+	Reserve func(ctx context.Context, n int) context.Context
+	Values  KV
 }
 
 // Fetch implements Deps.
-func (p Bindings) Fetch(ctx context.Context, url string) upstream.Response { return p.Get(ctx, url) }
+func (p Platform) Fetch(ctx context.Context, url string) upstream.Response { return p.Get(ctx, url) }
 
-// PutKV implements Deps.
-func (p Bindings) PutKV(ctx context.Context, key, value string) error {
-	return p.Values.Put(ctx, key, value)
+// ReserveFetches implements Deps.
+func (p Platform) ReserveFetches(ctx context.Context, n int) context.Context {
+	return ratelimit.Reserved(ratelimit.WithReserver(ctx, p.Reserve), n)
 }
 
-// ReconcileRun implements Reconciler.
-func (p Bindings) ReconcileRun(ctx context.Context) history.RunResult {
-	if p.Reconciler == nil {
-		return history.RunResult{Error: "no reconciler bound"}
-	}
-	return p.Reconciler.ReconcileRun(ctx)
+// PutKV implements Deps.
+func (p Platform) PutKV(ctx context.Context, key, value string) error {
+	return p.Values.Put(ctx, key, value)
 }

@@ -51,12 +51,12 @@ func TestRatingSweepAgainstD1(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	values := mapKV{}
-	deps := Bindings{D1Store: D1Store{DB: db}, Values: values}
+	deps := Platform{D1Store: D1Store{DB: db}, Values: values, Reserve: func(ctx context.Context, _ int) context.Context { return ctx }}
 	run := func(at time.Time) (string, int64, int64) {
 		t.Helper()
 		before := drv.TotalChanges(t)
 		ctx, cost := d1.WithCost(context.Background())
-		res := RunTask(ctx, "rating-sweep", deps, "", func() time.Time { return at })
+		res := runTaskCtx(t, ctx, "rating-sweep", deps, nil, func() time.Time { return at })
 		if !res.OK {
 			t.Fatalf("sweep: %+v", res)
 		}
@@ -91,7 +91,7 @@ func TestRatingSweepAgainstD1(t *testing.T) {
 	}
 	// D1 down: the task fails and the cursor does not move.
 	drv.FailNext.Store(1)
-	if res := RunTask(context.Background(), "rating-sweep", deps, "", func() time.Time { return now }); res.OK {
+	if res := runTask(t, "rating-sweep", deps, "", func() time.Time { return now }); res.OK {
 		t.Fatal("a failed read must fail the task")
 	}
 }
@@ -126,20 +126,21 @@ type mapKV map[string]string
 func (m mapKV) Put(_ context.Context, k, v string) error { m[k] = v; return nil }
 
 // TestCatalogueTasksAgainstD1: the three catalogue tasks run on D1 through
-// RunTask, each reporting what it did; unbound, each fails on its own.
+// Tasks, each reporting what it did; unbound, each fails on its own.
 func TestCatalogueTasksAgainstD1(t *testing.T) {
 	db, drv := d1test.New(t)
 	seedEnriched(t, drv, 3)
 	drv.Exec(t, `UPDATE app_registry SET last_seen_at = '2026-01-01T00:00:00.000Z', discovered_at = '2026-01-01T00:00:00.000Z', updated_at = NULL`)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	deps := Bindings{D1Store: D1Store{DB: db}, Catalogue: Catalogue{Store: catalogue.D1Store{DB: db}, StaleAfter: 90 * 24 * time.Hour, Now: func() time.Time { return now }}}
+	deps := Platform{D1Store: D1Store{DB: db}}
+	maintainer := Catalogue{Store: catalogue.D1Store{DB: db}, StaleAfter: 90 * 24 * time.Hour, Now: func() time.Time { return now }}
 	for task, want := range map[string]string{
 		"catalogue-sweep": "scheduled 3 new",
 		// Enriched 2026-11-01, so seen then: not stale after 90 days.
 		"catalogue-stale": "marked stale 0 rows over 3 apps",
 		"history-prune":   "pruned 0 rows over 3 apps",
 	} {
-		res := RunTask(context.Background(), task, deps, "", func() time.Time { return now })
+		res := runTaskCtx(t, context.Background(), task, deps, maintainer, func() time.Time { return now })
 		if !res.OK || !strings.HasPrefix(res.Summary, want) {
 			t.Errorf("%s: %+v", task, res)
 		}
@@ -148,7 +149,7 @@ func TestCatalogueTasksAgainstD1(t *testing.T) {
 		t.Fatalf("scheduled apps: %d", n)
 	}
 	for _, task := range []string{"catalogue-sweep", "catalogue-stale", "history-prune"} {
-		if res := RunTask(context.Background(), task, Bindings{}, "", time.Now); res.OK || res.Error != errNoCatalogue {
+		if res := runTaskCtx(t, context.Background(), task, Platform{}, nil, time.Now); res.OK || res.Error != errNoCatalogue {
 			t.Errorf("unbound %s: %+v", task, res)
 		}
 	}

@@ -9,12 +9,9 @@ import (
 	"time"
 
 	"storecrawl/durable/enrichment"
-	"storecrawl/durable/scheduler"
-	"storecrawl/worker/analyst"
 	"storecrawl/worker/appstore"
-	"storecrawl/worker/history"
 	"storecrawl/worker/logx"
-	"storecrawl/worker/reviews"
+	"storecrawl/worker/module"
 	"storecrawl/worker/upstream"
 )
 
@@ -46,146 +43,71 @@ type ChartRateLimit struct {
 	ResetS    int  `json:"resetS,omitempty"`
 }
 
-// Deps is what the periodic tasks need from the platform.
+// Deps is what the charts' and the catalogue's tasks need from the
+// platform.
 type Deps interface {
 	// Fetch calls the upstream through the global limiter.
 	Fetch(ctx context.Context, url string) upstream.Response
+	// ReserveFetches admits a run's n Fetch calls in one acquire (one
+	// Durable Object request instead of one a call) and returns ctx
+	// carrying them.
+	ReserveFetches(ctx context.Context, n int) context.Context
 	PutKV(ctx context.Context, key, value string) error
 	// PassStore walks enriched apps from a cursor (the rating sweep).
 	PassStore
 }
 
-// Reconciler compares ledger writers with D1 (ledger-reconcile): the
-// configured ones and a bounded batch of the others per run, from a cursor
-// (history.ReconcileRun). A mismatch is logged and summarised, not a task
-// failure: the check ran.
-type Reconciler interface {
-	ReconcileRun(ctx context.Context) history.RunResult
+// Tasks are the charts' and the living catalogue's periodic work. The
+// catalogue's three are bounded walks over the catalogue from a cursor.
+func Tasks(deps Deps, apiBase string, c CatalogueMaintainer) []module.Task {
+	return []module.Task{{
+		Name: "charts-refresh", Every: 5 * time.Minute, Jitter: 30 * time.Second,
+		Doc: "top charts into KV, read by every user alike",
+		Run: func(ctx context.Context, now func() time.Time) module.Result {
+			return refreshCharts(ctx, deps, apiBase, now)
+		},
+	}, {
+		Name: "rating-sweep", Every: 15 * time.Minute, Jitter: time.Minute,
+		Doc: "a pass over every enriched app within a day: data-quality gaps, and a snapshot of any app whose stored ratings no snapshot holds",
+		Run: func(ctx context.Context, now func() time.Time) module.Result {
+			return ratingSweep(ctx, deps, now)
+		},
+	}, {
+		Name: "catalogue-sweep", Every: 15 * time.Minute, Jitter: time.Minute,
+		Doc: "rating velocities and refresh tiers for a bounded batch of apps from a cursor: about the whole catalogue a day",
+		Run: func(ctx context.Context, _ func() time.Time) module.Result {
+			if c == nil {
+				return module.Result{Error: errNoCatalogue}
+			}
+			r := c.CatalogueSweep(ctx)
+			return module.Result{OK: r.Error == "", Summary: r.Summary(), Error: r.Error}
+		},
+	}, {
+		Name: "catalogue-stale", Every: time.Hour, Jitter: 5 * time.Minute,
+		Doc: "marks apps not seen for CATALOGUE_STALE_AFTER_DAYS",
+		Run: func(ctx context.Context, _ func() time.Time) module.Result {
+			if c == nil {
+				return module.Result{Error: errNoCatalogue}
+			}
+			r := c.MarkStale(ctx)
+			return module.Result{OK: r.Error == "", Summary: r.Summary("marked stale"), Error: r.Error}
+		},
+	}, {
+		Name: "history-prune", Every: time.Hour, Jitter: 5 * time.Minute,
+		Doc: "deletes app history past its retention",
+		Run: func(ctx context.Context, _ func() time.Time) module.Result {
+			if c == nil {
+				return module.Result{Error: errNoCatalogue}
+			}
+			r := c.PruneHistory(ctx)
+			return module.Result{OK: r.Error == "", Summary: r.Summary("pruned"), Error: r.Error}
+		},
+	}}
 }
 
-// FactsPruner deletes D1's raw facts and rollup minutes past their
-// retention, in bounded batches from a cursor (facts-prune).
-type FactsPruner interface {
-	PruneFacts(ctx context.Context) history.PruneResult
-}
-
-// PageReparser runs the active page reparse for one task run (page-reparse).
-type PageReparser interface {
-	ReparseRun(ctx context.Context) (summary string, err error)
-}
-
-// FailedRetrier puts given-up enrichment items back in the queue
-// (retry-failed): those that gave up at or before olderThan.
-type FailedRetrier interface {
-	RetryFailedBefore(ctx context.Context, now time.Time) (requeued int, more bool, err error)
-}
-
-// ReviewsRefresher fetches the customer reviews of the top clusters' apps
-// that are due (reviews-refresh).
-type ReviewsRefresher interface {
-	RefreshReviews(ctx context.Context, now time.Time) reviews.RefreshResult
-}
-
-// AnalystRunner advances the analyst's briefs (analyst-run).
-type AnalystRunner interface {
-	RunAnalyst(ctx context.Context) analyst.RunResult
-}
-
-// RunTask runs a registered task in its own error boundary: a panic or a
-// failure becomes the task's result, never the alarm's.
-func RunTask(ctx context.Context, name string, deps Deps, apiBase string, now func() time.Time) (res scheduler.ResultMsg) {
-	start := now()
-	res.Task = name
-	defer func() {
-		if p := recover(); p != nil {
-			res.OK, res.Error = false, fmt.Sprintf("panic: %v", p)
-		}
-		res.DurationMs = now().Sub(start).Milliseconds()
-		if !res.OK {
-			logx.Event("scheduler.task.error_detail", map[string]any{"level": logx.Error, "task": name, "error": res.Error})
-		}
-	}()
-	switch name {
-	case "charts-refresh":
-		return refreshCharts(ctx, deps, apiBase, now)
-	case "rating-sweep":
-		return ratingSweep(ctx, deps, now)
-	case "page-reparse":
-		r, ok := deps.(PageReparser)
-		if !ok {
-			return scheduler.ResultMsg{Task: name, Error: "platform cannot reparse pages"}
-		}
-		summary, err := r.ReparseRun(ctx)
-		if err != nil {
-			return scheduler.ResultMsg{Task: name, Error: err.Error()}
-		}
-		return scheduler.ResultMsg{Task: name, OK: true, Summary: summary}
-	case "retry-failed":
-		r, ok := deps.(FailedRetrier)
-		if !ok {
-			return scheduler.ResultMsg{Task: name, Error: "platform cannot retry failed items"}
-		}
-		n, more, err := r.RetryFailedBefore(ctx, now())
-		if err != nil {
-			return scheduler.ResultMsg{Task: name, Error: err.Error()}
-		}
-		summary := fmt.Sprintf("requeued %d given-up items", n)
-		if more {
-			summary += " (more remain for the next run)"
-		}
-		return scheduler.ResultMsg{Task: name, OK: true, Summary: summary}
-	case "ledger-reconcile":
-		r, ok := deps.(Reconciler)
-		if !ok {
-			return scheduler.ResultMsg{Task: name, Error: "platform cannot reconcile ledgers"}
-		}
-		summary, allRead := r.ReconcileRun(ctx).Summary()
-		res := scheduler.ResultMsg{Task: name, OK: allRead, Summary: summary}
-		if !allRead {
-			res.Error = summary
-		}
-		return res
-	case "reviews-refresh":
-		r, ok := deps.(ReviewsRefresher)
-		if !ok {
-			return scheduler.ResultMsg{Task: name, Error: "platform cannot fetch reviews"}
-		}
-		out := r.RefreshReviews(ctx, now())
-		return scheduler.ResultMsg{Task: name, OK: out.Err == "" && !out.RateLimited, Summary: out.Summary(), Error: out.Err,
-			RateLimited: out.RateLimited, RetryAfterS: out.RetryAfterS}
-	case "facts-prune":
-		p, ok := deps.(FactsPruner)
-		if !ok {
-			return scheduler.ResultMsg{Task: name, Error: "platform cannot prune facts"}
-		}
-		r := p.PruneFacts(ctx)
-		return scheduler.ResultMsg{Task: name, OK: r.Error == "", Summary: r.Summary(), Error: r.Error}
-	case "catalogue-sweep", "catalogue-stale", "history-prune":
-		return runCatalogueTask(ctx, name, deps)
-	case "analyst-run":
-		r, ok := deps.(AnalystRunner)
-		if !ok {
-			return scheduler.ResultMsg{Task: name, Error: "platform cannot run the analyst"}
-		}
-		out := r.RunAnalyst(ctx)
-		// The spend rides on the run's ledger fact (per cluster and brief in its detail).
-		return scheduler.ResultMsg{Task: name, OK: out.Err == "" && !out.RateLimited, Summary: out.Summary(), Error: out.Err,
-			RateLimited: out.RateLimited, RetryAfterS: out.RetryAfterS, Counters: out.Counters(), Detail: out.Detail()}
-	}
-	return scheduler.ResultMsg{Task: name, Error: "no run function for task"}
-}
-
-// FetchReserver admits a run's n Fetch calls in one acquire (one Durable
-// Object request instead of one a call) and returns ctx carrying them.
-type FetchReserver interface {
-	ReserveFetches(ctx context.Context, n int) context.Context
-}
-
-func refreshCharts(ctx context.Context, deps Deps, apiBase string, now func() time.Time) scheduler.ResultMsg {
-	res := scheduler.ResultMsg{Task: "charts-refresh"}
-	if r, ok := deps.(FetchReserver); ok {
-		ctx = r.ReserveFetches(ctx, len(ChartCountries)*len(appstore.ChartCollections)*len(ChartCategories))
-	}
+func refreshCharts(ctx context.Context, deps Deps, apiBase string, now func() time.Time) module.Result {
+	var res module.Result
+	ctx = deps.ReserveFetches(ctx, len(ChartCountries)*len(appstore.ChartCollections)*len(ChartCategories))
 	written := 0
 	for _, country := range ChartCountries {
 		for _, coll := range appstore.ChartCollections {
@@ -289,8 +211,8 @@ func (c Coverage) Gaps() []string {
 	return g
 }
 
-func ratingSweep(ctx context.Context, deps Deps, now func() time.Time) scheduler.ResultMsg {
-	res := scheduler.ResultMsg{Task: "rating-sweep"}
+func ratingSweep(ctx context.Context, deps Deps, now func() time.Time) module.Result {
+	var res module.Result
 	at := now()
 	r := RunPass(ctx, deps, RatingSweepBounds, at)
 	if r.Error != "" {
