@@ -201,6 +201,9 @@ func enrichmentRun(args []js.Value) (any, error) {
 		// Due refreshes share the tick with the queue.
 		Refreshes:    enrichment.D1Store{DB: db},
 		RefreshShare: cfg.RefreshShare,
+		// A retry whose page is in R2 and young enough reads it back.
+		Stored:    enrichment.R2HTML{Bucket: htmlBucket},
+		PageReuse: cfg.PageReuse,
 	}
 	// The run's D1 cost, from D1's result metadata, goes to the controller's totals.
 	ctx, cost := d1.WithCost(context.Background())

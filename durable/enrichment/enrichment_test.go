@@ -692,7 +692,7 @@ func TestCappedHoldIsShownToOperators(t *testing.T) {
 // subrequests (SUBREQUEST_BUDGET), and whose D1 calls fit D1's own bound.
 func TestTickFitsThePlatformSubrequestLimit(t *testing.T) {
 	cost := func(items, batch int) int {
-		return items*MaxCallsPerItem + (items+batch-1)/batch*MaxCallsPerLookup
+		return items*MaxCallsPerItem + (items+batch-1)/batch*MaxCallsPerLookup + PagePutCalls
 	}
 	for _, budget := range []int{FreeSubrequests, 1000, DefaultSubrequests} {
 		calls, queries := RunBudget(budget)

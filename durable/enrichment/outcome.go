@@ -161,6 +161,10 @@ type ItemResult struct {
 	// Unchanged: the refresh's lookup showed the version and rating count
 	// its page was fetched for, so no page was fetched.
 	Unchanged bool `json:"unchanged,omitempty"`
+	// PageFromR2: a retry's page was its stored one, read back from R2
+	// (ENRICHMENT_PAGE_REUSE_H), and parsed (Page is PageParsed): no page
+	// request was sent, and the page says nothing of today's markup.
+	PageFromR2 bool `json:"page_from_r2,omitempty"`
 }
 
 // RunPlan is the I/O the shim asks the Worker code to perform for one tick:
@@ -276,6 +280,9 @@ type RunOutcome struct {
 	// LimiterCalls counts the run's calls to the global limiter (its
 	// leases' acquires): Durable Object requests.
 	LimiterCalls int `json:"limiter_calls,omitempty"`
+	// PagesFromR2 counts the run's items whose page was their stored one
+	// (ItemResult.PageFromR2): pages not requested upstream.
+	PagesFromR2 int `json:"pages_from_r2,omitempty"`
 }
 
 // Platform limits that shape a run. The budget is a setting
@@ -309,11 +316,12 @@ const (
 	// MaxLimiterCalls is one acquire's worst case at the global limiter:
 	// the client's attempts (ratelimit.MaxAttempts).
 	MaxLimiterCalls = 5
-	// MaxCallsPerItem is one item's worst case: its page's acquire, the
-	// page (redirects included), the raw page to R2, and two D1 writes (a
+	// MaxCallsPerItem is one item's worst case: a retry's read of its
+	// stored page (R2) that cannot be reused, its page's acquire, the page
+	// (redirects included), the raw page to R2, and two D1 writes (a
 	// lookup-only save and its requeue). A run sets it aside before it
 	// starts an item and gets back what the item did not use.
-	MaxCallsPerItem = MaxLimiterCalls + SubrequestsPerItem*MaxCallsPerFetch + 1 + 2
+	MaxCallsPerItem = 1 + MaxLimiterCalls + SubrequestsPerItem*MaxCallsPerFetch + 1 + 2
 	// MaxCallsPerLookup is one lookup batch's worst case: its acquire and
 	// the lookup (redirects included), shared by the batch's items.
 	MaxCallsPerLookup = MaxLimiterCalls + MaxCallsPerFetch
@@ -437,6 +445,7 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 	s.Totals.D1RowsWritten += o.D1RowsWritten
 	s.Totals.PagePuts += int64(o.PagePuts)
 	s.Totals.LimiterCalls += int64(o.LimiterCalls)
+	s.Totals.PagesFromR2 += int64(o.PagesFromR2)
 	for _, r := range o.Results {
 		byClass[string(r.Class)]++
 		switch {

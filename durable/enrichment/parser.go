@@ -88,8 +88,13 @@ func (t *PageTally) Add(id int64, page string, suspect bool) {
 	}
 }
 
-// AddResult counts an item's page.
-func (t *PageTally) AddResult(r ItemResult) { t.Add(r.TrackID, r.Page, r.PriorParseError) }
+// AddResult counts an item's page; a stored page read back from R2 says
+// nothing of today's markup.
+func (t *PageTally) AddResult(r ItemResult) {
+	if !r.PageFromR2 {
+		t.Add(r.TrackID, r.Page, r.PriorParseError)
+	}
+}
 
 // UnparsedApps is the weighted count of distinct apps whose pages did not parse.
 func (t PageTally) UnparsedApps() float64 {
@@ -154,6 +159,9 @@ func (h ParserHealth) UnparsedShare() (share float64, samples int) {
 func (h *ParserHealth) observe(results []ItemResult, now time.Time) string {
 	var run PageTally
 	for _, r := range results {
+		if r.PageFromR2 {
+			continue // a stored page: not today's markup
+		}
 		switch r.Page {
 		case PageParsed, PageUnparsed:
 			run.AddResult(r)

@@ -216,7 +216,7 @@ func (t *Totals) counterRefs() map[string]*int64 {
 		"ticks": &t.Ticks, "cooldowns": &t.Cooldowns,
 		"lookup_requests": &t.LookupRequests, "page_requests": &t.PageRequests,
 		"lookup_refusals": &t.LookupRefusals, "page_refusals": &t.PageRefusals,
-		"lookups_skipped": &t.LookupsSkipped,
+		"lookups_skipped": &t.LookupsSkipped, "pages_from_r2": &t.PagesFromR2,
 	}
 }
 
@@ -294,6 +294,10 @@ type Totals struct {
 	PagePuts int64 `json:"page_puts"`
 	// LimiterCalls counts the runs' limiter calls (RunOutcome.LimiterCalls).
 	LimiterCalls int64 `json:"limiter_calls"`
+	// PagesFromR2 counts retries enriched from their stored page
+	// (RunOutcome.PagesFromR2): no page request sent, none counted in
+	// PageRequests.
+	PagesFromR2 int64 `json:"pages_from_r2"`
 }
 
 // State is the whole controller state, persisted as one JSON value.

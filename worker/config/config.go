@@ -75,6 +75,16 @@ const (
 	maxRetryFailedAfterH    = 24 * 365
 )
 
+// ENRICHMENT_PAGE_REUSE_H: how old a retried item's stored page (R2) may
+// be to be parsed again instead of fetched (0: always fetch). A day-old
+// page is the page a fetch would bring back (LOOKUP_FRESH_H trusts a
+// day-old lookup likewise); the bucket's lifecycle rule expires pages 30
+// days after their tick, so none older is there to reuse.
+const (
+	DefaultPageReuse = 24 * time.Hour
+	maxPageReuseH    = 30 * 24
+)
+
 // FACTS_RETENTION_DAYS: how long D1 keeps raw ledger facts (the
 // facts-prune task deletes older ones; /v1/history reads the per-minute
 // rollups and reconciliation the totals, which outlive them).
@@ -113,6 +123,8 @@ type Config struct {
 	Objects ObjectVars
 	// RetryFailedAfter is ENRICHMENT_RETRY_FAILED_AFTER_H (0: never).
 	RetryFailedAfter time.Duration
+	// PageReuse is ENRICHMENT_PAGE_REUSE_H (0: never).
+	PageReuse time.Duration
 	// FactsRetention is how long D1 keeps raw facts (FACTS_RETENTION_DAYS).
 	FactsRetention time.Duration
 	// StaleAfter is CATALOGUE_STALE_AFTER_DAYS.
@@ -219,6 +231,19 @@ func Load(getenv func(string) string) (Config, []Problem) {
 			bad("ENRICHMENT_RETRY_FAILED_AFTER_H", raw, err)
 		} else {
 			c.RetryFailedAfter = time.Duration(h) * time.Hour
+		}
+	}
+
+	c.PageReuse = DefaultPageReuse
+	if raw := getenv("ENRICHMENT_PAGE_REUSE_H"); raw != "" {
+		h, err := strconv.Atoi(raw)
+		if err == nil && (h < 0 || h > maxPageReuseH) {
+			err = fmt.Errorf("must be whole hours in [0, %d]", maxPageReuseH)
+		}
+		if err != nil {
+			bad("ENRICHMENT_PAGE_REUSE_H", raw, err)
+		} else {
+			c.PageReuse = time.Duration(h) * time.Hour
 		}
 	}
 

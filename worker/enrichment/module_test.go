@@ -66,7 +66,7 @@ func TestHourlyRetryFailedRequeuesAsFailedBefore(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	give := func(id int64, at time.Time) {
 		drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (?)`, id)
-		if err := store.GiveUp(ctx, id, controller.MaxItemAttempts, controller.ClassParseError, "no parser read the page", at); err != nil {
+		if err := store.GiveUp(ctx, id, controller.MaxItemAttempts, controller.ClassParseError, "no parser read the page", "", at); err != nil {
 			t.Fatal(err)
 		}
 	}

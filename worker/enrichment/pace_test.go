@@ -159,13 +159,13 @@ func (c *memCatalogue) SaveLookup(context.Context, appstore.App, string, string,
 func (c *memCatalogue) MarkMissing(context.Context, int64, time.Time) error {
 	return errors.New("memCatalogue: every app is found")
 }
-func (c *memCatalogue) Requeue(context.Context, int64, int, controller.Class, string) error {
+func (c *memCatalogue) Requeue(context.Context, int64, int, controller.Class, string, string) error {
 	return nil // a refused page: the app stays queued
 }
 func (c *memCatalogue) Defer(context.Context, int64, int, controller.Class, string, time.Time) error {
 	return nil // a refused page: the app stays queued
 }
-func (c *memCatalogue) GiveUp(context.Context, int64, int, controller.Class, string, time.Time) error {
+func (c *memCatalogue) GiveUp(context.Context, int64, int, controller.Class, string, string, time.Time) error {
 	return errors.New("memCatalogue: no item fails")
 }
 

@@ -3,6 +3,7 @@ package enrichment
 import (
 	"context"
 	"errors"
+	"fmt"
 	"storecrawl/worker/subreq"
 	"time"
 
@@ -54,6 +55,32 @@ func (h R2HTML) GetHTML(ctx context.Context, ref string) ([]byte, bool, error) {
 	}
 	page, err := pagebatch.Read(r, body)
 	return page, err == nil, err
+}
+
+// GetPage implements StoredPages: a page's bytes in a batch (one ranged
+// read, a subrequest of the run) and what its member's header says; a
+// whole single-page object (the layout before batches) has no header.
+func (h R2HTML) GetPage(ctx context.Context, ref string) ([]byte, pagebatch.Header, bool, error) {
+	r, err := pagebatch.ParseRef(ref)
+	if err != nil {
+		return nil, pagebatch.Header{}, false, err
+	}
+	if err := subreq.Spend(ctx, 1); err != nil {
+		return nil, pagebatch.Header{}, false, err
+	}
+	if r.Whole {
+		body, found, err := h.Bucket.Get(ctx, r.Key)
+		return body, pagebatch.Header{}, found && err == nil, err
+	}
+	body, found, err := h.Bucket.GetRange(ctx, r.Key, r.Offset, r.Length)
+	if err != nil || !found {
+		return nil, pagebatch.Header{}, found, err
+	}
+	if int64(len(body)) != r.Length {
+		return nil, pagebatch.Header{}, false, fmt.Errorf("%w: %s returned %d bytes", pagebatch.ErrCorrupt, r, len(body))
+	}
+	page, hdr, err := pagebatch.Unpack(body)
+	return page, hdr, err == nil, err
 }
 
 // QueueEvents announces enriched apps on the EVENTS queue.

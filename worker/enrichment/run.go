@@ -46,6 +46,9 @@ type QueuedItem struct {
 	// PageStatus is its stored page's status ("" never fetched, PagePending,
 	// PageUnparsedStatus).
 	PageStatus string
+	// HTMLKey is its stored raw page's reference (html_r2_key), "" when none
+	// was kept: a retry may reuse it (ReuseCandidate).
+	HTMLKey string
 	// Refresh is set for an enriched app whose refresh came due (not a
 	// queued item): it is always looked up, and settled by settleRefresh.
 	Refresh *DueRefresh
@@ -106,14 +109,17 @@ type Store interface {
 	SaveLookup(ctx context.Context, app appstore.App, htmlKey, pageStatus string, at time.Time) error
 	// MarkMissing dequeues an item the upstream does not know.
 	MarkMissing(ctx context.Context, id int64, at time.Time) error
-	// Requeue leaves the item queued with its attempt count and last error.
-	Requeue(ctx context.Context, id int64, attempts int, class controller.Class, errText string) error
+	// Requeue leaves the item queued with its attempt count and last error;
+	// pageRef, when not "", is the page the attempt stored (its save
+	// failed), kept in html_r2_key for the retry to reuse.
+	Requeue(ctx context.Context, id int64, attempts int, class controller.Class, errText, pageRef string) error
 	// Defer leaves the item queued, its attempts untouched, not to be
 	// picked before until (an upstream-level failure, the defers-th in a row).
 	Defer(ctx context.Context, id int64, defers int, class controller.Class, errText string, until time.Time) error
 	// GiveUp marks the item failed: dequeued and kept, until an operator's
-	// retry-failed call or the retry-failed task puts it back in the queue.
-	GiveUp(ctx context.Context, id int64, attempts int, class controller.Class, errText string, at time.Time) error
+	// retry-failed call or the retry-failed task puts it back in the queue;
+	// pageRef is Requeue's.
+	GiveUp(ctx context.Context, id int64, attempts int, class controller.Class, errText, pageRef string, at time.Time) error
 }
 
 // HTMLCache keeps raw store pages (R2): one object of pages gzipped
@@ -180,6 +186,11 @@ type Runner struct {
 	// every slot the queue leaves (refresh.Split).
 	Refreshes    RefreshStore
 	RefreshShare float64
+	// Stored, when set, reads stored pages back (R2): a retried item whose
+	// page is there and at most PageReuse old (ENRICHMENT_PAGE_REUSE_H;
+	// 0: never) is parsed from it, with no page request (reuse.go).
+	Stored    StoredPages
+	PageReuse time.Duration
 }
 
 // ErrLimited is what Limit returns when the global limit had no room.
@@ -443,6 +454,11 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 		}
 	}
 	out := controller.RunOutcome{Picked: attempted, Skipped: len(items) - attempted, Results: results[:attempted]}
+	for _, res := range out.Results {
+		if res.PageFromR2 {
+			out.PagesFromR2++
+		}
+	}
 	out.PagePuts = r.putPages(ctx, tp, putBudget)
 	out.LimiterCalls = int(r.limiterCalls() - limiterCalls0)
 	if refreshes != nil {
@@ -955,7 +971,7 @@ func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lo
 		pageBack(ctx, false)
 		res = controller.ItemResult{TrackID: it.TrackID, Class: controller.ClassOK, Status: lookup.status, Page: controller.PageSkipped}
 	} else {
-		res, reqs = r.enrichOne(ctx, it.TrackID, index, lookup, true, true)
+		res, reqs, _ = r.enrichOne(ctx, it.TrackID, index, lookup, true, true, "")
 	}
 	res.Refresh = true
 	var delay time.Duration
@@ -1079,7 +1095,11 @@ func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, lookup lo
 	if it.Refresh != nil {
 		return r.settleRefresh(ctx, it, index, lookup, fetchPage)
 	}
-	res, reqs := r.enrichOne(ctx, it.TrackID, index, lookup, fetchPage, false)
+	reuse := ""
+	if fetchPage && !probing && r.Stored != nil && ReuseCandidate(it.HTMLKey, it.PageStatus, r.Now(), r.PageReuse) {
+		reuse = it.HTMLKey // a probe asks the live markup: never reused
+	}
+	res, reqs, kept := r.enrichOne(ctx, it.TrackID, index, lookup, fetchPage, false, reuse)
 	res.Probe = fetchPage && probing
 	res.PriorParseError = it.PriorParseError
 	action := controller.ActionFor(res, it.Attempts)
@@ -1088,13 +1108,13 @@ func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, lookup lo
 	case controller.ActionMissing:
 		err = r.Store.MarkMissing(ctx, it.TrackID, r.Now())
 	case controller.ActionRequeue:
-		err = r.Store.Requeue(ctx, it.TrackID, it.Attempts+1, res.Class, res.Error)
+		err = r.Store.Requeue(ctx, it.TrackID, it.Attempts+1, res.Class, res.Error, kept)
 	case controller.ActionDefer:
 		now := r.Now()
 		err = r.Store.Defer(ctx, it.TrackID, it.Defers+1, res.Class, res.Error, now.Add(controller.DeferBackoff(it.Defers+1)))
 		res.Deferred = err == nil
 	case controller.ActionGiveUp:
-		err = r.Store.GiveUp(ctx, it.TrackID, it.Attempts+1, res.Class, res.Error, r.Now())
+		err = r.Store.GiveUp(ctx, it.TrackID, it.Attempts+1, res.Class, res.Error, kept, r.Now())
 		res.GaveUp = err == nil
 	}
 	if err != nil {
@@ -1122,8 +1142,11 @@ func requestOutcome(item int, u upstream.Response) controller.RequestOutcome {
 
 // enrichOne fetches the item's store page, its lookup in hand, and stores
 // what it can; an item its batch did not find (or found unreadable) needs
-// no page. refresh: the item is an enriched app's due refresh.
-func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup lookupOutcome, fetchPage, refresh bool) (controller.ItemResult, []controller.RequestOutcome) {
+// no page. refresh: the item is an enriched app's due refresh. reuse, when
+// not "", is the item's stored page to parse instead of a fetch
+// (ReuseCandidate); one that cannot be reused is fetched. kept is a page
+// parsed but not saved (its save failed): the item's failure records it.
+func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup lookupOutcome, fetchPage, refresh bool, reuse string) (controller.ItemResult, []controller.RequestOutcome, string) {
 	if lookup.class != controller.ClassOK || !fetchPage {
 		pageBack(ctx, false) // no page to send: what follows need not hold a connection
 	}
@@ -1133,10 +1156,20 @@ func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup look
 		if !fetchPage {
 			res.Page = controller.PageSkipped
 		}
-		return res, nil
+		return res, nil, ""
 	}
 	if !fetchPage {
-		return r.lookupOnly(ctx, lookup), nil
+		return r.lookupOnly(ctx, lookup), nil, ""
+	}
+	if reuse != "" {
+		// The R2 read holds the item's connection like a fetch would.
+		sp, ok := r.storedPage(ctx, id, reuse)
+		if ok {
+			pageBack(ctx, false)
+			res := controller.ItemResult{TrackID: id, Class: controller.ClassOK, Status: lookup.status, Page: controller.PageParsed,
+				StoredLookup: lookup.stored, PageFromR2: true}
+			return r.saveParsed(ctx, res, lookup, sp, reuse, refresh, r.Now()), nil, ""
+		}
 	}
 	var page upstream.Response
 	// Parsed, stored and saved by the time this returns: the body's room
@@ -1163,20 +1196,20 @@ func (r *Runner) enrichOne(ctx context.Context, id int64, index int, lookup look
 		// failure; our own global cap is a rate signal for the pacing
 		// algorithm, and the page waits like a refused one (its lookup kept).
 		if !errors.Is(err, ErrLimited) {
-			return controller.ItemResult{TrackID: id, Class: controller.ClassStoreError, Error: "rate limiter: " + err.Error()}, nil
+			return controller.ItemResult{TrackID: id, Class: controller.ClassStoreError, Error: "rate limiter: " + err.Error()}, nil, ""
 		}
 		now := r.Now()
 		page = upstream.Response{Class: controller.ClassRateLimit, Remaining: -1, Err: fmt.Errorf("rate limiter: %w", err), SentAt: now, DoneAt: now}
 		limited = true
 	}
 	pageBack(ctx, page.Class == controller.ClassRateLimit) // before it is parsed and saved
-	res, pageClass := r.itemResult(ctx, id, lookup, page, refresh)
+	res, pageClass, kept := r.itemResult(ctx, id, lookup, page, refresh)
 	res.StoredLookup = lookup.stored
 	// A challenge page answered 200 but refused us: the pacing algorithm
 	// must see it as the refusal it is.
 	pageReq := requestOutcome(index, page)
 	pageReq.Class, pageReq.Kind, pageReq.Local = pageClass, controller.RequestPage, limited
-	return res, []controller.RequestOutcome{pageReq}
+	return res, []controller.RequestOutcome{pageReq}, kept
 }
 
 // lookupOnly handles an item whose page is not fetched (parser drift):
@@ -1203,8 +1236,9 @@ func lookupErrClass(err error) controller.Class {
 // the lookup alone. Every page that came back is kept in the tick's R2
 // batch with its metadata, parsed or not: unparsed pages are exactly what
 // a reparse needs. It also returns the page request's class as the pacing algorithm
-// should see it.
-func (r *Runner) itemResult(ctx context.Context, id int64, lookup lookupOutcome, page upstream.Response, refresh bool) (controller.ItemResult, controller.Class) {
+// should see it, and the page's reference when it parsed but its save
+// failed (kept).
+func (r *Runner) itemResult(ctx context.Context, id int64, lookup lookupOutcome, page upstream.Response, refresh bool) (controller.ItemResult, controller.Class, string) {
 	now := r.Now()
 	app := lookup.app
 	pageClass := page.Class
@@ -1223,7 +1257,7 @@ func (r *Runner) itemResult(ctx context.Context, id int64, lookup lookupOutcome,
 		var err error
 		if key, err = r.storePage(ctx, id, page.Body, meta); err != nil {
 			res := controller.ItemResult{TrackID: id, Class: controller.ClassStoreError, Error: "r2 put: " + err.Error()}
-			return res, pageClass
+			return res, pageClass, ""
 		}
 	}
 
@@ -1250,16 +1284,27 @@ func (r *Runner) itemResult(ctx context.Context, id int64, lookup lookupOutcome,
 		} else {
 			logx.Err("controller.lookup_save_failed", err, map[string]any{"track_id": id})
 		}
-		return res, pageClass
+		return res, pageClass, ""
 	}
-	rec := Record{App: app, Page: sp, HTMLKey: key, FetchedAt: now, Refresh: refresh}
+	res = r.saveParsed(ctx, res, lookup, sp, key, refresh, now)
+	kept := ""
+	if res.Class == controller.ClassStoreError {
+		kept = key
+	}
+	return res, pageClass, kept
+}
+
+// saveParsed saves the record of a parsed page (key, its reference) at
+// now, its lookup in hand; a failed save turns res into a store error.
+func (r *Runner) saveParsed(ctx context.Context, res controller.ItemResult, lookup lookupOutcome, sp appstore.StorePage, key string, refresh bool, now time.Time) controller.ItemResult {
+	rec := Record{App: lookup.app, Page: sp, HTMLKey: key, FetchedAt: now, Refresh: refresh}
 	if lookup.stored {
 		rec.LookupAt = lookup.lookupAt
 	}
 	if err := r.Store.SaveEnriched(ctx, rec); err != nil {
 		res.Class, res.Error = controller.ClassStoreError, "d1 save: "+err.Error()
 	}
-	return res, pageClass
+	return res
 }
 
 func errText(err error) string {

@@ -72,7 +72,7 @@ func (s *fakeStore) MarkMissing(_ context.Context, id int64, _ time.Time) error 
 	s.missing[id] = true
 	return nil
 }
-func (s *fakeStore) Requeue(_ context.Context, id int64, attempts int, c controller.Class, _ string) error {
+func (s *fakeStore) Requeue(_ context.Context, id int64, attempts int, c controller.Class, _, _ string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requeued[id], s.classes[id] = attempts, c
@@ -84,7 +84,7 @@ func (s *fakeStore) Defer(_ context.Context, id int64, _ int, c controller.Class
 	s.deferred[id], s.classes[id] = time.Until(until), c
 	return nil
 }
-func (s *fakeStore) GiveUp(_ context.Context, id int64, attempts int, c controller.Class, _ string, _ time.Time) error {
+func (s *fakeStore) GiveUp(_ context.Context, id int64, attempts int, c controller.Class, _, _ string, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gaveUp[id], s.classes[id] = attempts, c

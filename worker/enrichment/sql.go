@@ -22,12 +22,13 @@ import (
 // Each item comes with its stored lookup fields and lookup_at, so a fresh
 // one (LOOKUP_FRESH_H) needs only its page, and with its last error class
 // and page status, so an app whose page failed to parse before is known
-// (drift evidence, probe choice).
+// (drift evidence, probe choice), and with its stored page's reference,
+// which a retry may reuse (ENRICHMENT_PAGE_REUSE_H).
 const PickSQL = `SELECT track_id, enrich_attempts, enrich_defers, lookup_at, name, bundle_id, developer_id,
   developer_name, genre, genre_id, price, currency, average_rating, rating_count, version, release_date,
   current_version_release_date, description, content_rating, artwork_url, file_size_bytes, languages,
   COALESCE(release_notes, '') AS release_notes, COALESCE(enrich_error_class, '') AS enrich_error_class,
-  COALESCE(page_status, '') AS page_status
+  COALESCE(page_status, '') AS page_status, COALESCE(html_r2_key, '') AS html_r2_key
 FROM app_registry
 WHERE enriched_at IS NULL AND (? = 0 OR enrichment_source IS NULL)
   AND (enrich_retry_at IS NULL OR enrich_retry_at <= ?)
@@ -116,9 +117,10 @@ func MarkMissingStmt(id int64, at time.Time) d1.Stmt {
 	return registry.MarkMissing(id, ts(at))
 }
 
-// RequeueStmt records a failed attempt and leaves the app queued.
-func RequeueStmt(id int64, attempts int, class controller.Class, errText string) d1.Stmt {
-	return registry.Requeue(id, attempts, string(class), appstore.Truncate(errText, appstore.MaxTextLen))
+// RequeueStmt records a failed attempt and leaves the app queued (its
+// stored page pageRef kept, when not "").
+func RequeueStmt(id int64, attempts int, class controller.Class, errText, pageRef string) d1.Stmt {
+	return registry.Requeue(id, attempts, string(class), appstore.Truncate(errText, appstore.MaxTextLen), pageRef)
 }
 
 // DeferStmt leaves the app queued, its attempts untouched, due again at until.
@@ -128,8 +130,8 @@ func DeferStmt(id int64, defers int, class controller.Class, errText string, unt
 
 // GiveUpStmt marks the app failed; the row and its last error stay, and
 // RetryFailed can put it back in the queue.
-func GiveUpStmt(id int64, attempts int, class controller.Class, errText string, at time.Time) d1.Stmt {
-	return registry.GiveUp(id, attempts, string(class), appstore.Truncate(errText, appstore.MaxTextLen), ts(at))
+func GiveUpStmt(id int64, attempts int, class controller.Class, errText, pageRef string, at time.Time) d1.Stmt {
+	return registry.GiveUp(id, attempts, string(class), appstore.Truncate(errText, appstore.MaxTextLen), pageRef, ts(at))
 }
 
 // RetryFailedBatch bounds one retry-failed call or task run: the update
@@ -176,6 +178,7 @@ func (s D1Store) PickQueued(ctx context.Context, n int, unlookedOnly bool, now t
 		Languages  string `json:"languages"` // a JSON array in its column
 		ErrClass   string `json:"enrich_error_class"`
 		PageStatus string `json:"page_status"`
+		HTMLKey    string `json:"html_r2_key"`
 	}
 	only := 0
 	if unlookedOnly {
@@ -187,7 +190,7 @@ func (s D1Store) PickQueued(ctx context.Context, n int, unlookedOnly bool, now t
 	out := make([]QueuedItem, len(rows))
 	for i, r := range rows {
 		out[i] = QueuedItem{TrackID: r.TrackID, Attempts: r.Attempts, Defers: r.Defers,
-			PriorParseError: r.ErrClass == string(controller.ClassParseError), PageStatus: r.PageStatus}
+			PriorParseError: r.ErrClass == string(controller.ClassParseError), PageStatus: r.PageStatus, HTMLKey: r.HTMLKey}
 		at, err := d1.ParseTime(r.LookupAt)
 		if r.LookupAt == "" || err != nil {
 			continue // never looked up (or unreadable): it gets a lookup
@@ -219,8 +222,8 @@ func (s D1Store) MarkMissing(ctx context.Context, id int64, at time.Time) error 
 }
 
 // Requeue implements Store.
-func (s D1Store) Requeue(ctx context.Context, id int64, attempts int, class controller.Class, errText string) error {
-	_, err := s.DB.Exec(ctx, RequeueStmt(id, attempts, class, errText))
+func (s D1Store) Requeue(ctx context.Context, id int64, attempts int, class controller.Class, errText, pageRef string) error {
+	_, err := s.DB.Exec(ctx, RequeueStmt(id, attempts, class, errText, pageRef))
 	return err
 }
 
@@ -231,8 +234,8 @@ func (s D1Store) Defer(ctx context.Context, id int64, defers int, class controll
 }
 
 // GiveUp implements Store.
-func (s D1Store) GiveUp(ctx context.Context, id int64, attempts int, class controller.Class, errText string, at time.Time) error {
-	_, err := s.DB.Exec(ctx, GiveUpStmt(id, attempts, class, errText, at))
+func (s D1Store) GiveUp(ctx context.Context, id int64, attempts int, class controller.Class, errText, pageRef string, at time.Time) error {
+	_, err := s.DB.Exec(ctx, GiveUpStmt(id, attempts, class, errText, pageRef, at))
 	return err
 }
 

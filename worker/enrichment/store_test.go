@@ -196,7 +196,7 @@ func TestRetryFailedRequeuesByClassAndAge(t *testing.T) {
 	ctx := context.Background()
 	give := func(id int64, c controller.Class, at time.Time) {
 		drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (?)`, id)
-		if err := s.GiveUp(ctx, id, controller.MaxItemAttempts, c, "boom", at); err != nil {
+		if err := s.GiveUp(ctx, id, controller.MaxItemAttempts, c, "boom", "", at); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -103,6 +103,26 @@ func ObjectKey(country string, tick time.Time, firstTrackID int64) string {
 		"-" + strconv.FormatInt(firstTrackID, 10) + ".gz"
 }
 
+// TickTime is when the tick that stored the page ran, as its object's key
+// (ObjectKey, or a SpillKey of it) names it: never after the page was
+// fetched. A whole object (the layout before batches) or a key of
+// another shape says nothing (false).
+func (r Ref) TickTime() (time.Time, bool) {
+	if r.Whole || !strings.HasPrefix(r.Key, Prefix) || !strings.HasSuffix(r.Key, ".gz") {
+		return time.Time{}, false
+	}
+	name := strings.TrimSuffix(r.Key[strings.LastIndexByte(r.Key, '/')+1:], ".gz")
+	parts := strings.Split(name, "-") // country, tick (unix ms), first app[, spilled app]
+	if len(parts) != 3 && len(parts) != 4 {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms).UTC(), true
+}
+
 // Header is what a member says about its page.
 type Header struct {
 	TrackID   int64

@@ -139,3 +139,24 @@ func TestSpill(t *testing.T) {
 		t.Fatalf("after a spill: %v", err)
 	}
 }
+
+// A batch's reference, and a spilled page's, name their tick; an old
+// whole object or a key of another shape names none.
+func TestRefTickTime(t *testing.T) {
+	key := ObjectKey("us", tick, 42)
+	for _, ref := range []Ref{{Key: key, Offset: 10, Length: 20}, {Key: SpillKey(key, 7), Length: 20}} {
+		if at, ok := ref.TickTime(); !ok || !at.Equal(tick) {
+			t.Errorf("%s: %v %v, want %v", ref, at, ok, tick)
+		}
+	}
+	for _, ref := range []Ref{
+		{Key: "store-pages/us/123.html", Whole: true},
+		{Key: Prefix + "2026-11-25/us-x-42.gz", Length: 1},
+		{Key: Prefix + "2026-11-25/us-1795627800123.gz", Length: 1},
+		{Key: "elsewhere/us-1795627800123-42.gz", Length: 1},
+	} {
+		if at, ok := ref.TickTime(); ok {
+			t.Errorf("%s: %v, want no time", ref, at)
+		}
+	}
+}

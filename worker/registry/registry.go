@@ -171,12 +171,23 @@ func MarkMissing(id int64, at string) d1.Stmt {
 
 // Requeue records a failed attempt (errText already cut to its bound) and
 // leaves the app queued; the same attempt recorded again writes nothing.
-func Requeue(id int64, attempts int, class, errText string) d1.Stmt {
+// pageRef, when not "", is the raw page the attempt stored, kept in
+// html_r2_key for a retry to reuse.
+func Requeue(id int64, attempts int, class, errText, pageRef string) d1.Stmt {
 	return d1.Stmt{
-		SQL: `UPDATE app_registry SET enrich_attempts = ?1, enrich_error = ?2, enrich_error_class = ?3 WHERE track_id = ?4
-  AND (enrich_attempts IS NOT ?1 OR enrich_error IS NOT ?2 OR enrich_error_class IS NOT ?3)`,
-		Args: []any{attempts, errText, class, id},
+		SQL: `UPDATE app_registry SET enrich_attempts = ?1, enrich_error = ?2, enrich_error_class = ?3,
+  html_r2_key = COALESCE(?5, html_r2_key) WHERE track_id = ?4
+  AND (enrich_attempts IS NOT ?1 OR enrich_error IS NOT ?2 OR enrich_error_class IS NOT ?3 OR html_r2_key IS NOT COALESCE(?5, html_r2_key))`,
+		Args: []any{attempts, errText, class, id, nullable(pageRef)},
 	}
+}
+
+// nullable is s, or NULL for "".
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // Defer leaves the app queued, its attempts untouched, due again at
@@ -192,12 +203,12 @@ func Defer(id int64, defers int, class, errText, until string) d1.Stmt {
 // GiveUp marks the app failed; the row and its last error stay, and
 // RetryFailed can put it back in the queue. Not compared: it records the
 // event at its time (enriched_at), for a queued app (enriched_at NULL),
-// so the row always changes.
-func GiveUp(id int64, attempts int, class, errText, at string) d1.Stmt {
+// so the row always changes. pageRef is Requeue's.
+func GiveUp(id int64, attempts int, class, errText, pageRef, at string) d1.Stmt {
 	return d1.Stmt{
 		SQL: `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ?, enrich_error_class = ?, enrichment_source = ?,
-  enriched_at = ?, updated_at = ? WHERE track_id = ?`,
-		Args: []any{attempts, errText, class, SourceFailed, at, at, id},
+  enriched_at = ?, updated_at = ?, html_r2_key = COALESCE(?, html_r2_key) WHERE track_id = ?`,
+		Args: []any{attempts, errText, class, SourceFailed, at, at, nullable(pageRef), id},
 	}
 }
 

@@ -25,7 +25,9 @@ VALUES (2, 'enriched', 10, ?, ?, 'cold')`, SourceEnriched, now)
 		stmt  d1.Stmt
 		first int64 // rows the first run writes
 	}{
-		{"requeue", Requeue(1, 1, "timeout", "lookup: timeout"), 1},
+		{"requeue", Requeue(1, 1, "timeout", "lookup: timeout", ""), 1},
+		{"requeue keeping its page", Requeue(1, 2, "store_error", "d1 save: busy", "store-pages/batches/k.gz#0+10"), 1},
+		{"requeue, its page kept", Requeue(1, 2, "store_error", "d1 save: busy", ""), 0},
 		{"defer", Defer(1, 1, "upstream", "lookup: 503", later), 1},
 		{"postpone refresh", PostponeRefresh(2, later), 1},
 		{"retry refreshes", RetryRefreshes(`[{"id":2,"at":"` + now + `"}]`), 1},
