@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +78,23 @@ func TestBadObjectVarsAreReportedAndDefaulted(t *testing.T) {
 	for _, raw := range []string{"-1", "721", "1.5"} {
 		if c, probs := loadSettings(env(map[string]string{"LOOKUP_FRESH_H": raw})); len(probs) != 1 || c.Enrichment.LookupFreshness() != enrichment.DefaultLookupFresh {
 			t.Errorf("LOOKUP_FRESH_H=%s: %s, %+v", raw, c.Enrichment.LookupFreshness(), probs)
+		}
+	}
+}
+
+// TestPacingNamesTheProductsControllers: ENRICHMENT_PACING takes probe or
+// seed; a simulator-only controller is a problem naming the var, and the
+// default is used.
+func TestPacingNamesTheProductsControllers(t *testing.T) {
+	for _, raw := range []string{"aimd", "aws-adaptive", "oracle", "warp"} {
+		c, probs := loadSettings(env(map[string]string{"ENRICHMENT_PACING": raw}))
+		if len(probs) != 1 || !strings.Contains(probs[0].Var, "ENRICHMENT_PACING") || c.Enrichment != enrichment.DefaultConfig() {
+			t.Errorf("ENRICHMENT_PACING=%s: %+v, %+v", raw, c.Enrichment, probs)
+		}
+	}
+	for _, raw := range []string{"probe", "seed"} {
+		if c, probs := loadSettings(env(map[string]string{"ENRICHMENT_PACING": raw})); len(probs) != 0 || c.Enrichment.Pacing != raw {
+			t.Errorf("ENRICHMENT_PACING=%s: %+v, %+v", raw, c.Enrichment, probs)
 		}
 	}
 }

@@ -535,15 +535,13 @@ func TestStatusShowsThePaceUnderEveryAlgorithm(t *testing.T) {
 		}
 	}
 	// Where the tick leaves the pace as it was, the next tick comes exactly
-	// interval_ms later: aws-adaptive before its first throttle keeps its
-	// rate (measured from the tick's start), the seed rules below their
-	// five samples their batch and interval (from the tick's end).
+	// interval_ms later: the seed rules below their five samples keep their
+	// batch and interval (from the tick's end).
 	for _, tc := range []struct {
 		cfg     Config
 		tunes   []string
 		fromEnd bool
 	}{
-		{Config{Pacing: "aws-adaptive"}, nil, false},
 		{seedCfg, []string{`{"host":"api","interval_ms":15000}`, `{"batch_size":2,"interval_ms":12000}`}, true},
 	} {
 		st := ""

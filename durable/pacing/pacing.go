@@ -7,15 +7,9 @@
 // (Done), and answers when it wants to be woken next. It never sleeps and
 // never reads a clock: time is passed in, so a run is exactly repeatable.
 //
-// The algorithms:
-//   - seed: the design document's tiered rules (batch 2–50 items, interval
-//     10–120 s, five success-rate zones over a 5-minute window, a 5-minute
-//     cooldown). Kept for comparison and by configuration.
-//   - aimd: Netflix concurrency-limits' AIMD on a request rate.
-//   - aws-adaptive: the AWS SDKs' adaptive retry mode (CUBIC on a client
-//     token bucket).
-//   - probe: the product's default; see Probe for the design. In short: it
-//     works in requests per minute, not items per tick; it spreads each tick's
+// The product's algorithms (New; ENRICHMENT_PACING names one):
+//   - probe: the default; see Probe for the design. In short: it works in
+//     requests per minute, not items per tick; it spreads each tick's
 //     requests evenly; it learns the upstream's capacity from the accepted
 //     rate whenever a refusal shows it is at the limit; it stays just under
 //     that ceiling and probes above it rarely (rarer for slower upstreams), so
@@ -23,12 +17,19 @@
 //     it tells a block (everything refused) from a rate limit and backs off
 //     in time instead of cutting the rate; and it obeys Retry-After and
 //     RateLimit-Remaining exactly.
-//   - oracle (simulator only): paces exactly at the hidden capacity.
+//   - seed: the design document's tiered rules (batch 2–50 items, interval
+//     10–120 s, five success-rate zones over a 5-minute window, a 5-minute
+//     cooldown); selectable, and the baseline probe is measured against.
 //
-// Why the seed rules lose (confirmed in cmd/simulate): their 5-minute window
-// keeps old successes after a drop, so the rate stays high for several
-// ticks; the 50–80% dead zone tolerates a steady 20–50% refusal rate; and a
-// cooldown resets to 2 items per 120 s, so recovery after an outage is slow.
+// The simulator (durable/pacing/sim) adds peers built on RatePacer: aimd
+// (Netflix concurrency-limits' AIMD on a request rate), aws-adaptive (the
+// AWS SDKs' adaptive retry mode) and the oracle that paces at the hidden
+// capacity. The product neither registers nor links them.
+//
+// Why the seed rules lose: their 5-minute window keeps old successes after
+// a drop, so the rate stays high for several ticks; the 50–80% dead zone
+// tolerates a steady 20–50% refusal rate; and a cooldown resets to 2 items
+// per 120 s, so recovery after an outage is slow (cmd/simulate shows each).
 // Latency-only controllers (Gradient2, Envoy's adaptive concurrency) miss
 // this upstream's signal entirely: a 429 comes back fast, so latency never
 // rises while the client is being refused.

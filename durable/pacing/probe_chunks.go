@@ -26,9 +26,9 @@ func (p *Probe) Plan(now time.Time) Plan {
 			// one per item): the fewest that carry the rate instead, since a
 			// bucket with a burst under a round refuses it at any rate, and
 			// with most of the round served that refusal does not read as a
-			// small burst (small-burst at 1 request per item: 0.31 of the
-			// best with rounds, 0.97 with these). Two-round chunks (4 per
-			// item) keep them: smaller ones cost refusals-consume 0.98 → 0.88.
+			// small burst. Two-round chunks (4 per item) keep them: smaller
+			// ones there cost more in chunk waits than they save in
+			// refusals.
 			if c := p.smoothChunk(); c > 0 {
 				chunk = c
 			}
@@ -121,12 +121,10 @@ func (p *Probe) busyPlan() bool {
 // connectionsBind reports whether the connections bind and not the
 // upstream's rate: they carry at most BusyPacedShare of the rate cruised
 // at under the ceiling, so a busy chunk, at their pace, keeps under it.
-// rise-retry-after#104 (1,122/min at 376 ms, the connections carrying
-// ~950): one-round chunks sent 760/min, a busy chunk 840 (0.88 → 1.04 of
-// the best). storm-403#144 (824/min at 424 ms, the connections carrying
-// ~850): a busy chunk after the first block went at the connections' pace
-// and was blocked again, twice (three blocks: 0.63 of the best; one block
-// now: 0.85). go run ./cmd/simulate -scenario 'storm-403#144'.
+// Where they bind, one-round chunks each wait out their slowest answer and
+// send well under what the connections carry; where they do not, a busy
+// chunk goes above the capacity and, at an upstream that penalises
+// refusals, buys a hold or a block.
 func (p *Probe) connectionsBind() bool {
 	return p.ceiling > 0 && p.params.BusyPacedShare*p.policy().cruise(p, p.ceiling) >= p.connPerMin()
 }

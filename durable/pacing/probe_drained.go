@@ -45,9 +45,8 @@ func (p *Probe) refillBound(now time.Time, t tally, d drain) {
 	}
 	// This tick's refusals count too: an upstream whose refusals consume
 	// tokens spent them; so do its 5xx answers and timeouts, which passed
-	// the limit before they failed (steady-20#132, 14.3/min, with slow
-	// start's tick spacing tried in docs/pacing.md: one served and two 5xx
-	// between two refusals 14 s apart bounded it at 8.4).
+	// the limit before they failed (counting the served alone bounds a
+	// noisy upstream far under its capacity).
 	used := ok + t.serverErr + t.timeouts + max(t.throttled, p.Sub)
 	if used > p.params.BoundBurst {
 		return // the bucket may have refilled to its burst between: no bound

@@ -62,11 +62,10 @@ func TestProbeRefusalsInARowBoundTheCapacity(t *testing.T) {
 func TestProbeRefillBoundCountsWhatFailedAfterTheLimit(t *testing.T) {
 	// A 5xx or a timeout passed the limit before it failed: it took a
 	// token as a served request does. One served, two 5xx and a refusal
-	// 14 s after the last refusal (steady-20#132 at 14.3/min, under the
-	// slow-start tick spacing measured in docs/pacing.md): four tokens,
-	// 17/min, no bound under half the ceiling of 20.2; counting the
-	// served one alone bounded it at 8.4 (≈ 2 in 14 s) and that run
-	// spent 30 minutes under 60 % of its capacity.
+	// 14 s after the last refusal (as in steady-20#132 at 14.3/min under
+	// a slow-start tick spacing): four tokens, 17/min, no bound under half
+	// the ceiling of 20.2; the served one alone would bound it at 8.4
+	// (≈ 2 in 14 s), far under the capacity.
 	p := probeWith(t, 1, fields{"rate": 20.2, "ceiling": 20.2, "phase": pacing.PhaseRecover, "streak": 1,
 		"last_throttle": ms(-14 * time.Second), "latency_ms": 100})
 	p.Plan(t0)

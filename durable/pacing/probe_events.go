@@ -59,7 +59,8 @@ func (p *Probe) transition(ev event) transition {
 // firstChunkOfRun reports whether t is the run's first tick, refused in
 // its first chunk: the bucket was full, so it holds less than a chunk
 // (at 1 request per item a chunk of 6 meets a burst of 5 with 5 served,
-// more than SmallBurstShare of it, and was read as the rate: 30/min).
+// more than SmallBurstShare of it: read as a rate, it would cut the
+// ceiling to a fraction of the capacity).
 func (p *Probe) firstChunkOfRun(t tally) bool {
 	return p.phase == PhaseSlowStart && p.ceiling == 0 && p.rate == p.params.StartRate && t.sent <= p.lastChunk*p.Sub
 }

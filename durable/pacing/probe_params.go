@@ -3,7 +3,9 @@ package pacing
 import "time"
 
 // ProbeParams are the probe controller's tuning constants, in one place so
-// the simulator can sweep them; DefaultProbeParams are the product's.
+// the simulator can sweep them; DefaultProbeParams are the product's. What
+// a value was chosen against, and the command that measures it, is in
+// docs/pacing.md ("How to measure") and docs/pacing-experiments.md.
 type ProbeParams struct {
 	StartRate     float64 // requests per minute: safe for most APIs, fast to grow from
 	SlowStartGrow float64
@@ -24,10 +26,10 @@ type ProbeParams struct {
 	RefusalShare float64
 	// ProbeCost is the fewest requests a refused probe costs under
 	// FastItemsPerMin, whatever an item's: at 1 request an item a probe
-	// at a low capacity drains the bucket for the next ticks too (steady-20's variants at 1
-	// request an item refused 2.33 % with 1, 1.99 % with 2; 0.5 %
-	// RefusalShare at every shape did as much there but cost
-	// refusals-consume's worst variant at 4 per item 0.856 → 0.739).
+	// at a low capacity drains the bucket for the next ticks too, so
+	// counting it as one request would probe a slow upstream too often.
+	// It is applied at low rates only: a smaller RefusalShare everywhere
+	// would lengthen every cycle, fast upstreams' included.
 	ProbeCost int
 	// FastRefusalShare replaces RefusalShare from FastItemsPerMin items a
 	// minute: there one refused item is a small share of a cycle's traffic
@@ -53,20 +55,15 @@ type ProbeParams struct {
 	PenaltyBlockHolds int
 	// PenaltyMaxHolds caps the wait between probe steps at this many
 	// Retry-After holds (never under the floor): refused steps double the
-	// wait, and uncapped it reached MaxRecover × PenaltyFactor (45 min),
-	// longer than a capacity keeps still in rise-retry-after's variants
-	// (phases of 5–30 min), so a rise waited a phase to be found. A
-	// refused step then costs at most 1/17 of the time since the last
-	// (go run ./cmd/simulate -sweep PenaltyMaxHolds=0,16,17,18,20 and
-	// -variants 200 -params PenaltyMaxHolds=…: 17 is the fewest holds
-	// under which no family's worst case falls; 16 and 15 cost retry-after
-	// its worst seed at 4 requests per item, 0.926 → 0.921). Not once the
-	// upstream has blocked: a block holds for minutes, so its cap stays
-	// MaxRecover × PenaltyFactor (storm-403 at 1 request per item reads
-	// 0.569 of the oracle capped at 15 min, 0.727 at 45), and a "block"
-	// lifted within its first probes is a drained bucket at a slow upstream
-	// whose refusals the cap would multiply (steady-20's variants at 1
-	// request per item: refused 2.07 %).
+	// wait, and uncapped it would reach MaxRecover × PenaltyFactor, longer
+	// than a capacity may keep still, so a rise would wait a phase to be
+	// found. A refused step then costs at most about 1/PenaltyMaxHolds of
+	// the time since the last; the value is the fewest holds under which
+	// no scenario family's worst case falls (-sweep PenaltyMaxHolds=… and
+	// -variants with -params). Not once the upstream has blocked: a block
+	// holds for minutes, so its cap stays MaxRecover × PenaltyFactor, and
+	// a "block" lifted within its first probes is a drained bucket at a
+	// slow upstream whose refusals a tighter cap would multiply.
 	PenaltyMaxHolds int
 	// PenaltyMaxDoublings: clean penalised steps grow 5%, 10%, 20% and no
 	// further (a refused step costs the same hold whatever its size, but
@@ -76,12 +73,11 @@ type ProbeParams struct {
 	// probe steps, but until a refused step has measured the burst, a run
 	// resumed after a hold and refused before any step refutes the first
 	// estimate, not a probe, and takes the wait no further than this many
-	// doublings over its floor. Slow start, its resumed run and a climb to
-	// a ceiling the refilled burst inflated made three at once and an
-	// 8-minute wait (rise-retry-after#48 at 70 then 250/min: the rise found
-	// after 24 minutes, 0.35 of the oracle). Once a burst is measured the
-	// estimate is a measurement, and refusals double as before
-	// (retry-after#56: 0.92 → 0.89 of the oracle if they do not).
+	// doublings over its floor: slow start's refusal, its resumed run's
+	// and a climb to a ceiling the refilled burst inflated would otherwise
+	// double the wait three times within minutes, and a rise soon after
+	// would wait that long to be probed. Once a burst is measured the
+	// estimate is a measurement, and every refusal doubles the wait.
 	PenaltyEstimateDoublings int
 	// PenaltyRiseProbe: once the capacity has been seen to rise, a
 	// penalised step near a rate already refused tests this far above it
@@ -93,12 +89,8 @@ type ProbeParams struct {
 	// if the capacity is at least r - Burst/dt; 1 proves r - step, 2 half
 	// the step too) before the next. A rising step that overshoots costs
 	// one hold however soon it comes, and its refusal measures the new
-	// capacity, so proving less per step finds a rise sooner
-	// (go run ./cmd/simulate -sweep PenaltyEvidence=0.5,1,1.5,2:
-	// rise-retry-after 0.860/0.852/0.841/0.837 at 4 requests per item,
-	// 0.840/0.838/0.831/0.822 at 1; no other scenario moves. 0.5 proves
-	// less than the rate stepped from, and over -variants 200 its
-	// rise-retry-after mean at 1 is 0.833 against 1's 0.837).
+	// capacity, so proving less per step finds a rise sooner; under 1 a
+	// step would not prove even the rate it stepped from.
 	PenaltyEvidence float64
 	// ResumeSpread, ResumeServed: two refusals after resuming from a full
 	// bucket measure the capacity (ΔS/Δt) only if refused at least
@@ -109,23 +101,21 @@ type ProbeParams struct {
 	ResumeServed int
 	// ResumeWithin: a refused run is measured from its resume only if
 	// refused within this long of it; a longer one may have climbed back
-	// under the capacity and let the bucket overflow. 3 min against 1 and
-	// 2 (rise-retry-after variants' worst 0.187 / 0.241 → 0.266) and 5
-	// (storm-403 variants' worst 0.310 → 0.287).
+	// under the capacity and let the bucket overflow; a shorter one
+	// leaves too few runs measured.
 	ResumeWithin time.Duration
 	// ResumeCloseCut: after resumed runs too close to measure (under
 	// ResumeServed apart; the capacity lies well under both), the next
-	// block lifts this much lower, so the next run measures. 0.5–0.8 lift
-	// as many storm-403 variants; 0.6 drops the fewest, by ≤ 0.019.
+	// block lifts this much lower, so the next run measures; a deeper cut
+	// costs the runs it was not needed for more.
 	ResumeCloseCut float64
 	// PenaltyRetryAfter is the Retry-After from which a refusal counts as expensive.
 	PenaltyRetryAfter time.Duration
 	// PenaltyMargin: where refusals are penalised the loop cruises this far
 	// under the ceiling, and probes in single small steps. A refusal costs
 	// one hold (30 s at a Retry-After of 30 s), while cruising 5% lower
-	// costs as much every 10 minutes: close under it pays (0.93 → 0.97:
-	// rise-retry-after 0.815 → 0.825 of the best; 0.96–0.97 is the robust
-	// optimum over seeds, 0.98 is refused more).
+	// costs as much every 10 minutes, so close under it pays; closer still
+	// is refused more.
 	PenaltyMargin float64
 	FirstStep     float64 // first probe step above the ceiling
 	// StepGrowth multiplies the step per clean probe tick (5%, 15%, 45%,
@@ -157,10 +147,10 @@ type ProbeParams struct {
 	EstimateSlack float64
 	// BusyRefusedSpan: a latency-bound tick (one chunk at the connections'
 	// pace, above the rate) refused after sending this long learns the
-	// ceiling from the accepted rate even above the rate (errors-5xx#164
-	// at 1 request per item: capped at the rate, the ceiling ratcheted
-	// down to 0.83 of the capacity); refused sooner, what it was served
-	// is mostly the burst (doubled#0: a 1.5 s tick overrated it by 17 %).
+	// ceiling from the accepted rate even above the rate (capped at the
+	// rate, the ceiling would ratchet down below a capacity the
+	// connections outpace); refused sooner, what it was served is mostly
+	// the burst, which would overrate the capacity.
 	BusyRefusedSpan time.Duration
 	// BracketGap: a probe refused this far above the ceiling it learns
 	// means the capacity rose and the minute's accepted rate (which mixes
@@ -198,15 +188,9 @@ type ProbeParams struct {
 	// chunk only where what the connections carry is at most this share of
 	// the rate cruised at under the ceiling (connectionsBind): a busy chunk
 	// goes at the connections' pace, above the rate, and the measured
-	// latency is noisy. Swept where the upstream paces clients (go run
-	// ./cmd/simulate -variants 200 -params BusyPacedShare=…): rise-retry-
-	// after's mean at 1 request per item 0.949 with none, then 0.961 at
-	// 0.7, 0.972 at 0.8, 0.984 at 0.9 and 0.986 at 1, no family's worst
-	// moving; but retry-after#180 (717/min at 423 ms, the connections
-	// carrying ~850) read a ceiling above them, sent busy chunks, was held
-	// again and again and fell 0.930 → 0.916 at 0.8, 0.885 at 0.9 and 0.87
-	// at 1. Applied to upstreams that block too, 0.8 moved 7 of the 4,000
-	// variants, all up (storm-403#144 0.63 → 0.85).
+	// latency is noisy: nearer 1, a ceiling read just above what the
+	// connections carry sends busy chunks above the capacity and buys a
+	// hold after each.
 	BusyPacedShare float64
 	// SmoothSlack: a smooth chunk (Smooth) is the smallest whose spacing at
 	// the rate exceeds its slowest answer by this share, so the pause after
@@ -238,8 +222,7 @@ type ProbeParams struct {
 	// refused tick with some served (a bucket drained at a low capacity,
 	// or a block's start), the next waits this long, so a token has
 	// refilled at any capacity over 6 a minute; refused again, it is a
-	// block (15 s: storm-403's worst variant at 1 request an item 0.253,
-	// 10 s 0.277).
+	// block. Longer, a real block is recognised later.
 	DrainGap time.Duration
 }
 

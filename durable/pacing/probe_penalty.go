@@ -134,19 +134,16 @@ func (holdCost) firstRefusal(p *Probe, now time.Time, _ tally) bool {
 	if c := p.resumedCapacity(now); p.clean == 0 && c > 0 && c < refused {
 		// Refused again soon after a hold, and once before: two windows
 		// from a full bucket measure the capacity, where the minute's
-		// accepted rate (a block's minutes, a hold's 30 s) and a cut of
-		// 0.9 per hold (a block each: storm-403 at 1 request per item
-		// resumed 303.8 → 273.4 → 246.0 → 221.4 at 240) do not. A
-		// measurement, it stands above that estimate too, and over one
-		// run's upper bound below (rise-retry-after#96 measured 377/min
-		// at a capacity of 348, yet its ceiling went 557, 522, 486, 458,
-		// 436/min, each cut from that bound, and every run was refused).
+		// accepted rate (it counts a block's minutes, a hold's 30 s) and a
+		// cut of 0.9 per hold (a block each) do not. A measurement, it
+		// stands above that estimate too, and over one run's upper bound
+		// below, which is loose: cut from it, every resumed run would be
+		// refused again.
 		p.ceiling, p.rate = c, clampRate(c*q.PenaltyMargin)
 	} else if b := p.resumedRunBound(now); p.clean == 0 && b > p.ceiling {
 		// One such window bounds it from above, and the minute's
-		// accepted rate, which counts the hold, lies under that bound
-		// (rise-retry-after at 960/min: 637.6 after a resumed run that
-		// served 442 in 26.5 s, 975 beyond the burst).
+		// accepted rate, which counts the hold, lies under that bound:
+		// the bound is the better reading.
 		p.ceiling = math.Min(b, refused)
 		p.rate = clampRate(p.ceiling * q.PenaltyMargin)
 	}
@@ -164,12 +161,10 @@ func (holdCost) firstRefusal(p *Probe, now time.Time, _ tally) bool {
 // a hold: the minute's accepted rate (acceptedCeiling), unless that minute
 // holds the last refusal's hold, which it counts as served at nothing. Then
 // the minute up to that refusal says more, where it lies above the
-// minute's rate and under Beta × the rate refused. Retry-after at 1
-// request per item: slow start refused at 41.5 s, held 30 s, refused again
-// 10 s into the resumed run; the minute read 178/min, the minute up to the
-// first refusal 225/min, at a capacity of 240, and the climb from 178 took
-// 14 minutes of steps (go run ./cmd/simulate -seeds 5: 0.895 → 0.930 of
-// the oracle at 1 request per item).
+// minute's rate and under Beta × the rate refused: where slow start is
+// refused, held and refused again early in the resumed run, the minute
+// counts the hold as served at nothing and reads far under the capacity,
+// and the penalised climb from there takes many steps.
 func (p *Probe) heldCeiling(now time.Time) float64 {
 	q := p.params
 	est := p.acceptedCeiling(now)

@@ -26,7 +26,7 @@ func (p *Probe) resumedCapacity(now time.Time) float64 {
 	if p.liftedEarly() {
 		// A block lifted within its first probes may be a rate limit
 		// misread (a one-item tick refused twice): its bucket was not
-		// full (refusals-consume#27 at 4 per item: 0.856 → 0.837).
+		// full, so the window measures nothing.
 		p.resumed, p.resumeClose = resumeWindow{}, false
 		return 0
 	}
@@ -37,8 +37,8 @@ func (p *Probe) resumedCapacity(now time.Time) float64 {
 	if prev.Ms > 0 && tooClose && cur.Ms > prev.Ms {
 		// Longer than the last, but too little to measure against it:
 		// keep the last, so the next run is measured against the farther
-		// (rise-retry-after#164: refused 4.0, 4.9, 5.8, 6.9, 7.9 s into
-		// its runs, each too close to the one before).
+		// (replacing it, a series of runs each a little longer than the
+		// one before would never measure).
 		return 0
 	}
 	p.resumed = cur

@@ -147,8 +147,8 @@ func TestProbeFirstRefusalAfterAHoldTakesTheResumedRunOverTheMinute(t *testing.T
 // capacity lies well under both. The run after the next block resumes
 // ResumeCloseCut lower, so that it measures against the kept one, rather
 // than another cut of 0.9 (storm-403#56 at 62/min with a burst of 33:
-// resumed at 175, 158 and 140/min, its runs served 49, 52 and 56, and five
-// blocks passed before two measured).
+// resumed at 175, 158 and 140/min, its runs serve 49, 52 and 56, and
+// with cuts of 0.9 alone five blocks pass before two measure).
 func TestProbeResumedRunsTooCloseToMeasureResumeLower(t *testing.T) {
 	for _, kept := range []int64{17_000, 0} {
 		// The kept run served 49 in 17 s; this one resumed at t0 and

@@ -117,12 +117,12 @@ func (p *pacer) plan(now time.Time, ratePerMin float64, chunk int) Plan {
 	chunkReqs := float64(ci * p.Sub)
 	rounds := math.Ceil(chunkReqs / float64(p.conns()))
 	// A chunk lasts until its slowest answer, not its mean one: sizing the
-	// pause by the mean sends ~10% under the rate at ~1000/min.
+	// pause by the mean sends under the rate, the more so the higher it is.
 	lat := p.LatencyMs
 	switch {
 	case p.selfPaced && rounds == 1 && p.RoundMs > 0:
 		// One round a chunk: it lasts until its own slowest answer,
-		// which the mean latency underrates (by ~20% at 120 ± 40 ms).
+		// which the mean latency underrates by about the jitter.
 		lat = p.RoundMs
 	case !p.selfPaced && p.SlowMs > lat:
 		lat = p.SlowMs

@@ -5,13 +5,12 @@ import (
 	"sort"
 )
 
-// constructors lists every controller cmd/simulate and the product can run.
-// The oracle is not here: it needs the simulator's hidden capacity (NewOracle).
+// constructors lists the controllers the product can run (ENRICHMENT_PACING
+// names one). The simulator's peers and its oracle are not here, so a Worker
+// can be configured with neither and does not link them (durable/pacing/sim).
 var constructors = map[string]func(Config) Algorithm{
-	"seed":         func(c Config) Algorithm { return NewSeed(c) },
-	"aimd":         func(c Config) Algorithm { return NewAIMD(c) },
-	"aws-adaptive": func(c Config) Algorithm { return NewAWSAdaptive(c) },
-	"probe":        func(c Config) Algorithm { return NewProbe(c) },
+	"seed":  func(c Config) Algorithm { return NewSeed(c) },
+	"probe": func(c Config) Algorithm { return NewProbe(c) },
 }
 
 // DefaultName is the controller the product runs.

@@ -5,9 +5,10 @@ import "testing"
 // errors-5xx#164 at 1 request per item (capacity 2,805/min, 6.8 % 5xx,
 // 119 ms): six connections carry ~3,000/min, so the loop's ticks near
 // the ceiling go out latency-bound, at the connections' pace, and are
-// refused there. Learning the ceiling capped at the rate ratcheted it
-// down to 0.83 of the capacity (0.790 of the best peer); from the accepted
-// rate it is 0.934 (`go run ./cmd/simulate -variants 200 -seed 1`).
+// refused there. Capped at the rate, the ceiling would ratchet down to
+// 0.83 of the capacity; learned from the accepted rate, it holds the
+// default at the floor below (`go run ./cmd/simulate -scenario
+// 'errors-5xx#164' -controller default,oracle,aimd,aws-adaptive`).
 func TestLatencyBoundRefusalsKeepTheCeiling(t *testing.T) {
 	scs, err := loadScenarios("errors-5xx")
 	if err != nil {

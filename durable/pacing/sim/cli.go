@@ -23,7 +23,7 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	scenario := fs.String("scenario", allFlag, `scenario JSON file, name of a shipped scenario, "all" (every shipped scenario), or a variant as -variants names it ("retry-after#56", drawn under -seed);`+
 		` with -variants, the families to draw from: "all" or comma-separated names or files`)
-	list := fs.String("controller", defaultControllers, "comma-separated controllers (pacing.New names, \"default\", \"oracle\")")
+	list := fs.String("controller", defaultControllers, "comma-separated controllers: the product's (pacing.New names, \"default\"), the peers \"aimd\" and \"aws-adaptive\", \"oracle\"")
 	asJSON := fs.Bool("json", false, "print JSON: one object for one run, an array for several")
 	trace := fs.Bool("trace", false, "include a per-minute trace")
 	ticks := fs.Bool("ticks", false, "print every tick of one scenario: the plan, what its requests said, the next wake-up and the controller's own view")

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"storecrawl/durable/pacing"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -182,5 +184,20 @@ func TestCLIVariantsSmall(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "-variants", "100000"); code != exitUsage {
 		t.Errorf("-variants 100000: exit %d", code)
+	}
+}
+
+// TestEveryControllerBuilds: the simulator builds every name it lists, the
+// peers the product's registry does not know among them.
+func TestEveryControllerBuilds(t *testing.T) {
+	sc := &Scenario{SubrequestsPerItem: 2}
+	for _, n := range controllerNames() {
+		c, err := newController(n, sc)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if want := strings.Replace(n, defaultAlias, pacing.DefaultName, 1); c.Name() != want {
+			t.Errorf("%s builds %s", n, c.Name())
+		}
 	}
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"storecrawl/durable/pacing"
@@ -17,6 +18,24 @@ const (
 	defaultControllers = "seed,aimd,aws-adaptive,default,oracle"
 )
 
+// peers are the controllers the simulator compares the product's with. The
+// product's registry (pacing.New) does not know them: they run here only.
+var peers = map[string]func(pacing.Config) pacing.Algorithm{
+	"aimd":         func(c pacing.Config) pacing.Algorithm { return NewAIMD(c) },
+	"aws-adaptive": func(c pacing.Config) pacing.Algorithm { return NewAWSAdaptive(c) },
+}
+
+// controllerNames lists every controller the simulator can build, sorted,
+// the aliases last.
+func controllerNames() []string {
+	names := pacing.Names()
+	for n := range peers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return append(names, defaultAlias, oracleName)
+}
+
 // newController builds the named controller for sc. A name may tune the
 // probe: "default:PenaltyHolds=3;PenaltyWaitMin=30s" (tunedName).
 func newController(name string, sc *Scenario) (pacing.Algorithm, error) {
@@ -24,9 +43,16 @@ func newController(name string, sc *Scenario) (pacing.Algorithm, error) {
 	if name == oracleName {
 		return newOracle(sc.capacityAt, cfg), nil
 	}
+	if mk, ok := peers[name]; ok {
+		return mk(cfg), nil
+	}
 	base, tuning, tuned := strings.Cut(name, tuningSep)
 	if !tuned {
-		return pacing.New(name, cfg)
+		c, err := pacing.New(name, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("unknown controller %q (have: %v)", name, controllerNames())
+		}
+		return c, nil
 	}
 	params, err := probeParams(base, tuning)
 	if err != nil {

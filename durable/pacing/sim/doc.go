@@ -27,8 +27,10 @@
 //
 // -scenario takes a JSON file, the name of a shipped scenario (e.g.
 // "halved"), or "all" (every scenarios/*.json, embedded in the binary, in
-// file-name order). -controller is a comma-separated list of pacing.New
-// names plus "oracle" (paces at the hidden capacity; the yardstick). One
+// file-name order). -controller is a comma-separated list of the
+// product's controllers (pacing.New names, and "default" for the one it
+// runs), the peers "aimd" and "aws-adaptive" (this package only), and
+// "oracle" (paces at the hidden capacity; the yardstick). One
 // scenario × one controller prints every metric; several print one table.
 //
 // # Scenario files

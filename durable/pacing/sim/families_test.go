@@ -70,7 +70,7 @@ func TestSteadyLimitsNearCapacityWithFewRefusals(t *testing.T) {
 // TestSmallBurstIsSentSmoothly: steady-600 with a burst of 5 (a chunk of
 // 3 items is 12 requests at once): the default sends smoothly and keeps
 // near the capacity instead of reading the burst's refusals as the rate
-// (it ran at 4% before; the oracle, sending in bursts, refuses 42%).
+// (the oracle, sending in bursts, refuses 42%).
 // Seeds 1..5: goodput 0.9238–0.9270, refused at most 0.00297, no lockout.
 func TestSmallBurstIsSentSmoothly(t *testing.T) {
 	for _, seed := range seeds(false) {
@@ -253,8 +253,7 @@ func TestOutageRecoveredWithinThreeMinutes(t *testing.T) {
 // Seeds 1..5: every change followed in 64–154 s.
 func TestSawtoothFollowsEveryStep(t *testing.T) {
 	// Every capacity change of the sawtooth, up ×4 or down ÷4, is
-	// followed within five minutes (before the probe's
-	// rework: 430–505 s after a step up).
+	// followed within five minutes.
 	for _, seed := range seeds(false) {
 		m := runShipped(t, "sawtooth", "default", seed)
 		t.Logf("sawtooth seed %d: recovery %v s", seed, m.RecoveryS)
@@ -295,8 +294,7 @@ const retryAfterRefusedMinutes = 6
 
 func TestRetryAfterClimbIsTimedByItsCost(t *testing.T) {
 	// Retry-After 30 s on every refusal: the climb to the capacity takes
-	// minutes, not the hour it took before the probe's rework (83% of the oracle),
-	// and a refused step neither cuts the rate below the last one that held
+	// minutes, not the hour, and a refused step neither cuts the rate below the last one that held
 	// nor comes back sooner (seeds 1..5: 0.9264–0.9267 of the oracle).
 	for _, seed := range seeds(false) {
 		m, v := judgeShipped(t, "retry-after", seed)
@@ -326,8 +324,8 @@ const storm403Goodput = 0.821
 func TestStorm403BlocksOnce(t *testing.T) {
 	// Any refusal blocks for 5 minutes. The first block cannot be avoided
 	// by a controller that must find the capacity; its end is found the
-	// moment it lifts (probes on whole minutes since it began: 0.80 before,
-	// when they counted from its recognition); after it the climb is timed
+	// moment it lifts (probes on whole minutes since it began, not since
+	// it was recognised); after it the climb is timed
 	// by the block's cost, so there is no second.
 	for _, seed := range seeds(false) {
 		m := runShipped(t, "storm-403", "default", seed)
@@ -342,11 +340,9 @@ func TestStorm403BlocksOnce(t *testing.T) {
 // (the product's shape), the default does not reach the goal on every seed
 // yet: each bound is the least share of the best peer over seeds 1..5
 // (`go test ./durable/pacing/sim -run TestGoalAtOneRequestPerItem -v -all-seeds`).
-// retry-after left this list when a first refusal after a hold learned
-// from the minute before the hold (0.8937–0.8985 before, 0.9219–0.9389 after).
 var oneRequestGaps = map[string]float64{
 	"rise-retry-after": 0.8285, // 0.8290–0.8520 of the oracle
-	"storm-403":        0.7230, // 0.7231–0.7321 (two blocks more than at 4 per item; 0.6474 before two refused resumes measured the capacity)
+	"storm-403":        0.7230, // 0.7231–0.7321 (two blocks more than at 4 per item)
 }
 
 // Slow (every scenario at 1 request per item, four controllers): the
@@ -385,23 +381,17 @@ func TestGoalAtOneRequestPerItem(t *testing.T) {
 // 1 request per item) where a small burst misleads slow start and the
 // capacity is found by the runs that resume after each Retry-After: each
 // bound is the default's share of the best peer, measured with
-// `go run ./cmd/simulate -scenario NAME -controller default,oracle,aimd,aws-adaptive`
-// (before a resumed run bounded the capacity: 0.45, 0.46, 0.58). Since the
-// wait between probe steps stops at PenaltyMaxHolds holds, a static phase
-// pays a 30 s hold every ~11 minutes for finding rises sooner: #56 finds
-// its capacity at minute 22 as before and reads 0.9161 → 0.8870, #140
-// 0.7480 → 0.7360, while over the variants retry-after's worst stays and
-// rise-retry-after's mean at 1 request per item rises 0.891 → 0.938. Since
-// two runs' measurement stands over the minute's estimate, #140 reads
-// 0.8701; since a run too close to the last keeps the last, #56 measures
-// from a farther pair, 1 % lower (0.8870 → 0.8709).
+// `go run ./cmd/simulate -scenario NAME -controller default,oracle,aimd,aws-adaptive`.
+// With the wait between probe steps capped at PenaltyMaxHolds holds, a
+// static phase pays a 30 s hold every ~11 minutes for finding rises
+// sooner; the floors include it. #56 finds its capacity at minute 22.
 var resumedRunVariants = map[string]float64{
 	"retry-after#56":       0.87, // 0.8709 of the oracle (a burst of 7 at 297.8/min)
 	"rise-retry-after#140": 0.87, // 0.8701
 	"rise-retry-after#60":  0.72, // 0.7325
-	// Two resumed runs measured 377/min at 348 above the minute's
-	// estimate, and one run's upper bound was taken instead: six refusals
-	// in seven minutes (0.425 before the measurement stood).
+	// Two resumed runs measure 377/min at 348, above the minute's
+	// estimate: the measurement stands over one run's upper bound, which
+	// would cost six refusals in seven minutes.
 	"rise-retry-after#96": 0.69, // 0.6980
 }
 
@@ -412,10 +402,10 @@ func TestHoldVariantsFindTheCapacityFromResumedRuns(t *testing.T) {
 // closeResumeVariants are storm-403 variants (`-variants 200 -seed 1`)
 // whose burst is large against their capacity: slow start's estimate lies
 // far above it, and runs resumed after each block at 0.9 of the last each
-// served within a few requests of it, too close to measure the capacity,
-// so five blocks passed (0.582, 0.575 and 0.639 of the oracle). Since such
-// a run resumes ResumeCloseCut lower, the next measures: three blocks, four
-// for #152. Bounds as resumedRunVariants'.
+// serves within a few requests of it, too close to measure the capacity.
+// The block after such a run lifts ResumeCloseCut lower, so the next
+// measures: three blocks, four for #152 (five with cuts of 0.9 alone).
+// Bounds as resumedRunVariants'.
 var closeResumeVariants = map[string]float64{
 	"storm-403#141": 0.75, // 0.758: 84/min, burst 22, 2 requests per item
 	"storm-403#85":  0.75, // 0.757: 66/min, burst 13, 2 requests per item
@@ -453,11 +443,9 @@ func checkVariantFloors(t *testing.T, floors map[string]float64) {
 // refused resumed run bounds it for the rise proof, and the refusals that
 // refute the first estimate leave the wait between steps at four times its
 // floor. Each bound is the default's share of the best peer, measured with
-// `go run ./cmd/simulate -scenario NAME -controller default,oracle,aimd,aws-adaptive`
-// (0.3076 before either; 0.46 with the bound alone; 0.6565 before the wait
-// after a rise stayed what it was before it).
+// `go run ./cmd/simulate -scenario NAME -controller default,oracle,aimd,aws-adaptive`.
 var unmeasuredBurstVariants = map[string]float64{
-	"rise-retry-after#48": 0.70, // 0.7062 of the oracle: 70 then 250/min from 6 min; the climb starts at 17 min, not 32
+	"rise-retry-after#48": 0.70, // 0.7062 of the oracle: 70 then 250/min from 6 min; the climb starts at 17 min
 }
 
 func TestHoldVariantsFindARiseWithNoBurstMeasured(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 )
 
 // A shape is how many upstream requests an item costs (subrequests_per_item).
-// The shipped scenarios send 4–6 per item; the product now spends about one
+// The shipped scenarios send 4–6 per item; the product spends about one
 // per enriched app, so -shape reruns every scenario at a given count without
 // editing its file.
 

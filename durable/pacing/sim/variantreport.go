@@ -20,7 +20,7 @@ type variantReport struct {
 
 // variantsGCPercent trades memory (a few MB per worker) for time in
 // -variants: each run allocates its outcomes afresh, and at the default 100
-// the collector took ~15 % of -variants 8's CPU (a test binary's profile).
+// the collector takes a sizeable share of the CPU.
 const variantsGCPercent = 400
 
 // variantOpts are -variants' settings: n variants of every family under
