@@ -65,8 +65,8 @@ var qualityFields = []qualityField{
 	{"languages", MinLanguages}, {"screenshots", MinScreenshots}, {"similar", MinSimilar}, {"histogram", MinHistogram},
 }
 
-// QualitySums is what the sample read counted (worker/tasks.qualitySampleSQL
-// says what fills each field).
+// QualitySums is what the sample read counted (qualityCounts says what
+// fills each field).
 type QualitySums struct {
 	Apps          int `json:"apps"`
 	ContentRating int `json:"content_rating"`
