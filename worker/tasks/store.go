@@ -9,12 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"storecrawl/worker/reviews"
-
 	"storecrawl/worker/analyst"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/history"
 	"storecrawl/worker/ratelimit"
+	"storecrawl/worker/reviews"
 	"storecrawl/worker/upstream"
 )
 
