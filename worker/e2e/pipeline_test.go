@@ -167,13 +167,17 @@ INSERT INTO app_registry (track_id, name, subtitle, rating_count, average_rating
 			return strings.Contains(w.log.String(), `"event":"pipeline.data_quality"`), ""
 		})
 		// The check reads a sample and writes no D1 row; its result is
-		// what /v1/pipeline/counts serves as quality.
+		// what /v1/pipeline/counts serves as quality. Beside the sampled
+		// apps D1 counts a fixed overhead: the windows' list (json_each,
+		// materialized, scanned) and the enriched ids' two ends, measured
+		// 63 rows.
+		const qualityOverheadRows = 64
 		var counts struct {
 			Quality map[string]any `json:"quality"`
 		}
 		doJSON(t, "GET", w.base+"/v1/pipeline/counts", "", nil, &counts)
 		lang, _ := counts.Quality["languages"].(map[string]any)
-		if first.D1.RowsWritten != 0 || first.D1.Queries != 2 || counts.Quality["checked_at"] != first.Daily.Quality.CheckedAt || lang["threshold"] != 0.85 {
+		if first.D1.RowsWritten != 0 || first.D1.Queries != 2 || first.D1.RowsRead > int64(first.Daily.Quality.Apps)+qualityOverheadRows || counts.Quality["checked_at"] != first.Daily.Quality.CheckedAt || lang["threshold"] != 0.85 {
 			t.Fatalf("daily: %s; counts' quality %v", jsonString(first), counts.Quality)
 		}
 		t.Logf("daily: %d apps sampled, %d rows read in %d queries; quality %v", first.Daily.Quality.Apps, first.D1.RowsRead, first.D1.Queries, counts.Quality)
