@@ -51,7 +51,7 @@ type CronTasks interface {
 	Crawl(ctx context.Context) crawl.Result
 	// Cluster runs one batch of market clustering and opportunity scoring.
 	Cluster(ctx context.Context) (summary string, err error)
-	// Daily takes the day's snapshots and runs the data-quality check.
+	// Daily runs the data-quality check (tasks.RunDaily).
 	Daily(ctx context.Context) tasks.DailyResult
 }
 

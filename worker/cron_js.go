@@ -35,5 +35,5 @@ func (cronTasks) Cluster(ctx context.Context) (string, error) {
 }
 
 func (cronTasks) Daily(ctx context.Context) tasks.DailyResult {
-	return tasks.RunDaily(ctx, tasks.D1Store{DB: db}, time.Now)
+	return tasks.RunDaily(ctx, tasks.D1Store{DB: db}, kvCache, rand.Float64(), time.Now)
 }

@@ -25,7 +25,7 @@ func (f wakeFn) WakeScheduler(context.Context) (int, error) {
 func (f wakeFn) Crawl(context.Context) crawl.Result      { return crawl.Result{Action: "idle"} }
 func (f wakeFn) Cluster(context.Context) (string, error) { return "3 clusters", nil }
 func (f wakeFn) Daily(context.Context) tasks.DailyResult {
-	return tasks.DailyResult{Apps: 7, Batches: 1, Wrapped: true}
+	return tasks.DailyResult{Quality: tasks.Quality{Apps: 7}, Windows: tasks.QualityWindows}
 }
 
 func TestRunCron(t *testing.T) {
@@ -39,7 +39,7 @@ func TestRunCron(t *testing.T) {
 		t.Fatalf("one failed wake sinks neither the other nor the crawl: %+v", run)
 	}
 	run = RunCron(context.Background(), config.CronDaily, now(), wakeFn(nil), now)
-	if run.Daily == nil || run.Daily.Apps != 7 || run.Error != "" || !strings.HasPrefix(run.Result, "daily: 7 apps") {
+	if run.Daily == nil || run.Daily.Quality.Apps != 7 || run.Error != "" || !strings.HasPrefix(run.Result, "daily: 7 apps") {
 		t.Fatalf("daily: %+v", run)
 	}
 	if run = RunCron(context.Background(), "1 2 3 4 5", now(), nil, now); run.Result != "unknown_cron" {

@@ -25,6 +25,7 @@ import (
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/ratelimit"
+	"storecrawl/worker/tasks"
 	"storecrawl/worker/upstream"
 )
 
@@ -50,6 +51,7 @@ func Register() {
 		AppHistory:       living.D1Store{DB: db},
 		Cron:             CronLog{KV: kvCache},
 		Ledger:           historyService,
+		Quality:          tasks.QualityLog{KV: kvCache},
 		Dead:             historyService,
 		Reparse:          pageReparser,
 		Failed:           enrichment.D1Store{DB: db},

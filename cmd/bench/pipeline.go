@@ -86,7 +86,7 @@ func benchPipeline(root string) {
 		fail("daily cron recorded no result: %+v", d)
 	}
 	fmt.Printf("\nDaily cron (data-quality check): %d apps, %d rows read, %d rows written, %d queries\n",
-		d.Daily.Apps, d.D1.RowsRead, d.D1.RowsWritten, d.D1.Queries)
+		d.Daily.Quality.Apps, d.D1.RowsRead, d.D1.RowsWritten, d.D1.Queries)
 }
 
 const benchAdminToken = "bench-admin-token"
@@ -179,7 +179,9 @@ type cronRun struct {
 		Queries     int64 `json:"queries"`
 	} `json:"d1"`
 	Daily *struct {
-		Apps int `json:"apps"`
+		Quality struct {
+			Apps int `json:"apps"`
+		} `json:"quality"`
 	} `json:"daily"`
 	RanAt       string `json:"ran_at"`
 	DurationMs  int64  `json:"duration_ms"`

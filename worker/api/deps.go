@@ -66,6 +66,12 @@ type LedgerReader interface {
 	ConsumerStats() map[string]int64
 }
 
+// QualityReader reads the latest daily data-quality check as stored
+// (worker/tasks.QualityLog; nil before any run).
+type QualityReader interface {
+	LatestQuality(ctx context.Context) (json.RawMessage, error)
+}
+
 // DeadLetterReader lists recorded dead letters as JSON objects, newest first.
 type DeadLetterReader interface {
 	DeadLetters(ctx context.Context, limit, offset int) ([]json.RawMessage, error)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -27,7 +28,8 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h)
 }
 
-// pipelineCounts serves /v1/pipeline/counts from trigger-kept counters.
+// pipelineCounts serves /v1/pipeline/counts from trigger-kept counters,
+// with the latest daily data-quality check (quality; null before one ran).
 func (s *Server) pipelineCounts(w http.ResponseWriter, r *http.Request) {
 	c, err := s.Ledger.PipelineCounts(r.Context())
 	if err != nil {
@@ -39,7 +41,22 @@ func (s *Server) pipelineCounts(w http.ResponseWriter, r *http.Request) {
 	for _, k := range []string{"apps_known", "apps_enriched", "apps_pending", "clusters", "opportunities"} {
 		out[k] = c[k]
 	}
+	out["quality"] = s.latestQuality(r)
 	writeJSON(w, http.StatusOK, out)
+}
+
+// latestQuality is the daily data-quality check's latest result, or nil
+// (none yet, or its read failed: the counts are served without it).
+func (s *Server) latestQuality(r *http.Request) json.RawMessage {
+	if s.Quality == nil {
+		return nil
+	}
+	q, err := s.Quality.LatestQuality(r.Context())
+	if err != nil {
+		logx.Event("pipeline_counts.quality_read_failed", map[string]any{"level": logx.Warn, "error": err.Error()})
+		return nil
+	}
+	return q
 }
 
 // ledgerStatus serves /v1/ledger?after=&limit=: a page of writers

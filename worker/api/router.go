@@ -39,9 +39,12 @@ type Server struct {
 	AppHistory     AppHistoryReader
 	Cron           CronReader
 	Ledger         LedgerReader
-	Dead           DeadLetterReader
-	Reparse        Reparser
-	Failed         FailedRequeuer
+	// Quality is the daily data-quality check's latest result (nil: none
+	// bound; /v1/pipeline/counts then says quality null).
+	Quality QualityReader
+	Dead    DeadLetterReader
+	Reparse Reparser
+	Failed  FailedRequeuer
 	// TestEvents, when set, mounts the test-only POST /__test/events, which
 	// puts a raw message on the EVENTS queue (e.g. one no handler accepts, to
 	// watch it reach the dead-letter queue). The wiring sets it only under

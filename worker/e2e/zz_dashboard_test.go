@@ -53,11 +53,12 @@ VALUES ('controller:main', %d, 12, %d, %d, 0, %d, 0, %g, %d, '%s', 1, %d, 0, %d)
 }
 
 // TestDashboardInBrowser seeds minutes of history (calm enrichment, a 403
-// storm into a cooldown, recovery), gives a live stack some calm work and
-// scheduler runs, then runs worker/e2e/browser/dashboard.mjs: headless
-// Chromium loads /v1/dashboard, waits for chart points, stops and starts the
-// controller and pauses/resumes a task from the page, and saves screenshots
-// in this test's output folder (.test-output/TestDashboardInBrowser/dashboard.png).
+// storm into a cooldown, recovery), gives a live stack some calm work,
+// scheduler runs and the daily data-quality check, then runs
+// worker/e2e/browser/dashboard.mjs: headless Chromium loads /v1/dashboard,
+// waits for chart points, checks the data-quality panel against the API,
+// stops and starts the controller and pauses/resumes a task from the page,
+// and saves screenshots in this test's output folder (.test-output/TestDashboardInBrowser/dashboard.png).
 func TestDashboardInBrowser(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat(chromiumPath); err != nil {
@@ -90,6 +91,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	ctl := w.base + "/v1/scheduler/"
 	doJSON(t, "POST", ctl+"run-now", adminToken, `{"task":"charts-refresh"}`, nil)
 	doJSON(t, "POST", ctl+"run-now", adminToken, `{"task":"rating-sweep"}`, nil)
+	// The daily data-quality check, so the page has its panel's rows to show.
+	if daily := fireCron(t, w, "0 3 * * *"); daily.Daily == nil || daily.Daily.Quality.Apps < 1 {
+		t.Fatalf("daily check: %s", jsonString(daily))
+	}
 	t.Logf("activity: %s, %d completed", time.Since(activityStart).Round(time.Second), st.Totals.Completed)
 
 	// --- the browser test.

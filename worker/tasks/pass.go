@@ -7,22 +7,18 @@ import (
 	"storecrawl/worker/d1"
 )
 
-// A pass walks enriched apps in track order from a cursor in batches:
-// the rating sweep (every app's field coverage, and a snapshot of the apps
-// whose stored ratings no snapshot holds yet) and the daily data-quality
-// check (coverage only). Every sum is taken in SQL, so a batch is one read
-// whatever its size, and the cursor is written once a run, only when it
+// A pass walks enriched apps in track order from a cursor in batches: the
+// rating sweep's (a snapshot of the apps whose stored ratings no snapshot
+// holds yet). Every sum is taken in SQL, so a batch is one read whatever
+// its size, and the cursor is written once a run, only when it
 // moved: the pass's work is idempotent (a copy is written only where none
 // matches), so a run that fails part way resumes from the last position
 // it saved and repeats nothing but reads.
 
 // PassBatch is one batch's sums.
 type PassBatch struct {
-	Apps      int   `json:"apps"`
-	Last      int64 `json:"last"` // the batch's last track id (0: none)
-	Subtitle  int   `json:"subtitle"`
-	Histogram int   `json:"histogram"`
-	Desc      int   `json:"description"`
+	Apps int   `json:"apps"`
+	Last int64 `json:"last"` // the batch's last track id (0: none)
 	// Unsnapshotted counts the apps whose stored rating count and average
 	// are not their latest snapshot's (or that have none).
 	Unsnapshotted int `json:"unsnapshotted"`
@@ -50,14 +46,13 @@ type PassBounds struct {
 
 // PassResult is what one run of a pass did.
 type PassResult struct {
-	Apps      int      `json:"apps"`
-	Batches   int      `json:"batches"`
-	From      int64    `json:"from_cursor"`
-	Next      int64    `json:"next_cursor"`
-	Wrapped   bool     `json:"wrapped"` // reached the end of the catalogue: the next run starts over
-	Snapshots int64    `json:"snapshots"`
-	Coverage  Coverage `json:"coverage"`
-	Error     string   `json:"error,omitempty"`
+	Apps      int    `json:"apps"`
+	Batches   int    `json:"batches"`
+	From      int64  `json:"from_cursor"`
+	Next      int64  `json:"next_cursor"`
+	Wrapped   bool   `json:"wrapped"` // reached the end of the catalogue: the next run starts over
+	Snapshots int64  `json:"snapshots"`
+	Error     string `json:"error,omitempty"`
 }
 
 // RunPass walks up to b.MaxBatches batches of b.BatchApps enriched apps
@@ -73,7 +68,6 @@ func RunPass(ctx context.Context, st PassStore, b PassBounds, now time.Time) Pas
 	}
 	cursor := cur.Int()
 	r.From, r.Next = cursor, cursor
-	var sum PassBatch
 	for i := 0; i < b.MaxBatches; i++ {
 		batch, err := st.PassBatch(ctx, cursor, b.BatchApps)
 		if err != nil {
@@ -88,10 +82,7 @@ func RunPass(ctx context.Context, st PassStore, b PassBounds, now time.Time) Pas
 			}
 			r.Snapshots += n
 		}
-		sum.Apps += batch.Apps
-		sum.Subtitle += batch.Subtitle
-		sum.Histogram += batch.Histogram
-		sum.Desc += batch.Desc
+		r.Apps += batch.Apps
 		r.Batches++
 		next := batch.Last
 		if batch.Apps < b.BatchApps {
@@ -103,21 +94,8 @@ func RunPass(ctx context.Context, st PassStore, b PassBounds, now time.Time) Pas
 			break
 		}
 	}
-	r.Apps = sum.Apps
-	r.Coverage = sum.coverage()
 	if _, err := st.SaveCursor(ctx, cur, r.Next, now); err != nil && r.Error == "" {
 		r.Error = "cursor: " + err.Error()
 	}
 	return r
-}
-
-// coverage is the batch sums as shares.
-func (s PassBatch) coverage() Coverage {
-	c := Coverage{Rows: s.Apps}
-	if s.Apps == 0 {
-		return c
-	}
-	n := float64(s.Apps)
-	c.Subtitle, c.Histogram, c.Desc = float64(s.Subtitle)/n, float64(s.Histogram)/n, float64(s.Desc)/n
-	return c
 }

@@ -14,7 +14,6 @@ import (
 // memApp is one enriched app of memPass.
 type memApp struct {
 	id          int64
-	subtitle    bool
 	ratings     int64
 	snapshotted int64 // the latest snapshot's count (-1: none)
 }
@@ -32,7 +31,7 @@ type memPass struct {
 func newMemPass(n int) *memPass {
 	m := &memPass{cursors: map[string]string{}}
 	for i := 1; i <= n; i++ {
-		m.apps = append(m.apps, memApp{id: int64(i), subtitle: i%3 == 0, ratings: int64(i) * 10, snapshotted: int64(i) * 10})
+		m.apps = append(m.apps, memApp{id: int64(i), ratings: int64(i) * 10, snapshotted: int64(i) * 10})
 	}
 	return m
 }
@@ -59,11 +58,6 @@ func (m *memPass) PassBatch(_ context.Context, after int64, n int) (PassBatch, e
 		if a.id > after && b.Apps < n {
 			b.Apps++
 			b.Last = a.id
-			b.Histogram++
-			b.Desc++
-			if a.subtitle {
-				b.Subtitle++
-			}
 			if a.snapshotted != a.ratings {
 				b.Unsnapshotted++
 			}
@@ -101,10 +95,6 @@ func TestRunPassIsBoundedResumesAndWritesOnlyWhatMoved(t *testing.T) {
 	if r.Snapshots != 1 || m.writes != 1 || m.cursorWrites != 1 || m.cursors["other"] != "42" {
 		t.Fatalf("writes: %+v snapshot writes %d cursor writes %d", r, m.writes, m.cursorWrites)
 	}
-	// Two apps in three lack a subtitle: a data-quality gap.
-	if r.Coverage.Rows != 300 || r.Coverage.Subtitle >= MinSubtitleCoverage || len(r.Coverage.Gaps()) != 1 {
-		t.Fatalf("coverage %+v", r.Coverage)
-	}
 	r = RunPass(context.Background(), m, b, now)
 	if r.Apps != 50 || !r.Wrapped || r.Next != 0 || r.From != 300 || r.Snapshots != 0 || m.writes != 1 {
 		t.Fatalf("second run finishes and wraps: %+v", r)
@@ -116,7 +106,7 @@ func TestRunPassIsBoundedResumesAndWritesOnlyWhatMoved(t *testing.T) {
 	if small.cursorWrites != 0 || small.writes != 0 {
 		t.Fatalf("a pass over unchanged apps ending where it began wrote %d cursors, %d snapshots", small.cursorWrites, small.writes)
 	}
-	// Coverage only: no snapshot writes however stale.
+	// Without Snapshot: no snapshot writes however stale.
 	cov := newMemPass(10)
 	cov.apps[0].ratings++
 	if r := RunPass(context.Background(), cov, PassBounds{Cursor: "d", BatchApps: 100, MaxBatches: 1}, now); r.Snapshots != 0 || cov.writes != 0 {
@@ -138,19 +128,5 @@ func TestRunPassSavesTheLastWholeBatchOnFailure(t *testing.T) {
 	r = RunPass(context.Background(), m, b, time.Now())
 	if r.Batches != 1 || !strings.HasPrefix(r.Error, "write:") || m.cursors["p"] != "100" {
 		t.Fatalf("a failed copy keeps its batch for the next run: %+v cursor %q", r, m.cursors["p"])
-	}
-}
-
-func TestRunDailyChecksQualityFromItsCursor(t *testing.T) {
-	m := newMemPass(DailyQualityApps + 150)
-	m.apps[0].ratings++
-	res := RunDaily(context.Background(), m, time.Now)
-	if res.Apps != DailyQualityApps || res.Batches != 1 || res.Wrapped || res.NextCursor != DailyQualityApps || res.Coverage.Rows != res.Apps ||
-		len(res.Gaps) != 1 || res.Gaps[0] != "subtitle" || m.writes != 0 {
-		t.Fatalf("first run: %+v, %d snapshot writes", res, m.writes)
-	}
-	res = RunDaily(context.Background(), m, time.Now)
-	if res.Apps != 150 || !res.Wrapped || res.FromCursor != DailyQualityApps || res.NextCursor != 0 {
-		t.Fatalf("second run: %+v", res)
 	}
 }

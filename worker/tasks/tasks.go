@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"storecrawl/durable/enrichment"
 	"storecrawl/worker/appstore"
-	"storecrawl/worker/logx"
 	"storecrawl/worker/module"
 	"storecrawl/worker/upstream"
 )
@@ -154,9 +152,9 @@ func refreshCharts(ctx context.Context, deps Deps, apiBase string, now func() ti
 }
 
 // The rating sweep (rating-sweep, every 15 min) is a pass over every
-// enriched app within a day: its field coverage (data-quality gaps, in KV
-// and the log) and a snapshot of each app whose stored ratings its latest
-// snapshot does not hold. The history triggers record every change of the
+// enriched app within a day: a snapshot of each app whose stored ratings
+// its latest snapshot does not hold (field coverage is the daily check's,
+// daily.go). The history triggers record every change of the
 // stored ratings as an observation (app_snapshots with a source), so the
 // sweep writes almost nothing: only what a trigger could not record (an
 // observation at a time another row already holds, history lost to an
@@ -178,57 +176,14 @@ const (
 // RatingSweepBounds is the rating sweep's pass.
 var RatingSweepBounds = PassBounds{Cursor: RatingSweepCursor, BatchApps: RatingSweepBatchApps, MaxBatches: RatingSweepMaxBatches, Snapshot: true}
 
-// Field coverage below these shares is a data-quality gap.
-const (
-	MinSubtitleCoverage  = 0.5
-	MinHistogramCoverage = 0.8
-	MinDescCoverage      = 0.9
-)
-
-// Coverage is the share of rows with each field filled.
-type Coverage struct {
-	Rows      int     `json:"rows"`
-	Subtitle  float64 `json:"subtitle"`
-	Histogram float64 `json:"histogram"`
-	Desc      float64 `json:"description"`
-}
-
-// Gaps lists the fields under their coverage thresholds.
-func (c Coverage) Gaps() []string {
-	var g []string
-	if c.Rows == 0 {
-		return nil
-	}
-	if c.Subtitle < MinSubtitleCoverage {
-		g = append(g, "subtitle")
-	}
-	if c.Histogram < MinHistogramCoverage {
-		g = append(g, "rating_histogram")
-	}
-	if c.Desc < MinDescCoverage {
-		g = append(g, "description")
-	}
-	return g
-}
-
 func ratingSweep(ctx context.Context, deps Deps, now func() time.Time) module.Result {
 	var res module.Result
-	at := now()
-	r := RunPass(ctx, deps, RatingSweepBounds, at)
+	r := RunPass(ctx, deps, RatingSweepBounds, now())
 	if r.Error != "" {
 		res.Error = r.Error
 		return res
 	}
-	cov := r.Coverage
-	if gaps := cov.Gaps(); len(gaps) > 0 {
-		logx.Event("scheduler.data_quality_gap", map[string]any{"level": logx.Warn, "fields": gaps, "coverage": cov, "from_cursor": r.From})
-		b, _ := json.Marshal(map[string]any{"coverage": cov, "gaps": gaps, "at": at.UTC().Format(time.RFC3339)})
-		if err := deps.PutKV(ctx, "quality:latest", string(b)); err != nil {
-			res.Error = "kv put: " + err.Error()
-			return res
-		}
-	}
 	res.OK = true
-	res.Summary = fmt.Sprintf("%d apps from cursor %d, %d snapshots, next cursor %d, gaps %s", r.Apps, r.From, r.Snapshots, r.Next, strings.Join(cov.Gaps(), ","))
+	res.Summary = fmt.Sprintf("%d apps from cursor %d, %d snapshots, next cursor %d", r.Apps, r.From, r.Snapshots, r.Next)
 	return res
 }

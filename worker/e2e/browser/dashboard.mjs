@@ -157,6 +157,22 @@ try {
     const shown = await page.locator("#count-apps-known").textContent();
     if (!/^[\d,]+$/.test(shown)) fail("apps known is not a number: " + shown);
     log(`pipeline counts: apps known ${shown}`);
+    // The data-quality panel: a row a field of the counts' quality, its state as the API's.
+    const q = counts.body.quality;
+    if (q) {
+      const fields = Object.keys(q).filter((k) => q[k] && typeof q[k] === "object");
+      if (fields.length !== 7) fail("the quality check names " + fields.length + " fields, want the design's 7: " + JSON.stringify(q));
+      await page.waitForFunction((n) => document.querySelectorAll("#quality tbody tr[data-quality-field]").length === n, fields.length);
+      for (const f of fields) {
+        const ok = await page.locator(`#quality tr[data-quality-field="${f}"]`).getAttribute("data-ok");
+        if (ok !== String(q[f].ok)) fail(`quality ${f}: the panel says ok=${ok}, the API ${q[f].ok}`);
+      }
+      if ((await page.locator("#quality").getAttribute("data-ok")) !== String(q.ok)) fail("the quality panel's overall state is not the API's");
+      log(`data quality: ${await page.locator("#quality-checked").textContent()}; below: ${fields.filter((f) => !q[f].ok).join(", ") || "none"}`);
+    } else {
+      await page.locator("#quality-checked", { hasText: "not checked yet" }).waitFor();
+      log("data quality: not checked yet (the panel says so)");
+    }
   } else {
     log(`GET /v1/pipeline/counts → ${counts.status}: counts not checked`);
   }
