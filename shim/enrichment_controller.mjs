@@ -2,7 +2,7 @@ import { DecisionObject } from "./decision_object.mjs";
 import { callGoAsync, goBinding } from "./go.mjs";
 
 // EnrichmentController: the adaptive crawl loop, one object per crawl
-// target. Go (durable/enrichment, durable/pacing) decides; Go
+// target. Go (durable/controller, durable/pacing) decides; Go
 // (worker/enrichment) performs the I/O of a tick.
 export class EnrichmentController extends DecisionObject {
   constructor(ctx, env) {

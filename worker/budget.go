@@ -5,11 +5,11 @@ import (
 	"strconv"
 	"strings"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 )
 
 // subrequestBudgetVar names the Worker var of the invocation's budget of
-// subrequests (durable/enrichment.Config.Subrequests).
+// subrequests (durable/controller.Config.Subrequests).
 const subrequestBudgetVar = "SUBREQUEST_BUDGET"
 
 // setSubrequestBudget sets cfg's budget from the var's text; a bad value

@@ -3,7 +3,7 @@ package worker
 import (
 	"testing"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 )
 
 func TestSubrequestBudgetVar(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"github.com/syumai/workers/cloudflare/cron"
 	"github.com/syumai/workers/cloudflare/queues"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/api"
 	"storecrawl/worker/cf"
 	"storecrawl/worker/config"
@@ -140,7 +140,7 @@ func Register() {
 	workers.Ready()
 }
 
-// enrichmentDecide(op, state, argJSON, nowMs) → durable/enrichment.Decision.
+// enrichmentDecide(op, state, argJSON, nowMs) → durable/controller.Decision.
 func enrichmentDecide(args []js.Value) (any, error) {
 	if len(args) != 4 {
 		return nil, fmt.Errorf("enrichmentDecide: want 4 args, got %d", len(args))
@@ -176,7 +176,7 @@ func leaseOf(l *ratelimit.Lease, c *ratelimit.Client) *ratelimit.Lease {
 
 // enrichmentRun(planJSON) → Promise of the run's outcome: the I/O of one
 // EnrichmentController tick (worker/enrichment performs what
-// durable/enrichment decided).
+// durable/controller decided).
 func enrichmentRun(args []js.Value) (any, error) {
 	var plan controller.RunPlan
 	if err := json.Unmarshal([]byte(args[0].String()), &plan); err != nil {

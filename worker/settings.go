@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/durable/ledger"
 	"storecrawl/durable/limiter"
 	"storecrawl/durable/scheduler"
@@ -17,7 +17,7 @@ import (
 // objects' own constructors, so worker/config imports no controller.
 type settings struct {
 	config.Config
-	Enrichment enrichment.Config
+	Enrichment controller.Config
 	Scheduler  scheduler.Config
 	// LedgerRetention is how long an object keeps its replicated facts.
 	LedgerRetention time.Duration
@@ -41,12 +41,12 @@ func loadSettings(getenv func(string) string) (settings, []config.Problem) {
 		probs = append(probs, config.Problem{Var: name, Value: value, Error: err.Error()})
 	}
 
-	c.Enrichment = enrichment.DefaultConfig()
+	c.Enrichment = controller.DefaultConfig()
 	cooldown, pacingName := v.EnrichmentCooldownS, v.EnrichmentPacing
 	secs, err := intVar(cooldown)
 	if err == nil {
-		var cfg enrichment.Config
-		if cfg, err = enrichment.NewConfig(pacingName, secs); err == nil {
+		var cfg controller.Config
+		if cfg, err = controller.NewConfig(pacingName, secs); err == nil {
 			c.Enrichment = cfg
 		}
 	}

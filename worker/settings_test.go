@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/durable/ledger"
 	"storecrawl/durable/limiter"
 )
@@ -29,7 +29,7 @@ func TestLoadSettingsBuildsTheObjectsConfigs(t *testing.T) {
 		c.LedgerRetention != 48*time.Hour || c.Enrichment.ProbeInterval() != 5*time.Second || c.Enrichment.LookupBatchSize() != 150 ||
 		c.APIBase != "http://127.0.0.1:1" || c.MaxHold != 2*time.Minute ||
 		c.LimiterTally != 5*time.Second || c.Enrichment.IdleWait() != 5*time.Second || c.LedgerConfirmAfter != 10*time.Second ||
-		c.Enrichment.SubrequestBudget() != enrichment.FreeSubrequests {
+		c.Enrichment.SubrequestBudget() != controller.FreeSubrequests {
 		t.Fatalf("parsed: %+v", c)
 	}
 }
@@ -50,17 +50,17 @@ func TestBadObjectVarsAreReportedAndDefaulted(t *testing.T) {
 	if len(probs) != 13 {
 		t.Fatalf("want 13 problems, got %+v", probs)
 	}
-	if c.Enrichment != enrichment.DefaultConfig() || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention ||
+	if c.Enrichment != controller.DefaultConfig() || c.Scheduler.BreakerThreshold != 0 || c.LedgerRetention != ledger.DefaultRetention ||
 		c.LimiterTally != limiter.TallyPeriod || c.LedgerConfirmAfter != ledger.ConfirmAfter {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if c, probs := loadSettings(env(nil)); len(probs) != 0 || c.Enrichment != enrichment.DefaultConfig() || c.LedgerRetention != ledger.DefaultRetention {
+	if c, probs := loadSettings(env(nil)); len(probs) != 0 || c.Enrichment != controller.DefaultConfig() || c.LedgerRetention != ledger.DefaultRetention {
 		t.Fatalf("empty env: %+v %+v", c, probs)
 	}
 	// LOOKUP_BATCH: 1 to 200 ids a lookup (the real endpoint's reported cap).
 	for _, raw := range []string{"0", "-5", "201", "100x", "1.5"} {
 		c, probs := loadSettings(env(map[string]string{"LOOKUP_BATCH": raw}))
-		if len(probs) != 1 || probs[0].Var != "LOOKUP_BATCH" || c.Enrichment.LookupBatchSize() != enrichment.DefaultLookupBatch {
+		if len(probs) != 1 || probs[0].Var != "LOOKUP_BATCH" || c.Enrichment.LookupBatchSize() != controller.DefaultLookupBatch {
 			t.Errorf("LOOKUP_BATCH=%s: %d, %+v", raw, c.Enrichment.LookupBatchSize(), probs)
 		}
 	}
@@ -76,7 +76,7 @@ func TestBadObjectVarsAreReportedAndDefaulted(t *testing.T) {
 		}
 	}
 	for _, raw := range []string{"-1", "721", "1.5"} {
-		if c, probs := loadSettings(env(map[string]string{"LOOKUP_FRESH_H": raw})); len(probs) != 1 || c.Enrichment.LookupFreshness() != enrichment.DefaultLookupFresh {
+		if c, probs := loadSettings(env(map[string]string{"LOOKUP_FRESH_H": raw})); len(probs) != 1 || c.Enrichment.LookupFreshness() != controller.DefaultLookupFresh {
 			t.Errorf("LOOKUP_FRESH_H=%s: %s, %+v", raw, c.Enrichment.LookupFreshness(), probs)
 		}
 	}
@@ -88,7 +88,7 @@ func TestBadObjectVarsAreReportedAndDefaulted(t *testing.T) {
 func TestPacingNamesTheProductsControllers(t *testing.T) {
 	for _, raw := range []string{"aimd", "aws-adaptive", "oracle", "warp"} {
 		c, probs := loadSettings(env(map[string]string{"ENRICHMENT_PACING": raw}))
-		if len(probs) != 1 || !strings.Contains(probs[0].Var, "ENRICHMENT_PACING") || c.Enrichment != enrichment.DefaultConfig() {
+		if len(probs) != 1 || !strings.Contains(probs[0].Var, "ENRICHMENT_PACING") || c.Enrichment != controller.DefaultConfig() {
 			t.Errorf("ENRICHMENT_PACING=%s: %+v, %+v", raw, c.Enrichment, probs)
 		}
 	}
@@ -113,7 +113,7 @@ func TestDeployedVarsLoad(t *testing.T) {
 	if err := json.Unmarshal([]byte(text), &w); err != nil {
 		t.Fatalf("wrangler.jsonc: %v", err)
 	}
-	if c, probs := loadSettings(env(w.Vars)); len(probs) != 0 || c.Enrichment.LookupBatchSize() != enrichment.DefaultLookupBatch || w.Vars["LOOKUP_BATCH"] == "" {
+	if c, probs := loadSettings(env(w.Vars)); len(probs) != 0 || c.Enrichment.LookupBatchSize() != controller.DefaultLookupBatch || w.Vars["LOOKUP_BATCH"] == "" {
 		t.Fatalf("wrangler.jsonc vars: %+v %+v", probs, w.Vars)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"

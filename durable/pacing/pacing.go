@@ -104,7 +104,7 @@ const (
 	// MaxSubrequestsPerTick bounds one alarm invocation's upstream requests
 	// as the pacing plans them; the enrichment controller then fits a tick
 	// to the invocation's real budget (SUBREQUEST_BUDGET: Workers Paid's
-	// 10,000, Free's 50) and D1's 1,000 queries (durable/enrichment.ItemsPerTick).
+	// 10,000, Free's 50) and D1's 1,000 queries (durable/controller.ItemsPerTick).
 	MaxSubrequestsPerTick = 800
 )
 

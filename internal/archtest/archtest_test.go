@@ -36,7 +36,7 @@ var PlatformPackages = []string{
 // Controllers are the Durable Objects' decision packages: the wiring and
 // the features that drive an object import them, nothing else.
 var Controllers = []string{
-	"storecrawl/durable/enrichment",
+	"storecrawl/durable/controller",
 	"storecrawl/durable/scheduler",
 }
 
@@ -159,7 +159,7 @@ func TestViolationsFindsEachKind(t *testing.T) {
 		{ImportPath: "storecrawl/durable/x", Deps: []string{"storecrawl/durable/object", "storecrawl/worker/logx"}},
 		{ImportPath: "storecrawl/worker/upstream", Deps: []string{"storecrawl/worker/subreq"}, TestImports: []string{"storecrawl/worker/reviews"}},
 		{ImportPath: "storecrawl/worker/d1", Deps: []string{"storecrawl/worker"}},
-		{ImportPath: "storecrawl/worker/crawl", Deps: []string{"storecrawl/worker/enrichment", "storecrawl/durable/enrichment"}},
+		{ImportPath: "storecrawl/worker/crawl", Deps: []string{"storecrawl/worker/enrichment", "storecrawl/durable/controller"}},
 		{ImportPath: "storecrawl/worker/config", Deps: []string{"storecrawl/durable/scheduler"}},
 	})
 	want := []string{

@@ -2,7 +2,7 @@ package objects
 
 // Class is the outcome of one upstream request or work item, as the Worker
 // reports it in a run's outcome and the deciding object counts it. It is
-// part of the protocol: worker/upstream classifies, durable/enrichment counts.
+// part of the protocol: worker/upstream classifies, durable/controller counts.
 type Class string
 
 const (

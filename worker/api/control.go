@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/durable/scheduler"
 	"storecrawl/worker/logx"
 )
@@ -45,7 +45,7 @@ func (s *Server) forward(doPath string) http.HandlerFunc {
 	}
 	return validated(call, doPath, "enrichment.controller_call_failed", func(b []byte) ([]byte, any) {
 		if doPath == "/tune" {
-			if _, ferr := enrichment.ParseTune(b); ferr != nil {
+			if _, ferr := controller.ParseTune(b); ferr != nil {
 				return nil, ferr
 			}
 			return b, nil

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/history"
 	"storecrawl/worker/logx"
 )
@@ -29,7 +29,7 @@ const LiftDriftPause = "POST /v1/enrichment/resume-pages (or POST /v1/enrichment
 // PulseInput is what the pulse is decided from: the controller's status,
 // the target's history (one-minute buckets) and the apps waiting.
 type PulseInput struct {
-	Status  enrichment.Status
+	Status  controller.Status
 	History history.History
 	// Pending is the apps not enriched yet (pipeline counts' apps_pending).
 	Pending int64
@@ -139,7 +139,7 @@ func (s *Server) pulse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code, body, err := s.Controller.CallController(r.Context(), http.MethodGet, "/status", nil)
-	var st enrichment.Status
+	var st controller.Status
 	if err == nil && code == http.StatusOK {
 		err = json.Unmarshal(body, &st)
 	} else if err == nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/history"
 )
 
@@ -31,17 +31,17 @@ func historyWith(completedMinutesAgo map[int]int64) history.History {
 }
 
 // runningStatus paces 88 items every 10 s.
-func runningStatus() enrichment.Status {
-	return enrichment.Status{Running: true, BatchSize: 88, IntervalMs: 10000, Rolling: enrichment.Rolling{WindowS: 300}}
+func runningStatus() controller.Status {
+	return controller.Status{Running: true, BatchSize: 88, IntervalMs: 10000, Rolling: controller.Rolling{WindowS: 300}}
 }
 
 func TestPulseShowsThePlanBesideMeasuredCompletions(t *testing.T) {
 	// 13 apps in the controller's 5-minute window: 2.6/min, 3,744 a day.
 	st := runningStatus()
-	st.Rolling.Completed, st.Rolling.CompletionsPerMinute, st.ProjectedPerDay, st.ProjectionBasis = 13, 2.6, 3744, enrichment.ProjectionBasis
+	st.Rolling.Completed, st.Rolling.CompletionsPerMinute, st.ProjectedPerDay, st.ProjectionBasis = 13, 2.6, 3744, controller.ProjectionBasis
 	h := historyWith(map[int]int64{14: 5, 9: 4, 3: 4})
 	p := DecidePulse(PulseInput{Status: st, History: h, Pending: 4120, Now: pulseNow})
-	if p.CompletionsPerMin != 2.6 || p.ProjectedPerDay != 3744 || p.WindowMin != 5 || p.ProjectionBasis != enrichment.ProjectionBasis {
+	if p.CompletionsPerMin != 2.6 || p.ProjectedPerDay != 3744 || p.WindowMin != 5 || p.ProjectionBasis != controller.ProjectionBasis {
 		t.Errorf("measured: %v/min over %d min, %d/day (%s)", p.CompletionsPerMin, p.WindowMin, p.ProjectedPerDay, p.ProjectionBasis)
 	}
 	if p.Plan != "88 items every 10 s" || p.PlannedPerMin != 528 {
@@ -55,8 +55,8 @@ func TestPulseShowsThePlanBesideMeasuredCompletions(t *testing.T) {
 // Under a rate algorithm (probe, the default) the plan is the status's
 // pace too: 40 pages a minute is 7 items paid for in 10.5 s.
 func TestPulsePlanUnderARateAlgorithm(t *testing.T) {
-	st := enrichment.Status{Running: true, BatchSize: 7, IntervalMs: 10500, LastPlan: &enrichment.PlanSummary{Items: 12},
-		Paces: map[string]enrichment.HostPace{"store": {RatePerMin: 40}, "api": {RatePerMin: 3}}}
+	st := controller.Status{Running: true, BatchSize: 7, IntervalMs: 10500, LastPlan: &controller.PlanSummary{Items: 12},
+		Paces: map[string]controller.HostPace{"store": {RatePerMin: 40}, "api": {RatePerMin: 3}}}
 	p := DecidePulse(PulseInput{Status: st, History: historyWith(map[int]int64{3: 4}), Pending: 10, Now: pulseNow})
 	if p.Plan != "7 items every 10.5 s" || p.PlannedPerMin != 40 {
 		t.Errorf("plan %q, %v/min", p.Plan, p.PlannedPerMin)
@@ -89,7 +89,7 @@ func TestPulseMarksAStall(t *testing.T) {
 	// history lags its replication).
 	cases := map[string]PulseInput{
 		"under the bound": {Status: runningStatus(), History: historyWith(map[int]int64{10: 1}), Pending: 5, Now: pulseNow},
-		"stopped":         {Status: func() enrichment.Status { st := runningStatus(); st.Running = false; return st }(), History: quiet, Pending: 5, Now: pulseNow},
+		"stopped":         {Status: func() controller.Status { st := runningStatus(); st.Running = false; return st }(), History: quiet, Pending: 5, Now: pulseNow},
 		"nothing waits":   {Status: runningStatus(), History: quiet, Pending: 0, Now: pulseNow},
 	}
 	live := runningStatus()
@@ -147,8 +147,8 @@ func TestPulseEndpoint(t *testing.T) {
 // reads, shows the status's figure and basis, not the history's.
 func TestOneProjection(t *testing.T) {
 	now := pulseNow.Add(30 * time.Second)
-	burst := enrichment.State{Running: true, Metrics: []enrichment.Bucket{{Minute: pulseNow.UnixMilli(), Dispatched: 33, Completed: 33}}}
-	st := burst.Status(now, enrichment.DefaultConfig())
+	burst := controller.State{Running: true, Metrics: []controller.Bucket{{Minute: pulseNow.UnixMilli(), Dispatched: 33, Completed: 33}}}
+	st := burst.Status(now, controller.DefaultConfig())
 	h := history.BuildHistory(history.HistoryQuery{Target: "main", Since: now.Add(-6 * time.Hour), Until: now, Bucket: time.Minute},
 		[]history.TickMinute{{Minute: pulseNow.UnixMilli(), Ticks: 3, Dispatched: 33, Completed: 33}}, nil)
 	if st.Rolling.CompletionsPerMinute != 6.6 || st.ProjectedPerDay != 9504 {

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/durable/pacing"
 )
 

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/durable/pacing"
 	"storecrawl/durable/pacing/sim"
 	"storecrawl/worker/d1/d1test"
@@ -28,7 +28,7 @@ import (
 )
 
 // The native twin of worker/e2e's TestEachHostPacedToItsOwnLimit: the real
-// EnrichmentController (durable/enrichment with durable/pacing) decides
+// EnrichmentController (durable/controller with durable/pacing) decides
 // every tick as its Durable Object would (shim/decision_object.mjs: the
 // alarm loop, "tick", then the real run, then "tick_done"), and the real
 // run (Runner, D1Store on d1test's SQLite with the project's schema, the

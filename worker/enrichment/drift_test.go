@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 )
 
 // brokenFirst is the first of 100 ids whose store pages never parse in

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/durable/pacing"
 )
 

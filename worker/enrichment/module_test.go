@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/module"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/events"
 )
 

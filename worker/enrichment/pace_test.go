@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/durable/pacing/sim"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/refresh"
@@ -25,7 +25,7 @@ import (
 )
 
 // The refresh pace, natively: the real EnrichmentController plans each
-// tick (durable/enrichment.Handle, as its Durable Object would) and the
+// tick (durable/controller.Handle, as its Durable Object would) and the
 // real Runner performs it against an in-memory catalogue (memCatalogue:
 // the tier sweeps of worker/refresh over apps held in memory, and a queue
 // of new apps that never runs dry) and an upstream that answers lookups

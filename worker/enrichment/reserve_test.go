@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/ratelimit/ratelimittest"
 )

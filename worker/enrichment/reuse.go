@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/pagebatch"

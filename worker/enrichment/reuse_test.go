@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/pagebatch"
 	"storecrawl/worker/upstream"

@@ -1,5 +1,5 @@
 // Package enrichment performs what the EnrichmentController decides
-// (durable/enrichment decides; this package performs): one run picks queued
+// (durable/controller decides; this package performs): one run picks queued
 // apps, enriches each (lookup JSON + store page, one D1 batch), keeps the
 // tick's raw pages in one R2 object (worker/pagebatch), settles every item, and reports per-item outcomes for the
 // controller to learn from. Storage, the upstream and the queue sit behind
@@ -19,7 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/bytebudget"
 	"storecrawl/worker/events"

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"time"
 
-	controller "storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/refresh"

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/module"
 	"storecrawl/worker/upstream"
@@ -112,13 +112,13 @@ func refreshCharts(ctx context.Context, deps Deps, apiBase string, now func() ti
 			for _, cat := range ChartCategories {
 				genre, _ := strconv.Atoi(cat) // "all" is genre 0
 				r := deps.Fetch(ctx, appstore.ChartURL(apiBase, country, coll, genre, ChartLimit))
-				if r.Class == enrichment.ClassRateLimit {
+				if r.Class == controller.ClassRateLimit {
 					// Stop at once: the other charts would be refused too.
 					res.RateLimited, res.RetryAfterS = true, r.RetryAfterS
 					res.Error = fmt.Sprintf("rate limited (HTTP %d) after %d charts", r.Status, written)
 					return res
 				}
-				if r.Class != enrichment.ClassOK {
+				if r.Class != controller.ClassOK {
 					res.Error = fmt.Sprintf("chart %s/%s/%s: %v", country, coll, cat, r.Err)
 					return res
 				}

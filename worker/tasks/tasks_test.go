@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"storecrawl/durable/enrichment"
+	"storecrawl/durable/controller"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/module"
 	"storecrawl/worker/upstream"
@@ -62,7 +62,7 @@ func (f *fakeTaskDeps) PutKV(_ context.Context, k, v string) error { f.kv[k] = v
 var chartBody = []byte(`{"feed":{"entry":{"im:name":{"label":"A"},"id":{"attributes":{"im:id":"100000001"}}},"title":{"label":"iTunes Store: Top Free Applications"}}}`)
 
 func okChart(int, string) upstream.Response {
-	return upstream.Response{Status: 200, Class: enrichment.ClassOK, Body: chartBody, Remaining: -1}
+	return upstream.Response{Status: 200, Class: controller.ClassOK, Body: chartBody, Remaining: -1}
 }
 
 func TestChartsRefreshWritesEveryChart(t *testing.T) {
@@ -85,7 +85,7 @@ func TestChartsRefreshWritesEveryChart(t *testing.T) {
 func TestChartsRefreshHonoursRateLimits(t *testing.T) {
 	f := &fakeTaskDeps{kv: map[string]string{}, answer: func(n int, u string) upstream.Response {
 		if n == 3 {
-			return upstream.Response{Status: 429, Class: enrichment.ClassRateLimit, RetryAfterS: 120, Remaining: -1, Err: errors.New("429")}
+			return upstream.Response{Status: 429, Class: controller.ClassRateLimit, RetryAfterS: 120, Remaining: -1, Err: errors.New("429")}
 		}
 		return okChart(n, u)
 	}}
@@ -94,7 +94,7 @@ func TestChartsRefreshHonoursRateLimits(t *testing.T) {
 		t.Fatalf("429 must stop the task and carry Retry-After: %+v, %d fetches", res, len(f.fetches))
 	}
 	f = &fakeTaskDeps{kv: map[string]string{}, answer: func(n int, u string) upstream.Response {
-		return upstream.Response{Status: 200, Class: enrichment.ClassOK, Body: chartBody, Remaining: 0, Reset: 40 * time.Second}
+		return upstream.Response{Status: 200, Class: controller.ClassOK, Body: chartBody, Remaining: 0, Reset: 40 * time.Second}
 	}}
 	res = runTask(t, "charts-refresh", f, "http://up", time.Now)
 	if !res.OK || res.RetryAfterS != 40 || len(f.fetches) != 1 {

@@ -8,7 +8,7 @@
 // Everything here is plain Go with the clock passed in: state in, state out.
 // The JavaScript shim only loads and stores the state (one JSON value, so
 // writes are atomic), sets alarms, and runs the I/O plan this package returns.
-package enrichment
+package controller
 
 import (
 	"encoding/json"
