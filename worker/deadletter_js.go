@@ -9,23 +9,23 @@ import (
 
 	"github.com/syumai/workers/cloudflare/queues"
 
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 )
 
 // consumeDeadLetters records a batch of the dead-letter queue
 // (history.RecordDeadLetters): acknowledged once recorded, retried if D1
 // failed (the DLQ consumer's own max_retries).
 func consumeDeadLetters(batch *queues.MessageBatch) {
-	msgs := make([]history.DeadMessage, 0, len(batch.Messages))
+	msgs := make([]ledgerdb.DeadMessage, 0, len(batch.Messages))
 	for _, m := range batch.Messages {
 		body, err := m.StringBody()
 		if err != nil {
 			b, _ := json.Marshal(m.Body.String())
 			body = string(b)
 		}
-		msgs = append(msgs, history.DeadMessage{ID: m.ID, Body: body, Attempts: m.Attempts})
+		msgs = append(msgs, ledgerdb.DeadMessage{ID: m.ID, Body: body, Attempts: m.Attempts})
 	}
-	if !history.RecordDeadLetters(context.Background(), historyStore, htmlBucket, batch.Queue, msgs, time.Now()) {
+	if !ledgerdb.RecordDeadLetters(context.Background(), historyStore, htmlBucket, batch.Queue, msgs, time.Now()) {
 		batch.RetryAll()
 		return
 	}

@@ -12,7 +12,7 @@ import (
 
 	"storecrawl/durable/ledger"
 	"storecrawl/worker/config"
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 )
 
 // ledgerPlan({writer, step}, nowMs) → ledger.Plan JSON: the shim's Ledger
@@ -65,24 +65,24 @@ func ledgerConfirm(args []js.Value) (any, error) {
 // ledger early).
 func ledgerRetention() time.Duration { return cfg.LedgerRetention }
 
-// The ledger's D1 side (worker/history), per Go instance.
+// The ledger's D1 side (worker/ledgerdb), per Go instance.
 var (
-	historyStore   = history.D1Store{DB: db}
-	factsConsumer  history.ConsumerStats
-	historyService = &history.Service{Store: historyStore, Reports: ledgerReports, Consumer: &factsConsumer, Now: time.Now,
+	historyStore   = ledgerdb.D1Store{DB: db}
+	factsConsumer  ledgerdb.ConsumerStats
+	historyService = &ledgerdb.Service{Store: historyStore, Reports: ledgerReports, Consumer: &factsConsumer, Now: time.Now,
 		Bodies: htmlBucket}
 	// factFaults is the test-only switch of POST /__test/faults (mounted
 	// and wired only under TEST_ROUTES).
-	factFaults = &history.FailBeforeWrite{}
+	factFaults = &ledgerdb.FailBeforeWrite{}
 )
 
 // factWriter is the facts consumer's writer: D1, failing its first
 // LEDGER_FAULT_FAIL_AFTER_WRITE batches after writing them (the
 // exactly-once test; made once, after loadConfig).
-var factWriter = sync.OnceValue(func() history.FactWriter {
-	var w history.FactWriter = historyStore
+var factWriter = sync.OnceValue(func() ledgerdb.FactWriter {
+	var w ledgerdb.FactWriter = historyStore
 	if cfg.LedgerFaultFailAfterWrite > 0 {
-		w = &history.FailAfterWrite{Writer: w, N: cfg.LedgerFaultFailAfterWrite}
+		w = &ledgerdb.FailAfterWrite{Writer: w, N: cfg.LedgerFaultFailAfterWrite}
 	}
 	if cfg.TestRoutes {
 		factFaults.Writer = w
@@ -92,7 +92,7 @@ var factWriter = sync.OnceValue(func() history.FactWriter {
 })
 
 // ledgerReports asks the writer objects for their side (GET /ledger).
-var ledgerReports = history.ObjectReports{
+var ledgerReports = ledgerdb.ObjectReports{
 	Scheduler: schedulerDO.Fetch, SchedulerName: config.SchedulerName,
 	Controller: func(ctx context.Context, name, method, path string, body []byte) (int, []byte, error) {
 		return controllerNS.Fetch(ctx, name, method, path, body) // controllerNS is set by loadConfig

@@ -12,7 +12,7 @@ import (
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/module"
@@ -33,7 +33,7 @@ var Modules = []module.Module{
 	markets.Module,
 	reviews.Module,
 	analyst.Module,
-	history.Module,
+	ledgerdb.Module,
 	d1.Module,
 }
 
@@ -45,8 +45,8 @@ type TaskDeps struct {
 	APIBase    string
 	Maintainer tasks.CatalogueMaintainer
 	// Ledger (history.Tasks).
-	Reconciler  history.Reconciler
-	FactsPruner history.FactsPruner
+	Reconciler  ledgerdb.Reconciler
+	FactsPruner ledgerdb.FactsPruner
 	// Enrichment (enrichment.Tasks).
 	Reparser interface {
 		ReparseRun(ctx context.Context) (string, error)
@@ -69,7 +69,7 @@ type TaskDeps struct {
 func PeriodicTasks(d TaskDeps) []module.Task {
 	return slices.Concat(
 		tasks.Tasks(d.Catalogue, d.APIBase, d.Maintainer),
-		history.Tasks(d.Reconciler, d.FactsPruner),
+		ledgerdb.Tasks(d.Reconciler, d.FactsPruner),
 		enrichment.Tasks(d.Reparser, d.Failed, d.RetryFailedAfter),
 		reviews.Tasks(d.Reviews, d.ReviewsGet, d.ReviewsReserve, d.APIBase, d.Country),
 		analyst.Tasks(d.Analyst),

@@ -6,7 +6,7 @@ import (
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/reviews"
 	"storecrawl/worker/tasks"
@@ -18,7 +18,7 @@ import (
 // step walks a large table unless the query is bounded).
 func HotQueries() []d1.NamedQuery {
 	var all []d1.NamedQuery
-	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), history.HotQueries(), living.HotQueries(), analyst.HotQueries(), reviews.HotQueries()} {
+	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), ledgerdb.HotQueries(), living.HotQueries(), analyst.HotQueries(), reviews.HotQueries()} {
 		all = append(all, qs...)
 	}
 	return all

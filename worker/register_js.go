@@ -21,7 +21,7 @@ import (
 	"storecrawl/worker/config"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/ratelimit"
@@ -104,9 +104,9 @@ func Register() {
 		}()
 		for _, m := range batch.Messages {
 			body, err := m.StringBody()
-			if err == nil && history.IsFactsMessage(body) {
+			if err == nil && ledgerdb.IsFactsMessage(body) {
 				facts++
-				err = history.HandleFacts(ctx, body, factWriter(), &factsConsumer, time.Now())
+				err = ledgerdb.HandleFacts(ctx, body, factWriter(), &factsConsumer, time.Now())
 			} else if err == nil {
 				err = markets.HandleEvent(ctx, body, marketsStage, time.Now())
 			}

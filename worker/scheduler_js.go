@@ -11,7 +11,7 @@ import (
 	"storecrawl/durable/scheduler"
 	living "storecrawl/worker/catalogue"
 	"storecrawl/worker/enrichment"
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/module"
 	"storecrawl/worker/reviews"
 	"storecrawl/worker/tasks"
@@ -25,7 +25,7 @@ var periodic = sync.OnceValue(func() []module.Task {
 		Catalogue:  tasks.Platform{D1Store: tasks.D1Store{DB: db}, Get: up.Get, Reserve: up.Reserve, Values: kvCache},
 		APIBase:    cfg.APIBase,
 		Maintainer: tasks.Catalogue{Store: living.D1Store{DB: db}, StaleAfter: cfg.StaleAfter, Now: time.Now},
-		Reconciler: historyService, FactsPruner: history.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now},
+		Reconciler: historyService, FactsPruner: ledgerdb.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now},
 		Reparser: pageReparser, Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter,
 		Reviews: reviews.D1Store{DB: db}, ReviewsGet: feeds.Get, ReviewsReserve: feeds.Reserve, Country: cfg.Country,
 		Analyst: analystService(),

@@ -22,7 +22,7 @@ import (
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/config"
 	"storecrawl/worker/crawl"
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/refresh"
 	"storecrawl/worker/reviews"
@@ -411,7 +411,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		ChartRowsPerDay:     chartRows,
 		ReviewsKeptDays:     reviews.KeptPerApp / newReviewsPerFetch * day(reviews.RefreshAge),
 		RatingDays:          day(catalogue.RatingHistoryRetention), ChangeDays: day(catalogue.ChangeHistoryRetention),
-		RankDays: day(catalogue.RankHistoryRetention), FactsDays: config.DefaultFactsRetentionDays, MinutesDays: day(history.RollupRetention)})
+		RankDays: day(catalogue.RankHistoryRetention), FactsDays: config.DefaultFactsRetentionDays, MinutesDays: day(ledgerdb.RollupRetention)})
 	storage := StorageOf(float64(bytesStart), tables)
 
 	// The three months (scale_month.go): the fill (the headline), the

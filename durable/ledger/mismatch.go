@@ -110,7 +110,7 @@ func Track(open *Mismatch, r Result, now time.Time) Tracked {
 	return Tracked{}
 }
 
-// statusRetired is worker/history.StatusRetired: a writer whose D1 totals
+// statusRetired is worker/ledgerdb.StatusRetired: a writer whose D1 totals
 // net to zero, its storage gone.
 const statusRetired = "retired"
 

@@ -45,7 +45,7 @@ var Controllers = []string{
 // ledger's reader (the names it needs are in internal/objects).
 var ControllerFree = append([]string{
 	"storecrawl/worker/config",
-	"storecrawl/worker/history",
+	"storecrawl/worker/ledgerdb",
 }, PlatformPackages...)
 
 // builds are the environments the rules hold in: the native one (tests,

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/reviews"
 )
 
@@ -54,15 +54,15 @@ type CronReader interface {
 
 // LedgerReader serves the run history and the dashboard's counts.
 type LedgerReader interface {
-	History(ctx context.Context, q history.HistoryQuery) (history.History, error)
+	History(ctx context.Context, q ledgerdb.HistoryQuery) (ledgerdb.History, error)
 	PipelineCounts(ctx context.Context) (map[string]int64, error)
 	// LedgerPage compares a page of ledger writers with D1 now: the
 	// configured ones on the first page (after ""), then up to n that D1
 	// knows after `after` (history.ReconcilePage).
-	LedgerPage(ctx context.Context, after string, n int) (history.Page, error)
+	LedgerPage(ctx context.Context, after string, n int) (ledgerdb.Page, error)
 	// Mismatches reads the mismatch record: open ones, and repaired or
 	// cleared ones, newest first (history.MismatchListCap each).
-	Mismatches(ctx context.Context) (history.Mismatches, error)
+	Mismatches(ctx context.Context) (ledgerdb.Mismatches, error)
 	ConsumerStats() map[string]int64
 }
 
@@ -90,9 +90,9 @@ type FailedRequeuer interface {
 }
 
 // DeadReplayer sends dead letters back to their queue in full
-// (worker/history.Service with the EVENTS queue).
+// (worker/ledgerdb.Service with the EVENTS queue).
 type DeadReplayer interface {
-	ReplayDeadLetters(ctx context.Context, messageID string, send func(ctx context.Context, body string) error) (history.ReplayResult, error)
+	ReplayDeadLetters(ctx context.Context, messageID string, send func(ctx context.Context, body string) error) (ledgerdb.ReplayResult, error)
 }
 
 // FactFaults is the test-only switch that makes the facts consumer fail

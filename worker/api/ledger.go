@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"storecrawl/durable/ledger"
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/logx"
 )
 
 // history serves /v1/history?target=&since=&bucket_s=.
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {
-	q, field, msg := history.ParseHistoryQuery(r.URL.Query().Get, time.Now())
+	q, field, msg := ledgerdb.ParseHistoryQuery(r.URL.Query().Get, time.Now())
 	if field != "" {
 		writeError(w, http.StatusBadRequest, field, msg)
 		return
@@ -68,15 +68,15 @@ func (s *Server) latestQuality(r *http.Request) json.RawMessage {
 // consumer counts.
 func (s *Server) ledgerStatus(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	after, limit := q.Get("after"), history.ReconcileBatch
+	after, limit := q.Get("after"), ledgerdb.ReconcileBatch
 	if len(after) > ledger.MaxNameLen {
 		writeError(w, http.StatusBadRequest, "after", fmt.Sprintf("after must be a writer's source (at most %d bytes)", ledger.MaxNameLen))
 		return
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > history.ReconcileBatch {
-			writeError(w, http.StatusBadRequest, "limit", fmt.Sprintf("limit must be an integer from 1 to %d", history.ReconcileBatch))
+		if err != nil || n < 1 || n > ledgerdb.ReconcileBatch {
+			writeError(w, http.StatusBadRequest, "limit", fmt.Sprintf("limit must be an integer from 1 to %d", ledgerdb.ReconcileBatch))
 			return
 		}
 		limit = n

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"storecrawl/durable/controller"
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/logx"
 )
 
@@ -30,7 +30,7 @@ const LiftDriftPause = "POST /v1/enrichment/resume-pages (or POST /v1/enrichment
 // the target's history (one-minute buckets) and the apps waiting.
 type PulseInput struct {
 	Status  controller.Status
-	History history.History
+	History ledgerdb.History
 	// Pending is the apps not enriched yet (pipeline counts' apps_pending).
 	Pending int64
 	Now     time.Time
@@ -133,7 +133,7 @@ func trimFloat(f float64) string { return fmt.Sprintf("%g", math.Round(f*10)/10)
 // DecidePulse.
 func (s *Server) pulse(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
-	q, field, msg := history.ParseHistoryQuery(r.URL.Query().Get, now)
+	q, field, msg := ledgerdb.ParseHistoryQuery(r.URL.Query().Get, now)
 	if field != "" {
 		writeError(w, http.StatusBadRequest, field, msg)
 		return

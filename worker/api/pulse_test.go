@@ -10,24 +10,24 @@ import (
 	"time"
 
 	"storecrawl/durable/controller"
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 )
 
 var pulseNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // historyWith builds the target's one-minute history (6 h up to pulseNow)
 // from completions per minute, keyed by minutes before now.
-func historyWith(completedMinutesAgo map[int]int64) history.History {
-	q := history.HistoryQuery{Target: "main", Since: pulseNow.Add(-6 * time.Hour), Until: pulseNow, Bucket: time.Minute}
-	var ticks []history.TickMinute
+func historyWith(completedMinutesAgo map[int]int64) ledgerdb.History {
+	q := ledgerdb.HistoryQuery{Target: "main", Since: pulseNow.Add(-6 * time.Hour), Until: pulseNow, Bucket: time.Minute}
+	var ticks []ledgerdb.TickMinute
 	for ago := 360; ago >= 1; ago-- {
 		n, ok := completedMinutesAgo[ago]
 		if !ok {
 			continue
 		}
-		ticks = append(ticks, history.TickMinute{Minute: pulseNow.Add(-time.Duration(ago) * time.Minute).UnixMilli(), Ticks: 6, Dispatched: n + 1, Completed: n})
+		ticks = append(ticks, ledgerdb.TickMinute{Minute: pulseNow.Add(-time.Duration(ago) * time.Minute).UnixMilli(), Ticks: 6, Dispatched: n + 1, Completed: n})
 	}
-	return history.BuildHistory(q, ticks, nil)
+	return ledgerdb.BuildHistory(q, ticks, nil)
 }
 
 // runningStatus paces 88 items every 10 s.
@@ -113,10 +113,10 @@ func (c statusController) CallController(_ context.Context, method, path string,
 
 type pulseLedger struct {
 	fakeLedger
-	h history.History
+	h ledgerdb.History
 }
 
-func (l *pulseLedger) History(context.Context, history.HistoryQuery) (history.History, error) {
+func (l *pulseLedger) History(context.Context, ledgerdb.HistoryQuery) (ledgerdb.History, error) {
 	return l.h, nil
 }
 func (l *pulseLedger) PipelineCounts(context.Context) (map[string]int64, error) {
@@ -149,8 +149,8 @@ func TestOneProjection(t *testing.T) {
 	now := pulseNow.Add(30 * time.Second)
 	burst := controller.State{Running: true, Metrics: []controller.Bucket{{Minute: pulseNow.UnixMilli(), Dispatched: 33, Completed: 33}}}
 	st := burst.Status(now, controller.DefaultConfig())
-	h := history.BuildHistory(history.HistoryQuery{Target: "main", Since: now.Add(-6 * time.Hour), Until: now, Bucket: time.Minute},
-		[]history.TickMinute{{Minute: pulseNow.UnixMilli(), Ticks: 3, Dispatched: 33, Completed: 33}}, nil)
+	h := ledgerdb.BuildHistory(ledgerdb.HistoryQuery{Target: "main", Since: now.Add(-6 * time.Hour), Until: now, Bucket: time.Minute},
+		[]ledgerdb.TickMinute{{Minute: pulseNow.UnixMilli(), Ticks: 3, Dispatched: 33, Completed: 33}}, nil)
 	if st.Rolling.CompletionsPerMinute != 6.6 || st.ProjectedPerDay != 9504 {
 		t.Errorf("controller: %v/min, %d/day", st.Rolling.CompletionsPerMinute, st.ProjectedPerDay)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"storecrawl/durable/ledger"
 	"storecrawl/worker/catalogue"
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/reviews"
 )
 
@@ -138,23 +138,23 @@ func TestHealthCountsRequests(t *testing.T) {
 
 // fakeLedger records the history queries it was asked.
 type fakeLedger struct {
-	asked []history.HistoryQuery
+	asked []ledgerdb.HistoryQuery
 	pages []string // "after/n" of each LedgerPage
 }
 
-func (f *fakeLedger) History(_ context.Context, q history.HistoryQuery) (history.History, error) {
+func (f *fakeLedger) History(_ context.Context, q ledgerdb.HistoryQuery) (ledgerdb.History, error) {
 	f.asked = append(f.asked, q)
-	return history.BuildHistory(q, nil, nil), nil
+	return ledgerdb.BuildHistory(q, nil, nil), nil
 }
 func (f *fakeLedger) PipelineCounts(context.Context) (map[string]int64, error) {
 	return map[string]int64{"apps_known": 7, "apps_pending": 2}, nil
 }
-func (f *fakeLedger) LedgerPage(_ context.Context, after string, n int) (history.Page, error) {
+func (f *fakeLedger) LedgerPage(_ context.Context, after string, n int) (ledgerdb.Page, error) {
 	f.pages = append(f.pages, fmt.Sprintf("%s/%d", after, n))
-	return history.Page{Writers: []ledger.Result{{Source: "limiter:client:a", Status: ledger.StatusOK}}, Next: "limiter:client:a"}, nil
+	return ledgerdb.Page{Writers: []ledger.Result{{Source: "limiter:client:a", Status: ledger.StatusOK}}, Next: "limiter:client:a"}, nil
 }
-func (f *fakeLedger) Mismatches(context.Context) (history.Mismatches, error) {
-	return history.Mismatches{Repaired: []ledger.Mismatch{{Source: "scheduler:v1", Delta: map[string]int64{"runs.a": 1},
+func (f *fakeLedger) Mismatches(context.Context) (ledgerdb.Mismatches, error) {
+	return ledgerdb.Mismatches{Repaired: []ledger.Mismatch{{Source: "scheduler:v1", Delta: map[string]int64{"runs.a": 1},
 		FirstSeen: 1, ClosedAt: 2, DurationMs: 1, Resolution: ledger.ResolutionRepaired}}}, nil
 }
 func (f *fakeLedger) ConsumerStats() map[string]int64 { return map[string]int64{} }
@@ -311,15 +311,15 @@ func TestRetryFailedRoute(t *testing.T) {
 
 type recordingReplay struct{ ids []string }
 
-func (r *recordingReplay) ReplayDeadLetters(ctx context.Context, id string, send func(context.Context, string) error) (history.ReplayResult, error) {
+func (r *recordingReplay) ReplayDeadLetters(ctx context.Context, id string, send func(context.Context, string) error) (ledgerdb.ReplayResult, error) {
 	r.ids = append(r.ids, id)
 	if id == "gone" {
-		return history.ReplayResult{}, history.ErrNoSuchDeadLetter
+		return ledgerdb.ReplayResult{}, ledgerdb.ErrNoSuchDeadLetter
 	}
 	if err := send(ctx, `{"type":"facts"}`); err != nil {
-		return history.ReplayResult{}, err
+		return ledgerdb.ReplayResult{}, err
 	}
-	return history.ReplayResult{Replayed: []string{"m1"}, Skipped: []history.ReplaySkip{}}, nil
+	return ledgerdb.ReplayResult{Replayed: []string{"m1"}, Skipped: []ledgerdb.ReplaySkip{}}, nil
 }
 
 func TestDeadLetterReplayRoute(t *testing.T) {
@@ -360,7 +360,7 @@ func TestLedgerIsPaged(t *testing.T) {
 	l := &fakeLedger{}
 	s := NewServer(&Server{Ledger: l})
 	for _, bad := range []struct{ query, field string }{
-		{"limit=0", "limit"}, {fmt.Sprintf("limit=%d", history.ReconcileBatch+1), "limit"}, {"limit=x", "limit"},
+		{"limit=0", "limit"}, {fmt.Sprintf("limit=%d", ledgerdb.ReconcileBatch+1), "limit"}, {"limit=x", "limit"},
 		{"after=" + strings.Repeat("a", ledger.MaxNameLen+1), "after"},
 	} {
 		if code, body := call(t, s, "GET", "/v1/ledger?"+bad.query, "", ""); code != 400 || body["field"] != bad.field {
@@ -380,7 +380,7 @@ func TestLedgerIsPaged(t *testing.T) {
 		t.Fatalf("mismatches: %v", body["mismatches"])
 	}
 	call(t, s, "GET", "/v1/ledger?after=limiter:client:a&limit=3", "", "")
-	if want := []string{fmt.Sprintf("/%d", history.ReconcileBatch), "limiter:client:a/3"}; strings.Join(l.pages, " ") != strings.Join(want, " ") {
+	if want := []string{fmt.Sprintf("/%d", ledgerdb.ReconcileBatch), "limiter:client:a/3"}; strings.Join(l.pages, " ") != strings.Join(want, " ") {
 		t.Fatalf("pages asked %v, want %v", l.pages, want)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"storecrawl/worker/history"
+	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/logx"
 )
 
@@ -50,7 +50,7 @@ func (s *Server) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.Replay.ReplayDeadLetters(r.Context(), body.MessageID, s.Requeue.Send)
 	switch {
-	case errors.Is(err, history.ErrNoSuchDeadLetter):
+	case errors.Is(err, ledgerdb.ErrNoSuchDeadLetter):
 		writeError(w, http.StatusNotFound, "message_id", "no dead letter has this message_id")
 		return
 	case err != nil:

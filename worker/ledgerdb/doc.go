@@ -9,4 +9,4 @@
 // Pure Go: D1 is reached through Store (D1Store over *d1.DB holds the SQL),
 // the writer objects through LedgerReports, and the clock is passed in; the
 // wasm wiring in worker/ supplies the clients.
-package history
+package ledgerdb

@@ -1,6 +1,6 @@
 //go:build !js
 
-package history
+package ledgerdb
 
 import (
 	"bytes"

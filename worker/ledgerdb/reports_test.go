@@ -1,4 +1,4 @@
-package history
+package ledgerdb
 
 import (
 	"context"
