@@ -110,15 +110,31 @@ func ComplaintThemes(rs []Scored, opts ThemeOptions) []Theme {
 	rs = slices.Clone(rs[:min(len(rs), MaxThemeReviews)])
 	// Order-independence: work on the reviews sorted by id.
 	slices.SortFunc(rs, func(a, b Scored) int { return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.AppID, b.AppID)) })
-
-	type cand struct {
-		key      string
-		words    []string
-		neg, pos map[int]bool // review indexes
-		surface  map[string]int
+	cands, negN, posN := themeCandidates(rs, exclude)
+	if negN == 0 {
+		return nil
 	}
-	cands := map[string]*cand{}
-	var negN, posN int
+	picked := pickThemes(complaintCandidates(cands, negN, posN), maxThemes)
+	out := make([]Theme, 0, len(picked))
+	for _, p := range picked {
+		out = append(out, themeOf(rs, p, negN))
+	}
+	slices.SortStableFunc(out, func(a, b Theme) int { return cmp.Or(cmp.Compare(b.Reviews, a.Reviews), cmp.Compare(a.Key, b.Key)) })
+	return out
+}
+
+// themeCand is a phrase and the reviews it occurs in.
+type themeCand struct {
+	key      string
+	words    []string
+	neg, pos map[int]bool // review indexes
+	surface  map[string]int
+}
+
+// themeCandidates collects every phrase of the readable complaints and
+// praise in rs, with the number of complaints and of praise.
+func themeCandidates(rs []Scored, exclude map[string]bool) (cands map[string]*themeCand, negN, posN int) {
+	cands = map[string]*themeCand{}
 	for i, r := range rs {
 		complaint, praise := IsComplaint(r), isPraise(r)
 		if !complaint && !praise {
@@ -139,7 +155,7 @@ func ComplaintThemes(rs []Scored, opts ThemeOptions) []Theme {
 			}
 			c := cands[key]
 			if c == nil {
-				c = &cand{key: key, words: strings.Fields(key), neg: map[int]bool{}, pos: map[int]bool{}, surface: map[string]int{}}
+				c = &themeCand{key: key, words: strings.Fields(key), neg: map[int]bool{}, pos: map[int]bool{}, surface: map[string]int{}}
 				cands[key] = c
 			}
 			if complaint {
@@ -150,29 +166,40 @@ func ComplaintThemes(rs []Scored, opts ThemeOptions) []Theme {
 			}
 		}
 	}
-	if negN == 0 {
-		return nil
-	}
-	var list []*cand
+	return cands, negN, posN
+}
+
+// complaintCandidates keeps the phrases of at least MinThemeReviews
+// complaints that are over-represented in complaints (neg/negN >
+// pos/posN), most complaints first.
+func complaintCandidates(cands map[string]*themeCand, negN, posN int) []*themeCand {
+	var list []*themeCand
 	for _, c := range cands {
 		if len(c.neg) < MinThemeReviews {
 			continue
 		}
-		// Over-represented in complaints: neg/negN > pos/posN.
 		if posN > 0 && len(c.neg)*posN <= len(c.pos)*negN {
 			continue
 		}
 		list = append(list, c)
 	}
-	slices.SortFunc(list, func(a, b *cand) int {
+	slices.SortFunc(list, func(a, b *themeCand) int {
 		return cmp.Or(cmp.Compare(len(b.neg), len(a.neg)), cmp.Compare(len(b.words), len(a.words)), cmp.Compare(a.key, b.key))
 	})
+	return list
+}
 
-	type chosen struct {
-		c    *cand
-		docs map[int]bool
-	}
-	var picked []*chosen
+// pickedTheme is a chosen phrase and the complaints folded into it.
+type pickedTheme struct {
+	c    *themeCand
+	docs map[int]bool
+}
+
+// pickThemes takes the candidates in order: one sharing a word with a
+// theme already picked, and mostly the same complaints (foldOverlap),
+// folds into it; the others become themes, at most maxThemes.
+func pickThemes(list []*themeCand, maxThemes int) []*pickedTheme {
+	var picked []*pickedTheme
 	for _, c := range list {
 		folded := false
 		for _, p := range picked {
@@ -200,41 +227,40 @@ func ComplaintThemes(rs []Scored, opts ThemeOptions) []Theme {
 		for d := range c.neg {
 			docs[d] = true
 		}
-		picked = append(picked, &chosen{c: c, docs: docs})
+		picked = append(picked, &pickedTheme{c: c, docs: docs})
 	}
+	return picked
+}
 
-	total := len(rs)
-	out := make([]Theme, 0, len(picked))
-	for _, p := range picked {
-		idx := make([]int, 0, len(p.docs))
-		for d := range p.docs {
-			idx = append(idx, d)
-		}
-		slices.SortFunc(idx, func(a, b int) int {
-			return cmp.Or(cmp.Compare(rs[a].Score, rs[b].Score), cmp.Compare(rs[a].Rating, rs[b].Rating), cmp.Compare(rs[a].ID, rs[b].ID))
-		})
-		th := Theme{
-			Phrase:        surfaceOf(p.c.surface, p.c.key),
-			Key:           p.c.key,
-			Reviews:       len(idx),
-			Share:         float64(len(idx)) / float64(total),
-			NegativeShare: float64(len(idx)) / float64(negN),
-		}
-		apps := map[int64]int{}
-		for k, d := range idx {
-			if k < MaxExamples {
-				th.ExampleIDs = append(th.ExampleIDs, rs[d].ID)
-			}
-			apps[rs[d].AppID]++
-		}
-		for id := range apps {
-			th.AppIDs = append(th.AppIDs, id)
-		}
-		slices.SortFunc(th.AppIDs, func(a, b int64) int { return cmp.Or(cmp.Compare(apps[b], apps[a]), cmp.Compare(a, b)) })
-		out = append(out, th)
+// themeOf is a picked theme with its shares, examples (most negative
+// first) and apps (most complaints first).
+func themeOf(rs []Scored, p *pickedTheme, negN int) Theme {
+	idx := make([]int, 0, len(p.docs))
+	for d := range p.docs {
+		idx = append(idx, d)
 	}
-	slices.SortStableFunc(out, func(a, b Theme) int { return cmp.Or(cmp.Compare(b.Reviews, a.Reviews), cmp.Compare(a.Key, b.Key)) })
-	return out
+	slices.SortFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(rs[a].Score, rs[b].Score), cmp.Compare(rs[a].Rating, rs[b].Rating), cmp.Compare(rs[a].ID, rs[b].ID))
+	})
+	th := Theme{
+		Phrase:        surfaceOf(p.c.surface, p.c.key),
+		Key:           p.c.key,
+		Reviews:       len(idx),
+		Share:         float64(len(idx)) / float64(len(rs)),
+		NegativeShare: float64(len(idx)) / float64(negN),
+	}
+	apps := map[int64]int{}
+	for k, d := range idx {
+		if k < MaxExamples {
+			th.ExampleIDs = append(th.ExampleIDs, rs[d].ID)
+		}
+		apps[rs[d].AppID]++
+	}
+	for id := range apps {
+		th.AppIDs = append(th.AppIDs, id)
+	}
+	slices.SortFunc(th.AppIDs, func(a, b int64) int { return cmp.Or(cmp.Compare(apps[b], apps[a]), cmp.Compare(a, b)) })
+	return th
 }
 
 // excluded reports a phrase with an excluded word in it.
