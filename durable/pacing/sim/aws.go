@@ -64,4 +64,6 @@ func (a *AWSAdaptive) Done(now time.Time, outcomes []pacing.Outcome) time.Time {
 func (a *AWSAdaptive) CapacityPerMin() float64 { return a.LastMaxRate }
 
 // TickGap: the requests paid for at the rate (Spacer).
-func (a *AWSAdaptive) TickGap(requests int) time.Duration { return pacing.RateTickGap(a.Rate, requests) }
+func (a *AWSAdaptive) TickGap(requests int) time.Duration {
+	return pacing.RateTickGap(a.Rate, requests)
+}

@@ -105,25 +105,38 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 	if *seeds > 0 {
 		return sweepSeeds(stdout, stderr, scenarios, controllers, *seeds, atShapes)
 	}
+	return runTables(stdout, stderr, scenarios, controllers, atShapes, tableOpts{
+		ticks: *ticks, trace: *trace, asJSON: *asJSON, all: *scenario == allFlag})
+}
+
+// tableOpts are the flags of a plain run's tables.
+type tableOpts struct {
+	ticks, trace, asJSON bool
+	all                  bool // -scenario all: the tables compare across scenarios
+}
+
+// runTables runs every scenario under every controller at each shape and
+// prints a table per shape (or one JSON array), then -ticks' lines.
+func runTables(stdout, stderr io.Writer, scenarios []*Scenario, controllers []string, atShapes []shape, o tableOpts) int {
 	var all []Metrics
 	var tickLines bytes.Buffer // -ticks: printed after the tables
 	for k, sh := range atShapes {
 		var runs []Metrics
 		for _, sc := range atShape(scenarios, sh) {
 			for _, name := range controllers {
-				if *ticks {
-					runs = append(runs, runTicks(&tickLines, sc, name, *trace))
+				if o.ticks {
+					runs = append(runs, runTicks(&tickLines, sc, name, o.trace))
 					continue
 				}
-				runs = append(runs, runOne(sc, name, *trace))
+				runs = append(runs, runOne(sc, name, o.trace))
 			}
 		}
 		all = append(all, runs...)
-		if *asJSON && len(atShapes) > 1 {
+		if o.asJSON && len(atShapes) > 1 {
 			continue // one array of every shape's runs, below
 		}
 		sectionTitle(stdout, k, sh)
-		if err := report(stdout, runs, controllers, *scenario == allFlag, *asJSON); err != nil {
+		if err := report(stdout, runs, controllers, o.all, o.asJSON); err != nil {
 			fmt.Fprintf(stderr, "simulate: %v\n", err)
 			return exitError
 		}
@@ -131,7 +144,7 @@ func CLI(args []string, stdout, stderr io.Writer) int {
 	if tickLines.Len() > 0 {
 		_, _ = tickLines.WriteTo(stdout)
 	}
-	if *asJSON && len(atShapes) > 1 {
+	if o.asJSON && len(atShapes) > 1 {
 		if err := writeJSON(stdout, all); err != nil {
 			fmt.Fprintf(stderr, "simulate: %v\n", err)
 			return exitError
