@@ -44,13 +44,7 @@ func TestDevStackShowsThePipelineWithTheCronDriver(t *testing.T) {
 	w.start(t, "wrangler-1.log")
 	healthy := time.Now()
 	deadline := healthy.Add(devStackWithin)
-	u, err := url.Parse(w.base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	driver := exec.Command(binaries["dev-cron"], "-port", u.Port(), "-config", filepath.Join(root, "wrangler.jsonc"))
-	driver.Env = append(os.Environ(), "DEV_CRON_SPEEDUP="+devCronSpeedup)
-	cronLog := startProcess(t, driver, filepath.Join(dir, "dev-cron.log"))
+	driver, cronLog := startDevCron(t, w, filepath.Join(dir, "dev-cron.log"))
 	since := func() string { return time.Since(healthy).Round(time.Second).String() }
 
 	const crawlCycle = "*/5 * * * *"
@@ -105,6 +99,61 @@ func TestDevStackShowsThePipelineWithTheCronDriver(t *testing.T) {
 	}
 	t.Logf("first enrichment tick %s after /health", first.Sub(healthy).Round(time.Second))
 	t.Logf("driver: %d */5 fires; whole check %s after /health", len(fires[crawlCycle]), since())
+
+	// make dev stopped while the controller runs a tick, then started
+	// again: the dead run's safety alarm (enrichment.RunTimeout after it
+	// began) is the only wake the new runtime has of its own, so without
+	// a call to the controller its first tick waits minutes, with nothing
+	// on screen. The driver's first */5 fire is that call: the new
+	// instance finds the run abandoned and resumes at once.
+	s.setConfig(t, map[string]any{"latency_ms": slowUpstreamMS}) // a run that lasts
+	eventually(t, time.Until(deadline), "a run in flight", func() (bool, string) {
+		var st struct {
+			RunInFlight bool `json:"run_in_flight"`
+		}
+		doJSON(t, "GET", w.base+"/v1/enrichment/status", "", nil, &st)
+		return st.RunInFlight, jsonString(st)
+	})
+	stopGroup(driver)
+	w.restart(t, "wrangler-2.log")
+	restarted := time.Now()
+	startDevCron(t, w, filepath.Join(dir, "dev-cron-2.log"))
+	var tick time.Time
+	eventually(t, resumeWithin+10*time.Second, "the first tick after the restart", func() (bool, string) {
+		var ok bool
+		tick, ok = firstEventAt(w.log.String(), "enrichment.tick")
+		return ok, ""
+	})
+	if _, ok := firstEventAt(w.log.String(), "enrichment.run_abandoned"); !ok {
+		t.Fatalf("the restart found no run in flight: %s", tail(w.log.String(), 2000))
+	}
+	if took := tick.Sub(restarted); took > resumeWithin {
+		t.Fatalf("first tick %s after the restart's /health: want within %s", took.Round(time.Second), resumeWithin)
+	}
+	t.Logf("after a restart mid-run: first tick %s after /health", tick.Sub(restarted).Round(time.Second))
+}
+
+// slowUpstreamMS is the simulator's latency while the test waits for a
+// run in flight to stop the stack in: each request takes seconds, so the
+// run is still going when wrangler dev stops.
+const slowUpstreamMS = 3000
+
+// resumeWithin bounds the controller's first tick after a restart with the
+// driver: well inside enrichment.RunTimeout (3 minutes), the dead run's
+// safety alarm.
+const resumeWithin = time.Minute
+
+// startDevCron starts cmd/dev-cron against w as make dev does, sped up
+// DEV_CRON_SPEEDUP=devCronSpeedup times, its log in logPath.
+func startDevCron(t *testing.T, w *worker, logPath string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	u, err := url.Parse(w.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	driver := exec.Command(binaries["dev-cron"], "-port", u.Port(), "-config", filepath.Join(root, "wrangler.jsonc"))
+	driver.Env = append(os.Environ(), "DEV_CRON_SPEEDUP="+devCronSpeedup)
+	return driver, startProcess(t, driver, logPath)
 }
 
 // driverFires is dev-cron's fire events by cron, in order.
