@@ -1,5 +1,5 @@
 # storecrawl: Go → WebAssembly Cloudflare Worker.
-#   make dev    install, build, migrate, seed, run the upstream simulator + wrangler dev
+#   make dev    install, build, migrate, seed, run the simulators, the cron driver + wrangler dev
 #   make test   everything: native Go tests, then integration tests under wrangler dev
 #   make schema migrations/schema.sql: the D1 schema after every migration, for reading
 #   make build  build/app.wasm + build/wasm_exec.js (what shim/ imports)
@@ -77,13 +77,19 @@ seed: migrate-local
 # it to check that make dev leaves the tree clean.
 dev-prepare: install build .dev.vars seed
 
+# wrangler dev never fires cron triggers: cmd/dev-cron fires wrangler.jsonc's
+# crons once when /health answers, then on their schedule (DEV_CRON_SPEEDUP=10
+# in the environment or on make's command line: a */5 cron every 30 s).
 dev: dev-prepare
-	@echo "starting upstream simulator on $(SIM_ADDR) and wrangler dev on :$(DEV_PORT)"
+	@echo "starting upstream simulator on $(SIM_ADDR), the cron driver and wrangler dev on :$(DEV_PORT)"
 	$(GO) build -o build/upstream-sim ./cmd/upstream-sim
 	$(GO) build -o build/llm-sim ./cmd/llm-sim
+	$(GO) build -o build/dev-cron ./cmd/dev-cron
+	@build/dev-cron -port $(DEV_PORT) -check
 	@build/upstream-sim -addr $(SIM_ADDR) -apps $(SEED_APPS) -current-markup-pct $(SIM_CURRENT_MARKUP_PCT) & SIM=$$!; \
 	build/llm-sim -addr $(LLM_SIM_ADDR) & LLMSIM=$$!; \
-	trap "kill $$SIM $$LLMSIM 2>/dev/null" EXIT INT TERM; \
+	build/dev-cron -port $(DEV_PORT) & CRON=$$!; \
+	trap "kill $$SIM $$LLMSIM $$CRON 2>/dev/null" EXIT INT TERM; \
 	wrangler dev --port $(DEV_PORT) --ip 127.0.0.1 --test-scheduled \
 		--var UPSTREAM_API_BASE:http://$(SIM_ADDR) --var UPSTREAM_STORE_BASE:http://$(SIM_ADDR) \
 		--var LLM_BASE_URL:http://$(LLM_SIM_ADDR)/v1

@@ -7,6 +7,7 @@ toolchain go1.26.8
 require (
 	github.com/PuerkitoBio/goquery v1.10.3
 	github.com/google/uuid v1.6.0
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/syumai/workers v0.33.0
 	modernc.org/libc v1.55.3
 	modernc.org/sqlite v1.34.5

@@ -49,7 +49,7 @@ type snapshot struct {
 }
 
 // simulatorCommands are the commands tests run as processes.
-var simulatorCommands = []string{"upstream-sim", "llm-sim", "seed"}
+var simulatorCommands = []string{"upstream-sim", "llm-sim", "seed", "dev-cron"}
 
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
