@@ -110,6 +110,10 @@ type enrichmentStatus struct {
 		PagePuts           int64 `json:"page_puts"`
 		LimiterCalls       int64 `json:"limiter_calls"`
 	} `json:"totals"`
+	LastTick *struct {
+		At         int64 `json:"at"`
+		DurationMs int64 `json:"duration_ms"`
+	} `json:"last_tick"`
 }
 
 func enrichStatus(base string) enrichmentStatus {

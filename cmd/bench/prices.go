@@ -15,7 +15,12 @@ package main
 //     dated 2026-08-03)
 //   - Durable Objects: https://developers.cloudflare.com/durable-objects/platform/pricing/
 //     (1M requests + $0.15/M, alarms and RPC calls included; 400,000 GB-s
-//     + $12.50/M GB-s)
+//     + $12.50/M GB-s, billed at 128 MB an object while it runs or is
+//     idle but cannot hibernate). SQLite-backed storage (billed since
+//     2026-01-07, the Durable Objects release notes): 5 GB-month +
+//     $0.20/GB-month and 50M rows written + $1.00/M, as the pricing page
+//     quotes them; the search's excerpt of that page stopped before its
+//     storage table, so these two were not re-read on PricesDate.
 //   - Queues: https://developers.cloudflare.com/queues/platform/pricing/
 //     (1M operations + $0.40/M; an operation is 64 KB written, read or
 //     deleted: a delivered message is 3; api-evangelist/cloudflare-queues mirror)
@@ -49,16 +54,18 @@ var (
 	D1RowsWritten   = Meter{"D1 rows written", 50e6, 1.00}
 	// D1Storage is in GB(-month): $0.75 a GB-month is 0.75 per "million"
 	// only in the sense Overage uses; StorageUSD prices it directly.
-	D1StorageGB      = Meter{"D1 storage GB", 5, 0.75e6}
-	DORequests       = Meter{"Durable Object requests", 1e6, 0.15}
-	DODurationGBs    = Meter{"Durable Object GB-s", 400e3, 12.50}
-	QueueOps         = Meter{"Queues operations", 1e6, 0.40}
-	R2ClassA         = Meter{"R2 Class A", 1e6, 4.50}
-	R2ClassB         = Meter{"R2 Class B", 10e6, 0.36}
-	R2StorageGB      = Meter{"R2 storage GB", 10, 0.015e6}
-	KVReads          = Meter{"KV reads", 10e6, 0.50}
-	KVWrites         = Meter{"KV writes", 1e6, 5.00}
-	QueueOpsPerEvent = 3.0 // write + read + delete of one message under 64 KB
+	D1StorageGB          = Meter{"D1 storage GB", 5, 0.75e6}
+	DORequests           = Meter{"Durable Object requests", 1e6, 0.15}
+	DODurationGBs        = Meter{"Durable Object GB-s", 400e3, 12.50}
+	QueueOps             = Meter{"Queues operations", 1e6, 0.40}
+	R2ClassA             = Meter{"R2 Class A", 1e6, 4.50}
+	R2ClassB             = Meter{"R2 Class B", 10e6, 0.36}
+	R2StorageGB          = Meter{"R2 storage GB", 10, 0.015e6}
+	DOStorageGB          = Meter{"Durable Object storage GB", 5, 0.20e6}
+	DOStorageRowsWritten = Meter{"Durable Object rows written", 50e6, 1.00}
+	KVReads              = Meter{"KV reads", 10e6, 0.50}
+	KVWrites             = Meter{"KV writes", 1e6, 5.00}
+	QueueOpsPerEvent     = 3.0 // write + read + delete of one message under 64 KB
 )
 
 // Overage is what used units of m cost past the plan's inclusion.

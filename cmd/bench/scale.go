@@ -84,6 +84,20 @@ type scaleReport struct {
 	// Months: the fill (the top-level figures), the steady state after
 	// it, and the design's pace all month (scale_month.go).
 	Months map[string]MonthSummary `json:"months"`
+	// NewKeywordsPerNewApp is measured (the probe, through the product's
+	// ranking fill); CatalogueChangesPerDay an assumption (Assumptions).
+	NewKeywordsPerNewApp   float64 `json:"new_keywords_per_new_app"`
+	CatalogueChangesPerDay float64 `json:"catalogue_changes_per_day"`
+	// DOGBsMonth is Durable Object duration in the fill month; R2StorageGB
+	// the pages R2 keeps; DOStorageGB the objects' storage (measured).
+	DOGBsMonth  float64 `json:"do_gb_s_month"`
+	R2StorageGB float64 `json:"r2_storage_gb"`
+	DOStorageGB float64 `json:"do_storage_gb"`
+	// SteadyMonth is the long-run steady state: new apps at the store's
+	// pace, every pruned table at its retention (its deletes billed).
+	SteadyMonth SteadySummary `json:"steady_month"`
+	Assumptions []Assumption  `json:"assumptions"`
+	Sensitivity []Sensitivity `json:"sensitivity"`
 }
 
 // benchScale runs the scale bench on n apps and prints the tables (and
@@ -181,7 +195,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	// unfilled (as that many new apps would be) and cycles run until the
 	// keywords they brought are searched (at most fillProbeCycles), each
 	// cycle's rows and its queue batches charged to those apps.
-	fp := ScaleOp{Name: "crawl: a new app's keywords", PerNewApp: 1}
+	fp := ScaleOp{Name: "crawl: a new app's keywords"}
 	kw0, pending0 := countRows(dbPath, "crawl_keywords", ""), countRows(dbPath, "crawl_keywords", "searched_at IS NULL")
 	fpLim0 := readLimiters(base)
 	wranglerLocal(root, persist, "d1", "execute", "DB", "--local", "--command", fmt.Sprintf(
@@ -204,24 +218,19 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	newKeywords := countRows(dbPath, "crawl_keywords", "") - kw0
 	left := countRows(dbPath, "crawl_keywords", "searched_at IS NULL") - pending0
 	// Rows a new keyword costs (its first search, its first markets; the
-	// keywords still unsearched charged at the mean a search cost), times
-	// the keywords a new app brings. That share is the design's catalogue
-	// (100,000 keywords at 1.1M apps: a crawl of the catalogue creates its
-	// keywords once), not the probe's: the bench's keywords are its apps'
-	// whole names and numbered terms, so the words ranking fill takes from
-	// titles are nearly all new to it (the probe's count is printed).
-	perSearch := func(v float64) float64 { return v / float64(max(1, firstSearches)) }
-	keywordsPerApp := float64(designKeywords) / designApps
-	charge := func(v float64) float64 {
-		return (v + perSearch(v)*float64(max(0, left))) / float64(max(1, firstSearches+int(max(0, left)))) * keywordsPerApp
-	}
-	fp.RowsRead, fp.RowsWritten = charge(fp.RowsRead), charge(fp.RowsWritten)
-	fp.Subrequests, fp.WallMs = charge(fp.Subrequests), charge(fp.WallMs)
-	fp.DORequests = charge(fpCalls) // the limiter calls of the first searches (measured)
-	fp.QueueMessages = charge(fpQueue.messages - cycleQueue.messages)
-	fpQ := ScaleOp{Name: "queue consumer: a new app's keywords", PerNewApp: 1,
-		RowsRead: charge(fpQueue.read - cycleQueue.read), RowsWritten: charge(fpQueue.written - cycleQueue.written)}
-	fp.Note = fmt.Sprintf("per new app at %.3f new keywords an app (the design's share): %d apps unfilled brought %d new keywords; %d searched in %d cycles (%d left, charged at the mean); action searches/apps/rows: %s",
+	// keywords still unsearched charged at the mean a search cost), run
+	// for each keyword a new app brings: the share the probe measured,
+	// through the product's own ranking fill and keyword steering.
+	keywordsPerApp := NewKeywordsPerNewApp(newKeywords, fillProbeApps)
+	perKeyword := func(v float64) float64 { return PerFirstSearch(v, firstSearches) }
+	fp.PerNewApp, fp.PerNewKeyword = 0, 1
+	fp.RowsRead, fp.RowsWritten = perKeyword(fp.RowsRead), perKeyword(fp.RowsWritten)
+	fp.Subrequests, fp.WallMs = perKeyword(fp.Subrequests), perKeyword(fp.WallMs)
+	fp.DORequests = perKeyword(fpCalls) // the limiter calls of the first searches (measured)
+	fp.QueueMessages = perKeyword(fpQueue.messages - cycleQueue.messages)
+	fpQ := ScaleOp{Name: "queue consumer: a new app's keywords", PerNewKeyword: 1,
+		RowsRead: perKeyword(fpQueue.read - cycleQueue.read), RowsWritten: perKeyword(fpQueue.written - cycleQueue.written)}
+	fp.Note = fmt.Sprintf("per new keyword, %.3f new keywords a new app (measured): %d apps unfilled brought %d new keywords; %d searched in %d cycles (%d left, charged at the mean); action searches/apps/rows: %s",
 		keywordsPerApp, fillProbeApps, newKeywords, firstSearches, fpCycles, left, strings.Join(fpActions, ", "))
 	ops = append(ops, fp, fpQ)
 	measured(fp)
@@ -280,6 +289,9 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		case "ledger-reconcile":
 			op.DORequests += reconcileObjectReads
 		}
+		// A task runs in the SchedulerDO's alarm: the object is active
+		// for its wall time.
+		op.DOActiveMs = op.WallMs
 		schedRunsPerDay += op.RunsPerDay
 		ops = append(ops, op)
 		measured(op)
@@ -316,72 +328,58 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	w2 := measureEnrichment(base, logPath, simServed, windowMin)
 	sizesEnd, runDays := tableSizes(dbPath), time.Since(runStart).Hours()/24
 	perDay := 1440 / w1.mins
-	q0, q1 := w1.q0, w1.q1
-	refreshes := w2.refreshed + w2.unchanged
-	r1 := w1.refreshed + w1.unchanged
+	// Refreshes of each window: the controller's Refreshed, the unchanged
+	// ones among them.
+	r1, r2 := w1.refreshes(), w2.refreshes()
 	// Each window is a mix of new apps and refreshes: SplitCosts gives
 	// each its own cost (window 2 may enrich apps a task requeued).
 	split := func(v1, v2 float64) (float64, float64) {
-		n, r, ok := SplitCosts(w1.completed, r1, v1, w2.completed, refreshes, v2)
+		n, r, ok := SplitCosts(w1.completed, r1, v1, w2.completed, r2, v2)
 		if !ok {
-			fail("scale: the enrichment windows cannot tell new apps from refreshes (%v new/%v refreshes, %v/%v)", w1.completed, r1, w2.completed, refreshes)
+			fail("scale: the enrichment windows cannot tell new apps from refreshes (%v new/%v refreshes, %v/%v)", w1.completed, r1, w2.completed, r2)
 		}
 		return n, r
 	}
-	newApps := ScaleOp{Name: "enrichment: new app", RunsPerDay: designAppsPerHour * 24}
+	newApps := ScaleOp{Name: "enrichment: new app", PerNewApp: 1}
 	ref := ScaleOp{Name: "enrichment: refresh", RunsPerDay: 0}
 	newApps.RowsRead, ref.RowsRead = split(w1.read, w2.read)
 	newApps.RowsWritten, ref.RowsWritten = split(w1.written, w2.written)
 	newApps.Subrequests, ref.Subrequests = split(w1.upstream, w2.upstream)
-	// R2 Class A: the pages an app fetches, over the pages a put carried
-	// in its window (a tick's pages go in one object: ClassAPerApp).
-	pagesPerNew, pagesPerRefresh := split(w1.pages, w2.pages)
-	newApps.R2ClassA = ClassAPerApp(max(0, pagesPerNew), w1.pages, w1.puts)
-	ref.R2ClassA = ClassAPerApp(max(0, pagesPerRefresh), w2.pages, w2.puts)
-	// The limiter calls the windows made: the controller's own count of its
-	// leases' acquires (its totals' limiter_calls). The limiter objects'
-	// counters cannot say: wrangler dev evicts an idle object between two
-	// leases a minute apart, and its in-memory counts start again.
-	newApps.DORequests, ref.DORequests = split(w1.limiterCalls, w2.limiterCalls)
-	newApps.DORequests, ref.DORequests = max(0, newApps.DORequests), max(0, ref.DORequests)
-	newApps.Note = fmt.Sprintf("window 1: %.0f new apps and %.0f refreshes in %.1f min (%.0f new a day at the controller's pace), %.0f pages in %.0f R2 puts; window 2: %.0f and %.0f (%d queued at its start), %.0f pages in %.0f puts",
-		w1.completed, r1, w1.mins, w1.completed*perDay, w1.pages, w1.puts, w2.completed, refreshes, queuedAtW2, w2.pages, w2.puts)
-	// A tick is the controller's alarm: its facts are sent in the same
-	// wake, and the ledger's checks ride on it (durable/ledger.WakeAt).
-	ticks := ScaleOp{Name: "enrichment: ticks", RunsPerDay: w1.ticks * perDay, DORequests: 1}
-	// The limiter keys' alarms, measured while the controller ran (its two
-	// keys busy every minute, as in the fill month): per minute, all day.
-	// Derived, not measured (the objects' counts restart with each
-	// eviction): a key busy in a minute closes it with one alarm
-	// (durable/limiter's Roll), and the fill month keeps the store host's
-	// and the API host's keys busy every minute.
+	// The pages an app fetches: R2's stored pages follow them; the puts,
+	// the leases' acquires and the queue's messages are a tick's
+	// (TickCostOf), billed as ticks a day × the cost of a tick.
+	pagesPerNew, _ := split(w1.pages, w2.pages)
+	pagesPerNew = max(0, pagesPerNew)
+	tc, queuePerNew := TickCostOf(w1, w2)
+	newApps.Note = fmt.Sprintf("window 1: %.0f new apps and %.0f refreshes in %.1f min (%.0f new a day at the controller's pace), %.0f pages in %.0f R2 puts; window 2: %.0f and %.0f (%d queued at its start), %.0f pages in %.0f puts; %.2f pages a new app",
+		w1.completed, r1, w1.mins, w1.completed*perDay, w1.pages, w1.puts, w2.completed, r2, queuedAtW2, w2.pages, w2.puts, pagesPerNew)
+	// The limiter keys' alarms. Derived, not measured (the objects' counts
+	// restart with each eviction): a key busy in a minute closes it with
+	// one alarm (durable/limiter's Roll), and the fill month keeps the
+	// store host's and the API host's keys busy every minute.
 	limAlarms := ScaleOp{Name: "limiter alarms", RunsPerDay: 1440, DORequests: busyLimiterKeys,
 		Note: fmt.Sprintf("derived: %d keys busy every minute, one alarm a minute each", busyLimiterKeys)}
-	completed, refreshed := w1.completed*perDay, (w1.refreshed+w1.unchanged)*perDay
+	completed, refreshed := w1.completed*perDay, r1*perDay
 	dueRefreshes := float64(tiers["warm"])*dayS/refreshInterval("warm") + float64(tiers["hot"])*dayS/refreshInterval("hot") +
 		float64(tiers["cold"])*dayS/refreshInterval("cold")
-	// The queue consumer: window 1's batches (app-enriched events and the
-	// controller's facts) per new app, and the cron phase's per crawl
-	// cycle (its events and the tasks' facts).
-	perNew := 1 / max(1, w1.completed)
-	qn := ScaleOp{Name: "queue consumer: new apps", PerNewApp: 1,
-		RowsRead: (q1.read - q0.read) * perNew, RowsWritten: (q1.written - q0.written) * perNew,
-		QueueMessages: (q1.messages - q0.messages) * perNew}
-	qn.Note = fmt.Sprintf("per new app: %.0f batches, %.0f messages (%.0f of facts) for %.0f new apps",
-		q1.batches-q0.batches, q1.messages-q0.messages, q1.facts-q0.facts, w1.completed)
+	// The queue consumer: a new app's app-enriched share (its rows; the
+	// messages are the ticks'), and the cron phase's per crawl cycle (its
+	// events and the tasks' facts).
+	qn := ScaleOp{Name: "queue consumer: new apps", PerNewApp: 1, RowsRead: queuePerNew.read, RowsWritten: queuePerNew.written}
+	qs1, qs2 := w1.queue(), w2.queue()
+	qn.Note = fmt.Sprintf("rows a new app (the ticks' facts apart): window 1 %.0f batches, %.0f messages (%.0f of facts) in %.0f ticks; window 2 %.0f, %.0f (%.0f) in %.0f ticks",
+		qs1.batches, qs1.messages, qs1.facts, w1.ticks, qs2.batches, qs2.messages, qs2.facts, w2.ticks)
 	qcyc := ScaleOp{Name: "queue consumer: crawl cycle", RunsPerDay: 288,
 		RowsRead: cronPhaseQueue.read / cronPhaseCycles, RowsWritten: cronPhaseQueue.written / cronPhaseCycles,
 		QueueMessages: cronPhaseQueue.messages / cronPhaseCycles}
 	qcyc.Note = fmt.Sprintf("per crawl cycle: %.1f batches, %.1f messages (%.1f of facts)", cronPhaseQueue.batches/cronPhaseCycles,
 		cronPhaseQueue.messages/cronPhaseCycles, cronPhaseQueue.facts/cronPhaseCycles)
-	batchesPerNew := (q1.batches - q0.batches) * perNew
 	ops = append(ops, qcyc, qn)
 	measured(qcyc)
 
-	newApps.PerNewApp = 1
 	ref.RunsPerDay = dueRefreshes
-	ref.Note = fmt.Sprintf("measured on %.0f refreshes in %.1f min (%.0f unchanged); runs/day = what the policy schedules", refreshes, w2.mins, w2.unchanged)
-	ops = append(ops, newApps, ref, ticks, limAlarms)
+	ref.Note = fmt.Sprintf("measured on %.0f refreshes in %.1f min (%.0f unchanged); runs/day = what the policy schedules", r2, w2.mins, w2.unchanged)
+	ops = append(ops, newApps, ref, limAlarms)
 
 	// Storage, table by table (scale_storage.go): the catalogue's tables
 	// grow with the store's new apps, the history tables with the assumed
@@ -402,39 +400,41 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 			float64(len(appstore.ChartCollections)*crawl.CategoryScanLimit)
 	}
 	day := func(d time.Duration) float64 { return d.Hours() / 24 }
-	tables := ProjectTables(StorageInputs{Apps: float64(n), Enriched: float64(shape.Enriched), Now: sizes0,
+	storageIn := StorageInputs{Apps: float64(n), Enriched: float64(shape.Enriched), Now: sizes0,
 		Run: sizesEnd.minus(sizes0), MeasuredDays: runDays, Sample: sample, Reviews: sizesCron.minus(sizes0)["app_reviews"],
-		NewAppsPerDay: storeNewAppsPerDay, RefreshTiers: refreshTiers, KeywordTiers: keywordTiers,
+		RefreshTiers: refreshTiers, KeywordTiers: keywordTiers,
 		ResultsPerSearch: crawl.KeywordSearchSize,
 		// The top clusters' apps, each due once a RefreshAge.
 		ReviewFetchesPerDay: float64(reviews.RefreshClusters*membersPerCluster) / day(reviews.RefreshAge),
 		ChartRowsPerDay:     chartRows,
 		ReviewsKeptDays:     reviews.KeptPerApp / newReviewsPerFetch * day(reviews.RefreshAge),
 		RatingDays:          day(catalogue.RatingHistoryRetention), ChangeDays: day(catalogue.ChangeHistoryRetention),
-		RankDays: day(catalogue.RankHistoryRetention), FactsDays: config.DefaultFactsRetentionDays, MinutesDays: day(ledgerdb.RollupRetention)})
-	storage := StorageOf(float64(bytesStart), tables)
+		RankDays: day(catalogue.RankHistoryRetention), FactsDays: config.DefaultFactsRetentionDays, MinutesDays: day(ledgerdb.RollupRetention)}
+	doBytes, r2Bytes := dirBytes(filepath.Join(persist, "v3", "do")), dirBytes(filepath.Join(persist, "v3", "r2"))
 
-	// The three months (scale_month.go): the fill (the headline), the
-	// steady state after it, and the design's pace all month.
+	// The months (scale_model.go): the fill (the headline), a month after
+	// it, the design's pace all month, and the long-run steady state
+	// (every pruned table at its retention), each from the same model.
+	rates := DefaultRates()
+	rates.NewKeywordsPerNewApp = keywordsPerApp
+	model := Model{Ops: ops, Tick: tc, PagesPerNewApp: pagesPerNew, Storage: storageIn, D1BytesNow: float64(bytesStart), DOBytes: float64(doBytes),
+		WorkersFixedPerDay: 288 + 4 + 1 + cronPhaseQueue.batches/cronPhaseCycles*288}
 	fillPace, steadyPace, designPace := MonthPaces(n)
-	bill := func(pace float64) (Month, []ScaleOp) {
-		o := WithNewApps(ops, pace)
-		// Storage grows at the store's pace in every month: the fill's
-		// apps are the catalogue the bench starts from (bytesStart).
-		workersPerDay := 288 + 4 + 1 + cronPhaseQueue.batches/cronPhaseCycles*288 + batchesPerNew*pace
-		return MonthOf(o, storage, workersPerDay), o
-	}
-	steady, _ := bill(steadyPace)
-	design, _ := bill(designPace)
-	m, ops := bill(fillPace)
+	fill := model.Month(fillPace, rates, false)
+	steady := model.Month(steadyPace, rates, false)
+	design := model.Month(designPace, rates, false)
+	longRun := model.Month(steadyPace, rates, true)
+	assumptions := Assumptions(rates, fillProbeApps, newKeywords)
+	sens := model.SensitivityOf(float64(n), rates, assumptions)
+	m, ops, tables, storage := fill.Month, fill.Ops, fill.Tables, fill.Storage
 	bytesPerDay := m.BytesPerDay
 	for _, o := range ops {
-		if o.PerNewApp > 0 || o.Name == ref.Name {
+		if o.PerNewApp > 0 || o.PerNewKeyword > 0 || o.Name == ref.Name || o.Name == "enrichment: ticks" || o.Name == "queue consumer: ticks" {
 			measured(o)
 		}
 	}
-	months := map[string]MonthSummary{"fill": SummaryOf(m, fillPace), "steady": SummaryOf(steady, steadyPace),
-		"design_pace_all_month": SummaryOf(design, designPace)}
+	months := map[string]MonthSummary{"fill": SummaryOf(m, fillPace), "steady": SummaryOf(steady.Month, steadyPace),
+		"design_pace_all_month": SummaryOf(design.Month, designPace)}
 
 	say("\nPer operation at %d apps (rows per run from D1's result metadata; runs a day at the real periods)\n", n)
 	say("%-26s %9s %12s %12s %8s %9s %10s %14s %14s   %s\n", "operation", "runs/day", "rows read", "rows written", "subreqs", "wall ms", "cover days", "read/day", "written/day", "note")
@@ -448,12 +448,19 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	}
 	say("\nRefreshes the policy schedules: %.0f a day (tiers %v); the controller did %.0f a day beside %.0f new apps a day (tuned to %d pages/min);\n",
 		dueRefreshes, tiers, refreshed, completed, designAppsPerHour/60)
+	say("new keywords a new app: %.3f (measured: %d apps unfilled brought %d); catalogue changes a day: %.0f at the assumed %.3f an app (the simulator has no change model at scale), %.0f seen by refreshes\n",
+		keywordsPerApp, fillProbeApps, newKeywords, CatalogueChangesPerDay(float64(shape.Enriched), rates), rates.ChangesPerAppDay, fill.SeenChanges)
+	say("ticks: %.0f a day, %.0f ms each (%.0f samples); R2: %.0f pages a day kept %d days at %.0f bytes (the simulator's: %.0f bytes a page); Durable Object storage %.2f MB (measured)\n",
+		tc.PerDay, tc.DurationMs, w1.tickSamples+w2.tickSamples, fill.PagesPerDay, r2PagesKeptDays, rates.PageBytes,
+		PerRow(float64(r2Bytes), w1.pages+w2.pages), float64(doBytes)/1e6)
 	printStorage(say, tables, sizes0, sizesCron, sizesW1, sizesEnd, sample, storage)
-	say("\nThree months at %d apps (new apps a day; D1 rows written; overage):\n", n)
+	say("\nMonths at %d apps (new apps a day; D1 rows written; overage):\n", n)
 	for _, k := range []string{"fill", "steady", "design_pace_all_month"} {
 		x := months[k]
 		say("  %-22s %9.0f new apps/day  %6.1fM rows written  %6.1fM read  $%.2f over\n", k, x.NewAppsPerDay, x.D1RowsWrittenMonth/1e6, x.D1RowsReadMonth/1e6, x.OverageUSDMonth)
 	}
+	say("  %-22s %9.0f new apps/day  %6.1fM rows written  %6.1fM read  $%.2f over (pruned tables at their retention: %.0f deletes a day)\n", "steady_month",
+		steadyPace, longRun.D1RowsWritten/1e6, longRun.D1RowsRead/1e6, longRun.OverageUSD, longRun.PruneRows)
 	say("\nThe fill month (%d days: the catalogue crawled once, %.0f new apps a day, and kept fresh all month) at %d apps, Workers Paid prices of %s (%s):\n",
 		daysPerMonth, fillPace, n, PricesDate, PricesSource)
 	say("%-26s %16s %16s %10s\n", "product", "used", "included", "overage $")
@@ -468,13 +475,28 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	for _, s := range DOBreakdown(ops) {
 		say("    %-32s %12.0f\n", s.Name, s.Month)
 	}
+	line(DODurationGBs, m.DOGBs)
+	line(DOStorageRowsWritten, m.DOStorageRows)
+	say("%-26s %16.4f %16.0f %10.2f\n", "Durable Object storage GB", m.DOStorageGB, DOStorageGB.Included, m.Overage[DOStorageGB.Name])
 	line(QueueOps, m.QueueOps)
 	line(R2ClassA, m.R2ClassA)
 	line(R2ClassB, m.R2ClassB)
+	say("%-26s %16.2f %16.0f %10.2f\n", "R2 storage GB", m.R2StorageGB, R2StorageGB.Included, m.Overage[R2StorageGB.Name])
 	line(KVWrites, m.KVWrites)
 	line(WorkersRequests, m.WorkersRequests)
 	say("overage $%.2f + plan $%.2f = $%.2f a month; most rows read: %s; most rows written: %s (%.0f%%)\n", m.OverageUSD, PlanBaseUSD, m.TotalUSD,
 		m.TopReader, m.TopWriter, 100*m.RowsWrittenShare[m.TopWriter])
+	say("\nAssumptions (each month rests on these):\n")
+	for _, a := range assumptions {
+		say("  %-30s %12.4g  %s\n", a.Name, a.Value, a.Source)
+	}
+	say("\nSensitivity: the fill month and steady_month at half and twice each uncertain rate (D1 rows written, overage):\n")
+	say("  %-30s %24s %24s %24s %24s\n", "rate", "fill ½×", "fill 2×", "steady_month ½×", "steady_month 2×")
+	cell := func(rows, usd float64) string { return fmt.Sprintf("%.1fM $%.2f", rows/1e6, usd) }
+	for _, x := range sens {
+		say("  %-30s %24s %24s %24s %24s\n", x.Name, cell(x.Half.FillRowsWritten, x.Half.FillUSD), cell(x.Double.FillRowsWritten, x.Double.FillUSD),
+			cell(x.Half.SteadyRowsWritten, x.Half.SteadyUSD), cell(x.Double.SteadyRowsWritten, x.Double.SteadyUSD))
+	}
 	say("D1 size: %.2f GB at the start, %.2f GB at the end (%s in all)\n", float64(bytesStart)/1e9, float64(fileBytes(dbPath))/1e9, time.Since(t0).Round(time.Second))
 
 	if asJSON {
@@ -486,11 +508,30 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 			D1BytesAfterYear: m.D1BytesAfterYr, D1BytesPerDay: bytesPerDay, D1Tables: tables, DORequestsMonth: m.DORequests, QueueOpsMonth: m.QueueOps,
 			R2ClassAMonth: m.R2ClassA, R2ClassBMonth: m.R2ClassB, KVWritesMonth: m.KVWrites, WorkersRequestsMon: m.WorkersRequests,
 			OverageUSDMonth: m.OverageUSD, OverageByMeter: ov, Operations: ops, Shape: shape, PricesDate: PricesDate,
-			RefreshesDuePerDay: dueRefreshes, RefreshesDonePerDay: refreshed, Months: months}
+			RefreshesDuePerDay: dueRefreshes, RefreshesDonePerDay: refreshed, Months: months,
+			NewKeywordsPerNewApp: keywordsPerApp, CatalogueChangesPerDay: CatalogueChangesPerDay(float64(shape.Enriched), rates),
+			DOGBsMonth: m.DOGBs, R2StorageGB: m.R2StorageGB, DOStorageGB: m.DOStorageGB,
+			SteadyMonth: SteadySummary{D1RowsWrittenMonth: longRun.D1RowsWritten, OverageUSDMonth: longRun.OverageUSD},
+			Assumptions: assumptions, Sensitivity: sens}
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(rep)
 	}
+}
+
+// dirBytes is the bytes of the files under dir (0 when it is missing):
+// the local Durable Objects' SQLite files, R2's stored objects.
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 func refreshInterval(tier string) float64 {
@@ -690,18 +731,39 @@ func startScaleWrangler(root, persist, logPath, simBase string) (string, func())
 
 // enrichWindow is what one window of the controller did.
 type enrichWindow struct {
-	mins                                   float64
+	mins float64
+	// refreshed counts every refresh stored, the unchanged ones among
+	// them (controller.Totals.Refreshed, RefreshesUnchanged).
 	completed, refreshed, unchanged, ticks float64
 	limiterCalls                           float64 // the controller's limiter calls (its leases' acquires)
 	read, written, upstream, pages         float64
 	puts                                   float64 // R2 puts of raw pages
 	q0, q1                                 queueSum
+	// tickMs sums the wall time of tickSamples ticks seen (last_tick).
+	tickMs, tickSamples float64
 }
 
-// measureEnrichment watches the running controller for windowMin minutes.
+// refreshes is the window's refreshes: Refreshed already counts the
+// unchanged ones.
+func (w enrichWindow) refreshes() float64 { return w.refreshed }
+
+// queue is the queue consumer's batches in the window.
+func (w enrichWindow) queue() queueSum { return w.q1.minus(w.q0) }
+
+// measureEnrichment watches the running controller for windowMin minutes,
+// reading its status every tickSampleEvery for the last tick's wall time.
 func measureEnrichment(base, logPath string, simServed func() int64, windowMin int) enrichWindow {
 	e0, q0, s0, t0 := enrichStatus(base), queueTotals(logPath), simServed(), time.Now()
-	time.Sleep(time.Duration(windowMin) * time.Minute)
+	var tickMs, samples float64
+	seen := map[int64]bool{}
+	for end := t0.Add(time.Duration(windowMin) * time.Minute); time.Now().Before(end); {
+		time.Sleep(min(tickSampleEvery, time.Until(end)))
+		if lt := enrichStatus(base).LastTick; lt != nil && !seen[lt.At] {
+			seen[lt.At] = true
+			tickMs += float64(lt.DurationMs)
+			samples++
+		}
+	}
 	e1, q1, s1 := enrichStatus(base), queueTotals(logPath), simServed()
 	d := func(a, b int64) float64 { return float64(b - a) }
 	return enrichWindow{mins: time.Since(t0).Minutes(),
@@ -709,8 +771,13 @@ func measureEnrichment(base, logPath string, simServed func() int64, windowMin i
 		unchanged: d(e0.Totals.RefreshesUnchanged, e1.Totals.RefreshesUnchanged), ticks: d(e0.Totals.Ticks, e1.Totals.Ticks),
 		read: d(e0.Totals.D1RowsRead, e1.Totals.D1RowsRead), written: d(e0.Totals.D1RowsWritten, e1.Totals.D1RowsWritten),
 		upstream: d(s0, s1), pages: d(e0.Totals.PageRequests, e1.Totals.PageRequests), q0: q0, q1: q1,
-		puts: d(e0.Totals.PagePuts, e1.Totals.PagePuts), limiterCalls: d(e0.Totals.LimiterCalls, e1.Totals.LimiterCalls)}
+		puts: d(e0.Totals.PagePuts, e1.Totals.PagePuts), limiterCalls: d(e0.Totals.LimiterCalls, e1.Totals.LimiterCalls),
+		tickMs: tickMs, tickSamples: samples}
 }
+
+// tickSampleEvery is how often a window reads the controller's last tick
+// (its ticks are pacing.TickInterval apart).
+const tickSampleEvery = 10 * time.Second
 
 // coverRuns is the runs each pass over the catalogue takes to cover it
 // once: its table's rows over the apps a run (from the pass's bounds).

@@ -30,7 +30,14 @@ type ScaleOp struct {
 	// PerNewApp > 0 marks an operation whose runs follow the pace of new
 	// apps: PerNewApp runs a new app (WithNewApps sets its runs a day).
 	PerNewApp float64 `json:"per_new_app,omitempty"`
-	Note      string  `json:"note,omitempty"`
+	// PerNewKeyword > 0 marks an operation whose runs follow the keywords
+	// new apps bring: PerNewKeyword runs a new keyword (Model.Month).
+	PerNewKeyword float64 `json:"per_new_keyword,omitempty"`
+	// DOActiveMs is the time a run keeps a Durable Object active (billed
+	// as duration, GB-s); DOStorageRows the rows it writes to one's storage.
+	DOActiveMs    float64 `json:"do_active_ms,omitempty"`
+	DOStorageRows float64 `json:"do_storage_rows,omitempty"`
+	Note          string  `json:"note,omitempty"`
 }
 
 // Paces of new apps a month is billed at. The design's pace is a crawl
@@ -74,11 +81,16 @@ func (o ScaleOp) PerDay(v float64) float64 { return v * o.RunsPerDay }
 
 // Month is a month's usage per product and its bill.
 type Month struct {
-	D1RowsRead, D1RowsWritten   float64
-	D1BytesNow, D1BytesAfterYr  float64
-	DORequests, QueueOps        float64
-	R2ClassA, R2ClassB          float64
-	KVWrites, WorkersRequests   float64
+	D1RowsRead, D1RowsWritten  float64
+	D1BytesNow, D1BytesAfterYr float64
+	DORequests, QueueOps       float64
+	R2ClassA, R2ClassB         float64
+	KVWrites, WorkersRequests  float64
+	// DOGBs is Durable Object duration (GB-s); DOStorageRows the rows
+	// written to the objects' storage; R2StorageGB and DOStorageGB the
+	// bytes stored, in GB.
+	DOGBs, DOStorageRows        float64
+	R2StorageGB, DOStorageGB    float64
 	Overage                     map[string]float64 // USD past the plan's inclusions, by meter
 	OverageUSD, TotalUSD        float64            // TotalUSD adds the plan's base
 	RowsWrittenShare            map[string]float64 // each op's share of rows written
@@ -89,7 +101,8 @@ type Month struct {
 // Storage is D1's size now, its growth a day in the month ahead (no
 // pruner's cap is reached within it) and its size after a year, table by
 // table (ProjectTables, StorageAfter).
-type Storage struct{ Now, PerDay, AfterYear float64 }
+// R2Bytes and DOBytes are R2's pages and the Durable Objects' storage.
+type Storage struct{ Now, PerDay, AfterYear, R2Bytes, DOBytes float64 }
 
 // StorageOf totals the tables' projections: the size in use now plus each
 // table's growth.
@@ -108,7 +121,7 @@ func StorageOf(bytesNow float64, tables []TableYear) Storage {
 // requests).
 func MonthOf(ops []ScaleOp, st Storage, workersPerDay float64) Month {
 	bytesNow, bytesPerDay := st.Now, st.PerDay
-	m := Month{D1BytesNow: bytesNow, D1BytesAfterYr: st.AfterYear, BytesPerDay: bytesPerDay,
+	m := Month{D1BytesNow: bytesNow, D1BytesAfterYr: st.AfterYear, BytesPerDay: bytesPerDay, R2StorageGB: st.R2Bytes / 1e9, DOStorageGB: st.DOBytes / 1e9,
 		WorkersRequests: workersPerDay * daysPerMonth, WorkersPerDayN: workersPerDay,
 		Overage: map[string]float64{}, RowsWrittenShare: map[string]float64{}}
 	var topR, topW float64
@@ -121,6 +134,8 @@ func MonthOf(ops []ScaleOp, st Storage, workersPerDay float64) Month {
 		m.R2ClassA += o.PerDay(o.R2ClassA) * daysPerMonth
 		m.R2ClassB += o.PerDay(o.R2ClassB) * daysPerMonth
 		m.KVWrites += o.PerDay(o.KVWrites) * daysPerMonth
+		m.DOGBs += o.PerDay(o.DOActiveMs) / 1000 * doGB * daysPerMonth
+		m.DOStorageRows += o.PerDay(o.DOStorageRows) * daysPerMonth
 		if r > topR {
 			topR, m.TopReader = r, o.Name
 		}
@@ -141,6 +156,7 @@ func MonthOf(ops []ScaleOp, st Storage, workersPerDay float64) Month {
 		{D1RowsRead, m.D1RowsRead}, {D1RowsWritten, m.D1RowsWritten}, {D1StorageGB, meanGB},
 		{DORequests, m.DORequests}, {QueueOps, m.QueueOps}, {R2ClassA, m.R2ClassA}, {R2ClassB, m.R2ClassB},
 		{KVWrites, m.KVWrites}, {WorkersRequests, m.WorkersRequests},
+		{DODurationGBs, m.DOGBs}, {R2StorageGB, m.R2StorageGB}, {DOStorageGB, m.DOStorageGB}, {DOStorageRowsWritten, m.DOStorageRows},
 	} {
 		usd := x.m.Overage(x.used)
 		m.Overage[x.m.Name] = usd
@@ -155,6 +171,13 @@ func MonthOf(ops []ScaleOp, st Storage, workersPerDay float64) Month {
 type MonthSummary struct {
 	NewAppsPerDay      float64 `json:"new_apps_per_day"`
 	D1RowsReadMonth    float64 `json:"d1_rows_read_month"`
+	D1RowsWrittenMonth float64 `json:"d1_rows_written_month"`
+	OverageUSDMonth    float64 `json:"overage_usd_month"`
+}
+
+// SteadySummary is the long-run steady month in brief (the -json report's
+// steady_month): every pruned table at its retention.
+type SteadySummary struct {
 	D1RowsWrittenMonth float64 `json:"d1_rows_written_month"`
 	OverageUSDMonth    float64 `json:"overage_usd_month"`
 }

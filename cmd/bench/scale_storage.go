@@ -94,8 +94,11 @@ type TableYear struct {
 	BytesNow    float64 `json:"bytes_now"`
 	RowsNow     float64 `json:"rows_now"`
 	BytesPerDay float64 `json:"bytes_per_day"`
-	CapDays     float64 `json:"cap_days,omitempty"`
-	Basis       string  `json:"basis"`
+	// RowsPerDay is the rows it grows a day (0 where only bytes are known:
+	// the catalogue's tables, the bounded ones).
+	RowsPerDay float64 `json:"rows_per_day,omitempty"`
+	CapDays    float64 `json:"cap_days,omitempty"`
+	Basis      string  `json:"basis"`
 }
 
 // After is the table's bytes after days: now plus its growth, up to its cap.
@@ -162,28 +165,34 @@ type StorageInputs struct {
 	// Retention in days of each pruned table (history-prune, facts-prune;
 	// ReviewsKeptDays: the days of full pages an app's kept reviews hold).
 	RatingDays, ChangeDays, RankDays, FactsDays, MinutesDays, ReviewsKeptDays float64
+	// Rates are the change rates and reviews a fetch the history tables
+	// grow at (DefaultRates, or scaled for the sensitivity table).
+	Rates Rates
 }
 
 // ProjectTables is each table's projection (see docs/scale.md, "Storage").
 func ProjectTables(in StorageInputs) []TableYear {
 	perRow := func(table string) float64 { return PerRow(in.Sample[table].Bytes, in.Sample[table].Rows) }
+	r := in.Rates
 	history := func(table string, ratePerDay, capDays float64, basis string) TableYear {
 		rows := ChangeRowsPerDay(in.RefreshTiers, ratePerDay) + FirstChangeRows(in.Enriched, ratePerDay, storageDays)/storageDays
-		return TableYear{Table: table, BytesPerDay: rows * perRow(table), CapDays: capDays, Basis: basis}
+		return TableYear{Table: table, RowsPerDay: rows, BytesPerDay: rows * perRow(table), CapDays: capDays, Basis: basis}
 	}
+	rankRows := ResultRankRowsPerDay(in.KeywordTiers, in.ResultsPerSearch, r.ChangesPerAppDay)
+	reviewRows := in.ReviewFetchesPerDay * r.NewReviewsPerFetch
 	model := map[string]TableYear{
-		"app_snapshots": history("app_snapshots", appChangesPerAppDay, in.RatingDays,
+		"app_snapshots": history("app_snapshots", r.ChangesPerAppDay, in.RatingDays,
 			"rating changes the refreshes see, at the assumed change rate"),
-		"app_version_history": history("app_version_history", appChangesPerAppDay*versionShareOfChanges, in.ChangeDays,
+		"app_version_history": history("app_version_history", r.ChangesPerAppDay*r.VersionShare, in.ChangeDays,
 			"new versions the refreshes see, at the assumed change rate"),
-		"app_price_history": history("app_price_history", priceChangesPerAppDay, in.ChangeDays,
+		"app_price_history": history("app_price_history", r.PricePerAppDay, in.ChangeDays,
 			"price changes the refreshes see, at the assumed rate"),
 		"keyword_rank_history": {Table: "keyword_rank_history", CapDays: in.RankDays, Basis: "rank moves the re-searches see",
-			BytesPerDay: ResultRankRowsPerDay(in.KeywordTiers, in.ResultsPerSearch, appChangesPerAppDay) * perRow("keyword_rank_history")},
+			RowsPerDay: rankRows, BytesPerDay: rankRows * perRow("keyword_rank_history")},
 		"chart_position_history": {Table: "chart_position_history", CapDays: in.RankDays, Basis: "every category scan's chart rows",
-			BytesPerDay: in.ChartRowsPerDay * perRow("chart_position_history")},
+			RowsPerDay: in.ChartRowsPerDay, BytesPerDay: in.ChartRowsPerDay * perRow("chart_position_history")},
 		"app_reviews": {Table: "app_reviews", Basis: "new reviews of the top clusters' apps, a full page a fetch, up to the reviews an app keeps",
-			BytesPerDay: in.ReviewFetchesPerDay * newReviewsPerFetch * PerRow(in.Reviews.Bytes, in.Reviews.Rows), CapDays: in.ReviewsKeptDays},
+			RowsPerDay: reviewRows, BytesPerDay: reviewRows * PerRow(in.Reviews.Bytes, in.Reviews.Rows), CapDays: in.ReviewsKeptDays},
 	}
 	var out []TableYear
 	for table, now := range in.Now {
@@ -195,7 +204,8 @@ func ProjectTables(in StorageInputs) []TableYear {
 		case boundedTables[table]:
 			t = TableYear{Basis: "bounded: a row per fixed thing"}
 		default:
-			t = TableYear{BytesPerDay: max(0, in.Run[table].Bytes) / max(1e-9, in.MeasuredDays), Basis: "the bench's growth over its wall time"}
+			t = TableYear{BytesPerDay: max(0, in.Run[table].Bytes) / max(1e-9, in.MeasuredDays), Basis: "the bench's growth over its wall time",
+				RowsPerDay: max(0, in.Run[table].Rows) / max(1e-9, in.MeasuredDays)}
 			switch table {
 			case "facts":
 				t.CapDays = in.FactsDays

@@ -66,7 +66,8 @@ func TestProjectTables(t *testing.T) {
 		Sample:        Sizes{"app_snapshots": {Bytes: 8000, Rows: 100}, "keyword_rank_history": {Bytes: 4000, Rows: 100}},
 		Reviews:       TableSize{Bytes: 7000, Rows: 10},
 		NewAppsPerDay: 10, RefreshTiers: []TierApps{{N: 800, IntervalDays: 1}}, KeywordTiers: []TierApps{{N: 100, IntervalDays: 7}},
-		ResultsPerSearch: 50, ReviewFetchesPerDay: 20, ReviewsKeptDays: 20, RatingDays: 400, RankDays: 90, FactsDays: 30}
+		ResultsPerSearch: 50, ReviewFetchesPerDay: 20, ReviewsKeptDays: 20, RatingDays: 400, RankDays: 90, FactsDays: 30,
+		Rates: DefaultRates()}
 	by := map[string]TableYear{}
 	for _, ty := range ProjectTables(in) {
 		by[ty.Table] = ty
