@@ -281,7 +281,7 @@ CREATE TABLE "crawl_keywords" (
   result_count INTEGER,
   value REAL NOT NULL DEFAULT 0, research_interval_s INTEGER, next_search_at TEXT, due_value REAL,
   id INTEGER PRIMARY KEY       -- keyword_rank_history's key for the keyword
-);
+, popularity INTEGER, popularity_prefix INTEGER, popularity_position INTEGER, popularity_at TEXT);
 CREATE INDEX idx_crawl_keywords_due_value
   ON crawl_keywords (due_value DESC, next_search_at) WHERE due_value IS NOT NULL;
 CREATE INDEX idx_crawl_keywords_pending_value

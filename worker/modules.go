@@ -12,6 +12,7 @@ import (
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
+	"storecrawl/worker/keywords"
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
@@ -60,6 +61,11 @@ type TaskDeps struct {
 	Country        string
 	// Analyst (analyst.Tasks).
 	Analyst *analyst.Analyst
+	// Keyword metrics (keywords.Tasks): the hints of the deployment's
+	// storefront, through the global catalogue limit.
+	Popularity   keywords.PopularityStore
+	Hints        keywords.HintsFetcher
+	HintsReserve func(ctx context.Context, n int) context.Context
 }
 
 // PeriodicTasks is every feature's periodic work: the one list the
@@ -73,6 +79,7 @@ func PeriodicTasks(d TaskDeps) []module.Task {
 		enrichment.Tasks(d.Reparser, d.Failed, d.RetryFailedAfter),
 		reviews.Tasks(d.Reviews, d.ReviewsGet, d.ReviewsReserve, d.APIBase, d.Country),
 		analyst.Tasks(d.Analyst),
+		keywords.Tasks(d.Popularity, d.Hints, d.HintsReserve),
 	)
 }
 

@@ -21,6 +21,7 @@ import (
 	"storecrawl/worker/config"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
+	"storecrawl/worker/keywords"
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
@@ -59,6 +60,8 @@ func Register() {
 		Replay:           historyService,
 		Requeue:          eventQueue,
 		Analyst:          analystService(),
+		Keywords:         keywords.D1Store{DB: db},
+		Country:          cfg.Country,
 		AdminToken:       func() string { return cfg.AdminToken },
 		ClientToken:      func() string { return cfg.ClientToken },
 	}

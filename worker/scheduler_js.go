@@ -11,6 +11,7 @@ import (
 	"storecrawl/durable/scheduler"
 	living "storecrawl/worker/catalogue"
 	"storecrawl/worker/enrichment"
+	"storecrawl/worker/keywords"
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/module"
 	"storecrawl/worker/reviews"
@@ -28,7 +29,9 @@ var periodic = sync.OnceValue(func() []module.Task {
 		Reconciler: historyService, FactsPruner: ledgerdb.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now},
 		Reparser: pageReparser, Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter,
 		Reviews: reviews.D1Store{DB: db}, ReviewsGet: feeds.Get, ReviewsReserve: feeds.Reserve, Country: cfg.Country,
-		Analyst: analystService(),
+		Analyst:    analystService(),
+		Popularity: keywords.D1Store{DB: db}, HintsReserve: up.Reserve,
+		Hints: keywords.HTTPHints{Get: up.Get, Base: cfg.APIBase, Country: cfg.Country},
 	})
 })
 

@@ -5,8 +5,8 @@
 // runs natively under go test.
 //
 // router.go is the route table; handlers sit with their concern
-// (enrichment.go, limiter.go, markets.go, apps.go, ledger.go, system.go,
-// analyst.go, dashboard.go, testroutes.go), the checks and helpers they
+// (enrichment.go, limiter.go, markets.go, apps.go, keywords.go, ledger.go,
+// system.go, analyst.go, dashboard.go, testroutes.go), the checks and helpers they
 // share in auth.go, control.go (calls to the Durable Objects), body.go
 // and paging.go.
 package api
@@ -60,6 +60,11 @@ type Server struct {
 	// Analyst is the LLM analyst (GET /v1/opportunities/{id}/brief,
 	// /v1/analyst/status, POST /v1/analyst/run); nil answers 503.
 	Analyst AnalystService
+	// Keywords reads a term's metrics (GET /v1/keywords/{term}); nil
+	// answers 503. Country is the storefront the deployment crawls (the
+	// route's default ?country=).
+	Keywords KeywordReader
+	Country  string
 	// RetryFailedBatch is what one Failed.RetryFailed call requeues at most.
 	RetryFailedBatch int
 	// AdminToken returns the configured token; empty means mutating calls are refused.
@@ -135,6 +140,7 @@ func (s *Server) routes() *routeMux {
 	mux.HandleFunc("GET /v1/apps/{id}/reviews", s.appReviews)
 	mux.HandleFunc("GET /v1/clusters/{id}/themes", s.clusterThemes)
 	mux.HandleFunc("GET /v1/apps/{id}/history", s.appHistory)
+	mux.HandleFunc("GET /v1/keywords/{term}", s.keyword)
 	s.mountAnalyst(mux)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
 	mux.HandleFunc("GET /v1/history", s.history)
