@@ -12,6 +12,7 @@ import (
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
+	"storecrawl/worker/guard"
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
@@ -34,6 +35,7 @@ var Modules = []module.Module{
 	reviews.Module,
 	analyst.Module,
 	ledgerdb.Module,
+	guard.Module,
 	d1.Module,
 }
 
