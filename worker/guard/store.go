@@ -105,7 +105,8 @@ func (s D1Store) MonthUsage(ctx context.Context, now time.Time) (Usage, error) {
 
 // SampleController adds what the EnrichmentController's lifetime totals
 // grew by since the last sample to this month's controller row, and keeps
-// them as the next sample's base: one read, two rows written. Totals
+// them as the next sample's base: one read, two rows written (counted by
+// the invocation that samples, the crawl cycle's cron run). Totals
 // below the last sample (an operator reset them) count from zero. A
 // sample's growth is charged to the month it is taken in, so the first
 // sample of a month carries the previous month's last minutes (at most
@@ -120,7 +121,7 @@ func (s D1Store) SampleController(ctx context.Context, lifetime Usage, now time.
 		grew = SampleGrowth(rows[0], lifetime)
 	}
 	_, err := s.DB.ExecAtomic(ctx,
-		AddStatement(SourceController, grew.Plus(Usage{D1RowsWritten: 2}), now),
+		AddStatement(SourceController, grew, now),
 		d1.Stmt{SQL: setSQL, Args: append([]any{sampleMonth, SourceController}, lifetime.args()...)})
 	return grew, err
 }
