@@ -28,7 +28,10 @@ func TestCostGuardSkipsSlowedTasks(t *testing.T) {
 		t.Fatalf("slowable tasks %v", works)
 	}
 	ran := 0
-	run := func(ctx context.Context, now func() time.Time) module.Result { ran++; return module.Result{OK: true, Summary: "ran"} }
+	run := func(ctx context.Context, now func() time.Time) module.Result {
+		ran++
+		return module.Result{OK: true, Summary: "ran"}
+	}
 	fake := []module.Task{{Name: "reviews-refresh", Slowable: guard.WorkReviews, Run: run}, {Name: "catalogue", Run: run}}
 	th := guard.Decide(guard.Projection{OverageUSD: 100, OverIncluded: []string{"d1_rows_written"}})
 	res := RunPeriodicGuarded(context.Background(), fake, "reviews-refresh", th, time.Now)

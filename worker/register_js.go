@@ -209,7 +209,7 @@ func enrichmentRun(args []js.Value) (any, error) {
 		ReserveLookups: enrichment.GlobalLease(leaseOf(lookupLease, up.Limits), time.Now),
 		LimiterCalls:   func() int64 { return pageLease.Calls() + lookupLease.Calls() },
 		// Due refreshes share the tick with the queue.
-		Refreshes:    enrichment.D1Store{DB: db},
+		Refreshes: enrichment.D1Store{DB: db},
 		// The cost guard halves it once everything before it is slowed.
 		RefreshShare: cfg.RefreshShare * costGuard().Status(context.Background(), time.Now()).RefreshFactor(),
 		// A retry whose page is in R2 and young enough reads it back.

@@ -30,8 +30,8 @@ type Server struct {
 	// CostGuard is the cost guard's decision, shown as cost_guard in GET
 	// /v1/enrichment/status (nil: not shown).
 	CostGuard CostGuard
-	Limiter    LimiterCaller
-	Scheduler  SchedulerCaller
+	Limiter   LimiterCaller
+	Scheduler SchedulerCaller
 	// SchedulerTasks is the scheduler's registry, checked before a control
 	// call goes out (nil: the scheduler alone checks task names).
 	SchedulerTasks []scheduler.Task

@@ -173,7 +173,7 @@ const (
 
 // Guard states.
 const (
-	StateOK           = "ok"           // within every inclusion
+	StateOK           = "ok"            // within every inclusion
 	StateOverIncluded = "over_included" // past an inclusion, within the budget
 	StateThrottling   = "throttling"    // past the budget: work slowed
 )
