@@ -536,4 +536,20 @@ CREATE TABLE sweep_cursors (
   updated_at TEXT
 );
 
--- 26 tables, 26 indexes, 17 triggers.
+-- usage_months
+CREATE TABLE usage_months (
+  month           TEXT NOT NULL,              -- 'YYYY-MM' (UTC), or '' (last sample)
+  source          TEXT NOT NULL,
+  d1_rows_read    INTEGER NOT NULL DEFAULT 0,
+  d1_rows_written INTEGER NOT NULL DEFAULT 0,
+  do_requests     INTEGER NOT NULL DEFAULT 0,
+  queue_ops       INTEGER NOT NULL DEFAULT 0,
+  r2_class_a      INTEGER NOT NULL DEFAULT 0,
+  r2_class_b      INTEGER NOT NULL DEFAULT 0,
+  kv_reads        INTEGER NOT NULL DEFAULT 0,
+  kv_writes       INTEGER NOT NULL DEFAULT 0,
+  workers_requests INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (month, source)
+) WITHOUT ROWID;
+
+-- 27 tables, 26 indexes, 17 triggers.

@@ -12,6 +12,7 @@ import (
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
+	"storecrawl/worker/guard"
 	"storecrawl/worker/keywords"
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/logx"
@@ -35,6 +36,7 @@ var Modules = []module.Module{
 	reviews.Module,
 	analyst.Module,
 	ledgerdb.Module,
+	guard.Module,
 	d1.Module,
 }
 
@@ -77,10 +79,18 @@ func PeriodicTasks(d TaskDeps) []module.Task {
 		tasks.Tasks(d.Catalogue, d.APIBase, d.Maintainer),
 		ledgerdb.Tasks(d.Reconciler, d.FactsPruner),
 		enrichment.Tasks(d.Reparser, d.Failed, d.RetryFailedAfter),
-		reviews.Tasks(d.Reviews, d.ReviewsGet, d.ReviewsReserve, d.APIBase, d.Country),
-		analyst.Tasks(d.Analyst),
+		slowable(reviews.Tasks(d.Reviews, d.ReviewsGet, d.ReviewsReserve, d.APIBase, d.Country), guard.WorkReviews),
+		slowable(analyst.Tasks(d.Analyst), guard.WorkAnalyst),
 		keywords.Tasks(d.Popularity, d.Hints, d.HintsReserve),
 	)
+}
+
+// slowable marks ts as work the cost guard slows as work.
+func slowable(ts []module.Task, work string) []module.Task {
+	for i := range ts {
+		ts[i].Slowable = work
+	}
+	return ts
 }
 
 // SchedulerRegistry is the tasks' names and cadences, as the SchedulerDO
@@ -115,10 +125,21 @@ func measure(ctx context.Context, now func() time.Time, fn func(ctx context.Cont
 // measured: a task-level failure, a panic or an unknown name is in the
 // result, never the caller's.
 func RunPeriodic(ctx context.Context, ts []module.Task, name string, now func() time.Time) scheduler.ResultMsg {
+	return RunPeriodicGuarded(ctx, ts, name, guard.Throttle{}, now)
+}
+
+// RunPeriodicGuarded is RunPeriodic under the cost guard's throttle: a
+// task whose work it slows is skipped (a successful run that did nothing,
+// so its cadence and breaker are untouched) until the guard lets it run.
+func RunPeriodicGuarded(ctx context.Context, ts []module.Task, name string, th guard.Throttle, now func() time.Time) scheduler.ResultMsg {
 	res := scheduler.ResultMsg{Task: name}
 	i := slices.IndexFunc(ts, func(t module.Task) bool { return t.Name == name })
 	if i < 0 {
 		res.Error = "no such task"
+		return res
+	}
+	if w := ts[i].Slowable; w != "" && th.Slowed(w) {
+		res.OK, res.Summary = true, "skipped: the cost guard slows "+w+" (docs/cost.md)"
 		return res
 	}
 	var r module.Result

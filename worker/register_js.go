@@ -21,6 +21,7 @@ import (
 	"storecrawl/worker/config"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
+	"storecrawl/worker/guard"
 	"storecrawl/worker/keywords"
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/logx"
@@ -42,6 +43,7 @@ func Register() {
 	limiterObjects.TallyPeriod = cfg.LimiterTally
 	s := &api.Server{
 		Controller:       controllerCaller{},
+		CostGuard:        costGuard(),
 		Limiter:          limiterCaller{},
 		Scheduler:        schedulerCaller{},
 		SchedulerTasks:   schedulerConfig().Tasks,
@@ -70,7 +72,7 @@ func Register() {
 		s.TestFaults = factFaults
 	}
 	srv := api.NewServer(s)
-	workers.ServeNonBlock(cf.BufferedResponses(srv))
+	workers.ServeNonBlock(cf.BufferedResponses(metered(srv)))
 	cron.ScheduleTaskNonBlock(func(ctx context.Context) error {
 		// A panic here would kill the shared Go instance: it is logged instead.
 		defer func() { _ = logx.Recovered(recover(), "cron handler") }()
@@ -83,6 +85,7 @@ func Register() {
 		if err := (CronLog{KV: kvCache}).Record(ctx, run); err != nil {
 			logx.Err("cron.record_failed", err, map[string]any{"cron": ev.Cron})
 		}
+		recordUsage(ctx, guard.SourceCron, CronUsage(run))
 		return nil // an error here would panic the shared Go instance
 	})
 	queues.ConsumeNonBlock(func(batch *queues.MessageBatch) (err error) {
@@ -94,13 +97,18 @@ func Register() {
 				err = nil
 			}
 		}()
+		// The batch's D1 cost, from D1's result metadata: one line a batch
+		// (cmd/bench -only-scale reads it to bill the consumer's day), and
+		// the cost guard's record of the batch.
+		ctx, cost := d1.WithCost(context.Background())
+		defer func() {
+			v := cost.View()
+			recordUsage(context.Background(), guard.SourceQueue, QueueBatchUsage(len(batch.Messages), v.RowsRead, v.RowsWritten))
+		}()
 		if batch.Queue == config.DeadLetterQueue {
 			consumeDeadLetters(batch)
 			return nil
 		}
-		// The batch's D1 cost, from D1's result metadata: one line a batch
-		// (cmd/bench -only-scale reads it to bill the consumer's day).
-		ctx, cost := d1.WithCost(context.Background())
 		facts := 0
 		defer func() {
 			logx.Event("queue.batch", map[string]any{"queue": batch.Queue, "messages": len(batch.Messages), "facts_messages": facts, "d1": cost.View()})
@@ -204,8 +212,9 @@ func enrichmentRun(args []js.Value) (any, error) {
 		ReserveLookups: enrichment.GlobalLease(leaseOf(lookupLease, up.Limits), time.Now),
 		LimiterCalls:   func() int64 { return pageLease.Calls() + lookupLease.Calls() },
 		// Due refreshes share the tick with the queue.
-		Refreshes:    enrichment.D1Store{DB: db},
-		RefreshShare: cfg.RefreshShare,
+		Refreshes: enrichment.D1Store{DB: db},
+		// The cost guard halves it once everything before it is slowed.
+		RefreshShare: cfg.RefreshShare * costGuard().Status(context.Background(), time.Now()).RefreshFactor(),
 		// A retry whose page is in R2 and young enough reads it back.
 		Stored:    enrichment.R2HTML{Bucket: htmlBucket},
 		PageReuse: cfg.PageReuse,

@@ -11,6 +11,7 @@ import (
 	"storecrawl/durable/scheduler"
 	living "storecrawl/worker/catalogue"
 	"storecrawl/worker/enrichment"
+	"storecrawl/worker/guard"
 	"storecrawl/worker/keywords"
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/module"
@@ -55,5 +56,9 @@ func schedulerDecide(args []js.Value) (any, error) {
 // failures are in the result; the promise rejects only for a bug, so the
 // runtime's alarm retry stays for transport-level failures.
 func schedulerRunTask(args []js.Value) (any, error) {
-	return RunPeriodic(context.Background(), periodic(), args[0].String(), time.Now), nil
+	ctx := context.Background()
+	th := costGuard().Status(ctx, time.Now()).Throttle
+	res := RunPeriodicGuarded(ctx, periodic(), args[0].String(), th, time.Now)
+	recordUsage(ctx, guard.SourceScheduler, SchedulerRunUsage(res))
+	return res, nil
 }

@@ -27,8 +27,11 @@ import (
 // Server routes the Worker's HTTP API.
 type Server struct {
 	Controller ControllerCaller
-	Limiter    LimiterCaller
-	Scheduler  SchedulerCaller
+	// CostGuard is the cost guard's decision, shown as cost_guard in GET
+	// /v1/enrichment/status (nil: not shown).
+	CostGuard CostGuard
+	Limiter   LimiterCaller
+	Scheduler SchedulerCaller
 	// SchedulerTasks is the scheduler's registry, checked before a control
 	// call goes out (nil: the scheduler alone checks task names).
 	SchedulerTasks []scheduler.Task
@@ -118,7 +121,7 @@ func (s *Server) routes() *routeMux {
 	mux := &routeMux{ServeMux: http.NewServeMux()}
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /v1/dashboard", s.dashboard)
-	mux.HandleFunc("GET /v1/enrichment/status", s.forward("/status"))
+	mux.HandleFunc("GET /v1/enrichment/status", s.enrichmentStatus)
 	mux.HandleFunc("GET /v1/enrichment/pulse", s.pulse)
 	for _, action := range []string{"start", "stop", "reset", "tune", "resume-pages"} {
 		mux.HandleFunc("POST /v1/enrichment/"+action, s.requireAdmin(s.forward("/"+action)))

@@ -11,6 +11,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,10 @@ const (
 
 // Crons is every cron trigger the Worker handles.
 var Crons = []string{CronCrawlCycle, CronClustering, CronDaily}
+
+// MaxBudgetOverageUSD bounds BUDGET_OVERAGE_USD: a typo's extra digits
+// must not switch the cost guard off.
+const MaxBudgetOverageUSD = 100000
 
 // Object names.
 const (
@@ -133,6 +138,10 @@ type Config struct {
 	// enrichment tick's slots due refreshes get while never-enriched apps
 	// wait too (refresh.Split).
 	RefreshShare float64
+	// BudgetOverageUSD is BUDGET_OVERAGE_USD: the month's overage past the
+	// plan's inclusions the cost guard lets the projection reach before it
+	// slows discretionary work (guard.Decide; 0: none).
+	BudgetOverageUSD float64
 	// AdminToken guards the mutating routes; empty refuses them all.
 	AdminToken string
 	// ClientToken (LIMITER_CLIENT_TOKEN) guards POST /v1/limiter/acquire and
@@ -283,6 +292,18 @@ func Load(getenv func(string) string) (Config, []Problem) {
 			bad("REFRESH_SHARE_PCT", raw, err)
 		} else {
 			c.RefreshShare = float64(pct) / 100
+		}
+	}
+
+	if raw := getenv("BUDGET_OVERAGE_USD"); raw != "" {
+		usd, err := strconv.ParseFloat(raw, 64)
+		if err == nil && (math.IsNaN(usd) || usd < 0 || usd > MaxBudgetOverageUSD) {
+			err = fmt.Errorf("must be USD in [0, %d]", MaxBudgetOverageUSD)
+		}
+		if err != nil {
+			bad("BUDGET_OVERAGE_USD", raw, err)
+		} else {
+			c.BudgetOverageUSD = usd
 		}
 	}
 

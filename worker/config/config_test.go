@@ -183,3 +183,20 @@ func TestPageReuseHours(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetOverageUSD: BUDGET_OVERAGE_USD is USD within its bounds, 0 by
+// default; a bad value is reported and the default kept.
+func TestBudgetOverageUSD(t *testing.T) {
+	if c, probs := Load(env(nil)); len(probs) != 0 || c.BudgetOverageUSD != 0 {
+		t.Fatalf("default: %v %+v", c.BudgetOverageUSD, probs)
+	}
+	if c, probs := Load(env(map[string]string{"BUDGET_OVERAGE_USD": "12.5"})); len(probs) != 0 || c.BudgetOverageUSD != 12.5 {
+		t.Fatalf("12.5: %v %+v", c.BudgetOverageUSD, probs)
+	}
+	for _, raw := range []string{"-1", "NaN", "ten", "1e9"} {
+		c, probs := Load(env(map[string]string{"BUDGET_OVERAGE_USD": raw}))
+		if len(probs) != 1 || probs[0].Var != "BUDGET_OVERAGE_USD" || c.BudgetOverageUSD != 0 {
+			t.Errorf("%s: %v %+v", raw, c.BudgetOverageUSD, probs)
+		}
+	}
+}

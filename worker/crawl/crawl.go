@@ -83,8 +83,9 @@ type Store interface {
 	// Gaps runs the cheap existence checks (LIMIT 1 each, in one round).
 	Gaps(ctx context.Context, now time.Time) (Gaps, error)
 	// PickKeywords returns up to n keywords to search, pending or due, by
-	// expected value (highest first).
-	PickKeywords(ctx context.Context, n int) ([]string, error)
+	// expected value (highest first): the pending unless slow.FirstSearches,
+	// the due unless slow.ReSearches.
+	PickKeywords(ctx context.Context, n int, slow Slow) ([]string, error)
 	// SaveRankings records one keyword's search results (and queues the apps).
 	SaveRankings(ctx context.Context, keyword string, apps []appstore.App, now time.Time) error
 	// SaveDevelopers upserts developers (already deduplicated).
@@ -100,6 +101,27 @@ type Store interface {
 	// SaveFill queues the apps' keywords for the steering and marks the
 	// apps filled (FillStatements); it returns their distinct keywords.
 	SaveFill(ctx context.Context, apps []FillApp, now time.Time) (keywords int, err error)
+}
+
+// Slow is the discretionary work of the cycle the cost guard slows
+// (worker/guard.Decide, docs/cost.md): slowed work is not started this
+// cycle and stays due. The zero value slows nothing.
+type Slow struct {
+	FirstSearches bool // keywords never searched
+	ReSearches    bool // searched keywords due again
+	Scans         bool // category scans
+}
+
+type slowKey struct{}
+
+// WithSlow is ctx carrying the cycle's slowed work (Crawler.Run puts it).
+func WithSlow(ctx context.Context, s Slow) context.Context {
+	return context.WithValue(ctx, slowKey{}, s)
+}
+
+func slowOf(ctx context.Context) Slow {
+	s, _ := ctx.Value(slowKey{}).(Slow)
+	return s
 }
 
 // CategoryScanLimit is how many ranks of each chart a scan reads.
@@ -152,6 +174,7 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 	if err != nil {
 		return Result{Action: "error", Error: "gap check: " + err.Error()}
 	}
+	slow := slowOf(ctx)
 	steered, steerErr := store.Steer(ctx, now, gaps.KeywordsWaiting)
 	if steered.Promoted > 0 {
 		gaps.DueKeywords = true // checked before the step made some due
@@ -167,7 +190,14 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 		// value, beside the due ones, this cycle.
 		gaps.DueKeywords = gaps.DueKeywords || f.Found > 0
 	}
-	res := runTasks(ctx, store, fetch, apiBase, country, sleep, PickTier(gaps.Tiers, r), gaps, now)
+	tier := PickTier(gaps.Tiers, r)
+	if slow.Scans {
+		tier = "" // the tiers stay due
+	}
+	if slow.FirstSearches && slow.ReSearches {
+		gaps.DueKeywords = false // the keywords stay pending or due
+	}
+	res := runTasks(ctx, store, fetch, apiBase, country, sleep, tier, gaps, now)
 	if fill != nil {
 		if res.Action == "idle" {
 			res = *fill
@@ -407,7 +437,7 @@ func mapKeywords(ctx context.Context, store Store, fetch func(ctx context.Contex
 	if n <= 0 || conns <= 0 {
 		return res
 	}
-	kws, err := store.PickKeywords(ctx, n)
+	kws, err := store.PickKeywords(ctx, n, slowOf(ctx))
 	if err != nil {
 		return Result{Action: "error", Error: "pick keywords: " + err.Error()}
 	}

@@ -66,7 +66,10 @@ func (f *fakeDiscovery) SaveFill(_ context.Context, apps []FillApp, _ time.Time)
 	}
 	return len(kws), nil
 }
-func (f *fakeDiscovery) PickKeywords(_ context.Context, n int) ([]string, error) {
+func (f *fakeDiscovery) PickKeywords(_ context.Context, n int, slow Slow) ([]string, error) {
+	if slow.FirstSearches {
+		return nil, nil // the fake's keywords are all pending
+	}
 	return f.pending[:min(n, len(f.pending))], nil
 }
 func (f *fakeDiscovery) SaveDevelopers(_ context.Context, d map[int64]string, _ time.Time) error {

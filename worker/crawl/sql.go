@@ -104,13 +104,14 @@ WHERE due_value IS NULL AND next_search_at IS NOT NULL AND next_search_at <= ?1 
 const rescoredSQL = `SELECT cluster_id, computed_at FROM opportunity_scores
 WHERE (computed_at, cluster_id) > (?1, ?2) ORDER BY computed_at, cluster_id LIMIT ?3`
 
-// pickSQL is the best ?1 keywords to search: the pending and the due,
-// each read in value order from its partial index (at most ?1 rows each).
+// pickSQL is the best ?1 keywords to search: the pending (at most ?2) and
+// the due (at most ?3), each read in value order from its partial index;
+// a limit of 0 (the cost guard slowing that kind) reads none.
 const pickSQL = `SELECT keyword, v, t FROM (SELECT keyword, value AS v, created_at AS t FROM crawl_keywords
-  WHERE searched_at IS NULL ORDER BY value DESC, created_at LIMIT ?1)
+  WHERE searched_at IS NULL ORDER BY value DESC, created_at LIMIT ?2)
 UNION ALL
 SELECT keyword, v, t FROM (SELECT keyword, due_value AS v, next_search_at AS t FROM crawl_keywords
-  WHERE due_value IS NOT NULL ORDER BY due_value DESC, next_search_at LIMIT ?1)
+  WHERE due_value IS NOT NULL ORDER BY due_value DESC, next_search_at LIMIT ?3)
 ORDER BY v DESC, t, keyword LIMIT ?1`
 
 // keywordGapSQL is the keywords' existence check (?1 now): due, a pending

@@ -99,7 +99,7 @@ func TestKeywordOrderByValueAndSchedule(t *testing.T) {
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	pick := func() []string {
 		t.Helper()
-		kws, err := s.PickKeywords(ctx, 10)
+		kws, err := s.PickKeywords(ctx, 10, Slow{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -123,11 +123,18 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 
 // PickKeywords implements Store: the best n of the pending and the due
 // keywords by value (a keyword in both sets once).
-func (s D1Store) PickKeywords(ctx context.Context, n int) ([]string, error) {
+func (s D1Store) PickKeywords(ctx context.Context, n int, slow Slow) ([]string, error) {
 	var rows []struct {
 		Keyword string `json:"keyword"`
 	}
-	if err := s.DB.Query(ctx, &rows, pickSQL, n); err != nil {
+	pending, due := n, n
+	if slow.FirstSearches {
+		pending = 0
+	}
+	if slow.ReSearches {
+		due = 0
+	}
+	if err := s.DB.Query(ctx, &rows, pickSQL, n, pending, due); err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
@@ -221,13 +228,15 @@ type Crawler struct {
 	APIBase string
 	Country string
 	Sleep   func(time.Duration)
+	// Slow is what the cost guard slows this cycle.
+	Slow Slow
 }
 
 // Run runs one cycle (r picks the tier, uniform in [0,1)) and sends
 // rankings-updated for the keywords whose rankings it wrote, so the markets
 // stage re-clusters them.
 func (c *Crawler) Run(ctx context.Context, r float64, now time.Time) Result {
-	res := CrawlCycle(ratelimit.WithReserver(ctx, c.Reserve), c.Store, c.Fetch, c.APIBase, c.Country, c.Sleep, r, now)
+	res := CrawlCycle(WithSlow(ratelimit.WithReserver(ctx, c.Reserve), c.Slow), c.Store, c.Fetch, c.APIBase, c.Country, c.Sleep, r, now)
 	if err := events.Send(ctx, c.Events, events.NewKeyed(events.RankingsUpdated, res.Keywords, now)...); err != nil {
 		res.Error = joinErr(res.Error, "emit rankings-updated: "+err.Error())
 	}
@@ -292,7 +301,7 @@ func (s D1Store) Steer(ctx context.Context, now time.Time, promote bool) (SteerR
 // SteerHotQueries are the steering's reads.
 func steerHotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
-		{Name: "keyword pick", SQL: pickSQL, Args: []any{KeywordSearchesPerCycle},
+		{Name: "keyword pick", SQL: pickSQL, Args: []any{KeywordSearchesPerCycle, KeywordSearchesPerCycle, KeywordSearchesPerCycle},
 			Bounded: "each arm is the head of a partial index in pick order, stopped by its LIMIT (KeywordSearchesPerCycle)"},
 		{Name: "keyword gap check", SQL: keywordGapSQL, Args: []any{"2026-01-01T00:00:00.000Z"},
 			Bounded: "EXISTS ... LIMIT 1: the first entry of the pending keywords' partial index"},

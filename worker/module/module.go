@@ -65,6 +65,10 @@ type Task struct {
 	Jitter time.Duration
 	// Doc says what a run does, in a line.
 	Doc string
+	// Slowable names the task's work in the cost guard's order
+	// (worker/guard's Work*: it skips the task's runs while that work is
+	// slowed); "" for work the guard never slows.
+	Slowable string
 	// Run performs one run. Its failures are in the Result; the wiring
 	// turns a panic into a failed Result and measures the run's D1 rows,
 	// subrequests and duration.

@@ -147,6 +147,8 @@ try {
   await page.locator('[data-testid="controller-completions-per-min"]', { hasText: /completed\/min \(last \d+ min\)/ }).waitFor();
   await page.locator('[data-testid="target-projected-basis-main"]', { hasText: /measured/ }).waitFor();
   await page.locator('[data-testid="controller-plan"]', { hasText: /^plan .* · actual [\d.,]+\/min completed/ }).waitFor();
+  // The cost guard's line: its state and the month's projected overage.
+  await page.locator('[data-testid="controller-cost-guard"]', { hasText: /^(ok|over_included|throttling) · projected overage \$[\d.,]+ of a \$[\d.,]+ budget/ }).waitFor();
   if ((await page.locator('[data-testid="stall-alert"]').getAttribute("data-stalled")) !== String(pulse.body.stalled)) {
     await page.waitForFunction((s) => document.querySelector('[data-testid="stall-alert"]').dataset.stalled === s, String(pulse.body.stalled));
   }
