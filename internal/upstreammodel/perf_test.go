@@ -1,0 +1,41 @@
+package upstreammodel
+
+import (
+	"testing"
+	"time"
+)
+
+// searchBudget is the bound a search over a 1.1M-app world must answer
+// in natively. Measured minimum on the 2-core dev machine: see
+// docs/scale.md ("The living simulator"); the bound is generous (shared
+// cores, -race off) but far below a real upstream's ~100 ms.
+const searchBudget = 50 * time.Millisecond
+
+func TestSearchAtScaleIsFast(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 1.1M-app index")
+	}
+	start := time.Now()
+	w := NewWorld(1, 1_100_000, epoch, DefaultRates())
+	ix := NewIndex(w)
+	t.Logf("index of %d apps built in %v", w.Base, time.Since(start))
+	at := epoch.Add(30 * day) // 33,000 new apps in
+	// The most common words: the widest candidate sets.
+	queries := []string{appDetails[0], gameDetails[0], w.Niches[0].Vocab[0] + " " + w.Niches[0].Vocab[1], "pocket", "budget tracker goals"}
+	for _, q := range queries {
+		best := time.Hour
+		var n int
+		for range 5 {
+			t0 := time.Now()
+			n = len(ix.Search(q, at, 200))
+			best = min(best, time.Since(t0))
+		}
+		t.Logf("search %q: %d hits, best of 5 %v", q, n, best)
+		if n == 0 {
+			t.Errorf("search %q found nothing", q)
+		}
+		if best > searchBudget {
+			t.Errorf("search %q took %v at best, budget %v", q, best, searchBudget)
+		}
+	}
+}
