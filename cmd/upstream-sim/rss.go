@@ -2,10 +2,12 @@ package main
 
 import (
 	"cmp"
+
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"storecrawl/internal/upstreammodel"
 	"strconv"
 	"strings"
 	"time"
@@ -100,6 +102,18 @@ func (s *Server) handleRSSChart(w http.ResponseWriter, r *http.Request) bool {
 	}
 	type scored struct{ id, score int64 }
 	var list []scored
+	if l := s.cat.living; l != nil {
+		key := func(c upstreammodel.ChartApp) (int64, bool) {
+			a := App{RatingCount: c.Ratings, IAPs: make([]IAP, c.IAPs)}
+			if c.Paid {
+				a.Price = 1 // the sign is all chartScore reads
+			}
+			return chartScore(collection, &a)
+		}
+		for _, off := range l.ix.Chart(l.now(), genre, limit, key) {
+			list = append(list, scored{id: baseTrackID + off})
+		}
+	}
 	s.cat.Each(func(a *App) {
 		if score, in := chartScore(collection, a); in && (genre == 0 || a.Genre.ID == genre) {
 			list = append(list, scored{a.ID, score})
@@ -110,8 +124,9 @@ func (s *Server) handleRSSChart(w http.ResponseWriter, r *http.Request) bool {
 	})
 	entries := make([]rssEntry, 0, min(len(list), limit))
 	for _, x := range list[:min(len(list), limit)] {
-		a, _ := s.cat.Get(x.id)
-		entries = append(entries, s.rssEntry(r, cc, a))
+		if a, ok := s.cat.Get(x.id); ok {
+			entries = append(entries, s.rssEntry(r, cc, a))
+		}
 	}
 	self := fmt.Sprintf("http://%s/%s/rss/%s/limit=%d", r.Host, cc, collection, limit)
 	if genre > 0 {
@@ -119,7 +134,7 @@ func (s *Server) handleRSSChart(w http.ResponseWriter, r *http.Request) bool {
 	}
 	feed := rssFeed{
 		Author:  map[string]rssLabel{"name": {"iTunes Store"}, "uri": {"http://www.apple.com/itunes/"}},
-		Updated: rssLabel{time.Now().UTC().Format("2006-01-02T15:04:05-07:00")},
+		Updated: rssLabel{s.now().UTC().Format("2006-01-02T15:04:05-07:00")},
 		Rights:  rssLabel{"Copyright 2008 Apple Inc."},
 		Title:   rssLabel{"iTunes Store: " + title},
 		Icon:    rssLabel{"http://itunes.apple.com/favicon.ico"},
