@@ -103,13 +103,7 @@ func (s *Server) handleRSSChart(w http.ResponseWriter, r *http.Request) bool {
 	type scored struct{ id, score int64 }
 	var list []scored
 	if l := s.cat.living; l != nil {
-		key := func(c upstreammodel.ChartApp) (int64, bool) {
-			a := App{RatingCount: c.Ratings, IAPs: make([]IAP, c.IAPs)}
-			if c.Paid {
-				a.Price = 1 // the sign is all chartScore reads
-			}
-			return chartScore(collection, &a)
-		}
+		key := func(c upstreammodel.ChartApp) (int64, bool) { return chartKey(collection, c.Ratings, c.Paid, c.IAPs) }
 		for _, off := range l.ix.Chart(l.now(), genre, limit, key) {
 			list = append(list, scored{id: baseTrackID + off})
 		}
@@ -188,12 +182,16 @@ func (s *Server) rssEntry(r *http.Request, cc string, a *App) rssEntry {
 // belongs there at all. Top grossing excludes apps that cannot earn
 // (free and no IAPs).
 func chartScore(collection string, a *App) (int64, bool) {
+	return chartKey(collection, a.RatingCount, a.Price > 0, len(a.IAPs))
+}
+
+func chartKey(collection string, ratings int64, paid bool, iaps int) (int64, bool) {
 	switch collection {
 	case chartTopFree:
-		return a.RatingCount, a.Price == 0
+		return ratings, !paid
 	case chartTopPaid:
-		return a.RatingCount, a.Price > 0
+		return ratings, paid
 	default: // chartTopGrossing
-		return a.RatingCount * int64(1+len(a.IAPs)), a.Price > 0 || len(a.IAPs) > 0
+		return ratings * int64(1+iaps), paid || iaps > 0
 	}
 }

@@ -1,7 +1,6 @@
 package upstreammodel
 
 import (
-	"cmp"
 	"container/heap"
 	"math"
 	"slices"
@@ -335,8 +334,8 @@ type ChartApp struct {
 func (ix *Index) Chart(t time.Time, genre, limit int, key func(ChartApp) (int64, bool)) []int64 {
 	entries := ix.view(t)
 	now := ix.w.secs(t)
-	type scored struct{ off, score int64 }
-	var list []scored
+	// The best limit kept in a min-heap (scores as Hits: Score, then Off).
+	top := topHits{limit: limit}
 	for k, n := range ix.w.Niches {
 		if genre != 0 && n.Genre.ID != genre && n.SubGenre.ID != genre {
 			continue
@@ -346,15 +345,18 @@ func (ix *Index) Chart(t time.Time, genre, limit int, key func(ChartApp) (int64,
 				continue
 			}
 			e := &entries[i]
-			if score, in := key(ChartApp{Off: int64(i) + 1, Ratings: e.ratingsAt(now), Paid: e.paid, IAPs: int(e.iaps)}); in {
-				list = append(list, scored{int64(i) + 1, score})
+			c := ChartApp{Off: int64(i) + 1, Ratings: e.ratingsAt(now), Paid: e.paid, IAPs: int(e.iaps)}
+			if score, in := key(c); in {
+				x := Hit{Off: c.Off, Score: float64(score)}
+				if len(top.h) < limit || better(x, top.h[0]) {
+					top.offer(x)
+				}
 			}
 		}
 	}
-	slices.SortFunc(list, func(x, y scored) int { return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.off, y.off)) })
-	out := make([]int64, 0, min(limit, len(list)))
-	for _, x := range list[:min(limit, len(list))] {
-		out = append(out, x.off)
+	out := make([]int64, 0, len(top.h))
+	for _, h := range top.sorted() {
+		out = append(out, h.Off)
 	}
 	return out
 }
