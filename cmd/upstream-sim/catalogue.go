@@ -120,6 +120,7 @@ type App struct {
 	DevName       string
 	Price         float64
 	Genre         Genre
+	SubGenre      Genre                 // a game's subgenre (living catalogue); zero otherwise
 	Histogram     [histogramStars]int64 // index 0 = 5 stars ... 4 = 1 star
 	RatingCount   int64
 	AverageRating float64
@@ -143,6 +144,9 @@ type Catalogue struct {
 	// lazy is set instead of apps above EagerMaxApps: apps are generated
 	// on demand (lazy.go).
 	lazy *lazyIndex
+	// living is set instead of both for a living catalogue (living.go):
+	// apps as they are at the server's virtual time.
+	living *living
 }
 
 // withDrift is a copy of c for one server, whose apps change as its
@@ -150,6 +154,11 @@ type Catalogue struct {
 func (c *Catalogue) withDrift(now func() time.Time) *Catalogue {
 	cp := *c
 	cp.drift = newDrifter(c.apps, now)
+	if c.living != nil {
+		l := *c.living
+		l.now = now
+		cp.living = &l
+	}
 	return &cp
 }
 
@@ -181,6 +190,9 @@ func NewCatalogue(n int, seed uint64) *Catalogue {
 
 // Len is the number of apps.
 func (c *Catalogue) Len() int {
+	if c.living != nil {
+		return c.living.w.Base
+	}
 	if c.lazy != nil {
 		return c.lazy.n
 	}
@@ -190,6 +202,9 @@ func (c *Catalogue) Len() int {
 // Get returns the app with track id id.
 func (c *Catalogue) Get(id int64) (*App, bool) {
 	off := id - baseTrackID
+	if c.living != nil {
+		return c.living.get(off, c.living.now())
+	}
 	if c.lazy != nil {
 		return c.lazy.get(off)
 	}
@@ -202,6 +217,14 @@ func (c *Catalogue) Get(id int64) (*App, bool) {
 
 // ByDeveloper returns the ids of devID's apps in id order.
 func (c *Catalogue) ByDeveloper(devID int64) []int64 {
+	if l := c.living; l != nil {
+		offs := l.ix.ByDeveloper(int(devID-baseDeveloperID-1), l.now())
+		ids := make([]int64, len(offs))
+		for i, off := range offs {
+			ids[i] = baseTrackID + off
+		}
+		return ids
+	}
 	if c.lazy != nil {
 		return c.lazy.byDeveloper(devID)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"storecrawl/internal/simserve"
+	"storecrawl/internal/upstreammodel"
 )
 
 const (
@@ -28,6 +29,8 @@ const (
 	// stuck client cannot hold a connection forever.
 	readHeaderTimeout = 10 * time.Second
 	shutdownTimeout   = 5 * time.Second
+	// maxRatesScale bounds -rates-scale.
+	maxRatesScale = 100
 )
 
 const usageText = `Usage: upstream-sim [flags]
@@ -38,16 +41,19 @@ logs JSON events on stderr.
 
 Routes (limited ones cost one token each):
   GET  /lookup?id=<id>[,<id>...][&country=us]       iTunes lookup JSON, up to 200 ids (limited: one token a call)
-  GET  /search?term=<t>[&limit=50][&country=us]     name substring search, limit<=200 (limited)
+  GET  /lookup?id=<developer id>&entity=software[&limit=50]  the developer's wrapper, then its apps (limit<=200)
+  GET  /search?term=<t>[&limit=50][&country=us]     name substring search (-living: relevance over title,
+                                                    subtitle and description), limit<=200 (limited)
   GET  /{country}/rss/<c>/limit=<n>[/genre=<id>]/json  iTunes RSS top chart, n<=200 (limited)
        c = topfreeapplications | toppaidapplications | topgrossingapplications
   GET  /{country}/app/{slug}/id{id}                 store page HTML, legacy or current markup by -current-markup-pct (limited)
   GET  /__stats   POST /__stats/reset   POST /__config   GET /health   (never limited)
+  GET  /__sim/clock   POST /__sim/clock {"advance_s":N} | {"now":"RFC3339"}   the virtual clock (never limited)
   GET  /__catalogue[?id=<id>,...]   the catalogue's drift and apps' current values (never limited);
        POST /__config {"catalogue_changes_per_hour":N,"catalogue_hour_s":S,"catalogue_seed":K}
        changes N apps' ratings (and a third of the time their version) every S seconds
 
-Catalogue and special ids:
+Catalogue and special ids (-living: see docs/scale.md, "The living simulator"):
   track ids are 100000001 .. 100000000+apps (deterministic from -seed).
   ids outside that range: left out of the lookup's results (alone:
   200 {"resultCount":0,"results":[]}), page 404. A lookup answers the ids it
@@ -92,6 +98,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Burst, "burst", def.Burst, "hidden limit: bucket size")
 	fs.IntVar(&cfg.StoreRatePerMin, "store-rate-per-min", def.StoreRatePerMin, "the store host's (pages) own hidden limit per minute; 0 = pages share -rate-per-min")
 	fs.IntVar(&cfg.StoreBurst, "store-burst", def.StoreBurst, "the store host's own bucket size; 0 = -burst")
+	fs.IntVar(&cfg.ChartRatePerMin, "chart-rate-per-min", def.ChartRatePerMin, "the chart feeds' own hidden limit per minute; 0 = charts share -rate-per-min")
+	fs.IntVar(&cfg.ChartBurst, "chart-burst", def.ChartBurst, "the chart feeds' own bucket size; 0 = -burst")
+	realLimits := fs.Bool("real-limits", false, "the real store's limits: search+lookup 20/min, pages 127/min (7,600 an hour), charts 20/min apart, bursts of 20; explicit limit flags still win")
+	liv := fs.Bool("living", false, "a living catalogue: apps gain ratings, ship versions, change price, appear and disappear over virtual time; search by relevance (docs/scale.md)")
+	epochS := fs.String("epoch", defaultEpoch.Format(time.RFC3339), "-living: the world's time zero (RFC 3339)")
+	clockS := fs.String("clock", "", "the virtual time at start (RFC 3339); default the -epoch with -living, else the wall clock. POST /__sim/clock moves it")
+	rates := upstreammodel.DefaultRates()
+	ratesScale := fs.Float64("rates-scale", 1, "-living: multiply every rate of change (0.5, 2: the bench's ½× and 2×)")
+	fs.Float64Var(&rates.NewPerDayPerMillion, "new-apps-per-day-per-million", rates.NewPerDayPerMillion, "-living: new apps a day per million apps")
+	fs.Float64Var(&rates.RemovalsPerDayPerMillion, "removals-per-day-per-million", rates.RemovalsPerDayPerMillion, "-living: removals a day per million live apps (assumed: no real data)")
+	fs.Float64Var(&rates.PriceChangesPerYear, "price-changes-per-year", rates.PriceChangesPerYear, "-living: a paid app's price changes a year (assumed: no real data)")
 	fs.IntVar(&cfg.OnExceed, "on-exceed", def.OnExceed, "status when refused: 429 or 403")
 	fs.IntVar(&cfg.RetryAfterS, "retry-after-s", def.RetryAfterS, "Retry-After seconds on refusals (0 = no header)")
 	fs.IntVar(&cfg.BlockS, "block-s", def.BlockS, "if > 0, a refusal blocks ALL limited routes for this many seconds")
@@ -110,6 +127,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if *realLimits {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		explicit := cfg
+		cfg = RealLimits(cfg)
+		for name, field := range map[string]func(*Config) *int{
+			"rate-per-min": func(c *Config) *int { return &c.RatePerMin }, "burst": func(c *Config) *int { return &c.Burst },
+			"store-rate-per-min": func(c *Config) *int { return &c.StoreRatePerMin }, "store-burst": func(c *Config) *int { return &c.StoreBurst },
+			"chart-rate-per-min": func(c *Config) *int { return &c.ChartRatePerMin }, "chart-burst": func(c *Config) *int { return &c.ChartBurst },
+		} {
+			if set[name] {
+				*field(&cfg) = *field(&explicit)
+			}
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("flag -%s: %s", strings.ReplaceAll(err.Field, "_", "-"), err.Msg)
 	}
@@ -117,12 +149,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("flag -apps: must be between 1 and %d", maxApps)
 	}
 
+	epoch, err := time.Parse(time.RFC3339, *epochS)
+	if err != nil {
+		return fmt.Errorf("flag -epoch: must be an RFC 3339 time")
+	}
+	var start time.Time
+	if *clockS != "" {
+		if start, err = time.Parse(time.RFC3339, *clockS); err != nil {
+			return fmt.Errorf("flag -clock: must be an RFC 3339 time")
+		}
+	}
+	if *ratesScale <= 0 || *ratesScale > maxRatesScale {
+		return fmt.Errorf("flag -rates-scale: must be above 0 and at most %d", maxRatesScale)
+	}
+	if rates.NewPerDayPerMillion < 0 || rates.RemovalsPerDayPerMillion < 0 || rates.PriceChangesPerYear < 0 {
+		return fmt.Errorf("flag -new-apps-per-day-per-million, -removals-per-day-per-million, -price-changes-per-year: must not be negative")
+	}
+
 	logger := simserve.NewLogger(stderr)
+	var cat *Catalogue
+	if *liv {
+		cat = NewLivingCatalogue(*apps, *seed, epoch, rates.Scaled(*ratesScale))
+		if start.IsZero() {
+			start = epoch
+		}
+	} else {
+		cat = NewCatalogue(*apps, *seed)
+	}
+	var offset time.Duration
+	if !start.IsZero() {
+		offset = time.Until(start)
+	}
 	srv := &http.Server{
-		Handler:           NewServer(NewCatalogue(*apps, *seed), Options{Config: cfg, Seed: *seed, Logger: logger}),
+		Handler:           NewServer(cat, Options{Config: cfg, Seed: *seed, Logger: logger, ClockOffset: offset}),
 		ReadHeaderTimeout: readHeaderTimeout,
 	}
-	err := simserve.Run(ctx, srv, *addr, stdout, shutdownTimeout, func() { logger.Info("started", "apps", *apps, "seed", *seed, "config", cfg) })
+	err = simserve.Run(ctx, srv, *addr, stdout, shutdownTimeout, func() {
+		logger.Info("started", "apps", *apps, "seed", *seed, "config", cfg, "living", *liv, "clock", time.Now().Add(offset).UTC().Format(time.RFC3339))
+	})
 	if err != nil {
 		return err
 	}

@@ -156,6 +156,10 @@ func toLookup(r *http.Request, country string, a *App) lookupResult {
 		LanguageCodesISO2A: a.Languages,
 		MinimumOSVersion:   "15.0",
 	}
+	if a.SubGenre.ID != 0 { // a game: Games first, then its subgenre
+		res.Genres = append(res.Genres, a.SubGenre.Name)
+		res.GenreIDs = append(res.GenreIDs, strconv.Itoa(a.SubGenre.ID))
+	}
 	if a.RatingCount > 0 {
 		avg, n := a.AverageRating, a.RatingCount
 		res.AverageUserRating, res.UserRatingCount = &avg, &n
@@ -209,20 +213,38 @@ func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) bool {
 		badParam(w, "id")
 		return false
 	}
-	resp := lookupResponse{Results: []lookupResult{}}
+	q := r.URL.Query()
+	withApps := q.Get("entity") == "software"
+	limit, ok := parseDeveloperLimit(q.Get("limit"))
+	if !ok {
+		badParam(w, "limit")
+		return false
+	}
+	results := []lookupEntry{}
 	c := country(r)
+	answered := 0
 	for _, id := range ids {
+		if s.cat.isDeveloperID(id) {
+			results = append(results, s.developerResults(r, c, id, withApps, limit)...)
+			answered++
+			continue
+		}
 		if a, ok := s.cat.Get(id); ok {
-			resp.Results = append(resp.Results, toLookup(r, c, a))
+			results = append(results, toLookup(r, c, a))
+			answered++
 		}
 	}
-	resp.ResultCount = len(resp.Results)
-	writeJSON(w, http.StatusOK, resp)
-	return len(resp.Results) < len(ids)
+	writeJSON(w, http.StatusOK, struct {
+		ResultCount int           `json:"resultCount"`
+		Results     []lookupEntry `json:"results"`
+	}{len(results), results})
+	return answered < len(ids)
 }
 
 // GET /search?term=<t>&limit=<n>[&country=us]: case-insensitive substring
-// match on the name, most-rated first (ties by id) so results are stable.
+// match on the name, most-rated first (ties by id) so results are stable;
+// a living catalogue ranks by relevance over title, subtitle and
+// description (upstreammodel.Index.Search).
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) bool {
 	q := r.URL.Query()
 	term := strings.ToLower(strings.TrimSpace(q.Get("term")))
@@ -233,6 +255,18 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) bool {
 	limit, ok := parseLimit(q.Get("limit"))
 	if !ok {
 		badParam(w, "limit")
+		return false
+	}
+	if l := s.cat.living; l != nil {
+		resp := lookupResponse{Results: []lookupResult{}}
+		c := country(r)
+		for _, h := range l.ix.Search(term, l.now(), limit) {
+			if a, ok := s.cat.Get(baseTrackID + h.Off); ok {
+				resp.Results = append(resp.Results, toLookup(r, c, a))
+			}
+		}
+		resp.ResultCount = len(resp.Results)
+		writeJSON(w, http.StatusOK, resp)
 		return false
 	}
 	type hit struct{ id, ratings int64 }
@@ -376,7 +410,10 @@ func (s *Server) pageData(r *http.Request, country string, a *App) pageData {
 		d.IAPs = append(d.IAPs, iapRow{p.Name, formattedPrice(p.Price)})
 	}
 	for i, id := range a.Similar {
-		o, _ := s.cat.Get(id)
+		o, ok := s.cat.Get(id)
+		if !ok { // removed from a living catalogue
+			continue
+		}
 		u := appURL(r, country, o)
 		if i%2 == 1 {
 			u += "?platform=iphone" // real shelves mix both forms
@@ -385,7 +422,10 @@ func (s *Server) pageData(r *http.Request, country string, a *App) pageData {
 	}
 	for _, id := range s.cat.ByDeveloper(a.DevID) {
 		if id != a.ID && len(d.MoreBy) < maxMoreByDeveloper {
-			o, _ := s.cat.Get(id)
+			o, ok := s.cat.Get(id)
+			if !ok {
+				continue
+			}
 			d.MoreBy = append(d.MoreBy, lockup{appURL(r, country, o), o.Name, o.ID, o.DevName, o.AverageRating, o.RatingCount})
 		}
 	}

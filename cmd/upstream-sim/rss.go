@@ -2,10 +2,12 @@ package main
 
 import (
 	"cmp"
+
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"storecrawl/internal/upstreammodel"
 	"strconv"
 	"strings"
 	"time"
@@ -100,6 +102,12 @@ func (s *Server) handleRSSChart(w http.ResponseWriter, r *http.Request) bool {
 	}
 	type scored struct{ id, score int64 }
 	var list []scored
+	if l := s.cat.living; l != nil {
+		key := func(c upstreammodel.ChartApp) (int64, bool) { return chartKey(collection, c.Ratings, c.Paid, c.IAPs) }
+		for _, off := range l.ix.Chart(l.now(), genre, limit, key) {
+			list = append(list, scored{id: baseTrackID + off})
+		}
+	}
 	s.cat.Each(func(a *App) {
 		if score, in := chartScore(collection, a); in && (genre == 0 || a.Genre.ID == genre) {
 			list = append(list, scored{a.ID, score})
@@ -110,8 +118,9 @@ func (s *Server) handleRSSChart(w http.ResponseWriter, r *http.Request) bool {
 	})
 	entries := make([]rssEntry, 0, min(len(list), limit))
 	for _, x := range list[:min(len(list), limit)] {
-		a, _ := s.cat.Get(x.id)
-		entries = append(entries, s.rssEntry(r, cc, a))
+		if a, ok := s.cat.Get(x.id); ok {
+			entries = append(entries, s.rssEntry(r, cc, a))
+		}
 	}
 	self := fmt.Sprintf("http://%s/%s/rss/%s/limit=%d", r.Host, cc, collection, limit)
 	if genre > 0 {
@@ -119,7 +128,7 @@ func (s *Server) handleRSSChart(w http.ResponseWriter, r *http.Request) bool {
 	}
 	feed := rssFeed{
 		Author:  map[string]rssLabel{"name": {"iTunes Store"}, "uri": {"http://www.apple.com/itunes/"}},
-		Updated: rssLabel{time.Now().UTC().Format("2006-01-02T15:04:05-07:00")},
+		Updated: rssLabel{s.now().UTC().Format("2006-01-02T15:04:05-07:00")},
 		Rights:  rssLabel{"Copyright 2008 Apple Inc."},
 		Title:   rssLabel{"iTunes Store: " + title},
 		Icon:    rssLabel{"http://itunes.apple.com/favicon.ico"},
@@ -173,12 +182,16 @@ func (s *Server) rssEntry(r *http.Request, cc string, a *App) rssEntry {
 // belongs there at all. Top grossing excludes apps that cannot earn
 // (free and no IAPs).
 func chartScore(collection string, a *App) (int64, bool) {
+	return chartKey(collection, a.RatingCount, a.Price > 0, len(a.IAPs))
+}
+
+func chartKey(collection string, ratings int64, paid bool, iaps int) (int64, bool) {
 	switch collection {
 	case chartTopFree:
-		return a.RatingCount, a.Price == 0
+		return ratings, !paid
 	case chartTopPaid:
-		return a.RatingCount, a.Price > 0
+		return ratings, paid
 	default: // chartTopGrossing
-		return a.RatingCount * int64(1+len(a.IAPs)), a.Price > 0 || len(a.IAPs) > 0
+		return ratings * int64(1+iaps), paid || iaps > 0
 	}
 }

@@ -77,20 +77,25 @@ type Options struct {
 	Seed   uint64           // seeds the upstream model's draws (latency, outage, errors)
 	Now    func() time.Time // injectable clock; nil = time.Now
 	Logger *slog.Logger     // notable events; nil = discard
+	// ClockOffset starts the virtual clock this far from Now (living.go).
+	ClockOffset time.Duration
 }
 
 // Server is the simulated App Store upstream. All mutable state is guarded
 // by mu; the catalogue is immutable.
 type Server struct {
-	cat *Catalogue
-	now func() time.Time
-	log *slog.Logger
-	mux *http.ServeMux
+	cat   *Catalogue
+	clock *simClock // the virtual clock (living.go); now reads it
+	now   func() time.Time
+	log   *slog.Logger
+	mux   *http.ServeMux
 
 	mu     sync.Mutex
 	bucket bucket // the API host's limit, and the store host's unless it has its own
 	// storeBucket is the store host's own limit (Config.StoreRatePerMin).
 	storeBucket bucket
+	// chartBucket is the chart feeds' own limit (Config.ChartRatePerMin).
+	chartBucket bucket
 	draws       *upstreammodel.Draws
 	byRoute     map[string]*RouteStats
 	throttling  bool // last limiter decision was a refusal (for sparse logs)
@@ -108,6 +113,8 @@ func NewServer(cat *Catalogue, opts Options) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.clock = &simClock{base: s.now, off: opts.ClockOffset}
+	s.now = s.clock.Now
 	s.cat = cat.withDrift(s.now) // catalogue changes over time (drift.go)
 	if s.log == nil {
 		s.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
@@ -132,6 +139,8 @@ func NewServer(cat *Catalogue, opts Options) *Server {
 	mux.HandleFunc("POST /__stats/reset", s.handleStatsReset)
 	mux.HandleFunc("POST /__config", s.handleConfig)
 	mux.HandleFunc("GET /__catalogue", s.handleCatalogue)
+	mux.HandleFunc("GET /__sim/clock", s.handleClock)
+	mux.HandleFunc("POST /__sim/clock", s.handleClock)
 	s.mux = mux
 	return s
 }
@@ -224,6 +233,9 @@ func (s *Server) admit(route string) admission {
 	if _, own := s.bucket.cfg.storeConfig(); own && hostOf(route) == hostStore {
 		b = &s.storeBucket
 	}
+	if _, own := s.bucket.cfg.chartConfig(); own && route == routeCharts {
+		b = &s.chartBucket
+	}
 	cfg := b.cfg
 	a := admission{latency: s.draws.Latency(cfg.LatencyMS, cfg.LatencyJitterMS), kind: upstreammodel.Refused}
 	v := b.take(now)
@@ -300,7 +312,7 @@ func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, drift, driftChanged, ferr := splitDriftPatch(body, s.cat.drift.config())
-	if ferr == nil && s.cat.lazy != nil && drift.ChangesPerHour > 0 {
+	if ferr == nil && (s.cat.lazy != nil || s.cat.living != nil) && drift.ChangesPerHour > 0 {
 		// Drift rewrites apps in place; a lazy catalogue keeps none to rewrite.
 		ferr = &FieldError{Msg: fmt.Sprintf("catalogue drift needs -apps ≤ %d", EagerMaxApps), Field: "catalogue_changes_per_hour"}
 	}
@@ -333,6 +345,8 @@ func (s *Server) resetBucketsLocked(cfg Config) {
 	s.bucket.reset(cfg, s.now())
 	store, _ := cfg.storeConfig()
 	s.storeBucket.reset(store, s.now())
+	charts, _ := cfg.chartConfig()
+	s.chartBucket.reset(charts, s.now())
 }
 
 func (s *Server) resetStatsLocked() {
