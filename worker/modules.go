@@ -58,6 +58,12 @@ type TaskDeps struct {
 	ReviewsGet     func(ctx context.Context, url string) upstream.Response
 	ReviewsReserve func(ctx context.Context, n int) context.Context
 	Country        string
+	// Keyword sourcing (crawl.Tasks): the search hints through their own
+	// limit, on HintsBase.
+	Crawl        crawl.D1Store
+	HintsGet     func(ctx context.Context, url string) upstream.Response
+	HintsReserve func(ctx context.Context, n int) context.Context
+	HintsBase    string
 	// Analyst (analyst.Tasks).
 	Analyst *analyst.Analyst
 }
@@ -73,6 +79,7 @@ func PeriodicTasks(d TaskDeps) []module.Task {
 		enrichment.Tasks(d.Reparser, d.Failed, d.RetryFailedAfter),
 		reviews.Tasks(d.Reviews, d.ReviewsGet, d.ReviewsReserve, d.APIBase, d.Country),
 		analyst.Tasks(d.Analyst),
+		crawl.Tasks(d.Crawl, d.HintsGet, d.HintsReserve, d.HintsBase, d.Country),
 	)
 }
 
