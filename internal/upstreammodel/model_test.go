@@ -2,8 +2,8 @@ package upstreammodel
 
 import (
 	"math"
-	"slices"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 )

@@ -83,10 +83,12 @@ const (
 	// charts × 10 ranks, by primary key).
 	HintChartRanks = 10
 	// HintFullAnswer: an answer this long may hide more completions, so
-	// its longer terms become prefixes (at most HintChildrenPerAnswer, at
-	// HintChildDecay of their prefix's value).
+	// its most typed longer term that the run keeps as a new keyword
+	// becomes a prefix (HintChildrenPerAnswer, at HintChildDecay of its
+	// prefix's value): a row and an index entry each, so one an answer
+	// keeps a new keyword's share under HintKeywordRowsMax.
 	HintFullAnswer        = 10
-	HintChildrenPerAnswer = 3
+	HintChildrenPerAnswer = 1
 	HintChildDecay        = 0.5
 	// HintTermValue: a new keyword's value over FirstSearchValue for the
 	// first completion of its answer, less down the answer (the order is
@@ -151,7 +153,7 @@ func ChartSeeds(apps []ChartedApp) []HintSeed {
 		if a.Rank < 1 || a.Rank > HintChartRanks {
 			continue
 		}
-		v := HintChartValue * (1 - float64(a.Rank-1)/HintChartRanks)
+		v := HintChartValue * float64(HintChartRanks-a.Rank+1) / HintChartRanks
 		seen := map[string]bool{}
 		for _, w := range hintWords(a.Name) {
 			if !seen[w] {
@@ -274,16 +276,17 @@ func NewHintKeywords(answers []HintAnswer, known map[string]bool, n int) []HintK
 }
 
 // Expansions are the prefixes a full answer adds: its first
-// HintChildrenPerAnswer terms that extend the prefix by more words, at
-// HintChildDecay of its value. A short answer has shown all there is.
-func Expansions(a HintAnswer) []HintSeed {
+// HintChildrenPerAnswer terms that extend the prefix by more words and
+// are new keywords (kept), at HintChildDecay of its value. A short answer
+// has shown all there is; a known term was an answer's before.
+func Expansions(a HintAnswer, kept map[string]bool) []HintSeed {
 	if len(a.Terms) < HintFullAnswer {
 		return nil
 	}
 	var out []HintSeed
 	for _, t := range a.Terms {
 		p := normalPrefix(t)
-		if p == "" || p == a.Prefix.Prefix || !strings.HasPrefix(p, a.Prefix.Prefix+" ") {
+		if p == "" || !kept[p] || !strings.HasPrefix(p, a.Prefix.Prefix+" ") {
 			continue
 		}
 		out = append(out, HintSeed{p, a.Prefix.Value * HintChildDecay})
@@ -336,15 +339,20 @@ func SeedPrefixStmt(term string) (d1.Stmt, bool) {
 }
 
 // HintStatements records a run: each asked prefix, the prefixes full
-// answers add, the new keywords, and the genre cursor (cursorStmts).
+// answers add (Expansions of the new keywords), the new keywords, and the
+// genre cursor (cursorStmts).
 func HintStatements(answers []HintAnswer, keywords []HintKeyword, cursorStmts []d1.Stmt, now time.Time) []d1.Stmt {
 	ts := d1.Time(now)
 	var stmts []d1.Stmt
 	for _, a := range answers {
 		stmts = append(stmts, d1.Stmt{SQL: hintAskedSQL, Args: []any{a.Prefix.Prefix, a.Prefix.Value, ts, len(a.Terms)}})
 	}
+	kept := map[string]bool{}
+	for _, k := range keywords {
+		kept[k.Keyword] = true
+	}
 	for _, a := range answers {
-		for _, c := range Expansions(a) {
+		for _, c := range Expansions(a, kept) {
 			stmts = append(stmts, d1.Stmt{SQL: hintWaitSQL, Args: []any{c.Prefix, c.Value}})
 		}
 	}
