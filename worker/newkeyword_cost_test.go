@@ -22,8 +22,8 @@ import (
 	"storecrawl/worker/upstream"
 )
 
-// The D1 rows a new keyword costs: its first search (a new app's title
-// keyword, queued by the ranking fill) and its first clustering (the
+// The D1 rows a new keyword costs: its first search (a search-hints term,
+// queued by keyword sourcing) and its first clustering (the
 // rankings-updated event's chain in the queue consumer), as D1 bills
 // them: every row a statement and its triggers write (total_changes())
 // plus every index entry it writes (billedWrites). At the design's 0.091
