@@ -97,7 +97,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	// pending keywords (one a term of the app), and one enriched app never
 	// ranking-filled.
 	seed := `UPDATE category_scans SET last_scanned_at = strftime('%Y-%m-%dT%H:%M:%fZ','now');
-INSERT INTO crawl_keywords (keyword, source, created_at) VALUES ('budget','title','2026-01-01T00:00:00.000Z'), ('chess','title','2026-01-01T00:00:00.000Z'), ('zen garden','hints','2026-01-01T00:00:00.000Z');
+INSERT INTO crawl_keywords (keyword, source, created_at) VALUES ('budget','title','2026-01-01T00:00:00.000Z'), ('chess','title','2026-01-01T00:00:00.000Z'), ('garden','hints','2026-01-01T00:00:00.000Z');
 INSERT INTO app_registry (track_id, name, subtitle, rating_count, average_rating, enrichment_source, enriched_at)
   VALUES (300000001, 'Zen Garden', 'Relax, breathe & sleep better', 1200, 4.1, 'itunes+store', '2026-01-01T00:00:00.000Z');
 `
