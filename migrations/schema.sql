@@ -418,6 +418,16 @@ BEGIN
     ON CONFLICT (source, counter) DO UPDATE SET total = total + excluded.total;
 END;
 
+-- keyword_hint_prefixes
+CREATE TABLE keyword_hint_prefixes (
+  prefix   TEXT PRIMARY KEY,
+  value    REAL NOT NULL,     -- expected value of asking it
+  asked_at TEXT,              -- ISO-8601; NULL = never asked
+  terms    INTEGER            -- hints its last answer carried
+) WITHOUT ROWID;
+CREATE INDEX idx_keyword_hint_prefixes_pending
+  ON keyword_hint_prefixes (value DESC) WHERE asked_at IS NULL;
+
 -- keyword_rank_history
 CREATE TABLE "keyword_rank_history" (
   track_id   INTEGER NOT NULL,
@@ -552,4 +562,4 @@ CREATE TABLE usage_months (
   PRIMARY KEY (month, source)
 ) WITHOUT ROWID;
 
--- 27 tables, 26 indexes, 17 triggers.
+-- 28 tables, 27 indexes, 17 triggers.

@@ -61,13 +61,18 @@ type TaskDeps struct {
 	ReviewsGet     func(ctx context.Context, url string) upstream.Response
 	ReviewsReserve func(ctx context.Context, n int) context.Context
 	Country        string
+	// Keyword sourcing (crawl.Tasks): the search hints through their own
+	// limit, on HintsBase.
+	Crawl        crawl.D1Store
+	HintsGet     func(ctx context.Context, url string) upstream.Response
+	HintsReserve func(ctx context.Context, n int) context.Context
+	HintsBase    string
 	// Analyst (analyst.Tasks).
 	Analyst *analyst.Analyst
 	// Keyword metrics (keywords.Tasks): the hints of the deployment's
-	// storefront, through the global catalogue limit.
-	Popularity   keywords.PopularityStore
-	Hints        keywords.HintsFetcher
-	HintsReserve func(ctx context.Context, n int) context.Context
+	// storefront, through the hints' limit (HintsReserve above).
+	Popularity keywords.PopularityStore
+	Hints      keywords.HintsFetcher
 }
 
 // PeriodicTasks is every feature's periodic work: the one list the
@@ -82,6 +87,7 @@ func PeriodicTasks(d TaskDeps) []module.Task {
 		slowable(reviews.Tasks(d.Reviews, d.ReviewsGet, d.ReviewsReserve, d.APIBase, d.Country), guard.WorkReviews),
 		slowable(analyst.Tasks(d.Analyst), guard.WorkAnalyst),
 		keywords.Tasks(d.Popularity, d.Hints, d.HintsReserve),
+		crawl.Tasks(d.Crawl, d.HintsGet, d.HintsReserve, d.HintsBase, d.Country),
 	)
 }
 

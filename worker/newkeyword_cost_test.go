@@ -12,16 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"storecrawl/internal/objects"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/events"
 	"storecrawl/worker/markets"
+	"storecrawl/worker/upstream"
 )
 
-// The D1 rows a new keyword costs: its first search (a new app's title
-// keyword, queued by the ranking fill) and its first clustering (the
+// The D1 rows a new keyword costs: its first search (a search-hints term,
+// queued by keyword sourcing) and its first clustering (the
 // rankings-updated event's chain in the queue consumer), as D1 bills
 // them: every row a statement and its triggers write (total_changes())
 // plus every index entry it writes (billedWrites). At the design's 0.091
@@ -265,5 +267,61 @@ func TestNewKeywordRowsWritten(t *testing.T) {
 	}
 	if n := cluster.Total(); n > NewKeywordClusteringRowsMax {
 		t.Errorf("a new keyword's first clustering wrote %d rows and index entries, want at most %d", n, NewKeywordClusteringRowsMax)
+	}
+}
+
+// HintKeywordRowsMax bounds what the sourcing writes for one new keyword,
+// rows and index entries, as `go test -run TestHintKeywordRowsWritten -v
+// ./worker/` prints them: the keyword's row, its unique-key and
+// idx_crawl_keywords_pending_value entries (3), and its share of the
+// run's asked prefixes (a row and its primary-key entry each, a waiting
+// prefix's idx_keyword_hint_prefixes_pending entry too) and the cursor.
+// Before the hints, a scan's and a fill's guessed keyword cost its row and
+// two entries, with no prefix rows; the first search and clustering
+// (TestNewKeywordRowsWritten) are the same either way.
+const HintKeywordRowsMax = 5
+
+// TestHintKeywordRowsWritten counts one sourcing run on D1, billed (rows
+// and index entries), per new keyword.
+func TestHintKeywordRowsWritten(t *testing.T) {
+	_, drv := d1test.New(t)
+	cd := &countingDriver{Driver: drv, t: t}
+	cd.idx = allIndexes(t, drv)
+	db := &d1.DB{Driver: cd}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	drv.Exec(t, `DELETE FROM category_scans`)
+	drv.Exec(t, `INSERT INTO category_scans (genre_id, name, tier) VALUES (6015, 'Finance', 'high')`)
+	for i, name := range []string{"Budget Planner", "Money Manager", "Crypto Wallet", "Expense Tracker"} {
+		drv.Exec(t, `INSERT INTO app_registry (track_id, name) VALUES (?, ?)`, 500+i, name)
+		drv.Exec(t, `INSERT INTO chart_positions (country, collection, genre_id, rank, track_id, seen_at) VALUES ('us', ?, 6015, ?, ?, ?)`,
+			appstore.ChartCollections[0], i+1, 500+i, d1.Time(now))
+	}
+	// Ten completions a prefix, as the App Store answers, half of them
+	// known already.
+	get := func(_ context.Context, u string) upstream.Response {
+		q := u[strings.Index(u, "q=")+2:]
+		var b strings.Builder
+		b.WriteString(`<plist version="1.0"><dict><key>title</key><string>Suggestions</string><key>hints</key><array>`)
+		for i := range 10 {
+			fmt.Fprintf(&b, `<dict><key>term</key><string>%s %d</string><key>url</key><string>u</string></dict>`, q, i)
+		}
+		b.WriteString(`</array></dict></plist>`)
+		return upstream.Response{Class: objects.ClassOK, Body: []byte(b.String()), Remaining: -1}
+	}
+	for _, w := range []string{"finance", "budget", "money", "crypto", "wallet", "expense", "tracker", "planner", "manager"} {
+		for i := range 5 {
+			drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at, searched_at, value) VALUES (?, 'hints', ?1, ?1, 10)`, fmt.Sprintf("%s %d", w, i), d1.Time(now))
+		}
+	}
+	cd.take()
+	r := crawl.SourceHints(context.Background(), crawl.D1Store{DB: db}, get, "http://hints", "us", now)
+	run := cd.take()
+	if r.Error != "" || r.NewKeywords == 0 || r.NewKeywords > crawl.HintNewKeywordsPerRun {
+		t.Fatalf("%+v", r)
+	}
+	per := float64(run.Total()) / float64(r.NewKeywords)
+	t.Logf("a sourcing run: %d prefixes asked, %d terms, %d new keywords: %s, %.2f a new keyword", r.Asked, r.Terms, r.NewKeywords, run, per)
+	if per > HintKeywordRowsMax {
+		t.Errorf("a new keyword cost %.2f rows and index entries, want at most %d", per, HintKeywordRowsMax)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"storecrawl/durable/scheduler"
 	living "storecrawl/worker/catalogue"
+	"storecrawl/worker/crawl"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/guard"
 	"storecrawl/worker/keywords"
@@ -22,7 +23,7 @@ import (
 // periodic is every feature's periodic work over this instance's clients,
 // made on first use (after loadConfig).
 var periodic = sync.OnceValue(func() []module.Task {
-	up, feeds := catalogue(), reviewsFeed()
+	up, feeds, hints := catalogue(), reviewsFeed(), hintsHost()
 	return PeriodicTasks(TaskDeps{
 		Catalogue:  tasks.Platform{D1Store: tasks.D1Store{DB: db}, Get: up.Get, Reserve: up.Reserve, Values: kvCache},
 		APIBase:    cfg.APIBase,
@@ -30,9 +31,9 @@ var periodic = sync.OnceValue(func() []module.Task {
 		Reconciler: historyService, FactsPruner: ledgerdb.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now},
 		Reparser: pageReparser, Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter,
 		Reviews: reviews.D1Store{DB: db}, ReviewsGet: feeds.Get, ReviewsReserve: feeds.Reserve, Country: cfg.Country,
-		Analyst:    analystService(),
-		Popularity: keywords.D1Store{DB: db}, HintsReserve: up.Reserve,
-		Hints: keywords.HTTPHints{Get: up.Get, Base: cfg.APIBase, Country: cfg.Country},
+		Analyst: analystService(),
+		Crawl:   crawl.D1Store{DB: db}, HintsGet: hints.Get, HintsReserve: hints.Reserve, HintsBase: cfg.HintsBase,
+		Popularity: keywords.D1Store{DB: db}, Hints: keywords.HTTPHints{Get: hints.Get, Base: cfg.HintsBase},
 	})
 })
 

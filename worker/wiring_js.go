@@ -4,10 +4,12 @@ package worker
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/syumai/workers/cloudflare"
 
+	"storecrawl/worker/appstore"
 	"storecrawl/worker/cf"
 	"storecrawl/worker/config"
 	"storecrawl/worker/d1"
@@ -77,6 +79,24 @@ func (limiterCaller) CallLimiter(ctx context.Context, key, method, path string, 
 func reviewsFeed() upstream.Limited {
 	l := catalogue()
 	l.Key = ratelimit.Reviews
+	return l
+}
+
+// hintsHost fetches the search hints through their own global limit, with
+// the storefront of cfg.Country in X-Apple-Store-Front (without it the
+// hints answer nothing; a country with no known storefront sends none,
+// and its answers are empty).
+func hintsHost() upstream.Limited {
+	l := catalogue()
+	l.Key = ratelimit.Hints
+	if sf, ok := appstore.StoreFront(cfg.Country); ok {
+		c := *l.Client
+		c.Header = http.Header{appstore.StoreFrontHeader: {sf}}
+		l.Client = &c
+	} else {
+		logx.Event("config.no_storefront", map[string]any{"level": logx.Error, "country": cfg.Country,
+			"action": "the search hints answer nothing without a storefront: add the country to appstore's storefront table"})
+	}
 	return l
 }
 

@@ -48,7 +48,7 @@ func benchEnrichmentRate(root string) {
 	simBase, stopSim := startSimWith(root, enrichRateApps) // the simulator's default limits
 	defer stopSim()
 	base, stop := startWranglerWith(root, filepath.Join(root, "wrangler.jsonc"), persist,
-		"--test-scheduled", "--var", "UPSTREAM_API_BASE:"+simBase, "--var", "UPSTREAM_STORE_BASE:"+simBase,
+		"--test-scheduled", "--var", "UPSTREAM_API_BASE:"+simBase, "--var", "UPSTREAM_STORE_BASE:"+simBase, "--var", "UPSTREAM_HINTS_BASE:"+simBase,
 		"--var", "ADMIN_TOKEN:"+benchAdminToken)
 	defer stop()
 

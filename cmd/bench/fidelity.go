@@ -37,7 +37,7 @@ func benchFidelity(root string) {
 		"-store-rate-per-min", strconv.Itoa(int(first.CapacityPerMin)), "-store-burst", strconv.Itoa(first.Burst))
 	defer stopSim()
 	base, stop := startWranglerWith(root, filepath.Join(root, "wrangler.jsonc"), persist,
-		"--var", "UPSTREAM_API_BASE:"+simBase, "--var", "UPSTREAM_STORE_BASE:"+simBase, "--var", "ADMIN_TOKEN:"+benchAdminToken)
+		"--var", "UPSTREAM_API_BASE:"+simBase, "--var", "UPSTREAM_STORE_BASE:"+simBase, "--var", "UPSTREAM_HINTS_BASE:"+simBase, "--var", "ADMIN_TOKEN:"+benchAdminToken)
 	defer stop()
 
 	simulate := exec.Command("go", "run", "./cmd/simulate", "-scenario", scenario, "-controller", "default", "-json", "-trace")

@@ -44,7 +44,7 @@ func benchPipeline(root string) {
 	simBase, stopSim := startSim(root)
 	defer stopSim()
 	base, stop := startWranglerWith(root, filepath.Join(root, "wrangler.jsonc"), persist,
-		"--test-scheduled", "--var", "UPSTREAM_API_BASE:"+simBase, "--var", "UPSTREAM_STORE_BASE:"+simBase,
+		"--test-scheduled", "--var", "UPSTREAM_API_BASE:"+simBase, "--var", "UPSTREAM_STORE_BASE:"+simBase, "--var", "UPSTREAM_HINTS_BASE:"+simBase,
 		"--var", "ADMIN_TOKEN:"+benchAdminToken)
 	defer stop()
 

@@ -711,7 +711,7 @@ func startScaleWrangler(root, persist, logPath, simBase string) (string, func())
 	cmd := exec.Command(devstack.Wrangler(root), "dev", "-c", filepath.Join(root, "wrangler.jsonc"),
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--inspector-port", strconv.Itoa(freePort()),
 		"--persist-to", persist, "--show-interactive-dev-session=false", "--test-scheduled",
-		"--var", "UPSTREAM_API_BASE:"+simBase, "--var", "UPSTREAM_STORE_BASE:"+simBase,
+		"--var", "UPSTREAM_API_BASE:"+simBase, "--var", "UPSTREAM_STORE_BASE:"+simBase, "--var", "UPSTREAM_HINTS_BASE:"+simBase,
 		"--var", "ADMIN_TOKEN:"+benchAdminToken, "--var", "LIMITER_CLIENT_TOKEN:"+benchClientToken)
 	cmd.Dir, cmd.Env = root, devstack.ToolEnv(root)
 	logf, _ := os.Create(logPath)

@@ -6,6 +6,7 @@
 //	go run ./cmd/scrape chart FILE                    a top-chart feed (iTunes RSS or marketing-tools)
 //	go run ./cmd/scrape lookup FILE                   an iTunes lookup or search body
 //	go run ./cmd/scrape trim FILE                     a page without the parts no parser reads
+//	go run ./cmd/scrape hints FILE                    a search-hints answer's terms
 //
 // FILE "-" reads standard input.
 package main
@@ -22,7 +23,7 @@ import (
 	"storecrawl/worker/appstore"
 )
 
-const usage = `usage: scrape page [-rating-count N] FILE | chart FILE | lookup FILE | trim FILE
+const usage = `usage: scrape page [-rating-count N] FILE | chart FILE | lookup FILE | trim FILE | hints FILE
   page    prints format, subtitle, rating_share, rating_counts, similar_app_ids,
           in_app_purchases, missing_sections (and the page's own summary fields)
           rating_counts spreads -rating-count (the lookup's userRatingCount) or,
@@ -31,6 +32,7 @@ const usage = `usage: scrape page [-rating-count N] FILE | chart FILE | lookup F
   lookup  prints the apps of a lookup or search body
   trim    prints the page without scripts (but JSON-LD and serialized-server-data),
           styles, <source> and <svg> elements: what fixtures keep
+  hints   prints a search-hints answer's terms, in the answer's order
 FILE "-" reads standard input.
 `
 
@@ -45,7 +47,7 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout io.Writer) error {
-	if len(args) == 0 || !slices.Contains([]string{"page", "chart", "lookup", "trim"}, args[0]) {
+	if len(args) == 0 || !slices.Contains([]string{"page", "chart", "lookup", "trim", "hints"}, args[0]) {
 		fmt.Fprint(os.Stderr, usage)
 		return flag.ErrHelp
 	}
@@ -78,6 +80,16 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 		if out, err = appstore.ParseSearch(body); err != nil {
 			return err
 		}
+	case "hints":
+		hints, err := appstore.ParseHints(body)
+		if err != nil {
+			return err
+		}
+		terms := make([]string, len(hints))
+		for i, h := range hints {
+			terms[i] = h.Term
+		}
+		out = terms
 	case "trim":
 		_, err := stdout.Write(appstore.TrimPage(body))
 		return err

@@ -60,3 +60,24 @@ func TestChartLookupTrimAndErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestHintsPrintsTermsInOrder(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"hints", fixtures + "hints_us_software_budget_BUILT.xml"}, nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	var terms []string
+	if err := json.Unmarshal(out.Bytes(), &terms); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if len(terms) != 10 || terms[0] != "budget" || terms[6] != "budget tracker & planner" || terms[9] != "budget book" {
+		t.Fatalf("%q", terms)
+	}
+	out.Reset()
+	if err := run([]string{"hints", fixtures + "hints_us_empty_BUILT.xml"}, nil, &out); err != nil || strings.TrimSpace(out.String()) != "[]" {
+		t.Fatalf("empty: %v %s", err, out.String())
+	}
+	if err := run([]string{"hints", fixtures + "lookup_us_uber_2017.json"}, nil, &out); err == nil {
+		t.Fatal("a lookup body read as hints")
+	}
+}

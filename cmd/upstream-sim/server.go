@@ -98,7 +98,8 @@ type Server struct {
 	chartBucket bucket
 	draws       *upstreammodel.Draws
 	byRoute     map[string]*RouteStats
-	throttling  bool // last limiter decision was a refusal (for sparse logs)
+	hints       hintIndex // the catalogue's search terms (hints.go)
+	throttling  bool      // last limiter decision was a refusal (for sparse logs)
 }
 
 // NewServer builds the handler; opts.Config must be valid.
@@ -127,6 +128,7 @@ func NewServer(cat *Catalogue, opts Options) *Server {
 	mux.HandleFunc("GET /search", s.limited(routeSearch, s.handleSearch))
 	mux.HandleFunc("GET /{country}/rss/{collection}/{params...}", s.limited(routeCharts, s.handleRSSChart))
 	mux.HandleFunc("GET /{country}/rss/customerreviews/{params...}", s.reviewsRoute())
+	mux.HandleFunc("GET "+hintsPath, s.hintsRoute())
 	// The id segment is "id<digits>"; ServeMux wildcards must be whole
 	// segments, so the "id" prefix is stripped in the handler.
 	mux.HandleFunc("GET /{country}/app/{slug}/{idseg}", s.limited(routePage, s.handlePage))

@@ -3,6 +3,7 @@ package upstreammodel
 import (
 	"math"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 )
@@ -258,5 +259,27 @@ func TestStatus(t *testing.T) {
 		if got := Status(k, http.StatusForbidden); got != want {
 			t.Errorf("kind %d: %d, want %d", k, got, want)
 		}
+	}
+}
+
+func TestHintsMostPopularFirst(t *testing.T) {
+	ix := NewHintIndex([]HintApp{
+		{"Bright Budget Pro", 500}, {"Budget Planner", 9000}, {"Tiny Budget", 40}, {"Budget Planner HD", 100},
+		{"Unrated Budgeteer", 0}, {"Chess", 7},
+	})
+	got := ix.Complete(" Budget", 3)
+	want := []string{"budget", "budget planner", "budget pro"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("budget: %q, want %q", got, want)
+	}
+	// The popularity of "budget" is every rated app naming it.
+	if all := ix.Complete("budget", MaxHintsSoftware); len(all) != 4 || slices.Contains(all, "budgeteer") {
+		t.Fatalf("all: %q", all)
+	}
+	if got := ix.Complete("budget ", 10); !slices.Equal(got, []string{"budget planner", "budget pro", "budget planner hd"}) {
+		t.Fatalf("after the word: %q", got)
+	}
+	if ix.Complete("", 10) != nil || len(ix.Complete("zzz", 10)) != 0 {
+		t.Fatal("an empty or unknown prefix completed")
 	}
 }

@@ -50,7 +50,7 @@ func TestDashboardIsSelfContained(t *testing.T) {
 	}
 	// What the browser test and operators rely on.
 	for _, want := range []string{
-		`data-limiter-keys="llm-tokens upstream-catalogue upstream-reviews upstream-store-pages"`, `data-targets="main"`, `data-chart="pace"`, `data-chart="success"`,
+		`data-limiter-keys="llm-tokens upstream-catalogue upstream-hints upstream-reviews upstream-store-pages"`, `data-targets="main"`, `data-chart="pace"`, `data-chart="success"`,
 		`id="ctl-running"`, `id="ctl-stop"`, `id="ctl-start"`, `id="token"`, `type="password"`, `id="scheduler"`, `id="limiters"`,
 		`id="count-apps-known"`, `id="count-opportunities"`, `"/v1/history?target="`, `"/v1/pipeline/counts"`, `"/v1/analyst/status"`, `id="analyst-state"`, `id="analyst-spend"`, `id="analyst-top"`, `id="quality"`, `drawQuality(counts)`,
 		`"/v1/enrichment/pulse?target="`, `data-testid="stall-alert"`, `data-testid="controller-completions-per-min"`, `data-field="projected-basis"`,

@@ -117,6 +117,9 @@ type Config struct {
 	// APIBase and StoreBase are the upstream's base URLs, without a trailing slash.
 	APIBase   string
 	StoreBase string
+	// HintsBase is the search-hints host's base URL (UPSTREAM_HINTS_BASE),
+	// without a trailing slash.
+	HintsBase string
 	Country   string
 	// MaxHold caps how long one upstream answer (Retry-After,
 	// RateLimit-Reset) can hold the crawler (UPSTREAM_MAX_HOLD_S); 0 when
@@ -190,6 +193,7 @@ func Load(getenv func(string) string) (Config, []Problem) {
 	c := Config{
 		APIBase:      strings.TrimRight(getenv("UPSTREAM_API_BASE"), "/"),
 		StoreBase:    strings.TrimRight(getenv("UPSTREAM_STORE_BASE"), "/"),
+		HintsBase:    strings.TrimRight(getenv("UPSTREAM_HINTS_BASE"), "/"),
 		Country:      getenv("UPSTREAM_COUNTRY"),
 		LocationHint: getenv("ENRICHMENT_LOCATION_HINT"),
 		AdminToken:   getenv("ADMIN_TOKEN"),

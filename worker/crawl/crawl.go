@@ -98,9 +98,10 @@ type Store interface {
 	// FillCandidates returns up to n enriched apps never filled (or renamed
 	// since), longest enriched first.
 	FillCandidates(ctx context.Context, n int, now time.Time) ([]FillApp, error)
-	// SaveFill queues the apps' keywords for the steering and marks the
-	// apps filled (FillStatements); it returns their distinct keywords.
-	SaveFill(ctx context.Context, apps []FillApp, now time.Time) (keywords int, err error)
+	// SaveFill values the known pending keywords among the apps' terms
+	// and marks the apps filled (FillStatements); it returns their
+	// distinct terms.
+	SaveFill(ctx context.Context, apps []FillApp, now time.Time) (terms int, err error)
 }
 
 // Slow is the discretionary work of the cycle the cost guard slows
@@ -155,14 +156,14 @@ type Result struct {
 	// Side is the task run alongside the primary one, if any.
 	Side *Result `json:"side,omitempty"`
 	// Fill is the ranking fill run before the primary task, if it was due
-	// (Found: the keywords of the apps it filled).
+	// (Found: the distinct terms of the apps it filled).
 	Fill  *Result `json:"fill,omitempty"`
 	Error string  `json:"error,omitempty"`
 }
 
 // CrawlCycle is the 5-minute discovery step: the existence checks, then
 // the steering step (keyword values and due re-searches), then ranking fill
-// when due (D1 only: it queues enriched apps' keywords for the steering),
+// when due (D1 only: it values the known keywords of enriched apps' terms),
 // then one primary task by priority, a category scan (tier by weighted
 // choice) queuing what it finds for the EnrichmentController, with keyword
 // mapping beside it as the side task whenever keywords are due (alone when
@@ -184,11 +185,10 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 	// alone is no reason to run the pick.
 	var fill *Result
 	if gaps.RankingFill {
+		// The fill adds no keyword (it values pending ones): the gap
+		// check's answer on due keywords stands.
 		f := fillRankings(ctx, store, now)
 		fill = &f
-		// The fill may have queued new keywords: mapping searches them by
-		// value, beside the due ones, this cycle.
-		gaps.DueKeywords = gaps.DueKeywords || f.Found > 0
 	}
 	tier := PickTier(gaps.Tiers, r)
 	if slow.Scans {
@@ -515,46 +515,11 @@ func RankingStatements(keyword string, apps []appstore.App, now time.Time) []d1.
 	return append(stmts, d1.Stmt{SQL: searchedSQL(), Args: []any{ts, len(apps), keyword}})
 }
 
-// TitledApp is an app whose title keywords are derived.
-type TitledApp struct {
-	TrackID int64
-	Title   string
-}
-
-// MaxCarrierIDs bounds the apps one derived keyword is valued from: its
-// statement reads their clusters by index, one seek each.
-const MaxCarrierIDs = 50
-
-// KeywordStatements queues the keywords derived from apps' titles as
-// pending, each once, valued from the apps that carry it (derivedSQL).
-func KeywordStatements(source string, apps []TitledApp, now time.Time) []d1.Stmt {
-	ts := d1.Time(now)
-	carriers := map[string][]int64{}
-	seen := map[string]map[int64]bool{}
-	var order []string
-	for _, a := range apps {
-		for _, kw := range appstore.DeriveKeywords(a.Title, "") {
-			if seen[kw] == nil {
-				seen[kw] = map[int64]bool{}
-				order = append(order, kw)
-			}
-			if !seen[kw][a.TrackID] && len(carriers[kw]) < MaxCarrierIDs {
-				seen[kw][a.TrackID] = true
-				carriers[kw] = append(carriers[kw], a.TrackID)
-			}
-		}
-	}
-	stmts := make([]d1.Stmt, 0, len(order))
-	for _, kw := range order {
-		ids, _ := json.Marshal(carriers[kw])
-		stmts = append(stmts, d1.Stmt{SQL: derivedSQL(), Args: []any{kw, source, ts, string(ids)}})
-	}
-	return stmts
-}
-
 // ScanStatements writes one category scan: apps queued for enrichment
 // (a known app's last sighting updated, its stale mark cleared), current
-// chart positions, their history, and the category's scan mark.
+// chart positions, their history, and the category's scan mark. It
+// queues no keyword: a title's words are not search terms until people
+// type them (the search hints, hints.go).
 // Idempotent: a replay changes nothing but the sighting times.
 func ScanStatements(genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) []d1.Stmt {
 	ts := d1.Time(now)
@@ -581,13 +546,8 @@ func ScanStatements(genreID int, country string, charts map[string][]appstore.Ch
 		_, ok := charts[coll]
 		complete = complete && ok
 	}
-	var titles []TitledApp
-	for _, coll := range appstore.ChartCollections {
-		for _, e := range charts[coll] {
-			titles = append(titles, TitledApp{TrackID: e.TrackID, Title: e.Name})
-		}
-	}
-	stmts = append(stmts, KeywordStatements("title", titles, now)...)
+	// No keyword from the charted titles: the charts are seeds of the
+	// search hints (HintSeeds), whose terms are what people type.
 	if complete {
 		// A scan missing a chart (refused) leaves the category due: the
 		// next cycle reads the missing chart (and the others again).

@@ -1,6 +1,13 @@
 package crawl
 
-import "storecrawl/worker/module"
+import (
+	"context"
+	"time"
+
+	"storecrawl/worker/module"
+	"storecrawl/worker/ratelimit"
+	"storecrawl/worker/upstream"
+)
 
 // Module is discovery's declaration: the category scans, charts and
 // keyword searches that find apps, and the rankings they record.
@@ -13,9 +20,29 @@ var Module = module.Module{
 		{Name: "chart_position_history", Writer: "worker/crawl", Doc: "an app's chart rank each time it moved"},
 		{Name: "crawl_keywords", Writer: "worker/crawl", Doc: "a search term: its source, value and when it is next searched"},
 		{Name: "crawl_rankings", Writer: "worker/crawl", Doc: "an app's rank in a keyword's latest search: the markets' members"},
+		{Name: "keyword_hint_prefixes", Writer: "worker/crawl", Doc: "a prefix keyword sourcing asks the search hints: when, what it answered, or waiting with its value"},
 	},
 	Triggers: []module.Trigger{
 		{Name: "app_registry_refill_on_rename", On: "app_registry", Writes: []string{"app_registry"},
 			Doc: "a renamed app (name or subtitle) has its rankings filled again from its new terms"},
 	},
+}
+
+// Tasks are discovery's periodic work: keyword-hints asks the search
+// hints for the best prefixes of a genre's seeds and the waiting ones,
+// and queues the completions no keyword holds as pending keywords, within
+// the day's budgets (SourceHints), through the hints' global limit (get;
+// reserve admits a run's asks in one acquire).
+func Tasks(store D1Store, get func(ctx context.Context, url string) upstream.Response,
+	reserve func(ctx context.Context, n int) context.Context, hintsBase, country string) []module.Task {
+	return []module.Task{{
+		Name: "keyword-hints", Every: HintRunEvery, Jitter: time.Minute,
+		Doc: "search hints for a genre's seeds and the waiting prefixes; their new terms queued as keywords, within a daily budget",
+		Run: func(ctx context.Context, now func() time.Time) module.Result {
+			out := SourceHints(ratelimit.WithReserver(ctx, reserve), store, get, hintsBase, country, now())
+			return module.Result{OK: out.Error == "" && !out.RateLimited, Summary: out.Summary(), Error: out.Error,
+				RateLimited: out.RateLimited,
+				Counters:    map[string]int64{"asked": int64(out.Asked), "new_keywords": int64(out.NewKeywords)}}
+		},
+	}}
 }

@@ -13,16 +13,17 @@ import (
 
 // Ranking fill adds depth to apps already known: an enriched app's title
 // and subtitle (the subtitle only exists after enrichment, so category
-// scans never saw it) give its keywords, and the fill hands the ones the
-// steering does not know yet to it as pending keywords, valued from the
-// app's markets. Keyword mapping searches them in value order and the
-// steering re-searches them on their market's interval from then on, so
-// the app's rankings stay as fresh as the steering schedules, with no
-// search of the fill's own. An app is filled once (rankings_filled_at):
-// again only when its title or subtitle changes (the 0026 trigger clears
-// the mark), so the fill is incremental: each cycle's work is the apps
-// enriched since, not the catalogue every RankingRefreshAge. It sends no
-// request: one read of its candidates and one batch of two statements.
+// scans never saw it) name the search terms it may rank for, and the fill
+// matches them against the keywords the steering knows (the search
+// hints' terms, hints.go): a known term still pending is valued from the
+// app's markets, so keyword mapping searches it sooner; one already
+// searched is re-searched on its market's interval, and the app's rank
+// in it is recorded then. A title's words are not keywords of their own:
+// a term becomes one when people type it (the hints), so a new app adds
+// no keyword. An app is filled once (rankings_filled_at): again only when
+// its title or subtitle changes (the 0026 trigger clears the mark), so
+// the fill is incremental. It sends no request: one read of its
+// candidates and one batch of two statements.
 
 // Ranking fill bounds.
 const (
@@ -31,9 +32,10 @@ const (
 	// backlog of every enriched app at 1.1M (935,000) in 3.2 days, within
 	// RankingRefreshAge. One cycle reads its candidates (1,000 rows from
 	// idx_app_registry_unfilled) and, in fillKeywordsSQL, each of their
-	// keywords (at most appstore.MaxKeywordsPerApp an app) by primary key
-	// with the apps' clusters; it writes the apps' marks and the keywords
-	// new to the steering (TestRankingFillRowsAndCover counts them).
+	// terms (at most appstore.MaxKeywordsPerApp an app) by the keywords'
+	// unique index with the apps' clusters; it writes the apps' marks and
+	// the pending known terms it values higher, never a new keyword
+	// (TestRankingFillRowsAndCover counts them).
 	RankingFillApps = 1000
 	// RankingRefreshAge: a warm market's keywords are re-searched this
 	// often (WarmKeywordResearch). Search ranks move on about that scale,
@@ -48,31 +50,30 @@ type FillApp struct {
 	Subtitle string
 }
 
-// fillKeywordsSQL queues the keywords of the filled apps (?1 the source,
-// ?2 now, ?3 a JSON array of [keyword, track id] pairs) as pending, each
-// valued as a derived keyword (PendingKeywordValue) from the apps that
-// carry it: the best score of their clusters and their count (all
-// enriched). A keyword already known is left alone (a pending one takes a
-// better value); only new keywords are written, a row each and its entry
-// in idx_crawl_keywords_pending_value. The pairs are read once (json_each)
-// and joined by index: the keyword's primary key, the apps' rankings
+// fillKeywordsSQL values the known pending keywords among the filled
+// apps' terms (?1 a JSON array of [term, track id] pairs) as derived from
+// them (PendingKeywordValue): the best score of the apps' clusters and
+// their count (all enriched). A keyword is rewritten only when that is
+// better than its value; a term no keyword holds writes nothing (the fill
+// adds no keyword), nor does a searched one. The pairs are read once
+// (json_each) and joined by index: the apps' rankings
 // (idx_crawl_rankings_track: a market's members are its keyword's
-// rankings) and their clusters' scores.
+// rankings), their clusters' scores, the keyword's unique index.
 var fillKeywordsSQL = sync.OnceValue(func() string {
-	return `INSERT INTO crawl_keywords (keyword, source, created_at, value)
-SELECT kw, ?1, ?2, ` + valueSQL("score", "carriers") + ` + ` + num(FirstSearchValue) + ` FROM (
+	return `WITH f AS (SELECT kw, ` + valueSQL("score", "carriers") + ` + ` + num(FirstSearchValue) + ` AS value FROM (
   SELECT p.kw AS kw, COALESCE(max(o.score), 0) AS score, count(DISTINCT p.id) AS carriers
-  FROM (SELECT json_extract(value, '$[0]') AS kw, json_extract(value, '$[1]') AS id FROM json_each(?3)) p
+  FROM (SELECT json_extract(value, '$[0]') AS kw, json_extract(value, '$[1]') AS id FROM json_each(?1)) p
   LEFT JOIN crawl_rankings m ON m.track_id = p.id
   LEFT JOIN opportunity_scores o ON o.cluster_id = m.keyword
-  GROUP BY p.kw) WHERE true
-ON CONFLICT (keyword) DO UPDATE SET value = excluded.value
-WHERE crawl_keywords.searched_at IS NULL AND excluded.value > crawl_keywords.value`
+  GROUP BY p.kw))
+UPDATE crawl_keywords SET value = f.value FROM f
+WHERE crawl_keywords.keyword = f.kw AND crawl_keywords.searched_at IS NULL AND f.value > crawl_keywords.value`
 })
 
-// FillStatements fills apps: their keywords queued for the steering
-// (fillKeywordsSQL) and the apps marked filled (registry.MarkFilled). It returns how many
-// distinct keywords the apps carry.
+// FillStatements fills apps: the known pending keywords among their
+// terms valued for the steering (fillKeywordsSQL) and the apps marked
+// filled (registry.MarkFilled). It returns how many distinct terms the
+// apps' titles and subtitles name.
 func FillStatements(apps []FillApp, now time.Time) ([]d1.Stmt, int) {
 	ts := d1.Time(now)
 	var pairs [][2]any
@@ -88,7 +89,7 @@ func FillStatements(apps []FillApp, now time.Time) ([]d1.Stmt, int) {
 	var stmts []d1.Stmt
 	if len(pairs) > 0 {
 		b, _ := json.Marshal(pairs)
-		stmts = append(stmts, d1.Stmt{SQL: fillKeywordsSQL(), Args: []any{KeywordSourceFill, ts, string(b)}})
+		stmts = append(stmts, d1.Stmt{SQL: fillKeywordsSQL(), Args: []any{string(b)}})
 	}
 	if len(ids) > 0 {
 		b, _ := json.Marshal(ids)
@@ -98,7 +99,7 @@ func FillStatements(apps []FillApp, now time.Time) ([]d1.Stmt, int) {
 }
 
 // fillRankings runs one ranking fill: the apps due (never filled, or
-// renamed since), their keywords queued, the apps marked, in one batch.
+// renamed since), their known terms valued, the apps marked, in one batch.
 func fillRankings(ctx context.Context, store Store, now time.Time) Result {
 	res := Result{Action: "ranking_fill"}
 	apps, err := store.FillCandidates(ctx, RankingFillApps, now)
@@ -110,8 +111,7 @@ func fillRankings(ctx context.Context, store Store, now time.Time) Result {
 	}
 	kws, err := store.SaveFill(ctx, apps, now)
 	if err != nil {
-		// The apps stay due: the next cycle queues their keywords again
-		// (known ones write nothing).
+		// The apps stay due: the next cycle values their terms again.
 		return Result{Action: "error", Error: "save fill: " + err.Error()}
 	}
 	res.Filled, res.Found = len(apps), kws
@@ -125,6 +125,8 @@ func joinErr(a, b string) string {
 	return a + "; " + b
 }
 
-// KeywordSourceFill marks keywords first seen by ranking fill (from an
-// enriched app's title or subtitle).
-const KeywordSourceFill = "fill"
+// Keyword sources (crawl_keywords.source): KeywordSourceHints, a term
+// the search hints completed a prefix to (hints.go). Older rows hold
+// 'title' and 'fill', the words of an app's title when titles were taken
+// for keywords.
+const KeywordSourceHints = "hints"

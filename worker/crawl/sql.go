@@ -78,21 +78,6 @@ FROM g WHERE crawl_keywords.keyword = g.keyword
 UPDATE crawl_keywords SET value = f.value, due_value = f.value
 FROM f WHERE crawl_keywords.keyword = f.keyword RETURNING crawl_keywords.keyword`
 	})
-
-	// derivedSQL queues one derived keyword (?1, source ?2, at ?3) from the
-	// apps whose titles carry it (?4, a JSON array of track ids), valued by
-	// PendingKeywordValue; derived again while pending, it keeps the better
-	// value (written only when better: a scan deriving the same keywords
-	// again writes nothing).
-	derivedSQL = sync.OnceValue(func() string {
-		return `INSERT INTO crawl_keywords (keyword, source, created_at, value)
-SELECT ?1, ?2, ?3, ` + valueSQL(`COALESCE((SELECT max(o.score) FROM crawl_rankings m JOIN opportunity_scores o ON o.cluster_id = m.keyword
-    WHERE m.track_id IN (SELECT value FROM json_each(?4))), 0)`,
-			`(SELECT count(*) FROM app_registry WHERE track_id IN (SELECT value FROM json_each(?4)) AND enrichment_source = 'itunes+store')`) + ` + ` + num(FirstSearchValue) + `
-WHERE true
-ON CONFLICT (keyword) DO UPDATE SET value = excluded.value
-WHERE crawl_keywords.searched_at IS NULL AND excluded.value > crawl_keywords.value`
-	})
 )
 
 // waitingSQL is the promote step's read.

@@ -173,8 +173,11 @@ func TestKeywordOrderByValueAndSchedule(t *testing.T) {
 	if got := pick(); !reflect.DeepEqual(got, []string{"hotkw"}) {
 		t.Fatalf("a day on: %q", got)
 	}
-	// New titles: app 1 (enriched, in the 80 market) and app 50 (unknown).
-	if _, err := db.Exec(ctx, KeywordStatements("title", []TitledApp{{1, "Budget Tracker"}, {50, "Chess Master"}}, t0.Add(HotKeywordResearch))...); err != nil {
+	// New terms from the hints: the first completion of its answer
+	// ("budget"), then the others.
+	answers := []HintAnswer{{Prefix: HintSeed{"budget", 50}, Terms: []string{"budget", "budget tracker", "tracker"}},
+		{Prefix: HintSeed{"chess", 50}, Terms: []string{"chess", "chess master", "master"}}}
+	if _, err := db.Exec(ctx, HintStatements(answers, NewHintKeywords(answers, nil, 10), nil, t0.Add(HotKeywordResearch))...); err != nil {
 		t.Fatal(err)
 	}
 	// A month on, the plain keyword is due too.
@@ -186,12 +189,14 @@ func TestKeywordOrderByValueAndSchedule(t *testing.T) {
 		t.Fatalf("promoted at its value now: %v", v)
 	}
 	got := pick()
-	want := []string{"budget", "budget tracker", "tracker", "hotkw", "chess", "chess master", "master", "plainkw"}
+	// The hot market's due keyword first, then the hints' terms by their
+	// place in their answers, the cold keyword last.
+	want := []string{"hotkw", "budget", "chess", "budget tracker", "chess master", "master", "tracker", "plainkw"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("pick order %q, want %q", got, want)
 	}
-	if v := drv.Rows(t, `SELECT value FROM crawl_keywords WHERE keyword = 'budget'`)[0]["value"]; v != PendingKeywordValue(80, 1) {
-		t.Fatalf("derived from an enriched app of an 80 market: %v", v)
+	if v := drv.Rows(t, `SELECT value, source FROM crawl_keywords WHERE keyword = 'budget'`)[0]; v["value"] != HintTermKeywordValue(0, 3) || v["source"] != KeywordSourceHints {
+		t.Fatalf("the first completion: %v", v)
 	}
 	// Searched again: it leaves the due set and rests its interval anew.
 	later := at.Add(time.Hour)

@@ -49,13 +49,13 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "ranking fill candidates", SQL: fillCandidatesSQL, Args: []any{RankingFillApps},
 			Bounded: "the head of the partial index idx_app_registry_unfilled (never-filled enriched apps) in enriched order, stopped by its LIMIT (RankingFillApps); each app read is filled and leaves the index"},
 		// The fill's writes (explained, not run).
-		{Name: "ranking fill keywords", SQL: fillKeywordsSQL(), Args: []any{KeywordSourceFill, "2026-01-01T00:00:00.000Z", `[["budget",100000001],["budget planner",100000001]]`}},
+		{Name: "ranking fill keywords", SQL: fillKeywordsSQL(), Args: []any{`[["budget",100000001],["budget planner",100000001]]`}},
 		{Name: "ranking fill marks", SQL: fillMarks.SQL, Args: fillMarks.Args},
 		// A search's writes (explained, not run): its rankings in one
 		// statement, the rows of apps gone.
 		{Name: "search rankings", SQL: rankingsSQL, Args: []any{"budget", "2026-01-01T00:00:00.000Z", `[[100000001,1],[100000002,2]]`}},
 		{Name: "search rankings gone", SQL: rankingsGoneSQL, Args: []any{"budget", `[100000001,100000002]`}},
-	}, steerHotQueries()...)
+	}, append(steerHotQueries(), HintHotQueries()...)...)
 }
 
 func cutoff(now time.Time, age time.Duration) string { return d1.Time(now.Add(-age)) }
@@ -205,7 +205,7 @@ func (s D1Store) FillCandidates(ctx context.Context, n int, _ time.Time) ([]Fill
 }
 
 // SaveFill implements Store: one atomic batch, so an app is marked only
-// with its keywords queued.
+// with its terms' keywords valued.
 func (s D1Store) SaveFill(ctx context.Context, apps []FillApp, now time.Time) (int, error) {
 	stmts, kws := FillStatements(apps, now)
 	if len(stmts) == 0 {
@@ -311,7 +311,6 @@ func steerHotQueries() []d1.NamedQuery {
 		// The steering's writes (explained, not run).
 		{Name: "keyword searched", SQL: searchedSQL(), Args: []any{"2026-01-01T00:00:00.000Z", 20, "budget"}},
 		{Name: "keywords revalued", SQL: revalueSQL(), Args: []any{`["budget","chat"]`, "2026-01-01T00:00:00.000Z"}},
-		{Name: "derived keyword", SQL: derivedSQL(), Args: []any{"budget app", "title", "2026-01-01T00:00:00.000Z", `[100000001,100000002]`}},
 		{Name: "keywords promoted", SQL: promoteSQL(), Args: []any{"2026-01-01T00:00:00.000Z", KeywordPromoteBatch}},
 	}
 }

@@ -283,6 +283,7 @@ func (w *worker) startOnce(t *testing.T, logName string) error {
 		"--test-scheduled", "--show-interactive-dev-session=false",
 		"--var", "UPSTREAM_API_BASE:"+w.simBase,
 		"--var", "UPSTREAM_STORE_BASE:"+w.simBase,
+		"--var", "UPSTREAM_HINTS_BASE:"+w.simBase,
 		"--var", "ADMIN_TOKEN:"+adminToken,
 		"--var", "LIMITER_CLIENT_TOKEN:"+clientToken,
 	)

@@ -79,8 +79,8 @@ type market struct {
 }
 
 // TestPipelineEndToEnd runs the event-driven pipeline on one stack:
-//   - a crawl cycle fills an enriched app's rankings (queues its
-//     keywords) and maps them with the pending keywords; rankings-updated →
+//   - a crawl cycle fills an enriched app's rankings (values the known
+//     keywords among its terms) and maps the pending keywords; rankings-updated →
 //     clustering → clusters-ready → fragmentation → fragmentation-done → opportunity scores on the API;
 //   - the daily cron runs the data-quality check: a sample read, no D1
 //     write, its result in /v1/pipeline/counts;
@@ -93,10 +93,11 @@ func TestPipelineEndToEnd(t *testing.T) {
 	s := startSim(t, dir, "-apps", "3000", "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")
 	prepareDB(t, persist, dir, 0)
-	// No category is due (so keyword mapping is the primary task), two
-	// pending keywords, and one enriched app never ranking-filled.
+	// No category is due (so keyword mapping is the primary task), three
+	// pending keywords (one a term of the app), and one enriched app never
+	// ranking-filled.
 	seed := `UPDATE category_scans SET last_scanned_at = strftime('%Y-%m-%dT%H:%M:%fZ','now');
-INSERT INTO crawl_keywords (keyword, source, created_at) VALUES ('budget','title','2026-01-01T00:00:00.000Z'), ('chess','title','2026-01-01T00:00:00.000Z');
+INSERT INTO crawl_keywords (keyword, source, created_at) VALUES ('budget','title','2026-01-01T00:00:00.000Z'), ('chess','title','2026-01-01T00:00:00.000Z'), ('garden','hints','2026-01-01T00:00:00.000Z');
 INSERT INTO app_registry (track_id, name, subtitle, rating_count, average_rating, enrichment_source, enriched_at)
   VALUES (300000001, 'Zen Garden', 'Relax, breathe & sleep better', 1200, 4.1, 'itunes+store', '2026-01-01T00:00:00.000Z');
 `
@@ -107,9 +108,9 @@ INSERT INTO app_registry (track_id, name, subtitle, rating_count, average_rating
 
 	t.Run("rankings flow to fragmentation and opportunities", func(t *testing.T) {
 		run := fireCron(t, w, "*/5 * * * *")
-		// Ranking fill ran first: it queued the enriched app's
-		// title+subtitle keywords, which the mapping searched beside the
-		// two pending ones.
+		// Ranking fill ran first: it looked up the enriched app's
+		// title+subtitle terms and added no keyword; the mapping searched
+		// the three pending ones.
 		if run.Crawl == nil {
 			t.Fatalf("crawl: %s", jsonString(run))
 		}
@@ -117,7 +118,7 @@ INSERT INTO app_registry (track_id, name, subtitle, rating_count, average_rating
 		if fill == nil || fill.Action != "ranking_fill" || fill.Found < 5 || fill.Filled != 1 {
 			t.Fatalf("ranking fill: %s", jsonString(run))
 		}
-		if run.Crawl.Action != "keyword_mapping" || run.Crawl.Found != 2+fill.Found {
+		if run.Crawl.Action != "keyword_mapping" || run.Crawl.Found != 3 {
 			t.Fatalf("crawl: %s", jsonString(run))
 		}
 		var app map[string]any

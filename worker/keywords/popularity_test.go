@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"storecrawl/worker/appstore"
 	"testing"
 )
 
@@ -18,11 +19,11 @@ func builtHints(t *testing.T) map[string][]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hints, err := ParseHints(body)
+		hints, err := appstore.ParseHints(body)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		out[p] = hints
+		out[p] = Terms(hints)
 	}
 	return out
 }

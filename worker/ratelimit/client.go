@@ -28,6 +28,8 @@ const (
 	// Reviews names the limit of the customer-reviews feed (on the API
 	// host, but its own budget, so reviews never starve lookups).
 	Reviews = "upstream-reviews"
+	// Hints names the search-hints host's limit (crawl's keyword sourcing).
+	Hints = "upstream-hints"
 	// LLMTokens names the analyst's per-minute LLM token budget: every LLM
 	// call acquires its estimated tokens (cost) under it. The
 	// analyst sends its LLM_TOKENS_PER_MINUTE as the limit; this is the default.
@@ -43,7 +45,11 @@ var Limits = map[string]limiter.Policy{
 	Catalogue:  {Limit: 1200, Window: 60, Algorithm: limiter.GCRA},
 	StorePages: {Limit: 1200, Window: 60, Algorithm: limiter.GCRA},
 	Reviews:    {Limit: 60, Window: 60, Algorithm: limiter.GCRA},
-	LLMTokens:  {Limit: 20000, Window: 60, Algorithm: limiter.SlidingWindow},
+	// The search-hints host: an App Store field's completions, asked a
+	// few a run within a daily budget (crawl.HintRequestsPerDay); a
+	// minute's cap well under what one field's typing sends.
+	Hints:     {Limit: 60, Window: 60, Algorithm: limiter.GCRA},
+	LLMTokens: {Limit: 20000, Window: 60, Algorithm: limiter.SlidingWindow},
 }
 
 // Caller sends one request to a key's OmniLimiter object.

@@ -97,6 +97,9 @@ type Client struct {
 	// goroutine on whatever call next enters the shared Go instance, or not
 	// while the isolate is idle (see cf.Sleep).
 	After func(d time.Duration) (fire <-chan time.Time, stop func())
+	// Header is sent with every request (nil: none). The hints host needs
+	// the storefront (X-Apple-Store-Front); the other hosts get none.
+	Header http.Header
 }
 
 type budgetKey struct{}
@@ -122,8 +125,9 @@ func (c *Client) after(d time.Duration) (<-chan time.Time, func()) {
 	return t.C, func() { t.Stop() }
 }
 
-// Get fetches url with no custom headers (custom User-Agents have triggered
-// false 403s from this kind of upstream) and classifies the result.
+// Get fetches url with no custom headers but Client.Header (custom
+// User-Agents have triggered false 403s from this kind of upstream) and
+// classifies the result.
 func (c *Client) Get(ctx context.Context, url string) Response {
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -192,6 +196,9 @@ func (c *Client) do(ctx context.Context, url string) Response {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {
 			return Response{Class: objects.ClassParseError, Remaining: -1, Err: err}
+		}
+		for k, vs := range c.Header {
+			req.Header[k] = vs
 		}
 		if err := subreq.Spend(ctx, 1); err != nil {
 			// Never reached in a run (it reserves each item's worst case,

@@ -135,3 +135,29 @@ func TestHostileHoldsAreCapped(t *testing.T) {
 		t.Errorf("default cap: %d", r.RetryAfterS)
 	}
 }
+
+// A client's Header goes with every request, redirects included; a
+// client without one sends none of it.
+func TestClientHeader(t *testing.T) {
+	var got []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hop", func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("X-Apple-Store-Front"))
+		http.Redirect(w, r, "/end", http.StatusFound)
+	})
+	mux.HandleFunc("/end", func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("X-Apple-Store-Front"))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	doer := srv.Client()
+	doer.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c := &Client{HTTP: doer, Header: http.Header{"X-Apple-Store-Front": {"143441-1,29"}}}
+	if r := c.Get(context.Background(), srv.URL+"/hop"); r.Class != objects.ClassOK {
+		t.Fatalf("%+v", r)
+	}
+	(&Client{HTTP: doer}).Get(context.Background(), srv.URL+"/end")
+	if len(got) != 3 || got[0] != "143441-1,29" || got[1] != "143441-1,29" || got[2] != "" {
+		t.Fatalf("headers sent: %q", got)
+	}
+}
