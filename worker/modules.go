@@ -17,6 +17,7 @@ import (
 	"storecrawl/worker/markets"
 	"storecrawl/worker/module"
 	"storecrawl/worker/reviews"
+	"storecrawl/worker/search"
 	"storecrawl/worker/subreq"
 	"storecrawl/worker/tasks"
 	"storecrawl/worker/upstream"
@@ -32,6 +33,7 @@ var Modules = []module.Module{
 	enrichment.Module,
 	markets.Module,
 	reviews.Module,
+	search.Module,
 	analyst.Module,
 	ledgerdb.Module,
 	d1.Module,
