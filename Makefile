@@ -45,10 +45,16 @@ node_modules/.stamp: package.json package-lock.json
 install: node_modules/.stamp
 	$(GO) mod download
 
-# Go sources and the files they embed (worker/dashboard.html).
-GO_SOURCES := $(shell find cmd worker durable \( -name '*.go' -not -name '*_test.go' \) -o -name '*.html') go.mod go.sum
+# Go sources and the files they embed (worker/api/dashboard.html, worker/api/explorer/).
+GO_SOURCES := $(shell find cmd worker durable \( -name '*.go' -not -name '*_test.go' \) -o -name '*.html' -o -path 'worker/api/explorer/*') go.mod go.sum
 
-build/app.wasm: $(GO_SOURCES)
+# uPlot (npm `uplot`), embedded in the Worker for the explorer's charts:
+# copied from node_modules at build time, never committed.
+UPLOT := worker/api/explorer/lib/uPlot.iife.min.js worker/api/explorer/lib/uPlot.min.css
+worker/api/explorer/lib/uPlot.%: node_modules/.stamp
+	cp node_modules/uplot/dist/uPlot.$* $@
+
+build/app.wasm: $(GO_SOURCES) $(UPLOT)
 	@mkdir -p build
 	$(WASM_BUILD)
 

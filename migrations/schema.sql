@@ -178,6 +178,39 @@ CREATE TRIGGER app_registry_refill_on_rename AFTER UPDATE OF name, subtitle ON a
 BEGIN
   UPDATE app_registry SET rankings_filled_at = NULL WHERE track_id = new.track_id;
 END;
+CREATE TRIGGER app_search_delete AFTER DELETE ON app_registry
+BEGIN
+  DELETE FROM app_search_terms WHERE track_id = OLD.track_id AND field IN (1, 2, 3)
+    AND term IN (substr(lower(trim(OLD.name)), 1, 100), substr(lower(trim(OLD.developer_name)), 1, 100), substr(lower(trim(OLD.subtitle)), 1, 100));
+END;
+CREATE TRIGGER app_search_developer AFTER UPDATE OF developer_name ON app_registry
+WHEN substr(lower(trim(COALESCE(OLD.developer_name, ''))), 1, 100) IS NOT substr(lower(trim(COALESCE(NEW.developer_name, ''))), 1, 100)
+BEGIN
+  DELETE FROM app_search_terms WHERE term = substr(lower(trim(OLD.developer_name)), 1, 100) AND track_id = OLD.track_id AND field = 2;
+  INSERT OR IGNORE INTO app_search_terms (term, track_id, field)
+    SELECT substr(lower(trim(NEW.developer_name)), 1, 100), NEW.track_id, 2 WHERE trim(COALESCE(NEW.developer_name, '')) <> '';
+END;
+CREATE TRIGGER app_search_insert AFTER INSERT ON app_registry
+BEGIN
+  INSERT OR IGNORE INTO app_search_terms (term, track_id, field)
+    SELECT substr(lower(trim(NEW.name)), 1, 100), NEW.track_id, 1 WHERE trim(COALESCE(NEW.name, '')) <> ''
+    UNION ALL SELECT substr(lower(trim(NEW.developer_name)), 1, 100), NEW.track_id, 2 WHERE trim(COALESCE(NEW.developer_name, '')) <> ''
+    UNION ALL SELECT substr(lower(trim(NEW.subtitle)), 1, 100), NEW.track_id, 3 WHERE trim(COALESCE(NEW.subtitle, '')) <> '';
+END;
+CREATE TRIGGER app_search_name AFTER UPDATE OF name ON app_registry
+WHEN substr(lower(trim(COALESCE(OLD.name, ''))), 1, 100) IS NOT substr(lower(trim(COALESCE(NEW.name, ''))), 1, 100)
+BEGIN
+  DELETE FROM app_search_terms WHERE term = substr(lower(trim(OLD.name)), 1, 100) AND track_id = OLD.track_id AND field = 1;
+  INSERT OR IGNORE INTO app_search_terms (term, track_id, field)
+    SELECT substr(lower(trim(NEW.name)), 1, 100), NEW.track_id, 1 WHERE trim(COALESCE(NEW.name, '')) <> '';
+END;
+CREATE TRIGGER app_search_subtitle AFTER UPDATE OF subtitle ON app_registry
+WHEN substr(lower(trim(COALESCE(OLD.subtitle, ''))), 1, 100) IS NOT substr(lower(trim(COALESCE(NEW.subtitle, ''))), 1, 100)
+BEGIN
+  DELETE FROM app_search_terms WHERE term = substr(lower(trim(OLD.subtitle)), 1, 100) AND track_id = OLD.track_id AND field = 3;
+  INSERT OR IGNORE INTO app_search_terms (term, track_id, field)
+    SELECT substr(lower(trim(NEW.subtitle)), 1, 100), NEW.track_id, 3 WHERE trim(COALESCE(NEW.subtitle, '')) <> '';
+END;
 CREATE TRIGGER apps_known_add AFTER INSERT ON app_registry
 BEGIN
   UPDATE pipeline_counters SET n = n + 1 WHERE name = 'apps_known';
@@ -216,6 +249,14 @@ CREATE TABLE "app_reviews" (
   fetched_at  TEXT NOT NULL    -- d1.Layout: when the stored text was fetched
 ) WITHOUT ROWID;
 CREATE INDEX app_reviews_by_app ON app_reviews (app_id, reviewed_at DESC, id);
+
+-- app_search_terms
+CREATE TABLE app_search_terms (
+  term     TEXT NOT NULL,     -- lower(trim(value)), its first 100 characters
+  track_id INTEGER NOT NULL,
+  field    INTEGER NOT NULL,  -- 1 name, 2 developer, 3 subtitle
+  PRIMARY KEY (term, track_id, field)
+) WITHOUT ROWID;
 
 -- app_snapshots
 CREATE TABLE "app_snapshots" (
@@ -562,4 +603,4 @@ CREATE TABLE usage_months (
   PRIMARY KEY (month, source)
 ) WITHOUT ROWID;
 
--- 28 tables, 27 indexes, 17 triggers.
+-- 29 tables, 27 indexes, 22 triggers.

@@ -19,6 +19,7 @@ import (
 	"storecrawl/worker/markets"
 	"storecrawl/worker/module"
 	"storecrawl/worker/reviews"
+	"storecrawl/worker/search"
 	"storecrawl/worker/subreq"
 	"storecrawl/worker/tasks"
 	"storecrawl/worker/upstream"
@@ -34,6 +35,7 @@ var Modules = []module.Module{
 	enrichment.Module,
 	markets.Module,
 	reviews.Module,
+	search.Module,
 	analyst.Module,
 	ledgerdb.Module,
 	guard.Module,

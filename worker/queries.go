@@ -10,6 +10,7 @@ import (
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/reviews"
+	"storecrawl/worker/search"
 	"storecrawl/worker/tasks"
 )
 
@@ -19,7 +20,7 @@ import (
 // step walks a large table unless the query is bounded).
 func HotQueries() []d1.NamedQuery {
 	var all []d1.NamedQuery
-	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), ledgerdb.HotQueries(), living.HotQueries(), analyst.HotQueries(), reviews.HotQueries(), keywords.HotQueries()} {
+	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), ledgerdb.HotQueries(), living.HotQueries(), analyst.HotQueries(), reviews.HotQueries(), markets.DetailHotQueries(), search.HotQueries(), keywords.HotQueries()} {
 		all = append(all, qs...)
 	}
 	return all

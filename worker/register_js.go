@@ -27,6 +27,7 @@ import (
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/ratelimit"
+	"storecrawl/worker/search"
 	"storecrawl/worker/tasks"
 	"storecrawl/worker/upstream"
 )
@@ -66,6 +67,9 @@ func Register() {
 		Country:          cfg.Country,
 		AdminToken:       func() string { return cfg.AdminToken },
 		ClientToken:      func() string { return cfg.ClientToken },
+		ReadToken:        func() string { return cfg.ReadToken },
+		MarketDetail:     marketsStage,
+		Search:           search.Store{DB: db},
 	}
 	if cfg.TestRoutes {
 		s.TestEvents = eventQueue

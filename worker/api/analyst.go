@@ -22,7 +22,7 @@ type AnalystService interface {
 
 // mountAnalyst adds the analyst's routes.
 func (s *Server) mountAnalyst(mux *routeMux) {
-	mux.HandleFunc("GET /v1/opportunities/{id}/brief", s.opportunityBrief)
+	mux.HandleFunc("GET /v1/opportunities/{id}/brief", s.requireRead(s.opportunityBrief))
 	mux.HandleFunc("GET /v1/analyst/status", s.analystStatus)
 	mux.HandleFunc("POST /v1/analyst/run", s.requireAdmin(s.analystRun))
 }

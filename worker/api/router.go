@@ -68,6 +68,13 @@ type Server struct {
 	// route's default ?country=).
 	Keywords KeywordReader
 	Country  string
+	// MarketDetail reads one market (GET /v1/clusters/{id}); Search finds
+	// apps and keywords (GET /v1/search). nil answers 503.
+	MarketDetail MarketDetailReader
+	Search       SearchReader
+	// ReadToken returns READ_TOKEN: when not empty, the explorer's pages
+	// and the read routes they call need it (readGate).
+	ReadToken func() string
 	// RetryFailedBatch is what one Failed.RetryFailed call requeues at most.
 	RetryFailedBatch int
 	// AdminToken returns the configured token; empty means mutating calls are refused.
@@ -136,15 +143,19 @@ func (s *Server) routes() *routeMux {
 	for _, action := range []string{"pause", "resume", "run", "run-now"} {
 		mux.HandleFunc("POST /v1/scheduler/"+action, s.requireAdmin(s.schedulerCall("/"+action)))
 	}
-	mux.HandleFunc("GET /v1/charts", s.chart)
-	mux.HandleFunc("GET /v1/clusters", s.markets(false))
-	mux.HandleFunc("GET /v1/opportunities", s.markets(true))
-	mux.HandleFunc("GET /v1/apps/{id}", s.app)
-	mux.HandleFunc("GET /v1/apps/{id}/reviews", s.appReviews)
-	mux.HandleFunc("GET /v1/clusters/{id}/themes", s.clusterThemes)
-	mux.HandleFunc("GET /v1/apps/{id}/history", s.appHistory)
-	mux.HandleFunc("GET /v1/keywords/{term}", s.keyword)
+	read := s.requireRead
+	mux.HandleFunc("GET /v1/charts", read(s.chart))
+	mux.HandleFunc("GET /v1/clusters", read(s.markets(false)))
+	mux.HandleFunc("GET /v1/opportunities", read(s.markets(true)))
+	mux.HandleFunc("GET /v1/clusters/{id}", read(s.market))
+	mux.HandleFunc("GET /v1/search", read(s.search))
+	mux.HandleFunc("GET /v1/apps/{id}", read(s.app))
+	mux.HandleFunc("GET /v1/apps/{id}/reviews", read(s.appReviews))
+	mux.HandleFunc("GET /v1/clusters/{id}/themes", read(s.clusterThemes))
+	mux.HandleFunc("GET /v1/apps/{id}/history", read(s.appHistory))
+	mux.HandleFunc("GET /v1/keywords/{term}", read(s.keyword))
 	s.mountAnalyst(mux)
+	s.mountExplorer(mux)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
 	mux.HandleFunc("GET /v1/history", s.history)
 	mux.HandleFunc("GET /v1/pipeline/counts", s.pipelineCounts)

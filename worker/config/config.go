@@ -152,6 +152,10 @@ type Config struct {
 	// AdminToken (a client holding it must not be an operator): when equal
 	// it is reported and refuses everything, as if unset.
 	ClientToken string
+	// ReadToken (READ_TOKEN), when set, guards the explorer's pages (/app/)
+	// and the read routes they call: Bearer READ_TOKEN, or the cookie the
+	// pages set after asking once (docs/explorer.md#access). Empty: open.
+	ReadToken string
 	// TestRoutes mounts the test-only routes (never set in wrangler.jsonc).
 	TestRoutes bool
 	// LedgerFaultFailAfterWrite makes the facts consumer fail its first N
@@ -198,6 +202,7 @@ func Load(getenv func(string) string) (Config, []Problem) {
 		LocationHint: getenv("ENRICHMENT_LOCATION_HINT"),
 		AdminToken:   getenv("ADMIN_TOKEN"),
 		ClientToken:  getenv("LIMITER_CLIENT_TOKEN"),
+		ReadToken:    getenv("READ_TOKEN"),
 		TestRoutes:   getenv("TEST_ROUTES") == "1",
 		Objects: ObjectVars{
 			EnrichmentCooldownS:       getenv("ENRICHMENT_COOLDOWN_S"),

@@ -1,0 +1,265 @@
+// The explorer: one shell, filled from the API by the path. Plain DOM; charts
+// with uPlot when its files are there, else tables. Every list pages with the
+// API's next_cursor ("more").
+'use strict';
+const main = document.getElementById('main');
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') e.className = v; else if (k.startsWith('on')) e.addEventListener(k.slice(2), v); else if (v != null) e.setAttribute(k, v);
+  }
+  for (const c of kids.flat()) if (c != null) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+const fmt = (v, d = 2) => v == null ? '—' : typeof v === 'number' ? (Number.isInteger(v) ? v.toLocaleString('en-US') : v.toFixed(d)) : String(v);
+const pct = v => v == null ? '—' : (v * 100).toFixed(1) + '%';
+const enc = encodeURIComponent;
+
+class HTTPError extends Error { constructor(status, body) { super((body && body.error) || ('HTTP ' + status)); this.status = status; } }
+async function api(path) {
+  const r = await fetch(path, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
+  let body = null;
+  try { body = await r.json(); } catch (_) {}
+  if (r.status === 401) { askToken(); throw new HTTPError(401, body); }
+  if (!r.ok) throw new HTTPError(r.status, body);
+  return body;
+}
+async function maybe(path) { try { return await api(path); } catch (e) { if (e.status === 404 || e.status === 503) return null; throw e; } }
+
+// READ_TOKEN: asked once, kept as the cookie the Worker reads.
+let asked = false;
+function askToken() {
+  if (asked) return; asked = true;
+  const input = el('input', { type: 'password', id: 'token', placeholder: 'READ_TOKEN' });
+  main.replaceChildren(el('h1', {}, 'This explorer needs a read token'),
+    el('form', { onsubmit: ev => { ev.preventDefault();
+      document.cookie = 'storecrawl_read=' + enc(input.value) + '; Path=/; SameSite=Strict' + (location.protocol === 'https:' ? '; Secure' : '');
+      location.reload(); } }, input, ' ', el('button', {}, 'Open')));
+}
+
+function sparkline(values, w = 90, h = 22) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('class', 'spark'); svg.setAttribute('width', w); svg.setAttribute('height', h);
+  if (!values || values.length < 2) return el('span', { class: 'muted' }, '—');
+  const lo = Math.min(...values), hi = Math.max(...values), span = hi - lo || 1;
+  const pts = values.map((v, i) => (i * (w - 2) / (values.length - 1) + 1).toFixed(1) + ',' + (h - 1 - (v - lo) * (h - 2) / span).toFixed(1));
+  const p = document.createElementNS(ns, 'polyline');
+  p.setAttribute('points', pts.join(' ')); p.setAttribute('fill', 'none'); p.setAttribute('stroke', '#4f7cff'); p.setAttribute('stroke-width', '1.5');
+  svg.append(p); return svg;
+}
+
+// chart draws series over time (xs: unix seconds) with uPlot, or as a table.
+function chart(title, xs, series, opts = {}) {
+  const box = el('div', { class: 'panel chart', 'data-chart': title }, el('b', {}, title));
+  if (!xs.length) { box.append(el('p', { class: 'muted' }, 'no history yet')); return box; }
+  if (window.uPlot) {
+    const data = [xs, ...series.map(s => s.values)];
+    const o = { width: Math.min(main.clientWidth - 40, 1000), height: 220, series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: ['#4f7cff', '#e8590c', '#2f9e44', '#ae3ec9', '#1098ad', '#f08c00'][i % 6], spanGaps: true }))],
+      scales: opts.invert ? { y: { dir: -1 } } : {} };
+    requestAnimationFrame(() => new window.uPlot(o, data, box));
+  } else {
+    box.append(el('table', {}, el('tr', {}, el('th', {}, 'at'), series.map(s => el('th', { class: 'num' }, s.label))),
+      xs.map((x, i) => el('tr', {}, el('td', {}, new Date(x * 1000).toISOString().slice(0, 10)), series.map(s => el('td', { class: 'num' }, fmt(s.values[i])))))));
+  }
+  return box;
+}
+
+function table(cols, rows, opts = {}) {
+  const t = el('table', { class: opts.class || '' });
+  const thead = el('tr', {}, cols.map(c => el('th', { class: (c.num ? 'num ' : '') + (c.sort ? 'sort' : ''), 'data-key': c.key,
+    onclick: c.sort ? () => opts.onSort(c.key) : null }, c.label)));
+  t.append(thead, ...rows.map(r => el('tr', {}, cols.map(c => el('td', { class: c.num ? 'num' : '' }, c.cell ? c.cell(r) : fmt(r[c.key]))))));
+  return t;
+}
+
+// pager lists pages of a list route: render(items) returns rows appended to
+// into; "more" follows next_cursor.
+function pager(base, render, into) {
+  const more = el('button', { class: 'more' }, 'more');
+  let cursor = '';
+  async function load() {
+    more.disabled = true;
+    const page = await api(base + (base.includes('?') ? '&' : '?') + (cursor ? 'cursor=' + enc(cursor) : ''));
+    render(page.items);
+    cursor = page.next_cursor || '';
+    more.disabled = false; more.hidden = !cursor;
+  }
+  more.addEventListener('click', load);
+  into.after(more);
+  return load();
+}
+
+function exports(base) {
+  const sep = base.includes('?') ? '&' : '?';
+  return el('p', { class: 'muted' }, 'export: ', el('a', { href: base + sep + 'format=csv' }, 'CSV'), ' · ', el('a', { href: base + sep + 'format=ndjson' }, 'NDJSON'));
+}
+
+// Markets: today's opportunities, sortable by opportunity, demand and trend.
+async function marketsPage() {
+  document.title = 'Markets · storecrawl';
+  const rows = [];
+  let key = 'opportunity_score';
+  const holder = el('div');
+  const draw = () => {
+    rows.sort((a, b) => (b[key] ?? -Infinity) - (a[key] ?? -Infinity));
+    holder.replaceChildren(table([
+      { key: 'cluster_id', label: 'market', cell: r => el('a', { href: '/app/markets/' + enc(r.cluster_id) }, r.cluster_id) },
+      { key: 'opportunity_score', label: 'opportunity', num: 1, sort: 1 },
+      { key: 'demand', label: 'demand', num: 1, sort: 1 },
+      { key: 'trend', label: 'trend', num: 1, sort: 1, cell: r => fmt(r.trend) },
+      { key: 'history', label: '30 days', cell: r => sparkline((r.history || []).map(h => typeof h === 'number' ? h : h.opportunity_score)) },
+      { key: 'fragmentation', label: 'fragmentation', num: 1 },
+      { key: 'quality_gap', label: 'quality gap', num: 1 },
+      { key: 'app_count', label: 'apps', num: 1 },
+      { key: 'total_ratings', label: 'ratings', num: 1 },
+    ], rows, { class: 'markets', onSort: k => { key = k; draw(); } }));
+  };
+  main.replaceChildren(el('h1', {}, 'Markets'), el('p', { class: 'muted' }, 'Keyword markets by opportunity: demand × fragmentation × quality gap (0–100). Click a column to sort what is loaded.'), holder, exports('/v1/opportunities'));
+  draw();
+  await pager('/v1/opportunities?limit=50', items => { rows.push(...items); draw(); }, holder);
+}
+
+// A market: scores with their parts, keyword, apps with their share,
+// complaint themes with example reviews, the analyst's brief, neighbours.
+async function marketPage(id) {
+  document.title = id + ' · storecrawl';
+  const m = await maybe('/v1/clusters/' + enc(id));
+  if (!m) { main.replaceChildren(el('h1', {}, id), el('p', {}, 'No market for this keyword yet. ', el('a', { href: '/app/keywords/' + enc(id) }, 'The keyword'))); return; }
+  const [themes, brief] = await Promise.all([maybe('/v1/clusters/' + enc(id) + '/themes'), maybe('/v1/opportunities/' + enc(id) + '/brief')]);
+  const card = (label, v, note) => el('div', { class: 'card', 'data-score': label }, el('span', { class: 'muted' }, label), el('b', {}, v), note ? el('small', { class: 'muted' }, note) : null);
+  const members = m.members || [];
+  main.replaceChildren(
+    el('h1', {}, 'Market: ', m.cluster_id),
+    el('p', {}, 'keyword ', el('a', { href: '/app/keywords/' + enc(m.cluster_id) }, m.cluster_id)),
+    el('div', { class: 'cards' },
+      card('opportunity', fmt(m.opportunity_score, 1), '0–100'), card('demand', fmt(m.demand), 'log10(1 + ratings)'),
+      card('fragmentation', fmt(m.fragmentation), '1 − HHI'), card('quality gap', fmt(m.quality_gap), 'under the bar'),
+      card('apps', fmt(m.app_count)), card('ratings', fmt(m.total_ratings)), card('avg rating', fmt(m.avg_rating))),
+    el('h2', {}, 'Brief'),
+    brief && brief.headline ? el('div', { class: 'panel brief' }, el('b', {}, brief.headline), el('p', { class: 'notes' }, typeof brief.brief === 'string' ? brief.brief : JSON.stringify(brief.brief, null, 1)))
+      : el('p', { class: 'muted brief' }, 'No brief yet (the analyst writes them for the top opportunities).'),
+    el('h2', {}, 'Apps'),
+    table([{ key: 'rank', label: 'rank', num: 1 }, { key: 'name', label: 'app', cell: r => el('a', { href: '/app/apps/' + r.track_id }, r.name || r.track_id) },
+      { key: 'developer_name', label: 'developer' }, { key: 'rating_count', label: 'ratings', num: 1 }, { key: 'average_rating', label: 'rating', num: 1 },
+      { key: 'share', label: 'share', cell: r => el('span', {}, el('span', { class: 'bar', style: null, 'data-w': r.share }), ' ', pct(r.share)) }], members, { class: 'members' }),
+    el('h2', {}, 'Complaint themes'), themesPanel(themes),
+    el('h2', {}, 'Neighbouring markets'),
+    (m.neighbours || []).length ? el('ul', { class: 'neighbours' }, m.neighbours.map(n => el('li', {}, el('a', { href: '/app/markets/' + enc(n.cluster_id) }, n.cluster_id), ' — ', n.shared_apps, ' apps shared, opportunity ', fmt(n.opportunity_score, 1))))
+      : el('p', { class: 'muted' }, 'none found'));
+  for (const b of main.querySelectorAll('.bar')) b.style.width = (Number(b.dataset.w) * 120).toFixed(0) + 'px';
+  if (themes) exampleReviews(themes);
+}
+
+function themesPanel(t) {
+  if (!t || !(t.themes || []).length) return el('p', { class: 'muted themes' }, 'No complaint themes yet (they come from stored reviews).');
+  return el('div', { class: 'themes' }, el('p', { class: 'muted' }, 'from ', fmt(t.reviews), ' reviews'),
+    t.themes.map(th => el('div', { class: 'panel theme', 'data-examples': (th.example_ids || []).join(' ') }, el('b', {}, th.phrase), ' ',
+      el('span', { class: 'muted' }, fmt(th.reviews), ' reviews, ', pct(th.share), ' of all, ', pct(th.negative_share), ' negative'), el('ul', { class: 'examples' }))));
+}
+
+// exampleReviews fills each theme's example reviews from its apps' stored
+// reviews (one page of the first three apps named).
+async function exampleReviews(t) {
+  const apps = [...new Set(t.themes.flatMap(th => th.app_ids || []))].slice(0, 3);
+  const byID = {};
+  for (const a of apps) { const p = await maybe('/v1/apps/' + a + '/reviews?limit=100'); for (const r of (p && p.items) || []) byID[r.id] = r; }
+  for (const box of main.querySelectorAll('.theme')) {
+    const ul = box.querySelector('.examples');
+    for (const id of box.dataset.examples.split(' ').filter(Boolean).slice(0, 3)) {
+      const r = byID[id];
+      if (r) ul.append(el('li', {}, '★'.repeat(r.rating), ' ', el('b', {}, r.title), ' — ', r.body.slice(0, 280)));
+    }
+  }
+}
+
+const secs = s => Math.floor(Date.parse(s) / 1000);
+
+// An app: its record, then its history as charts, versions, prices, reviews
+// and similar apps.
+async function appPage(id) {
+  const [a, h] = await Promise.all([maybe('/v1/apps/' + enc(id)), maybe('/v1/apps/' + enc(id) + '/history?days=365&limit=500')]);
+  if (!a) { main.replaceChildren(el('h1', {}, 'No app ', id)); return; }
+  document.title = (a.name || id) + ' · storecrawl';
+  const ratings = ((h && h.ratings) || []).slice().reverse();
+  const kr = ((h && h.keyword_ranks) || []).slice().reverse();
+  const cr = ((h && h.chart_ranks) || []).slice().reverse();
+  const byKey = (list, key, at) => { const xs = [...new Set(list.map(at))].sort((x, y) => x - y); const keys = [...new Set(list.map(key))].slice(0, 6);
+    return [xs, keys.map(k => ({ label: k, values: xs.map(x => { const e = list.find(r => key(r) === k && at(r) === x); return e ? e.rank : null; }) }))]; };
+  const [kx, ks] = byKey(kr, r => r.keyword, r => secs(r.day));
+  const [cx, cs] = byKey(cr, r => r.collection + ' ' + r.country, r => secs(r.at));
+  main.replaceChildren(
+    el('h1', {}, a.name || id), el('p', { class: 'muted' }, a.developer_name || '', ' · ', a.genre || '', ' · ', a.subtitle || ''),
+    el('div', { class: 'cards record' },
+      ...[['rating count', a.rating_count], ['average rating', a.average_rating], ['price', a.price], ['version', a.version], ['in-app purchases', a.iap_count]]
+        .map(([k, v]) => el('div', { class: 'card', 'data-field': k }, el('span', { class: 'muted' }, k), el('b', {}, fmt(v))))),
+    chart('rating count', ratings.map(r => secs(r.at)), [{ label: 'rating count', values: ratings.map(r => r.rating_count) }]),
+    chart('average rating', ratings.map(r => secs(r.at)), [{ label: 'average rating', values: ratings.map(r => r.average_rating) }]),
+    chart('keyword ranks', kx, ks, { invert: 1 }), chart('chart ranks', cx, cs, { invert: 1 }),
+    el('h2', {}, 'Versions'), el('ul', { class: 'timeline versions' }, ((h && h.versions) || []).map(v => el('li', {}, el('b', {}, v.version), ' ', el('span', { class: 'muted' }, (v.release_date || v.at || '').slice(0, 10)), v.release_notes ? el('div', { class: 'notes' }, v.release_notes) : null))),
+    el('h2', {}, 'Price changes'), el('ul', { class: 'prices' }, ((h && h.prices) || []).map(p => el('li', {}, (p.at || '').slice(0, 10), ': ', fmt(p.price), ' ', p.currency || ''))),
+    el('h2', {}, 'Reviews'), el('div', { class: 'reviews' }),
+    el('h2', {}, 'Similar apps'), el('ul', { class: 'similar' }, (a.similar_app_ids || []).slice(0, 20).map(s => el('li', {}, el('a', { href: '/app/apps/' + s }, s)))));
+  const rv = main.querySelector('.reviews');
+  await pager('/v1/apps/' + enc(id) + '/reviews?limit=20', items => rv.append(...items.map(r => el('div', { class: 'panel review' },
+    '★'.repeat(r.rating), ' ', el('b', {}, r.title), ' ', el('span', { class: r.sentiment >= 0 ? 'pos' : 'neg' }, 'sentiment ', fmt(r.sentiment)), ' ', el('span', { class: 'muted' }, (r.reviewed_at || '').slice(0, 10), ' v', r.version),
+    el('div', { class: 'notes' }, r.body)))), rv);
+}
+
+// A keyword: its metrics (GET /v1/keywords/{term} when the API has it), its
+// market and rankings, the top apps' rank history for it.
+async function keywordPage(term) {
+  document.title = term + ' · storecrawl';
+  const [kw, m, found] = await Promise.all([maybe('/v1/keywords/' + enc(term)), maybe('/v1/clusters/' + enc(term)), maybe('/v1/search?kind=keywords&limit=1&q=' + enc(term))]);
+  const stats = ((found && found.items) || []).find(k => k.keyword === term);
+  const metrics = kw ? el('div', { class: 'cards metrics' }, ['popularity', 'difficulty', 'demand'].filter(k => kw[k] != null).map(k => el('div', { class: 'card' }, el('span', { class: 'muted' }, k), el('b', {}, fmt(kw[k])))))
+    : el('p', { class: 'muted metrics' }, 'Popularity and difficulty are not measured for this keyword yet.');
+  const members = (m && m.members) || [];
+  main.replaceChildren(el('h1', {}, 'Keyword: ', term), metrics,
+    el('p', {}, stats ? ['results ', fmt(stats.result_count), ', searched ', (stats.searched_at || 'never').slice(0, 10), ' · '] : null,
+      m ? el('a', { href: '/app/markets/' + enc(term) }, 'market (opportunity ' + fmt(m.opportunity_score, 1) + ')') : 'no market yet'),
+    el('h2', {}, 'Top apps'), table([{ key: 'rank', label: 'rank', num: 1 }, { key: 'name', label: 'app', cell: r => el('a', { href: '/app/apps/' + r.track_id }, r.name || r.track_id) },
+      { key: 'rating_count', label: 'ratings', num: 1 }, { key: 'share', label: 'share', cell: r => pct(r.share) }], members, { class: 'rankings' }),
+    el('div', { class: 'rankhistory' }));
+  const top = members.slice(0, 5);
+  const hs = await Promise.all(top.map(a => maybe('/v1/apps/' + a.track_id + '/history?days=30')));
+  const pts = hs.flatMap((h, i) => ((h && h.keyword_ranks) || []).filter(r => r.keyword === term).map(r => ({ app: top[i].name || String(top[i].track_id), x: secs(r.day), rank: r.rank })));
+  const xs = [...new Set(pts.map(p => p.x))].sort((a, b) => a - b);
+  main.querySelector('.rankhistory').replaceWith(chart('rank history (30 days)', xs, top.map(a => a.name || String(a.track_id)).map(n => ({ label: n, values: xs.map(x => { const p = pts.find(q => q.app === n && q.x === x); return p ? p.rank : null; }) })), { invert: 1 }));
+}
+
+// Search: apps by the start of their name, developer or subtitle; keywords by prefix.
+async function searchPage() {
+  const q = new URLSearchParams(location.search).get('q') || '';
+  document.title = 'Search · storecrawl';
+  const input = el('input', { name: 'q', value: q, id: 'q', placeholder: 'start of a name, developer, subtitle or keyword' });
+  main.replaceChildren(el('h1', {}, 'Search'), el('form', { action: '/app/search' }, input, ' ', el('button', {}, 'Search')));
+  if (!q) return;
+  const apps = el('table', { class: 'apps' }, el('tr', {}, el('th', {}, 'app'), el('th', {}, 'developer'), el('th', {}, 'matched'), el('th', { class: 'num' }, 'ratings')));
+  const kws = el('ul', { class: 'keywords' });
+  main.append(el('h2', {}, 'Apps'), apps, el('h2', {}, 'Keywords'), kws);
+  await Promise.all([
+    pager('/v1/search?kind=apps&q=' + enc(q), items => apps.append(...items.map(a => el('tr', {}, el('td', {}, el('a', { href: '/app/apps/' + a.track_id }, a.name)), el('td', {}, a.developer_name), el('td', {}, a.matched), el('td', { class: 'num' }, fmt(a.rating_count))))), apps),
+    pager('/v1/search?kind=keywords&q=' + enc(q), items => kws.append(...items.map(k => el('li', {}, el('a', { href: '/app/keywords/' + enc(k.keyword) }, k.keyword), ' ', el('span', { class: 'muted' }, k.has_market ? 'market, opportunity ' + fmt(k.opportunity_score, 1) : '')))), kws),
+  ]);
+}
+
+async function route() {
+  const p = decodeURIComponent(location.pathname.replace(/^\/app\/?/, '')).replace(/\/$/, '');
+  const [kind, ...rest] = p.split('/');
+  const arg = rest.join('/');
+  try {
+    if (kind === '' || (kind === 'markets' && !arg)) await marketsPage();
+    else if (kind === 'markets') await marketPage(arg);
+    else if (kind === 'apps') await appPage(arg);
+    else if (kind === 'keywords') await keywordPage(arg);
+    else if (kind === 'search') await searchPage();
+    else main.replaceChildren(el('h1', {}, 'Not found'));
+    document.body.dataset.ready = '1';
+  } catch (e) {
+    if (e.status !== 401) main.append(el('p', { class: 'err' }, 'Could not load: ', e.message));
+    document.body.dataset.ready = 'error';
+  }
+}
+route();

@@ -1,0 +1,290 @@
+//go:build !js
+
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"storecrawl/worker/api"
+	"storecrawl/worker/catalogue"
+	"storecrawl/worker/d1"
+	"storecrawl/worker/d1/d1test"
+	"storecrawl/worker/enrichment"
+	"storecrawl/worker/markets"
+	"storecrawl/worker/reviews"
+	"storecrawl/worker/search"
+)
+
+// explorerCatalogue is a d1test catalogue: apps (every third by one
+// developer, names starting "photo" or "budget"), keywords with their
+// rankings, markets and scores, reviews.
+func explorerCatalogue(t *testing.T, apps int) (*d1.DB, *d1test.Driver) {
+	db, drv := d1test.New(t)
+	drv.Exec(t, `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < ?)
+INSERT INTO app_registry (track_id, name, developer_name, subtitle, enrichment_source, enriched_at, rating_count, average_rating, similar_app_ids)
+SELECT i, CASE WHEN i % 2 = 0 THEN 'Photo Studio ' ELSE 'Budget Planner ' END || i,
+  CASE WHEN i % 3 = 0 THEN 'Acme Apps' ELSE 'Dev ' || i END, 'Edit and share ' || i,
+  'itunes+store', '2026-01-01T00:00:00.000Z', i * 10, 3.5 + (i % 10) / 10.0, '[1,2]' FROM s`, apps)
+	for k, kw := range []string{"photo editor", "photo collage", "budget"} {
+		drv.Exec(t, `INSERT INTO crawl_keywords (keyword, source, created_at, searched_at, result_count) VALUES (?, 'title', '2026-01-01', '2026-01-02', 50)`, kw)
+		drv.Exec(t, `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < 30)
+INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) SELECT ?, i * 2 + ?, i, '2026-01-02' FROM s`, kw, k%2)
+		drv.Exec(t, `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, hhi, fragmentation, computed_at) VALUES (?, 30, 10000, 4.1, 0.2, 0.1, 0.9, '2026-01-02')`, kw)
+		drv.Exec(t, `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES (?, ?, 4, 0.9, 0.2, '2026-01-02')`, kw, 50+k)
+	}
+	drv.Exec(t, `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < 40)
+INSERT INTO app_reviews (id, app_id, country, rating, title, body, version, author_hash, reviewed_at, sentiment, fetched_at)
+SELECT 'r' || i, 2, 'us', 1 + i % 5, 'crashes on export', 'it crashes when I export ' || i, '1.0', 'h' || i, '2026-01-0' || (1 + i % 9) || 'T00:00:00.000Z', -0.5, '2026-01-10T00:00:00.000Z' FROM s`)
+	return db, drv
+}
+
+func explorerServer(db *d1.DB, readToken string) *api.Server {
+	m := &markets.Markets{DB: db}
+	return api.NewServer(&api.Server{
+		Markets: m, MarketDetail: m, Apps: enrichment.D1Store{DB: db}, Reviews: reviews.D1Store{DB: db},
+		AppHistory: catalogue.D1Store{DB: db}, Search: search.Store{DB: db},
+		AdminToken: func() string { return "secret" }, ReadToken: func() string { return readToken },
+	})
+}
+
+// get serves one request, counting its D1 rows read and queries.
+func get(s *api.Server, target string, hdr ...string) (*httptest.ResponseRecorder, d1.CostView) {
+	ctx, cost := d1.WithCost(context.Background())
+	r := httptest.NewRequest("GET", target, nil).WithContext(ctx)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	return w, cost.View()
+}
+
+type searchPage struct {
+	Items []struct {
+		TrackID int64  `json:"track_id"`
+		Name    string `json:"name"`
+		Matched string `json:"matched"`
+		Keyword string `json:"keyword"`
+	} `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+func TestSearchPagesAppsByNameDeveloperAndSubtitleReadingOnlyItsPage(t *testing.T) {
+	db, _ := explorerCatalogue(t, 2000)
+	s := explorerServer(db, "")
+	for _, c := range []struct {
+		q, matched string
+		want       int
+	}{{"photo studio", "name", 1000}, {"acme", "developer", 666}, {"edit and share 19", "subtitle", 111}} {
+		seen := map[int64]bool{}
+		cursor, pages := "", 0
+		for {
+			w, cost := get(s, "/v1/search?limit=50&q="+url.QueryEscape(c.q)+"&cursor="+cursor)
+			if w.Code != 200 {
+				t.Fatalf("%q: %d %s", c.q, w.Code, w.Body)
+			}
+			var p searchPage
+			json.Unmarshal(w.Body.Bytes(), &p)
+			// A page reads its terms and their apps: never more than twice its size.
+			if cost.RowsRead > 2*50 || cost.Queries != 1 {
+				t.Fatalf("%q page %d read %d rows in %d queries, want ≤ 100 in 1", c.q, pages, cost.RowsRead, cost.Queries)
+			}
+			for _, it := range p.Items {
+				if it.Matched != c.matched || seen[it.TrackID] {
+					t.Fatalf("%q: %+v (matched %q, seen %v)", c.q, it, c.matched, seen[it.TrackID])
+				}
+				seen[it.TrackID] = true
+			}
+			pages++
+			if p.NextCursor == nil {
+				break
+			}
+			cursor = url.QueryEscape(*p.NextCursor)
+		}
+		if len(seen) != c.want {
+			t.Errorf("%q: %d apps over %d pages, want %d", c.q, len(seen), pages, c.want)
+		}
+	}
+	w, _ := get(s, "/v1/search?kind=keywords&q=photo")
+	var p searchPage
+	json.Unmarshal(w.Body.Bytes(), &p)
+	if len(p.Items) != 2 || p.Items[0].Keyword != "photo collage" || p.Items[1].Keyword != "photo editor" {
+		t.Errorf("keywords by prefix: %s", w.Body)
+	}
+}
+
+func TestSearchTermsFollowRenamesAndWriteNothingOnAnUnchangedSave(t *testing.T) {
+	db, drv := explorerCatalogue(t, 10)
+	before := drv.TotalChanges(t)
+	drv.Exec(t, `UPDATE app_registry SET name = name, subtitle = subtitle, developer_name = developer_name WHERE track_id = 2`)
+	if got := drv.TotalChanges(t) - before; got != 1 {
+		t.Errorf("an unchanged save wrote %d rows, want 1 (the app's)", got)
+	}
+	drv.Exec(t, `UPDATE app_registry SET name = 'Zebra Notes' WHERE track_id = 2`)
+	s := explorerServer(db, "")
+	for q, want := range map[string]int{"zebra": 1, "photo studio 2": 0} {
+		w, _ := get(s, "/v1/search?q="+url.QueryEscape(q))
+		var p searchPage
+		json.Unmarshal(w.Body.Bytes(), &p)
+		n := 0
+		for _, it := range p.Items {
+			if it.TrackID == 2 {
+				n++
+			}
+		}
+		if n != want {
+			t.Errorf("after the rename, %q finds app 2 %d times, want %d", q, n, want)
+		}
+	}
+}
+
+func TestExplorerRoutesNameTheFieldAtFault(t *testing.T) {
+	db, _ := explorerCatalogue(t, 10)
+	s := explorerServer(db, "")
+	for target, field := range map[string]string{
+		"/v1/search": "q",
+		"/v1/search?q=" + strings.Repeat("a", 101): "q",
+		"/v1/search?q=a&kind=devs":                 "kind",
+		"/v1/search?q=a&limit=51":                  "limit",
+		"/v1/search?q=a&cursor=%21%21":             "cursor",
+		"/v1/search?q=a&format=xml":                "format",
+		"/v1/opportunities?format=xlsx":            "format",
+		"/v1/clusters?cursor=-1":                   "cursor",
+		"/v1/apps/2/reviews?format=pdf":            "format",
+	} {
+		w, _ := get(s, target)
+		var e struct{ Field string }
+		json.Unmarshal(w.Body.Bytes(), &e)
+		if w.Code != 400 || e.Field != field {
+			t.Errorf("%s: %d %s, want 400 naming %s", target, w.Code, w.Body, field)
+		}
+	}
+	if w, _ := get(s, "/v1/clusters/nope"); w.Code != 404 {
+		t.Errorf("unknown market: %d", w.Code)
+	}
+}
+
+// manyMarkets is a MarketReader of n markets.
+type manyMarkets int
+
+func (n manyMarkets) List(_ context.Context, _ bool, limit, offset int) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	for i := offset; i < min(offset+limit, int(n)); i++ {
+		out = append(out, json.RawMessage(fmt.Sprintf(`{"cluster_id":"kw,%d","opportunity_score":%d.5,"members":[{"track_id":%d}],"note":null}`, i, i, i)))
+	}
+	return out, nil
+}
+
+func TestListsExportAsCSVAndNDJSONPageByPageAndACursorResumes(t *testing.T) {
+	s := api.NewServer(&api.Server{Markets: manyMarkets(api.ExportMaxRows + 250)})
+	w, _ := get(s, "/v1/opportunities?format=ndjson")
+	sc := bufio.NewScanner(w.Body)
+	lines := 0
+	var last map[string]any
+	for sc.Scan() {
+		lines++
+		last = nil
+		json.Unmarshal(sc.Bytes(), &last)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/x-ndjson" || lines != api.ExportMaxRows+1 || last["next_cursor"] != fmt.Sprint(api.ExportMaxRows) {
+		t.Fatalf("ndjson: %s, %d lines, last %v", ct, lines, last)
+	}
+	w, _ = get(s, "/v1/opportunities?cursor=5000", "Accept", "text/csv")
+	recs, err := csv.NewReader(w.Body).ReadAll()
+	if err != nil || w.Header().Get("Content-Type") != "text/csv; charset=utf-8" {
+		t.Fatalf("csv: %v %s", err, w.Header())
+	}
+	if len(recs) != 251 || strings.Join(recs[0], ",") != "cluster_id,opportunity_score,members,note" ||
+		strings.Join(recs[1], "|") != `kw,5000|5000.5|[{"track_id":5000}]|` {
+		t.Errorf("csv resumed at 5000: %d records, %q %q", len(recs), recs[0], recs[1])
+	}
+	// JSON stays one page, with the cursor of the next.
+	w, _ = get(s, "/v1/opportunities?limit=10&cursor=20")
+	var page struct {
+		Items      []json.RawMessage
+		NextCursor string `json:"next_cursor"`
+		NextOffset int    `json:"next_offset"`
+	}
+	json.Unmarshal(w.Body.Bytes(), &page)
+	if len(page.Items) != 10 || page.NextCursor != "30" || page.NextOffset != 30 {
+		t.Errorf("json page: %s", w.Body)
+	}
+}
+
+func TestReadTokenGuardsThePagesAndTheirReads(t *testing.T) {
+	db, _ := explorerCatalogue(t, 10)
+	s := explorerServer(db, "reader")
+	for _, c := range []struct {
+		target string
+		hdr    []string
+		want   int
+	}{
+		{"/v1/opportunities", nil, 401},
+		{"/app/markets", nil, 401},
+		{"/v1/opportunities", []string{"Authorization", "Bearer reader"}, 200},
+		{"/v1/opportunities", []string{"Authorization", "Bearer secret"}, 200},
+		{"/v1/search?q=photo", []string{"Cookie", api.ReadCookie + "=reader"}, 200},
+		{"/app/apps/2", []string{"Cookie", api.ReadCookie + "=reader"}, 200},
+		{"/v1/apps/2", []string{"Cookie", api.ReadCookie + "=wrong"}, 401},
+		{"/app/static/app.js", nil, 200},
+		{"/health", nil, 200},
+	} {
+		if w, _ := get(s, c.target, c.hdr...); w.Code != c.want {
+			t.Errorf("%s %v: %d, want %d", c.target, c.hdr, w.Code, c.want)
+		}
+	}
+	open := explorerServer(db, "")
+	if w, _ := get(open, "/v1/opportunities"); w.Code != 200 {
+		t.Errorf("READ_TOKEN unset: %d", w.Code)
+	}
+	w, _ := get(open, "/app/")
+	if w.Code != 200 || !strings.Contains(w.Header().Get("Content-Security-Policy"), "script-src 'self'") || !strings.Contains(w.Body.String(), "/app/static/app.js") {
+		t.Errorf("page: %d %v", w.Code, w.Header())
+	}
+	if w, _ := get(open, "/app/nowhere"); w.Code != 404 {
+		t.Errorf("unknown page: %d", w.Code)
+	}
+}
+
+// TestAPageViewCostsBoundedRows sums the D1 rows each page's API calls read
+// (app.js's calls for it) on a d1test catalogue: a view reads what it
+// shows, never a table.
+func TestAPageViewCostsBoundedRows(t *testing.T) {
+	db, _ := explorerCatalogue(t, 5000)
+	s := explorerServer(db, "")
+	pages := []struct {
+		name  string
+		calls []string
+		max   int64
+	}{
+		{"markets", []string{"/v1/opportunities?limit=50"}, 200},
+		{"market", []string{"/v1/clusters/photo%20editor", "/v1/clusters/photo%20editor/themes", "/v1/opportunities/photo%20editor/brief", "/v1/apps/2/reviews?limit=100"}, 1200},
+		{"app", []string{"/v1/apps/2", "/v1/apps/2/history?days=365&limit=500", "/v1/apps/2/reviews?limit=20"}, 300},
+		{"keyword", []string{"/v1/keywords/photo%20editor", "/v1/clusters/photo%20editor", "/v1/search?kind=keywords&limit=1&q=photo%20editor",
+			"/v1/apps/2/history?days=30", "/v1/apps/4/history?days=30", "/v1/apps/6/history?days=30", "/v1/apps/8/history?days=30", "/v1/apps/10/history?days=30"}, 600},
+		{"search", []string{"/v1/search?kind=apps&q=photo", "/v1/search?kind=keywords&q=photo"}, 100},
+	}
+	for _, p := range pages {
+		var rows, queries int64
+		for _, c := range p.calls {
+			w, cost := get(s, c)
+			if w.Code >= 500 && w.Code != 503 { // 503: no analyst bound here
+				t.Fatalf("%s: %s: %d %s", p.name, c, w.Code, w.Body)
+			}
+			rows += cost.RowsRead
+			queries += cost.Queries
+		}
+		t.Logf("%-8s page view: %d D1 rows read in %d queries (%d API calls)", p.name, rows, queries, len(p.calls))
+		if rows > p.max {
+			t.Errorf("%s page view read %d rows, want ≤ %d", p.name, rows, p.max)
+		}
+	}
+}
