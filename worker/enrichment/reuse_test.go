@@ -25,9 +25,9 @@ type saveFails struct {
 	fail bool
 }
 
-func (s *saveFails) SaveEnriched(ctx context.Context, r Record) error {
+func (s *saveFails) SaveEnriched(ctx context.Context, r Record) (int, error) {
 	if s.fail {
-		return errors.New("d1: database is busy")
+		return 0, errors.New("d1: database is busy")
 	}
 	return s.D1Store.SaveEnriched(ctx, r)
 }
