@@ -317,7 +317,9 @@ CREATE TABLE developers (
   name          TEXT,
   first_seen_at TEXT NOT NULL,
   updated_at    TEXT NOT NULL
-);
+, portfolio_due_at TEXT, portfolio_at TEXT);
+CREATE INDEX idx_developers_portfolio_due
+  ON developers (portfolio_due_at) WHERE portfolio_due_at IS NOT NULL AND portfolio_at IS NULL;
 
 -- fact_minutes
 CREATE TABLE fact_minutes (
@@ -536,4 +538,4 @@ CREATE TABLE sweep_cursors (
   updated_at TEXT
 );
 
--- 26 tables, 26 indexes, 17 triggers.
+-- 26 tables, 27 indexes, 17 triggers.

@@ -72,6 +72,9 @@ type Gaps struct {
 	// RankingFill: an enriched app whose keywords were never handed to
 	// the steering (never filled, or renamed since).
 	RankingFill bool
+	// Portfolios: developers due a portfolio lookup, at most
+	// PortfolioLookupsPerCycle, longest due first.
+	Portfolios []int64
 }
 
 // Store is the D1 side of the crawl cycle.
@@ -100,6 +103,9 @@ type Store interface {
 	// SaveFill queues the apps' keywords for the steering and marks the
 	// apps filled (FillStatements); it returns their distinct keywords.
 	SaveFill(ctx context.Context, apps []FillApp, now time.Time) (keywords int, err error)
+	// SavePortfolio saves a developer's apps and marks the developer looked
+	// up (PortfolioStatements); it returns how many apps were new.
+	SavePortfolio(ctx context.Context, developerID int64, apps []appstore.App, now time.Time) (newApps int, err error)
 }
 
 // CategoryScanLimit is how many ranks of each chart a scan reads.
@@ -112,6 +118,9 @@ type Result struct {
 	GenreID int    `json:"genre_id,omitempty"`
 	Found   int    `json:"found,omitempty"`
 	Apps    int    `json:"apps,omitempty"`   // distinct apps upserted (queued if new)
+	// NewApps counts the apps the task found that were not known before
+	// (developer_portfolios: per lookup sent, Searches).
+	NewApps int `json:"new_apps,omitempty"`
 	Filled  int    `json:"filled,omitempty"` // apps whose rankings were filled (ranking_fill)
 	// Searches is how many searches the task sent; RateLimited: a refusal
 	// (the global limit's or the upstream's) stopped them.
@@ -134,17 +143,23 @@ type Result struct {
 	Side *Result `json:"side,omitempty"`
 	// Fill is the ranking fill run before the primary task, if it was due
 	// (Found: the keywords of the apps it filled).
-	Fill  *Result `json:"fill,omitempty"`
+	Fill *Result `json:"fill,omitempty"`
+	// Portfolios is the developers' portfolio lookups run after the
+	// primary task, when developers were due and no refusal stopped it
+	// (Found: developers saved, Searches: lookups sent, NewApps).
+	Portfolios *Result `json:"portfolios,omitempty"`
 	Error string  `json:"error,omitempty"`
 }
 
 // CrawlCycle is the 5-minute discovery step: the existence checks, then
 // the steering step (keyword values and due re-searches), then ranking fill
-// when due (D1 only: it queues enriched apps' keywords for the steering),
+// when due (D1 only: it queues enriched apps' keywords for the steering,
+// and marks their developers due a portfolio lookup),
 // then one primary task by priority, a category scan (tier by weighted
 // choice) queuing what it finds for the EnrichmentController, with keyword
 // mapping beside it as the side task whenever keywords are due (alone when
-// no scan is). The side task gets the connections the primary leaves of
+// no scan is), then the due developers' portfolio lookups (at most
+// PortfolioLookupsPerCycle, one after another, none after a refusal). The side task gets the connections the primary leaves of
 // ConnectionBudget, and the cycle's searches stay within
 // KeywordSearchesPerCycle. Each task has its own error handling.
 func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), r float64, now time.Time) Result {
@@ -168,6 +183,17 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 		gaps.DueKeywords = gaps.DueKeywords || f.Found > 0
 	}
 	res := runTasks(ctx, store, fetch, apiBase, country, sleep, PickTier(gaps.Tiers, r), gaps, now)
+	if len(gaps.Portfolios) > 0 && !res.RateLimited && (res.Side == nil || !res.Side.RateLimited) {
+		p := lookupPortfolios(ctx, store, fetch, apiBase, country, gaps.Portfolios, now)
+		if res.Action == "idle" {
+			res = p
+		} else {
+			res.Portfolios = &p
+			if p.Error != "" {
+				res.Error = joinErr(res.Error, "developer_portfolios: "+p.Error)
+			}
+		}
+	}
 	if fill != nil {
 		if res.Action == "idle" {
 			res = *fill

@@ -42,10 +42,22 @@ type fakeDiscovery struct {
 	developers int
 	dueErr     error
 	scanned    int
+	portfolios []int64
+	saved2     map[int64]int // developer → apps saved
+}
+
+func (f *fakeDiscovery) SavePortfolio(_ context.Context, dev int64, apps []appstore.App, _ time.Time) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.saved2 == nil {
+		f.saved2 = map[int64]int{}
+	}
+	f.saved2[dev] = len(apps)
+	return len(apps), nil
 }
 
 func (f *fakeDiscovery) Gaps(context.Context, time.Time) (Gaps, error) {
-	return Gaps{Tiers: f.due, DueKeywords: len(f.pending) > 0, RankingFill: len(f.fillApps) > 0}, f.dueErr
+	return Gaps{Tiers: f.due, DueKeywords: len(f.pending) > 0, RankingFill: len(f.fillApps) > 0, Portfolios: f.portfolios}, f.dueErr
 }
 func (f *fakeDiscovery) Steer(context.Context, time.Time, bool) (SteerResult, error) {
 	return SteerResult{}, nil

@@ -8,6 +8,7 @@ import (
 
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/enrichment"
 	"storecrawl/worker/registry"
 )
 
@@ -46,6 +47,9 @@ type FillApp struct {
 	TrackID  int64
 	Name     string
 	Subtitle string
+	// DeveloperID is its developer (0 unknown), marked due a portfolio
+	// lookup by the fill.
+	DeveloperID int64
 }
 
 // fillKeywordsSQL queues the keywords of the filled apps (?1 the source,
@@ -71,7 +75,8 @@ WHERE crawl_keywords.searched_at IS NULL AND excluded.value > crawl_keywords.val
 })
 
 // FillStatements fills apps: their keywords queued for the steering
-// (fillKeywordsSQL) and the apps marked filled (registry.MarkFilled). It returns how many
+// (fillKeywordsSQL), the apps marked filled (registry.MarkFilled) and
+// their developers marked due a portfolio lookup. It returns how many
 // distinct keywords the apps carry.
 func FillStatements(apps []FillApp, now time.Time) ([]d1.Stmt, int) {
 	ts := d1.Time(now)
@@ -93,6 +98,20 @@ func FillStatements(apps []FillApp, now time.Time) ([]d1.Stmt, int) {
 	if len(ids) > 0 {
 		b, _ := json.Marshal(ids)
 		stmts = append(stmts, registry.MarkFilled(string(b), ts))
+	}
+	// Their developers are due a portfolio lookup (written only for a
+	// developer never looked up nor due).
+	var devs []int64
+	dup := map[int64]bool{}
+	for _, a := range apps {
+		if a.DeveloperID > 0 && !dup[a.DeveloperID] {
+			dup[a.DeveloperID] = true
+			devs = append(devs, a.DeveloperID)
+		}
+	}
+	if len(devs) > 0 {
+		b, _ := json.Marshal(devs)
+		stmts = append(stmts, enrichment.DeveloperPortfolioDueStmt(string(b), ts))
 	}
 	return stmts, len(seen)
 }

@@ -8,6 +8,7 @@ import (
 
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/enrichment"
 	"storecrawl/worker/events"
 	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/registry"
@@ -34,7 +35,8 @@ WHERE enrichment_source = 'itunes+store' AND rankings_filled_at IS NULL ORDER BY
 // fillCandidatesSQL picks the enriched apps never filled (or renamed
 // since), longest enriched first, from the same index: it reads the rows
 // it returns.
-const fillCandidatesSQL = `SELECT track_id, COALESCE(name, '') AS name, COALESCE(subtitle, '') AS subtitle FROM app_registry
+const fillCandidatesSQL = `SELECT track_id, COALESCE(name, '') AS name, COALESCE(subtitle, '') AS subtitle,
+  COALESCE(developer_id, 0) AS developer_id FROM app_registry
 WHERE enrichment_source = 'itunes+store' AND rankings_filled_at IS NULL
 ORDER BY enriched_at LIMIT ?`
 
@@ -44,6 +46,8 @@ func HotQueries() []d1.NamedQuery {
 	return append([]d1.NamedQuery{
 		{Name: "due tier check", SQL: dueTierSQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{Name: "next category", SQL: nextCategorySQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
+		{Name: "developer portfolios due", SQL: enrichment.PortfolioDueSQL, Args: []any{PortfolioLookupsPerCycle}},
+		{Name: "portfolio apps known", SQL: knownCountSQL, Args: []any{`[100000001,100000002]`}},
 		{Name: "ranking fill check", SQL: fillDueSQL,
 			Bounded: "LIMIT 1: the first entry of the partial index idx_app_registry_unfilled"},
 		{Name: "ranking fill candidates", SQL: fillCandidatesSQL, Args: []any{RankingFillApps},
@@ -79,7 +83,7 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 		waiting bool
 		err     error
 	}
-	checks := len(Tiers) + 2
+	checks := len(Tiers) + 3
 	ch := make(chan check, checks)
 	ask := func(name, q string, args ...any) {
 		var rows exists
@@ -102,6 +106,13 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 		ch <- c
 	}()
 	go ask("fill", fillDueSQL)
+	var devs []struct {
+		ID int64 `json:"developer_id"`
+	}
+	go func() {
+		err := s.DB.Query(ctx, &devs, enrichment.PortfolioDueSQL, PortfolioLookupsPerCycle)
+		ch <- check{name: "portfolios", ok: len(devs) > 0, err: err}
+	}()
 	g := Gaps{Tiers: map[string]bool{}}
 	var firstErr error
 	for range checks {
@@ -114,6 +125,10 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 			g.DueKeywords, g.KeywordsWaiting = c.ok, c.waiting
 		case "fill":
 			g.RankingFill = c.ok
+		case "portfolios":
+			for _, d := range devs {
+				g.Portfolios = append(g.Portfolios, d.ID)
+			}
 		default:
 			g.Tiers[c.name] = c.ok
 		}
@@ -183,16 +198,17 @@ func (s D1Store) SaveDevelopers(ctx context.Context, developers map[int64]string
 // FillCandidates implements Store.
 func (s D1Store) FillCandidates(ctx context.Context, n int, _ time.Time) ([]FillApp, error) {
 	var rows []struct {
-		TrackID  int64  `json:"track_id"`
-		Name     string `json:"name"`
-		Subtitle string `json:"subtitle"`
+		TrackID     int64  `json:"track_id"`
+		Name        string `json:"name"`
+		Subtitle    string `json:"subtitle"`
+		DeveloperID int64  `json:"developer_id"`
 	}
 	if err := s.DB.Query(ctx, &rows, fillCandidatesSQL, n); err != nil {
 		return nil, err
 	}
 	out := make([]FillApp, len(rows))
 	for i, r := range rows {
-		out[i] = FillApp{TrackID: r.TrackID, Name: r.Name, Subtitle: r.Subtitle}
+		out[i] = FillApp{TrackID: r.TrackID, Name: r.Name, Subtitle: r.Subtitle, DeveloperID: r.DeveloperID}
 	}
 	return out, nil
 }
