@@ -117,11 +117,11 @@ type Result struct {
 	Tier    string `json:"tier,omitempty"`
 	GenreID int    `json:"genre_id,omitempty"`
 	Found   int    `json:"found,omitempty"`
-	Apps    int    `json:"apps,omitempty"`   // distinct apps upserted (queued if new)
+	Apps    int    `json:"apps,omitempty"` // distinct apps upserted (queued if new)
 	// NewApps counts the apps the task found that were not known before
 	// (developer_portfolios: per lookup sent, Searches).
 	NewApps int `json:"new_apps,omitempty"`
-	Filled  int    `json:"filled,omitempty"` // apps whose rankings were filled (ranking_fill)
+	Filled  int `json:"filled,omitempty"` // apps whose rankings were filled (ranking_fill)
 	// Searches is how many searches the task sent; RateLimited: a refusal
 	// (the global limit's or the upstream's) stopped them.
 	Searches    int  `json:"searches,omitempty"`
@@ -148,7 +148,7 @@ type Result struct {
 	// primary task, when developers were due and no refusal stopped it
 	// (Found: developers saved, Searches: lookups sent, NewApps).
 	Portfolios *Result `json:"portfolios,omitempty"`
-	Error string  `json:"error,omitempty"`
+	Error      string  `json:"error,omitempty"`
 }
 
 // CrawlCycle is the 5-minute discovery step: the existence checks, then

@@ -37,9 +37,10 @@ const (
 	// takes it next; its enrichment resets it.
 	SeedAppPriority = 100
 	// MaxSeedKeywords and MaxSeedApps bound one request: each keyword is a
-	// statement of one batch (d1.MaxBatch), the apps two statements.
+	// statement of one batch (d1.MaxBatch), the apps two statements; a
+	// request's body is at most the API's control bound (4 KiB) anyway.
 	MaxSeedKeywords = 50
-	MaxSeedApps     = 500
+	MaxSeedApps     = 200
 	// MaxSeedKeywordLen bounds a seeded keyword (a search term).
 	MaxSeedKeywordLen = 100
 )
