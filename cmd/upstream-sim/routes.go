@@ -156,11 +156,52 @@ func toLookup(r *http.Request, country string, a *App) lookupResult {
 		LanguageCodesISO2A: a.Languages,
 		MinimumOSVersion:   "15.0",
 	}
+	if sub, ok := subgenre(a); ok {
+		// A game: Games first, then its subgenre (as real lookups list them).
+		res.Genres = append(res.Genres, sub.Name)
+		res.GenreIDs = append(res.GenreIDs, strconv.Itoa(sub.ID))
+	}
 	if a.RatingCount > 0 {
 		avg, n := a.AverageRating, a.RatingCount
 		res.AverageUserRating, res.UserRatingCount = &avg, &n
 	}
 	return res
+}
+
+// artistResult is the developer's entry a lookup by artist id with
+// entity=software answers first (wrapperType "artist", artistType
+// "Software Artist"; worker/appstore/testdata/lookup_us_developer_uber_built.json).
+type artistResult struct {
+	WrapperType   string `json:"wrapperType"`
+	ArtistType    string `json:"artistType"`
+	ArtistName    string `json:"artistName"`
+	ArtistLinkURL string `json:"artistLinkUrl"`
+	ArtistID      int64  `json:"artistId"`
+}
+
+// developerLookup answers GET /lookup?id=ARTIST&entity=software: the
+// artist's wrapper, then up to limit of their apps (id order); ok false
+// when id is no developer.
+func (s *Server) developerLookup(w http.ResponseWriter, r *http.Request, devID int64) bool {
+	ids := s.cat.ByDeveloper(devID)
+	if len(ids) == 0 {
+		return false
+	}
+	limit, ok := parseLimit(r.URL.Query().Get("limit"))
+	if !ok {
+		badParam(w, "limit")
+		return true
+	}
+	c := country(r)
+	first, _ := s.cat.Get(ids[0])
+	results := []any{artistResult{WrapperType: "artist", ArtistType: "Software Artist", ArtistName: first.DevName,
+		ArtistLinkURL: fmt.Sprintf("http://%s/%s/developer/id%d", r.Host, c, devID), ArtistID: devID}}
+	for _, id := range ids[:min(len(ids), limit)] {
+		a, _ := s.cat.Get(id)
+		results = append(results, toLookup(r, c, a))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"resultCount": len(results), "results": results})
+	return true
 }
 
 // maxLookupIDs is how many ids one lookup may ask for. Apple documents
@@ -208,6 +249,11 @@ func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) bool {
 	if !ok {
 		badParam(w, "id")
 		return false
+	}
+	if len(ids) == 1 && r.URL.Query().Get("entity") == "software" {
+		if _, app := s.cat.Get(ids[0]); !app && s.developerLookup(w, r, ids[0]) {
+			return false
+		}
 	}
 	resp := lookupResponse{Results: []lookupResult{}}
 	c := country(r)
