@@ -72,9 +72,6 @@ type Gaps struct {
 	// RankingFill: an enriched app whose keywords were never handed to
 	// the steering (never filled, or renamed since).
 	RankingFill bool
-	// Portfolios: developers due a portfolio lookup, at most
-	// PortfolioLookupsPerCycle, longest due first.
-	Portfolios []int64
 }
 
 // Store is the D1 side of the crawl cycle.
@@ -103,6 +100,9 @@ type Store interface {
 	// SaveFill queues the apps' keywords for the steering and marks the
 	// apps filled (FillStatements); it returns their distinct keywords.
 	SaveFill(ctx context.Context, apps []FillApp, now time.Time) (keywords int, err error)
+	// DuePortfolios returns up to n developers due a portfolio lookup,
+	// longest due first.
+	DuePortfolios(ctx context.Context, n int) ([]int64, error)
 	// SavePortfolio saves a developer's apps and marks the developer looked
 	// up (PortfolioStatements); it returns how many apps were new.
 	SavePortfolio(ctx context.Context, developerID int64, apps []appstore.App, now time.Time) (newApps int, err error)
@@ -158,8 +158,9 @@ type Result struct {
 // then one primary task by priority, a category scan (tier by weighted
 // choice) queuing what it finds for the EnrichmentController, with keyword
 // mapping beside it as the side task whenever keywords are due (alone when
-// no scan is), then the due developers' portfolio lookups (at most
-// PortfolioLookupsPerCycle, one after another, none after a refusal). The side task gets the connections the primary leaves of
+// no scan is), then, in a cycle that did any of that, the due developers'
+// portfolio lookups (at most PortfolioLookupsPerCycle, one after another,
+// none after a refusal). The side task gets the connections the primary leaves of
 // ConnectionBudget, and the cycle's searches stay within
 // KeywordSearchesPerCycle. Each task has its own error handling.
 func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), r float64, now time.Time) Result {
@@ -183,12 +184,12 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 		gaps.DueKeywords = gaps.DueKeywords || f.Found > 0
 	}
 	res := runTasks(ctx, store, fetch, apiBase, country, sleep, PickTier(gaps.Tiers, r), gaps, now)
-	if len(gaps.Portfolios) > 0 && !res.RateLimited && (res.Side == nil || !res.Side.RateLimited) {
-		p := lookupPortfolios(ctx, store, fetch, apiBase, country, gaps.Portfolios, now)
-		if res.Action == "idle" {
-			res = p
-		} else {
-			res.Portfolios = &p
+	// Portfolios only beside other work: the fill is what makes developers
+	// due, and an idle cycle stays at its existence checks (a probe of the
+	// due developers would read a row every idle cycle).
+	if (res.Action != "idle" || fill != nil) && !res.RateLimited && (res.Side == nil || !res.Side.RateLimited) {
+		if p := portfolios(ctx, store, fetch, apiBase, country, now); p != nil {
+			res.Portfolios = p
 			if p.Error != "" {
 				res.Error = joinErr(res.Error, "developer_portfolios: "+p.Error)
 			}
@@ -196,7 +197,12 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 	}
 	if fill != nil {
 		if res.Action == "idle" {
+			p := res.Portfolios
 			res = *fill
+			res.Portfolios = p
+			if res.Portfolios != nil && res.Portfolios.Error != "" {
+				res.Error = joinErr(res.Error, "developer_portfolios: "+res.Portfolios.Error)
+			}
 		} else {
 			res.Fill = fill
 			if fill.Error != "" {

@@ -46,6 +46,10 @@ type fakeDiscovery struct {
 	saved2     map[int64]int // developer → apps saved
 }
 
+func (f *fakeDiscovery) DuePortfolios(_ context.Context, n int) ([]int64, error) {
+	return f.portfolios[:min(n, len(f.portfolios))], nil
+}
+
 func (f *fakeDiscovery) SavePortfolio(_ context.Context, dev int64, apps []appstore.App, _ time.Time) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -57,7 +61,7 @@ func (f *fakeDiscovery) SavePortfolio(_ context.Context, dev int64, apps []appst
 }
 
 func (f *fakeDiscovery) Gaps(context.Context, time.Time) (Gaps, error) {
-	return Gaps{Tiers: f.due, DueKeywords: len(f.pending) > 0, RankingFill: len(f.fillApps) > 0, Portfolios: f.portfolios}, f.dueErr
+	return Gaps{Tiers: f.due, DueKeywords: len(f.pending) > 0, RankingFill: len(f.fillApps) > 0}, f.dueErr
 }
 func (f *fakeDiscovery) Steer(context.Context, time.Time, bool) (SteerResult, error) {
 	return SteerResult{}, nil

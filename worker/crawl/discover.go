@@ -97,7 +97,7 @@ func (s D1Store) Seed(ctx context.Context, keywords []string, appIDs []int64, no
 // Developer portfolios: lookup?id=ARTIST&entity=software answers the
 // developer's wrapper, then their apps. A developer is due once the
 // ranking fill meets an enriched app of theirs (FillStatements), and is
-// looked up once.
+// looked up once, in a cycle that has other work (CrawlCycle).
 const (
 	// PortfolioLookupsPerCycle bounds a cycle's portfolio lookups: 10 a
 	// cycle, 2,880 a day, a tenth of the keyword searches' share beside
@@ -158,6 +158,20 @@ func (s D1Store) SavePortfolio(ctx context.Context, developerID int64, apps []ap
 		return 0, err
 	}
 	return len(apps) - known, nil
+}
+
+// portfolios runs the cycle's portfolio lookups: nil when no developer
+// is due.
+func portfolios(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, now time.Time) *Result {
+	devs, err := store.DuePortfolios(ctx, PortfolioLookupsPerCycle)
+	if err != nil {
+		return &Result{Action: "error", Error: "due developers: " + err.Error()}
+	}
+	if len(devs) == 0 {
+		return nil
+	}
+	p := lookupPortfolios(ctx, store, fetch, apiBase, country, devs, now)
+	return &p
 }
 
 // lookupPortfolios looks up the developers' apps, one after another, and

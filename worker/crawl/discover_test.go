@@ -43,11 +43,18 @@ func TestCrawlCycleLooksUpDuePortfolios(t *testing.T) {
 		}
 		return upstream.Response{Class: objects.ClassOK, Body: portfolioBody(70, 11, 12), Remaining: -1}
 	}
+	// An idle cycle does not probe for them (its reads stay its checks').
 	f := &fakeDiscovery{due: map[string]bool{}, portfolios: []int64{70}}
+	if r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now()); r.Action != "idle" || len(urls) != 0 {
+		t.Fatalf("idle: %+v %v", r, urls)
+	}
+	// Beside a fill, which is what makes developers due.
+	f = &fakeDiscovery{due: map[string]bool{}, portfolios: []int64{70}, fillApps: []FillApp{{TrackID: 1, DeveloperID: 70}}}
 	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now())
-	if r.Action != "developer_portfolios" || r.Searches != 1 || r.Found != 1 || r.Apps != 2 || r.NewApps != 2 || f.saved2[70] != 2 ||
+	p := r.Portfolios
+	if p == nil || p.Searches != 1 || p.Found != 1 || p.Apps != 2 || p.NewApps != 2 || f.saved2[70] != 2 ||
 		len(urls) != 1 || !strings.Contains(urls[0], "/lookup?") || !strings.Contains(urls[0], "entity=software") || !strings.Contains(urls[0], "id=70") {
-		t.Fatalf("%+v %v", r, urls)
+		t.Fatalf("%+v %+v %v", r, p, urls)
 	}
 	urls = nil
 	f = &fakeDiscovery{due: map[string]bool{"high": true}, portfolios: []int64{70, 71}}
@@ -65,7 +72,7 @@ func TestCrawlCycleLooksUpDuePortfolios(t *testing.T) {
 }
 
 // TestPortfolioDiscovery runs the portfolio path on the real schema: the
-// ranking fill marks an enriched app's developer due, the cycle's check
+// ranking fill marks an enriched app's developer due, the cycle's pick
 // finds it, the lookup's save queues the apps not known (with their
 // lookup fields), and the developer is never looked up again. Its rows
 // and its new apps per request are counted.
@@ -92,9 +99,9 @@ func TestPortfolioDiscovery(t *testing.T) {
 		t.Fatalf("%d developers due, want 1 (70)", n)
 	}
 	fillRows := drv.TotalChanges(t) - before
-	gaps, err := s.Gaps(context.Background(), now)
-	if err != nil || len(gaps.Portfolios) != 1 || gaps.Portfolios[0] != 70 {
-		t.Fatalf("gaps %+v %v", gaps, err)
+	due, err := s.DuePortfolios(context.Background(), PortfolioLookupsPerCycle)
+	if err != nil || len(due) != 1 || due[0] != 70 {
+		t.Fatalf("due %v %v", due, err)
 	}
 
 	var requests int
@@ -103,7 +110,7 @@ func TestPortfolioDiscovery(t *testing.T) {
 		return upstream.Response{Class: objects.ClassOK, Body: portfolioBody(70, 1, 11, 12, 13, 14), Remaining: -1}
 	}
 	before = drv.TotalChanges(t)
-	res := lookupPortfolios(context.Background(), s, fetch, "http://up", "us", gaps.Portfolios, now)
+	res := lookupPortfolios(context.Background(), s, fetch, "http://up", "us", due, now)
 	written := drv.TotalChanges(t) - before
 	if res.Error != "" || res.Searches != 1 || res.Apps != 5 || res.NewApps != 3 || requests != 1 {
 		t.Fatalf("%+v", res)
@@ -114,8 +121,8 @@ func TestPortfolioDiscovery(t *testing.T) {
 	if n := drv.Int(t, `SELECT count(*) FROM developers WHERE portfolio_at = ?`, ts); n != 1 {
 		t.Fatalf("developer not marked looked up")
 	}
-	if g, _ := s.Gaps(context.Background(), now); len(g.Portfolios) != 0 {
-		t.Fatalf("a looked-up developer is due again: %v", g.Portfolios)
+	if again, _ := s.DuePortfolios(context.Background(), PortfolioLookupsPerCycle); len(again) != 0 {
+		t.Fatalf("a looked-up developer is due again: %v", again)
 	}
 	// Filled again (renamed), the app writes nothing for its developer.
 	before = drv.TotalChanges(t)

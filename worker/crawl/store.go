@@ -83,7 +83,7 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 		waiting bool
 		err     error
 	}
-	checks := len(Tiers) + 3
+	checks := len(Tiers) + 2
 	ch := make(chan check, checks)
 	ask := func(name, q string, args ...any) {
 		var rows exists
@@ -106,13 +106,6 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 		ch <- c
 	}()
 	go ask("fill", fillDueSQL)
-	var devs []struct {
-		ID int64 `json:"developer_id"`
-	}
-	go func() {
-		err := s.DB.Query(ctx, &devs, enrichment.PortfolioDueSQL, PortfolioLookupsPerCycle)
-		ch <- check{name: "portfolios", ok: len(devs) > 0, err: err}
-	}()
 	g := Gaps{Tiers: map[string]bool{}}
 	var firstErr error
 	for range checks {
@@ -125,10 +118,6 @@ func (s D1Store) Gaps(ctx context.Context, now time.Time) (Gaps, error) {
 			g.DueKeywords, g.KeywordsWaiting = c.ok, c.waiting
 		case "fill":
 			g.RankingFill = c.ok
-		case "portfolios":
-			for _, d := range devs {
-				g.Portfolios = append(g.Portfolios, d.ID)
-			}
 		default:
 			g.Tiers[c.name] = c.ok
 		}
@@ -181,6 +170,21 @@ func (s D1Store) NextCategory(ctx context.Context, tier string, now time.Time) (
 		return 0, "", fmt.Errorf("no %s category due", tier)
 	}
 	return rows[0].GenreID, rows[0].Name, nil
+}
+
+// DuePortfolios implements Store.
+func (s D1Store) DuePortfolios(ctx context.Context, n int) ([]int64, error) {
+	var rows []struct {
+		ID int64 `json:"developer_id"`
+	}
+	if err := s.DB.Query(ctx, &rows, enrichment.PortfolioDueSQL, n); err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = r.ID
+	}
+	return out, nil
 }
 
 // SaveScan implements Store.
