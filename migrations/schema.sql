@@ -358,7 +358,9 @@ CREATE TABLE developers (
   name          TEXT,
   first_seen_at TEXT NOT NULL,
   updated_at    TEXT NOT NULL
-);
+, portfolio_due_at TEXT, portfolio_at TEXT);
+CREATE INDEX idx_developers_portfolio_due
+  ON developers (portfolio_due_at) WHERE portfolio_due_at IS NOT NULL AND portfolio_at IS NULL;
 
 -- fact_minutes
 CREATE TABLE fact_minutes (
@@ -603,4 +605,4 @@ CREATE TABLE usage_months (
   PRIMARY KEY (month, source)
 ) WITHOUT ROWID;
 
--- 29 tables, 27 indexes, 22 triggers.
+-- 29 tables, 28 indexes, 22 triggers.

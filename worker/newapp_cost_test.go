@@ -16,6 +16,7 @@ import (
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/enrichment"
+	"storecrawl/worker/registry"
 )
 
 // The D1 rows a newly discovered app costs, from the search that finds it
@@ -76,20 +77,35 @@ func indexKeys(t *testing.T, drv *d1test.Driver, idx []appIndex, id int64) map[s
 	return out
 }
 
-// tableIndexes counts each table's indexes but app_registry's (those are
-// counted entry by entry): a row inserted there writes one entry in each.
-func tableIndexes(t *testing.T, drv *d1test.Driver) map[string]int64 {
-	out := map[string]int64{}
-	for _, r := range drv.Rows(t, `SELECT tbl_name, count(*) AS n FROM sqlite_schema WHERE type = 'index' AND tbl_name != 'app_registry' GROUP BY tbl_name`) {
-		out[r["tbl_name"].(string)] = int64(r["n"].(float64))
+// tableIndexes lists each table's indexes but app_registry's (those are
+// counted entry by entry) by their WHERE ("1" for a full index): a row
+// inserted there writes an entry in each index whose WHERE it meets.
+func tableIndexes(t *testing.T, drv *d1test.Driver) map[string][]string {
+	out := map[string][]string{}
+	for _, r := range drv.Rows(t, `SELECT tbl_name, COALESCE(sql, '') AS sql FROM sqlite_schema WHERE type = 'index' AND tbl_name != 'app_registry'`) {
+		where := "1"
+		if m := indexWhere.FindStringSubmatch(r["sql"].(string)); m != nil {
+			where = m[1]
+		}
+		out[r["tbl_name"].(string)] = append(out[r["tbl_name"].(string)], where)
 	}
 	return out
 }
 
-func tableRows(t *testing.T, drv *d1test.Driver, tables map[string]int64) map[string]int64 {
-	out := map[string]int64{}
-	for tb := range tables {
-		out[tb] = drv.Int(t, `SELECT count(*) FROM "`+tb+`"`)
+// indexWhere is a partial index's WHERE.
+var indexWhere = regexp.MustCompile(`(?is)\bWHERE\s+(.+)$`)
+
+// tableCount is a table's rows and the entries of its indexes.
+type tableCount struct{ rows, entries int64 }
+
+func tableRows(t *testing.T, drv *d1test.Driver, tables map[string][]string) map[string]tableCount {
+	out := map[string]tableCount{}
+	for tb, wheres := range tables {
+		c := tableCount{rows: drv.Int(t, `SELECT count(*) FROM "`+tb+`"`)}
+		for _, w := range wheres {
+			c.entries += drv.Int(t, `SELECT count(*) FROM "`+tb+`" WHERE `+w)
+		}
+		out[tb] = c
 	}
 	return out
 }
@@ -159,9 +175,9 @@ func runCounted(t *testing.T, db *d1.DB, drv *d1test.Driver, id int64, stmts []d
 			}
 		}
 		for tb, n := range tableRows(t, drv, others) {
-			if n > rows[tb] {
-				c.Entries += (n - rows[tb]) * others[tb]
-				c.EntriesIn = append(c.EntriesIn, fmt.Sprintf("%d×%s", n-rows[tb], tb))
+			if n.entries > rows[tb].entries {
+				c.Entries += n.entries - rows[tb].entries
+				c.EntriesIn = append(c.EntriesIn, fmt.Sprintf("%d×%s", n.entries-rows[tb].entries, tb))
 			}
 		}
 	}
@@ -218,6 +234,12 @@ func TestNewAppRowsWritten(t *testing.T) {
 
 	page := appstore.StorePage{Format: "current", Subtitle: "Pomodoro focus", SimilarAppIDs: []int64{900000002, 900000003, 900000004},
 		InAppPurchases: []appstore.IAP{{Name: "Pro", Price: "$4.99"}}}
+	// The shelf's apps are known: the save queues a similar app it does
+	// not know (registry.Discovered), a new app's own discovery, counted
+	// on its own below.
+	for _, sim := range page.SimilarAppIDs {
+		drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (?)`, sim)
+	}
 	rec := enrichment.Record{App: app, Page: page, HTMLKey: enrichment.HTMLKey("us", id), FetchedAt: found.Add(2 * time.Hour), LookupAt: found}
 	enrich := runCounted(t, db, drv, id, enrichment.SaveStatements(rec))
 
@@ -232,6 +254,14 @@ func TestNewAppRowsWritten(t *testing.T) {
 		charted.Rows, charted.Entries, charted.EntriesIn, chartEnrich.Rows, chartEnrich.Entries, chartEnrich.EntriesIn)
 	if n := charted.Total() + chartEnrich.Total(); n > ChartAppRowsMax {
 		t.Errorf("an app a chart found wrote %d rows and index entries, want at most %d", n, ChartAppRowsMax)
+	}
+	// An app a page's shelf names, unknown: its insert costs no more than
+	// a chart's sighting (its id alone; its enrichment is a chart app's).
+	const shelfID = 900000021
+	shelved := runCounted(t, db, drv, shelfID, []d1.Stmt{registry.Discovered(fmt.Sprintf("[%d]", shelfID), d1.Time(found))})
+	t.Logf("found on a shelf:   %d rows + %d index entries %v", shelved.Rows, shelved.Entries, shelved.EntriesIn)
+	if shelved.Total() > charted.Total() || shelved.Rows == 0 {
+		t.Errorf("an app a shelf found wrote %d rows and index entries, a chart's %d", shelved.Total(), charted.Total())
 	}
 
 	total := discovery.Total() + enrich.Total()

@@ -19,6 +19,7 @@ import (
 	"storecrawl/worker/api"
 	"storecrawl/worker/cf"
 	"storecrawl/worker/config"
+	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/guard"
@@ -60,6 +61,7 @@ func Register() {
 		Reparse:          pageReparser,
 		Failed:           enrichment.D1Store{DB: db},
 		RetryFailedBatch: enrichment.RetryFailedBatch,
+		Seeds:            crawl.D1Store{DB: db},
 		Replay:           historyService,
 		Requeue:          eventQueue,
 		Analyst:          analystService(),

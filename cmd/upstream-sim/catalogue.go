@@ -61,7 +61,11 @@ type Genre struct {
 	Name string
 }
 
-// genres is a realistic subset of App Store genre ids.
+// genres are the App Store's top-level genres (worker/appstore.AppGenres,
+// from Apple's genre service): the first coreGenres are drawn from the
+// generator's random stream; the newer, smaller ones after them are given
+// to one app in newerGenreOneIn by its id alone, so adding them moved no
+// other field of any app.
 var genres = []Genre{
 	{6000, "Business"}, {6001, "Weather"}, {6002, "Utilities"}, {6003, "Travel"},
 	{6004, "Sports"}, {6005, "Social Networking"}, {6006, "Reference"},
@@ -70,9 +74,51 @@ var genres = []Genre{
 	{6013, "Health & Fitness"}, {6014, "Games"}, {6015, "Finance"},
 	{6016, "Entertainment"}, {6017, "Education"}, {6018, "Books"},
 	{6020, "Medical"}, {6023, "Food & Drink"}, {6024, "Shopping"},
+	// newer and smaller
+	{6021, "Magazines & Newspapers"}, {6022, "Catalogs"}, {6025, "Stickers"},
+	{6026, "Developer Tools"}, {6027, "Graphics & Design"},
 }
 
-const gamesGenreIndex = 14
+const (
+	gamesGenreIndex = 14
+	coreGenres      = 22
+	// newerGenreOneIn: one non-game app in this many is in a newer genre.
+	newerGenreOneIn = 25
+)
+
+// gameSubgenres are the Games subgenres (worker/appstore.GameGenres): a
+// game's primary genre is Games, and its subgenre, by id, has a chart of
+// its own (the RSS feed's genre=7001..7019) and is its second genreId.
+var gameSubgenres = []Genre{
+	{7001, "Action"}, {7002, "Adventure"}, {7003, "Casual"}, {7004, "Board"}, {7005, "Card"},
+	{7006, "Casino"}, {7007, "Dice"}, {7008, "Educational"}, {7009, "Family"}, {7011, "Music"},
+	{7012, "Puzzle"}, {7013, "Racing"}, {7014, "Role Playing"}, {7015, "Simulation"}, {7016, "Sports"},
+	{7017, "Strategy"}, {7018, "Trivia"}, {7019, "Word"},
+}
+
+// idHash spreads ids for the choices made by id alone.
+func idHash(id int64) uint64 { return uint64(id) * 0x9E3779B97F4A7C15 >> 17 }
+
+// subgenre is a game's subgenre (ok false for an app not a game).
+func subgenre(a *App) (Genre, bool) {
+	if a.SubGenre.ID != 0 { // the living catalogue's own
+		return a.SubGenre, true
+	}
+	if a.Genre.ID != genres[gamesGenreIndex].ID {
+		return Genre{}, false
+	}
+	return gameSubgenres[idHash(a.ID)%uint64(len(gameSubgenres))], true
+}
+
+// inGenre reports whether a is in genre's charts: its primary genre, or
+// its Games subgenre.
+func inGenre(a *App, genre int) bool {
+	if a.Genre.ID == genre {
+		return true
+	}
+	sub, ok := subgenre(a)
+	return ok && sub.ID == genre
+}
 
 var (
 	nameAdjectives = []string{"Swift", "Bright", "Tiny", "Lucky", "Pocket", "Smart", "Happy", "Zen", "Epic", "Daily",
@@ -278,7 +324,10 @@ func generate(off int64, n, numDevs int, seed uint64) App {
 	if r.IntN(gamesOneIn) == 0 {
 		a.Genre = genres[gamesGenreIndex]
 	} else {
-		a.Genre = pick(r, genres)
+		a.Genre = pick(r, genres[:coreGenres])
+		if h := idHash(a.ID); a.Genre.ID != genres[gamesGenreIndex].ID && h%newerGenreOneIn == 0 {
+			a.Genre = genres[coreGenres+int(h/newerGenreOneIn)%(len(genres)-coreGenres)]
+		}
 	}
 
 	if r.IntN(noRatingsOneIn) != 0 {

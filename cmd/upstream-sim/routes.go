@@ -156,9 +156,10 @@ func toLookup(r *http.Request, country string, a *App) lookupResult {
 		LanguageCodesISO2A: a.Languages,
 		MinimumOSVersion:   "15.0",
 	}
-	if a.SubGenre.ID != 0 { // a game: Games first, then its subgenre
-		res.Genres = append(res.Genres, a.SubGenre.Name)
-		res.GenreIDs = append(res.GenreIDs, strconv.Itoa(a.SubGenre.ID))
+	if sub, ok := subgenre(a); ok {
+		// A game: Games first, then its subgenre (as real lookups list them).
+		res.Genres = append(res.Genres, sub.Name)
+		res.GenreIDs = append(res.GenreIDs, strconv.Itoa(sub.ID))
 	}
 	if a.RatingCount > 0 {
 		avg, n := a.AverageRating, a.RatingCount

@@ -109,7 +109,7 @@ func (s *Server) handleRSSChart(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	s.cat.Each(func(a *App) {
-		if score, in := chartScore(collection, a); in && (genre == 0 || a.Genre.ID == genre) {
+		if score, in := chartScore(collection, a); in && (genre == 0 || inGenre(a, genre)) {
 			list = append(list, scored{a.ID, score})
 		}
 	})

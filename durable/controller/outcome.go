@@ -145,6 +145,9 @@ type ItemResult struct {
 	// unparsed page weighs little as drift evidence (SuspectAppWeight) and
 	// counts toward its give-up even as a probe.
 	PriorParseError bool `json:"prior_parse_error,omitempty"`
+	// Discovered counts the apps the item's page named as similar that
+	// were unknown: its save queued them (no request of their own).
+	Discovered int `json:"discovered,omitempty"`
 	// LookupSaved: the lookup was stored as a lookup-only record although
 	// the item is not complete (its page is pending).
 	LookupSaved bool `json:"lookup_saved,omitempty"`
@@ -448,6 +451,7 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 	s.Totals.PagesFromR2 += int64(o.PagesFromR2)
 	for _, r := range o.Results {
 		byClass[string(r.Class)]++
+		s.Totals.SimilarDiscovered += int64(r.Discovered)
 		switch {
 		case r.Refresh && r.Class == ClassOK && (r.Unchanged || r.Page == PageParsed):
 			// A refresh stored: not a new app, so not Completed.

@@ -298,6 +298,9 @@ type Totals struct {
 	// (RunOutcome.PagesFromR2): no page request sent, none counted in
 	// PageRequests.
 	PagesFromR2 int64 `json:"pages_from_r2"`
+	// SimilarDiscovered counts the unknown apps the stored pages' similar
+	// shelves queued (ItemResult.Discovered): new apps for no request.
+	SimilarDiscovered int64 `json:"similar_discovered"`
 }
 
 // State is the whole controller state, persisted as one JSON value.

@@ -18,6 +18,7 @@ var writeRoutes = []struct{ path, token string }{
 	{"/v1/enrichment/tune", "secret"},
 	{"/v1/enrichment/reparse", "secret"},
 	{"/v1/enrichment/retry-failed", "secret"},
+	{"/v1/crawl/seeds", "secret"},
 	{"/v1/scheduler/pause", "secret"},
 	{"/v1/scheduler/resume", "secret"},
 	{"/v1/scheduler/run", "secret"},
@@ -48,7 +49,7 @@ func (b *countingBody) Close() error { b.closed = true; return nil }
 func allRoutesServer() (*Server, *recordingController, *recordingScheduler, *sentEvents) {
 	c, sch, sent := &recordingController{}, &recordingScheduler{}, &sentEvents{}
 	s := NewServer(&Server{
-		Controller: c, Scheduler: sch, Reparse: &recordingReparse{}, Failed: &recordingFailed{},
+		Controller: c, Scheduler: sch, Reparse: &recordingReparse{}, Failed: &recordingFailed{}, Seeds: &recordingSeeds{},
 		TestEvents: sent, TestFaults: &faults{}, Requeue: sent,
 		AdminToken: func() string { return "secret" }, ClientToken: func() string { return clientToken },
 	})

@@ -6,7 +6,7 @@
 //
 // router.go is the route table; handlers sit with their concern
 // (enrichment.go, limiter.go, markets.go, apps.go, keywords.go, ledger.go,
-// system.go, analyst.go, dashboard.go, testroutes.go), the checks and helpers they
+// system.go, analyst.go, dashboard.go, seeds.go, testroutes.go), the checks and helpers they
 // share in auth.go, control.go (calls to the Durable Objects), body.go
 // and paging.go.
 package api
@@ -48,6 +48,8 @@ type Server struct {
 	Dead    DeadLetterReader
 	Reparse Reparser
 	Failed  FailedRequeuer
+	// Seeds queues operator seeds (POST /v1/crawl/seeds); nil answers 503.
+	Seeds Seeder
 	// TestEvents, when set, mounts the test-only POST /__test/events, which
 	// puts a raw message on the EVENTS queue (e.g. one no handler accepts, to
 	// watch it reach the dead-letter queue). The wiring sets it only under
@@ -136,6 +138,7 @@ func (s *Server) routes() *routeMux {
 	mux.HandleFunc("POST /v1/enrichment/reparse", s.requireAdmin(s.startReparse))
 	mux.HandleFunc("GET /v1/enrichment/reparse", s.reparseStatus)
 	mux.HandleFunc("POST /v1/enrichment/retry-failed", s.requireAdmin(s.retryFailed))
+	mux.HandleFunc("POST /v1/crawl/seeds", s.requireAdmin(s.crawlSeeds))
 	mux.HandleFunc("POST /v1/limiter/acquire", s.limiterAcquire)
 	mux.HandleFunc("GET /v1/limiter/status", s.limiterStatus)
 	mux.HandleFunc("GET /v1/scheduler/status", s.schedulerCall("/status"))

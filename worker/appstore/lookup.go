@@ -277,3 +277,48 @@ func (a App) StoredLookupArgs() []any {
 		a.ContentRating, a.ArtworkURL, a.FileSizeBytes, string(langsJSON), Truncate(a.ReleaseNotes, MaxTextLen),
 	}
 }
+
+// wrapperArtist is the wrapperType of the developer's entry that a lookup
+// by artist id with entity=software answers first.
+const wrapperArtist = "artist"
+
+// ParsePortfolio parses a developer lookup
+// ({api}/lookup?id=ARTIST_ID&entity=software): the artist's wrapper
+// (wrapperType "artist", artistType "Software Artist") first, then their
+// apps, each a lookup result (testdata/lookup_us_developer_uber_built.json).
+// It returns the apps of developerID; an answer with no result is a
+// developer the storefront does not know: no apps, no error. An answer
+// with results but no wrapper of that artist is not a developer lookup
+// (ErrParse), and an app of another developer is left out.
+func ParsePortfolio(body []byte, developerID int64) ([]App, error) {
+	var env struct {
+		Results *[]struct {
+			WrapperType string `json:"wrapperType"`
+			ArtistID    int64  `json:"artistId"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil || env.Results == nil {
+		return nil, fmt.Errorf("itunes json: not a lookup: %w", ErrParse)
+	}
+	if len(*env.Results) == 0 {
+		return []App{}, nil
+	}
+	artist := false
+	for _, r := range *env.Results {
+		artist = artist || (r.WrapperType == wrapperArtist && r.ArtistID == developerID)
+	}
+	if !artist {
+		return nil, fmt.Errorf("itunes json: no artist %d in a developer lookup: %w", developerID, ErrParse)
+	}
+	apps, err := decode(body)
+	if err != nil {
+		return nil, err
+	}
+	out := apps[:0]
+	for _, a := range apps {
+		if a.DeveloperID == developerID {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}

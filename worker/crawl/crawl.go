@@ -98,10 +98,16 @@ type Store interface {
 	// FillCandidates returns up to n enriched apps never filled (or renamed
 	// since), longest enriched first.
 	FillCandidates(ctx context.Context, n int, now time.Time) ([]FillApp, error)
-	// SaveFill values the known pending keywords among the apps' terms
-	// and marks the apps filled (FillStatements); it returns their
-	// distinct terms.
+	// SaveFill values the known pending keywords among the apps' terms,
+	// marks the apps filled and their developers due a portfolio lookup
+	// (FillStatements); it returns their distinct terms.
 	SaveFill(ctx context.Context, apps []FillApp, now time.Time) (terms int, err error)
+	// DuePortfolios returns up to n developers due a portfolio lookup,
+	// longest due first.
+	DuePortfolios(ctx context.Context, n int) ([]int64, error)
+	// SavePortfolio saves a developer's apps and marks the developer looked
+	// up (PortfolioStatements); it returns how many apps were new.
+	SavePortfolio(ctx context.Context, developerID int64, apps []appstore.App, now time.Time) (newApps int, err error)
 }
 
 // Slow is the discretionary work of the cycle the cost guard slows
@@ -134,8 +140,11 @@ type Result struct {
 	Tier    string `json:"tier,omitempty"`
 	GenreID int    `json:"genre_id,omitempty"`
 	Found   int    `json:"found,omitempty"`
-	Apps    int    `json:"apps,omitempty"`   // distinct apps upserted (queued if new)
-	Filled  int    `json:"filled,omitempty"` // apps whose rankings were filled (ranking_fill)
+	Apps    int    `json:"apps,omitempty"` // distinct apps upserted (queued if new)
+	// NewApps counts the apps the task found that were not known before
+	// (developer_portfolios: per lookup sent, Searches).
+	NewApps int `json:"new_apps,omitempty"`
+	Filled  int `json:"filled,omitempty"` // apps whose rankings were filled (ranking_fill)
 	// Searches is how many searches the task sent; RateLimited: a refusal
 	// (the global limit's or the upstream's) stopped them.
 	Searches    int  `json:"searches,omitempty"`
@@ -157,17 +166,24 @@ type Result struct {
 	Side *Result `json:"side,omitempty"`
 	// Fill is the ranking fill run before the primary task, if it was due
 	// (Found: the distinct terms of the apps it filled).
-	Fill  *Result `json:"fill,omitempty"`
-	Error string  `json:"error,omitempty"`
+	Fill *Result `json:"fill,omitempty"`
+	// Portfolios is the developers' portfolio lookups run after the
+	// primary task, when developers were due and no refusal stopped it
+	// (Found: developers saved, Searches: lookups sent, NewApps).
+	Portfolios *Result `json:"portfolios,omitempty"`
+	Error      string  `json:"error,omitempty"`
 }
 
 // CrawlCycle is the 5-minute discovery step: the existence checks, then
 // the steering step (keyword values and due re-searches), then ranking fill
-// when due (D1 only: it values the known keywords of enriched apps' terms),
+// when due (D1 only: it values the known keywords of enriched apps' terms,
+// and marks their developers due a portfolio lookup),
 // then one primary task by priority, a category scan (tier by weighted
 // choice) queuing what it finds for the EnrichmentController, with keyword
 // mapping beside it as the side task whenever keywords are due (alone when
-// no scan is). The side task gets the connections the primary leaves of
+// no scan is), then, in a cycle that did any of that, the due developers'
+// portfolio lookups (at most PortfolioLookupsPerCycle, one after another,
+// none after a refusal). The side task gets the connections the primary leaves of
 // ConnectionBudget, and the cycle's searches stay within
 // KeywordSearchesPerCycle. Each task has its own error handling.
 func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), r float64, now time.Time) Result {
@@ -198,9 +214,25 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 		gaps.DueKeywords = false // the keywords stay pending or due
 	}
 	res := runTasks(ctx, store, fetch, apiBase, country, sleep, tier, gaps, now)
+	// Portfolios only beside other work: the fill is what makes developers
+	// due, and an idle cycle stays at its existence checks (a probe of the
+	// due developers would read a row every idle cycle).
+	if (res.Action != "idle" || fill != nil) && !res.RateLimited && (res.Side == nil || !res.Side.RateLimited) {
+		if p := portfolios(ctx, store, fetch, apiBase, country, now); p != nil {
+			res.Portfolios = p
+			if p.Error != "" {
+				res.Error = joinErr(res.Error, "developer_portfolios: "+p.Error)
+			}
+		}
+	}
 	if fill != nil {
 		if res.Action == "idle" {
+			p := res.Portfolios
 			res = *fill
+			res.Portfolios = p
+			if res.Portfolios != nil && res.Portfolios.Error != "" {
+				res.Error = joinErr(res.Error, "developer_portfolios: "+res.Portfolios.Error)
+			}
 		} else {
 			res.Fill = fill
 			if fill.Error != "" {

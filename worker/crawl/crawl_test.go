@@ -42,6 +42,22 @@ type fakeDiscovery struct {
 	developers int
 	dueErr     error
 	scanned    int
+	portfolios []int64
+	saved2     map[int64]int // developer → apps saved
+}
+
+func (f *fakeDiscovery) DuePortfolios(_ context.Context, n int) ([]int64, error) {
+	return f.portfolios[:min(n, len(f.portfolios))], nil
+}
+
+func (f *fakeDiscovery) SavePortfolio(_ context.Context, dev int64, apps []appstore.App, _ time.Time) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.saved2 == nil {
+		f.saved2 = map[int64]int{}
+	}
+	f.saved2[dev] = len(apps)
+	return len(apps), nil
 }
 
 func (f *fakeDiscovery) Gaps(context.Context, time.Time) (Gaps, error) {

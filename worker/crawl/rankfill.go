@@ -8,6 +8,7 @@ import (
 
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/enrichment"
 	"storecrawl/worker/registry"
 )
 
@@ -48,6 +49,9 @@ type FillApp struct {
 	TrackID  int64
 	Name     string
 	Subtitle string
+	// DeveloperID is its developer (0 unknown), marked due a portfolio
+	// lookup by the fill.
+	DeveloperID int64
 }
 
 // fillKeywordsSQL values the known pending keywords among the filled
@@ -71,9 +75,10 @@ WHERE crawl_keywords.keyword = f.kw AND crawl_keywords.searched_at IS NULL AND f
 })
 
 // FillStatements fills apps: the known pending keywords among their
-// terms valued for the steering (fillKeywordsSQL) and the apps marked
-// filled (registry.MarkFilled). It returns how many distinct terms the
-// apps' titles and subtitles name.
+// terms valued for the steering (fillKeywordsSQL), the apps marked
+// filled (registry.MarkFilled) and their developers marked due a
+// portfolio lookup. It returns how many distinct terms the apps' titles
+// and subtitles name.
 func FillStatements(apps []FillApp, now time.Time) ([]d1.Stmt, int) {
 	ts := d1.Time(now)
 	var pairs [][2]any
@@ -94,6 +99,20 @@ func FillStatements(apps []FillApp, now time.Time) ([]d1.Stmt, int) {
 	if len(ids) > 0 {
 		b, _ := json.Marshal(ids)
 		stmts = append(stmts, registry.MarkFilled(string(b), ts))
+	}
+	// Their developers are due a portfolio lookup (written only for a
+	// developer never looked up nor due).
+	var devs []int64
+	dup := map[int64]bool{}
+	for _, a := range apps {
+		if a.DeveloperID > 0 && !dup[a.DeveloperID] {
+			dup[a.DeveloperID] = true
+			devs = append(devs, a.DeveloperID)
+		}
+	}
+	if len(devs) > 0 {
+		b, _ := json.Marshal(devs)
+		stmts = append(stmts, enrichment.DeveloperPortfolioDueStmt(string(b), ts))
 	}
 	return stmts, len(seen)
 }

@@ -8,6 +8,7 @@ import (
 
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/enrichment"
 	"storecrawl/worker/events"
 	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/registry"
@@ -34,7 +35,8 @@ WHERE enrichment_source = 'itunes+store' AND rankings_filled_at IS NULL ORDER BY
 // fillCandidatesSQL picks the enriched apps never filled (or renamed
 // since), longest enriched first, from the same index: it reads the rows
 // it returns.
-const fillCandidatesSQL = `SELECT track_id, COALESCE(name, '') AS name, COALESCE(subtitle, '') AS subtitle FROM app_registry
+const fillCandidatesSQL = `SELECT track_id, COALESCE(name, '') AS name, COALESCE(subtitle, '') AS subtitle,
+  COALESCE(developer_id, 0) AS developer_id FROM app_registry
 WHERE enrichment_source = 'itunes+store' AND rankings_filled_at IS NULL
 ORDER BY enriched_at LIMIT ?`
 
@@ -44,6 +46,8 @@ func HotQueries() []d1.NamedQuery {
 	return append([]d1.NamedQuery{
 		{Name: "due tier check", SQL: dueTierSQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{Name: "next category", SQL: nextCategorySQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
+		{Name: "developer portfolios due", SQL: enrichment.PortfolioDueSQL, Args: []any{PortfolioLookupsPerCycle}},
+		{Name: "portfolio apps known", SQL: knownCountSQL, Args: []any{`[100000001,100000002]`}},
 		{Name: "ranking fill check", SQL: fillDueSQL,
 			Bounded: "LIMIT 1: the first entry of the partial index idx_app_registry_unfilled"},
 		{Name: "ranking fill candidates", SQL: fillCandidatesSQL, Args: []any{RankingFillApps},
@@ -175,6 +179,21 @@ func (s D1Store) NextCategory(ctx context.Context, tier string, now time.Time) (
 	return rows[0].GenreID, rows[0].Name, nil
 }
 
+// DuePortfolios implements Store.
+func (s D1Store) DuePortfolios(ctx context.Context, n int) ([]int64, error) {
+	var rows []struct {
+		ID int64 `json:"developer_id"`
+	}
+	if err := s.DB.Query(ctx, &rows, enrichment.PortfolioDueSQL, n); err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = r.ID
+	}
+	return out, nil
+}
+
 // SaveScan implements Store.
 func (s D1Store) SaveScan(ctx context.Context, genreID int, country string, charts map[string][]appstore.ChartEntry, now time.Time) (int, error) {
 	_, err := s.DB.Exec(ctx, ScanStatements(genreID, country, charts, now)...)
@@ -190,16 +209,17 @@ func (s D1Store) SaveDevelopers(ctx context.Context, developers map[int64]string
 // FillCandidates implements Store.
 func (s D1Store) FillCandidates(ctx context.Context, n int, _ time.Time) ([]FillApp, error) {
 	var rows []struct {
-		TrackID  int64  `json:"track_id"`
-		Name     string `json:"name"`
-		Subtitle string `json:"subtitle"`
+		TrackID     int64  `json:"track_id"`
+		Name        string `json:"name"`
+		Subtitle    string `json:"subtitle"`
+		DeveloperID int64  `json:"developer_id"`
 	}
 	if err := s.DB.Query(ctx, &rows, fillCandidatesSQL, n); err != nil {
 		return nil, err
 	}
 	out := make([]FillApp, len(rows))
 	for i, r := range rows {
-		out[i] = FillApp{TrackID: r.TrackID, Name: r.Name, Subtitle: r.Subtitle}
+		out[i] = FillApp{TrackID: r.TrackID, Name: r.Name, Subtitle: r.Subtitle, DeveloperID: r.DeveloperID}
 	}
 	return out, nil
 }

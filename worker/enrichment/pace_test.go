@@ -139,18 +139,18 @@ func (c *memCatalogue) PickQueued(_ context.Context, n int, _ bool, _ time.Time)
 	return items, nil
 }
 
-func (c *memCatalogue) SaveEnriched(_ context.Context, r Record) error {
+func (c *memCatalogue) SaveEnriched(_ context.Context, r Record) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r.Refresh {
 		c.changed++
 		c.page[r.App.TrackID] = refresh.Fingerprint{Version: r.App.Version, RatingCount: r.App.RatingCount}
 		delete(c.retry, r.App.TrackID)
-		return nil
+		return 0, nil
 	}
 	c.newApps++
 	c.nextNew = max(c.nextNew, r.App.TrackID+1)
-	return nil
+	return 0, nil
 }
 
 func (c *memCatalogue) SaveLookup(context.Context, appstore.App, string, string, time.Time) error {

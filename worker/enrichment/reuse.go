@@ -39,12 +39,14 @@ func pageYoung(storedAt, now time.Time, window time.Duration) bool {
 // ReuseCandidate decides, before any read, whether an item's stored page
 // (its html_r2_key ref and page_status) is worth reading back from R2 at
 // now: a reference of a batch object whose tick is within window. A page
-// that did not parse (page_status unparsed) is the re-parse's
-// (POST /v1/enrichment/reparse), and a live page is the parser drift's
-// evidence: it is fetched. A reference of the layout before batches
-// carries no time: fetched.
-func ReuseCandidate(ref, pageStatus string, now time.Time, window time.Duration) bool {
-	if ref == "" || pageStatus == PageUnparsedStatus {
+// that did not parse (page_status unparsed, or an item whose last attempt
+// ended in a parse error: a lookup since may have set its status back to
+// pending, the page in R2 is still the one that failed) is the
+// re-parse's (POST /v1/enrichment/reparse), and a live page is the parser
+// drift's evidence: it is fetched, with no read first. A reference of the
+// layout before batches carries no time: fetched.
+func ReuseCandidate(ref, pageStatus string, priorParseError bool, now time.Time, window time.Duration) bool {
+	if ref == "" || pageStatus == PageUnparsedStatus || priorParseError {
 		return false
 	}
 	r, err := pagebatch.ParseRef(ref)

@@ -25,9 +25,9 @@ type saveFails struct {
 	fail bool
 }
 
-func (s *saveFails) SaveEnriched(ctx context.Context, r Record) error {
+func (s *saveFails) SaveEnriched(ctx context.Context, r Record) (int, error) {
 	if s.fail {
-		return errors.New("d1: database is busy")
+		return 0, errors.New("d1: database is busy")
 	}
 	return s.D1Store.SaveEnriched(ctx, r)
 }
@@ -148,23 +148,25 @@ func TestReuseDecision(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		ref, state string
+		parseError bool
 		at         time.Time
 		window     time.Duration
 		want       bool
 	}{
-		{"an hour old", ref, PagePending, tick.Add(time.Hour), window, true},
-		{"never looked up", ref, "", tick.Add(time.Hour), window, true},
-		{"exactly the window", ref, "", tick.Add(window), window, true},
-		{"past the window", ref, "", tick.Add(window + time.Second), window, false},
-		{"reuse off", ref, "", tick.Add(time.Second), 0, false},
-		{"did not parse: the re-parse's", ref, PageUnparsedStatus, tick.Add(time.Hour), window, false},
-		{"no page", "", "", tick, window, false},
-		{"layout before batches: no time", HTMLKey("us", 7), "", tick, window, false},
-		{"corrupt reference", "store-pages/batches/x.gz#oops", "", tick, window, false},
-		{"within the clock skew", ref, "", tick.Add(-PageClockSkew), window, true},
-		{"dated in the future", ref, "", tick.Add(-PageClockSkew - time.Second), window, false},
+		{"an hour old", ref, PagePending, false, tick.Add(time.Hour), window, true},
+		{"never looked up", ref, "", false, tick.Add(time.Hour), window, true},
+		{"exactly the window", ref, "", false, tick.Add(window), window, true},
+		{"past the window", ref, "", false, tick.Add(window + time.Second), window, false},
+		{"reuse off", ref, "", false, tick.Add(time.Second), 0, false},
+		{"did not parse: the re-parse's", ref, PageUnparsedStatus, false, tick.Add(time.Hour), window, false},
+		{"its last attempt a parse error, since looked up again", ref, PagePending, true, tick.Add(time.Hour), window, false},
+		{"no page", "", "", false, tick, window, false},
+		{"layout before batches: no time", HTMLKey("us", 7), "", false, tick, window, false},
+		{"corrupt reference", "store-pages/batches/x.gz#oops", "", false, tick, window, false},
+		{"within the clock skew", ref, "", false, tick.Add(-PageClockSkew), window, true},
+		{"dated in the future", ref, "", false, tick.Add(-PageClockSkew - time.Second), window, false},
 	} {
-		if got := ReuseCandidate(c.ref, c.state, c.at, c.window); got != c.want {
+		if got := ReuseCandidate(c.ref, c.state, c.parseError, c.at, c.window); got != c.want {
 			t.Errorf("ReuseCandidate, %s: %v, want %v", c.name, got, c.want)
 		}
 	}

@@ -100,8 +100,10 @@ type Store interface {
 	// past it), highest priority first; with unlookedOnly, only those
 	// without a lookup-only record yet.
 	PickQueued(ctx context.Context, n int, unlookedOnly bool, now time.Time) ([]QueuedItem, error)
-	// SaveEnriched writes the record and dequeues the item, atomically.
-	SaveEnriched(ctx context.Context, r Record) error
+	// SaveEnriched writes the record and dequeues the item, atomically,
+	// and queues the page's similar apps not known yet: it returns how
+	// many it queued.
+	SaveEnriched(ctx context.Context, r Record) (discovered int, err error)
 	// SaveLookup keeps a lookup whose page is pending (not fetched, or not
 	// parsed): enrichment_source 'itunes', the item left queued. htmlKey is
 	// the stored raw page, "" when none was fetched; pageStatus says why
@@ -1096,7 +1098,7 @@ func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, lookup lo
 		return r.settleRefresh(ctx, it, index, lookup, fetchPage)
 	}
 	reuse := ""
-	if fetchPage && !probing && r.Stored != nil && ReuseCandidate(it.HTMLKey, it.PageStatus, r.Now(), r.PageReuse) {
+	if fetchPage && !probing && r.Stored != nil && ReuseCandidate(it.HTMLKey, it.PageStatus, it.PriorParseError, r.Now(), r.PageReuse) {
 		reuse = it.HTMLKey // a probe asks the live markup: never reused
 	}
 	res, reqs, kept := r.enrichOne(ctx, it.TrackID, index, lookup, fetchPage, false, reuse)
@@ -1301,9 +1303,12 @@ func (r *Runner) saveParsed(ctx context.Context, res controller.ItemResult, look
 	if lookup.stored {
 		rec.LookupAt = lookup.lookupAt
 	}
-	if err := r.Store.SaveEnriched(ctx, rec); err != nil {
+	n, err := r.Store.SaveEnriched(ctx, rec)
+	if err != nil {
 		res.Class, res.Error = controller.ClassStoreError, "d1 save: "+err.Error()
+		return res
 	}
+	res.Discovered = n
 	return res
 }
 

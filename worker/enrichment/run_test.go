@@ -18,6 +18,7 @@ import (
 	"storecrawl/durable/controller"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/pagebatch"
+	"storecrawl/worker/registry"
 	"storecrawl/worker/upstream"
 )
 
@@ -45,14 +46,14 @@ func newStore(items ...QueuedItem) *fakeStore {
 func (s *fakeStore) PickQueued(_ context.Context, n int, _ bool, _ time.Time) ([]QueuedItem, error) {
 	return s.queue[:min(n, len(s.queue))], nil
 }
-func (s *fakeStore) SaveEnriched(_ context.Context, r Record) error {
+func (s *fakeStore) SaveEnriched(_ context.Context, r Record) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failSave {
-		return errors.New("d1 down")
+		return 0, errors.New("d1 down")
 	}
 	s.saved[r.App.TrackID] = r
-	return nil
+	return 0, nil
 }
 func (s *fakeStore) SaveLookup(_ context.Context, app appstore.App, htmlKey, status string, _ time.Time) error {
 	s.mu.Lock()
@@ -441,10 +442,15 @@ func TestSaveStatementsTruncateAndBoundTheShelf(t *testing.T) {
 		rec.Page.SimilarAppIDs = append(rec.Page.SimilarAppIDs, int64(100+i))
 	}
 	stmts := SaveStatements(rec)
-	// However long the shelf: the record alone (no developer here), its
-	// similar apps in it, bounded.
-	if len(stmts) != 1 {
+	// However long the shelf: the record (no developer here), its similar
+	// apps in it, bounded, and the discovery of the unknown ones, bounded
+	// by SimilarDiscoverPerPage.
+	if len(stmts) != 2 || stmts[1].SQL != registry.DiscoveredSQL {
 		t.Fatalf("statements: %d", len(stmts))
+	}
+	var discover []int64
+	if err := json.Unmarshal([]byte(stmts[1].Args[0].(string)), &discover); err != nil || len(discover) != SimilarDiscoverPerPage {
+		t.Fatalf("discovery bounded to %d: %d (%v)", SimilarDiscoverPerPage, len(discover), err)
 	}
 	var edges []int64
 	if err := json.Unmarshal([]byte(stmts[0].Args[23].(string)), &edges); err != nil || len(edges) != appstore.MaxSimilar {

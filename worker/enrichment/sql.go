@@ -64,7 +64,8 @@ func jsonText(v any) string {
 // SaveStatements writes one enriched app as one D1 batch (a single
 // transaction): the registry row (registry.Enriched: upserted, so a row
 // deleted meanwhile is recreated rather than lost, its similar apps in it,
-// similarIDs), and its developer (when new or renamed). A refresh's save
+// similarIDs), its developer (when new or renamed), and the similar apps
+// not known yet, queued (registry.Discovered, SimilarDiscoverPerPage). A refresh's save
 // (r.Refresh) sets no enrichment_source and stores nothing for an app no
 // longer enriched.
 func SaveStatements(r Record) []d1.Stmt {
@@ -94,7 +95,34 @@ func SaveStatements(r Record) []d1.Stmt {
 	if a.DeveloperID > 0 {
 		stmts = append(stmts, DeveloperStmt(a.DeveloperID, a.DeveloperName, now))
 	}
+	if ids := similarToDiscover(similar, a.TrackID); ids != "" {
+		stmts = append(stmts, registry.Discovered(ids, now))
+	}
 	return stmts
+}
+
+// SimilarDiscoverPerPage bounds the similar apps one page's save may queue:
+// a real shelf holds 10–20 (appstore.MaxSimilar bounds what is kept), so a
+// real shelf is taken whole and a page naming more queues no more.
+const SimilarDiscoverPerPage = 20
+
+// similarToDiscover is the JSON array of a page's similar apps its save
+// inserts when unknown (registry.Discovered: a known one writes nothing),
+// the app itself left out; "" for none.
+func similarToDiscover(similar []int64, self int64) string {
+	ids := make([]int64, 0, min(len(similar), SimilarDiscoverPerPage))
+	for _, id := range similar {
+		if len(ids) == SimilarDiscoverPerPage {
+			break
+		}
+		if id > 0 && id != self {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	return jsonText(ids)
 }
 
 // SaveLookupStatements keep a lookup whose page is pending
@@ -161,6 +189,34 @@ WHERE developers.name IS NOT excluded.name`,
 	}
 }
 
+// DeveloperPortfolioDueStmt marks the developers of enriched apps (ids, a
+// JSON array of developer ids) due a portfolio lookup at ts: only a
+// developer never looked up and not yet due is written (a row and its
+// entry in idx_developers_portfolio_due), so an app filled again (renamed)
+// writes nothing for its developer.
+func DeveloperPortfolioDueStmt(ids, ts string) d1.Stmt {
+	return d1.Stmt{
+		SQL: `UPDATE developers SET portfolio_due_at = ?1 WHERE developer_id IN (SELECT value FROM json_each(?2))
+  AND portfolio_due_at IS NULL AND portfolio_at IS NULL`,
+		Args: []any{ts, ids},
+	}
+}
+
+// DeveloperPortfolioDoneStmt records a developer's portfolio looked up at
+// ts (the crawl's lookup?id=ARTIST&entity=software): it leaves
+// idx_developers_portfolio_due and is never looked up again.
+func DeveloperPortfolioDoneStmt(id int64, ts string) d1.Stmt {
+	return d1.Stmt{
+		SQL:  `UPDATE developers SET portfolio_at = ?1 WHERE developer_id = ?2 AND portfolio_at IS NULL`,
+		Args: []any{ts, id},
+	}
+}
+
+// PortfolioDueSQL is the developers due a portfolio lookup, longest due
+// first (?1 at most), from idx_developers_portfolio_due.
+const PortfolioDueSQL = `SELECT developer_id FROM developers
+WHERE portfolio_due_at IS NOT NULL AND portfolio_at IS NULL ORDER BY portfolio_due_at LIMIT ?1`
+
 // D1Store is the work queue and the enriched-data store in D1.
 type D1Store struct {
 	DB *d1.DB
@@ -202,11 +258,12 @@ func (s D1Store) PickQueued(ctx context.Context, n int, unlookedOnly bool, now t
 	return out, nil
 }
 
-// SaveEnriched implements Store: one batch, so the record, its edges and
-// its developer commit together or not at all.
-func (s D1Store) SaveEnriched(ctx context.Context, r Record) error {
-	_, err := s.DB.ExecAtomic(ctx, SaveStatements(r)...)
-	return err
+// SaveEnriched implements Store: one batch, so the record, its developer
+// and its similar apps' discovery commit together or not at all. The
+// batch's returned rows are the similar apps it inserted.
+func (s D1Store) SaveEnriched(ctx context.Context, r Record) (int, error) {
+	n, err := s.DB.ExecAtomic(ctx, SaveStatements(r)...)
+	return int(n), err
 }
 
 // SaveLookup implements Store.

@@ -322,7 +322,7 @@ func TestLookupOnlyRecordsAgainstD1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveEnriched(context.Background(), Record{App: app, Page: page, HTMLKey: HTMLKey("us", app.TrackID), FetchedAt: at}); err != nil {
+	if _, err := s.SaveEnriched(context.Background(), Record{App: app, Page: page, HTMLKey: HTMLKey("us", app.TrackID), FetchedAt: at}); err != nil {
 		t.Fatal(err)
 	}
 	s.SaveLookup(context.Background(), app, "", PagePending, at)

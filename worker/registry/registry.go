@@ -82,7 +82,9 @@ func lookupColumnList() []string {
 // app out of the queue; a refresh fetches a page only when the version or
 // rating count moved (refresh.Unchanged), so its record differs too.
 func Enriched(refresh bool, args []any) d1.Stmt {
-	stateUpdate, refreshGuard := "enrichment_source=excluded.enrichment_source, ", ""
+	// A first enrichment dequeues the app: its priority (an operator's
+	// seed, SeedApps) is spent.
+	stateUpdate, refreshGuard := "enrichment_source=excluded.enrichment_source, enrich_priority=0, ", ""
 	if refresh {
 		stateUpdate, refreshGuard = "", "\nWHERE app_registry.enrichment_source = '"+SourceEnriched+"'"
 	}
@@ -158,13 +160,14 @@ var lookupChanged = sync.OnceValue(func() string {
 		"app_registry.updated_at IS NOT excluded.updated_at", "app_registry.lookup_at IS NOT excluded.lookup_at"), "\n  OR ")
 })
 
-// MarkMissing dequeues an app the upstream does not know. Not compared:
+// MarkMissing dequeues an app the upstream does not know (its priority
+// spent, like every dequeue's). Not compared:
 // it records the event at its time (enriched_at), for a queued app
 // (enriched_at NULL), so the row always changes.
 func MarkMissing(id int64, at string) d1.Stmt {
 	return d1.Stmt{
 		SQL: `UPDATE app_registry SET enrichment_source = ?, enriched_at = ?, updated_at = ?, enrich_error = NULL,
-  enrich_error_class = NULL, enrich_retry_at = NULL, enrich_defers = 0 WHERE track_id = ?`,
+  enrich_error_class = NULL, enrich_retry_at = NULL, enrich_defers = 0, enrich_priority = 0 WHERE track_id = ?`,
 		Args: []any{SourceNotFound, at, at, id},
 	}
 }
@@ -207,7 +210,7 @@ func Defer(id int64, defers int, class, errText, until string) d1.Stmt {
 func GiveUp(id int64, attempts int, class, errText, pageRef, at string) d1.Stmt {
 	return d1.Stmt{
 		SQL: `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ?, enrich_error_class = ?, enrichment_source = ?,
-  enriched_at = ?, updated_at = ?, html_r2_key = COALESCE(?, html_r2_key) WHERE track_id = ?`,
+  enriched_at = ?, updated_at = ?, html_r2_key = COALESCE(?, html_r2_key), enrich_priority = 0 WHERE track_id = ?`,
 		Args: []any{attempts, errText, class, SourceFailed, at, at, nullable(pageRef), id},
 	}
 }
@@ -280,7 +283,7 @@ func PageFields(trackID int64, p Page, complete bool, now string) d1.Stmt {
 		changed[i] = fmt.Sprintf("%s IS NOT ?%d", c, i+1)
 	}
 	if complete {
-		set = append(set, "enrich_error = NULL")
+		set = append(set, "enrich_error = NULL", "enrich_priority = 0")
 	}
 	n := len(args)
 	sql := fmt.Sprintf("UPDATE app_registry SET %s, updated_at = ?%d\nWHERE track_id = ?%d AND (%s)",
@@ -327,4 +330,44 @@ WHERE track_id = ?5 AND enrichment_source = '` + SourceEnriched + `'
     OR refresh_retry_at IS NOT NULL OR COALESCE(last_seen_at, '') < ?6)`,
 		Args: []any{averageRating, price, currency, now, id, seenBefore},
 	}
+}
+
+// Discovery's inserts.
+
+// seedRaiseSQL and seedInsertSQL queue an operator's app ids (?1, a JSON
+// array) at priority ?2, discovered at ?3: a known app still queued whose
+// priority is lower is raised (the enrichment pick,
+// idx_app_registry_queue_value, takes it next); an unknown one is
+// inserted. The update runs first, so the insert's RETURNING rows are the
+// new apps alone.
+const seedRaiseSQL = `UPDATE app_registry SET enrich_priority = ?2
+WHERE track_id IN (SELECT value FROM json_each(?1)) AND enriched_at IS NULL AND enrich_priority < ?2`
+
+const seedInsertSQL = `INSERT INTO app_registry (track_id, enrich_priority, discovered_at)
+SELECT value, ?2, ?3 FROM json_each(?1) WHERE true
+ON CONFLICT (track_id) DO NOTHING RETURNING track_id`
+
+// SeedApps queues ids (a JSON array of track ids) for enrichment first at
+// priority, at now: known queued apps raised, unknown ones inserted (the
+// batch returns a row for each inserted app). An enriched app is left as
+// it is: its refreshes keep it. Every dequeue resets the priority
+// (Enriched, PageFields, MarkMissing, GiveUp).
+func SeedApps(ids string, priority int, now string) []d1.Stmt {
+	return []d1.Stmt{
+		{SQL: seedRaiseSQL, Args: []any{ids, priority}},
+		{SQL: seedInsertSQL, Args: []any{ids, priority, now}},
+	}
+}
+
+// DiscoveredSQL queues apps met by id alone (?1, a JSON array of track
+// ids), discovered at ?2: an unknown one is inserted and returned, a
+// known one is not touched (no row written). A page's similar apps take
+// it: free, their page fetched already.
+const DiscoveredSQL = `INSERT INTO app_registry (track_id, discovered_at)
+SELECT value, ?2 FROM json_each(?1) WHERE true
+ON CONFLICT (track_id) DO NOTHING RETURNING track_id`
+
+// Discovered is DiscoveredSQL for ids (a JSON array) at now.
+func Discovered(ids, now string) d1.Stmt {
+	return d1.Stmt{SQL: DiscoveredSQL, Args: []any{ids, now}}
 }

@@ -1,0 +1,210 @@
+package crawl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"storecrawl/internal/objects"
+	"storecrawl/worker/appstore"
+	"storecrawl/worker/catalogue"
+	"storecrawl/worker/d1"
+	"storecrawl/worker/enrichment"
+	"storecrawl/worker/logx"
+	"storecrawl/worker/ratelimit"
+	"storecrawl/worker/registry"
+	"storecrawl/worker/upstream"
+)
+
+// Discovery inputs besides the scans and searches: an operator's seeds
+// (POST /v1/crawl/seeds), developers' portfolios, and (worker/enrichment)
+// the similar apps of every fetched page.
+
+// Operator seeds.
+const (
+	// KeywordSourceSeed marks keywords an operator seeded.
+	KeywordSourceSeed = "seed"
+	// SeedKeywordValue is a seeded keyword's value: above any the steering
+	// computes (MaxOpportunityScore + the carriers' cap + FirstSearchValue
+	// is 140), so the next cycle's pick searches it first.
+	SeedKeywordValue = 1000.0
+	// SeedAppPriority is a seeded app's enrich_priority: above the default
+	// 0, so the EnrichmentController's pick (by priority, then ratings)
+	// takes it next; its enrichment resets it.
+	SeedAppPriority = 100
+	// MaxSeedKeywords and MaxSeedApps bound one request: each keyword is a
+	// statement of one batch (d1.MaxBatch), the apps two statements; a
+	// request's body is at most the API's control bound (4 KiB) anyway.
+	MaxSeedKeywords = 50
+	MaxSeedApps     = 200
+	// MaxSeedKeywordLen bounds a seeded keyword (a search term).
+	MaxSeedKeywordLen = 100
+)
+
+// seedKeywordSQL queues a seeded keyword (?1) at ?2 with value ?3: a new
+// one pending, a pending one raised, a searched one made due at once
+// (due_value, the pick's other arm). Written only when that raises it.
+const seedKeywordSQL = `INSERT INTO crawl_keywords (keyword, source, created_at, value) VALUES (?1, '` + KeywordSourceSeed + `', ?2, ?3)
+ON CONFLICT (keyword) DO UPDATE SET
+  value = CASE WHEN crawl_keywords.searched_at IS NULL THEN excluded.value ELSE crawl_keywords.value END,
+  due_value = CASE WHEN crawl_keywords.searched_at IS NOT NULL THEN excluded.value ELSE crawl_keywords.due_value END
+WHERE (crawl_keywords.searched_at IS NULL AND crawl_keywords.value < excluded.value)
+  OR (crawl_keywords.searched_at IS NOT NULL AND COALESCE(crawl_keywords.due_value, -1) < excluded.value)`
+
+// SeedResult is what a seed request queued.
+type SeedResult struct {
+	Keywords int `json:"keywords"` // keywords queued or raised
+	// Apps is the app ids seeded; NewApps those not known before (inserted).
+	Apps    int `json:"apps"`
+	NewApps int `json:"new_apps"`
+}
+
+// SeedStatements queue keywords for search first (SeedKeywordValue) and
+// apps for enrichment first (registry.SeedApps at SeedAppPriority), in one
+// atomic batch: the batch returns a row for each new app.
+func SeedStatements(keywords []string, appIDs []int64, now time.Time) []d1.Stmt {
+	ts := d1.Time(now)
+	var stmts []d1.Stmt
+	for _, kw := range keywords {
+		stmts = append(stmts, d1.Stmt{SQL: seedKeywordSQL, Args: []any{kw, ts, SeedKeywordValue}})
+	}
+	if len(appIDs) > 0 {
+		b, _ := json.Marshal(appIDs)
+		stmts = append(stmts, registry.SeedApps(string(b), SeedAppPriority, ts)...)
+	}
+	return stmts
+}
+
+// NormalizeSeedKeyword is a seeded keyword as the steering keeps it
+// (lower case, spaces collapsed); "" when nothing is left.
+func NormalizeSeedKeyword(s string) string {
+	return strings.Join(strings.Fields(strings.ToLower(s)), " ")
+}
+
+// Seed queues an operator's keywords and app ids (already validated).
+func (s D1Store) Seed(ctx context.Context, keywords []string, appIDs []int64, now time.Time) (SeedResult, error) {
+	n, err := s.DB.ExecAtomic(ctx, SeedStatements(keywords, appIDs, now)...)
+	if err != nil {
+		return SeedResult{}, err
+	}
+	return SeedResult{Keywords: len(keywords), Apps: len(appIDs), NewApps: int(n)}, nil
+}
+
+// Developer portfolios: lookup?id=ARTIST&entity=software answers the
+// developer's wrapper, then their apps. A developer is due once the
+// ranking fill meets an enriched app of theirs (FillStatements), and is
+// looked up once, in a cycle that has other work (CrawlCycle).
+const (
+	// PortfolioLookupsPerCycle bounds a cycle's portfolio lookups: 10 a
+	// cycle, 2,880 a day, a tenth of the keyword searches' share beside
+	// them (KeywordSearchesPerCycle), sent one after another.
+	PortfolioLookupsPerCycle = 10
+	// PortfolioLimit is how many apps one lookup asks for: a search's
+	// size (KeywordSearchSize), so its save is one batch like a search's.
+	PortfolioLimit = KeywordSearchSize
+)
+
+// PortfolioURL is the lookup of a developer's apps.
+func PortfolioURL(apiBase, country string, developerID int64) string {
+	q := url.Values{"id": {strconv.FormatInt(developerID, 10)}, "entity": {SearchEntity},
+		"country": {country}, "limit": {strconv.Itoa(PortfolioLimit)}}
+	return strings.TrimRight(apiBase, "/") + "/lookup?" + q.Encode()
+}
+
+// PortfolioStatements save one developer's portfolio: the apps as a
+// search's results are saved (queued if new, with their lookup fields;
+// a known one's sighting and values), and the developer marked looked up,
+// last, so a failed batch leaves it due.
+func PortfolioStatements(developerID int64, apps []appstore.App, now time.Time) []d1.Stmt {
+	seen := make([]catalogue.Seen, len(apps))
+	for i, a := range apps {
+		seen[i] = catalogue.SeenFromApp(a)
+	}
+	stmts := catalogue.ObserveStmt(seen, now)
+	for _, a := range apps {
+		stmts = append(stmts, searchResultStmt(a, now))
+	}
+	return append(stmts, enrichment.DeveloperPortfolioDoneStmt(developerID, d1.Time(now)))
+}
+
+// knownCountSQL counts the apps of ?1 (a JSON array of ids) already
+// known, by primary key: a portfolio's new apps are the rest.
+const knownCountSQL = `SELECT count(*) AS n FROM app_registry WHERE track_id IN (SELECT value FROM json_each(?1))`
+
+// SavePortfolio implements Store: it returns the apps that were new.
+func (s D1Store) SavePortfolio(ctx context.Context, developerID int64, apps []appstore.App, now time.Time) (int, error) {
+	known := 0
+	if len(apps) > 0 {
+		ids := make([]int64, len(apps))
+		for i, a := range apps {
+			ids[i] = a.TrackID
+		}
+		b, _ := json.Marshal(ids)
+		var rows []struct {
+			N int `json:"n"`
+		}
+		if err := s.DB.Query(ctx, &rows, knownCountSQL, string(b)); err != nil {
+			return 0, err
+		}
+		if len(rows) > 0 {
+			known = rows[0].N
+		}
+	}
+	if _, err := s.DB.ExecAtomic(ctx, PortfolioStatements(developerID, apps, now)...); err != nil {
+		return 0, err
+	}
+	return len(apps) - known, nil
+}
+
+// portfolios runs the cycle's portfolio lookups: nil when no developer
+// is due.
+func portfolios(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, now time.Time) *Result {
+	devs, err := store.DuePortfolios(ctx, PortfolioLookupsPerCycle)
+	if err != nil {
+		return &Result{Action: "error", Error: "due developers: " + err.Error()}
+	}
+	if len(devs) == 0 {
+		return nil
+	}
+	p := lookupPortfolios(ctx, store, fetch, apiBase, country, devs, now)
+	return &p
+}
+
+// lookupPortfolios looks up the developers' apps, one after another, and
+// saves each; a refusal stops them (the rest stay due).
+func lookupPortfolios(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, developers []int64, now time.Time) Result {
+	res := Result{Action: "developer_portfolios"}
+	ctx = ratelimit.Reserved(ctx, len(developers)) // the lookups, one acquire
+	for _, dev := range developers {
+		resp := fetch(ctx, PortfolioURL(apiBase, country, dev))
+		res.Searches++
+		if resp.Class == objects.ClassRateLimit {
+			res.RateLimited, res.Refused = true, res.Refused+1
+			logx.Event("crawl.portfolios_rate_limited", map[string]any{"level": logx.Warn, "sent": res.Searches, "left": len(developers) - res.Searches})
+			break
+		}
+		if resp.Class != objects.ClassOK {
+			res.Error = joinErr(res.Error, fmt.Sprintf("developer %d: %v", dev, resp.Err))
+			continue // stays due
+		}
+		apps, err := appstore.ParsePortfolio(resp.Body, dev)
+		if err != nil {
+			res.Error = joinErr(res.Error, fmt.Sprintf("developer %d: %v", dev, err))
+			continue
+		}
+		apps = apps[:min(len(apps), PortfolioLimit)]
+		n, err := store.SavePortfolio(ctx, dev, apps, now)
+		if err != nil {
+			res.Error = joinErr(res.Error, fmt.Sprintf("developer %d: save: %v", dev, err))
+			continue
+		}
+		res.Found++
+		res.Apps += len(apps)
+		res.NewApps += n
+	}
+	return res
+}
