@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"storecrawl/durable/scheduler"
+	"storecrawl/worker/alerts"
 	"storecrawl/worker/analyst"
 	appcatalogue "storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
@@ -34,6 +35,7 @@ var Modules = []module.Module{
 	reviews.Module,
 	analyst.Module,
 	ledgerdb.Module,
+	alerts.Module,
 	d1.Module,
 }
 
@@ -60,6 +62,8 @@ type TaskDeps struct {
 	Country        string
 	// Analyst (analyst.Tasks).
 	Analyst *analyst.Analyst
+	// Alerts (alerts.Tasks).
+	Alerts *alerts.Service
 }
 
 // PeriodicTasks is every feature's periodic work: the one list the
@@ -73,6 +77,7 @@ func PeriodicTasks(d TaskDeps) []module.Task {
 		enrichment.Tasks(d.Reparser, d.Failed, d.RetryFailedAfter),
 		reviews.Tasks(d.Reviews, d.ReviewsGet, d.ReviewsReserve, d.APIBase, d.Country),
 		analyst.Tasks(d.Analyst),
+		alerts.Tasks(d.Alerts),
 	)
 }
 

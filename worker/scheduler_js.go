@@ -29,6 +29,7 @@ var periodic = sync.OnceValue(func() []module.Task {
 		Reparser: pageReparser, Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter,
 		Reviews: reviews.D1Store{DB: db}, ReviewsGet: feeds.Get, ReviewsReserve: feeds.Reserve, Country: cfg.Country,
 		Analyst: analystService(),
+		Alerts:  alertsService(),
 	})
 })
 

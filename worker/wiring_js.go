@@ -4,10 +4,12 @@ package worker
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/syumai/workers/cloudflare"
 
+	"storecrawl/worker/alerts"
 	"storecrawl/worker/cf"
 	"storecrawl/worker/config"
 	"storecrawl/worker/d1"
@@ -44,6 +46,12 @@ func loadConfig() {
 // marketsStage runs the markets stage (queue events, the 6-hourly
 // clustering, the market listings).
 var marketsStage = &markets.Markets{DB: db, Events: eventQueue}
+
+// alertsService keeps watches and rules, evaluates them (alerts-evaluate)
+// and delivers alerts (the EVENTS consumer); made after loadConfig.
+var alertsService = sync.OnceValue(func() *alerts.Service {
+	return &alerts.Service{DB: db, Events: eventQueue, HTTP: cf.Fetcher{}, AllowLoopback: cfg.AllowLoopbackWebhooks}
+})
 
 // pageReparser re-reads stored pages (POST /v1/enrichment/reparse, the
 // page-reparse task).

@@ -6,7 +6,7 @@
 //
 // router.go is the route table; handlers sit with their concern
 // (enrichment.go, limiter.go, markets.go, apps.go, ledger.go, system.go,
-// analyst.go, dashboard.go, testroutes.go), the checks and helpers they
+// analyst.go, alerts.go, dashboard.go, testroutes.go), the checks and helpers they
 // share in auth.go, control.go (calls to the Durable Objects), body.go
 // and paging.go.
 package api
@@ -60,6 +60,9 @@ type Server struct {
 	// Analyst is the LLM analyst (GET /v1/opportunities/{id}/brief,
 	// /v1/analyst/status, POST /v1/analyst/run); nil answers 503.
 	Analyst AnalystService
+	// Alerts keeps watches and alert rules and lists alerts (nil: the
+	// routes answer 503).
+	Alerts AlertService
 	// RetryFailedBatch is what one Failed.RetryFailed call requeues at most.
 	RetryFailedBatch int
 	// AdminToken returns the configured token; empty means mutating calls are refused.
@@ -136,6 +139,7 @@ func (s *Server) routes() *routeMux {
 	mux.HandleFunc("GET /v1/clusters/{id}/themes", s.clusterThemes)
 	mux.HandleFunc("GET /v1/apps/{id}/history", s.appHistory)
 	s.mountAnalyst(mux)
+	s.mountAlerts(mux)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
 	mux.HandleFunc("GET /v1/history", s.history)
 	mux.HandleFunc("GET /v1/pipeline/counts", s.pipelineCounts)
