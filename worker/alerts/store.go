@@ -616,6 +616,31 @@ func (s *Service) appChanges(ctx context.Context, apps []*Watch, rules []*Rule, 
 	return out, newTo, nil
 }
 
+// The keyword reads: the watched keywords (?1: [[watch id, keyword, its
+// searched_at]]) the crawl searched since, one seek of crawl_keywords'
+// unique index each; then those keywords' rankings (?1: keywords) down to
+// ?2, a range of crawl_rankings' primary key each.
+const (
+	searchedSQL = `SELECT json_extract(w.value, '$[0]') AS watch_id, k.searched_at AS searched_at
+FROM json_each(?1) w JOIN crawl_keywords k ON k.keyword = json_extract(w.value, '$[1]')
+WHERE k.searched_at > COALESCE(json_extract(w.value, '$[2]'), '')`
+	rankingsSQL = `SELECT keyword, track_id, rank FROM crawl_rankings WHERE keyword IN (SELECT value FROM json_each(?1)) AND rank <= ?2 ORDER BY keyword, rank`
+)
+
+// HotQueries are the evaluation's reads of the crawl's tables, with
+// sample arguments, for the plan test.
+func HotQueries() []d1.NamedQuery {
+	apps := `[[100000001, 0], [100000002, 1767225600000]]`
+	return []d1.NamedQuery{
+		{Name: "alerts versions", SQL: versionsSQL, Args: []any{apps, int64(1767312000000), MaxHistoryRows}},
+		{Name: "alerts prices", SQL: pricesSQL, Args: []any{apps, int64(1767312000000), MaxHistoryRows}},
+		{Name: "alerts ratings", SQL: ratingsSQL, Args: []any{apps, int64(1767312000000), MaxHistoryRows}},
+		{Name: "alerts review surge", SQL: surgeSQL, Args: []any{`[[100000001, "2026-01-01T00:00:00.000Z"]]`, "2025-12-31T00:00:00.000Z", 5}},
+		{Name: "alerts keywords searched", SQL: searchedSQL, Args: []any{`[[1, "budget", null], [2, "chess", "2026-01-01T00:00:00.000Z"]]`}},
+		{Name: "alerts keyword rankings", SQL: rankingsSQL, Args: []any{`["budget", "chess"]`, TrackedRanks}},
+	}
+}
+
 // keywordChanges compares the watched keywords the crawl searched since
 // their watch's last evaluation with the ranks it kept: the first search
 // a watch sees is its baseline (no alert). It returns the candidates and
@@ -630,9 +655,7 @@ func (s *Service) keywordChanges(ctx context.Context, kws []*Watch, rules []*Rul
 		WatchID    int64  `json:"watch_id"`
 		SearchedAt string `json:"searched_at"`
 	}
-	err := s.DB.Query(ctx, &searched, `SELECT json_extract(w.value, '$[0]') AS watch_id, k.searched_at AS searched_at
-FROM json_each(?1) w JOIN crawl_keywords k ON k.keyword = json_extract(w.value, '$[1]')
-WHERE k.searched_at > COALESCE(json_extract(w.value, '$[2]'), '')`, string(aj))
+	err := s.DB.Query(ctx, &searched, searchedSQL, string(aj))
 	if err != nil || len(searched) == 0 {
 		return nil, nil, err
 	}
@@ -650,7 +673,7 @@ WHERE k.searched_at > COALESCE(json_extract(w.value, '$[2]'), '')`, string(aj))
 		TrackID int64  `json:"track_id"`
 		Rank    int    `json:"rank"`
 	}
-	err = s.DB.Query(ctx, &ranks, `SELECT keyword, track_id, rank FROM crawl_rankings WHERE keyword IN (SELECT value FROM json_each(?1)) AND rank <= ?2 ORDER BY keyword, rank`, string(nj), TrackedRanks)
+	err = s.DB.Query(ctx, &ranks, rankingsSQL, string(nj), TrackedRanks)
 	if err != nil {
 		return nil, nil, err
 	}
