@@ -152,12 +152,26 @@ func (s *Service) post(ctx context.Context, channel, url, secret string, body []
 	if err != nil {
 		return 0, cut(err.Error())
 	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	finish(resp)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return resp.StatusCode, "HTTP " + strconv.Itoa(resp.StatusCode)
 	}
 	return resp.StatusCode, ""
+}
+
+// finish reads a little of an answer's body and closes it. An answer
+// with no body (204, 205, 304) is left alone: the Workers fetch gives it a
+// null stream, which reading would panic on.
+func finish(resp *http.Response) {
+	switch resp.StatusCode {
+	case http.StatusNoContent, http.StatusResetContent, http.StatusNotModified:
+		return
+	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 }
 
 func cut(s string) string {

@@ -237,10 +237,14 @@ func (s *Service) AddRule(ctx context.Context, in RuleInput, now time.Time) (Rul
 	}
 	params, _ := json.Marshal(in.Params)
 	secret := NewSecret()
+	var watchArg any // a bound value: D1's driver takes no pointer
+	if in.WatchID != nil {
+		watchArg = watchID
+	}
 	var rows []ruleRow
 	err = s.DB.Query(ctx, &rows, `INSERT INTO alert_rules (type, watch_id, params, channel, url, secret, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 RETURNING id, type, watch_id, params, channel, url, created_at, hour, hour_sent, hour_suppressed`,
-		in.Type, in.WatchID, string(params), in.Channel, in.URL, secret, d1.Time(now))
+		in.Type, watchArg, string(params), in.Channel, in.URL, secret, d1.Time(now))
 	if err != nil {
 		return Rule{}, err
 	}
