@@ -99,7 +99,7 @@ dev: dev-prepare
 	wrangler dev --port $(DEV_PORT) --ip 127.0.0.1 --test-scheduled \
 		--var UPSTREAM_API_BASE:http://$(SIM_ADDR) --var UPSTREAM_STORE_BASE:http://$(SIM_ADDR) \
 		--var UPSTREAM_HINTS_BASE:http://$(SIM_ADDR) \
-		--var LLM_BASE_URL:http://$(LLM_SIM_ADDR)/v1
+		--var LLM_BASE_URL:http://$(LLM_SIM_ADDR)/v1 --var ALLOW_LOOPBACK_WEBHOOKS:1
 
 test: install build test-go test-integration
 

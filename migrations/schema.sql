@@ -2,6 +2,58 @@
 -- Written by `make schema`; a test fails when it differs from the migrations.
 -- Not applied by anything: change the schema with a new numbered migration.
 
+-- alert_cursor
+CREATE TABLE alert_cursor (
+  id           INTEGER PRIMARY KEY CHECK (id = 1),
+  evaluated_to INTEGER NOT NULL,
+  updated_at   TEXT
+);
+
+-- alert_rules
+CREATE TABLE alert_rules (
+  id              INTEGER PRIMARY KEY,
+  type            TEXT NOT NULL,
+  watch_id        INTEGER,
+  params          TEXT NOT NULL DEFAULT '{}', -- JSON: the type's thresholds
+  channel         TEXT NOT NULL CHECK (channel IN ('slack', 'webhook')),
+  url             TEXT NOT NULL,
+  secret          TEXT NOT NULL,              -- HMAC-SHA256 key of the signature header
+  created_at      TEXT NOT NULL,
+  hour            INTEGER NOT NULL DEFAULT 0, -- hours since the Unix epoch the counts are of
+  hour_sent       INTEGER NOT NULL DEFAULT 0, -- alerts made that hour (a summary included)
+  hour_suppressed INTEGER NOT NULL DEFAULT 0  -- alerts held back that hour by the storm bound
+);
+CREATE INDEX idx_alert_rules_watch ON alert_rules (watch_id) WHERE watch_id IS NOT NULL;
+
+-- alert_watches
+CREATE TABLE alert_watches (
+  id          INTEGER PRIMARY KEY,
+  kind        TEXT NOT NULL CHECK (kind IN ('app', 'keyword', 'segment')),
+  target      TEXT NOT NULL,
+  created_at  TEXT NOT NULL,              -- d1.Layout
+  created_ms  INTEGER NOT NULL,           -- ms since the Unix epoch: no change before it alerts
+  searched_at TEXT,                       -- keyword: crawl_keywords.searched_at of the ranks kept
+  ranks       TEXT,                       -- keyword: JSON [[track id, rank], ...], the top alerts.TrackedRanks
+  UNIQUE (kind, target)
+);
+
+-- alerts
+CREATE TABLE alerts (
+  id           INTEGER PRIMARY KEY,
+  rule_id      INTEGER NOT NULL,
+  watch_id     INTEGER,
+  type         TEXT NOT NULL,
+  payload      TEXT NOT NULL,              -- JSON: what the webhook receives
+  created_at   TEXT NOT NULL,
+  state        TEXT NOT NULL DEFAULT 'pending',
+  attempts     INTEGER NOT NULL DEFAULT 0,
+  deliveries   TEXT NOT NULL DEFAULT '[]',
+  delivered_at TEXT,
+  dedup        TEXT
+);
+CREATE UNIQUE INDEX idx_alerts_dedup ON alerts (dedup) WHERE dedup IS NOT NULL;
+CREATE INDEX idx_alerts_pending ON alerts (created_at) WHERE state = 'pending';
+
 -- analyst_briefs
 CREATE TABLE analyst_briefs (
   brief_id          TEXT PRIMARY KEY,
@@ -605,4 +657,4 @@ CREATE TABLE usage_months (
   PRIMARY KEY (month, source)
 ) WITHOUT ROWID;
 
--- 29 tables, 28 indexes, 22 triggers.
+-- 33 tables, 31 indexes, 22 triggers.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"storecrawl/durable/scheduler"
+	"storecrawl/worker/alerts"
 	"storecrawl/worker/analyst"
 	appcatalogue "storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
@@ -39,6 +40,7 @@ var Modules = []module.Module{
 	analyst.Module,
 	ledgerdb.Module,
 	guard.Module,
+	alerts.Module,
 	d1.Module,
 }
 
@@ -75,6 +77,8 @@ type TaskDeps struct {
 	// storefront, through the hints' limit (HintsReserve above).
 	Popularity keywords.PopularityStore
 	Hints      keywords.HintsFetcher
+	// Alerts (alerts.Tasks).
+	Alerts *alerts.Service
 }
 
 // PeriodicTasks is every feature's periodic work: the one list the
@@ -90,6 +94,7 @@ func PeriodicTasks(d TaskDeps) []module.Task {
 		slowable(analyst.Tasks(d.Analyst), guard.WorkAnalyst),
 		keywords.Tasks(d.Popularity, d.Hints, d.HintsReserve),
 		crawl.Tasks(d.Crawl, d.HintsGet, d.HintsReserve, d.HintsBase, d.Country),
+		alerts.Tasks(d.Alerts),
 	)
 }
 

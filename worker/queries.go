@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"storecrawl/worker/alerts"
 	"storecrawl/worker/analyst"
 	living "storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
@@ -20,7 +21,7 @@ import (
 // step walks a large table unless the query is bounded).
 func HotQueries() []d1.NamedQuery {
 	var all []d1.NamedQuery
-	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), ledgerdb.HotQueries(), living.HotQueries(), analyst.HotQueries(), reviews.HotQueries(), markets.DetailHotQueries(), search.HotQueries(), keywords.HotQueries()} {
+	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), ledgerdb.HotQueries(), living.HotQueries(), analyst.HotQueries(), reviews.HotQueries(), markets.DetailHotQueries(), search.HotQueries(), keywords.HotQueries(), alerts.HotQueries()} {
 		all = append(all, qs...)
 	}
 	return all

@@ -16,6 +16,7 @@ import (
 	"github.com/syumai/workers/cloudflare/queues"
 
 	"storecrawl/durable/controller"
+	"storecrawl/worker/alerts"
 	"storecrawl/worker/api"
 	"storecrawl/worker/cf"
 	"storecrawl/worker/config"
@@ -67,6 +68,7 @@ func Register() {
 		Analyst:          analystService(),
 		Keywords:         keywords.D1Store{DB: db},
 		Country:          cfg.Country,
+		Alerts:           alertsService(),
 		AdminToken:       func() string { return cfg.AdminToken },
 		ClientToken:      func() string { return cfg.ClientToken },
 		ReadToken:        func() string { return cfg.ReadToken },
@@ -124,6 +126,14 @@ func Register() {
 			if err == nil && ledgerdb.IsFactsMessage(body) {
 				facts++
 				err = ledgerdb.HandleFacts(ctx, body, factWriter(), &factsConsumer, time.Now())
+			} else if err == nil && alerts.IsDeliveryMessage(body) {
+				// An alert's delivery: retried after a growing delay; past
+				// max_retries the runtime moves it to the dead-letter queue.
+				if err = alertsService().Deliver(ctx, body, m.Attempts, time.Now()); err != nil {
+					logx.Event("alerts.delivery_failed", map[string]any{"level": logx.Warn, "id": m.ID, "attempts": m.Attempts, "error": err.Error()})
+					m.Retry(queues.WithRetryDelay(alerts.RetryDelay(m.Attempts)))
+					continue
+				}
 			} else if err == nil {
 				err = markets.HandleEvent(ctx, body, marketsStage, time.Now())
 			}

@@ -34,6 +34,7 @@ var periodic = sync.OnceValue(func() []module.Task {
 		Analyst: analystService(),
 		Crawl:   crawl.D1Store{DB: db}, HintsGet: hints.Get, HintsReserve: hints.Reserve, HintsBase: cfg.HintsBase,
 		Popularity: keywords.D1Store{DB: db}, Hints: keywords.HTTPHints{Get: hints.Get, Base: cfg.HintsBase},
+		Alerts: alertsService(),
 	})
 })
 

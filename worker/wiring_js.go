@@ -5,10 +5,12 @@ package worker
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/syumai/workers/cloudflare"
 
+	"storecrawl/worker/alerts"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/cf"
 	"storecrawl/worker/config"
@@ -46,6 +48,12 @@ func loadConfig() {
 // marketsStage runs the markets stage (queue events, the 6-hourly
 // clustering, the market listings).
 var marketsStage = &markets.Markets{DB: db, Events: eventQueue}
+
+// alertsService keeps watches and rules, evaluates them (alerts-evaluate)
+// and delivers alerts (the EVENTS consumer); made after loadConfig.
+var alertsService = sync.OnceValue(func() *alerts.Service {
+	return &alerts.Service{DB: db, Events: eventQueue, HTTP: cf.Fetcher{}, AllowLoopback: cfg.AllowLoopbackWebhooks}
+})
 
 // pageReparser re-reads stored pages (POST /v1/enrichment/reparse, the
 // page-reparse task).

@@ -6,7 +6,7 @@
 //
 // router.go is the route table; handlers sit with their concern
 // (enrichment.go, limiter.go, markets.go, apps.go, keywords.go, ledger.go,
-// system.go, analyst.go, dashboard.go, seeds.go, testroutes.go), the checks and helpers they
+// system.go, analyst.go, alerts.go, dashboard.go, seeds.go, testroutes.go), the checks and helpers they
 // share in auth.go, control.go (calls to the Durable Objects), body.go
 // and paging.go.
 package api
@@ -77,6 +77,9 @@ type Server struct {
 	// ReadToken returns READ_TOKEN: when not empty, the explorer's pages
 	// and the read routes they call need it (readGate).
 	ReadToken func() string
+	// Alerts keeps watches and alert rules and lists alerts (nil: the
+	// routes answer 503).
+	Alerts AlertService
 	// RetryFailedBatch is what one Failed.RetryFailed call requeues at most.
 	RetryFailedBatch int
 	// AdminToken returns the configured token; empty means mutating calls are refused.
@@ -159,6 +162,7 @@ func (s *Server) routes() *routeMux {
 	mux.HandleFunc("GET /v1/keywords/{term}", read(s.keyword))
 	s.mountAnalyst(mux)
 	s.mountExplorer(mux)
+	s.mountAlerts(mux)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
 	mux.HandleFunc("GET /v1/history", s.history)
 	mux.HandleFunc("GET /v1/pipeline/counts", s.pipelineCounts)

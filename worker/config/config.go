@@ -158,6 +158,10 @@ type Config struct {
 	ReadToken string
 	// TestRoutes mounts the test-only routes (never set in wrangler.jsonc).
 	TestRoutes bool
+	// AllowLoopbackWebhooks (ALLOW_LOOPBACK_WEBHOOKS=1) accepts alert
+	// webhooks on loopback, over http too: `make dev` and the integration
+	// tests, whose receivers listen there. Off by default.
+	AllowLoopbackWebhooks bool
 	// LedgerFaultFailAfterWrite makes the facts consumer fail its first N
 	// batches after writing them (the exactly-once integration test).
 	LedgerFaultFailAfterWrite int64
@@ -195,15 +199,16 @@ func Load(getenv func(string) string) (Config, []Problem) {
 		probs = append(probs, Problem{Var: name, Value: value, Error: err.Error()})
 	}
 	c := Config{
-		APIBase:      strings.TrimRight(getenv("UPSTREAM_API_BASE"), "/"),
-		StoreBase:    strings.TrimRight(getenv("UPSTREAM_STORE_BASE"), "/"),
-		HintsBase:    strings.TrimRight(getenv("UPSTREAM_HINTS_BASE"), "/"),
-		Country:      getenv("UPSTREAM_COUNTRY"),
-		LocationHint: getenv("ENRICHMENT_LOCATION_HINT"),
-		AdminToken:   getenv("ADMIN_TOKEN"),
-		ClientToken:  getenv("LIMITER_CLIENT_TOKEN"),
-		ReadToken:    getenv("READ_TOKEN"),
-		TestRoutes:   getenv("TEST_ROUTES") == "1",
+		APIBase:               strings.TrimRight(getenv("UPSTREAM_API_BASE"), "/"),
+		StoreBase:             strings.TrimRight(getenv("UPSTREAM_STORE_BASE"), "/"),
+		HintsBase:             strings.TrimRight(getenv("UPSTREAM_HINTS_BASE"), "/"),
+		Country:               getenv("UPSTREAM_COUNTRY"),
+		LocationHint:          getenv("ENRICHMENT_LOCATION_HINT"),
+		AdminToken:            getenv("ADMIN_TOKEN"),
+		ClientToken:           getenv("LIMITER_CLIENT_TOKEN"),
+		ReadToken:             getenv("READ_TOKEN"),
+		TestRoutes:            getenv("TEST_ROUTES") == "1",
+		AllowLoopbackWebhooks: getenv("ALLOW_LOOPBACK_WEBHOOKS") == "1",
 		Objects: ObjectVars{
 			EnrichmentCooldownS:       getenv("ENRICHMENT_COOLDOWN_S"),
 			EnrichmentPacing:          getenv("ENRICHMENT_PACING"),

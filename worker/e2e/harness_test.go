@@ -286,6 +286,8 @@ func (w *worker) startOnce(t *testing.T, logName string) error {
 		"--var", "UPSTREAM_HINTS_BASE:"+w.simBase,
 		"--var", "ADMIN_TOKEN:"+adminToken,
 		"--var", "LIMITER_CLIENT_TOKEN:"+clientToken,
+		// Alert webhooks to the tests' receivers on loopback.
+		"--var", "ALLOW_LOOPBACK_WEBHOOKS:1",
 	)
 	for _, v := range w.vars {
 		cmd.Args = append(cmd.Args, "--var", v)

@@ -1,0 +1,158 @@
+//go:build integration
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"storecrawl/worker/alerts"
+)
+
+// simOrder is the simulator's search result for term, in rank order.
+func simOrder(t *testing.T, s *sim, term string) []int64 {
+	t.Helper()
+	var out struct {
+		Results []struct {
+			TrackID int64 `json:"trackId"`
+		} `json:"results"`
+	}
+	if code := doJSON(t, "GET", s.base+"/search?"+url.Values{"term": {term}, "limit": {"50"}, "country": {"us"}, "entity": {"software"}}.Encode(), "", nil, &out); code != 200 {
+		t.Fatalf("sim search: %d", code)
+	}
+	ids := make([]int64, len(out.Results))
+	for i, r := range out.Results {
+		ids[i] = r.TrackID
+	}
+	return ids
+}
+
+// received is what a webhook receiver got.
+type received struct {
+	body []byte
+	sig  string
+}
+
+// A watched keyword's app moves in the store: the crawl searches the
+// keyword again, alerts-evaluate makes a rank_change alert, and the queue
+// delivers it to a webhook receiver on loopback, signed with the rule's
+// secret.
+func TestAlertReachesSignedWebhook(t *testing.T) {
+	t.Parallel()
+	dir := outputDir(t)
+	s := startSim(t, dir, "-apps", "3000", "-rate-per-min", "6000", "-burst", "100")
+	persist := filepath.Join(dir, "state")
+	prepareDB(t, persist, dir, 0)
+	// No category due: the crawl cycle maps keywords, 'budget' the one pending.
+	seedSQL(t, persist, `UPDATE category_scans SET last_scanned_at = strftime('%Y-%m-%dT%H:%M:%fZ','now');
+INSERT INTO crawl_keywords (keyword, source, created_at) VALUES ('budget','title','2026-01-01T00:00:00.000Z');`)
+
+	var mu sync.Mutex
+	var got []received
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, received{body: b, sig: r.Header.Get(alerts.SignatureHeader)})
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+
+	w := startWorker(t, dir, persist, s.base)
+	// The controller stays stopped: no enrichment queues other keywords.
+	doJSON(t, "POST", w.base+"/v1/enrichment/stop", adminToken, nil, nil)
+
+	var watch map[string]any
+	if code := doJSON(t, "POST", w.base+"/v1/watches", adminToken, map[string]any{"kind": "keyword", "target": "budget"}, &watch); code != 201 {
+		t.Fatalf("watch: %d %v", code, watch)
+	}
+	var rule struct {
+		ID     int64  `json:"id"`
+		Secret string `json:"secret"`
+	}
+	body := map[string]any{"type": "rank_change", "places": 1, "watch_id": watch["id"], "channel": "webhook", "url": receiver.URL + "/hook"}
+	if code := doJSON(t, "POST", w.base+"/v1/alert-rules", adminToken, body, &rule); code != 201 || rule.Secret == "" {
+		t.Fatalf("rule: %d %+v", code, rule)
+	}
+	evaluate := func() string {
+		t.Helper()
+		var out map[string]any
+		if code := doJSON(t, "POST", w.base+"/v1/scheduler/run", adminToken, map[string]any{"task": "alerts-evaluate", "wait": true}, &out); code != 200 || out["ok"] != true {
+			t.Fatalf("alerts-evaluate: %d %v", code, out)
+		}
+		return fmt.Sprint(out["summary"])
+	}
+	search := func() {
+		t.Helper()
+		run := fireCron(t, w, "*/5 * * * *")
+		if run.Crawl == nil || run.Crawl.Action != "keyword_mapping" || run.Crawl.Found != 1 {
+			t.Fatalf("the crawl did not search budget: %s", jsonString(run))
+		}
+	}
+
+	// The first search is the watch's baseline.
+	search()
+	t.Logf("baseline: %s", evaluate())
+	before := simOrder(t, s, "budget")
+	if len(before) < 3 {
+		t.Fatalf("budget matches %d apps", len(before))
+	}
+
+	// The store moves: simulated hours of rating changes until the
+	// keyword's order changes.
+	for hour := 0; slices.Equal(before, simOrder(t, s, "budget")); hour++ {
+		if hour == 20 {
+			t.Fatal("20 simulated hours moved no rank")
+		}
+		s.setConfig(t, map[string]any{"catalogue_changes_per_hour": 3000, "catalogue_hour_s": 1, "catalogue_seed": 11 + hour})
+		time.Sleep(1100 * time.Millisecond)
+		s.setConfig(t, map[string]any{"catalogue_changes_per_hour": 0})
+	}
+	t.Logf("budget: %v → %v", before, simOrder(t, s, "budget"))
+
+	// The keyword comes due again; the crawl searches it; the evaluation alerts.
+	wrangler(t, persist, "d1", "execute", "DB", "--local", "--command", `UPDATE crawl_keywords SET searched_at = NULL WHERE keyword = 'budget'`)
+	search()
+	t.Logf("after the move: %s", evaluate())
+
+	var first received
+	eventually(t, time.Minute, "a signed alert at the receiver", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) == 0 {
+			return false, "nothing received"
+		}
+		first = got[0]
+		return true, ""
+	})
+	if err := alerts.Verify(rule.Secret, first.sig, first.body, time.Now(), alerts.SignatureTolerance); err != nil {
+		t.Fatalf("signature %q: %v", first.sig, err)
+	}
+	var p alerts.Payload
+	if err := json.Unmarshal(first.body, &p); err != nil || p.Type != alerts.RankChange || p.RuleID != rule.ID || p.Data["keyword"] != "budget" || p.Text == "" {
+		t.Fatalf("payload %s", first.body)
+	}
+	t.Logf("received: %s", first.body)
+
+	var page struct {
+		Items []alerts.Alert `json:"items"`
+	}
+	eventually(t, 30*time.Second, "the alert marked delivered", func() (bool, string) {
+		doJSON(t, "GET", w.base+"/v1/alerts", "", nil, &page)
+		for _, a := range page.Items {
+			if a.ID == p.ID {
+				return a.State == "delivered" && a.Attempts == 1, jsonString(a)
+			}
+		}
+		return false, jsonString(page)
+	})
+}
