@@ -26,6 +26,7 @@ import (
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
+	"storecrawl/worker/mcp"
 	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/tasks"
 	"storecrawl/worker/upstream"
@@ -67,6 +68,9 @@ func Register() {
 		AdminToken:       func() string { return cfg.AdminToken },
 		ClientToken:      func() string { return cfg.ClientToken },
 	}
+	agents := mcp.FromAPI(s)
+	agents.Search, agents.Scores = mcp.D1Search{DB: db}, mcp.D1Scores{DB: db}
+	s.MCP = mcp.New(agents)
 	if cfg.TestRoutes {
 		s.TestEvents = eventQueue
 		s.TestFaults = factFaults

@@ -68,6 +68,9 @@ type Server struct {
 	// route's default ?country=).
 	Keywords KeywordReader
 	Country  string
+	// MCP serves POST /mcp, the Model Context Protocol endpoint for
+	// agents (worker/mcp, over these same readers); nil answers 503.
+	MCP http.Handler
 	// RetryFailedBatch is what one Failed.RetryFailed call requeues at most.
 	RetryFailedBatch int
 	// AdminToken returns the configured token; empty means mutating calls are refused.
@@ -144,6 +147,7 @@ func (s *Server) routes() *routeMux {
 	mux.HandleFunc("GET /v1/clusters/{id}/themes", s.clusterThemes)
 	mux.HandleFunc("GET /v1/apps/{id}/history", s.appHistory)
 	mux.HandleFunc("GET /v1/keywords/{term}", s.keyword)
+	mux.HandleFunc("POST /mcp", s.mcp)
 	s.mountAnalyst(mux)
 	mux.HandleFunc("GET /v1/system/cron", s.cronRuns)
 	mux.HandleFunc("GET /v1/history", s.history)
@@ -211,6 +215,16 @@ func (p *statusProbe) WriteHeader(status int) {
 func (p *statusProbe) Write(b []byte) (int, error) {
 	p.WriteHeader(http.StatusOK)
 	return len(b), nil
+}
+
+// mcp hands POST /mcp to the MCP server: open like the read routes (it
+// only reads). A GET is the router's 405: no SSE stream is offered.
+func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
+	if s.MCP == nil {
+		writeError(w, http.StatusServiceUnavailable, "", "the MCP endpoint is not available")
+		return
+	}
+	s.MCP.ServeHTTP(w, r)
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
