@@ -28,6 +28,7 @@ import (
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
+	"storecrawl/worker/mcp"
 	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/search"
 	"storecrawl/worker/tasks"
@@ -75,6 +76,9 @@ func Register() {
 		MarketDetail:     marketsStage,
 		Search:           search.Store{DB: db},
 	}
+	agents := mcp.FromAPI(s)
+	agents.Search, agents.Scores = mcp.D1Search{DB: db}, mcp.D1Scores{DB: db}
+	s.MCP = mcp.New(agents)
 	if cfg.TestRoutes {
 		s.TestEvents = eventQueue
 		s.TestFaults = factFaults

@@ -80,6 +80,9 @@ type Server struct {
 	// Alerts keeps watches and alert rules and lists alerts (nil: the
 	// routes answer 503).
 	Alerts AlertService
+	// MCP serves POST /mcp, the Model Context Protocol endpoint for
+	// agents (worker/mcp, over these same readers); nil answers 503.
+	MCP http.Handler
 	// RetryFailedBatch is what one Failed.RetryFailed call requeues at most.
 	RetryFailedBatch int
 	// AdminToken returns the configured token; empty means mutating calls are refused.
@@ -160,6 +163,7 @@ func (s *Server) routes() *routeMux {
 	mux.HandleFunc("GET /v1/clusters/{id}/themes", read(s.clusterThemes))
 	mux.HandleFunc("GET /v1/apps/{id}/history", read(s.appHistory))
 	mux.HandleFunc("GET /v1/keywords/{term}", read(s.keyword))
+	mux.HandleFunc("POST /mcp", read(s.mcp))
 	s.mountAnalyst(mux)
 	s.mountExplorer(mux)
 	s.mountAlerts(mux)
@@ -229,6 +233,16 @@ func (p *statusProbe) WriteHeader(status int) {
 func (p *statusProbe) Write(b []byte) (int, error) {
 	p.WriteHeader(http.StatusOK)
 	return len(b), nil
+}
+
+// mcp hands POST /mcp to the MCP server: open like the read routes (it
+// only reads). A GET is the router's 405: no SSE stream is offered.
+func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
+	if s.MCP == nil {
+		writeError(w, http.StatusServiceUnavailable, "", "the MCP endpoint is not available")
+		return
+	}
+	s.MCP.ServeHTTP(w, r)
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
