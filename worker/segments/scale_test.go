@@ -6,8 +6,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
