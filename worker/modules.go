@@ -17,6 +17,7 @@ import (
 	"storecrawl/worker/markets"
 	"storecrawl/worker/module"
 	"storecrawl/worker/reviews"
+	"storecrawl/worker/segments"
 	"storecrawl/worker/subreq"
 	"storecrawl/worker/tasks"
 	"storecrawl/worker/upstream"
@@ -31,6 +32,7 @@ var Modules = []module.Module{
 	appcatalogue.Module,
 	enrichment.Module,
 	markets.Module,
+	segments.Module,
 	reviews.Module,
 	analyst.Module,
 	ledgerdb.Module,
@@ -60,6 +62,8 @@ type TaskDeps struct {
 	Country        string
 	// Analyst (analyst.Tasks).
 	Analyst *analyst.Analyst
+	// Segments (segments.Tasks).
+	Segments *segments.Store
 }
 
 // PeriodicTasks is every feature's periodic work: the one list the
@@ -73,6 +77,7 @@ func PeriodicTasks(d TaskDeps) []module.Task {
 		enrichment.Tasks(d.Reparser, d.Failed, d.RetryFailedAfter),
 		reviews.Tasks(d.Reviews, d.ReviewsGet, d.ReviewsReserve, d.APIBase, d.Country),
 		analyst.Tasks(d.Analyst),
+		segments.Tasks(d.Segments),
 	)
 }
 

@@ -9,6 +9,7 @@ import (
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/reviews"
+	"storecrawl/worker/segments"
 	"storecrawl/worker/tasks"
 )
 
@@ -18,7 +19,7 @@ import (
 // step walks a large table unless the query is bounded).
 func HotQueries() []d1.NamedQuery {
 	var all []d1.NamedQuery
-	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), ledgerdb.HotQueries(), living.HotQueries(), analyst.HotQueries(), reviews.HotQueries()} {
+	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), ledgerdb.HotQueries(), living.HotQueries(), analyst.HotQueries(), reviews.HotQueries(), segments.HotQueries()} {
 		all = append(all, qs...)
 	}
 	return all

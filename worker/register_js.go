@@ -25,6 +25,7 @@ import (
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/ratelimit"
+	"storecrawl/worker/segments"
 	"storecrawl/worker/tasks"
 	"storecrawl/worker/upstream"
 )
@@ -46,6 +47,7 @@ func Register() {
 		SchedulerTasks:   schedulerConfig().Tasks,
 		Charts:           kvCache,
 		Markets:          marketsStage,
+		Segments:         segments.Store{DB: db},
 		Apps:             enrichment.D1Store{DB: db},
 		Reviews:          reviews.D1Store{DB: db},
 		AppHistory:       living.D1Store{DB: db},
@@ -109,6 +111,11 @@ func Register() {
 				err = ledgerdb.HandleFacts(ctx, body, factWriter(), &factsConsumer, time.Now())
 			} else if err == nil {
 				err = markets.HandleEvent(ctx, body, marketsStage, time.Now())
+				if err == nil {
+					// A search's keywords whose top apps changed: the
+					// segments' next incremental run re-partitions around them.
+					err = segments.Store{DB: db}.MarkEvent(ctx, body, time.Now())
+				}
 			}
 			if err != nil {
 				logx.Err("queue.message_failed", err, map[string]any{"id": m.ID, "attempts": m.Attempts, "queue": batch.Queue})

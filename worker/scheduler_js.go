@@ -14,6 +14,7 @@ import (
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/module"
 	"storecrawl/worker/reviews"
+	"storecrawl/worker/segments"
 	"storecrawl/worker/tasks"
 )
 
@@ -28,7 +29,8 @@ var periodic = sync.OnceValue(func() []module.Task {
 		Reconciler: historyService, FactsPruner: ledgerdb.Pruner{Store: historyStore, Retention: cfg.FactsRetention, Now: time.Now},
 		Reparser: pageReparser, Failed: enrichment.D1Store{DB: db}, RetryFailedAfter: cfg.RetryFailedAfter,
 		Reviews: reviews.D1Store{DB: db}, ReviewsGet: feeds.Get, ReviewsReserve: feeds.Reserve, Country: cfg.Country,
-		Analyst: analystService(),
+		Analyst:  analystService(),
+		Segments: &segments.Store{DB: db},
 	})
 })
 

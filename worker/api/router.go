@@ -34,6 +34,7 @@ type Server struct {
 	SchedulerTasks []scheduler.Task
 	Charts         ChartReader
 	Markets        MarketReader
+	Segments       SegmentReader
 	Apps           AppReader
 	Reviews        ReviewReader
 	AppHistory     AppHistoryReader
@@ -131,6 +132,8 @@ func (s *Server) routes() *routeMux {
 	mux.HandleFunc("GET /v1/charts", s.chart)
 	mux.HandleFunc("GET /v1/clusters", s.markets(false))
 	mux.HandleFunc("GET /v1/opportunities", s.markets(true))
+	mux.HandleFunc("GET /v1/segments", s.segmentList)
+	mux.HandleFunc("GET /v1/segments/{id}", s.segment)
 	mux.HandleFunc("GET /v1/apps/{id}", s.app)
 	mux.HandleFunc("GET /v1/apps/{id}/reviews", s.appReviews)
 	mux.HandleFunc("GET /v1/clusters/{id}/themes", s.clusterThemes)
