@@ -634,6 +634,73 @@ CREATE TABLE review_fetches (
   PRIMARY KEY (app_id, country)
 ) WITHOUT ROWID;
 
+-- segment_dirty
+CREATE TABLE segment_dirty (
+  keyword   TEXT PRIMARY KEY,
+  marked_at TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- segment_keywords
+CREATE TABLE segment_keywords (
+  keyword    TEXT PRIMARY KEY,
+  segment_id INTEGER,
+  top_sum    INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX idx_segment_keywords_segment ON segment_keywords (segment_id) WHERE segment_id IS NOT NULL;
+
+-- segment_lineage
+CREATE TABLE segment_lineage (
+  child_id  INTEGER NOT NULL,
+  parent_id INTEGER NOT NULL,
+  kind      TEXT NOT NULL,    -- 'split' | 'merge'
+  keywords  INTEGER NOT NULL,
+  at        TEXT NOT NULL,
+  PRIMARY KEY (child_id, parent_id, at)
+) WITHOUT ROWID;
+CREATE INDEX idx_segment_lineage_parent ON segment_lineage (parent_id);
+
+-- segment_snapshots
+CREATE TABLE segment_snapshots (
+  segment_id    INTEGER NOT NULL,
+  day           TEXT NOT NULL,   -- YYYY-MM-DD
+  keyword_count INTEGER NOT NULL,
+  total_ratings INTEGER NOT NULL,
+  demand        REAL NOT NULL,
+  opportunity   REAL NOT NULL,
+  leaders_velocity_7d REAL,
+  apps          TEXT NOT NULL,   -- JSON array of the segment's track ids
+  PRIMARY KEY (segment_id, day)
+) WITHOUT ROWID;
+
+-- segments
+CREATE TABLE segments (
+  id             INTEGER PRIMARY KEY,
+  name           TEXT NOT NULL,
+  keyword_count  INTEGER NOT NULL,
+  app_count      INTEGER NOT NULL,
+  total_ratings  INTEGER NOT NULL,
+  avg_rating     REAL NOT NULL,
+  demand         REAL NOT NULL,
+  hhi            REAL NOT NULL,
+  fragmentation  REAL NOT NULL,
+  quality_gap    REAL NOT NULL,
+  competitiveness REAL,
+  opportunity    REAL NOT NULL,
+  leaders_velocity_7d  REAL,
+  leaders_velocity_30d REAL,
+  apps           TEXT NOT NULL,              -- JSON [{track_id, keywords, ratings, share}], leaders first
+  relations      TEXT NOT NULL DEFAULT '[]', -- JSON [{segment_id, shared_apps}]
+  trend          TEXT NOT NULL DEFAULT 'steady',
+  trend_score    REAL NOT NULL DEFAULT 3,
+  trend_figures  TEXT,                       -- JSON: the figures behind the trend
+  created_at     TEXT NOT NULL,
+  updated_at     TEXT NOT NULL,
+  retired_at     TEXT
+);
+CREATE INDEX idx_segments_demand ON segments (demand DESC, id) WHERE retired_at IS NULL;
+CREATE INDEX idx_segments_opportunity ON segments (opportunity DESC, id) WHERE retired_at IS NULL;
+CREATE INDEX idx_segments_trend ON segments (trend_score DESC, id) WHERE retired_at IS NULL;
+
 -- sweep_cursors
 CREATE TABLE sweep_cursors (
   name       TEXT PRIMARY KEY,
@@ -657,4 +724,4 @@ CREATE TABLE usage_months (
   PRIMARY KEY (month, source)
 ) WITHOUT ROWID;
 
--- 33 tables, 31 indexes, 22 triggers.
+-- 38 tables, 36 indexes, 22 triggers.

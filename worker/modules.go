@@ -21,6 +21,7 @@ import (
 	"storecrawl/worker/module"
 	"storecrawl/worker/reviews"
 	"storecrawl/worker/search"
+	"storecrawl/worker/segments"
 	"storecrawl/worker/subreq"
 	"storecrawl/worker/tasks"
 	"storecrawl/worker/upstream"
@@ -35,6 +36,7 @@ var Modules = []module.Module{
 	appcatalogue.Module,
 	enrichment.Module,
 	markets.Module,
+	segments.Module,
 	reviews.Module,
 	search.Module,
 	analyst.Module,
@@ -79,6 +81,8 @@ type TaskDeps struct {
 	Hints      keywords.HintsFetcher
 	// Alerts (alerts.Tasks).
 	Alerts *alerts.Service
+	// Segments (segments.Tasks).
+	Segments *segments.Store
 }
 
 // PeriodicTasks is every feature's periodic work: the one list the
@@ -95,6 +99,7 @@ func PeriodicTasks(d TaskDeps) []module.Task {
 		keywords.Tasks(d.Popularity, d.Hints, d.HintsReserve),
 		crawl.Tasks(d.Crawl, d.HintsGet, d.HintsReserve, d.HintsBase, d.Country),
 		alerts.Tasks(d.Alerts),
+		segments.Tasks(d.Segments),
 	)
 }
 

@@ -12,6 +12,7 @@ import (
 	"storecrawl/worker/markets"
 	"storecrawl/worker/reviews"
 	"storecrawl/worker/search"
+	"storecrawl/worker/segments"
 	"storecrawl/worker/tasks"
 )
 
@@ -21,7 +22,7 @@ import (
 // step walks a large table unless the query is bounded).
 func HotQueries() []d1.NamedQuery {
 	var all []d1.NamedQuery
-	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), ledgerdb.HotQueries(), living.HotQueries(), analyst.HotQueries(), reviews.HotQueries(), markets.DetailHotQueries(), search.HotQueries(), keywords.HotQueries(), alerts.HotQueries()} {
+	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), ledgerdb.HotQueries(), living.HotQueries(), analyst.HotQueries(), reviews.HotQueries(), markets.DetailHotQueries(), search.HotQueries(), keywords.HotQueries(), alerts.HotQueries(), segments.HotQueries()} {
 		all = append(all, qs...)
 	}
 	return all

@@ -31,6 +31,7 @@ import (
 	"storecrawl/worker/mcp"
 	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/search"
+	"storecrawl/worker/segments"
 	"storecrawl/worker/tasks"
 	"storecrawl/worker/upstream"
 )
@@ -53,6 +54,7 @@ func Register() {
 		SchedulerTasks:   schedulerConfig().Tasks,
 		Charts:           kvCache,
 		Markets:          marketsStage,
+		Segments:         segments.Store{DB: db},
 		Apps:             enrichment.D1Store{DB: db},
 		Reviews:          reviews.D1Store{DB: db},
 		AppHistory:       living.D1Store{DB: db},
@@ -140,6 +142,11 @@ func Register() {
 				}
 			} else if err == nil {
 				err = markets.HandleEvent(ctx, body, marketsStage, time.Now())
+				if err == nil {
+					// A search's keywords whose top apps changed: the
+					// segments' next incremental run re-partitions around them.
+					err = segments.Store{DB: db}.MarkEvent(ctx, body, time.Now())
+				}
 			}
 			if err != nil {
 				logx.Err("queue.message_failed", err, map[string]any{"id": m.ID, "attempts": m.Attempts, "queue": batch.Queue})

@@ -17,6 +17,7 @@ import (
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/module"
 	"storecrawl/worker/reviews"
+	"storecrawl/worker/segments"
 	"storecrawl/worker/tasks"
 )
 
@@ -34,7 +35,8 @@ var periodic = sync.OnceValue(func() []module.Task {
 		Analyst: analystService(),
 		Crawl:   crawl.D1Store{DB: db}, HintsGet: hints.Get, HintsReserve: hints.Reserve, HintsBase: cfg.HintsBase,
 		Popularity: keywords.D1Store{DB: db}, Hints: keywords.HTTPHints{Get: hints.Get, Base: cfg.HintsBase},
-		Alerts: alertsService(),
+		Alerts:   alertsService(),
+		Segments: &segments.Store{DB: db},
 	})
 })
 

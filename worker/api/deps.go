@@ -34,6 +34,14 @@ type MarketReader interface {
 	List(ctx context.Context, byScore bool, limit, offset int) ([]json.RawMessage, error)
 }
 
+// SegmentReader reads market segments (worker/segments.Store): a page
+// by sort after a cursor (segments.ErrBadCursor for one it did not hand
+// out), and one segment in full (found false for an unknown id).
+type SegmentReader interface {
+	List(ctx context.Context, sort string, limit int, cursor string) ([]json.RawMessage, string, error)
+	Get(ctx context.Context, id int64) (json.RawMessage, bool, error)
+}
+
 // AppReader reads enriched records.
 type AppReader interface {
 	// App returns the record as JSON (false when there is none).

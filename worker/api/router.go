@@ -37,6 +37,7 @@ type Server struct {
 	SchedulerTasks []scheduler.Task
 	Charts         ChartReader
 	Markets        MarketReader
+	Segments       SegmentReader
 	Apps           AppReader
 	Reviews        ReviewReader
 	AppHistory     AppHistoryReader
@@ -164,6 +165,8 @@ func (s *Server) routes() *routeMux {
 	mux.HandleFunc("GET /v1/apps/{id}/history", read(s.appHistory))
 	mux.HandleFunc("GET /v1/keywords/{term}", read(s.keyword))
 	mux.HandleFunc("POST /mcp", read(s.mcp))
+	mux.HandleFunc("GET /v1/segments", read(s.segmentList))
+	mux.HandleFunc("GET /v1/segments/{id}", read(s.segment))
 	s.mountAnalyst(mux)
 	s.mountExplorer(mux)
 	s.mountAlerts(mux)
