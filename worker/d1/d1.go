@@ -140,3 +140,28 @@ type NamedQuery struct {
 	// plan test accepts it only on SQL with a LIMIT.
 	Bounded string
 }
+
+// MaxCompoundTerms is the most SELECTs one compound (UNION ALL) may join
+// in D1, which builds SQLite with SQLITE_MAX_COMPOUND_SELECT 5 (its default
+// is 500, so native SQLite does not refuse more).
+const MaxCompoundTerms = 5
+
+// UnionAll joins the SELECTs in parts with UNION ALL, grouped so that no
+// compound has more than MaxCompoundTerms terms: each group of five is
+// wrapped in its own sub-select, which counts as one term of the next
+// level (a sub-select's terms are counted apart).
+func UnionAll(parts []string) string {
+	for len(parts) > MaxCompoundTerms {
+		var next []string
+		for i := 0; i < len(parts); i += MaxCompoundTerms {
+			group := parts[i:min(i+MaxCompoundTerms, len(parts))]
+			if len(group) == 1 {
+				next = append(next, group[0])
+				continue
+			}
+			next = append(next, "SELECT * FROM ("+strings.Join(group, "\nUNION ALL ")+")")
+		}
+		parts = next
+	}
+	return strings.Join(parts, "\nUNION ALL ")
+}

@@ -4,6 +4,8 @@ package d1_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +66,41 @@ func TestTimeLayoutSortsAsTime(t *testing.T) {
 	}
 	if d1.Placeholders(0) != "" || d1.Placeholders(1) != "?" || d1.Placeholders(3) != "?,?,?" {
 		t.Fatal("placeholders")
+	}
+}
+
+// UnionAll never puts more than MaxCompoundTerms SELECTs in one compound
+// (D1 refuses a sixth), and keeps every part, in order.
+func TestUnionAllKeepsCompoundsWithinD1sLimit(t *testing.T) {
+	for _, n := range []int{1, 5, 6, 10, 26, 130} {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = fmt.Sprintf("SELECT %d AS n", i)
+		}
+		sql := d1.UnionAll(parts)
+		depth, terms := 0, []int{1}
+		for _, tok := range strings.Fields(strings.NewReplacer("(", " ( ", ")", " ) ").Replace(sql)) {
+			switch tok {
+			case "(":
+				depth++
+				terms = append(terms, 1)
+			case ")":
+				if terms[depth] > d1.MaxCompoundTerms {
+					t.Fatalf("%d parts: %d terms in one compound", n, terms[depth])
+				}
+				terms = terms[:depth]
+				depth--
+			case "UNION":
+				terms[depth]++
+			}
+		}
+		if terms[0] > d1.MaxCompoundTerms {
+			t.Fatalf("%d parts: %d terms at the top", n, terms[0])
+		}
+		for i := range parts {
+			if !strings.Contains(sql, fmt.Sprintf("SELECT %d AS n", i)) {
+				t.Fatalf("%d parts: part %d lost", n, i)
+			}
+		}
 	}
 }

@@ -103,6 +103,14 @@ func (s D1Store) MonthUsage(ctx context.Context, now time.Time) (Usage, error) {
 	return rows[0], nil
 }
 
+// SampleRowsRead and SampleRowsWritten are what one SampleController
+// costs D1 (its read of the last sample; the month's add and the new
+// base), counted by the crawl cycle's cron run that samples.
+const (
+	SampleRowsRead    = 1
+	SampleRowsWritten = 2
+)
+
 // SampleController adds what the EnrichmentController's lifetime totals
 // grew by since the last sample to this month's controller row, and keeps
 // them as the next sample's base: one read, two rows written (counted by

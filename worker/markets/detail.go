@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
-	"strings"
 
 	"storecrawl/worker/d1"
 )
@@ -43,7 +42,7 @@ func neighbourSQL(n int) string {
 	return `SELECT k.keyword AS keyword, count(*) AS shared,
   (SELECT o.score FROM opportunity_scores o WHERE o.cluster_id = k.keyword) AS opportunity_score,
   EXISTS (SELECT 1 FROM market_clusters c WHERE c.cluster_id = k.keyword) AS is_market
-FROM (` + strings.Join(parts, "\nUNION ALL ") + `) k WHERE k.keyword <> ? GROUP BY k.keyword`
+FROM (` + d1.UnionAll(parts) + `) k WHERE k.keyword <> ? GROUP BY k.keyword`
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
