@@ -28,6 +28,11 @@ func ParseTime(s string) (time.Time, error) { return time.Parse(Layout, s) }
 // MaxBatch is D1's limit of statements in one batch.
 const MaxBatch = 100
 
+// CompoundSelectMax is how many terms D1 allows in one compound SELECT
+// (SQLITE_LIMIT_COMPOUND_SELECT): a sixth UNION ALL branch is "too many
+// terms in compound SELECT". d1test holds its databases to it.
+const CompoundSelectMax = 5
+
 // Stmt is one parameterised statement.
 type Stmt struct {
 	SQL  string

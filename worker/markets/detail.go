@@ -43,7 +43,21 @@ func neighbourSQL(n int) string {
 	return `SELECT k.keyword AS keyword, count(*) AS shared,
   (SELECT o.score FROM opportunity_scores o WHERE o.cluster_id = k.keyword) AS opportunity_score,
   EXISTS (SELECT 1 FROM market_clusters c WHERE c.cluster_id = k.keyword) AS is_market
-FROM (` + strings.Join(parts, "\nUNION ALL ") + `) k WHERE k.keyword <> ? GROUP BY k.keyword`
+FROM (` + unionAll(parts) + `) k WHERE k.keyword <> ? GROUP BY k.keyword`
+}
+
+// unionAll joins selects with UNION ALL, nested so that no compound holds
+// more than d1.CompoundSelectMax terms (D1 refuses one that does): groups
+// of that many, each a subquery, joined the same way until one is left.
+func unionAll(parts []string) string {
+	for len(parts) > d1.CompoundSelectMax {
+		var groups []string
+		for i := 0; i < len(parts); i += d1.CompoundSelectMax {
+			groups = append(groups, "SELECT * FROM ("+strings.Join(parts[i:min(i+d1.CompoundSelectMax, len(parts))], "\nUNION ALL ")+")")
+		}
+		parts = groups
+	}
+	return strings.Join(parts, "\nUNION ALL ")
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
