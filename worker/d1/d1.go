@@ -28,6 +28,11 @@ func ParseTime(s string) (time.Time, error) { return time.Parse(Layout, s) }
 // MaxBatch is D1's limit of statements in one batch.
 const MaxBatch = 100
 
+// CompoundSelectMax is how many terms D1 allows in one compound SELECT
+// (SQLITE_LIMIT_COMPOUND_SELECT): a sixth UNION ALL branch is "too many
+// terms in compound SELECT". d1test holds its databases to it.
+const CompoundSelectMax = 5
+
 // Stmt is one parameterised statement.
 type Stmt struct {
 	SQL  string
@@ -141,20 +146,15 @@ type NamedQuery struct {
 	Bounded string
 }
 
-// MaxCompoundTerms is the most SELECTs one compound (UNION ALL) may join
-// in D1, which builds SQLite with SQLITE_MAX_COMPOUND_SELECT 5 (its default
-// is 500, so native SQLite does not refuse more).
-const MaxCompoundTerms = 5
-
 // UnionAll joins the SELECTs in parts with UNION ALL, grouped so that no
-// compound has more than MaxCompoundTerms terms: each group of five is
+// compound has more than CompoundSelectMax terms: each group of five is
 // wrapped in its own sub-select, which counts as one term of the next
 // level (a sub-select's terms are counted apart).
 func UnionAll(parts []string) string {
-	for len(parts) > MaxCompoundTerms {
+	for len(parts) > CompoundSelectMax {
 		var next []string
-		for i := 0; i < len(parts); i += MaxCompoundTerms {
-			group := parts[i:min(i+MaxCompoundTerms, len(parts))]
+		for i := 0; i < len(parts); i += CompoundSelectMax {
+			group := parts[i:min(i+CompoundSelectMax, len(parts))]
 			if len(group) == 1 {
 				next = append(next, group[0])
 				continue

@@ -69,7 +69,7 @@ func TestTimeLayoutSortsAsTime(t *testing.T) {
 	}
 }
 
-// UnionAll never puts more than MaxCompoundTerms SELECTs in one compound
+// UnionAll never puts more than CompoundSelectMax SELECTs in one compound
 // (D1 refuses a sixth), and keeps every part, in order.
 func TestUnionAllKeepsCompoundsWithinD1sLimit(t *testing.T) {
 	for _, n := range []int{1, 5, 6, 10, 26, 130} {
@@ -85,7 +85,7 @@ func TestUnionAllKeepsCompoundsWithinD1sLimit(t *testing.T) {
 				depth++
 				terms = append(terms, 1)
 			case ")":
-				if terms[depth] > d1.MaxCompoundTerms {
+				if terms[depth] > d1.CompoundSelectMax {
 					t.Fatalf("%d parts: %d terms in one compound", n, terms[depth])
 				}
 				terms = terms[:depth]
@@ -94,7 +94,7 @@ func TestUnionAllKeepsCompoundsWithinD1sLimit(t *testing.T) {
 				terms[depth]++
 			}
 		}
-		if terms[0] > d1.MaxCompoundTerms {
+		if terms[0] > d1.CompoundSelectMax {
 			t.Fatalf("%d parts: %d terms at the top", n, terms[0])
 		}
 		for i := range parts {

@@ -50,14 +50,18 @@ function sparkline(values, w = 90, h = 22) {
   svg.append(p); return svg;
 }
 
-// chart draws series over time (xs: unix seconds) with uPlot, or as a table.
+// chart draws series over time (xs: unix seconds) with uPlot, or as a table:
+// without uPlot, or for one point in time (uPlot would stretch a lone point
+// over years).
 function chart(title, xs, series, opts = {}) {
   const box = el('div', { class: 'panel chart', 'data-chart': title }, el('b', {}, title));
   if (!xs.length) { box.append(el('p', { class: 'muted' }, 'no history yet')); return box; }
-  if (window.uPlot) {
+  if (window.uPlot && xs.length > 1) {
     const data = [xs, ...series.map(s => s.values)];
+    // The y axis as wide as its longest label (uPlot's default clips "393,932").
+    const ySize = (u, vals) => Math.max(50, 16 + 7 * Math.max(0, ...(vals || []).map(v => String(v).length)));
     const o = { width: Math.min(main.clientWidth - 40, 1000), height: 220, series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: ['#4f7cff', '#e8590c', '#2f9e44', '#ae3ec9', '#1098ad', '#f08c00'][i % 6], spanGaps: true }))],
-      scales: opts.invert ? { y: { dir: -1 } } : {} };
+      axes: [{}, { size: ySize }], scales: opts.invert ? { y: { dir: -1 } } : {} };
     requestAnimationFrame(() => new window.uPlot(o, data, box));
   } else {
     box.append(el('table', {}, el('tr', {}, el('th', {}, 'at'), series.map(s => el('th', { class: 'num' }, s.label))),

@@ -19,7 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	_ "modernc.org/sqlite"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"storecrawl/worker/d1"
 )
@@ -65,6 +66,9 @@ func Open() (_ *d1.DB, _ *Driver, closeDB func(), err error) {
 	if _, err := db.Exec("PRAGMA foreign_keys = ON"); err != nil {
 		return nil, nil, nil, err
 	}
+	if err := limitLikeD1(db); err != nil {
+		return nil, nil, nil, err
+	}
 	dir, err := migrationsDir()
 	if err != nil {
 		return nil, nil, nil, err
@@ -82,6 +86,18 @@ func Open() (_ *d1.DB, _ *Driver, closeDB func(), err error) {
 	}
 	drv := &Driver{db: db}
 	return &d1.DB{Driver: drv}, drv, func() { db.Close() }, nil
+}
+
+// limitLikeD1 sets D1's limits on the database's one connection, so a
+// query D1 refuses fails natively too.
+func limitLikeD1(db *sql.DB) error {
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = sqlite.Limit(c, sqlite3.SQLITE_LIMIT_COMPOUND_SELECT, d1.CompoundSelectMax)
+	return err
 }
 
 // migrationGlob matches the numbered migrations, as wrangler.jsonc's

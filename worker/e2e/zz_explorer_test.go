@@ -1,0 +1,130 @@
+//go:build integration
+
+package e2e
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"storecrawl/internal/devstack"
+)
+
+// explorerBrowserTimeout bounds the explorer's browser script; its steps
+// time out after 30 s each (explorer.mjs --timeout).
+const explorerBrowserTimeout = 3 * time.Minute
+
+// explorerSettle is how long /v1/opportunities must stay the same before
+// the browser compares the pages with it: the pipeline re-scores markets
+// from queue messages after each enrichment and clustering run.
+const explorerSettle = 4 * time.Second
+
+// TestExplorerInBrowser builds markets from crawled data (a crawl cycle
+// searches pending keywords and fills an enriched app's rankings, the
+// controller enriches what the searches found, the clustering cron
+// re-publishes the markets), then runs worker/e2e/browser/explorer.mjs:
+// headless Chromium opens the markets list, a market, an app, a keyword
+// and a search as a person does, checks each against the API's answer,
+// that the app's charts are drawn and that no request left the Worker's
+// origin, and saves a screenshot of each page in this test's output folder
+// (.test-output/TestExplorerInBrowser/*.png; docs/img/explorer-*.png are
+// copies of them).
+func TestExplorerInBrowser(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("%s missing: run `make chromium` (installs Debian's chromium); the browser test is not optional", chromiumPath)
+	}
+	node := filepath.Join(root, "node_modules", ".bin", "node")
+	if _, err := os.Stat(filepath.Join(root, "node_modules", "playwright-core")); err != nil {
+		t.Fatalf("playwright-core missing: run `make install` (npm install): %v", err)
+	}
+	dir := outputDir(t)
+	s := startSim(t, dir, "-apps", "3000", "-rate-per-min", "6000", "-burst", "100")
+	persist := filepath.Join(dir, "state")
+	prepareDB(t, persist, dir, 0)
+	// No category is due, so the crawl cycle maps the pending keywords and
+	// fills the enriched app's rankings.
+	seedSQL(t, persist, `UPDATE category_scans SET last_scanned_at = strftime('%Y-%m-%dT%H:%M:%fZ','now');
+INSERT INTO crawl_keywords (keyword, source, created_at) VALUES ('budget','title','2026-01-01T00:00:00.000Z'), ('chess','title','2026-01-01T00:00:00.000Z'), ('garden','hints','2026-01-01T00:00:00.000Z');
+INSERT INTO app_registry (track_id, name, subtitle, rating_count, average_rating, enrichment_source, enriched_at)
+  VALUES (300000001, 'Zen Garden', 'Relax, breathe & sleep better', 1200, 4.1, 'itunes+store', '2026-01-01T00:00:00.000Z');
+`)
+	// A short idle poll, so the controller sees the apps the crawl cycle finds.
+	w := &worker{persist: persist, simBase: s.base, dir: dir, vars: []string{"ENRICHMENT_IDLE_S:2"}, owner: t}
+	w.start(t, "wrangler-1.log")
+
+	prep := time.Now()
+	getStatus(t, w) // first use starts the controller
+	if code := doJSON(t, "POST", w.base+"/v1/enrichment/tune", adminToken, `{"rate_per_min": 600}`, nil); code != 200 {
+		t.Fatalf("tune: %d", code)
+	}
+	if run := fireCron(t, w, "*/5 * * * *"); run.Crawl == nil || run.Crawl.Action != "keyword_mapping" || run.Crawl.Found != 3 {
+		t.Fatalf("crawl cycle: %s", jsonString(run))
+	}
+	var page struct {
+		Items []market `json:"items"`
+	}
+	eventually(t, 90*time.Second, "markets scored", func() (bool, string) {
+		page.Items = nil
+		doJSON(t, "GET", w.base+"/v1/opportunities?limit=50", "", nil, &page)
+		return len(page.Items) >= 2, jsonString(page)
+	})
+	// The searches' apps enriched, then the markets clustered again from them.
+	eventually(t, 90*time.Second, "the markets' apps enriched", func() (bool, string) {
+		st := getStatus(t, w)
+		return st.Totals.Completed >= 20, jsonString(st.Totals)
+	})
+	doJSON(t, "POST", w.base+"/v1/enrichment/stop", adminToken, nil, nil)
+	fireCron(t, w, "0 */6 * * *")
+	var last string
+	stableSince := time.Now()
+	eventually(t, 60*time.Second, "the markets settled", func() (bool, string) {
+		var raw map[string]any
+		doJSON(t, "GET", w.base+"/v1/opportunities?limit=50", "", nil, &raw)
+		now := jsonString(raw)
+		if now != last {
+			last, stableSince = now, time.Now()
+		}
+		return time.Since(stableSince) >= explorerSettle, now
+	})
+	// The top market's first app gets weeks of rating observations (what
+	// the rating sweep leaves over time), so its page has a line to draw.
+	page.Items = nil
+	doJSON(t, "GET", w.base+"/v1/opportunities?limit=1", "", nil, &page)
+	var top market
+	if len(page.Items) != 1 || doJSON(t, "GET", w.base+"/v1/clusters/"+url.PathEscape(page.Items[0].ClusterID), "", nil, &top) != 200 || len(top.Members) == 0 {
+		t.Fatalf("top market: %s %s", jsonString(page), jsonString(top))
+	}
+	app := int64(top.Members[0].TrackID)
+	var rec struct {
+		RatingCount   float64 `json:"rating_count"`
+		AverageRating float64 `json:"average_rating"`
+	}
+	doJSON(t, "GET", fmt.Sprintf("%s/v1/apps/%d", w.base, app), "", nil, &rec)
+	var snaps []string
+	for i, daysAgo := range []int{21, 14, 7} {
+		snaps = append(snaps, fmt.Sprintf("(%d, %d, %d, %.2f, 2)", app, time.Now().Add(-time.Duration(daysAgo)*24*time.Hour).UnixMilli(),
+			int64(rec.RatingCount*(0.94+0.02*float64(i))), rec.AverageRating-0.05*float64(2-i)))
+	}
+	wrangler(t, persist, "d1", "execute", "DB", "--local", "--command",
+		"INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating, source) VALUES "+strings.Join(snaps, ", "))
+	t.Logf("stack ready in %s: %d markets; app %d has 3 rating observations", time.Since(prep).Round(time.Second), strings.Count(last, `"cluster_id"`), app)
+
+	started := time.Now()
+	out, err := devstack.RunBounded(node, []string{filepath.Join(root, "worker", "e2e", "browser", "explorer.mjs"),
+		"--base", w.base, "--out", dir, "--chromium", chromiumPath}, root, toolEnv(), explorerBrowserTimeout)
+	os.WriteFile(filepath.Join(dir, "browser.log"), out, 0o644)
+	if err != nil {
+		t.Fatalf("browser test failed (%v) after %s; screenshots and log in %s:\n%s", err, time.Since(started).Round(time.Second), dir, out)
+	}
+	t.Logf("browser test passed in %s:\n%s", time.Since(started).Round(time.Second), strings.TrimSpace(string(out)))
+	for _, p := range []string{"markets", "market", "app", "keyword", "search"} {
+		if fi, err := os.Stat(filepath.Join(dir, p+".png")); err != nil || fi.Size() < 10_000 {
+			t.Fatalf("screenshot of %s missing or empty: %v", p, err)
+		}
+	}
+}
