@@ -46,6 +46,18 @@ var binding = js.Global().Get("context").Get("binding")
 func Register() {
 	loadConfig()
 	limiterObjects.TallyPeriod = cfg.LimiterTally
+	srv := api.NewServer(apiServer())
+	workers.ServeNonBlock(cf.BufferedResponses(metered(srv)))
+	cron.ScheduleTaskNonBlock(handleCron)
+	queues.ConsumeNonBlock(consumeBatch)
+	exportEntryPoints()
+	workers.Ready()
+}
+
+// apiServer is the HTTP API over the bindings: every feature's store and
+// service, the MCP for agents over the same, and the test-only routes when
+// TEST_ROUTES is set.
+func apiServer() *api.Server {
 	s := &api.Server{
 		Controller:       controllerCaller{},
 		CostGuard:        costGuard(),
@@ -85,78 +97,90 @@ func Register() {
 		s.TestEvents = eventQueue
 		s.TestFaults = factFaults
 	}
-	srv := api.NewServer(s)
-	workers.ServeNonBlock(cf.BufferedResponses(metered(srv)))
-	cron.ScheduleTaskNonBlock(func(ctx context.Context) error {
-		// A panic here would kill the shared Go instance: it is logged instead.
-		defer func() { _ = logx.Recovered(recover(), "cron handler") }()
-		ev, err := cron.NewEvent(ctx)
-		if err != nil {
-			logx.Err("cron.bad_event", err, nil)
-			return nil
+	return s
+}
+
+// handleCron runs a cron trigger's tasks and records the run and its
+// usage; it always returns nil.
+func handleCron(ctx context.Context) error {
+	// A panic here would kill the shared Go instance: it is logged instead.
+	defer func() { _ = logx.Recovered(recover(), "cron handler") }()
+	ev, err := cron.NewEvent(ctx)
+	if err != nil {
+		logx.Err("cron.bad_event", err, nil)
+		return nil
+	}
+	run := RunCron(ctx, ev.Cron, ev.ScheduledTime, cronTasks{}, time.Now)
+	if err := (CronLog{KV: kvCache}).Record(ctx, run); err != nil {
+		logx.Err("cron.record_failed", err, map[string]any{"cron": ev.Cron})
+	}
+	recordUsage(ctx, guard.SourceCron, CronUsage(run))
+	return nil // an error here would panic the shared Go instance
+}
+
+// consumeBatch handles a queue batch: the dead-letter queue's messages,
+// else each message by its kind (a ledger's facts, an alert's delivery, a
+// market event). A failed message is retried; past max_retries the
+// runtime moves it to the dead-letter queue.
+func consumeBatch(batch *queues.MessageBatch) (err error) {
+	// A panic would kill the shared Go instance; the batch is retried
+	// instead (unacked messages are redelivered).
+	defer func() {
+		if p := logx.Recovered(recover(), "queue consumer"); p != nil {
+			batch.RetryAll()
+			err = nil
 		}
-		run := RunCron(ctx, ev.Cron, ev.ScheduledTime, cronTasks{}, time.Now)
-		if err := (CronLog{KV: kvCache}).Record(ctx, run); err != nil {
-			logx.Err("cron.record_failed", err, map[string]any{"cron": ev.Cron})
-		}
-		recordUsage(ctx, guard.SourceCron, CronUsage(run))
-		return nil // an error here would panic the shared Go instance
-	})
-	queues.ConsumeNonBlock(func(batch *queues.MessageBatch) (err error) {
-		// A panic would kill the shared Go instance; the batch is retried
-		// instead (unacked messages are redelivered).
-		defer func() {
-			if p := logx.Recovered(recover(), "queue consumer"); p != nil {
-				batch.RetryAll()
-				err = nil
-			}
-		}()
-		// The batch's D1 cost, from D1's result metadata: one line a batch
-		// (cmd/bench -only-scale reads it to bill the consumer's day), and
-		// the cost guard's record of the batch.
-		ctx, cost := d1.WithCost(context.Background())
-		defer func() {
-			v := cost.View()
-			recordUsage(context.Background(), guard.SourceQueue, QueueBatchUsage(len(batch.Messages), v.RowsRead, v.RowsWritten))
-		}()
-		if batch.Queue == config.DeadLetterQueue {
-			consumeDeadLetters(batch)
-			return nil
-		}
-		facts := 0
-		defer func() {
-			logx.Event("queue.batch", map[string]any{"queue": batch.Queue, "messages": len(batch.Messages), "facts_messages": facts, "d1": cost.View()})
-		}()
-		for _, m := range batch.Messages {
-			body, err := m.StringBody()
-			if err == nil && ledgerdb.IsFactsMessage(body) {
-				facts++
-				err = ledgerdb.HandleFacts(ctx, body, factWriter(), &factsConsumer, time.Now())
-			} else if err == nil && alerts.IsDeliveryMessage(body) {
-				// An alert's delivery: retried after a growing delay; past
-				// max_retries the runtime moves it to the dead-letter queue.
-				if err = alertsService().Deliver(ctx, body, m.Attempts, time.Now()); err != nil {
-					logx.Event("alerts.delivery_failed", map[string]any{"level": logx.Warn, "id": m.ID, "attempts": m.Attempts, "error": err.Error()})
-					m.Retry(queues.WithRetryDelay(alerts.RetryDelay(m.Attempts)))
-					continue
-				}
-			} else if err == nil {
-				err = markets.HandleEvent(ctx, body, marketsStage, time.Now())
-				if err == nil {
-					// A search's keywords whose top apps changed: the
-					// segments' next incremental run re-partitions around them.
-					err = segments.Store{DB: db}.MarkEvent(ctx, body, time.Now())
-				}
-			}
-			if err != nil {
-				logx.Err("queue.message_failed", err, map[string]any{"id": m.ID, "attempts": m.Attempts, "queue": batch.Queue})
-				m.Retry() // after max_retries the runtime moves it to the dead-letter queue
+	}()
+	// The batch's D1 cost, from D1's result metadata: one line a batch
+	// (cmd/bench -only-scale reads it to bill the consumer's day), and
+	// the cost guard's record of the batch.
+	ctx, cost := d1.WithCost(context.Background())
+	defer func() {
+		v := cost.View()
+		recordUsage(context.Background(), guard.SourceQueue, QueueBatchUsage(len(batch.Messages), v.RowsRead, v.RowsWritten))
+	}()
+	if batch.Queue == config.DeadLetterQueue {
+		consumeDeadLetters(batch)
+		return nil
+	}
+	facts := 0
+	defer func() {
+		logx.Event("queue.batch", map[string]any{"queue": batch.Queue, "messages": len(batch.Messages), "facts_messages": facts, "d1": cost.View()})
+	}()
+	for _, m := range batch.Messages {
+		body, err := m.StringBody()
+		if err == nil && ledgerdb.IsFactsMessage(body) {
+			facts++
+			err = ledgerdb.HandleFacts(ctx, body, factWriter(), &factsConsumer, time.Now())
+		} else if err == nil && alerts.IsDeliveryMessage(body) {
+			// An alert's delivery: retried after a growing delay; past
+			// max_retries the runtime moves it to the dead-letter queue.
+			if err = alertsService().Deliver(ctx, body, m.Attempts, time.Now()); err != nil {
+				logx.Event("alerts.delivery_failed", map[string]any{"level": logx.Warn, "id": m.ID, "attempts": m.Attempts, "error": err.Error()})
+				m.Retry(queues.WithRetryDelay(alerts.RetryDelay(m.Attempts)))
 				continue
 			}
-			m.Ack()
+		} else if err == nil {
+			err = markets.HandleEvent(ctx, body, marketsStage, time.Now())
+			if err == nil {
+				// A search's keywords whose top apps changed: the
+				// segments' next incremental run re-partitions around them.
+				err = segments.Store{DB: db}.MarkEvent(ctx, body, time.Now())
+			}
 		}
-		return nil
-	})
+		if err != nil {
+			logx.Err("queue.message_failed", err, map[string]any{"id": m.ID, "attempts": m.Attempts, "queue": batch.Queue})
+			m.Retry() // after max_retries the runtime moves it to the dead-letter queue
+			continue
+		}
+		m.Ack()
+	}
+	return nil
+}
+
+// exportEntryPoints sets the Durable Objects' decide/run functions and the
+// limiter's fast path on the shim's binding object.
+func exportEntryPoints() {
 	// Every export answers JSON: {"ok": ...} or {"error": ...} (cf.Export).
 	binding.Set("enrichmentDecide", cf.Export(enrichmentDecide))
 	binding.Set("enrichmentRun", cf.ExportAsync(enrichmentRun))
@@ -175,7 +199,6 @@ func Register() {
 	// takes) Go judges a request by its Content-Length alone while the
 	// shim drains the body, up to drain, and cancels the rest.
 	binding.Set("bodyBounds", map[string]any{"max": api.MaxBody, "drain": api.MaxDrainBody})
-	workers.Ready()
 }
 
 // enrichmentDecide(op, state, argJSON, nowMs) → durable/controller.Decision.

@@ -10,6 +10,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -192,144 +193,188 @@ type Problem struct {
 	Error string `json:"error"`
 }
 
-// Load reads every setting with getenv.
+// Load reads every setting with getenv. The groups load in this order, so
+// the problems come in it too.
 func Load(getenv func(string) string) (Config, []Problem) {
-	var probs []Problem
-	bad := func(name, value string, err error) {
-		probs = append(probs, Problem{Var: name, Value: value, Error: err.Error()})
-	}
-	c := Config{
-		APIBase:               strings.TrimRight(getenv("UPSTREAM_API_BASE"), "/"),
-		StoreBase:             strings.TrimRight(getenv("UPSTREAM_STORE_BASE"), "/"),
-		HintsBase:             strings.TrimRight(getenv("UPSTREAM_HINTS_BASE"), "/"),
-		Country:               getenv("UPSTREAM_COUNTRY"),
-		LocationHint:          getenv("ENRICHMENT_LOCATION_HINT"),
-		AdminToken:            getenv("ADMIN_TOKEN"),
-		ClientToken:           getenv("LIMITER_CLIENT_TOKEN"),
-		ReadToken:             getenv("READ_TOKEN"),
-		TestRoutes:            getenv("TEST_ROUTES") == "1",
-		AllowLoopbackWebhooks: getenv("ALLOW_LOOPBACK_WEBHOOKS") == "1",
-		Objects: ObjectVars{
-			EnrichmentCooldownS:       getenv("ENRICHMENT_COOLDOWN_S"),
-			EnrichmentPacing:          getenv("ENRICHMENT_PACING"),
-			EnrichmentParserProbeS:    getenv("ENRICHMENT_PARSER_PROBE_S"),
-			EnrichmentIdleS:           getenv("ENRICHMENT_IDLE_S"),
-			LimiterTallyS:             getenv("LIMITER_TALLY_S"),
-			LedgerConfirmAfterS:       getenv("LEDGER_CONFIRM_AFTER_S"),
-			SubrequestBudget:          getenv("SUBREQUEST_BUDGET"),
-			LookupBatch:               getenv("LOOKUP_BATCH"),
-			LookupFreshH:              getenv("LOOKUP_FRESH_H"),
-			SchedulerBreakerThreshold: getenv("SCHEDULER_BREAKER_THRESHOLD"),
-			LedgerRetentionDays:       getenv("LEDGER_RETENTION_DAYS"),
-		},
-	}
+	l := &loader{getenv: getenv}
+	var c Config
+	l.access(&c)
+	l.upstream(&c)
+	l.enrichment(&c)
+	l.retention(&c)
+	l.refreshes(&c)
+	l.cost(&c)
+	l.ledger(&c)
+	c.Objects = objectVars(getenv)
+	return c, l.probs
+}
+
+// loader reads vars and collects the problems of those that do not parse.
+type loader struct {
+	getenv func(string) string
+	probs  []Problem
+}
+
+// bad reports name's value: it did not parse, and its default is used.
+func (l *loader) bad(name, value string, err error) {
+	l.probs = append(l.probs, Problem{Var: name, Value: value, Error: err.Error()})
+}
+
+// access reads the tokens and the switches that open routes. A client
+// token equal to the admin token is reported and refuses everything.
+func (l *loader) access(c *Config) {
+	c.AdminToken = l.getenv("ADMIN_TOKEN")
+	c.ClientToken = l.getenv("LIMITER_CLIENT_TOKEN")
+	c.ReadToken = l.getenv("READ_TOKEN")
+	c.TestRoutes = l.getenv("TEST_ROUTES") == "1"
+	c.AllowLoopbackWebhooks = l.getenv("ALLOW_LOOPBACK_WEBHOOKS") == "1"
 	if c.ClientToken != "" && c.ClientToken == c.AdminToken {
 		// The value is a secret: the event names the var, never the value.
-		bad("LIMITER_CLIENT_TOKEN", "(redacted)", fmt.Errorf("must differ from ADMIN_TOKEN; client calls are refused until it does"))
+		l.bad("LIMITER_CLIENT_TOKEN", "(redacted)", fmt.Errorf("must differ from ADMIN_TOKEN; client calls are refused until it does"))
 		c.ClientToken = ""
 	}
-	if c.Country == "" {
-		c.Country = DefaultCountry
-	}
+}
 
-	if raw := getenv("UPSTREAM_MAX_HOLD_S"); raw != "" {
+// upstream reads the upstream's hosts, its country and how long one of
+// its answers may hold the crawler.
+func (l *loader) upstream(c *Config) {
+	c.APIBase = strings.TrimRight(l.getenv("UPSTREAM_API_BASE"), "/")
+	c.StoreBase = strings.TrimRight(l.getenv("UPSTREAM_STORE_BASE"), "/")
+	c.HintsBase = strings.TrimRight(l.getenv("UPSTREAM_HINTS_BASE"), "/")
+	c.Country = cmp.Or(l.getenv("UPSTREAM_COUNTRY"), DefaultCountry)
+	if raw := l.getenv("UPSTREAM_MAX_HOLD_S"); raw != "" {
 		secs, err := intVar(raw)
 		if err == nil && (secs < minMaxHoldS || secs > maxMaxHoldS) {
 			err = fmt.Errorf("must be in [%d, %d]", minMaxHoldS, maxMaxHoldS)
 		}
 		if err != nil {
-			bad("UPSTREAM_MAX_HOLD_S", raw, err)
+			l.bad("UPSTREAM_MAX_HOLD_S", raw, err)
 		} else {
 			c.MaxHold = time.Duration(secs) * time.Second
 		}
 	}
+}
 
+// enrichment reads the Worker's enrichment settings: where its controller
+// lives, when a given-up item is retried, and when a stored page is parsed
+// again instead of fetched.
+func (l *loader) enrichment(c *Config) {
+	c.LocationHint = l.getenv("ENRICHMENT_LOCATION_HINT")
 	c.RetryFailedAfter = DefaultRetryFailedAfter
-	if raw := getenv("ENRICHMENT_RETRY_FAILED_AFTER_H"); raw != "" {
+	if raw := l.getenv("ENRICHMENT_RETRY_FAILED_AFTER_H"); raw != "" {
 		h, err := intVar(raw)
 		if err == nil && (h < 0 || h > maxRetryFailedAfterH) {
 			err = fmt.Errorf("must be in [0, %d] hours", maxRetryFailedAfterH)
 		}
 		if err != nil {
-			bad("ENRICHMENT_RETRY_FAILED_AFTER_H", raw, err)
+			l.bad("ENRICHMENT_RETRY_FAILED_AFTER_H", raw, err)
 		} else {
 			c.RetryFailedAfter = time.Duration(h) * time.Hour
 		}
 	}
-
 	c.PageReuse = DefaultPageReuse
-	if raw := getenv("ENRICHMENT_PAGE_REUSE_H"); raw != "" {
+	if raw := l.getenv("ENRICHMENT_PAGE_REUSE_H"); raw != "" {
 		h, err := strconv.Atoi(raw)
 		if err == nil && (h < 0 || h > maxPageReuseH) {
 			err = fmt.Errorf("must be whole hours in [0, %d]", maxPageReuseH)
 		}
 		if err != nil {
-			bad("ENRICHMENT_PAGE_REUSE_H", raw, err)
+			l.bad("ENRICHMENT_PAGE_REUSE_H", raw, err)
 		} else {
 			c.PageReuse = time.Duration(h) * time.Hour
 		}
 	}
+}
 
+// retention reads how long D1 keeps raw ledger facts, and how long an app
+// may go unseen before it is marked stale.
+func (l *loader) retention(c *Config) {
 	c.FactsRetention = DefaultFactsRetentionDays * 24 * time.Hour
-	if raw := getenv("FACTS_RETENTION_DAYS"); raw != "" {
+	if raw := l.getenv("FACTS_RETENTION_DAYS"); raw != "" {
 		days, err := strconv.Atoi(raw)
 		if err == nil && (days < minFactsRetentionDays || days > maxFactsRetentionDays) {
 			err = fmt.Errorf("must be whole days in [%d, %d]", minFactsRetentionDays, maxFactsRetentionDays)
 		}
 		if err != nil {
-			bad("FACTS_RETENTION_DAYS", raw, err)
+			l.bad("FACTS_RETENTION_DAYS", raw, err)
 		} else {
 			c.FactsRetention = time.Duration(days) * 24 * time.Hour
 		}
 	}
-
 	c.StaleAfter = DefaultStaleAfterDays * 24 * time.Hour
-	if raw := getenv("CATALOGUE_STALE_AFTER_DAYS"); raw != "" {
+	if raw := l.getenv("CATALOGUE_STALE_AFTER_DAYS"); raw != "" {
 		days, err := strconv.Atoi(raw)
 		if err == nil && (days < minStaleAfterDays || days > maxStaleAfterDays) {
 			err = fmt.Errorf("must be whole days in [%d, %d]", minStaleAfterDays, maxStaleAfterDays)
 		}
 		if err != nil {
-			bad("CATALOGUE_STALE_AFTER_DAYS", raw, err)
+			l.bad("CATALOGUE_STALE_AFTER_DAYS", raw, err)
 		} else {
 			c.StaleAfter = time.Duration(days) * 24 * time.Hour
 		}
 	}
+}
 
+// refreshes reads the due refreshes' share of an enrichment tick.
+func (l *loader) refreshes(c *Config) {
 	c.RefreshShare = refresh.DefaultRefreshShare
-	if raw := getenv("REFRESH_SHARE_PCT"); raw != "" {
+	if raw := l.getenv("REFRESH_SHARE_PCT"); raw != "" {
 		pct, err := strconv.Atoi(raw)
 		if err == nil && (pct < 0 || pct > 100) {
 			err = fmt.Errorf("must be a whole percentage in [0, 100]")
 		}
 		if err != nil {
-			bad("REFRESH_SHARE_PCT", raw, err)
+			l.bad("REFRESH_SHARE_PCT", raw, err)
 		} else {
 			c.RefreshShare = float64(pct) / 100
 		}
 	}
+}
 
-	if raw := getenv("BUDGET_OVERAGE_USD"); raw != "" {
+// cost reads the overage the cost guard lets the month's projection reach.
+func (l *loader) cost(c *Config) {
+	if raw := l.getenv("BUDGET_OVERAGE_USD"); raw != "" {
 		usd, err := strconv.ParseFloat(raw, 64)
 		if err == nil && (math.IsNaN(usd) || usd < 0 || usd > MaxBudgetOverageUSD) {
 			err = fmt.Errorf("must be USD in [0, %d]", MaxBudgetOverageUSD)
 		}
 		if err != nil {
-			bad("BUDGET_OVERAGE_USD", raw, err)
+			l.bad("BUDGET_OVERAGE_USD", raw, err)
 		} else {
 			c.BudgetOverageUSD = usd
 		}
 	}
+}
 
-	if raw := getenv("LEDGER_FAULT_FAIL_AFTER_WRITE"); raw != "" {
+// ledger reads the facts consumer's fault injection (the exactly-once
+// integration test).
+func (l *loader) ledger(c *Config) {
+	if raw := l.getenv("LEDGER_FAULT_FAIL_AFTER_WRITE"); raw != "" {
 		n, err := strconv.ParseInt(raw, 10, 64)
 		if err != nil || n < 0 {
-			bad("LEDGER_FAULT_FAIL_AFTER_WRITE", raw, fmt.Errorf("want a count ≥ 0"))
+			l.bad("LEDGER_FAULT_FAIL_AFTER_WRITE", raw, fmt.Errorf("want a count ≥ 0"))
 		} else {
 			c.LedgerFaultFailAfterWrite = n
 		}
 	}
-	return c, probs
+}
+
+// objectVars reads the Durable Objects' vars as set: their constructors
+// parse and bound them.
+func objectVars(getenv func(string) string) ObjectVars {
+	return ObjectVars{
+		EnrichmentCooldownS:       getenv("ENRICHMENT_COOLDOWN_S"),
+		EnrichmentPacing:          getenv("ENRICHMENT_PACING"),
+		EnrichmentParserProbeS:    getenv("ENRICHMENT_PARSER_PROBE_S"),
+		EnrichmentIdleS:           getenv("ENRICHMENT_IDLE_S"),
+		LimiterTallyS:             getenv("LIMITER_TALLY_S"),
+		LedgerConfirmAfterS:       getenv("LEDGER_CONFIRM_AFTER_S"),
+		SubrequestBudget:          getenv("SUBREQUEST_BUDGET"),
+		LookupBatch:               getenv("LOOKUP_BATCH"),
+		LookupFreshH:              getenv("LOOKUP_FRESH_H"),
+		SchedulerBreakerThreshold: getenv("SCHEDULER_BREAKER_THRESHOLD"),
+		LedgerRetentionDays:       getenv("LEDGER_RETENTION_DAYS"),
+	}
 }
 
 // intVar parses an optional integer var ("" is 0: the default).

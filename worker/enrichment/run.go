@@ -223,285 +223,423 @@ func HTMLKey(country string, id int64) string {
 // Run executes plan. It never fails as a whole once items are picked: every
 // item is settled and reported; a failure to pick is a run-level error.
 func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.RunOutcome {
-	start := r.Now()
-	limiterCalls0 := r.limiterCalls()
-	// Every platform call of the run is counted against the invocation's
-	// budget; each item's worst case is set aside before it starts.
-	defCalls, defQueries := controller.RunBudget(controller.DefaultSubrequests)
-	budgetSize, querySize := cmp.Or(max(plan.Subrequests, 0), defCalls), cmp.Or(max(plan.D1Queries, 0), defQueries)
-	ctx, budget := subreq.With(ctx, budgetSize)
-	// D1 bounds its queries apart: an item sets aside its D1 worst case too.
-	queries := subreq.NewBudget(querySize)
-	ctx = subreq.WithQueries(ctx, queries)
-	// Every body the run's upstream calls read holds room until its item is settled.
-	ctx = upstream.WithBodyBudget(ctx, bytebudget.New(cmp.Or(r.BodyBytes, TickBodyBytes)))
+	t := r.newTickRun(ctx, plan)
 	// While pages are paused, items already looked up wait for the pages;
 	// only the probes may take any item.
-	items, err := r.Store.PickQueued(ctx, plan.BatchSize, plan.SkipPages && plan.PageProbes == 0, start)
+	items, err := r.Store.PickQueued(t.ctx, plan.BatchSize, plan.SkipPages && plan.PageProbes == 0, t.start)
 	if err != nil {
-		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(start).Milliseconds(), Subrequests: budget.Used()}
+		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(t.start).Milliseconds(), Subrequests: t.calls.Used()}
 	}
-	items, refreshes := r.withRefreshes(ctx, items, plan, start)
-	// The tick's pages go in one object, put once after its items
-	// (putPages): its calls are set aside before any item starts.
-	tp := &tickPages{}
-	putBudget, putOK := budget.Reserve(PagePutAttempts)
-	if putOK && len(items) > 0 {
-		tp.batch = pagebatch.NewBatch(pagebatch.ObjectKey(r.Country, tickTime(plan, start), items[0].TrackID))
+	t.items, t.refreshes = r.withRefreshes(t.ctx, items, plan, t.start)
+	t.setAside()
+	t.order()
+	t.startItems()
+	t.enrich()
+	return t.outcome()
+}
+
+// tickRun is one run, from its pick to its outcome: the budgets its
+// platform calls spend from, what it sets aside for its end, its items in
+// the order they run and what became of each, and the per-chunk state
+// (itemLoop).
+type tickRun struct {
+	r     *Runner
+	plan  controller.RunPlan
+	start time.Time
+	// ctx carries the run's budgets and body budget, and once set aside
+	// its tick pages (tickPagesKey): what every item's context derives from.
+	ctx context.Context
+	// calls and queries are the run's budgets: its platform calls and,
+	// apart, its D1 queries (subreq); the sizes are for the budget event.
+	calls, queries         *subreq.Budget
+	callsSize, queriesSize int
+	limiterCalls0          int64 // the leases' limiter calls before the run
+	items                  []QueuedItem
+	refreshes              *refreshRun // nil: no refresh
+	runEnd
+	// nFresh: items [0, nFresh) have a fresh stored lookup and need none.
+	nFresh    int
+	results   []controller.ItemResult
+	requests  [][]controller.RequestOutcome
+	lookups   []lookupOutcome               // item j's lookup: its batch's, fetched before its chunk
+	batchReqs [][]controller.RequestOutcome // the lookup request of the batch that starts at item j
+	attempted int                           // items [0, attempted) were settled; the rest stay queued, untouched
+	itemLoop
+}
+
+// runEnd is what a run sets aside before any item starts for the calls it
+// makes after its items, so items never eat them: the tick pages' put
+// (putPages), the refresh cursors' write and the events' send. A nil share
+// is one that did not fit.
+type runEnd struct {
+	tick                    *tickPages
+	put                     *subreq.Budget
+	advance, advanceQueries *subreq.Budget
+	events                  *subreq.Budget
+	eventsOK                bool
+}
+
+// itemLoop is the state enrich carries from chunk to chunk.
+type itemLoop struct {
+	batchSize, chunk int
+	looked           int             // items [0, looked) have their lookup
+	lookupCtx        context.Context // carries the run's lookup slots, once reserved
+	// pageCtx carries the page slots reserved for the items up to
+	// reservedTo (one acquire a group of looked-up items: pageGroups).
+	pageCtx    context.Context
+	reservedTo int
+	// gate is the connections a chunk's items send their pages through:
+	// the runtime's six, or the pacing's bound when fewer (an upstream
+	// whose burst is under six refuses the rest of a round); where the plan
+	// stops on a refusal, no item starts once one has come back.
+	gate *connectionGate
+	// pages tallies the settled items' pages: pages nobody can read turn
+	// them off for the rest of the run (RunTripped).
+	pages controller.PageTally
+	// slots is the store host's pace for the tick: its pages, taken in
+	// item order as lookups come back (new apps first, their share kept
+	// by ShareTick); a refresh past them is left in its tier's window.
+	slots       *pageSlots
+	outOfBudget bool
+	lookupsSent int
+}
+
+// newTickRun starts a run's clock and its budgets: every platform call of
+// the run is counted against the invocation's budget, and D1 bounds its
+// queries apart; each item's worst case of both is set aside before it
+// starts. Every body the run's upstream calls read holds room until its
+// item is settled.
+func (r *Runner) newTickRun(ctx context.Context, plan controller.RunPlan) *tickRun {
+	t := &tickRun{r: r, plan: plan, start: r.Now()}
+	t.limiterCalls0 = r.limiterCalls()
+	defCalls, defQueries := controller.RunBudget(controller.DefaultSubrequests)
+	t.callsSize, t.queriesSize = cmp.Or(max(plan.Subrequests, 0), defCalls), cmp.Or(max(plan.D1Queries, 0), defQueries)
+	ctx, t.calls = subreq.With(ctx, t.callsSize)
+	t.queries = subreq.NewBudget(t.queriesSize)
+	ctx = subreq.WithQueries(ctx, t.queries)
+	t.ctx = upstream.WithBodyBudget(ctx, bytebudget.New(cmp.Or(r.BodyBytes, TickBodyBytes)))
+	return t
+}
+
+// setAside reserves the run's end (runEnd). The tick's pages go in one
+// object, put once after its items; the events' send takes one call for
+// each message the run may send (its items' and the outbox's apps), and
+// what cannot be set aside, or sent, goes back to the controller's outbox.
+func (t *tickRun) setAside() {
+	t.tick = &tickPages{}
+	var putOK bool
+	t.put, putOK = t.calls.Reserve(PagePutAttempts)
+	if putOK && len(t.items) > 0 {
+		t.tick.batch = pagebatch.NewBatch(pagebatch.ObjectKey(t.r.Country, tickTime(t.plan, t.start), t.items[0].TrackID))
 	}
-	ctx = context.WithValue(ctx, tickPagesKey{}, tp)
-	// The cursors' write at the end is set aside like the events' send.
-	var advanceBudget, advanceQueries *subreq.Budget
-	if refreshes != nil {
-		advanceBudget, _ = budget.Reserve(1)
-		advanceQueries, _ = queries.Reserve(1)
+	t.ctx = context.WithValue(t.ctx, tickPagesKey{}, t.tick)
+	if t.refreshes != nil {
+		t.advance, _ = t.calls.Reserve(1)
+		t.advanceQueries, _ = t.queries.Reserve(1)
 	}
-	// The events send at the end is set aside before any item starts, one
-	// call for each message the run may send (its items' and the outbox's
-	// apps), so items never eat it; what cannot be set aside, or sent,
-	// goes back to the controller's outbox.
-	eventsBudget, eventsOK := budget.Reserve(eventMessages(len(items) + len(plan.PendingEnriched)))
-	// Items whose stored lookup is fresh go first and need no lookup: their
-	// pages start the run, then the others in lookup batches.
-	fresh := time.Duration(plan.LookupFreshS) * time.Second
-	if plan.SkipPages {
+	t.events, t.eventsOK = t.calls.Reserve(eventMessages(len(t.items) + len(t.plan.PendingEnriched)))
+}
+
+// order puts the items whose stored lookup is fresh first (nFresh of
+// them): they need no lookup, so their pages start the run, then the
+// others in lookup batches. While pages are paused the probes go first
+// (orderProbes).
+func (t *tickRun) order() {
+	fresh := time.Duration(t.plan.LookupFreshS) * time.Second
+	if t.plan.SkipPages {
 		fresh = 0 // no page would follow: a lookup-only run has nothing to skip
 	}
+	items, start := t.items, t.start
 	slices.SortStableFunc(items, func(a, b QueuedItem) int {
 		return cmp.Compare(b2i(!a.freshLookup(start, fresh)), b2i(!b.freshLookup(start, fresh)))
 	})
-	nFresh := 0
-	for nFresh < len(items) && items[nFresh].freshLookup(start, fresh) {
-		nFresh++
+	for t.nFresh < len(items) && items[t.nFresh].freshLookup(start, fresh) {
+		t.nFresh++
 	}
-	if plan.SkipPages && plan.PageProbes > 0 {
-		orderProbes(items, plan.ProbeSeq)
+	if t.plan.SkipPages && t.plan.PageProbes > 0 {
+		orderProbes(items, t.plan.ProbeSeq)
 	}
-	results := make([]controller.ItemResult, len(items))
-	requests := make([][]controller.RequestOutcome, len(items))
-	// lookups[j] is item j's lookup: its batch's, fetched before its chunk.
-	lookups := make([]lookupOutcome, len(items))
-	// batchReqs[j] is the lookup request of the batch that starts at item j.
-	batchReqs := make([][]controller.RequestOutcome, len(items))
-	batchSize := min(max(cmp.Or(plan.LookupBatch, controller.DefaultLookupBatch), controller.MinLookupBatch), controller.MaxLookupBatch)
-	chunk := plan.ChunkItems
-	if chunk <= 0 {
-		chunk = 1
-	}
-	attempted, looked := 0, 0 // items [0, looked) have their lookup
-	lookupCtx := ctx          // carries the run's lookup slots, once reserved
-	// pageCtx carries the page slots reserved for the items up to
-	// reservedTo (one acquire a group of looked-up items: pageGroups).
-	pageCtx, reservedTo := ctx, 0
-	// The connections a chunk's items send their pages through: the
-	// runtime's six, or the pacing's bound when fewer (an upstream whose
-	// burst is under six refuses the rest of a round); where the plan stops
-	// on a refusal, no item starts once one has come back (connectionGate).
-	gate := newConnectionGate(plan)
-	var pages controller.PageTally
-	// The store host's pace for the tick: its pages, taken in item order
-	// as lookups come back (new apps first, their share kept by
-	// ShareTick); a refresh past them is left in its tier's window.
-	slots := newPageSlots(plan.BatchSize, len(items))
-	outOfBudget := false
-	lookupsSent := 0
-	for i := 0; i < len(items); {
-		if i == looked && i < nFresh {
-			// The fresh items' lookups are their stored fields: no request.
-			for j := i; j < nFresh; j++ {
-				lookups[j] = lookupOutcome{app: *items[j].Lookup, class: controller.ClassOK, stored: true, lookupAt: items[j].LookupAt}
-			}
-			slots.allot(items[i:nFresh], lookups[i:nFresh], i)
-			looked = nFresh
+}
+
+// startItems makes room for what becomes of each item and sets up the
+// per-chunk state.
+func (t *tickRun) startItems() {
+	n := len(t.items)
+	t.results = make([]controller.ItemResult, n)
+	t.requests = make([][]controller.RequestOutcome, n)
+	t.lookups = make([]lookupOutcome, n)
+	t.batchReqs = make([][]controller.RequestOutcome, n)
+	t.batchSize = min(max(cmp.Or(t.plan.LookupBatch, controller.DefaultLookupBatch), controller.MinLookupBatch), controller.MaxLookupBatch)
+	t.chunk = max(t.plan.ChunkItems, 1)
+	t.lookupCtx, t.pageCtx = t.ctx, t.ctx
+	t.gate = newConnectionGate(t.plan)
+	t.slots = newPageSlots(t.plan.BatchSize, n)
+}
+
+// enrich settles the items chunk by chunk, each chunk's lookups first.
+// It stops where the budget, the API host's pace or a refusal the plan
+// stops on says: the items past attempted stay queued, untouched.
+func (t *tickRun) enrich() {
+	for i := 0; i < len(t.items); {
+		if i == t.looked && i < t.nFresh {
+			t.useStoredLookups(i)
 		}
-		if i == looked {
-			if outOfBudget {
-				break
-			}
-			if plan.NoLookups || (plan.LookupRequests > 0 && lookupsSent == plan.LookupRequests) {
-				break // the API host's pace for this tick is spent: the rest stay queued, untouched
-			}
-			lookupsSent++
-			// The next batch: as many items as the batch takes whose worst
-			// case, with the batch's own, still fits the budget; the rest
-			// stay queued, untouched, for the next tick.
-			fit := min((budget.Remaining()-controller.MaxCallsPerLookup)/controller.MaxCallsPerItem,
-				queries.Remaining()/controller.MaxD1PerItem)
-			n := min(batchSize, len(items)-i, max(fit, 0))
-			share, ok := budget.Reserve(controller.MaxCallsPerLookup)
-			if n < min(batchSize, len(items)-i) || !ok {
-				outOfBudget = true
-				logx.Event("controller.subrequest_budget", map[string]any{"level": logx.Warn,
-					"used": budget.Used(), "budget": budgetSize, "d1_queries": queries.Used(), "d1_budget": querySize, "items_left": len(items) - i - n})
-			}
-			if n == 0 || !ok {
-				if ok {
-					share.Close()
-				}
-				break
-			}
-			if lookupsSent == 1 && r.ReserveLookups != nil {
-				// The run's lookup batches in one reservation, its call
-				// charged to this batch's share (which holds its acquire).
-				lookupCtx = r.ReserveLookups(subreq.WithBudget(ctx, share), lookupsPlanned(len(items)-i, batchSize, plan))
-			}
-			looked = i + n
-			outs, req := r.lookupBatch(subreq.WithBudget(lookupCtx, share), items[i:looked], i)
-			copy(lookups[i:looked], outs)
-			slots.allot(items[i:looked], lookups[i:looked], i)
-			share.Close()
-			if req != nil {
-				batchReqs[i] = append(batchReqs[i], *req)
-			}
-		}
-		// Pages nobody can read: the rest of this run looks up only.
-		pagesOff := plan.SkipPages || pages.RunTripped()
-		end := slots.chunkEnd(items, lookups, i, looked, chunk, pagesOff, plan)
-		shares := make([]*subreq.Budget, 0, end-i)
-		qshares := make([]*subreq.Budget, 0, end-i)
-		for j := i; j < end; j++ {
-			share, ok := budget.Reserve(controller.MaxCallsPerItem)
-			qshare, qok := queries.Reserve(controller.MaxD1PerItem)
-			if !ok || !qok { // not reached: the batch was sized to the budgets
-				if ok {
-					share.Close()
-				}
-				if qok {
-					qshare.Close()
-				}
-				end, outOfBudget = j, true
-				break
-			}
-			shares, qshares = append(shares, share), append(qshares, qshare)
-		}
-		if end == i {
+		if i == t.looked && !t.lookUp(i) {
 			break
 		}
-		if r.ReservePages != nil && i >= reservedTo {
-			// One acquire for the pages of every item looked up so far: its
-			// call is charged to the first such item of this chunk, whose
-			// share holds its own page acquire's worst case (which the slot
-			// then spares it).
-			need := pagesNeeded(items[i:looked], lookups[i:looked], slots.denied[i:looked], i, pagesOff, plan)
-			if first := firstNeeding(items[i:end], lookups[i:end], slots.denied[i:end], i, pagesOff, plan); need > 0 && first >= 0 {
-				pageCtx = r.ReservePages(subreq.WithBudget(ctx, shares[first]), need)
-			}
-			reservedTo = looked
+		// Pages nobody can read: the rest of this run looks up only.
+		pagesOff := t.plan.SkipPages || t.pages.RunTripped()
+		end := t.slots.chunkEnd(t.items, t.lookups, i, t.looked, t.chunk, pagesOff, t.plan)
+		shares := t.reserveItems(i, end)
+		if end = i + len(shares.calls); end == i {
+			break
 		}
-		var wg sync.WaitGroup
-		started := end
-		for j := i; j < end; j++ {
-			if slots.left[j] {
-				// Its tier stopped at a refresh left for want of a page:
-				// left too, untouched, so the tier's cursor stops before
-				// both and nothing goes on the retry list.
-				results[j] = controller.ItemResult{TrackID: items[j].TrackID, Class: controller.ClassOK, Page: controller.PageSkipped, Refresh: true}
-				shares[j-i].Close()
-				qshares[j-i].Close()
-				continue
-			}
-			fetchPage := (!pagesOff || (plan.SkipPages && j < plan.PageProbes)) && !slots.denied[j]
-			var lease *connectionLease // none for an item that sends no page
-			if fetchPage {
-				var ok bool
-				if lease, ok = gate.enter(); !ok { // wait for a connection to free up
-					// A refusal came back while this chunk was under way:
-					// the items not yet started stay queued, untouched, as
-					// they would after a refused chunk.
-					started = j
-					break
-				}
-			}
-			wg.Add(1)
-			go func(j int) {
-				defer wg.Done()
-				defer lease.done(false) // if its page did not give it back
-				share, qshare := shares[j-i], qshares[j-i]
-				defer share.Close()
-				defer qshare.Close()
-				defer func() {
-					// A panic fails the item as our own error: it stays queued.
-					if err := logx.Recovered(recover(), "enrichment item"); err != nil {
-						results[j] = controller.ItemResult{TrackID: items[j].TrackID, Class: controller.ClassStoreError, Error: err.Error()}
-					}
-				}()
-				ictx := withLease(subreq.WithQueries(subreq.WithBudget(pageCtx, share), qshare), lease)
-				results[j], requests[j] = r.settle(ictx, items[j], j, lookups[j], fetchPage, plan.SkipPages)
-				if results[j].Class == controller.ClassRateLimit {
-					gate.noteRefused() // a challenge page, say, found only once parsed
-				}
-			}(j)
-		}
-		wg.Wait()
-		for j := started; j < end; j++ {
-			shares[j-i].Close()
-			qshares[j-i].Close()
-		}
-		end = started
+		t.reservePages(i, end, shares, pagesOff)
+		end = t.settleChunk(i, end, shares, pagesOff)
 		sent := 0
 		for j := i; j < end; j++ {
-			sent += len(requests[j])
-			pages.AddResult(results[j])
+			sent += len(t.requests[j])
+			t.pages.AddResult(t.results[j])
 		}
-		refused := anyRefused(results[i:end])
-		attempted, i = end, end
-		if plan.StopOnThrottle && refused {
+		refused := anyRefused(t.results[i:end])
+		t.attempted, i = end, end
+		if t.plan.StopOnThrottle && refused {
 			break // the rest stay queued, untouched: the pacing algorithm decides when to retry
 		}
 		// Pause between chunks that reached the upstream, so a batch does
 		// not reach it as one burst.
-		more := end < looked || (end < len(items) && !outOfBudget)
-		if more && plan.ChunkPauseMs > 0 && sent > 0 {
-			r.Sleep(time.Duration(plan.ChunkPauseMs) * time.Millisecond)
+		more := end < t.looked || (end < len(t.items) && !t.outOfBudget)
+		if more && t.plan.ChunkPauseMs > 0 && sent > 0 {
+			t.r.Sleep(time.Duration(t.plan.ChunkPauseMs) * time.Millisecond)
 		}
 	}
-	out := controller.RunOutcome{Picked: attempted, Skipped: len(items) - attempted, Results: results[:attempted]}
+}
+
+// useStoredLookups gives the fresh items from i their lookups: their
+// stored fields, no request.
+func (t *tickRun) useStoredLookups(i int) {
+	for j := i; j < t.nFresh; j++ {
+		t.lookups[j] = lookupOutcome{app: *t.items[j].Lookup, class: controller.ClassOK, stored: true, lookupAt: t.items[j].LookupAt}
+	}
+	t.slots.allot(t.items[i:t.nFresh], t.lookups[i:t.nFresh], i)
+	t.looked = t.nFresh
+}
+
+// lookUp sends the lookup batch that starts at item i: as many items as
+// the batch takes whose worst case, with the batch's own, still fits the
+// budgets; the rest stay queued, untouched, for the next tick. false means
+// no batch was sent and the run starts no more items.
+func (t *tickRun) lookUp(i int) bool {
+	if t.outOfBudget {
+		return false
+	}
+	if t.plan.NoLookups || (t.plan.LookupRequests > 0 && t.lookupsSent == t.plan.LookupRequests) {
+		return false // the API host's pace for this tick is spent: the rest stay queued, untouched
+	}
+	t.lookupsSent++
+	fit := min((t.calls.Remaining()-controller.MaxCallsPerLookup)/controller.MaxCallsPerItem,
+		t.queries.Remaining()/controller.MaxD1PerItem)
+	n := min(t.batchSize, len(t.items)-i, max(fit, 0))
+	share, ok := t.calls.Reserve(controller.MaxCallsPerLookup)
+	if n < min(t.batchSize, len(t.items)-i) || !ok {
+		t.outOfBudget = true
+		logx.Event("controller.subrequest_budget", map[string]any{"level": logx.Warn,
+			"used": t.calls.Used(), "budget": t.callsSize, "d1_queries": t.queries.Used(), "d1_budget": t.queriesSize, "items_left": len(t.items) - i - n})
+	}
+	if n == 0 || !ok {
+		if ok {
+			share.Close()
+		}
+		return false
+	}
+	if t.lookupsSent == 1 && t.r.ReserveLookups != nil {
+		// The run's lookup batches in one reservation, its call charged to
+		// this batch's share (which holds its acquire).
+		t.lookupCtx = t.r.ReserveLookups(subreq.WithBudget(t.ctx, share), lookupsPlanned(len(t.items)-i, t.batchSize, t.plan))
+	}
+	t.looked = i + n
+	outs, req := t.r.lookupBatch(subreq.WithBudget(t.lookupCtx, share), t.items[i:t.looked], i)
+	copy(t.lookups[i:t.looked], outs)
+	t.slots.allot(t.items[i:t.looked], t.lookups[i:t.looked], i)
+	share.Close()
+	if req != nil {
+		t.batchReqs[i] = append(t.batchReqs[i], *req)
+	}
+	return true
+}
+
+// itemShares are a chunk's items' shares of the run's budgets, item i+k's
+// at k: its calls' and its D1 queries' worst case.
+type itemShares struct {
+	calls, queries []*subreq.Budget
+}
+
+// close gives back what item i+k's shares did not spend.
+func (s itemShares) close(k int) {
+	s.calls[k].Close()
+	s.queries[k].Close()
+}
+
+// reserveItems sets aside the worst case of the items [i, end), stopping
+// (out of budget) at the first that does not fit: not reached, as the
+// lookup batch was sized to the budgets.
+func (t *tickRun) reserveItems(i, end int) itemShares {
+	s := itemShares{calls: make([]*subreq.Budget, 0, end-i), queries: make([]*subreq.Budget, 0, end-i)}
+	for j := i; j < end; j++ {
+		share, ok := t.calls.Reserve(controller.MaxCallsPerItem)
+		qshare, qok := t.queries.Reserve(controller.MaxD1PerItem)
+		if !ok || !qok {
+			if ok {
+				share.Close()
+			}
+			if qok {
+				qshare.Close()
+			}
+			t.outOfBudget = true
+			break
+		}
+		s.calls, s.queries = append(s.calls, share), append(s.queries, qshare)
+	}
+	return s
+}
+
+// reservePages takes, once the chunk from i reaches items past the last
+// reservation, one acquire for the pages of every item looked up so far:
+// its call is charged to the first such item of the chunk, whose share
+// holds its own page acquire's worst case (which the slot then spares it).
+func (t *tickRun) reservePages(i, end int, shares itemShares, pagesOff bool) {
+	if t.r.ReservePages == nil || i < t.reservedTo {
+		return
+	}
+	need := pagesNeeded(t.items[i:t.looked], t.lookups[i:t.looked], t.slots.denied[i:t.looked], i, pagesOff, t.plan)
+	if first := firstNeeding(t.items[i:end], t.lookups[i:end], t.slots.denied[i:end], i, pagesOff, t.plan); need > 0 && first >= 0 {
+		t.pageCtx = t.r.ReservePages(subreq.WithBudget(t.ctx, shares.calls[first]), need)
+	}
+	t.reservedTo = t.looked
+}
+
+// settleChunk settles the items [i, end) at once, each on its own shares,
+// and returns the end of those it started: where the plan stops on a
+// refusal, one that came back while the chunk was under way leaves the
+// items not yet started queued, untouched, as they would be after a
+// refused chunk.
+func (t *tickRun) settleChunk(i, end int, shares itemShares, pagesOff bool) int {
+	var wg sync.WaitGroup
+	started := end
+	for j := i; j < end; j++ {
+		if t.slots.left[j] {
+			// Its tier stopped at a refresh left for want of a page: left
+			// too, untouched, so the tier's cursor stops before both and
+			// nothing goes on the retry list.
+			t.results[j] = controller.ItemResult{TrackID: t.items[j].TrackID, Class: controller.ClassOK, Page: controller.PageSkipped, Refresh: true}
+			shares.close(j - i)
+			continue
+		}
+		fetchPage := (!pagesOff || (t.plan.SkipPages && j < t.plan.PageProbes)) && !t.slots.denied[j]
+		var lease *connectionLease // none for an item that sends no page
+		if fetchPage {
+			var ok bool
+			if lease, ok = t.gate.enter(); !ok { // wait for a connection to free up
+				started = j
+				break
+			}
+		}
+		wg.Add(1)
+		go func(j int) {
+			defer wg.Done()
+			t.settleItem(j, shares.calls[j-i], shares.queries[j-i], lease, fetchPage)
+		}(j)
+	}
+	wg.Wait()
+	for j := started; j < end; j++ {
+		shares.close(j - i)
+	}
+	return started
+}
+
+// settleItem settles item j on its shares of the budgets and gives back
+// what they and its connection did not use. A panic fails the item as our
+// own error: it stays queued.
+func (t *tickRun) settleItem(j int, share, qshare *subreq.Budget, lease *connectionLease, fetchPage bool) {
+	defer lease.done(false) // if its page did not give it back
+	defer share.Close()
+	defer qshare.Close()
+	defer func() {
+		if err := logx.Recovered(recover(), "enrichment item"); err != nil {
+			t.results[j] = controller.ItemResult{TrackID: t.items[j].TrackID, Class: controller.ClassStoreError, Error: err.Error()}
+		}
+	}()
+	ictx := withLease(subreq.WithQueries(subreq.WithBudget(t.pageCtx, share), qshare), lease)
+	t.results[j], t.requests[j] = t.r.settle(ictx, t.items[j], j, t.lookups[j], fetchPage, t.plan.SkipPages)
+	if t.results[j].Class == controller.ClassRateLimit {
+		t.gate.noteRefused() // a challenge page, say, found only once parsed
+	}
+}
+
+// outcome ends the run once its items are settled: the tick's pages put,
+// the refresh cursors advanced, the enriched apps announced, and what
+// became of each attempted item reported with the requests in send order.
+func (t *tickRun) outcome() controller.RunOutcome {
+	out := controller.RunOutcome{Picked: t.attempted, Skipped: len(t.items) - t.attempted, Results: t.results[:t.attempted]}
 	for _, res := range out.Results {
 		if res.PageFromR2 {
 			out.PagesFromR2++
 		}
 	}
-	out.PagePuts = r.putPages(ctx, tp, putBudget)
-	out.LimiterCalls = int(r.limiterCalls() - limiterCalls0)
-	if refreshes != nil {
-		actx := ctx
-		if advanceBudget != nil {
-			actx = subreq.WithBudget(actx, advanceBudget)
-			defer advanceBudget.Close()
+	out.PagePuts = t.r.putPages(t.ctx, t.tick, t.put)
+	out.LimiterCalls = int(t.r.limiterCalls() - t.limiterCalls0)
+	if t.refreshes != nil {
+		actx := t.ctx
+		if t.advance != nil {
+			actx = subreq.WithBudget(actx, t.advance)
+			defer t.advance.Close()
 		}
-		if advanceQueries != nil {
-			actx = subreq.WithQueries(actx, advanceQueries)
-			defer advanceQueries.Close()
+		if t.advanceQueries != nil {
+			actx = subreq.WithQueries(actx, t.advanceQueries)
+			defer t.advanceQueries.Close()
 		}
-		r.finishRefreshes(actx, refreshes, items, results[:attempted])
+		t.r.finishRefreshes(actx, t.refreshes, t.items, out.Results)
 	}
-	// In send order: each batch's lookup before the pages of its items.
-	for j := range items {
-		out.Requests = append(out.Requests, batchReqs[j]...)
-		if j < attempted {
-			out.Requests = append(out.Requests, requests[j]...)
+	out.Requests = t.requestsInSendOrder()
+	out.UnsentEnriched = t.announce(out.Results)
+	out.Subrequests = t.calls.Used()
+	out.DurationMs = t.r.Now().Sub(t.start).Milliseconds()
+	return out
+}
+
+// requestsInSendOrder is the run's requests: each batch's lookup before
+// the pages of its items (nil when none was sent).
+func (t *tickRun) requestsInSendOrder() []controller.RequestOutcome {
+	var reqs []controller.RequestOutcome
+	for j := range t.items {
+		reqs = append(reqs, t.batchReqs[j]...)
+		if j < t.attempted {
+			reqs = append(reqs, t.requests[j]...)
 		}
 	}
-	// The outbox's apps first (oldest news), then this run's.
-	enriched := append([]int64(nil), plan.PendingEnriched...)
-	for _, res := range out.Results {
+	return reqs
+}
+
+// announce sends the apps enriched (results parsed) on its set-aside
+// calls, the outbox's apps first (oldest news), then this run's, and
+// returns those not sent: the controller's outbox keeps them.
+func (t *tickRun) announce(results []controller.ItemResult) []int64 {
+	enriched := append([]int64(nil), t.plan.PendingEnriched...)
+	for _, res := range results {
 		if res.Class == controller.ClassOK && res.Page == controller.PageParsed {
 			enriched = append(enriched, res.TrackID)
 		}
 	}
-	if eventsOK {
-		out.UnsentEnriched = r.sendEnriched(subreq.WithBudget(ctx, eventsBudget), enriched)
-		eventsBudget.Close()
-	} else {
-		out.UnsentEnriched = enriched
+	unsent := enriched
+	if t.eventsOK {
+		unsent = t.r.sendEnriched(subreq.WithBudget(t.ctx, t.events), enriched)
+		t.events.Close()
 	}
-	if len(out.UnsentEnriched) > 0 {
-		logx.Event("controller.events_deferred", map[string]any{"level": logx.Warn, "apps": len(out.UnsentEnriched),
+	if len(unsent) > 0 {
+		logx.Event("controller.events_deferred", map[string]any{"level": logx.Warn, "apps": len(unsent),
 			"action": "kept in the controller's outbox: the next run sends them"})
 	}
-	out.Subrequests = budget.Used()
-	out.DurationMs = r.Now().Sub(start).Milliseconds()
-	return out
+	return unsent
 }
 
 // limiterCalls is the leases' limiter calls so far (0 without a counter).
