@@ -50,8 +50,8 @@ WHERE keyword IN (SELECT value FROM json_each(?1)) AND rank <= ?2 ORDER BY keywo
 	// allTopsSQL is a full pass's chunk: the next ?2 searched keywords past
 	// ?1 (crawl_keywords' unique key), each one's top apps.
 	allTopsSQL = `WITH batch AS (SELECT keyword FROM crawl_keywords WHERE keyword > ?1 AND searched_at IS NOT NULL ORDER BY keyword LIMIT ?2)
-SELECT b.keyword AS keyword, r.track_id AS track_id FROM batch b LEFT JOIN crawl_rankings r ON r.keyword = b.keyword AND r.rank <= ?3
-ORDER BY b.keyword, r.rank, r.track_id`
+SELECT batch.keyword AS keyword, r.track_id AS track_id FROM batch LEFT JOIN crawl_rankings r ON r.keyword = batch.keyword AND r.rank <= ?3
+ORDER BY batch.keyword, r.rank, r.track_id`
 	appStatsSQL = `SELECT track_id, COALESCE(rating_count, 0) AS ratings, COALESCE(average_rating, 0) AS rating,
   competitiveness_score AS comp, rating_velocity_7d AS v7, rating_velocity_30d AS v30
 FROM app_registry WHERE track_id IN (SELECT value FROM json_each(?1))`
