@@ -184,10 +184,10 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// simClock keeps the simulator's clock at least at the bench's: before a
+// simClockSync keeps the simulator's clock at least at the bench's: before a
 // request at t, it moves it to t. The simulator's clock also runs with
-// the wall clock, so it leads by at most the run's wall time
-// (SimClockDriftS says by how much at the end).
+// the wall clock, so between two requests it leads by the wall time
+// they are apart (SimClockDriftS: the difference at the end).
 type simClockSync struct {
 	base   string
 	client *http.Client
