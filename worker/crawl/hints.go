@@ -61,6 +61,9 @@ const (
 	HintRequestsPerRun    = HintRequestsPerDay / hintRunsPerDay
 	HintNewKeywordsPerRun = HintNewKeywordsPerDay / hintRunsPerDay
 	hintRunsPerDay        = int(24 * time.Hour / HintRunEvery)
+	// HintGenresPerRun bounds the genres a run reads for seeds (a chart
+	// read each), until their seeds fill HintRequestsPerRun.
+	HintGenresPerRun = HintRequestsPerRun
 
 	// HintPrefixRest: a prefix is asked again after a month (completions
 	// move slowly; a new month's terms are found then).
@@ -300,7 +303,7 @@ func Expansions(a HintAnswer, kept map[string]bool) []HintSeed {
 // The sourcing's SQL.
 const (
 	// hintGenreSQL is the genre after the cursor (?1), by primary key.
-	hintGenreSQL = `SELECT genre_id, name FROM category_scans WHERE genre_id > ?1 ORDER BY genre_id LIMIT 1`
+	hintGenreSQL = `SELECT genre_id, name FROM category_scans WHERE genre_id > ?1 ORDER BY genre_id LIMIT ?2`
 	// hintChartSQL is the top ?3 ranks of each of the genre's (?2) charts
 	// in country ?1: a primary-key range a chart, with the apps' names.
 	hintChartSQL = `SELECT COALESCE(a.name, '') AS name, min(p.rank) AS rank FROM chart_positions p JOIN app_registry a ON a.track_id = p.track_id
@@ -393,19 +396,21 @@ func SourceHints(ctx context.Context, s D1Store, get func(ctx context.Context, u
 		GenreID int    `json:"genre_id"`
 		Name    string `json:"name"`
 	}
-	if err := s.DB.Query(ctx, &genres, hintGenreSQL, cur.Int()); err != nil {
+	if err := s.DB.Query(ctx, &genres, hintGenreSQL, cur.Int(), HintGenresPerRun); err != nil {
 		return HintResult{Error: "genre: " + err.Error()}
 	}
 	if len(genres) == 0 && cur.Int() != 0 { // past the last: start over
-		if err := s.DB.Query(ctx, &genres, hintGenreSQL, 0); err != nil {
+		if err := s.DB.Query(ctx, &genres, hintGenreSQL, 0, HintGenresPerRun); err != nil {
 			return HintResult{Error: "genre: " + err.Error()}
 		}
 	}
+	// Genres in turn until their seeds fill the run's asks: a genre of one
+	// word and no charts yet (a fresh catalogue) leaves the rest of the
+	// run's asks to the next genres instead of to the next run.
 	var seeds []HintSeed
 	var cursorStmts []d1.Stmt
-	if len(genres) > 0 {
-		g := genres[0]
-		res.Genre = g.Name
+	var names []string
+	for _, g := range genres {
 		var charted []struct {
 			Name string `json:"name"`
 			Rank int    `json:"rank"`
@@ -417,15 +422,21 @@ func SourceHints(ctx context.Context, s D1Store, get func(ctx context.Context, u
 		for i, c := range charted {
 			apps[i] = ChartedApp{c.Name, c.Rank}
 		}
-		seeds = append(GenreSeeds(g.Name), ChartSeeds(apps)...)
+		seeds = append(seeds, GenreSeeds(g.Name)...)
+		seeds = append(seeds, ChartSeeds(apps)...)
+		names = append(names, g.Name)
 		cursorStmts = cur.Write(g.GenreID, now)
+		if len(seeds) >= HintRequestsPerRun {
+			break
+		}
 	}
+	res.Genre = strings.Join(names, ", ")
 	var pending []HintSeed
 	if err := s.DB.Query(ctx, &pending, hintPendingSQL, HintRequestsPerRun); err != nil {
 		return HintResult{Error: "pending prefixes: " + err.Error()}
 	}
 	cands := MergeSeeds(seeds, pending)
-	names := make([]string, len(cands))
+	names = make([]string, len(cands))
 	for i, c := range cands {
 		names[i] = c.Prefix
 	}
@@ -518,7 +529,7 @@ func jsonArray(xs []string) string {
 // HintHotQueries are the sourcing's reads.
 func HintHotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
-		{Name: "hints genre", SQL: hintGenreSQL, Args: []any{6000}},
+		{Name: "hints genre", SQL: hintGenreSQL, Args: []any{6000, HintGenresPerRun}},
 		{Name: "hints charted apps", SQL: hintChartSQL, Args: []any{"us", 6000, HintChartRanks, jsonArray(appstore.ChartCollections)}},
 		{Name: "hints pending prefixes", SQL: hintPendingSQL, Args: []any{HintRequestsPerRun}},
 		{Name: "hints prefix state", SQL: hintStateSQL, Args: []any{`["budget","chess"]`}},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,17 +133,11 @@ func TestSourceHintsOnD1(t *testing.T) {
 	r := SourceHints(ctx, s, up.get, "http://hints", "us", now)
 	written := drv.TotalChanges(t) - before
 	t.Logf("run 1: %s, asked %q; %d rows written", r.Summary(), up.asked, written)
-	// Games (6014) comes first by id, then Finance.
-	if r.Error != "" || r.Genre != "Games" || !reflect.DeepEqual(up.asked, []string{"games"}) || r.NewKeywords != 3 {
+	// Games (6014) comes first by id: one word, no charts, so the run goes
+	// on to Finance for the rest of its asks.
+	if r.Error != "" || r.Genre != "Games, Finance" || len(up.asked) < 3 || up.asked[0] != "finance" && up.asked[0] != "games" ||
+		!slices.Contains(up.asked, "games") || !slices.Contains(up.asked, "finance") || !slices.Contains(up.asked, "budget") || r.NewKeywords < 3 {
 		t.Fatalf("run 1: %+v asked %q", r, up.asked)
-	}
-	up.asked = nil
-	before = drv.TotalChanges(t)
-	r = SourceHints(ctx, s, up.get, "http://hints", "us", now.Add(HintRunEvery))
-	written = drv.TotalChanges(t) - before
-	t.Logf("run 2: %s, asked %q; %d rows written", r.Summary(), up.asked, written)
-	if r.Error != "" || r.Genre != "Finance" || up.asked[0] != "finance" {
-		t.Fatalf("run 2: %+v asked %q", r, up.asked)
 	}
 	// budget (charted first: 20) is full: its most typed new longer term
 	// waits, at half its value.
@@ -156,15 +151,16 @@ func TestSourceHintsOnD1(t *testing.T) {
 		t.Fatalf("a known keyword was rewritten: %v", v)
 	}
 	// Rows: each asked prefix, each waiting one, each new keyword, the cursor.
-	asked, waiting := drv.Int(t, `SELECT count(*) FROM keyword_hint_prefixes WHERE asked_at = ?`, d1.Time(now.Add(HintRunEvery))), int64(1)
+	asked, waiting := drv.Int(t, `SELECT count(*) FROM keyword_hint_prefixes WHERE asked_at = ?`, d1.Time(now)), int64(1)
 	if want := asked + waiting + int64(r.NewKeywords) + 1; written != want || r.NewKeywords > HintNewKeywordsPerRun {
-		t.Fatalf("run 2 wrote %d rows, want %d (%d asked, %d waiting, %d keywords, the cursor)", written, want, asked, waiting, r.NewKeywords)
+		t.Fatalf("run 1 wrote %d rows, want %d (%d asked, %d waiting, %d keywords, the cursor)", written, want, asked, waiting, r.NewKeywords)
 	}
-	// Run 3 wraps to Games, whose prefix rests: the waiting prefixes are asked.
+	// Run 2 wraps to Games and Finance, whose prefixes rest: the waiting
+	// prefix is asked.
 	up.asked = nil
-	r = SourceHints(ctx, s, up.get, "http://hints", "us", now.Add(2*HintRunEvery))
-	if r.Genre != "Games" || len(up.asked) != 1 || up.asked[0] != "budget planner" {
-		t.Fatalf("run 3: %+v asked %q", r, up.asked)
+	r = SourceHints(ctx, s, up.get, "http://hints", "us", now.Add(HintRunEvery))
+	if r.Genre != "Games, Finance" || len(up.asked) != 1 || up.asked[0] != "budget planner" {
+		t.Fatalf("run 2: %+v asked %q", r, up.asked)
 	}
 	// A refusal stops the asks; what was answered is kept, the genre not passed.
 	up.asked, up.refuse = nil, 2
