@@ -26,14 +26,14 @@ type connectionGate struct {
 	refused atomic.Bool
 }
 
-// newConnectionGate bounds a run to the plan's MaxInFlight, else to the
-// runtime's connections where the plan stops on a refusal; nil (no bound)
-// otherwise, as the runtime then queues what it must.
-func newConnectionGate(plan controller.RunPlan) *connectionGate {
+// newConnectionGate bounds a run to the program's MaxInFlight, else to the
+// runtime's connections where the program stops on a refusal; nil (no
+// bound) otherwise, as the runtime then queues what it must.
+func newConnectionGate(c controller.Chunking) *connectionGate {
 	switch {
-	case plan.MaxInFlight > 0:
-		return &connectionGate{slots: make(chan struct{}, plan.MaxInFlight), stop: plan.StopOnThrottle}
-	case plan.StopOnThrottle:
+	case c.MaxInFlight > 0:
+		return &connectionGate{slots: make(chan struct{}, c.MaxInFlight), stop: c.StopOnThrottle}
+	case c.StopOnThrottle:
 		return &connectionGate{slots: make(chan struct{}, pacing.MaxConnections), stop: true}
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 )
 
 func TestConnectionGateHoldsItemsToItsSlots(t *testing.T) {
-	g := newConnectionGate(controller.RunPlan{MaxInFlight: 1, StopOnThrottle: true})
+	g := newConnectionGate(controller.Chunking{MaxInFlight: 1, StopOnThrottle: true})
 	first, ok := g.enter()
 	if !ok {
 		t.Fatal("the first item must start")
@@ -35,7 +35,7 @@ func TestConnectionGateHoldsItemsToItsSlots(t *testing.T) {
 
 func TestConnectionGateStartsNothingAfterARefusal(t *testing.T) {
 	for _, stop := range []bool{true, false} {
-		g := newConnectionGate(controller.RunPlan{MaxInFlight: 2, StopOnThrottle: stop})
+		g := newConnectionGate(controller.Chunking{MaxInFlight: 2, StopOnThrottle: stop})
 		a, _ := g.enter()
 		a.done(true) // refused
 		if _, ok := g.enter(); ok != !stop {
@@ -46,7 +46,7 @@ func TestConnectionGateStartsNothingAfterARefusal(t *testing.T) {
 		}
 	}
 	// A refusal found once the page is parsed (a challenge page) stops too.
-	g := newConnectionGate(controller.RunPlan{StopOnThrottle: true})
+	g := newConnectionGate(controller.Chunking{StopOnThrottle: true})
 	g.noteRefused()
 	if _, ok := g.enter(); ok {
 		t.Error("an item started after a challenge page")
@@ -54,10 +54,10 @@ func TestConnectionGateStartsNothingAfterARefusal(t *testing.T) {
 }
 
 func TestConnectionGateBounds(t *testing.T) {
-	if g := newConnectionGate(controller.RunPlan{}); g != nil {
+	if g := newConnectionGate(controller.Chunking{}); g != nil {
 		t.Fatal("no MaxInFlight and no stop: the runtime queues, no gate")
 	}
-	if g := newConnectionGate(controller.RunPlan{StopOnThrottle: true}); cap(g.slots) != pacing.MaxConnections {
+	if g := newConnectionGate(controller.Chunking{StopOnThrottle: true}); cap(g.slots) != pacing.MaxConnections {
 		t.Fatalf("stop on throttle: %d slots, want the runtime's %d", cap(g.slots), pacing.MaxConnections)
 	}
 	var none *connectionGate

@@ -397,11 +397,11 @@ func TestRefreshesWaitWhilePagesOrLookupsArePaused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := r.withRefreshes(context.Background(), items, plan, now); len(got) != 0 {
+		if got, _ := r.withRefreshes(context.Background(), items, plan.Pick(), now); len(got) != 0 {
 			t.Fatalf("plan %+v served %v", plan, got)
 		}
 	}
-	items, _ := r.withRefreshes(context.Background(), nil, controller.RunPlan{BatchSize: 4}, now)
+	items, _ := r.withRefreshes(context.Background(), nil, controller.RunPlan{BatchSize: 4}.Pick(), now)
 	if len(items) != 1 || items[0].Refresh == nil || items[0].TrackID != 20 || items[0].Refresh.Tier != "" {
 		t.Fatalf("with pages and lookups running, the retry list: %v", items)
 	}

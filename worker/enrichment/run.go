@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,10 +53,18 @@ type QueuedItem struct {
 	Refresh *DueRefresh
 }
 
-// freshLookup reports whether the item's stored lookup is recent enough
-// (within fresh) to enrich it with its page alone.
-func (it QueuedItem) freshLookup(now time.Time, fresh time.Duration) bool {
-	return fresh > 0 && it.Lookup != nil && !it.LookupAt.IsZero() && now.Sub(it.LookupAt) <= fresh
+// Candidates are the picked items as the controller's program sees them
+// (controller.Compile), in pick order.
+func Candidates(items []QueuedItem) []controller.Candidate {
+	out := make([]controller.Candidate, len(items))
+	for i, it := range items {
+		out[i] = controller.Candidate{TrackID: it.TrackID, PriorParseError: it.PriorParseError,
+			PageUnparsed: it.PageStatus == PageUnparsedStatus, Refresh: it.Refresh != nil}
+		if it.Lookup != nil {
+			out[i].LookupAt = it.LookupAt
+		}
+	}
+	return out
 }
 
 // Record is one enriched app, ready to store.
@@ -220,19 +227,39 @@ func HTMLKey(country string, id int64) string {
 	return "store-pages/" + country + "/" + strconv.FormatInt(id, 10) + ".html"
 }
 
-// Run executes plan. It never fails as a whole once items are picked: every
+// Run performs plan's tick: it picks what the plan says (RunPlan.Pick),
+// compiles the tick's program over the picked items (controller.Compile)
+// and performs it. It never fails as a whole once items are picked: every
 // item is settled and reported; a failure to pick is a run-level error.
 func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.RunOutcome {
-	t := r.newTickRun(ctx, plan)
-	// While pages are paused, items already looked up wait for the pages;
-	// only the probes may take any item.
-	items, err := r.Store.PickQueued(t.ctx, plan.BatchSize, plan.SkipPages && plan.PageProbes == 0, t.start)
+	t := r.newTickRun(ctx, plan.Spend())
+	pick := plan.Pick()
+	items, err := r.Store.PickQueued(t.ctx, pick.Queue, pick.UnlookedOnly, t.start)
 	if err != nil {
 		return controller.RunOutcome{Error: "pick queued items: " + err.Error(), DurationMs: r.Now().Sub(t.start).Milliseconds(), Subrequests: t.calls.Used()}
 	}
-	t.items, t.refreshes = r.withRefreshes(t.ctx, items, plan, t.start)
+	items, t.refreshes = r.withRefreshes(t.ctx, items, pick, t.start)
+	return t.perform(controller.Compile(plan, Candidates(items), t.start), items)
+}
+
+// Perform executes prog over items, the candidates it was compiled from in
+// their pick order, and reports what became of each step it attempted.
+func (r *Runner) Perform(ctx context.Context, prog controller.Program, items []QueuedItem) controller.RunOutcome {
+	return r.newTickRun(ctx, prog.Spend).perform(prog, items)
+}
+
+// perform runs the program's steps: its items in the program's order, the
+// run's end set aside, then the steps chunk by chunk.
+func (t *tickRun) perform(prog controller.Program, items []QueuedItem) controller.RunOutcome {
+	t.prog = prog
+	t.items = make([]QueuedItem, len(prog.Steps))
+	for j, s := range prog.Steps {
+		t.items[j] = items[s.Pick]
+		if s.Lookup == controller.LookupStored {
+			t.nFresh = j + 1
+		}
+	}
 	t.setAside()
-	t.order()
 	t.startItems()
 	t.enrich()
 	return t.outcome()
@@ -244,7 +271,7 @@ func (r *Runner) Run(ctx context.Context, plan controller.RunPlan) controller.Ru
 // (itemLoop).
 type tickRun struct {
 	r     *Runner
-	plan  controller.RunPlan
+	prog  controller.Program
 	start time.Time
 	// ctx carries the run's budgets and body budget, and once set aside
 	// its tick pages (tickPagesKey): what every item's context derives from.
@@ -254,10 +281,12 @@ type tickRun struct {
 	calls, queries         *subreq.Budget
 	callsSize, queriesSize int
 	limiterCalls0          int64 // the leases' limiter calls before the run
-	items                  []QueuedItem
-	refreshes              *refreshRun // nil: no refresh
+	// items are the program's, item j the one of its step j.
+	items     []QueuedItem
+	refreshes *refreshRun // nil: no refresh
 	runEnd
-	// nFresh: items [0, nFresh) have a fresh stored lookup and need none.
+	// nFresh: items [0, nFresh) have their stored lookup (the program's
+	// LookupStored steps) and need none.
 	nFresh    int
 	results   []controller.ItemResult
 	requests  [][]controller.RequestOutcome
@@ -281,9 +310,9 @@ type runEnd struct {
 
 // itemLoop is the state enrich carries from chunk to chunk.
 type itemLoop struct {
-	batchSize, chunk int
-	looked           int             // items [0, looked) have their lookup
-	lookupCtx        context.Context // carries the run's lookup slots, once reserved
+	chunk     int
+	looked    int             // items [0, looked) have their lookup
+	lookupCtx context.Context // carries the run's lookup slots, once reserved
 	// pageCtx carries the page slots reserved for the items up to
 	// reservedTo (one acquire a group of looked-up items: pageGroups).
 	pageCtx    context.Context
@@ -301,7 +330,7 @@ type itemLoop struct {
 	// by ShareTick); a refresh past them is left in its tier's window.
 	slots       *pageSlots
 	outOfBudget bool
-	lookupsSent int
+	lookupsSent int // the program's Lookups sent (or cut by the budget)
 }
 
 // newTickRun starts a run's clock and its budgets: every platform call of
@@ -309,11 +338,10 @@ type itemLoop struct {
 // queries apart; each item's worst case of both is set aside before it
 // starts. Every body the run's upstream calls read holds room until its
 // item is settled.
-func (r *Runner) newTickRun(ctx context.Context, plan controller.RunPlan) *tickRun {
-	t := &tickRun{r: r, plan: plan, start: r.Now()}
+func (r *Runner) newTickRun(ctx context.Context, spend controller.Spend) *tickRun {
+	t := &tickRun{r: r, start: r.Now()}
 	t.limiterCalls0 = r.limiterCalls()
-	defCalls, defQueries := controller.RunBudget(controller.DefaultSubrequests)
-	t.callsSize, t.queriesSize = cmp.Or(max(plan.Subrequests, 0), defCalls), cmp.Or(max(plan.D1Queries, 0), defQueries)
+	t.callsSize, t.queriesSize = spend.Subrequests, spend.D1Queries
 	ctx, t.calls = subreq.With(ctx, t.callsSize)
 	t.queries = subreq.NewBudget(t.queriesSize)
 	ctx = subreq.WithQueries(ctx, t.queries)
@@ -328,37 +356,16 @@ func (r *Runner) newTickRun(ctx context.Context, plan controller.RunPlan) *tickR
 func (t *tickRun) setAside() {
 	t.tick = &tickPages{}
 	var putOK bool
-	t.put, putOK = t.calls.Reserve(PagePutAttempts)
+	t.put, putOK = t.calls.Reserve(t.prog.Spend.PagePutCalls)
 	if putOK && len(t.items) > 0 {
-		t.tick.batch = pagebatch.NewBatch(pagebatch.ObjectKey(t.r.Country, tickTime(t.plan, t.start), t.items[0].TrackID))
+		t.tick.batch = pagebatch.NewBatch(pagebatch.ObjectKey(t.r.Country, time.UnixMilli(t.prog.TickAt), t.items[0].TrackID))
 	}
 	t.ctx = context.WithValue(t.ctx, tickPagesKey{}, t.tick)
 	if t.refreshes != nil {
 		t.advance, _ = t.calls.Reserve(1)
 		t.advanceQueries, _ = t.queries.Reserve(1)
 	}
-	t.events, t.eventsOK = t.calls.Reserve(eventMessages(len(t.items) + len(t.plan.PendingEnriched)))
-}
-
-// order puts the items whose stored lookup is fresh first (nFresh of
-// them): they need no lookup, so their pages start the run, then the
-// others in lookup batches. While pages are paused the probes go first
-// (orderProbes).
-func (t *tickRun) order() {
-	fresh := time.Duration(t.plan.LookupFreshS) * time.Second
-	if t.plan.SkipPages {
-		fresh = 0 // no page would follow: a lookup-only run has nothing to skip
-	}
-	items, start := t.items, t.start
-	slices.SortStableFunc(items, func(a, b QueuedItem) int {
-		return cmp.Compare(b2i(!a.freshLookup(start, fresh)), b2i(!b.freshLookup(start, fresh)))
-	})
-	for t.nFresh < len(items) && items[t.nFresh].freshLookup(start, fresh) {
-		t.nFresh++
-	}
-	if t.plan.SkipPages && t.plan.PageProbes > 0 {
-		orderProbes(items, t.plan.ProbeSeq)
-	}
+	t.events, t.eventsOK = t.calls.Reserve(eventMessages(len(t.items) + len(t.prog.PendingEnriched)))
 }
 
 // startItems makes room for what becomes of each item and sets up the
@@ -369,16 +376,15 @@ func (t *tickRun) startItems() {
 	t.requests = make([][]controller.RequestOutcome, n)
 	t.lookups = make([]lookupOutcome, n)
 	t.batchReqs = make([][]controller.RequestOutcome, n)
-	t.batchSize = min(max(cmp.Or(t.plan.LookupBatch, controller.DefaultLookupBatch), controller.MinLookupBatch), controller.MaxLookupBatch)
-	t.chunk = max(t.plan.ChunkItems, 1)
+	t.chunk = max(t.prog.Chunking.ChunkItems, 1)
 	t.lookupCtx, t.pageCtx = t.ctx, t.ctx
-	t.gate = newConnectionGate(t.plan)
-	t.slots = newPageSlots(t.plan.BatchSize, n)
+	t.gate = newConnectionGate(t.prog.Chunking)
+	t.slots = newPageSlots(t.prog.Pages, n)
 }
 
 // enrich settles the items chunk by chunk, each chunk's lookups first.
-// It stops where the budget, the API host's pace or a refusal the plan
-// stops on says: the items past attempted stay queued, untouched.
+// It stops where the budget, the program's lookups or a refusal the
+// program stops on says: the items past attempted stay queued, untouched.
 func (t *tickRun) enrich() {
 	for i := 0; i < len(t.items); {
 		if i == t.looked && i < t.nFresh {
@@ -388,14 +394,14 @@ func (t *tickRun) enrich() {
 			break
 		}
 		// Pages nobody can read: the rest of this run looks up only.
-		pagesOff := t.plan.SkipPages || t.pages.RunTripped()
-		end := t.slots.chunkEnd(t.items, t.lookups, i, t.looked, t.chunk, pagesOff, t.plan)
+		tripped := t.pages.RunTripped()
+		end := t.slots.chunkEnd(t.prog, t.items, t.lookups, i, t.looked, t.chunk, tripped)
 		shares := t.reserveItems(i, end)
 		if end = i + len(shares.calls); end == i {
 			break
 		}
-		t.reservePages(i, end, shares, pagesOff)
-		end = t.settleChunk(i, end, shares, pagesOff)
+		t.reservePages(i, end, shares, tripped)
+		end = t.settleChunk(i, end, shares, tripped)
 		sent := 0
 		for j := i; j < end; j++ {
 			sent += len(t.requests[j])
@@ -403,45 +409,49 @@ func (t *tickRun) enrich() {
 		}
 		refused := anyRefused(t.results[i:end])
 		t.attempted, i = end, end
-		if t.plan.StopOnThrottle && refused {
+		if t.prog.Chunking.StopOnThrottle && refused {
 			break // the rest stay queued, untouched: the pacing algorithm decides when to retry
 		}
 		// Pause between chunks that reached the upstream, so a batch does
 		// not reach it as one burst.
 		more := end < t.looked || (end < len(t.items) && !t.outOfBudget)
-		if more && t.plan.ChunkPauseMs > 0 && sent > 0 {
-			t.r.Sleep(time.Duration(t.plan.ChunkPauseMs) * time.Millisecond)
+		if more && t.prog.Chunking.ChunkPauseMs > 0 && sent > 0 {
+			t.r.Sleep(time.Duration(t.prog.Chunking.ChunkPauseMs) * time.Millisecond)
 		}
 	}
 }
 
-// useStoredLookups gives the fresh items from i their lookups: their
-// stored fields, no request.
+// useStoredLookups gives the LookupStored items from i their lookups:
+// their stored fields, no request (an item that has none fails as our own
+// error, and stays queued).
 func (t *tickRun) useStoredLookups(i int) {
 	for j := i; j < t.nFresh; j++ {
+		if t.items[j].Lookup == nil {
+			t.lookups[j] = lookupOutcome{class: controller.ClassStoreError, err: "program: no stored lookup"}
+			continue
+		}
 		t.lookups[j] = lookupOutcome{app: *t.items[j].Lookup, class: controller.ClassOK, stored: true, lookupAt: t.items[j].LookupAt}
 	}
 	t.slots.allot(t.items[i:t.nFresh], t.lookups[i:t.nFresh], i)
 	t.looked = t.nFresh
 }
 
-// lookUp sends the lookup batch that starts at item i: as many items as
-// the batch takes whose worst case, with the batch's own, still fits the
-// budgets; the rest stay queued, untouched, for the next tick. false means
-// no batch was sent and the run starts no more items.
+// lookUp sends the program's next lookup, the one that starts at item i:
+// as many of its items as still fit the budgets with their worst case and
+// the lookup's own; the rest stay queued, untouched, for the next tick.
+// false means no lookup was sent (the program's are spent, or the budget)
+// and the run starts no more items.
 func (t *tickRun) lookUp(i int) bool {
-	if t.outOfBudget {
-		return false
+	if t.outOfBudget || t.lookupsSent == len(t.prog.Lookups) || t.prog.Lookups[t.lookupsSent].From != i {
+		return false // the program's lookups are spent: the rest stay queued, untouched
 	}
-	if t.plan.NoLookups || (t.plan.LookupRequests > 0 && t.lookupsSent == t.plan.LookupRequests) {
-		return false // the API host's pace for this tick is spent: the rest stay queued, untouched
-	}
+	batch, spend := t.prog.Lookups[t.lookupsSent], t.prog.Spend
 	t.lookupsSent++
-	fit := min((t.calls.Remaining()-controller.MaxCallsPerLookup)/controller.MaxCallsPerItem,
-		t.queries.Remaining()/controller.MaxD1PerItem)
-	n := min(t.batchSize, len(t.items)-i, max(fit, 0))
-	share, ok := t.calls.Reserve(controller.MaxCallsPerLookup)
-	if n < min(t.batchSize, len(t.items)-i) || !ok {
+	fit := min((t.calls.Remaining()-spend.LookupCalls)/max(spend.ItemCalls, 1), t.queries.Remaining()/max(spend.ItemD1Queries, 1))
+	full := min(batch.To, len(t.items)) - i
+	n := min(full, max(fit, 0))
+	share, ok := t.calls.Reserve(spend.LookupCalls)
+	if n < full || !ok {
 		t.outOfBudget = true
 		logx.Event("controller.subrequest_budget", map[string]any{"level": logx.Warn,
 			"used": t.calls.Used(), "budget": t.callsSize, "d1_queries": t.queries.Used(), "d1_budget": t.queriesSize, "items_left": len(t.items) - i - n})
@@ -455,7 +465,7 @@ func (t *tickRun) lookUp(i int) bool {
 	if t.lookupsSent == 1 && t.r.ReserveLookups != nil {
 		// The run's lookup batches in one reservation, its call charged to
 		// this batch's share (which holds its acquire).
-		t.lookupCtx = t.r.ReserveLookups(subreq.WithBudget(t.ctx, share), lookupsPlanned(len(t.items)-i, t.batchSize, t.plan))
+		t.lookupCtx = t.r.ReserveLookups(subreq.WithBudget(t.ctx, share), len(t.prog.Lookups))
 	}
 	t.looked = i + n
 	outs, req := t.r.lookupBatch(subreq.WithBudget(t.lookupCtx, share), t.items[i:t.looked], i)
@@ -486,8 +496,8 @@ func (s itemShares) close(k int) {
 func (t *tickRun) reserveItems(i, end int) itemShares {
 	s := itemShares{calls: make([]*subreq.Budget, 0, end-i), queries: make([]*subreq.Budget, 0, end-i)}
 	for j := i; j < end; j++ {
-		share, ok := t.calls.Reserve(controller.MaxCallsPerItem)
-		qshare, qok := t.queries.Reserve(controller.MaxD1PerItem)
+		share, ok := t.calls.Reserve(t.prog.Spend.ItemCalls)
+		qshare, qok := t.queries.Reserve(t.prog.Spend.ItemD1Queries)
 		if !ok || !qok {
 			if ok {
 				share.Close()
@@ -507,12 +517,13 @@ func (t *tickRun) reserveItems(i, end int) itemShares {
 // reservation, one acquire for the pages of every item looked up so far:
 // its call is charged to the first such item of the chunk, whose share
 // holds its own page acquire's worst case (which the slot then spares it).
-func (t *tickRun) reservePages(i, end int, shares itemShares, pagesOff bool) {
+func (t *tickRun) reservePages(i, end int, shares itemShares, tripped bool) {
 	if t.r.ReservePages == nil || i < t.reservedTo {
 		return
 	}
-	need := pagesNeeded(t.items[i:t.looked], t.lookups[i:t.looked], t.slots.denied[i:t.looked], i, pagesOff, t.plan)
-	if first := firstNeeding(t.items[i:end], t.lookups[i:end], t.slots.denied[i:end], i, pagesOff, t.plan); need > 0 && first >= 0 {
+	steps := t.prog.Steps
+	need := pagesNeeded(steps[i:t.looked], t.items[i:t.looked], t.lookups[i:t.looked], t.slots.denied[i:t.looked], tripped)
+	if first := firstNeeding(steps[i:end], t.items[i:end], t.lookups[i:end], t.slots.denied[i:end], tripped); need > 0 && first >= 0 {
 		t.pageCtx = t.r.ReservePages(subreq.WithBudget(t.ctx, shares.calls[first]), need)
 	}
 	t.reservedTo = t.looked
@@ -523,7 +534,7 @@ func (t *tickRun) reservePages(i, end int, shares itemShares, pagesOff bool) {
 // refusal, one that came back while the chunk was under way leaves the
 // items not yet started queued, untouched, as they would be after a
 // refused chunk.
-func (t *tickRun) settleChunk(i, end int, shares itemShares, pagesOff bool) int {
+func (t *tickRun) settleChunk(i, end int, shares itemShares, tripped bool) int {
 	var wg sync.WaitGroup
 	started := end
 	for j := i; j < end; j++ {
@@ -535,7 +546,7 @@ func (t *tickRun) settleChunk(i, end int, shares itemShares, pagesOff bool) int 
 			shares.close(j - i)
 			continue
 		}
-		fetchPage := (!pagesOff || (t.plan.SkipPages && j < t.plan.PageProbes)) && !t.slots.denied[j]
+		fetchPage := t.prog.Steps[j].MayFetch(tripped) && !t.slots.denied[j]
 		var lease *connectionLease // none for an item that sends no page
 		if fetchPage {
 			var ok bool
@@ -570,7 +581,7 @@ func (t *tickRun) settleItem(j int, share, qshare *subreq.Budget, lease *connect
 		}
 	}()
 	ictx := withLease(subreq.WithQueries(subreq.WithBudget(t.pageCtx, share), qshare), lease)
-	t.results[j], t.requests[j] = t.r.settle(ictx, t.items[j], j, t.lookups[j], fetchPage, t.plan.SkipPages)
+	t.results[j], t.requests[j] = t.r.settle(ictx, t.items[j], j, t.lookups[j], fetchPage, t.prog.Steps[j].Page == controller.PageProbe)
 	if t.results[j].Class == controller.ClassRateLimit {
 		t.gate.noteRefused() // a challenge page, say, found only once parsed
 	}
@@ -624,7 +635,7 @@ func (t *tickRun) requestsInSendOrder() []controller.RequestOutcome {
 // calls, the outbox's apps first (oldest news), then this run's, and
 // returns those not sent: the controller's outbox keeps them.
 func (t *tickRun) announce(results []controller.ItemResult) []int64 {
-	enriched := append([]int64(nil), t.plan.PendingEnriched...)
+	enriched := append([]int64(nil), t.prog.PendingEnriched...)
 	for _, res := range results {
 		if res.Class == controller.ClassOK && res.Page == controller.PageParsed {
 			enriched = append(enriched, res.TrackID)
@@ -664,15 +675,6 @@ type tickPages struct {
 }
 
 type tickPagesKey struct{}
-
-// tickTime is the tick the run performs (its batch's name), the run's
-// start when the plan does not say.
-func tickTime(plan controller.RunPlan, start time.Time) time.Time {
-	if plan.TickAt > 0 {
-		return time.UnixMilli(plan.TickAt)
-	}
-	return start
-}
 
 // storePage adds a fetched page to the tick's batch and returns its
 // reference (pagebatch.Ref), valid once the batch is put. A page that
@@ -738,40 +740,24 @@ func (r *Runner) putPages(ctx context.Context, tp *tickPages, share *subreq.Budg
 	return int(tp.puts.Load())
 }
 
-// lookupsPlanned is how many lookup batches a run sends for n items still
-// to look up: a batch a batchSize, up to the plan's LookupRequests (the API
-// host's pace for the tick). What one reservation asks the API host's
-// limit for; a run the budget cuts short leaves some unused.
-func lookupsPlanned(n, batchSize int, plan controller.RunPlan) int {
-	if n <= 0 || plan.NoLookups {
-		return 0
-	}
-	k := (n + batchSize - 1) / max(batchSize, 1)
-	if plan.LookupRequests > 0 {
-		k = min(k, plan.LookupRequests)
-	}
-	return k
-}
-
-// needsPage says whether item j (index in the run) will fetch its store
-// page, its lookup in hand: settle's own rule. A new app does when its
-// lookup found it and pages are on for it; a refresh only when its lookup
+// needsPage says whether item j (its step s) will fetch its store page,
+// its lookup in hand: settle's own rule. A step whose program lets it
+// fetch does when its lookup found it; a refresh only when its lookup
 // shows a change its page carries (DueRefresh.NeedsPage).
-func needsPage(it QueuedItem, lookup lookupOutcome, j int, pagesOff bool, plan controller.RunPlan) bool {
-	fetchPage := !pagesOff || (plan.SkipPages && j < plan.PageProbes)
-	if !fetchPage || lookup.class != controller.ClassOK {
+func needsPage(s controller.Step, it QueuedItem, lookup lookupOutcome, tripped bool) bool {
+	if !s.MayFetch(tripped) || lookup.class != controller.ClassOK {
 		return false
 	}
 	return it.Refresh == nil || it.Refresh.NeedsPage(lookup.app)
 }
 
-// pagesNeeded is how many of items (the run's from from) will fetch a
-// page, those denied a page slot left out: what one reservation asks the
-// store host's limit for.
-func pagesNeeded(items []QueuedItem, lookups []lookupOutcome, denied []bool, from int, pagesOff bool, plan controller.RunPlan) int {
+// pagesNeeded is how many of items (their steps steps) will fetch a page,
+// those denied a page slot left out: what one reservation asks the store
+// host's limit for.
+func pagesNeeded(steps []controller.Step, items []QueuedItem, lookups []lookupOutcome, denied []bool, tripped bool) int {
 	n := 0
 	for k := range items {
-		if !denied[k] && needsPage(items[k], lookups[k], from+k, pagesOff, plan) {
+		if !denied[k] && needsPage(steps[k], items[k], lookups[k], tripped) {
 			n++
 		}
 	}
@@ -780,9 +766,9 @@ func pagesNeeded(items []QueuedItem, lookups []lookupOutcome, denied []bool, fro
 
 // firstNeeding is the index in items of the first that will fetch a page
 // (-1: none).
-func firstNeeding(items []QueuedItem, lookups []lookupOutcome, denied []bool, from int, pagesOff bool, plan controller.RunPlan) int {
+func firstNeeding(steps []controller.Step, items []QueuedItem, lookups []lookupOutcome, denied []bool, tripped bool) int {
 	for k := range items {
-		if !denied[k] && needsPage(items[k], lookups[k], from+k, pagesOff, plan) {
+		if !denied[k] && needsPage(steps[k], items[k], lookups[k], tripped) {
 			return k
 		}
 	}
@@ -810,29 +796,19 @@ func newPageSlots(pace, n int) *pageSlots {
 	return &pageSlots{free: max(pace, 0), denied: make([]bool, n), left: make([]bool, n), halted: map[string]bool{}}
 }
 
-// RideAlong bounds the refreshes that fetch no page (unchanged, or left)
-// in one chunk beside its ChunkItems other items. The plan sizes a chunk, and the pause after it, to
-// its pages at the store host's pace: page-less items counted in it would
-// stretch a tick of a few pages among hundreds of refreshes over a pause
-// a chunk (a day at 1.1M apps ran 2.7 ticks a minute, not 6, and its new
-// apps at 41 a minute, not 90: TestADayOfRefreshesKeepsUpAtScale). A
-// chunk's items run at once: 24 is four rounds of the runtime's six
-// connections (pacing.MaxConnections), so a tick's few hundred refreshes
-// go in tens of chunks, never hundreds of calls at once.
-const RideAlong = 4 * 6
-
 // chunkEnd is the end of the chunk from item i (items up to looked have
 // their lookups and slots): at most chunk items as before (new apps,
 // whatever became of their lookups, and refreshes that fetch a page), and
-// up to RideAlong refreshes whose lookup answered and that fetch no page.
-func (s *pageSlots) chunkEnd(items []QueuedItem, lookups []lookupOutcome, i, looked, chunk int, pagesOff bool, plan controller.RunPlan) int {
+// up to the program's RideAlong refreshes whose lookup answered and that
+// fetch no page.
+func (s *pageSlots) chunkEnd(prog controller.Program, items []QueuedItem, lookups []lookupOutcome, i, looked, chunk int, tripped bool) int {
 	paced, riding := 0, 0
 	j := i
 	for ; j < looked; j++ {
 		pageless := items[j].Refresh != nil && lookups[j].class == controller.ClassOK &&
-			(s.denied[j] || s.left[j] || !needsPage(items[j], lookups[j], j, pagesOff, plan))
+			(s.denied[j] || s.left[j] || !needsPage(prog.Steps[j], items[j], lookups[j], tripped))
 		if pageless {
-			if riding == RideAlong {
+			if riding == prog.Chunking.RideAlong {
 				break
 			}
 			riding++
@@ -873,23 +849,6 @@ func (s *pageSlots) allot(items []QueuedItem, lookups []lookupOutcome, from int)
 	}
 }
 
-// orderProbes puts the probe items first: while pages are paused the first
-// items probe whether pages parse again, and a probe must ask the
-// markup, not one app's broken page. Clean candidates go first: apps whose
-// page has not failed to parse (never fetched, or pending). When none was
-// picked, the probes rotate through the picked items by seq, so the same
-// broken app is never probed forever.
-func orderProbes(items []QueuedItem, seq int64) {
-	clean := func(it QueuedItem) bool { return !it.PriorParseError && it.PageStatus != PageUnparsedStatus }
-	slices.SortStableFunc(items, func(a, b QueuedItem) int { return cmp.Compare(b2i(!clean(a)), b2i(!clean(b))) })
-	if len(items) == 0 || clean(items[0]) {
-		return
-	}
-	k := int(seq % int64(len(items)))
-	rotated := append(append([]QueuedItem(nil), items[k:]...), items[:k]...)
-	copy(items, rotated)
-}
-
 // eventMessages is how many app-enriched messages n apps take.
 func eventMessages(n int) int { return (n + events.MaxTrackIDs - 1) / events.MaxTrackIDs }
 
@@ -912,13 +871,6 @@ func (r *Runner) sendEnriched(ctx context.Context, ids []int64) (unsent []int64)
 	return nil
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 func anyRefused(rs []controller.ItemResult) bool {
 	for _, r := range rs {
 		if r.Class == controller.ClassRateLimit {
@@ -935,11 +887,11 @@ func anyRefused(rs []controller.ItemResult) bool {
 // page when the app changed. A failed read of the due refreshes leaves the
 // tick to the queue. The pick returned says what the run took, for
 // finishRefreshes (nil: no refresh).
-func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, plan controller.RunPlan, now time.Time) ([]QueuedItem, *refreshRun) {
-	if r.Refreshes == nil || plan.SkipPages || plan.NoLookups || plan.BatchSize <= 0 {
+func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, spec controller.PickSpec, now time.Time) ([]QueuedItem, *refreshRun) {
+	if r.Refreshes == nil || spec.Refreshes <= 0 {
 		return items, nil
 	}
-	n := max(plan.TickItems, plan.BatchSize)
+	n := spec.Refreshes
 	pick, err := r.Refreshes.DueRefreshes(ctx, n, now)
 	if err != nil {
 		logx.Err("controller.refresh_pick_failed", err, nil)
@@ -949,7 +901,7 @@ func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, plan con
 	// retry list, up to the tick's items each, so bounded however far
 	// behind. The refreshes take what the lookups carry beyond the new
 	// apps' share of the pages (ShareTick).
-	refreshes, discovery := ShareTick(plan.BatchSize, n, len(items), len(pick.Items), r.RefreshShare)
+	refreshes, discovery := ShareTick(spec.Pages, n, len(items), len(pick.Items), r.RefreshShare)
 	items = items[:discovery]
 	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now}
 	for i := range run.taken {
