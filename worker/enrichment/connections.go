@@ -14,7 +14,7 @@ import (
 // said stop too (a Retry-After's hold among them). A run therefore holds a
 // chunk's items to the connections itself (connectionGate): an item takes
 // one to send its page and gives it back when the page has come back (not
-// when it is parsed and saved), and where the plan stops on a refusal no
+// when it is parsed and saved), and where the program stops on a refusal no
 // item starts once one has come back. The pacing simulator's chunks run
 // the same way.
 
@@ -22,7 +22,7 @@ import (
 // starting and their page's answer, and the refusal that stops the rest.
 type connectionGate struct {
 	slots   chan struct{}
-	stop    bool // the plan stops on a refusal (StopOnThrottle)
+	stop    bool // the program stops on a refusal (StopOnThrottle)
 	refused atomic.Bool
 }
 
@@ -40,7 +40,7 @@ func newConnectionGate(c controller.Chunking) *connectionGate {
 }
 
 // enter waits for a connection for the next item; false means a refusal
-// has come back and the plan stops on one: the item must not start (and
+// has come back and the program stops on one: the item must not start (and
 // holds nothing).
 func (g *connectionGate) enter() (*connectionLease, bool) {
 	if g == nil {

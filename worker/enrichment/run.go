@@ -255,8 +255,8 @@ func (t *tickRun) perform(prog controller.Program, items []QueuedItem) controlle
 	t.items = make([]QueuedItem, len(prog.Steps))
 	for j, s := range prog.Steps {
 		t.items[j] = items[s.Pick]
-		if s.Lookup == controller.LookupStored {
-			t.nFresh = j + 1
+		if s.Lookup == controller.LookupStored && t.nFresh == j {
+			t.nFresh++ // the program lists its stored-lookup steps first
 		}
 	}
 	t.setAside()
@@ -319,7 +319,7 @@ type itemLoop struct {
 	reservedTo int
 	// gate is the connections a chunk's items send their pages through:
 	// the runtime's six, or the pacing's bound when fewer (an upstream
-	// whose burst is under six refuses the rest of a round); where the plan
+	// whose burst is under six refuses the rest of a round); where the program
 	// stops on a refusal, no item starts once one has come back.
 	gate *connectionGate
 	// pages tallies the settled items' pages: pages nobody can read turn
@@ -358,7 +358,7 @@ func (t *tickRun) setAside() {
 	var putOK bool
 	t.put, putOK = t.calls.Reserve(t.prog.Spend.PagePutCalls)
 	if putOK && len(t.items) > 0 {
-		t.tick.batch = pagebatch.NewBatch(pagebatch.ObjectKey(t.r.Country, time.UnixMilli(t.prog.TickAt), t.items[0].TrackID))
+		t.tick.batch = pagebatch.NewBatch(pagebatch.ObjectKey(t.r.Country, t.tickAt(), t.items[0].TrackID))
 	}
 	t.ctx = context.WithValue(t.ctx, tickPagesKey{}, t.tick)
 	if t.refreshes != nil {
@@ -366,6 +366,15 @@ func (t *tickRun) setAside() {
 		t.advanceQueries, _ = t.queries.Reserve(1)
 	}
 	t.events, t.eventsOK = t.calls.Reserve(eventMessages(len(t.items) + len(t.prog.PendingEnriched)))
+}
+
+// tickAt is the tick the run performs (its pages' batch is named by it),
+// the run's start when the program does not say.
+func (t *tickRun) tickAt() time.Time {
+	if t.prog.TickAt > 0 {
+		return time.UnixMilli(t.prog.TickAt)
+	}
+	return t.start
 }
 
 // startItems makes room for what becomes of each item and sets up the
@@ -530,7 +539,7 @@ func (t *tickRun) reservePages(i, end int, shares itemShares, tripped bool) {
 }
 
 // settleChunk settles the items [i, end) at once, each on its own shares,
-// and returns the end of those it started: where the plan stops on a
+// and returns the end of those it started: where the program stops on a
 // refusal, one that came back while the chunk was under way leaves the
 // items not yet started queued, untouched, as they would be after a
 // refused chunk.
@@ -776,7 +785,7 @@ func firstNeeding(steps []controller.Step, items []QueuedItem, lookups []lookupO
 }
 
 // pageSlots is a run's store pages: the store host's pace for the tick
-// (the plan's BatchSize), given in item order as the items' lookups come
+// (the program.s Pages), given in item order as the items' lookups come
 // back. A new app always has its slot (ShareTick keeps the new apps
 // within the pace); a refresh whose lookup shows a change takes one when
 // one is left, else it is denied its page and left in its tier's window
