@@ -785,7 +785,7 @@ func firstNeeding(steps []controller.Step, items []QueuedItem, lookups []lookupO
 }
 
 // pageSlots is a run's store pages: the store host's pace for the tick
-// (the program.s Pages), given in item order as the items' lookups come
+// (the program's Pages), given in item order as the items' lookups come
 // back. A new app always has its slot (ShareTick keeps the new apps
 // within the pace); a refresh whose lookup shows a change takes one when
 // one is left, else it is denied its page and left in its tier's window
