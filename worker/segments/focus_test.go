@@ -5,17 +5,21 @@ package segments
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"storecrawl/internal/objects"
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/refresh"
+	"storecrawl/worker/upstream"
 )
 
 var focusNow = time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
@@ -404,5 +408,42 @@ func TestFocusWritesBoundedAndChangeOnly(t *testing.T) {
 	}
 	if n := drv.Int(t, `SELECT count(*) FROM app_registry WHERE enrich_priority = ?`, FocusAppPriority); n != MaxFocusApps {
 		t.Fatalf("%d raised after the turnover", n)
+	}
+}
+
+// TestFocusCycleSearchesTopSegmentsWithinTheCycleBound: a real crawl
+// cycle over more due keywords than its bound, the top segments' more
+// than the bound too: it sends exactly KeywordSearchesPerCycle searches,
+// every one a top segment's keyword.
+func TestFocusCycleSearchesTopSegmentsWithinTheCycleBound(t *testing.T) {
+	perSeg := crawl.KeywordSearchesPerCycle/TopSegments + 2
+	s, drv := focusFixture(t, TopSegments+5, 1, perSeg, false)
+	focusPass(t, s, drv, focusNow)
+	if n := drv.Int(t, `SELECT count(*) FROM segment_focus_keywords`); n <= int64(crawl.KeywordSearchesPerCycle) {
+		t.Fatalf("%d focus keywords: the test needs more than a cycle's bound", n)
+	}
+	var mu sync.Mutex
+	var searched []string
+	fetch := func(ctx context.Context, u string) upstream.Response {
+		if strings.Contains(u, "/search?") {
+			p, _ := url.Parse(u)
+			mu.Lock()
+			searched = append(searched, p.Query().Get("term"))
+			mu.Unlock()
+			return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"resultCount":0,"results":[]}`), Remaining: -1}
+		}
+		return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"feed":{"results":[]}}`), Remaining: -1}
+	}
+	r := crawl.CrawlCycle(context.Background(), crawl.D1Store{DB: s.DB}, fetch, "http://up", "us", func(time.Duration) {}, 0.1, focusNow)
+	t.Logf("cycle: %s, %d searches", r.Action, len(searched))
+	if len(searched) != crawl.KeywordSearchesPerCycle {
+		t.Fatalf("%d searches, the cycle's bound is %d (%+v)", len(searched), crawl.KeywordSearchesPerCycle, r)
+	}
+	for _, kw := range searched {
+		var seg int
+		fmt.Sscanf(kw, "s%d", &seg)
+		if seg < 1 || seg > TopSegments {
+			t.Fatalf("searched %q (segment %d) while top segments' keywords were due", kw, seg)
+		}
 	}
 }
