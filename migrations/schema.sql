@@ -640,6 +640,20 @@ CREATE TABLE segment_dirty (
   marked_at TEXT NOT NULL
 ) WITHOUT ROWID;
 
+-- segment_focus_apps
+CREATE TABLE segment_focus_apps (
+  track_id   INTEGER PRIMARY KEY,
+  segment_id INTEGER NOT NULL,
+  since      TEXT NOT NULL      -- d1.Layout: when it entered the set
+);
+
+-- segment_focus_keywords
+CREATE TABLE segment_focus_keywords (
+  keyword    TEXT PRIMARY KEY,
+  segment_id INTEGER NOT NULL,
+  since      TEXT NOT NULL
+) WITHOUT ROWID;
+
 -- segment_keywords
 CREATE TABLE segment_keywords (
   keyword    TEXT PRIMARY KEY,
@@ -724,4 +738,4 @@ CREATE TABLE usage_months (
   PRIMARY KEY (month, source)
 ) WITHOUT ROWID;
 
--- 38 tables, 36 indexes, 22 triggers.
+-- 40 tables, 36 indexes, 22 triggers.

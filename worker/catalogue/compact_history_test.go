@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,7 +193,8 @@ ON CONFLICT (keyword, track_id) DO UPDATE SET rank = excluded.rank, seen_at = ex
 			}
 		}
 	}
-	newSweep := query(fmt.Sprintf(sweepSelect, obsAt, `WHERE r.track_id > ?3 ORDER BY r.track_id LIMIT ?4`, firstObs), "-604800 seconds", "-2592000 seconds", 0, 10)
+	// The facts added since (a top segment's) are not the compaction's.
+	newSweep := query(fmt.Sprintf(strings.Replace(sweepSelect, topSegmentFact, "", 1), obsAt, `WHERE r.track_id > ?3 ORDER BY r.track_id LIMIT ?4`, firstObs), "-604800 seconds", "-2592000 seconds", 0, 10)
 	if newSweep != oldSweep {
 		t.Errorf("sweep:\nold %s\nnew %s", oldSweep, newSweep)
 	}

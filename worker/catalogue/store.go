@@ -31,7 +31,7 @@ const obsAt = `max(COALESCE(r.observed_at, ''), COALESCE(r.updated_at, ''), COAL
 const sweepSelect = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) AS ratings, r.enriched_at AS enriched_at,
   %[1]s AS observed_at, COALESCE(r.refresh_tier, '') AS tier, r.rating_velocity_7d AS v7, r.rating_velocity_30d AS v30,
   EXISTS (SELECT 1 FROM chart_positions c WHERE c.track_id = r.track_id) AS in_charts,
-  COALESCE((SELECT max(o.score) FROM crawl_rankings m JOIN opportunity_scores o ON o.cluster_id = m.keyword
+` + topSegmentFact + `  COALESCE((SELECT max(o.score) FROM crawl_rankings m JOIN opportunity_scores o ON o.cluster_id = m.keyword
     WHERE m.track_id = r.track_id), 0) AS cluster_score,
   COALESCE((SELECT json_array(strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', s.taken_at / 1000.0, 'unixepoch'), s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
     AND s.taken_at <= CAST(round((julianday(%[1]s, ?1) - 2440587.5) * 86400000) AS INTEGER) ORDER BY s.taken_at DESC LIMIT 1),
@@ -42,6 +42,10 @@ const sweepSelect = `SELECT r.track_id AS track_id, COALESCE(r.rating_count, 0) 
   COALESCE((SELECT json_array(strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', s.taken_at / 1000.0, 'unixepoch'), s.rating_count) FROM app_snapshots s WHERE s.track_id = r.track_id AND s.source IS NOT NULL
     ORDER BY s.taken_at LIMIT 1), %[3]s) AS first_obs
 FROM app_registry r %[2]s`
+
+// topSegmentFact is whether the app is a top segment's (by key).
+const topSegmentFact = `  EXISTS (SELECT 1 FROM segment_focus_apps f WHERE f.track_id = r.track_id) AS top_segment,
+`
 
 // firstObs is an app's first rating observation when it has none in
 // app_snapshots: its first count, held since values_at (its discovery
@@ -75,6 +79,7 @@ type sweepRow struct {
 	V7           *float64 `json:"v7"`
 	V30          *float64 `json:"v30"`
 	InCharts     int      `json:"in_charts"`
+	TopSegment   int      `json:"top_segment"`
 	ClusterScore float64  `json:"cluster_score"`
 	Before7d     *string  `json:"before_7d"`
 	Before30d    *string  `json:"before_30d"`
@@ -99,7 +104,7 @@ func parseObs(raw *string) (refresh.Observation, bool) {
 }
 
 func (r sweepRow) app() SweepApp {
-	a := SweepApp{TrackID: r.TrackID, RatingCount: r.Ratings, InTopCharts: r.InCharts != 0, ClusterScore: r.ClusterScore}
+	a := SweepApp{TrackID: r.TrackID, RatingCount: r.Ratings, InTopCharts: r.InCharts != 0, TopSegment: r.TopSegment != 0, ClusterScore: r.ClusterScore}
 	a.Enriched, _ = d1.ParseTime(r.EnrichedAt)
 	if t, err := d1.ParseTime(r.ObservedAt); err == nil {
 		a.Observed = t

@@ -11,11 +11,11 @@ import (
 )
 
 // The catalogue sweep (the catalogue-sweep task): for a batch of enriched
-// apps, the facts the refresh policy needs (chart presence, the best
-// cluster opportunity score, rating observations), their 7- and 30-day
-// rating velocities, and their refresh tier. Apps enriched since the last
-// pass (no tier yet) go first; then a cursor walks every enriched app, so
-// tiers follow what changed. An app's row is written only when its tier
+// apps, the facts the refresh policy needs (chart presence, membership of
+// a top segment, the best cluster opportunity score, rating
+// observations), their 7- and 30-day rating velocities, and their refresh
+// tier. Apps enriched since the last pass (no tier yet) go first; then a
+// cursor walks every enriched app, so tiers follow what changed. An app's row is written only when its tier
 // changes or its velocity moved (VelocityMoved): the tier decides which
 // round looks at it (worker/refresh sweeps), so nothing else is scheduled.
 
@@ -54,6 +54,8 @@ type SweepApp struct {
 	Observed     time.Time
 	InTopCharts  bool
 	ClusterScore float64
+	// TopSegment: the app is a top segment's (segment_focus_apps).
+	TopSegment bool
 	// Observations: the latest at or before each window's start, and the
 	// earliest (duplicates are harmless).
 	Observations []refresh.Observation
@@ -96,7 +98,7 @@ func Plan(a SweepApp) (s Scheduled, write bool) {
 	if !ok30 {
 		v30 = math.NaN()
 	}
-	f := refresh.Facts{TrackID: a.TrackID, InTopCharts: a.InTopCharts, ClusterScore: a.ClusterScore,
+	f := refresh.Facts{TrackID: a.TrackID, InTopCharts: a.InTopCharts, TopSegment: a.TopSegment, ClusterScore: a.ClusterScore,
 		Velocity7d: v7, RatingCount: a.RatingCount, LastEnriched: a.Enriched}
 	s = Scheduled{TrackID: a.TrackID, Tier: refresh.Tier(f), Velocity7d: v7, Velocity30d: v30}
 	write = s.Tier != a.Tier || VelocityMoved(a.Velocity7d, v7) || VelocityMoved(a.Velocity30d, v30)

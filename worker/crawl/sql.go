@@ -26,18 +26,29 @@ var (
 			num(refresh.HotClusterScore), int64(HotKeywordResearch/time.Second),
 			num(refresh.WarmClusterScore), int64(WarmKeywordResearch/time.Second), int64(ColdKeywordResearch/time.Second))
 	}
-	// keywordFacts: a keyword's market score (its own cluster's) and its
-	// enriched carriers (the apps of its latest search, by primary key).
+	// topValueSQL and topIntervalSQL are TopSegmentValue and
+	// TopSegmentInterval over SQL expressions: a top segment's keyword
+	// (top, 0 or 1) valued first and rested as a hot market's.
+	topValueSQL = func(value, top string) string {
+		return fmt.Sprintf(`(%s + CASE WHEN %s THEN %s ELSE 0 END)`, value, top, num(TopSegmentKeywordValue))
+	}
+	topIntervalSQL = func(score, top string) string {
+		return fmt.Sprintf(`(CASE WHEN %s THEN %d ELSE %s END)`, top, int64(HotKeywordResearch/time.Second), intervalSQL(score))
+	}
+	// keywordFacts: a keyword's market score (its own cluster's), its
+	// enriched carriers (the apps of its latest search, by primary key)
+	// and whether it is a top segment's (segment_focus_keywords, by key).
 	keywordFacts = `SELECT k.keyword AS keyword, k.searched_at AS searched_at, COALESCE(o.score, 0) AS score,
   (SELECT count(*) FROM crawl_rankings r JOIN app_registry a ON a.track_id = r.track_id
-    WHERE r.keyword = k.keyword AND a.enrichment_source = 'itunes+store') AS carriers
+    WHERE r.keyword = k.keyword AND a.enrichment_source = 'itunes+store') AS carriers,
+  EXISTS (SELECT 1 FROM segment_focus_keywords t WHERE t.keyword = k.keyword) AS top_segment
 FROM crawl_keywords k LEFT JOIN opportunity_scores o ON o.cluster_id = k.keyword`
 
 	// searchedSQL marks one keyword searched (?1 the time, ?2 the result
 	// count, ?3 the keyword) and schedules it from its facts: not due until
 	// its interval has passed.
 	searchedSQL = sync.OnceValue(func() string {
-		return `WITH f AS (SELECT keyword, ` + valueSQL("score", "carriers") + ` AS value, ` + intervalSQL("score") + ` AS iv
+		return `WITH f AS (SELECT keyword, ` + topValueSQL(valueSQL("score", "carriers"), "top_segment") + ` AS value, ` + topIntervalSQL("score", "top_segment") + ` AS iv
   FROM (` + keywordFacts + ` WHERE k.keyword = ?3))
 UPDATE crawl_keywords SET searched_at = ?1, result_count = ?2, value = f.value, research_interval_s = f.iv,
   next_search_at = strftime('%Y-%m-%dT%H:%M:%fZ', ?1, '+' || f.iv || ' seconds'), due_value = NULL
@@ -57,7 +68,7 @@ FROM f WHERE crawl_keywords.keyword = f.keyword`
 	// nothing reads it before the promote step, which values it afresh
 	// (promoteSQL), or its next search (searchedSQL).
 	revalueSQL = sync.OnceValue(func() string {
-		return `WITH f AS (SELECT keyword, ` + valueSQL("score", "carriers") + ` AS value, ` + intervalSQL("score") + ` AS iv, searched_at
+		return `WITH f AS (SELECT keyword, ` + topValueSQL(valueSQL("score", "carriers"), "top_segment") + ` AS value, ` + topIntervalSQL("score", "top_segment") + ` AS iv, searched_at
   FROM (` + keywordFacts + ` WHERE k.keyword IN (SELECT value FROM json_each(?1)) AND k.searched_at IS NOT NULL)),
 g AS (SELECT keyword, value, iv, next, CASE WHEN next <= ?2 THEN value END AS due
   FROM (SELECT keyword, value, iv, strftime('%Y-%m-%dT%H:%M:%fZ', searched_at, '+' || iv || ' seconds') AS next FROM f))
@@ -73,7 +84,7 @@ FROM g WHERE crawl_keywords.keyword = g.keyword
 	// keyword's value as it was while its schedule holds): the due set's
 	// order is the markets' of today.
 	promoteSQL = sync.OnceValue(func() string {
-		return `WITH f AS (SELECT keyword, ` + valueSQL("score", "carriers") + ` AS value
+		return `WITH f AS (SELECT keyword, ` + topValueSQL(valueSQL("score", "carriers"), "top_segment") + ` AS value
   FROM (` + keywordFacts + ` WHERE k.keyword IN (` + waitingSQL + `)))
 UPDATE crawl_keywords SET value = f.value, due_value = f.value
 FROM f WHERE crawl_keywords.keyword = f.keyword RETURNING crawl_keywords.keyword`

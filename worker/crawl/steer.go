@@ -66,6 +66,39 @@ const (
 	steerCursorName = "keyword-steering"
 )
 
+// The top segments (worker/segments' focus: the keywords of the segments
+// with the best opportunity, segment_focus_keywords) are searched first
+// and again daily: the design's feedback loop. Their searches come out of
+// the same per-cycle bound, in a different order, never on top of it.
+const (
+	// TopSegmentKeywordValue is added to a top segment's keyword's value:
+	// more than any other keyword's whole value (MaxOpportunityScore +
+	// the carriers' cap + FirstSearchValue is 140), so when it is due it
+	// is picked before every keyword that is not, and less than an
+	// operator's seed (SeedKeywordValue).
+	TopSegmentKeywordValue = 200.0
+)
+
+// TopSegmentValue is a searched keyword's value: KeywordValue, plus
+// TopSegmentKeywordValue for a top segment's keyword.
+func TopSegmentValue(score float64, carriers int, top bool) float64 {
+	v := KeywordValue(score, carriers)
+	if top {
+		v += TopSegmentKeywordValue
+	}
+	return v
+}
+
+// TopSegmentInterval is how long a searched keyword rests: a top
+// segment's keyword HotKeywordResearch (as a hot market's), any other its
+// market's ResearchInterval.
+func TopSegmentInterval(score float64, top bool) time.Duration {
+	if top {
+		return HotKeywordResearch
+	}
+	return ResearchInterval(score)
+}
+
 // KeywordValue is the expected value of searching a keyword whose market
 // scores score (0–100) and which carriers enriched apps rank for.
 func KeywordValue(score float64, carriers int) float64 {

@@ -66,6 +66,22 @@ func TestValueAndIntervalPolicy(t *testing.T) {
 	}
 }
 
+// TestTopSegmentKeywordPolicy: a top segment's keyword is worth more than
+// any other keyword, less than an operator's seed, and rests as a hot
+// market's.
+func TestTopSegmentKeywordPolicy(t *testing.T) {
+	best := PendingKeywordValue(MaxOpportunityScore, KeywordCarrierCap)
+	if TopSegmentValue(0, 0, true) <= best || TopSegmentValue(MaxOpportunityScore, KeywordCarrierCap, true) >= SeedKeywordValue {
+		t.Fatal("value: above any other keyword, below a seed")
+	}
+	if TopSegmentValue(40, 3, false) != KeywordValue(40, 3) || TopSegmentInterval(5, false) != ResearchInterval(5) {
+		t.Fatal("a keyword of no top segment keeps its market's value and interval")
+	}
+	if TopSegmentInterval(0, true) != HotKeywordResearch {
+		t.Fatal("a top segment's keyword rests a day")
+	}
+}
+
 // TestMigrationBackfillMatchesPolicy: migration 0023's literals are the
 // policy's numbers.
 func TestMigrationBackfillMatchesPolicy(t *testing.T) {

@@ -318,6 +318,14 @@ func (s D1Store) Steer(ctx context.Context, now time.Time, promote bool) (SteerR
 	return res, nil
 }
 
+// Revalue reschedules searched keywords (a JSON array of them) from their
+// facts at now, as the revalue step does for re-scored clusters: only a
+// keyword whose schedule changed is written. The segments' focus pass
+// puts it after its change to the top segments' keywords, in its batch.
+func Revalue(keywords string, now time.Time) d1.Stmt {
+	return d1.Stmt{SQL: revalueSQL(), Args: []any{keywords, d1.Time(now)}}
+}
+
 // SteerHotQueries are the steering's reads.
 func steerHotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{

@@ -84,6 +84,9 @@ type Facts struct {
 	RatingCount int64
 	// LastEnriched is when the app's record was stored.
 	LastEnriched time.Time
+	// TopSegment: the app is one of the top market segments' apps the
+	// crawl favours (worker/segments' focus).
+	TopSegment bool
 }
 
 // Tier classifies an app.
@@ -91,7 +94,7 @@ func Tier(f Facts) string {
 	v := f.Velocity7d
 	known := !math.IsNaN(v) && !math.IsInf(v, 0)
 	switch {
-	case f.InTopCharts, f.ClusterScore >= HotClusterScore,
+	case f.InTopCharts, f.TopSegment, f.ClusterScore >= HotClusterScore,
 		known && v >= HotVelocity7d,
 		known && f.RatingCount > 0 && v/float64(f.RatingCount) >= HotRelativeVelocity:
 		return TierHot
@@ -100,6 +103,43 @@ func Tier(f Facts) string {
 		return TierWarm
 	}
 	return TierCold
+}
+
+// TopSegmentTier is the tier of an app of a top segment: the design's
+// feedback loop, where the markets worth entering are watched closest.
+// The top segments' apps are bounded (segments.MaxFocusApps), so their
+// share of the hot rounds is too (docs/markets.md).
+const TopSegmentTier = TierHot
+
+// Below is the tiers under tier, in pick order: the ones a raise to tier
+// moves an app from.
+func Below(tier string) []string {
+	for i, t := range Tiers {
+		if t == tier {
+			return append([]string(nil), Tiers[i+1:]...)
+		}
+	}
+	return nil
+}
+
+// Raise is the decision for an enriched app that joins a top segment,
+// tiered current ("" untiered) and in slot: its tier now, when it is next
+// looked at (NextLook, a sweep on time) and whether its row changes. A
+// lower tier is raised to TopSegmentTier at once, so the app's next look
+// comes within that tier's interval rather than its own; an untiered app
+// is left to the catalogue sweep (which tiers it from Facts.TopSegment),
+// and a tier is never lowered here: the sweep lowers it once the app
+// leaves the top segments.
+func Raise(current string, slot int64, now time.Time) (tier string, next time.Time, raised bool) {
+	if current == "" {
+		return "", time.Time{}, false
+	}
+	for _, b := range Below(TopSegmentTier) {
+		if b == current {
+			return TopSegmentTier, NextLook(TopSegmentTier, slot, now), true
+		}
+	}
+	return current, NextLook(current, slot, now), false
 }
 
 // Interval is the length of a tier's round: each of its apps is looked at

@@ -295,3 +295,42 @@ func TestNextLook(t *testing.T) {
 		t.Fatalf("passed: %v", got)
 	}
 }
+
+// TestTopSegmentTierAndRaise: a top segment's app is hot whatever else it
+// is; Raise moves a lower tier up at once, so its next look comes within
+// a hot round, and leaves an untiered or hot app alone.
+func TestTopSegmentTierAndRaise(t *testing.T) {
+	quiet := Facts{TrackID: 7, RatingCount: 3, Velocity7d: math.NaN()}
+	if Tier(quiet) != TierCold {
+		t.Fatal("a quiet app is cold")
+	}
+	quiet.TopSegment = true
+	if Tier(quiet) != TopSegmentTier {
+		t.Fatal("a top segment's app is hot")
+	}
+	if got := Below(TierHot); len(got) != 2 || got[0] != TierWarm || got[1] != TierCold {
+		t.Fatalf("below hot: %v", got)
+	}
+	if len(Below(TierCold)) != 0 || Below("nope") != nil {
+		t.Fatal("nothing is below cold")
+	}
+	now := time.Date(2026, 11, 23, 7, 30, 0, 0, time.UTC)
+	for _, id := range []int64{1, 100000001, 123456789, 987654321} {
+		slot := Slot(id)
+		for _, from := range []string{TierWarm, TierCold} {
+			tier, next, raised := Raise(from, slot, now)
+			if !raised || tier != TierHot {
+				t.Fatalf("%s: %s %v", from, tier, raised)
+			}
+			if next.Before(now) || next.After(now.Add(HotInterval)) {
+				t.Fatalf("%s app %d: next look %v, not within a hot round of %v", from, id, next, now)
+			}
+		}
+		if _, _, raised := Raise(TierHot, slot, now); raised {
+			t.Fatal("a hot app is not raised")
+		}
+		if _, _, raised := Raise("", slot, now); raised {
+			t.Fatal("an untiered app is the sweep's")
+		}
+	}
+}

@@ -371,3 +371,35 @@ ON CONFLICT (track_id) DO NOTHING RETURNING track_id`
 func Discovered(ids, now string) d1.Stmt {
 	return d1.Stmt{SQL: DiscoveredSQL, Args: []any{ids, now}}
 }
+
+// Segment priorities: the apps of the top market segments
+// (worker/segments' focus pass).
+
+// RaisePriority raises queued apps (ids, a JSON array of track ids) to
+// priority: only an app still queued whose priority is lower is written
+// (seedRaiseSQL), so an operator's higher seed priority stays.
+func RaisePriority(ids string, priority int) d1.Stmt {
+	return d1.Stmt{SQL: seedRaiseSQL, Args: []any{ids, priority}}
+}
+
+// LowerPriority returns queued apps (ids) at exactly priority to the
+// default 0: an app raised higher since (an operator's seed) stays.
+func LowerPriority(ids string, priority int) d1.Stmt {
+	return d1.Stmt{
+		SQL: `UPDATE app_registry SET enrich_priority = 0
+WHERE track_id IN (SELECT value FROM json_each(?1)) AND enriched_at IS NULL AND enrich_priority = ?2`,
+		Args: []any{ids, priority},
+	}
+}
+
+// RaiseTier moves tiered apps (ids) whose tier is one of from (a JSON
+// array of tier names) to tier: an untiered app (the catalogue sweep tiers
+// it) or one already at another tier is not written. A written app is its
+// row and its entry moved in idx_app_registry_refresh_sweep.
+func RaiseTier(ids, tier, from string) d1.Stmt {
+	return d1.Stmt{
+		SQL: `UPDATE app_registry SET refresh_tier = ?2
+WHERE track_id IN (SELECT value FROM json_each(?1)) AND refresh_tier IN (SELECT value FROM json_each(?3))`,
+		Args: []any{ids, tier, from},
+	}
+}

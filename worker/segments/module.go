@@ -23,6 +23,8 @@ var Module = module.Module{
 		{Name: "segment_dirty", Writer: "worker/segments", Doc: "a keyword whose top apps changed since it was partitioned"},
 		{Name: "segment_lineage", Writer: "worker/segments", Doc: "a split or merge: keywords of one segment that went to another"},
 		{Name: "segment_snapshots", Writer: "worker/segments", Doc: "a live segment's day: ratings, demand, opportunity, leaders' velocity and apps"},
+		{Name: "segment_focus_apps", Writer: "worker/segments", Doc: "an app of a top segment by opportunity: enriched first, refreshed as hot"},
+		{Name: "segment_focus_keywords", Writer: "worker/segments", Doc: "a keyword of a top segment by opportunity: searched first, again daily"},
 	},
 }
 
@@ -58,5 +60,21 @@ func Tasks(s *Store) []module.Task {
 		{Name: "segments-full", Every: FullEvery, Jitter: 10 * time.Minute,
 			Doc: "every searched keyword re-partitioned into segments (stable ids, lineage), the day's snapshots, trends and relations",
 			Run: run(Store.Full)},
+		{Name: "segments-focus", Every: FocusEvery, Jitter: time.Minute,
+			Doc: "the top segments' apps enriched first and refreshed as hot, their keywords searched first, within the crawl's bounds",
+			Run: func(ctx context.Context, now func() time.Time) module.Result {
+				if s == nil || s.DB == nil {
+					return module.Result{Error: "no segments store configured"}
+				}
+				r, err := s.Focus(ctx, now())
+				if err != nil {
+					return module.Failed(err)
+				}
+				return module.Result{OK: true,
+					Summary: fmt.Sprintf("%d top segments: apps %d in, %d out (%d queued raised, %d lowered, %d made hot); keywords %d in, %d out",
+						r.Segments, r.AppsIn, r.AppsOut, r.Raised, r.Lowered, r.Hot, r.KeywordsIn, r.KeywordsOut),
+					Counters: map[string]int64{"apps_in": int64(r.AppsIn), "apps_out": int64(r.AppsOut), "keywords_in": int64(r.KeywordsIn),
+						"keywords_out": int64(r.KeywordsOut), "raised": int64(r.Raised), "hot": int64(r.Hot)}}
+			}},
 	}
 }

@@ -561,7 +561,7 @@ func (s Store) daily(ctx context.Context, built map[int64]Built, now time.Time) 
 // (explained by worker/queryplan_test.go's plan test).
 func HotQueries() []d1.NamedQuery {
 	kws := `["budget","chat"]`
-	return []d1.NamedQuery{
+	return append([]d1.NamedQuery{
 		{Name: "segment tops", SQL: topsSQL, Args: []any{kws, TopN}},
 		{Name: "segment full-pass tops", SQL: allTopsSQL, Args: []any{"", ReadChunk, TopN}},
 		{Name: "segment app stats", SQL: appStatsSQL, Args: []any{`[1,2]`}},
@@ -571,5 +571,5 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "segment snapshots points", SQL: snapshotPointsSQL, Args: []any{`[1,2]`, "2026-01-01", "2025-12-08"}},
 		{Name: "segments list", SQL: listSQL("opportunity"), Args: []any{1e9, 0, 20}},
 		{Name: "segment detail", SQL: detailSQL, Args: []any{1}},
-	}
+	}, FocusHotQueries()...)
 }
