@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/segments"
 )
@@ -27,7 +28,7 @@ func TestSegmentRoutes(t *testing.T) {
 	if items, _ := out["items"].([]any); code != 200 || len(items) != 1 || items[0].(map[string]any)["id"] != 3.0 || out["next_cursor"] != nil {
 		t.Fatalf("%d %v", code, out)
 	}
-	for q, field := range map[string]string{"sort=size": "sort", "limit=0": "limit", "limit=x": "limit", "limit=101": "limit", "cursor=%21%21": "cursor", "cursor=" + strings.Repeat("a", MaxCursorLen+1): "cursor"} {
+	for q, field := range map[string]string{"sort=size": "sort", "limit=0": "limit", "limit=x": "limit", "limit=101": "limit", "cursor=%21%21": "cursor", "cursor=" + strings.Repeat("a", d1.MaxCursorLen+1): "cursor"} {
 		if code, out := call(t, s, "GET", "/v1/segments?"+q, "", ""); code != 400 || out["field"] != field {
 			t.Errorf("%s: %d %v", q, code, out)
 		}
