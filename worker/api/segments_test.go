@@ -33,6 +33,14 @@ func TestSegmentRoutes(t *testing.T) {
 			t.Errorf("%s: %d %v", q, code, out)
 		}
 	}
+	// Exported: every live segment from the top, or from a cursor on.
+	if code, ct, body := exportGet(s, "/v1/segments?format=ndjson&limit=1"); code != 200 || ct != "application/x-ndjson" ||
+		strings.Count(body, "\n") != 3 || !strings.HasPrefix(body, `{"id":2,`) {
+		t.Errorf("segments ndjson: %d %s %q", code, ct, body)
+	}
+	if code, _, body := exportGet(s, "/v1/segments?format=csv&sort=opportunity", "Accept", "text/csv"); code != 200 || strings.Count(body, "\n") != 4 || !strings.HasPrefix(body, "id,name,keyword_count") {
+		t.Errorf("segments csv: %d %q", code, body)
+	}
 	for _, sort := range SegmentSorts {
 		if code, _ := call(t, s, "GET", "/v1/segments?sort="+sort, "", ""); code != 200 {
 			t.Errorf("sort=%s: %d", sort, code)
