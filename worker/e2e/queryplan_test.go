@@ -44,6 +44,9 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 			if s, ok := a.(string); ok {
 				return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 			}
+			if a == nil {
+				return "NULL"
+			}
 			return fmt.Sprint(a)
 		}
 		sql := q.SQL
