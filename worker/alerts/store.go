@@ -276,6 +276,11 @@ const (
 	MaxAlertsPage     = 100
 )
 
+// alertsPageSQL is a page of alerts, newest first, below the id ?1: a
+// range of the primary key.
+const alertsPageSQL = `SELECT id, rule_id, watch_id, type, created_at, state, attempts, deliveries, delivered_at, payload
+FROM alerts WHERE id < ?1 ORDER BY id DESC LIMIT ?2`
+
 // Alerts is a page of alerts, newest first, before the id cursor (0: the
 // newest), and the cursor of the next page (0: none).
 func (s *Service) Alerts(ctx context.Context, cursor int64, limit int) ([]Alert, int64, error) {
@@ -287,8 +292,7 @@ func (s *Service) Alerts(ctx context.Context, cursor int64, limit int) ([]Alert,
 		Deliveries string `json:"deliveries"`
 		Payload    string `json:"payload"`
 	}
-	err := s.DB.Query(ctx, &rows, `SELECT id, rule_id, watch_id, type, created_at, state, attempts, deliveries, delivered_at, payload
-FROM alerts WHERE id < ?1 ORDER BY id DESC LIMIT ?2`, cursor, limit)
+	err := s.DB.Query(ctx, &rows, alertsPageSQL, cursor, limit)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -642,6 +646,7 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "alerts review surge", SQL: surgeSQL, Args: []any{`[[100000001, "2026-01-01T00:00:00.000Z"]]`, "2025-12-31T00:00:00.000Z", 5}},
 		{Name: "alerts keywords searched", SQL: searchedSQL, Args: []any{`[[1, "budget", null], [2, "chess", "2026-01-01T00:00:00.000Z"]]`}},
 		{Name: "alerts keyword rankings", SQL: rankingsSQL, Args: []any{`["budget", "chess"]`, TrackedRanks}},
+		{Name: "alerts page", SQL: alertsPageSQL, Args: []any{int64(1<<63 - 1), DefaultAlertsPage}, Page: true},
 	}
 }
 

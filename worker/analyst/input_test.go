@@ -57,7 +57,7 @@ func TestBriefInputScoresEqualTheAPIs(t *testing.T) {
 	db, drv := d1test.New(t)
 	c := seedMarket(t, db, drv, "habit tracker")
 	ctx := context.Background()
-	listed, err := (&markets.Markets{DB: db}).List(ctx, true, 20, 0)
+	listed, _, err := (&markets.Markets{DB: db}).List(ctx, true, 20, "")
 	if err != nil || len(listed) != 1 {
 		t.Fatalf("list: %v %d", err, len(listed))
 	}

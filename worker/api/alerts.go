@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -65,7 +66,15 @@ func alertError(w http.ResponseWriter, what string, err error) {
 	}
 }
 
+// listWatches serves GET /v1/watches: every watch (a bounded list, one
+// page), as JSON or exported (?format=csv|ndjson).
 func (s *Server) listWatches(w http.ResponseWriter, r *http.Request) {
+	if format, ok := exportFormat(w, r); !ok {
+		return
+	} else if format != formatJSON {
+		exportPages(w, r, "watches", format, onePage(s.Alerts.Watches), "", alerts.MaxWatches)
+		return
+	}
 	ws, err := s.Alerts.Watches(r.Context())
 	if err != nil {
 		alertError(w, "read", err)
@@ -108,7 +117,16 @@ func (s *Server) deleteWatch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"deleted": id})
 }
 
+// listRules serves GET /v1/alert-rules: every rule (a bounded list, one
+// page), as JSON or exported (?format=csv|ndjson).
 func (s *Server) listRules(w http.ResponseWriter, r *http.Request) {
+	if format, ok := exportFormat(w, r); !ok {
+		return
+	} else if format != formatJSON {
+		rules := func(ctx context.Context) ([]alerts.Rule, error) { return s.Alerts.Rules(ctx, time.Now()) }
+		exportPages(w, r, "alert-rules", format, onePage(rules), "", alerts.MaxRules)
+		return
+	}
 	rs, err := s.Alerts.Rules(r.Context(), time.Now())
 	if err != nil {
 		alertError(w, "read", err)
@@ -138,17 +156,15 @@ func (s *Server) addRule(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, rule)
 }
 
+// listAlerts serves GET /v1/alerts?cursor=&limit=: alerts newest first,
+// a page as JSON or exported from the cursor on (?format=csv|ndjson).
 func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	cursor, limit := int64(0), alerts.DefaultAlertsPage
-	if v := q.Get("cursor"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			writeError(w, http.StatusBadRequest, "cursor", "cursor must be the next_cursor of a page (a positive integer)")
-			return
-		}
-		cursor = n
+	format, ok := exportFormat(w, r)
+	if !ok {
+		return
 	}
+	q := r.URL.Query()
+	limit := alerts.DefaultAlertsPage
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > alerts.MaxAlertsPage {
@@ -157,7 +173,32 @@ func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	items, next, err := s.Alerts.Alerts(r.Context(), cursor, limit)
+	cursor := q.Get("cursor")
+	first, ok := alertCursor(cursor)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "cursor", "cursor must be the next_cursor of a page (a positive integer)")
+		return
+	}
+	read := func(ctx context.Context, cursor string, limit int) ([]json.RawMessage, string, error) {
+		c, _ := alertCursor(cursor)
+		items, next, err := s.Alerts.Alerts(ctx, c, limit)
+		if err != nil {
+			return nil, "", err
+		}
+		out, _, err := rawItems(items)
+		if next > 0 {
+			return out, strconv.FormatInt(next, 10), err
+		}
+		return out, "", err
+	}
+	if format != formatJSON {
+		if q.Get("limit") == "" {
+			limit = alerts.MaxAlertsPage
+		}
+		exportPages(w, r, "alerts", format, read, cursor, limit)
+		return
+	}
+	items, next, err := s.Alerts.Alerts(r.Context(), first, limit)
 	if err != nil {
 		alertError(w, "read", err)
 		return
@@ -170,4 +211,14 @@ func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request) {
 		nextCursor = next
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nextCursor})
+}
+
+// alertCursor reads an alerts cursor: the id the next page starts below
+// (0 for the first page).
+func alertCursor(v string) (int64, bool) {
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil && n > 0
 }

@@ -5,6 +5,8 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"storecrawl/worker/alerts"
@@ -103,5 +105,55 @@ func TestAlertRoutes(t *testing.T) {
 	}
 	if code, _ := call(t, NewServer(&Server{}), "GET", "/v1/watches", "", ""); code != http.StatusServiceUnavailable {
 		t.Fatalf("unbound: %d", code)
+	}
+}
+
+// exportGet serves one GET and returns its status, content type and body.
+func exportGet(s *Server, target string, hdr ...string) (int, string, string) {
+	r := httptest.NewRequest("GET", target, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	return w.Code, w.Header().Get("Content-Type"), w.Body.String()
+}
+
+// The watch, rule and alert lists export as CSV and NDJSON like every
+// list; alerts page by page from the cursor on.
+func TestAlertListsExport(t *testing.T) {
+	db, drv := d1test.New(t)
+	svc := &alerts.Service{DB: db}
+	s := NewServer(&Server{Alerts: svc, AdminToken: func() string { return "secret" }})
+	if code, out := call(t, s, "POST", "/v1/watches", "secret", `{"kind":"keyword","target":"budget"}`); code != http.StatusCreated {
+		t.Fatalf("watch: %d %v", code, out)
+	}
+	if code, out := call(t, s, "POST", "/v1/alert-rules", "secret", `{"type":"new_version","channel":"slack","url":"https://hooks.example.com/services/T/B/x"}`); code != http.StatusCreated {
+		t.Fatalf("rule: %d %v", code, out)
+	}
+	for i := 1; i <= 5; i++ {
+		drv.Exec(t, `INSERT INTO alerts (id, rule_id, type, payload, created_at) VALUES (?, 1, 'new_version', '{"n":1}', '2026-01-01T00:00:00.000Z')`, i)
+	}
+	code, ct, body := exportGet(s, "/v1/watches?format=csv")
+	if lines := strings.Split(strings.TrimSpace(body), "\n"); code != 200 || ct != "text/csv; charset=utf-8" || len(lines) != 2 || !strings.HasPrefix(lines[0], "id,kind,target") || !strings.Contains(lines[1], "budget") {
+		t.Errorf("watches csv: %d %s %q", code, ct, body)
+	}
+	code, ct, body = exportGet(s, "/v1/alert-rules", "Accept", "text/csv")
+	if lines := strings.Split(strings.TrimSpace(body), "\n"); code != 200 || ct != "text/csv; charset=utf-8" || len(lines) != 2 || strings.Contains(body, "services/T") {
+		t.Errorf("rules csv: %d %s %q", code, ct, body)
+	}
+	// Pages of two, all five from the top; from the cursor 3 on, two.
+	code, ct, body = exportGet(s, "/v1/alerts?format=ndjson&limit=2")
+	if lines := strings.Split(strings.TrimSpace(body), "\n"); code != 200 || ct != "application/x-ndjson" || len(lines) != 5 || !strings.HasPrefix(lines[0], `{"id":5,`) {
+		t.Errorf("alerts ndjson: %d %s %q", code, ct, body)
+	}
+	code, _, body = exportGet(s, "/v1/alerts?format=ndjson&cursor=3")
+	if lines := strings.Split(strings.TrimSpace(body), "\n"); code != 200 || len(lines) != 2 || !strings.HasPrefix(lines[0], `{"id":2,`) {
+		t.Errorf("alerts resumed: %d %q", code, body)
+	}
+	for _, target := range []string{"/v1/watches?format=xml", "/v1/alert-rules?format=pdf", "/v1/alerts?format=json2"} {
+		if code, out := call(t, s, "GET", target, "", ""); code != http.StatusBadRequest || out["field"] != "format" {
+			t.Errorf("%s: %d %v", target, code, out)
+		}
 	}
 }

@@ -35,7 +35,7 @@ func (s *Server) appReviews(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "id", "id must be a positive integer track id")
 		return
 	}
-	pagedList("reviews", func(ctx context.Context, limit, offset int) ([]json.RawMessage, error) {
-		return s.Reviews.AppReviews(ctx, id, limit, offset)
+	pagedList("reviews", func(ctx context.Context, cursor string, limit int) ([]json.RawMessage, string, error) {
+		return s.Reviews.AppReviews(ctx, id, limit, cursor)
 	})(w, r)
 }

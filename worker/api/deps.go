@@ -29,9 +29,11 @@ type ChartReader interface {
 	Get(ctx context.Context, key string) (string, error)
 }
 
-// MarketReader lists market clusters as JSON objects, by score or by size.
+// MarketReader lists market clusters as JSON objects, by score or by
+// size: a page after a cursor ("" from the first; d1.ErrBadCursor for one
+// it did not hand out) and the next page's cursor ("" at the end).
 type MarketReader interface {
-	List(ctx context.Context, byScore bool, limit, offset int) ([]json.RawMessage, error)
+	List(ctx context.Context, byScore bool, limit int, cursor string) ([]json.RawMessage, string, error)
 }
 
 // SegmentReader reads market segments (worker/segments.Store): a page
@@ -51,7 +53,9 @@ type AppReader interface {
 // ReviewReader reads stored customer reviews and computes a cluster's
 // complaint themes (worker/reviews.D1Store).
 type ReviewReader interface {
-	AppReviews(ctx context.Context, appID int64, limit, offset int) ([]json.RawMessage, error)
+	// AppReviews is a page of an app's reviews after a cursor, and the
+	// next page's cursor (as MarketReader's).
+	AppReviews(ctx context.Context, appID int64, limit int, cursor string) ([]json.RawMessage, string, error)
 	ClusterThemes(ctx context.Context, clusterID string) (themes []reviews.Theme, reviewCount int, found bool, err error)
 }
 
@@ -80,9 +84,11 @@ type QualityReader interface {
 	LatestQuality(ctx context.Context) (json.RawMessage, error)
 }
 
-// DeadLetterReader lists recorded dead letters as JSON objects, newest first.
+// DeadLetterReader lists recorded dead letters as JSON objects, newest
+// first: a page after a cursor, and the next page's cursor (as
+// MarketReader's).
 type DeadLetterReader interface {
-	DeadLetters(ctx context.Context, limit, offset int) ([]json.RawMessage, error)
+	DeadLetters(ctx context.Context, limit int, cursor string) ([]json.RawMessage, string, error)
 }
 
 // Reparser starts and reports page reparses (worker/enrichment.Reparser).

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
+	"storecrawl/worker/analyst"
 	"storecrawl/worker/api"
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/d1"
@@ -25,7 +27,10 @@ import (
 
 // explorerCatalogue is a d1test catalogue: apps (every third by one
 // developer, names starting "photo" or "budget"), keywords with their
-// rankings, markets and scores, reviews.
+// rankings, markets and scores, reviews, a brief; and what grows with the apps,
+// of apps from growingFrom on: a market a tenth of the apps (each ranking
+// ten apps, scored under the fixed three) and two reviews an app, a
+// twentieth of them undated.
 func explorerCatalogue(t *testing.T, apps int) (*d1.DB, *d1test.Driver) {
 	db, drv := d1test.New(t)
 	drv.Exec(t, `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < ?)
@@ -43,12 +48,35 @@ INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) SELECT ?, i * 2 + 
 	drv.Exec(t, `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < 40)
 INSERT INTO app_reviews (id, app_id, country, rating, title, body, version, author_hash, reviewed_at, sentiment, fetched_at)
 SELECT 'r' || i, 2, 'us', 1 + i % 5, 'crashes on export', 'it crashes when I export ' || i, '1.0', 'h' || i, '2026-01-0' || (1 + i % 9) || 'T00:00:00.000Z', -0.5, '2026-01-10T00:00:00.000Z' FROM s`)
+	drv.Exec(t, `INSERT INTO analyst_briefs (brief_id, cluster_id, state, trigger, headline, brief_json, created_at, updated_at)
+VALUES ('b1', 'photo editor', 'done', 'schedule', 'Editors crash on export', '{"summary":"x"}', '2026-01-03T00:00:00.000Z', '2026-01-03T00:00:00.000Z')`)
+	if apps <= growingFrom {
+		return db, drv
+	}
+	drv.Exec(t, `WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM s WHERE i+1 < ?1 / 10)
+INSERT INTO crawl_keywords (keyword, source, created_at, searched_at, result_count) SELECT 'kw ' || i, 'title', '2026-01-01', '2026-01-02', 50 FROM s`, apps)
+	drv.Exec(t, `WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM s WHERE i+1 < ?1 / 10 * 10)
+INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) SELECT 'kw ' || (i / 10), ?2 + (i * 7919) % (?1 - ?2), 1 + i % 10, '2026-01-02' FROM s`, apps, growingFrom)
+	drv.Exec(t, `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, hhi, fragmentation, computed_at)
+SELECT keyword, 10, 100 + rowid, 4.0, 0.2, 0.1, 0.9, '2026-01-02' FROM crawl_keywords WHERE keyword LIKE 'kw %'`)
+	drv.Exec(t, `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at)
+SELECT cluster_id, (total_ratings % 400) / 10.0, 3, 0.9, 0.2, '2026-01-02' FROM market_clusters WHERE cluster_id LIKE 'kw %'`)
+	drv.Exec(t, `WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM s WHERE i+1 < (?1 - ?2) * 2)
+INSERT INTO app_reviews (id, app_id, country, rating, title, body, version, author_hash, reviewed_at, sentiment, fetched_at)
+SELECT 'g' || i, ?2 + i % (?1 - ?2), 'us', 1 + i % 5, 'fine', 'works', '1.0', 'h', CASE WHEN i % 20 > 0 THEN '2026-01-0' || (1 + i % 9) || 'T00:00:00.000Z' END,
+  0.5, '2026-01-10T00:00:00.000Z' FROM s`, apps, growingFrom)
 	return db, drv
 }
 
+// growingFrom is the first app of the part of explorerCatalogue that
+// grows with it: the pages measured read apps below it.
+const growingFrom = 100
+
 func explorerServer(db *d1.DB, readToken string) *api.Server {
 	m := &markets.Markets{DB: db}
+	cfg, _ := analyst.LoadConfig(func(string) string { return "" })
 	return api.NewServer(&api.Server{
+		Analyst: &analyst.Analyst{Store: analyst.Store{DB: db}, Config: cfg, Model: cfg.Model},
 		Markets: m, MarketDetail: m, Apps: enrichment.D1Store{DB: db}, Reviews: reviews.D1Store{DB: db},
 		AppHistory: catalogue.D1Store{DB: db}, Search: search.Store{DB: db},
 		AdminToken: func() string { return "secret" }, ReadToken: func() string { return readToken },
@@ -172,15 +200,27 @@ func TestExplorerRoutesNameTheFieldAtFault(t *testing.T) {
 	}
 }
 
-// manyMarkets is a MarketReader of n markets.
+// manyMarkets is a MarketReader of n markets; its cursor is the index
+// of the next.
 type manyMarkets int
 
-func (n manyMarkets) List(_ context.Context, _ bool, limit, offset int) ([]json.RawMessage, error) {
+func (n manyMarkets) List(_ context.Context, _ bool, limit int, cursor string) ([]json.RawMessage, string, error) {
+	from := 0
+	if cursor != "" {
+		var err error
+		if from, err = strconv.Atoi(cursor); err != nil {
+			return nil, "", d1.ErrBadCursor
+		}
+	}
 	var out []json.RawMessage
-	for i := offset; i < min(offset+limit, int(n)); i++ {
+	for i := from; i < min(from+limit, int(n)); i++ {
 		out = append(out, json.RawMessage(fmt.Sprintf(`{"cluster_id":"kw,%d","opportunity_score":%d.5,"members":[{"track_id":%d}],"note":null}`, i, i, i)))
 	}
-	return out, nil
+	next := ""
+	if from+limit < int(n) {
+		next = strconv.Itoa(from + limit)
+	}
+	return out, next, nil
 }
 
 func TestListsExportAsCSVAndNDJSONPageByPageAndACursorResumes(t *testing.T) {
@@ -211,11 +251,24 @@ func TestListsExportAsCSVAndNDJSONPageByPageAndACursorResumes(t *testing.T) {
 	var page struct {
 		Items      []json.RawMessage
 		NextCursor string `json:"next_cursor"`
-		NextOffset int    `json:"next_offset"`
 	}
 	json.Unmarshal(w.Body.Bytes(), &page)
-	if len(page.Items) != 10 || page.NextCursor != "30" || page.NextOffset != 30 {
+	if len(page.Items) != 10 || page.NextCursor != "30" {
 		t.Errorf("json page: %s", w.Body)
+	}
+	// A cursor the list did not hand out is a 400 naming cursor, in every
+	// format; an unknown format names format; an offset names offset.
+	for _, target := range []string{"/v1/opportunities?cursor=x", "/v1/opportunities?format=csv&cursor=x", "/v1/opportunities?format=xml", "/v1/clusters?offset=10"} {
+		w, _ := get(s, target)
+		var e struct{ Field string }
+		json.Unmarshal(w.Body.Bytes(), &e)
+		want := map[bool]string{true: "format", false: "cursor"}[strings.Contains(target, "xml")]
+		if strings.Contains(target, "offset") {
+			want = "offset"
+		}
+		if w.Code != 400 || e.Field != want {
+			t.Errorf("%s: %d %s, want 400 naming %s", target, w.Code, w.Body, want)
+		}
 	}
 }
 
@@ -254,37 +307,95 @@ func TestReadTokenGuardsThePagesAndTheirReads(t *testing.T) {
 	}
 }
 
-// TestAPageViewCostsBoundedRows sums the D1 rows each page's API calls read
-// (app.js's calls for it) on a d1test catalogue: a view reads what it
-// shows, never a table.
-func TestAPageViewCostsBoundedRows(t *testing.T) {
-	db, _ := explorerCatalogue(t, 5000)
-	s := explorerServer(db, "")
+// measuring is a d1.Driver that also measures each read natively
+// (d1test.Work): the rows a page view returns and the rows its queries
+// walk, summed.
+type measuring struct {
+	*d1test.Driver
+	t    testing.TB
+	work d1test.Work
+}
+
+func (m *measuring) All(ctx context.Context, q string, args []any) ([]byte, d1.Meta, error) {
+	w := m.Measure(m.t, q, args...)
+	m.work.Walked += w.Walked
+	m.work.VMSteps += w.VMSteps
+	m.work.Rows += w.Rows
+	return m.Driver.All(ctx, q, args)
+}
+
+// ExplorerPageCatalogues are the two catalogue sizes a page view is
+// measured on: it must cost the same on both.
+var ExplorerPageCatalogues = []int{1_000, 10_000}
+
+// TestAPageViewCostsTheSameRowsAt1kAnd10kApps sums the D1 rows each page's
+// API calls read (app.js's calls for it: "{next}" is the next_cursor of
+// the call before, the "more" button) on d1test catalogues of 1,000 and
+// 10,000 apps whose markets, rankings and reviews grow with the apps: a
+// view reads what it shows, never a table, so both cost the same rows,
+// and no query walks a table (d1test.Work.Walked).
+func TestAPageViewCostsTheSameRowsAt1kAnd10kApps(t *testing.T) {
 	pages := []struct {
 		name  string
 		calls []string
 		max   int64
 	}{
 		{"markets", []string{"/v1/opportunities?limit=50"}, 200},
+		{"markets, more", []string{"/v1/opportunities?limit=50", "/v1/opportunities?limit=50&cursor={next}"}, 200},
 		{"market", []string{"/v1/clusters/photo%20editor", "/v1/clusters/photo%20editor/themes", "/v1/opportunities/photo%20editor/brief", "/v1/apps/2/reviews?limit=100"}, 1200},
 		{"app", []string{"/v1/apps/2", "/v1/apps/2/history?days=365&limit=500", "/v1/apps/2/reviews?limit=20"}, 300},
+		{"app, more reviews", []string{"/v1/apps/2/reviews?limit=20", "/v1/apps/2/reviews?limit=20&cursor={next}"}, 300},
 		{"keyword", []string{"/v1/keywords/photo%20editor", "/v1/clusters/photo%20editor", "/v1/search?kind=keywords&limit=1&q=photo%20editor",
 			"/v1/apps/2/history?days=30", "/v1/apps/4/history?days=30", "/v1/apps/6/history?days=30", "/v1/apps/8/history?days=30", "/v1/apps/10/history?days=30"}, 600},
 		{"search", []string{"/v1/search?kind=apps&q=photo", "/v1/search?kind=keywords&q=photo"}, 100},
+		{"search, more", []string{"/v1/search?kind=apps&q=photo", "/v1/search?kind=apps&q=photo&cursor={next}"}, 100},
 	}
-	for _, p := range pages {
-		var rows, queries int64
-		for _, c := range p.calls {
-			w, cost := get(s, c)
-			if w.Code >= 500 && w.Code != 503 { // 503: no analyst bound here
-				t.Fatalf("%s: %s: %d %s", p.name, c, w.Code, w.Body)
+	type cost struct{ rows, queries, walked int64 }
+	at := map[int][]cost{}
+	for _, apps := range ExplorerPageCatalogues {
+		db, drv := explorerCatalogue(t, apps)
+		m := &measuring{Driver: drv, t: t}
+		db.Driver = m
+		s := explorerServer(db, "")
+		for _, p := range pages {
+			var c cost
+			m.work = d1test.Work{}
+			next := ""
+			for _, call := range p.calls {
+				if strings.Contains(call, "{next}") && next == "" {
+					t.Fatalf("%s at %d apps: no next_cursor to follow", p.name, apps)
+				}
+				w, v := get(s, strings.ReplaceAll(call, "{next}", url.QueryEscape(next)))
+				if w.Code >= 500 {
+					t.Fatalf("%s: %s: %d %s", p.name, call, w.Code, w.Body)
+				}
+				var page struct {
+					Next *string `json:"next_cursor"`
+				}
+				json.Unmarshal(w.Body.Bytes(), &page)
+				next = ""
+				if page.Next != nil {
+					next = *page.Next
+				}
+				c.rows += v.RowsRead
+				c.queries += v.Queries
 			}
-			rows += cost.RowsRead
-			queries += cost.Queries
+			c.walked = m.work.Walked
+			at[apps] = append(at[apps], c)
+			t.Logf("%6d apps, %-17s page view: %d D1 rows read in %d queries (%d API calls), %d rows walked, %d VM steps",
+				apps, p.name, c.rows, c.queries, len(p.calls), c.walked, m.work.VMSteps)
+			if c.rows > p.max {
+				t.Errorf("%s page view at %d apps read %d rows, want ≤ %d", p.name, apps, c.rows, p.max)
+			}
+			if c.walked != 0 {
+				t.Errorf("%s page view at %d apps walked %d rows of a table", p.name, apps, c.walked)
+			}
 		}
-		t.Logf("%-8s page view: %d D1 rows read in %d queries (%d API calls)", p.name, rows, queries, len(p.calls))
-		if rows > p.max {
-			t.Errorf("%s page view read %d rows, want ≤ %d", p.name, rows, p.max)
+	}
+	small, large := ExplorerPageCatalogues[0], ExplorerPageCatalogues[1]
+	for i, p := range pages {
+		if at[small][i] != at[large][i] {
+			t.Errorf("%s page view: %+v at %d apps, %+v at %d: it grows with the catalogue", p.name, at[small][i], small, at[large][i], large)
 		}
 	}
 }

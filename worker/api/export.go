@@ -78,11 +78,11 @@ func exportPages(w http.ResponseWriter, r *http.Request, what, format string, re
 	for rows := 0; ; {
 		items, next, err := read(r.Context(), cursor, min(limit, ExportMaxRows-rows))
 		if err != nil {
-			logx.Err(what+".export_read_failed", err, map[string]any{"cursor": cursor})
 			if !started {
-				writeError(w, http.StatusInternalServerError, "", "read failed")
+				readOK(w, what, err)
 				return
 			}
+			logx.Err(what+".export_read_failed", err, map[string]any{"cursor": cursor})
 			if format == formatCSV {
 				cw.Write([]string{"#error", "read failed; resume with cursor", cursor})
 				cw.Flush()

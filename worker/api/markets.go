@@ -72,7 +72,7 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) {
 
 // markets serves /v1/clusters (by size) and /v1/opportunities (by score).
 func (s *Server) markets(byScore bool) http.HandlerFunc {
-	return pagedList("markets", func(ctx context.Context, limit, offset int) ([]json.RawMessage, error) {
-		return s.Markets.List(ctx, byScore, limit, offset)
+	return pagedList("markets", func(ctx context.Context, cursor string, limit int) ([]json.RawMessage, string, error) {
+		return s.Markets.List(ctx, byScore, limit, cursor)
 	})
 }

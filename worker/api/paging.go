@@ -3,88 +3,149 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 
+	"storecrawl/worker/d1"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/segments"
 )
 
-// Pagination bounds of the offset-paged listings.
+// Page sizes of the cursor-paged lists.
 const (
 	DefaultPageSize = 20
 	MaxPageSize     = 100
-	MaxOffset       = 10_000
 )
 
-// pageParams reads limit and the start of an offset list: offset, or
-// cursor (the next_cursor of the page before, which wins), naming the bad one.
-func pageParams(r *http.Request) (limit, offset int, field string) {
-	limit, offset = DefaultPageSize, 0
-	if v := r.URL.Query().Get("limit"); v != "" {
+// badCursorMsg is the 400 a cursor no page handed out gets.
+const badCursorMsg = "cursor must be the next_cursor of a page before (absent for the first page)"
+
+// offsetRetiredMsg is the 400 an offset gets: a list reads a range of an
+// index from its cursor, and an offset would walk every row before it.
+const offsetRetiredMsg = "offset is not supported: page with cursor, the next_cursor of the page before"
+
+// isBadCursor reports whether a read refused its cursor.
+func isBadCursor(err error) bool {
+	return errors.Is(err, d1.ErrBadCursor) || errors.Is(err, segments.ErrBadCursor)
+}
+
+// pageParams reads a cursor-paged list's limit and cursor, naming the bad
+// one (an offset names itself: the lists page only by cursor).
+func pageParams(r *http.Request) (limit int, cursor, field, msg string) {
+	q := r.URL.Query()
+	if q.Has("offset") {
+		return 0, "", "offset", offsetRetiredMsg
+	}
+	limit = DefaultPageSize
+	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxPageSize {
-			return 0, 0, "limit"
+			return 0, "", "limit", fmt.Sprintf("limit must be an integer 1–%d", MaxPageSize)
 		}
 		limit = n
 	}
-	for _, f := range []string{"offset", "cursor"} {
-		if v := r.URL.Query().Get(f); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > MaxOffset {
-				return 0, 0, f
-			}
-			offset = n
-		}
+	cursor = q.Get("cursor")
+	if len(cursor) > d1.MaxCursorLen {
+		return 0, "", "cursor", badCursorMsg
 	}
-	return limit, offset, ""
+	return limit, cursor, "", ""
 }
 
-// pagedList serves an offset-paged list read by read: limit and offset (or
-// cursor) validated (400 naming the field); as JSON one page {items, limit,
-// offset, next_offset, next_cursor}, as CSV or NDJSON (?format=) the pages
-// from there on (export.go).
-func pagedList(what string, read func(ctx context.Context, limit, offset int) ([]json.RawMessage, error)) http.HandlerFunc {
+// pagedList serves a cursor-paged list read by read: limit and cursor
+// validated (400 naming the field); as JSON one page {items, limit,
+// next_cursor} (null at the end), as CSV or NDJSON (?format=) the pages
+// from the cursor on (export.go).
+func pagedList(what string, read pageFunc) http.HandlerFunc {
+	return pagedListWith(what, read, nil)
+}
+
+// pagedListWith is pagedList with more fields in the JSON page (the
+// list's validated parameters).
+func pagedListWith(what string, read pageFunc, fields map[string]any) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		format, ok := exportFormat(w, r)
 		if !ok {
 			return
 		}
-		limit, offset, field := pageParams(r)
+		limit, cursor, field, msg := pageParams(r)
 		if field != "" {
-			writeError(w, http.StatusBadRequest, field, fmt.Sprintf("%s must be an integer (limit 1–%d, offset and cursor 0–%d)", field, MaxPageSize, MaxOffset))
+			writeError(w, http.StatusBadRequest, field, msg)
 			return
-		}
-		page := func(ctx context.Context, cursor string, limit int) ([]json.RawMessage, string, error) {
-			off, _ := strconv.Atoi(cursor)
-			items, err := read(ctx, limit, off)
-			next := ""
-			if len(items) == limit && off+limit <= MaxOffset {
-				next = strconv.Itoa(off + limit)
-			}
-			return items, next, err
 		}
 		if format != formatJSON {
 			if r.URL.Query().Get("limit") == "" {
 				limit = MaxPageSize
 			}
-			exportPages(w, r, what, format, page, strconv.Itoa(offset), limit)
+			exportPages(w, r, what, format, read, cursor, limit)
 			return
 		}
-		items, next, err := page(r.Context(), strconv.Itoa(offset), limit)
-		if err != nil {
-			logx.Err(what+".read_failed", err, nil)
-			writeError(w, http.StatusInternalServerError, "", "read failed")
+		items, next, err := read(r.Context(), cursor, limit)
+		if !readOK(w, what, err) {
 			return
 		}
-		if items == nil {
-			items = []json.RawMessage{}
+		body := map[string]any{"items": nonNil(items), "limit": limit, "next_cursor": cursorOrNull(next)}
+		for k, v := range fields {
+			body[k] = v
 		}
-		nextOffset, nextCursor := any(nil), any(nil)
-		if next != "" {
-			nextOffset, _ = strconv.Atoi(next)
-			nextCursor = next
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"items": items, "limit": limit, "offset": offset, "next_offset": nextOffset, "next_cursor": nextCursor})
+		writeJSON(w, http.StatusOK, body)
 	}
+}
+
+// readOK answers a page read's error: a refused cursor is a 400 naming
+// cursor, anything else a logged 500.
+func readOK(w http.ResponseWriter, what string, err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case isBadCursor(err):
+		writeError(w, http.StatusBadRequest, "cursor", badCursorMsg)
+	default:
+		logx.Err(what+".read_failed", err, nil)
+		writeError(w, http.StatusInternalServerError, "", "read failed")
+	}
+	return false
+}
+
+func nonNil(items []json.RawMessage) []json.RawMessage {
+	if items == nil {
+		return []json.RawMessage{}
+	}
+	return items
+}
+
+// cursorOrNull is next_cursor as JSON: null after the last page.
+func cursorOrNull(next string) any {
+	if next == "" {
+		return nil
+	}
+	return next
+}
+
+// onePage is the pageFunc of a list that is one bounded page (no cursor).
+func onePage[T any](read func(ctx context.Context) ([]T, error)) pageFunc {
+	return func(ctx context.Context, cursor string, _ int) ([]json.RawMessage, string, error) {
+		if cursor != "" {
+			return nil, "", d1.ErrBadCursor
+		}
+		xs, err := read(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		return rawItems(xs)
+	}
+}
+
+// rawItems renders values as a page's items.
+func rawItems[T any](xs []T) ([]json.RawMessage, string, error) {
+	out := make([]json.RawMessage, 0, len(xs))
+	for _, x := range xs {
+		b, err := json.Marshal(x)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, b)
+	}
+	return out, "", nil
 }

@@ -4,25 +4,34 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+
+	"storecrawl/worker/d1"
 )
 
-// FuzzPageParams: limit/offset are either refused naming the field or in bounds.
+// FuzzPageParams: limit and cursor are either refused naming the field or
+// in bounds; an offset is always refused, naming offset.
 func FuzzPageParams(f *testing.F) {
-	for _, seed := range [][2]string{{"", ""}, {"100", "10000"}, {"101", "-1"}, {"18446744073709551616", "0"}, {"1e2", " 5"}} {
-		f.Add(seed[0], seed[1])
+	for _, seed := range [][3]string{{"", "", ""}, {"100", "abc", ""}, {"101", "", "0"}, {"18446744073709551616", "", ""}, {"1e2", " 5", ""}} {
+		f.Add(seed[0], seed[1], seed[2])
 	}
-	f.Fuzz(func(t *testing.T, limit, offset string) {
-		q := url.Values{"limit": {limit}, "offset": {offset}}
+	f.Fuzz(func(t *testing.T, limit, cursor, offset string) {
+		q := url.Values{"limit": {limit}, "cursor": {cursor}}
+		if offset != "" {
+			q.Set("offset", offset)
+		}
 		r := httptest.NewRequest("GET", "/v1/clusters?"+q.Encode(), nil)
-		l, o, field := pageParams(r)
-		if field != "" {
-			if field != "limit" && field != "offset" {
+		l, c, field, _ := pageParams(r)
+		switch {
+		case offset != "":
+			if field != "offset" {
+				t.Fatalf("offset=%q accepted (field %q)", offset, field)
+			}
+		case field != "":
+			if field != "limit" && field != "cursor" {
 				t.Fatalf("field %q", field)
 			}
-			return
-		}
-		if l < 1 || l > MaxPageSize || o < 0 || o > MaxOffset {
-			t.Fatalf("limit=%q offset=%q accepted as %d, %d", limit, offset, l, o)
+		case l < 1 || l > MaxPageSize || len(c) > d1.MaxCursorLen:
+			t.Fatalf("limit=%q cursor=%q accepted as %d, %q", limit, cursor, l, c)
 		}
 	})
 }

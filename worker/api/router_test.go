@@ -14,6 +14,7 @@ import (
 
 	"storecrawl/durable/ledger"
 	"storecrawl/worker/catalogue"
+	"storecrawl/worker/d1"
 	"storecrawl/worker/ledgerdb"
 	"storecrawl/worker/reviews"
 )
@@ -182,11 +183,17 @@ func TestHistoryRoutesValidateBeforeReading(t *testing.T) {
 	}
 }
 
-type deadLetters struct{ limit, offset int }
+type deadLetters struct {
+	limit  int
+	cursor string
+}
 
-func (d *deadLetters) DeadLetters(_ context.Context, limit, offset int) ([]json.RawMessage, error) {
-	d.limit, d.offset = limit, offset
-	return []json.RawMessage{json.RawMessage(`{"message_id":"m1"}`)}, nil
+func (d *deadLetters) DeadLetters(_ context.Context, limit int, cursor string) ([]json.RawMessage, string, error) {
+	d.limit, d.cursor = limit, cursor
+	if cursor == "bad" {
+		return nil, "", d1.ErrBadCursor
+	}
+	return []json.RawMessage{json.RawMessage(`{"message_id":"m1"}`)}, "c2", nil
 }
 
 type sentEvents []string
@@ -204,9 +211,14 @@ func TestDeadLettersAndTestOnlyEventInjection(t *testing.T) {
 	if code, out := call(t, s, "GET", "/v1/system/dead-letters?limit=0", "", ""); code != 400 || out["field"] != "limit" {
 		t.Fatalf("bad limit: %d %v", code, out)
 	}
-	code, out := call(t, s, "GET", "/v1/system/dead-letters?limit=1&offset=3", "", "")
-	if items, _ := out["items"].([]any); code != 200 || len(items) != 1 || out["next_offset"] != 4.0 || dl.limit != 1 || dl.offset != 3 {
+	code, out := call(t, s, "GET", "/v1/system/dead-letters?limit=1&cursor=c1", "", "")
+	if items, _ := out["items"].([]any); code != 200 || len(items) != 1 || out["next_cursor"] != "c2" || dl.limit != 1 || dl.cursor != "c1" {
 		t.Fatalf("list: %d %v", code, out)
+	}
+	for q, field := range map[string]string{"offset=3": "offset", "cursor=bad": "cursor", "format=xml": "format"} {
+		if code, out := call(t, s, "GET", "/v1/system/dead-letters?"+q, "", ""); code != 400 || out["field"] != field {
+			t.Errorf("%s: %d %v, want 400 naming %s", q, code, out, field)
+		}
 	}
 
 	// Off (production): the route does not exist, even with the token.
@@ -389,12 +401,12 @@ func TestLedgerIsPaged(t *testing.T) {
 // "photo"; it records what it was asked.
 type reviewsFake struct{ asked []string }
 
-func (f *reviewsFake) AppReviews(_ context.Context, id int64, limit, offset int) ([]json.RawMessage, error) {
-	f.asked = append(f.asked, fmt.Sprintf("app %d %d %d", id, limit, offset))
+func (f *reviewsFake) AppReviews(_ context.Context, id int64, limit int, cursor string) ([]json.RawMessage, string, error) {
+	f.asked = append(f.asked, fmt.Sprintf("app %d %d %q", id, limit, cursor))
 	if id != 7 {
-		return nil, nil
+		return nil, "", nil
 	}
-	return []json.RawMessage{json.RawMessage(`{"id":"r1","rating":1}`)}, nil
+	return []json.RawMessage{json.RawMessage(`{"id":"r1","rating":1}`)}, "", nil
 }
 
 func (f *reviewsFake) ClusterThemes(_ context.Context, id string) ([]reviews.Theme, int, bool, error) {
@@ -415,10 +427,10 @@ func TestReviewAndThemeRoutes(t *testing.T) {
 		json.Unmarshal(rec.Body.Bytes(), &out)
 		return rec.Code, out
 	}
-	if code, out := get("/v1/apps/7/reviews?limit=5&offset=10"); code != 200 || len(out["items"].([]any)) != 1 || out["limit"] != 5.0 || out["offset"] != 10.0 {
+	if code, out := get("/v1/apps/7/reviews?limit=5&cursor=c"); code != 200 || len(out["items"].([]any)) != 1 || out["limit"] != 5.0 || out["next_cursor"] != nil {
 		t.Fatalf("reviews: %d %v", code, out)
 	}
-	for path, field := range map[string]string{"/v1/apps/x/reviews": "id", "/v1/apps/7/reviews?limit=0": "limit", "/v1/apps/7/reviews?offset=-1": "offset"} {
+	for path, field := range map[string]string{"/v1/apps/x/reviews": "id", "/v1/apps/7/reviews?limit=0": "limit", "/v1/apps/7/reviews?offset=0": "offset"} {
 		if code, out := get(path); code != 400 || out["field"] != field {
 			t.Errorf("%s: %d %v, want 400 naming %s", path, code, out, field)
 		}
@@ -432,7 +444,7 @@ func TestReviewAndThemeRoutes(t *testing.T) {
 	if code, _ := get("/v1/clusters/" + strings.Repeat("k", MaxClusterIDLen+1) + "/themes"); code != 400 {
 		t.Fatalf("long cluster id: %d", code)
 	}
-	if fmt.Sprint(f.asked) != "[app 7 5 10 cluster photo cluster nope]" {
+	if fmt.Sprint(f.asked) != `[app 7 5 "c" cluster photo cluster nope]` {
 		t.Fatalf("asked %v (bad input must reach no store)", f.asked)
 	}
 }

@@ -1,27 +1,24 @@
 package api
 
 import (
-	"errors"
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 
 	"storecrawl/worker/logx"
-	"storecrawl/worker/segments"
 )
 
 // SegmentSorts are GET /v1/segments' orders.
 var SegmentSorts = []string{"opportunity", "trend", "demand"}
 
-// MaxCursorLen bounds a cursor parameter.
-const MaxCursorLen = 200
-
 // segmentList serves GET /v1/segments?sort=&limit=&cursor=: live
-// segments by opportunity (the default), trend or demand, cursor-paged.
+// segments by opportunity (the default), trend or demand, cursor-paged,
+// or exported from the cursor on (?format=csv|ndjson).
 func (s *Server) segmentList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	sort := q.Get("sort")
+	sort := r.URL.Query().Get("sort")
 	if sort == "" {
 		sort = "opportunity"
 	}
@@ -29,42 +26,13 @@ func (s *Server) segmentList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "sort", fmt.Sprintf("sort must be one of %v", SegmentSorts))
 		return
 	}
-	limit := DefaultPageSize
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxPageSize {
-			writeError(w, http.StatusBadRequest, "limit", fmt.Sprintf("limit must be an integer 1–%d", MaxPageSize))
-			return
-		}
-		limit = n
-	}
-	cursor := q.Get("cursor")
-	if len(cursor) > MaxCursorLen {
-		writeError(w, http.StatusBadRequest, "cursor", "cursor must be one a previous page handed out")
-		return
-	}
 	if s.Segments == nil {
 		writeError(w, http.StatusServiceUnavailable, "", "segments not configured")
 		return
 	}
-	items, next, err := s.Segments.List(r.Context(), sort, limit, cursor)
-	switch {
-	case errors.Is(err, segments.ErrBadCursor):
-		writeError(w, http.StatusBadRequest, "cursor", "cursor must be one a previous page handed out")
-		return
-	case err != nil:
-		logx.Err("segments.read_failed", err, nil)
-		writeError(w, http.StatusInternalServerError, "", "read failed")
-		return
-	}
-	body := map[string]any{"items": items, "sort": sort, "limit": limit, "next_cursor": nil}
-	if items == nil {
-		body["items"] = []any{}
-	}
-	if next != "" {
-		body["next_cursor"] = next
-	}
-	writeJSON(w, http.StatusOK, body)
+	pagedListWith("segments", func(ctx context.Context, cursor string, limit int) ([]json.RawMessage, string, error) {
+		return s.Segments.List(ctx, sort, limit, cursor)
+	}, map[string]any{"sort": sort})(w, r)
 }
 
 // segment serves GET /v1/segments/{id}: keywords, apps, scores,

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/segments"
 )
@@ -27,10 +28,18 @@ func TestSegmentRoutes(t *testing.T) {
 	if items, _ := out["items"].([]any); code != 200 || len(items) != 1 || items[0].(map[string]any)["id"] != 3.0 || out["next_cursor"] != nil {
 		t.Fatalf("%d %v", code, out)
 	}
-	for q, field := range map[string]string{"sort=size": "sort", "limit=0": "limit", "limit=x": "limit", "limit=101": "limit", "cursor=%21%21": "cursor", "cursor=" + strings.Repeat("a", MaxCursorLen+1): "cursor"} {
+	for q, field := range map[string]string{"sort=size": "sort", "limit=0": "limit", "limit=x": "limit", "limit=101": "limit", "cursor=%21%21": "cursor", "cursor=" + strings.Repeat("a", d1.MaxCursorLen+1): "cursor"} {
 		if code, out := call(t, s, "GET", "/v1/segments?"+q, "", ""); code != 400 || out["field"] != field {
 			t.Errorf("%s: %d %v", q, code, out)
 		}
+	}
+	// Exported: every live segment from the top, or from a cursor on.
+	if code, ct, body := exportGet(s, "/v1/segments?format=ndjson&limit=1"); code != 200 || ct != "application/x-ndjson" ||
+		strings.Count(body, "\n") != 3 || !strings.HasPrefix(body, `{"id":2,`) {
+		t.Errorf("segments ndjson: %d %s %q", code, ct, body)
+	}
+	if code, _, body := exportGet(s, "/v1/segments?format=csv&sort=opportunity", "Accept", "text/csv"); code != 200 || strings.Count(body, "\n") != 4 || !strings.HasPrefix(body, "id,name,keyword_count") {
+		t.Errorf("segments csv: %d %q", code, body)
 	}
 	for _, sort := range SegmentSorts {
 		if code, _ := call(t, s, "GET", "/v1/segments?sort="+sort, "", ""); code != 200 {

@@ -25,8 +25,8 @@ func (s *Server) cronRuns(w http.ResponseWriter, r *http.Request) {
 // deadLetters serves GET /v1/system/dead-letters: the EVENTS messages that
 // failed every retry, newest first.
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
-	pagedList("dead_letters", func(ctx context.Context, limit, offset int) ([]json.RawMessage, error) {
-		return s.Dead.DeadLetters(ctx, limit, offset)
+	pagedList("dead_letters", func(ctx context.Context, cursor string, limit int) ([]json.RawMessage, string, error) {
+		return s.Dead.DeadLetters(ctx, limit, cursor)
 	})(w, r)
 }
 

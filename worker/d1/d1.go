@@ -144,6 +144,10 @@ type NamedQuery struct {
 	// (a cursor and a LIMIT: each run reads a page past the cursor); the
 	// plan test accepts it only on SQL with a LIMIT.
 	Bounded string
+	// Page marks a list route's page read: a range of an index in its
+	// order, so the plan tests also refuse a temporary B-tree sorting it
+	// (a sort reads every row it orders before the first is returned).
+	Page bool
 }
 
 // UnionAll joins the SELECTs in parts with UNION ALL, grouped so that no

@@ -52,14 +52,14 @@ func TestClusteringCronPublishesMarkets(t *testing.T) {
 				Name    string  `json:"name"`
 			} `json:"members"`
 		} `json:"items"`
-		NextOffset any `json:"next_offset"`
+		NextCursor any `json:"next_cursor"`
 	}
 	eventually(t, 20*time.Second, "markets published", func() (bool, string) {
 		page.Items = nil
 		doJSON(t, "GET", w.base+"/v1/opportunities?limit=2", "", nil, &page)
 		return len(page.Items) == 2, jsonString(page)
 	})
-	if page.Items[0].Score < page.Items[1].Score || len(page.Items[0].Members) != 4 || page.Items[0].Members[0].Name == "" || page.NextOffset != 2.0 {
+	if page.Items[0].Score < page.Items[1].Score || len(page.Items[0].Members) != 4 || page.Items[0].Members[0].Name == "" || page.NextCursor == nil {
 		t.Fatalf("opportunities page: %s", jsonString(page))
 	}
 	for _, it := range page.Items {

@@ -26,8 +26,12 @@ var fullScan = regexp.MustCompile(`^SCAN (\w+)( AS \w+)?$`)
 // materialized view), which a later "SCAN name" reads.
 var subquery = regexp.MustCompile(`^(?:CO-ROUTINE|MATERIALIZE) (\w+)$`)
 
+// tempSort is a plan step sorting rows in a temporary B-tree for an ORDER BY.
+var tempSort = regexp.MustCompile(`^USE TEMP B-TREE FOR .*ORDER BY`)
+
 // TestHotQueriesUseIndexes checks EXPLAIN QUERY PLAN of every cron and
-// queue path read against the migrated local D1: no full-table scans.
+// queue path read against the migrated local D1: no full-table scans, and
+// no list page (Page) sorted in a temporary B-tree.
 func TestHotQueriesUseIndexes(t *testing.T) {
 	t.Parallel()
 	dir := outputDir(t)
@@ -39,6 +43,9 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 		literal := func(a any) string {
 			if s, ok := a.(string); ok {
 				return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+			}
+			if a == nil {
+				return "NULL"
 			}
 			return fmt.Sprint(a)
 		}
@@ -89,6 +96,9 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 			steps = append(steps, r.Detail)
 			if m := fullScan.FindStringSubmatch(r.Detail); m != nil && !subqueries[m[1]] {
 				t.Errorf("%s scans a table: %q", q.Name, r.Detail)
+			}
+			if q.Page && tempSort.MatchString(r.Detail) {
+				t.Errorf("%s, a list page, is sorted in a temporary B-tree: %q", q.Name, r.Detail)
 			}
 		}
 		t.Logf("%s: %s", q.Name, strings.Join(steps, " | "))

@@ -368,8 +368,8 @@ func TestDeadLettersRecordedOnceAndListedNewestFirst(t *testing.T) {
 		t.Fatalf("%d dead letters, want 3", n)
 	}
 	svc := &Service{Store: st}
-	items, err := svc.DeadLetters(ctx, 10, 0)
-	if err != nil {
+	items, next, err := svc.DeadLetters(ctx, 10, "")
+	if err != nil || next != "" {
 		t.Fatal(err)
 	}
 	var got []map[string]any
@@ -390,9 +390,28 @@ func TestDeadLettersRecordedOnceAndListedNewestFirst(t *testing.T) {
 	if got[1]["event_type"] != nil || got[1]["body"] != "not json" {
 		t.Fatalf("m2 %v", got[1])
 	}
-	page, err := svc.DeadLetters(ctx, 1, 1)
-	if err != nil || len(page) != 1 || !strings.Contains(string(page[0]), `"message_id":"m2"`) {
-		t.Fatalf("page %s %v", page, err)
+	// Pages of one follow each other by their cursors, to the end.
+	var ids []string
+	for cursor := ""; ; {
+		page, next, err := svc.DeadLetters(ctx, 1, cursor)
+		if err != nil || len(page) > 1 {
+			t.Fatalf("page %s %v", page, err)
+		}
+		for _, it := range page {
+			var m map[string]any
+			json.Unmarshal(it, &m)
+			ids = append(ids, m["message_id"].(string))
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if strings.Join(ids, ",") != "m3,m2,m1" {
+		t.Fatalf("paged %v", ids)
+	}
+	if _, _, err := svc.DeadLetters(ctx, 1, "5"); !errors.Is(err, d1.ErrBadCursor) {
+		t.Fatalf("a cursor not handed out: %v", err)
 	}
 }
 

@@ -106,6 +106,6 @@ type storeAndReports struct {
 func (s *Service) ConsumerStats() map[string]int64 { return s.Consumer.View() }
 
 // DeadLetters lists recorded dead letters, newest first.
-func (s *Service) DeadLetters(ctx context.Context, limit, offset int) ([]json.RawMessage, error) {
-	return s.Store.DeadLetters(ctx, limit, offset)
+func (s *Service) DeadLetters(ctx context.Context, limit int, cursor string) ([]json.RawMessage, string, error) {
+	return s.Store.DeadLetters(ctx, limit, cursor)
 }

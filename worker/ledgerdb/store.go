@@ -34,8 +34,9 @@ type Store interface {
 	PipelineCounts(ctx context.Context) (map[string]int64, error)
 	// SaveDeadLetters records dead letters once each.
 	SaveDeadLetters(ctx context.Context, ds []DeadLetter) error
-	// DeadLetters lists recorded dead letters as JSON objects, newest first.
-	DeadLetters(ctx context.Context, limit, offset int) ([]json.RawMessage, error)
+	// DeadLetters is a page of dead letters, newest first, after cursor
+	// ("" from the first), and the next page's cursor ("" at the end).
+	DeadLetters(ctx context.Context, limit int, cursor string) ([]json.RawMessage, string, error)
 	// DeadLettersToReplay reads the dead letter messageID, or (messageID
 	// "") up to limit not yet replayed, oldest first.
 	DeadLettersToReplay(ctx context.Context, messageID string, limit int) ([]DeadLetterRef, error)
@@ -70,11 +71,14 @@ GROUP BY source`
 	// pipelineCountsSQL: the trigger-kept counters (five rows); the
 	// pending apps are derived from them (PipelineCounts).
 	pipelineCountsSQL = `SELECT name, n FROM pipeline_counters`
-	// deadLettersSQL lists dead letters, newest first (idx_dead_letters_received).
+	// deadLettersSQL is a page of dead letters, newest first, after the
+	// cursor (?1 the last received_at, ?2 its rowid; ?3 the page size): a
+	// range of idx_dead_letters_received, whose implicit rowid breaks ties.
 	deadLettersSQL = `SELECT json_object('message_id', message_id, 'queue', queue, 'event_type', event_type,
   'body', body, 'body_bytes', body_bytes, 'body_kept', body_r2_key IS NOT NULL, 'replayed_at', replayed_at,
-  'replays', replays, 'received_at', received_at) AS record
-FROM dead_letters ORDER BY received_at DESC LIMIT ? OFFSET ?`
+  'replays', replays, 'received_at', received_at) AS record, received_at AS k, rowid AS r
+FROM dead_letters WHERE received_at <= ?1 AND (received_at < ?1 OR rowid > ?2)
+ORDER BY received_at DESC, rowid LIMIT ?3`
 	// deadLettersToReplaySQL: the replay's pick, by idx_dead_letters_unreplayed.
 	deadLettersToReplaySQL = `SELECT message_id, queue, COALESCE(body_r2_key, '') AS body_r2_key FROM dead_letters
 WHERE replayed_at IS NULL ORDER BY received_at LIMIT ?`
@@ -92,7 +96,8 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "facts prune", SQL: pruneFactsSQL, Args: []any{"controller:main", 1 << 50, PruneBatchRows}},
 		{Name: "fact minutes prune", SQL: pruneMinutesSQL, Args: []any{"controller:main", "controller:main", 1 << 50, PruneBatchRows}},
 		d1.CursorHotQuery(pruneCursorName),
-		{Name: "dead letters", SQL: deadLettersSQL, Args: []any{20, 0}, Bounded: "an API page: OFFSET at most api.MaxOffset (10,000) plus the LIMIT, whatever the table holds"},
+		{Name: "dead letters, first page", SQL: deadLettersSQL, Args: []any{d1.TopText, 0, 20}, Page: true},
+		{Name: "dead letters, a page deep", SQL: deadLettersSQL, Args: []any{"2025-12-31T12:00:00.000Z", 1000, 20}, Page: true},
 		{Name: "dead letters to replay", SQL: deadLettersToReplaySQL, Args: []any{ReplayBatch},
 			Bounded: "the oldest unreplayed: idx_dead_letters_unreplayed in order, stopped by the LIMIT (ReplayBatch); a replayed letter leaves the index"},
 		{Name: "dead letter by id", SQL: deadLetterByIDSQL, Args: []any{"m1"}},
@@ -261,18 +266,31 @@ func (s D1Store) MarkReplayed(ctx context.Context, messageID string, at time.Tim
 	return err
 }
 
-func (s D1Store) DeadLetters(ctx context.Context, limit, offset int) ([]json.RawMessage, error) {
+func (s D1Store) DeadLetters(ctx context.Context, limit int, cursor string) ([]json.RawMessage, string, error) {
+	k, r := d1.TopText, int64(0)
+	if cursor != "" {
+		if err := d1.DecodeCursor(cursor, &k, &r); err != nil {
+			return nil, "", err
+		}
+	}
 	var rows []struct {
 		Record string `json:"record"`
+		K      string `json:"k"`
+		R      int64  `json:"r"`
 	}
-	if err := s.DB.Query(ctx, &rows, deadLettersSQL, limit, offset); err != nil {
-		return nil, err
+	if err := s.DB.Query(ctx, &rows, deadLettersSQL, k, r, limit); err != nil {
+		return nil, "", err
 	}
 	out := make([]json.RawMessage, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, json.RawMessage(r.Record))
 	}
-	return out, nil
+	next := ""
+	if len(rows) == limit && limit > 0 {
+		last := rows[len(rows)-1]
+		next = d1.EncodeCursor(last.K, last.R)
+	}
+	return out, next, nil
 }
 
 // The prune statements (HotQueries lists them for the plan test).

@@ -127,8 +127,7 @@ const scoreFields = `'cluster_id', c.cluster_id, 'opportunity_score', o.score, '
 const marketJSON = `SELECT json_object(` + scoreFields + `, 'computed_at', o.computed_at,
   'members', (SELECT json_group_array(json_object('track_id', m.track_id, 'position', m.rank,
       'name', (SELECT name FROM app_registry WHERE track_id = m.track_id)))
-    FROM crawl_rankings m WHERE m.keyword = o.cluster_id)) AS market
-FROM opportunity_scores o JOIN market_clusters c ON c.cluster_id = o.cluster_id`
+    FROM crawl_rankings m WHERE m.keyword = o.cluster_id)) AS market`
 
 // scoresSQL reads one cluster's scores by primary key; a cluster not scored
 // yet has a null opportunity score.
@@ -170,13 +169,20 @@ func ReadScores(ctx context.Context, db *d1.DB, clusterID string) (Scores, bool,
 	return sc, true, nil
 }
 
-// opportunitiesSQL lists markets by opportunity score (idx_opportunity_scores_score).
-const opportunitiesSQL = marketJSON + `
-ORDER BY o.score DESC LIMIT ? OFFSET ?`
+// opportunitiesSQL is a page of markets by opportunity score after the
+// cursor (?1 the last score, ?2 its row's rowid; ?3 the page size): a
+// range of idx_opportunity_scores_score, whose implicit rowid breaks ties,
+// so no page reads more than its rows however deep it is.
+const opportunitiesSQL = marketJSON + `, o.score AS k, o.rowid AS r
+FROM opportunity_scores o JOIN market_clusters c ON c.cluster_id = o.cluster_id
+WHERE o.score <= ?1 AND (o.score < ?1 OR o.rowid > ?2)
+ORDER BY o.score DESC, o.rowid LIMIT ?3`
 
-// clustersSQL lists markets by size (idx_market_clusters_size).
-const clustersSQL = marketJSON + `
-ORDER BY c.total_ratings DESC LIMIT ? OFFSET ?`
+// clustersSQL is the same by size: a range of idx_market_clusters_size.
+const clustersSQL = marketJSON + `, c.total_ratings AS k, c.rowid AS r
+FROM market_clusters c JOIN opportunity_scores o ON o.cluster_id = c.cluster_id
+WHERE c.total_ratings <= ?1 AND (c.total_ratings < ?1 OR c.rowid > ?2)
+ORDER BY c.total_ratings DESC, c.rowid LIMIT ?3`
 
 // HotQuery is a query of a cron or queue path with sample arguments.
 type HotQuery struct {
@@ -190,8 +196,10 @@ func HotQueries() []d1.NamedQuery {
 	kws := `["budget","chat"]`
 	return []d1.NamedQuery{
 		{Name: "score inputs", SQL: ScoreInputsSQL(3), Args: []any{1, 2, 3}},
-		{Name: "opportunities", SQL: opportunitiesSQL, Args: []any{20, 0}, Bounded: "an API page: OFFSET at most api.MaxOffset (10,000) plus the LIMIT, whatever the table holds"},
-		{Name: "clusters", SQL: clustersSQL, Args: []any{20, 0}, Bounded: "an API page: OFFSET at most api.MaxOffset (10,000) plus the LIMIT, whatever the table holds"},
+		{Name: "opportunities, first page", SQL: opportunitiesSQL, Args: []any{d1.TopNumber, 0, 50}, Page: true},
+		{Name: "opportunities, a page deep", SQL: opportunitiesSQL, Args: []any{50.0, 40000, 50}, Page: true},
+		{Name: "clusters, first page", SQL: clustersSQL, Args: []any{d1.TopNumber, 0, 50}, Page: true},
+		{Name: "clusters, a page deep", SQL: clustersSQL, Args: []any{250000, 40000, 50}, Page: true},
 		{Name: "keyword rankings", SQL: keywordRankingsSQL, Args: []any{kws}},
 		{Name: "stored clusters", SQL: storedClustersSQL, Args: []any{kws}},
 		{Name: "cluster aggregates", SQL: clusterAggregatesSQL, Args: []any{kws}},
@@ -478,24 +486,39 @@ func (m *Markets) Cluster(ctx context.Context, now time.Time) (string, error) {
 	return fmt.Sprintf("%d keywords checked from %q, %d re-clustered", checked, from, len(repaired)), nil
 }
 
-// List lists markets (a cluster, its score and members) by opportunity
-// score or by size.
-func (m *Markets) List(ctx context.Context, byScore bool, limit, offset int) ([]json.RawMessage, error) {
+// List reads a page of markets (a cluster, its score and members) by
+// opportunity score or by size after cursor ("" from the top): the
+// markets and the next page's cursor ("" at the end); a cursor it did not
+// hand out is d1.ErrBadCursor.
+func (m *Markets) List(ctx context.Context, byScore bool, limit int, cursor string) ([]json.RawMessage, string, error) {
 	q := clustersSQL
 	if byScore {
 		q = opportunitiesSQL
 	}
-	var rows []struct {
-		Market string `json:"market"`
+	k, r := d1.TopNumber, int64(0)
+	if cursor != "" {
+		if err := d1.DecodeCursor(cursor, &k, &r); err != nil {
+			return nil, "", err
+		}
 	}
-	if err := m.DB.Query(ctx, &rows, q, limit, offset); err != nil {
-		return nil, err
+	var rows []struct {
+		Market string  `json:"market"`
+		K      float64 `json:"k"`
+		R      int64   `json:"r"`
+	}
+	if err := m.DB.Query(ctx, &rows, q, k, r, limit); err != nil {
+		return nil, "", err
 	}
 	out := make([]json.RawMessage, len(rows))
 	for i, r := range rows {
 		out[i] = json.RawMessage(r.Market)
 	}
-	return out, nil
+	next := ""
+	if len(rows) == limit && limit > 0 {
+		last := rows[len(rows)-1]
+		next = d1.EncodeCursor(last.K, last.R)
+	}
+	return out, next, nil
 }
 
 // ScoreStatements writes the opportunity scores of clusters that changed.

@@ -94,7 +94,7 @@ func TestEventChainAgainstD1(t *testing.T) {
 	if len(rows) != 2 || rows[0]["hhi"] == nil || rows[0]["fragmentation"].(float64) <= rows[1]["fragmentation"].(float64) {
 		t.Fatalf("budget must be more fragmented than chat: %v", rows)
 	}
-	list, err := m.List(ctx, true, 10, 0)
+	list, _, err := m.List(ctx, true, 10, "")
 	if err != nil || len(list) != 2 {
 		t.Fatalf("opportunities: %v %v", list, err)
 	}
@@ -108,10 +108,19 @@ func TestEventChainAgainstD1(t *testing.T) {
 	if top.ID != "budget" || len(top.Members) != 3 {
 		t.Fatalf("the best opportunity is budget with its members: %s", list[0])
 	}
-	bySize, _ := m.List(ctx, false, 1, 0)
+	bySize, next, _ := m.List(ctx, false, 1, "")
 	json.Unmarshal(bySize[0], &top)
-	if top.ID != "chat" {
-		t.Fatalf("the biggest market is chat: %s", bySize[0])
+	if top.ID != "chat" || next == "" {
+		t.Fatalf("the biggest market is chat: %s, next %q", bySize[0], next)
+	}
+	// The next page starts after it, by its cursor; the one after is empty.
+	bySize, next, _ = m.List(ctx, false, 1, next)
+	json.Unmarshal(bySize[0], &top)
+	if top.ID != "budget" || next == "" {
+		t.Fatalf("the second market by size is budget: %s, next %q", bySize[0], next)
+	}
+	if rest, next, err := m.List(ctx, false, 1, next); len(rest) != 0 || next != "" || err != nil {
+		t.Fatalf("past the last: %s %q %v", rest, next, err)
 	}
 
 	// Redelivering the first message rewrites the same clusters.

@@ -287,7 +287,7 @@ func TestEveryToolAnswersFromTheCatalogue(t *testing.T) {
 		Next *string `json:"next_cursor"`
 	}
 	json.Unmarshal(callTool(t, s, "list_segments", map[string]any{"limit": 1}).Structured, &page)
-	if page.Source != "markets" || len(page.Items) != 1 || page.Items[0].ClusterID != "budget" || page.Next == nil || *page.Next != "1" {
+	if page.Source != "markets" || len(page.Items) != 1 || page.Items[0].ClusterID != "budget" || page.Next == nil || *page.Next == "" {
 		t.Fatalf("list_segments: %+v", page)
 	}
 	json.Unmarshal(callTool(t, s, "list_segments", map[string]any{"limit": 1, "cursor": *page.Next}).Structured, &page)
@@ -365,7 +365,7 @@ func TestBadArgumentsNameTheField(t *testing.T) {
 		{"list_segments", map[string]any{"sort": "best"}, "sort"},
 		{"list_segments", map[string]any{"limit": api.MaxPageSize + 1}, "limit"},
 		{"list_segments", map[string]any{"cursor": "x1"}, "cursor"},
-		{"list_segments", map[string]any{"cursor": fmt.Sprint(api.MaxOffset + 1)}, "cursor"},
+		{"list_segments", map[string]any{"cursor": "10001"}, "cursor"},
 		{"get_segment", map[string]any{"id": ""}, "id"},
 		{"get_segment", map[string]any{"id": strings.Repeat("k", api.MaxClusterIDLen+1)}, "id"},
 		{"keyword_metrics", map[string]any{"country": "us"}, "term"},

@@ -3,12 +3,14 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 
 	"storecrawl/worker/api"
 	"storecrawl/worker/catalogue"
+	"storecrawl/worker/d1"
 	"storecrawl/worker/keywords"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/reviews"
@@ -44,8 +46,7 @@ func readFailed(event string, err error, fields map[string]any) toolResult {
 
 // Bounds of the list tools' arguments (the API's, for the same reads).
 const (
-	// MaxCursorLen bounds a cursor: an offset's digits, or another
-	// feature's opaque cursor.
+	// MaxCursorLen bounds a cursor: a list's opaque keyset cursor.
 	MaxCursorLen = 200
 	// MaxQueryLen bounds search_apps' q: a name's start, as long as a
 	// keyword can be.
@@ -231,30 +232,25 @@ func (s *Server) appHistory(ctx context.Context, a args) toolResult {
 const SegmentsSource = "markets"
 
 func (s *Server) listSegments(ctx context.Context, a args) toolResult {
-	offset := 0
-	if c := a.str("cursor"); c != "" {
-		n, err := strconv.Atoi(c)
-		if err != nil || n < 0 || n > api.MaxOffset || strconv.Itoa(n) != c {
-			return toolResult{Invalid: invalidParams("cursor", "cursor is not one list_segments answered: start again without it")}
-		}
-		offset = n
-	}
 	if s.Deps.Markets == nil {
 		return fail("segments are not available")
 	}
 	limit := int(a.int("limit"))
-	items, err := s.Deps.Markets.List(ctx, a.str("sort") == SortOpportunity, limit, offset)
-	if err != nil {
+	items, next, err := s.Deps.Markets.List(ctx, a.str("sort") == SortOpportunity, limit, a.str("cursor"))
+	switch {
+	case errors.Is(err, d1.ErrBadCursor):
+		return toolResult{Invalid: invalidParams("cursor", "cursor is not one list_segments answered: start again without it")}
+	case err != nil:
 		return readFailed("markets.read_failed", err, nil)
 	}
 	if items == nil {
 		items = []json.RawMessage{}
 	}
-	var next any
-	if len(items) == limit && offset+limit <= api.MaxOffset {
-		next = strconv.Itoa(offset + limit)
+	var nextCursor any
+	if next != "" {
+		nextCursor = next
 	}
-	return toolResult{Value: map[string]any{"source": SegmentsSource, "sort": a.str("sort"), "items": items, "next_cursor": next}}
+	return toolResult{Value: map[string]any{"source": SegmentsSource, "sort": a.str("sort"), "items": items, "next_cursor": nextCursor}}
 }
 
 func (s *Server) getSegment(ctx context.Context, a args) toolResult {

@@ -88,7 +88,7 @@ func TestReviewReadsForTheAPI(t *testing.T) {
 	if err := st.SaveFetch(ctx, 389801252, "us", page.Reviews, now); err != nil {
 		t.Fatal(err)
 	}
-	first, err := st.AppReviews(ctx, 389801252, 10, 0)
+	first, _, err := st.AppReviews(ctx, 389801252, 10, "")
 	if err != nil || len(first) != min(10, len(page.Reviews)) {
 		t.Fatalf("first page: %d %v", len(first), err)
 	}

@@ -109,26 +109,56 @@ func (s D1Store) SaveFetch(ctx context.Context, appID int64, country string, rs 
 	return err
 }
 
-// appReviewsSQL pages an app's reviews, most recent first
-// (app_reviews_by_app).
-const appReviewsSQL = `SELECT json_object('id', id, 'app_id', app_id, 'country', country, 'rating', rating, 'title', title,
-  'body', body, 'truncated', truncated = 1, 'version', version, 'author_hash', author_hash, 'reviewed_at', reviewed_at,
-  'sentiment', sentiment, 'fetched_at', fetched_at) AS record
-FROM app_reviews WHERE app_id = ? ORDER BY reviewed_at DESC, id LIMIT ? OFFSET ?`
+// appReviewsSQL is a page of an app's reviews, most recent first, after
+// the cursor: the dated ones (?2 the last reviewed_at, ?3 its id; NULL
+// once they are done), then the undated ones by id (after ?4), each a
+// range of app_reviews_by_app; ?5 is the page size.
+const appReviewsSQL = `SELECT record, k, id FROM (SELECT ` + reviewJSON + ` AS record, reviewed_at AS k, id FROM app_reviews
+  WHERE app_id = ?1 AND reviewed_at <= ?2 AND (reviewed_at < ?2 OR id > ?3) ORDER BY reviewed_at DESC, id LIMIT ?5)
+UNION ALL
+SELECT record, k, id FROM (SELECT ` + reviewJSON + ` AS record, NULL AS k, id FROM app_reviews
+  WHERE app_id = ?1 AND reviewed_at IS NULL AND id > ?4 ORDER BY id LIMIT ?5)
+LIMIT ?5`
 
-// AppReviews is one page of an app's stored reviews, as JSON records.
-func (s D1Store) AppReviews(ctx context.Context, appID int64, limit, offset int) ([]json.RawMessage, error) {
-	var rows []struct {
-		Record string `json:"record"`
+const reviewJSON = `json_object('id', id, 'app_id', app_id, 'country', country, 'rating', rating, 'title', title,
+  'body', body, 'truncated', truncated = 1, 'version', version, 'author_hash', author_hash, 'reviewed_at', reviewed_at,
+  'sentiment', sentiment, 'fetched_at', fetched_at)`
+
+// AppReviews is a page of an app's stored reviews after cursor ("" from
+// the first), as JSON records, and the next page's cursor ("" at the
+// end); a cursor it did not hand out is d1.ErrBadCursor.
+func (s D1Store) AppReviews(ctx context.Context, appID int64, limit int, cursor string) ([]json.RawMessage, string, error) {
+	at, id := any(d1.TopText), ""
+	undatedAfter := ""
+	if cursor != "" {
+		var k *string
+		if err := d1.DecodeCursor(cursor, &k, &id); err != nil {
+			return nil, "", err
+		}
+		if k == nil { // among the undated: the dated are done
+			at, undatedAfter = nil, id
+		} else {
+			at = *k
+		}
 	}
-	if err := s.DB.Query(ctx, &rows, appReviewsSQL, appID, limit, offset); err != nil {
-		return nil, err
+	var rows []struct {
+		Record string  `json:"record"`
+		K      *string `json:"k"`
+		ID     string  `json:"id"`
+	}
+	if err := s.DB.Query(ctx, &rows, appReviewsSQL, appID, at, id, undatedAfter, limit); err != nil {
+		return nil, "", err
 	}
 	out := make([]json.RawMessage, len(rows))
 	for i, r := range rows {
 		out[i] = json.RawMessage(r.Record)
 	}
-	return out, nil
+	next := ""
+	if len(rows) == limit && limit > 0 {
+		last := rows[len(rows)-1]
+		next = d1.EncodeCursor(last.K, last.ID)
+	}
+	return out, next, nil
 }
 
 // clusterReviewsSQL: the reviews of a cluster's members, most recent
@@ -174,7 +204,8 @@ func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
 		{Name: "reviews due apps", SQL: dueAppsSQL, Args: []any{RefreshClusters, "us", "2026-01-01T00:00:00.000Z", RefreshAppsPerRun},
 			Bounded: "the top RefreshClusters of idx_opportunity_scores_score in order, stopped by the subquery's LIMIT"},
-		{Name: "app reviews", SQL: appReviewsSQL, Args: []any{100000001, 20, 0}},
+		{Name: "app reviews, first page", SQL: appReviewsSQL, Args: []any{100000001, d1.TopText, "", "", 20}, Page: true},
+		{Name: "app reviews, undated", SQL: appReviewsSQL, Args: []any{100000001, nil, "", "r5", 20}, Page: true},
 		{Name: "app reviews past the kept", SQL: pruneAppReviewsSQL, Args: []any{100000001, KeptPerApp}},
 		{Name: "cluster exists", SQL: clusterExistsSQL, Args: []any{"budget"}},
 		{Name: "cluster reviews", SQL: clusterReviewsSQL, Args: []any{"budget", MaxThemeReviews}},

@@ -4,10 +4,14 @@ package reviews
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 )
 
@@ -110,5 +114,52 @@ func TestSaveFetchWritesNewReviewsAndKeepsTheNewest(t *testing.T) {
 	}
 	if n := drv.Int(t, "SELECT count(*) FROM app_reviews WHERE id = ?", page(app, 99, 50)[0].ID); n != 1 {
 		t.Fatal("the newest review is not stored")
+	}
+}
+
+// TestAppReviewsPageByCursorThroughTiesAndUndated: pages of an app's
+// reviews follow each other by their cursors, most recent first, through
+// equal dates and then the undated ones, each review once; a page reads
+// its own rows.
+func TestAppReviewsPageByCursorThroughTiesAndUndated(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	// 7 reviews of app 1: three on one day, two on another, two undated;
+	// and another app's, never listed.
+	for i, at := range []any{"2026-01-02T00:00:00.000Z", "2026-01-02T00:00:00.000Z", "2026-01-02T00:00:00.000Z",
+		"2026-01-05T00:00:00.000Z", "2026-01-05T00:00:00.000Z", nil, nil} {
+		drv.Exec(t, `INSERT INTO app_reviews (id, app_id, country, rating, title, body, version, author_hash, reviewed_at, sentiment, fetched_at)
+VALUES (?, 1, 'us', 3, 't', 'b', '1', 'h', ?, 0, '2026-01-10T00:00:00.000Z')`, fmt.Sprintf("r%d", i), at)
+	}
+	drv.Exec(t, `INSERT INTO app_reviews (id, app_id, country, rating, title, body, version, author_hash, reviewed_at, sentiment, fetched_at)
+VALUES ('other', 2, 'us', 3, 't', 'b', '1', 'h', '2026-01-09T00:00:00.000Z', 0, '2026-01-10T00:00:00.000Z')`)
+	st := D1Store{DB: db}
+	var got []string
+	for cursor, pages := "", 0; ; pages++ {
+		ctx, cost := d1.WithCost(ctx)
+		page, next, err := st.AppReviews(ctx, 1, 2, cursor)
+		if err != nil || pages > 4 {
+			t.Fatalf("page %d: %v", pages, err)
+		}
+		if v := cost.View(); v.RowsRead > 2 || v.Queries != 1 {
+			t.Errorf("page %d cost %+v", pages, v)
+		}
+		for _, it := range page {
+			var r struct {
+				ID string `json:"id"`
+			}
+			json.Unmarshal(it, &r)
+			got = append(got, r.ID)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if want := "r3,r4,r0,r1,r2,r5,r6"; strings.Join(got, ",") != want {
+		t.Fatalf("paged %v, want %s", got, want)
+	}
+	if _, _, err := st.AppReviews(ctx, 1, 2, "10"); !errors.Is(err, d1.ErrBadCursor) {
+		t.Fatalf("a cursor not handed out: %v", err)
 	}
 }

@@ -159,8 +159,8 @@ ORDER BY k.keyword LIMIT ?3`
 // on a large catalogue by worker/queryplan_test.go).
 func HotQueries() []d1.NamedQuery {
 	return []d1.NamedQuery{
-		{Name: "search apps", SQL: AppsSQL, Args: []any{"photo", "", 0, 0, 20}},
-		{Name: "search keywords", SQL: KeywordsSQL, Args: []any{"photo", "", 20}},
+		{Name: "search apps", SQL: AppsSQL, Args: []any{"photo", "", 0, 0, 20}, Page: true},
+		{Name: "search keywords", SQL: KeywordsSQL, Args: []any{"photo", "", 20}, Page: true},
 	}
 }
 

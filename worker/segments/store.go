@@ -569,7 +569,9 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "segment of keywords", SQL: keywordSegmentsSQL, Args: []any{kws}},
 		{Name: "segment keywords", SQL: segmentKeywordsSQL, Args: []any{`[1,2]`}},
 		{Name: "segment snapshots points", SQL: snapshotPointsSQL, Args: []any{`[1,2]`, "2026-01-01", "2025-12-08"}},
-		{Name: "segments list", SQL: listSQL("opportunity"), Args: []any{1e9, 0, 20}},
+		{Name: "segments list", SQL: listSQL("opportunity"), Args: []any{1e9, 0, 20}, Page: true},
+		{Name: "segments list by trend", SQL: listSQL("trend_score"), Args: []any{1e9, 0, 20}, Page: true},
+		{Name: "segments list by demand", SQL: listSQL("demand"), Args: []any{1e9, 0, 20}, Page: true},
 		{Name: "segment detail", SQL: detailSQL, Args: []any{1}},
 	}, FocusHotQueries()...)
 }
