@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"storecrawl/internal/llmsim"
 	"storecrawl/internal/simserve"
 )
 
@@ -82,11 +83,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
 	}
-	def := DefaultConfig()
+	def := llmsim.DefaultConfig()
 	var (
 		addr   = fs.String("addr", defaultAddr, "listen address, loopback only (127.0.0.1:0 picks a free port)")
 		apiKey = fs.String("api-key", "", "if set, require Authorization: Bearer <key>")
-		model  = fs.String("model", defaultModel, "model name answered")
+		model  = fs.String("model", llmsim.DefaultModel, "model name answered")
 		cfg    = def
 	)
 	fs.IntVar(&cfg.LatencyMS, "latency-ms", def.LatencyMS, "fixed latency per completion")
@@ -108,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := simserve.NewLogger(stderr)
 	srv := &http.Server{
-		Handler:           NewServer(Options{Config: cfg, APIKey: *apiKey, Model: *model, Logger: logger}),
+		Handler:           llmsim.NewServer(llmsim.Options{Config: cfg, APIKey: *apiKey, Model: *model, Logger: logger}),
 		ReadHeaderTimeout: readHeaderTimeout,
 	}
 	err := simserve.Run(ctx, srv, *addr, stdout, shutdownTimeout, func() { logger.Info("started", "model", *model, "config", cfg) })

@@ -1,4 +1,9 @@
-package main
+// Package llmsim is the LLM simulator behind cmd/llm-sim: a local,
+// OpenAI-compatible chat-completions handler whose answers are a pure
+// function of the conversation (a valid brief or evaluation step for the
+// analyst's prompts), with latency, usage counts and configurable 429s.
+// Tests mount it in process (httptest); cmd/llm-sim serves it on loopback.
+package llmsim
 
 import (
 	"bytes"
@@ -15,7 +20,7 @@ import (
 	"storecrawl/worker/llm"
 )
 
-const defaultModel = "llm-sim-1"
+const DefaultModel = "llm-sim-1"
 
 // Bounds.
 const (
@@ -126,7 +131,7 @@ type Server struct {
 func NewServer(opts Options) *Server {
 	s := &Server{apiKey: opts.APIKey, model: opts.Model, now: opts.Now, sleep: opts.Sleep, log: opts.Logger, cfg: opts.Config}
 	if s.model == "" {
-		s.model = defaultModel
+		s.model = DefaultModel
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -1,4 +1,4 @@
-package main
+package llmsim
 
 import (
 	"encoding/json"
