@@ -42,7 +42,16 @@ func answer(msgs []llm.Message, jsonMode bool, invalid string) simAnswer {
 	for _, m := range msgs {
 		retry = retry || m.Role == llm.RoleAssistant
 	}
+	step, evalIn, isEval := analyst.ParseStepPrompt(msgs)
 	switch {
+	case isEval:
+		a.brief = true
+		out, _ := json.Marshal(evalAnswer(step, evalIn))
+		a.text = string(out)
+		if invalid == "always" || (invalid == "first" && !retry) {
+			a.invalid = true
+			a.text = "Here is the JSON:\n" + a.text
+		}
 	case isBrief:
 		a.brief = true
 		a.invalid = invalid == "always" || (invalid == "first" && !retry)

@@ -11,11 +11,13 @@ import (
 // opportunities under a daily spend cap.
 var Module = module.Module{
 	Name: "analyst",
-	Doc:  "LLM-written briefs of the top opportunities, under a daily spend cap",
+	Doc:  "LLM-written briefs of the top opportunities and evaluations of the top segments, under a daily spend cap",
 	Tables: []module.Table{
 		{Name: "analyst_briefs", Writer: "worker/analyst", Doc: "one brief: its state, prompt, answer and cost"},
 		{Name: "analyst_status", Writer: "worker/analyst", Doc: "the analyst's one status row: working, stopped at its cap, rate limited"},
 		{Name: "llm_spend", Writer: "worker/analyst", Doc: "one LLM call's reservation and settled cost, by day"},
+		{Name: "segment_evaluations", Writer: "worker/analyst", Doc: "one evaluation of a market segment: its state and total cost"},
+		{Name: "segment_evaluation_steps", Writer: "worker/analyst", Doc: "one step of a segment evaluation: its exact input, prompt hash, output, tokens and cost"},
 	},
 }
 
