@@ -55,8 +55,10 @@ const stepCols = `s.eval_id, e.segment_id, s.step, s.name, s.state, s.attempt, s
 
 const (
 	// topSegmentsWithoutEvalSQL: of the top ?1 live segments by opportunity
-	// (idx_segments_opportunity), those with no evaluation created since ?2.
-	topSegmentsWithoutEvalSQL = `SELECT t.id FROM (SELECT id, opportunity FROM segments WHERE retired_at IS NULL ORDER BY opportunity DESC, id LIMIT ?1) t
+	// (a search of idx_segments_opportunity from ?3, above any score, as
+	// the listing's first page), those with no evaluation created since ?2.
+	topSegmentsWithoutEvalSQL = `SELECT t.id FROM (SELECT id, opportunity FROM segments WHERE retired_at IS NULL AND opportunity < ?3
+  ORDER BY opportunity DESC, id LIMIT ?1) t
 WHERE NOT EXISTS (SELECT 1 FROM segment_evaluations e WHERE e.segment_id = t.id AND e.created_at >= ?2)
 ORDER BY t.opportunity DESC, t.id`
 	// nextEvalStepSQL: the first unfinished step of the oldest open
@@ -88,13 +90,16 @@ FROM segments WHERE id = ?1 AND retired_at IS NULL`
 	evalFetchedSQL = `SELECT EXISTS (SELECT 1 FROM review_fetches WHERE app_id IN (SELECT value FROM json_each(?1))) AS n`
 )
 
+// aboveAnyScore starts the top segments' search above every opportunity.
+const aboveAnyScore = 1e308
+
 // TopSegmentsWithoutEval lists the top n live segments by opportunity with
 // no evaluation created since `since`.
 func (s Store) TopSegmentsWithoutEval(ctx context.Context, n int, since time.Time) ([]int64, error) {
 	var rows []struct {
 		ID int64 `json:"id"`
 	}
-	if err := s.DB.Query(ctx, &rows, topSegmentsWithoutEvalSQL, n, d1.Time(since)); err != nil {
+	if err := s.DB.Query(ctx, &rows, topSegmentsWithoutEvalSQL, n, d1.Time(since), aboveAnyScore); err != nil {
 		return nil, err
 	}
 	out := make([]int64, len(rows))

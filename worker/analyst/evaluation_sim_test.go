@@ -61,7 +61,9 @@ func (e *simEndpoint) count(step string) int {
 
 type directPacer struct{}
 
-func (directPacer) Schedule(ctx context.Context, _ int, fn func(context.Context) error) error { return fn(ctx) }
+func (directPacer) Schedule(ctx context.Context, _ int, fn func(context.Context) error) error {
+	return fn(ctx)
+}
 
 var evalDay = time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
 
@@ -122,7 +124,7 @@ func newEvalAnalyst(t *testing.T, capUSD float64) (*analyst.Analyst, *d1test.Dri
 	a := &analyst.Analyst{Store: analyst.Store{DB: db}, Config: c, Model: c.Model, Pacer: directPacer{},
 		Client: llm.OpenAI{BaseURL: c.BaseURL, Model: c.Model, Doer: srv.Client()},
 		Now:    func() time.Time { return now }, Sleep: func(d time.Duration) { now = now.Add(d) },
-		NewID:  func() string { n++; return fmt.Sprintf("e%d", n) }}
+		NewID: func() string { n++; return fmt.Sprintf("e%d", n) }}
 	return a, drv, ep, &now
 }
 
@@ -146,11 +148,15 @@ func checkDone(t *testing.T, a *analyst.Analyst, drv *d1test.Driver, segmentID i
 			t.Fatalf("computed step %s has a call: %+v", s.Name, s)
 		}
 		sum += s.Cost
+		t.Logf("segment %d step %d %s: %d prompt + %d completion tokens, %d µ$, %d bytes of input", segmentID, s.Step, s.Name,
+			s.PromptTokens, s.CompletionTokens, s.Cost, len(s.Input))
 	}
 	ledger := drv.Int(t, `SELECT SUM(cost_micro_usd) FROM llm_spend WHERE brief_id = ?`, v.EvalID)
 	if v.Cost != sum || v.Cost != ledger || v.CostUSD == "" {
 		t.Fatalf("evaluation cost %d, steps %d, ledger %d", v.Cost, sum, ledger)
 	}
+	t.Logf("segment %d evaluation: %d µ$ ($%s), worst case reserved %d µ$", segmentID, v.Cost, v.CostUSD,
+		drv.Int(t, `SELECT SUM(reserved_micro_usd) FROM llm_spend WHERE brief_id = ? AND outcome = 'ok'`, v.EvalID))
 	return v
 }
 
@@ -213,5 +219,117 @@ func TestEvaluationOfflineEveryStepWithItsCost(t *testing.T) {
 	st, _ := a.Status(ctx)
 	if st.OpenEvals != 0 || st.Calls != 6 || st.Spent > a.Config.DailyCap || st.Spent != drv.Int(t, `SELECT SUM(cost_micro_usd) FROM segment_evaluations`) {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// A call that fails mid-way (the critic's first call answers 500) stops
+// the run; the next run retries the critic without calling the finished
+// steps again, and every reservation is settled exactly once. A 429 is
+// waited out within the run.
+func TestEvaluationFailureMidWayIsRetriedWithoutRepaying(t *testing.T) {
+	a, drv, ep, now := newEvalAnalyst(t, 1)
+	drv.Exec(t, `UPDATE segments SET retired_at = ? WHERE id = 2`, d1.Time(evalDay))
+	ep.fail["critic#1"] = http.StatusInternalServerError
+	ep.fail["synthesis#1"] = http.StatusTooManyRequests
+	ctx := context.Background()
+	res := a.Run(ctx)
+	if res.Err == "" || res.EvalSteps != 1 || ep.count("methods") != 1 || ep.count("critic") != 1 {
+		t.Fatalf("failing run %+v; calls %v", res, ep.calls)
+	}
+	row := drv.Rows(t, `SELECT state, calls, error, cost_micro_usd FROM segment_evaluation_steps WHERE name = 'critic'`)[0]
+	if row["state"] != "ready" || fmt.Sprint(row["calls"]) != "1" || !strings.Contains(fmt.Sprint(row["error"]), "500") {
+		t.Fatalf("critic after the 500: %v", row)
+	}
+	methodsCost := drv.Int(t, `SELECT cost_micro_usd FROM segment_evaluation_steps WHERE name = 'methods'`)
+	start := *now
+	res = a.Run(ctx)
+	if res.Err != "" || res.EvalsDone != 1 || ep.count("methods") != 1 || ep.count("critic") != 2 || ep.count("synthesis") != 2 {
+		t.Fatalf("resumed run %+v; calls %v", res, ep.calls)
+	}
+	if now.Sub(start) < time.Second {
+		t.Fatalf("the 429 was not waited out: %s", now.Sub(start))
+	}
+	v := checkDone(t, a, drv, 1)
+	if v.Steps[2].Cost != methodsCost || v.Steps[2].Calls != 1 || v.Steps[3].Calls != 2 || v.Steps[4].Calls != 2 {
+		t.Fatalf("steps after the retry %+v", v.Steps)
+	}
+	// Every call is one ledger row, settled once: the failed ones at 0.
+	rows := drv.Rows(t, `SELECT call_id, state, outcome, cost_micro_usd FROM llm_spend ORDER BY call_id`)
+	want := map[string]string{"e1/3/1": "ok", "e1/4/1": "error", "e1/4/2": "ok", "e1/5/1": "rate_limited", "e1/5/2": "ok"}
+	if len(rows) != len(want) {
+		t.Fatalf("ledger %v", rows)
+	}
+	for _, r := range rows {
+		failed := r["outcome"] != "ok"
+		if r["state"] != "settled" || r["outcome"] != want[r["call_id"].(string)] || (failed != (fmt.Sprint(r["cost_micro_usd"]) == "0")) {
+			t.Fatalf("ledger row %v", r)
+		}
+	}
+	// A call lost mid-flight (its run died after the reservation) is
+	// charged at its worst case once, and the step is called again.
+	b, drv2, ep2, now2 := newEvalAnalyst(t, 1)
+	drv2.Exec(t, `UPDATE segments SET retired_at = ? WHERE id = 2`, d1.Time(evalDay))
+	b.Run(ctx)
+	drv2.Exec(t, `INSERT INTO segment_evaluations (eval_id, segment_id, state, trigger, prompt_version, created_at, updated_at)
+VALUES ('x', 1, 'open', 'schedule', 'v', ?, ?)`, d1.Time(*now2), d1.Time(*now2))
+	drv2.Exec(t, `INSERT INTO segment_evaluation_steps (eval_id, step, name, state, updated_at, input_json, output_json)
+SELECT 'x', step, name, state, updated_at, input_json, output_json FROM segment_evaluation_steps WHERE eval_id = 'e1' AND step <= 3`)
+	drv2.Exec(t, `INSERT INTO segment_evaluation_steps (eval_id, step, name, state, calls, attempt, input_json, prompt_hash, messages_json, updated_at)
+SELECT 'x', 4, 'critic', 'calling', 1, 1, input_json, prompt_hash, messages_json, ? FROM segment_evaluation_steps WHERE eval_id = 'e1' AND step = 4`, d1.Time(*now2))
+	drv2.Exec(t, `INSERT INTO segment_evaluation_steps (eval_id, step, name, state, updated_at) VALUES ('x', 5, 'synthesis', 'pending', ?)`, d1.Time(*now2))
+	drv2.Exec(t, `INSERT INTO llm_spend (call_id, day, cluster_id, brief_id, state, est_tokens, reserved_micro_usd, created_at)
+VALUES ('x/4/1', ?, 'segment:1', 'x', 'reserved', 900, 777, ?)`, llm.Day(*now2), d1.Time(*now2))
+	if res := b.Run(ctx); res.Calls != 0 {
+		t.Fatalf("a fresh call was taken over: %+v", res)
+	}
+	*now2 = now2.Add(analyst.StaleCall + time.Second)
+	critics := ep2.count("critic")
+	b.Run(ctx)
+	lost := drv2.Rows(t, `SELECT state, cost_micro_usd FROM llm_spend WHERE call_id = 'x/4/1'`)[0]
+	step := drv2.Rows(t, `SELECT state, calls, cost_micro_usd FROM segment_evaluation_steps WHERE eval_id = 'x' AND step = 4`)[0]
+	if lost["state"] != "lost" || fmt.Sprint(lost["cost_micro_usd"]) != "777" || step["state"] != "done" || fmt.Sprint(step["calls"]) != "2" ||
+		ep2.count("critic") != critics+1 || ep2.count("methods") != 1 {
+		t.Fatalf("lost call %v, step %v, calls %v", lost, step, ep2.calls)
+	}
+	if c := drv2.Int(t, `SELECT cost_micro_usd FROM segment_evaluation_steps WHERE eval_id = 'x' AND step = 4`); c <= 777 {
+		t.Fatalf("the lost call's worst case is not in the step's cost: %d", c)
+	}
+}
+
+// At the cap the evaluations stop (the status says so) and resume the
+// next UTC day, never spending more than the cap in a day.
+func TestEvaluationStopsAtCapAndResumesNextDay(t *testing.T) {
+	probe, pdrv, _, _ := newEvalAnalyst(t, 1)
+	ctx := context.Background()
+	probe.Run(ctx)
+	worst := pdrv.Int(t, `SELECT MAX(reserved_micro_usd) FROM llm_spend`)
+	// A cap of one call's worst case: a day admits a call or two (a
+	// settled call costs less than its worst case), never an evaluation.
+	a, drv, ep, now := newEvalAnalyst(t, float64(worst)/1e6)
+	res := a.Run(ctx)
+	if !res.StoppedAtCap || res.EvalsDone != 0 || res.Calls < 1 {
+		t.Fatalf("capped run %+v", res)
+	}
+	st, _ := a.Status(ctx)
+	if !st.StoppedAtCap || st.State != "stopped_at_cap" || st.OpenEvals != 2 || !strings.Contains(st.Message, "evaluations") {
+		t.Fatalf("status %+v", st)
+	}
+	calls := ep.count("methods") + ep.count("critic") + ep.count("synthesis")
+	if res := a.Run(ctx); !res.StoppedAtCap || ep.count("methods")+ep.count("critic")+ep.count("synthesis") != calls {
+		t.Fatalf("same-day run %+v", res)
+	}
+	for day := 1; day <= 6; day++ {
+		*now = now.Add(24 * time.Hour)
+		a.Run(ctx)
+	}
+	checkDone(t, a, drv, 1)
+	checkDone(t, a, drv, 2)
+	for _, d := range drv.Rows(t, `SELECT day, SUM(cost_micro_usd) AS s FROM llm_spend GROUP BY day`) {
+		if int64(d["s"].(float64)) > a.Config.DailyCap {
+			t.Fatalf("day %v spent %v over the cap %d", d["day"], d["s"], a.Config.DailyCap)
+		}
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM llm_spend WHERE state = 'reserved'`); n != 0 {
+		t.Fatalf("%d reservations never settled", n)
 	}
 }
