@@ -23,12 +23,13 @@ var Module = module.Module{
 
 // Tasks are the analyst's periodic work: analyst-run advances the briefs
 // of the top opportunity clusters and those asked for (POST
-// /v1/analyst/run), as resumable steps in D1, a few calls a run, within
-// the daily spend cap. The spend rides on the run's ledger fact.
+// /v1/analyst/run), then the evaluations of the top segments, as
+// resumable steps in D1, a few calls a run, within the daily spend cap.
+// The spend rides on the run's ledger fact.
 func Tasks(a *Analyst) []module.Task {
 	return []module.Task{{
 		Name: "analyst-run", Every: 10 * time.Minute, Jitter: time.Minute,
-		Doc: "LLM briefs of the top opportunity clusters and those asked for, a few calls a run, within the daily spend cap",
+		Doc: "LLM briefs of the top opportunity clusters and those asked for, and evaluations of the top segments, a few calls a run, within the daily spend cap",
 		Run: func(ctx context.Context, _ func() time.Time) module.Result {
 			if a == nil {
 				return module.Result{Error: "no analyst configured"}
