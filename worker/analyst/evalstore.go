@@ -56,10 +56,11 @@ const stepCols = `s.eval_id, e.segment_id, s.step, s.name, s.state, s.attempt, s
 const (
 	// topSegmentsWithoutEvalSQL: of the top ?1 live segments by opportunity
 	// (a search of idx_segments_opportunity from ?3, above any score, as
-	// the listing's first page), those with no evaluation created since ?2.
+	// the listing's first page), those with no evaluation created since ?2
+	// and none open (one the cap holds back is resumed, not duplicated).
 	topSegmentsWithoutEvalSQL = `SELECT t.id FROM (SELECT id, opportunity FROM segments WHERE retired_at IS NULL AND opportunity < ?3
   ORDER BY opportunity DESC, id LIMIT ?1) t
-WHERE NOT EXISTS (SELECT 1 FROM segment_evaluations e WHERE e.segment_id = t.id AND e.created_at >= ?2)
+WHERE NOT EXISTS (SELECT 1 FROM segment_evaluations e WHERE e.segment_id = t.id AND (e.created_at >= ?2 OR e.state = 'open'))
 ORDER BY t.opportunity DESC, t.id`
 	// nextEvalStepSQL: the first unfinished step of the oldest open
 	// evaluation that can move (pending or ready, or calling for longer

@@ -318,6 +318,12 @@ func TestEvaluationStopsAtCapAndResumesNextDay(t *testing.T) {
 	if res := a.Run(ctx); !res.StoppedAtCap || ep.count("methods")+ep.count("critic")+ep.count("synthesis") != calls {
 		t.Fatalf("same-day run %+v", res)
 	}
+	// A week at the cap: the open evaluations are resumed, not queued again.
+	drv.Exec(t, `UPDATE segment_evaluations SET created_at = ?`, d1.Time(evalDay.Add(-8*24*time.Hour)))
+	*now = now.Add(24 * time.Hour)
+	if res := a.Run(ctx); res.EvalsQueued != 0 || drv.Int(t, `SELECT COUNT(*) FROM segment_evaluations`) != 2 {
+		t.Fatalf("open evaluations queued again: %+v", res)
+	}
 	for day := 1; day <= 6; day++ {
 		*now = now.Add(24 * time.Hour)
 		a.Run(ctx)
