@@ -1,7 +1,8 @@
 // Command llm-sim is a local, OpenAI-compatible chat-completions endpoint for
 // the analyst: it answers deterministically from the prompt (a valid brief
-// for a brief prompt), with realistic latency, usage token counts and
-// configurable 429s. It listens on loopback only and never calls out.
+// for a brief prompt, a valid step answer for a segment evaluation's step),
+// with realistic latency, usage token counts and configurable 429s. It
+// serves internal/llmsim on loopback only and never calls out.
 package main
 
 import (
@@ -36,7 +37,8 @@ events on stderr.
 Routes:
   POST /v1/chat/completions   OpenAI chat completions (Bearer -api-key when set);
                               a brief prompt (worker/analyst.BuildBriefPrompt) gets a valid
-                              brief JSON built from its input; any other prompt a
+                              brief JSON built from its input, a segment evaluation step
+                              (worker/analyst.BuildStepPrompt) its step's JSON; any other prompt a
                               deterministic short answer; usage counts in every answer
   GET  /v1/models             the one model served
   GET  /__stats   POST /__stats/reset   POST /__config   GET /health

@@ -26,10 +26,12 @@ const (
 )
 
 type simAnswer struct {
-	text    string
-	hash    string
-	brief   bool
-	invalid bool
+	text  string
+	hash  string
+	brief bool
+	// evalStep: an evaluation step's prompt (analyst.BuildStepPrompt).
+	evalStep bool
+	invalid  bool
 }
 
 // answer builds the reply. invalid is the configured mode: "first" breaks
@@ -45,7 +47,7 @@ func answer(msgs []llm.Message, jsonMode bool, invalid string) simAnswer {
 	step, evalIn, isEval := analyst.ParseStepPrompt(msgs)
 	switch {
 	case isEval:
-		a.brief = true
+		a.evalStep = true
 		out, _ := json.Marshal(evalAnswer(step, evalIn))
 		a.text = string(out)
 		if invalid == "always" || (invalid == "first" && !retry) {

@@ -94,6 +94,7 @@ type Stats struct {
 	BadRequests      int64  `json:"bad_requests"`
 	Unauthorized     int64  `json:"unauthorized"`
 	Briefs           int64  `json:"briefs"`
+	EvalSteps        int64  `json:"evaluation_steps"`
 	InvalidAnswers   int64  `json:"invalid_answers"`
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
@@ -273,6 +274,9 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 		st.Served++
 		st.PromptTokens += promptTokens
 		st.CompletionTokens += completionTokens
+		if ans.evalStep {
+			st.EvalSteps++
+		}
 		if ans.brief {
 			st.Briefs++
 		}
