@@ -640,6 +640,45 @@ CREATE TABLE segment_dirty (
   marked_at TEXT NOT NULL
 ) WITHOUT ROWID;
 
+-- segment_evaluation_steps
+CREATE TABLE segment_evaluation_steps (
+  eval_id           TEXT NOT NULL,
+  step              INTEGER NOT NULL,
+  name              TEXT NOT NULL,
+  state             TEXT NOT NULL,              -- pending | ready | calling | done | failed
+  attempt           INTEGER NOT NULL DEFAULT 0, -- validation attempt of its answer
+  calls             INTEGER NOT NULL DEFAULT 0, -- LLM calls started (each one a llm_spend row)
+  input_json        TEXT,                       -- exactly what the step was shown
+  prompt_hash       TEXT,                       -- sha256 of the first attempt's messages
+  messages_json     TEXT,                       -- the next (or last) call's messages
+  answer            TEXT,                       -- the last raw answer
+  output_json       TEXT,                       -- the step's validated output
+  error             TEXT,
+  prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+  completion_tokens INTEGER NOT NULL DEFAULT 0,
+  cost_micro_usd    INTEGER NOT NULL DEFAULT 0,
+  updated_at        TEXT NOT NULL,
+  finished_at       TEXT,
+  PRIMARY KEY (eval_id, step)
+) WITHOUT ROWID;
+
+-- segment_evaluations
+CREATE TABLE segment_evaluations (
+  eval_id        TEXT PRIMARY KEY,
+  segment_id     INTEGER NOT NULL,
+  state          TEXT NOT NULL,              -- open | done | failed
+  trigger        TEXT NOT NULL,              -- schedule
+  model          TEXT,
+  prompt_version TEXT NOT NULL,
+  error          TEXT,
+  cost_micro_usd INTEGER NOT NULL DEFAULT 0, -- the sum of its steps' settled and lost calls
+  created_at     TEXT NOT NULL,              -- d1.Layout
+  updated_at     TEXT NOT NULL,
+  finished_at    TEXT
+);
+CREATE INDEX segment_evaluations_by_segment ON segment_evaluations (segment_id, created_at DESC);
+CREATE INDEX segment_evaluations_open ON segment_evaluations (state, created_at);
+
 -- segment_focus_apps
 CREATE TABLE segment_focus_apps (
   track_id   INTEGER PRIMARY KEY,
@@ -738,4 +777,4 @@ CREATE TABLE usage_months (
   PRIMARY KEY (month, source)
 ) WITHOUT ROWID;
 
--- 40 tables, 36 indexes, 22 triggers.
+-- 42 tables, 38 indexes, 22 triggers.

@@ -1,7 +1,8 @@
 // Command llm-sim is a local, OpenAI-compatible chat-completions endpoint for
 // the analyst: it answers deterministically from the prompt (a valid brief
-// for a brief prompt), with realistic latency, usage token counts and
-// configurable 429s. It listens on loopback only and never calls out.
+// for a brief prompt, a valid step answer for a segment evaluation's step),
+// with realistic latency, usage token counts and configurable 429s. It
+// serves internal/llmsim on loopback only and never calls out.
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"storecrawl/internal/llmsim"
 	"storecrawl/internal/simserve"
 )
 
@@ -35,7 +37,8 @@ events on stderr.
 Routes:
   POST /v1/chat/completions   OpenAI chat completions (Bearer -api-key when set);
                               a brief prompt (worker/analyst.BuildBriefPrompt) gets a valid
-                              brief JSON built from its input; any other prompt a
+                              brief JSON built from its input, a segment evaluation step
+                              (worker/analyst.BuildStepPrompt) its step's JSON; any other prompt a
                               deterministic short answer; usage counts in every answer
   GET  /v1/models             the one model served
   GET  /__stats   POST /__stats/reset   POST /__config   GET /health
@@ -82,11 +85,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
 	}
-	def := DefaultConfig()
+	def := llmsim.DefaultConfig()
 	var (
 		addr   = fs.String("addr", defaultAddr, "listen address, loopback only (127.0.0.1:0 picks a free port)")
 		apiKey = fs.String("api-key", "", "if set, require Authorization: Bearer <key>")
-		model  = fs.String("model", defaultModel, "model name answered")
+		model  = fs.String("model", llmsim.DefaultModel, "model name answered")
 		cfg    = def
 	)
 	fs.IntVar(&cfg.LatencyMS, "latency-ms", def.LatencyMS, "fixed latency per completion")
@@ -108,7 +111,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := simserve.NewLogger(stderr)
 	srv := &http.Server{
-		Handler:           NewServer(Options{Config: cfg, APIKey: *apiKey, Model: *model, Logger: logger}),
+		Handler:           llmsim.NewServer(llmsim.Options{Config: cfg, APIKey: *apiKey, Model: *model, Logger: logger}),
 		ReadHeaderTimeout: readHeaderTimeout,
 	}
 	err := simserve.Run(ctx, srv, *addr, stdout, shutdownTimeout, func() { logger.Info("started", "model", *model, "config", cfg) })

@@ -85,10 +85,13 @@ type Analyst struct {
 // RunResult is one run of the analyst-run task.
 type RunResult struct {
 	Queued, Calls, Done, Failed, Retries int
-	StoppedAtCap                         bool
-	RateLimited                          bool
-	RetryAfterS                          int
-	Err                                  string
+	// EvalsQueued, EvalSteps (LLM steps done), EvalsDone, EvalsFailed:
+	// the segment evaluations' part of the run.
+	EvalsQueued, EvalSteps, EvalsDone, EvalsFailed int
+	StoppedAtCap                                   bool
+	RateLimited                                    bool
+	RetryAfterS                                    int
+	Err                                            string
 	// Charges are the calls this run settled (or found lost), for the
 	// scheduler's ledger fact.
 	Charges []Charge
@@ -104,7 +107,8 @@ type Charge struct {
 // Counters are the run's additions to the analyst-run task's lifetime
 // counters (the scheduler's ledger fact carries them as deltas).
 func (r RunResult) Counters() map[string]int64 {
-	c := map[string]int64{"llm-calls": int64(len(r.Charges)), "briefs-done": int64(r.Done), "briefs-failed": int64(r.Failed)}
+	c := map[string]int64{"llm-calls": int64(len(r.Charges)), "briefs-done": int64(r.Done), "briefs-failed": int64(r.Failed),
+		"evaluations-done": int64(r.EvalsDone), "evaluations-failed": int64(r.EvalsFailed)}
 	for _, ch := range r.Charges {
 		c["llm-cost-micro-usd"] += ch.Cost
 		c["llm-prompt-tokens"] += ch.PromptTokens
@@ -133,6 +137,9 @@ func (r RunResult) Detail() string {
 // Summary is the task's one-line result.
 func (r RunResult) Summary() string {
 	s := fmt.Sprintf("%d queued, %d calls, %d done, %d failed, %d retries", r.Queued, r.Calls, r.Done, r.Failed, r.Retries)
+	if r.EvalsQueued+r.EvalSteps+r.EvalsFailed > 0 {
+		s += fmt.Sprintf("; evaluations: %d queued, %d steps, %d done, %d failed", r.EvalsQueued, r.EvalSteps, r.EvalsDone, r.EvalsFailed)
+	}
 	if r.StoppedAtCap {
 		s += " (stopped at the daily cap)"
 	}
@@ -187,7 +194,7 @@ var ErrTooManyOpen = errors.New("analyst: " + strconv.Itoa(MaxOpenBriefs) + " br
 
 // Run is one run of the analyst-run task: queue the top clusters that need
 // a brief, then advance open briefs, oldest first, for at most
-// MaxCallsPerRun calls. It stops at the daily cap (saying so in the
+// MaxCallsPerRun calls; then the segment evaluations (runEvaluations). It stops at the daily cap (saying so in the
 // status), on a rate limit it could not wait out, and on an endpoint error.
 func (a *Analyst) Run(ctx context.Context) (res RunResult) {
 	defer func() {
@@ -249,6 +256,11 @@ func (a *Analyst) Run(ctx context.Context) (res RunResult) {
 			break
 		}
 	}
+	// The segment evaluations share the cap and the endpoint: they run
+	// only while neither stopped the briefs.
+	if !res.StoppedAtCap && !res.RateLimited && res.Err == "" {
+		a.runEvaluations(ctx, &res)
+	}
 	a.finishStatus(ctx, &res)
 	return res
 }
@@ -268,7 +280,7 @@ func (a *Analyst) finishStatus(ctx context.Context, res *RunResult) {
 	case res.StoppedAtCap:
 		held, _ := a.Store.Held(ctx, llm.Day(now))
 		state = "stopped_at_cap"
-		msg = fmt.Sprintf("stopped at the daily LLM spend cap: $%s of $%s held on %s; open briefs resume tomorrow (UTC) or under a higher %s",
+		msg = fmt.Sprintf("stopped at the daily LLM spend cap: $%s of $%s held on %s; open briefs and segment evaluations resume tomorrow (UTC) or under a higher %s",
 			llm.USD(held), llm.USD(a.Config.DailyCap), llm.Day(now), VarDailyCap)
 	case res.RateLimited:
 		state = "rate_limited"
@@ -276,6 +288,9 @@ func (a *Analyst) finishStatus(ctx context.Context, res *RunResult) {
 		state, msg = "error", "last run failed: "+res.Err
 	}
 	if n, err := a.Store.OpenCount(ctx); err == nil && n > 0 && state == "idle" {
+		state = "working"
+	}
+	if n, err := a.Store.OpenEvalCount(ctx); err == nil && n > 0 && state == "idle" {
 		state = "working"
 	}
 	if err := a.Store.SetStatus(ctx, state, msg, res.StoppedAtCap, now); err != nil {
@@ -340,26 +355,14 @@ func (a *Analyst) fail(ctx context.Context, b BriefRow, reason string, now time.
 func callID(briefID string, n int) string { return fmt.Sprintf("%s/%d", briefID, n) }
 
 // recoverLost handles a brief left "calling" by a crashed run: its call
-// stays charged at its worst case (whether it was billed is unknown; the
-// cap must hold either way) and the brief is ready for another call.
+// stays charged at its worst case (chargeLost) and the brief is ready for
+// another call.
 func (a *Analyst) recoverLost(ctx context.Context, b BriefRow, now time.Time, res *RunResult) stepOut {
 	id := callID(b.BriefID, b.Calls)
-	var held []struct {
-		Reserved int64 `json:"reserved_micro_usd"`
-	}
-	if err := a.Store.DB.Query(ctx, &held, lostCallHeldSQL, id); err != nil {
-		return stepOut{stop: true, err: "read lost call: " + err.Error()}
-	}
-	logx.Event("analyst.call_lost", map[string]any{"level": logx.Warn, "brief_id": b.BriefID, "call_id": id, "since": b.UpdatedAt})
-	_, err := a.Store.DB.ExecAtomic(ctx,
-		d1.Stmt{SQL: chargeLostCallSQL, Args: []any{d1.Time(now), id}},
-		d1.Stmt{SQL: readyAfterLostSQL,
-			Args: []any{"call " + id + " lost mid-flight; charged at its worst case", d1.Time(now), b.BriefID, b.Calls}})
+	err := a.chargeLost(ctx, res, b.BriefID, b.ClusterID, id, now, d1.Stmt{SQL: readyAfterLostSQL,
+		Args: []any{"call " + id + " lost mid-flight; charged at its worst case", d1.Time(now), b.BriefID, b.Calls}})
 	if err != nil {
 		return stepOut{stop: true, err: "recover lost call: " + err.Error()}
-	}
-	if len(held) > 0 {
-		res.Charges = append(res.Charges, Charge{BriefID: b.BriefID, ClusterID: b.ClusterID, Cost: held[0].Reserved})
 	}
 	return stepOut{}
 }
@@ -383,61 +386,22 @@ func (a *Analyst) call(ctx context.Context, b BriefRow, now time.Time, res *RunR
 	req := llm.Request{Model: a.Model, Messages: msgs, MaxTokens: BriefMaxTokens, JSON: true}
 	n := b.Calls + 1
 	id := callID(b.BriefID, n)
-	c := llm.CallOf(id, req)
-	worst := a.Config.Price.Cost(c.MaxPrompt, c.MaxTokens)
-	day := llm.Day(now)
-	// Reserve: admitted only if the day's spend, every reservation and this
-	// call's worst case stay within the cap; the brief moves to calling in
-	// the same batch, only if the reservation was inserted.
-	got, err := a.Store.DB.ExecAtomic(ctx,
-		d1.Stmt{SQL: reserveCallSQL,
-			Args: []any{id, day, b.ClusterID, b.BriefID, c.Estimate, worst, d1.Time(now), day, worst, a.Config.DailyCap}},
-		d1.Stmt{SQL: startCallingSQL,
-			Args: []any{n, d1.Time(now), b.BriefID, b.Calls, id}})
-	if err != nil {
-		return stepOut{stop: true, err: "reserve: " + err.Error()}
-	}
-	if got == 0 {
-		res.StoppedAtCap = true
-		logx.Event("analyst.stopped_at_cap", map[string]any{"level": logx.Warn, "brief_id": b.BriefID, "cluster_id": b.ClusterID,
-			"worst_case_micro_usd": worst, "cap_micro_usd": a.Config.DailyCap, "day": day})
-		return stepOut{stop: true}
-	}
-	res.Calls++
-	var resp llm.Response
-	var cerr error
-	perr := a.Pacer.Schedule(ctx, int(c.Estimate), func(ctx context.Context) error {
-		resp, cerr = a.Client.Complete(ctx, req)
-		return nil
-	})
-	if perr != nil {
-		// Never sent: the reservation is released and the brief is ready again.
-		if _, err := a.Store.DB.ExecAtomic(ctx,
-			d1.Stmt{SQL: releaseCallSQL, Args: []any{id}},
-			d1.Stmt{SQL: readyAfterUnsentSQL,
-				Args: []any{b.Calls, d1.Time(a.now()), b.BriefID, n}}); err != nil {
-			return stepOut{stop: true, err: "release: " + err.Error()}
-		}
-		res.Calls--
-		if errors.Is(perr, ratelimit.ErrRateLimited) {
-			return stepOut{stop: true, rateLimited: true, retryAfter: MaxRateLimitWait}
-		}
-		return stepOut{stop: true, err: "limiter: " + perr.Error()}
+	// The brief moves to calling in the reservation's batch, only if the
+	// reservation was inserted.
+	resp, cerr, out, sent := a.reserveAndCall(ctx, capCall{ID: id, ClusterID: b.ClusterID, OwnerID: b.BriefID, Req: req,
+		Start:  d1.Stmt{SQL: startCallingSQL, Args: []any{n, d1.Time(now), b.BriefID, b.Calls, id}},
+		Unsent: d1.Stmt{SQL: readyAfterUnsentSQL, Args: []any{b.Calls, d1.Time(a.now()), b.BriefID, n}}}, now, res)
+	if !sent {
+		return out
 	}
 	settledAt := a.now()
 	if cerr != nil {
-		outcome := "error"
-		if errors.Is(cerr, llm.ErrRateLimited) {
-			outcome = "rate_limited"
-		}
-		if err := a.settle(ctx, res, b, id, n, llm.Usage{}, outcome, settledAt, d1.Stmt{SQL: readyAfterErrorSQL,
+		outcome, out := callErrorOutcome(cerr)
+		if err := a.settle(ctx, res, b.BriefID, b.ClusterID, id, n, llm.Usage{}, outcome, settledAt, d1.Stmt{SQL: readyAfterErrorSQL,
 			Args: []any{cutText(cerr.Error(), maxErrorText), d1.Time(settledAt), b.BriefID, n}}); err != nil {
 			return stepOut{stop: true, err: "settle: " + err.Error()}
 		}
-		if outcome == "rate_limited" {
-			return stepOut{rateLimited: true, retryAfter: llm.RetryAfterOf(cerr)}
-		}
-		return stepOut{stop: true, err: "model call: " + cerr.Error()}
+		return out
 	}
 	brief, verr := ValidateBrief(resp.Text, in)
 	next := NextStep(b.Attempt, msgs, resp.Text, verr)
@@ -465,26 +429,10 @@ func (a *Analyst) call(ctx context.Context, b BriefRow, now time.Time, res *RunR
 				d1.Time(settledAt), d1.Time(settledAt), b.BriefID, n}}
 		logx.Event("analyst.brief_failed", map[string]any{"level": logx.Warn, "brief_id": b.BriefID, "cluster_id": b.ClusterID, "reason": cutText(next.Reason, maxErrorText)})
 	}
-	if err := a.settle(ctx, res, b, id, n, resp.Usage, outcome, settledAt, upd); err != nil {
+	if err := a.settle(ctx, res, b.BriefID, b.ClusterID, id, n, resp.Usage, outcome, settledAt, upd); err != nil {
 		return stepOut{stop: true, err: "settle: " + err.Error()}
 	}
 	return stepOut{}
-}
-
-// settle charges a call at its reported usage (0 when the endpoint counted
-// nothing) and applies the brief's update, in one batch.
-func (a *Analyst) settle(ctx context.Context, res *RunResult, b BriefRow, id string, n int, u llm.Usage, outcome string, now time.Time, upd d1.Stmt) error {
-	cost := a.Config.Price.Cost(u.PromptTokens, u.CompletionTokens)
-	_, err := a.Store.DB.ExecAtomic(ctx,
-		d1.Stmt{SQL: settleCallSQL, Args: []any{u.PromptTokens, u.CompletionTokens, cost, outcome, d1.Time(now), id}},
-		upd)
-	if err == nil {
-		res.Charges = append(res.Charges, Charge{BriefID: b.BriefID, ClusterID: b.ClusterID, Cost: cost, PromptTokens: u.PromptTokens, Completion: u.CompletionTokens})
-		logx.Event("analyst.llm_charge", map[string]any{"brief_id": b.BriefID, "cluster_id": b.ClusterID, "call_id": id, "call": n,
-			"outcome": outcome, "prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "cost_micro_usd": cost,
-			"estimated_usage": u.Estimated})
-	}
-	return err
 }
 
 func cutText(s string, n int) string {

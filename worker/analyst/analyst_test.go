@@ -419,8 +419,17 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 		if q.Bounded != "" {
 			continue
 		}
-		for _, step := range drv.Rows(t, "EXPLAIN QUERY PLAN "+q.SQL, q.Args...) {
-			if d := fmt.Sprint(step["detail"]); strings.HasPrefix(d, "SCAN ") {
+		plan := drv.Rows(t, "EXPLAIN QUERY PLAN "+q.SQL, q.Args...)
+		// A json_each argument list, a constant row or a subquery's rows
+		// (a co-routine, bounded by its own plan) is no table.
+		notTable := map[string]bool{"SCAN CONSTANT ROW": true}
+		for _, step := range plan {
+			if name, ok := strings.CutPrefix(fmt.Sprint(step["detail"]), "CO-ROUTINE "); ok {
+				notTable["SCAN "+name] = true
+			}
+		}
+		for _, step := range plan {
+			if d := fmt.Sprint(step["detail"]); strings.HasPrefix(d, "SCAN ") && !strings.HasPrefix(d, "SCAN json_each") && !notTable[d] {
 				t.Errorf("%s: %s", q.Name, d)
 			}
 		}

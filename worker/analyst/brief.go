@@ -265,7 +265,7 @@ func (e *ValidationError) Error() string {
 	if len(p) > maxErrorsListed {
 		p, more = p[:maxErrorsListed], fmt.Sprintf("; and %d more", len(e.Problems)-maxErrorsListed)
 	}
-	return "invalid brief: " + strings.Join(p, "; ") + more
+	return "invalid answer: " + strings.Join(p, "; ") + more
 }
 
 // ValidateBrief checks an answer against BriefSchema and against the input

@@ -49,6 +49,7 @@ type Status struct {
 	Calls        int64             `json:"calls_today"`
 	ByCluster    []ClusterDaySpend `json:"spend_by_cluster"`
 	OpenBriefs   int64             `json:"open_briefs"`
+	OpenEvals    int64             `json:"open_evaluations"`
 	TokensPerMin int64             `json:"tokens_per_minute"`
 	Price        llm.Price         `json:"price"`
 	Top          []TopBrief        `json:"top_opportunities"`
@@ -72,13 +73,17 @@ func (a *Analyst) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
+	openEvals, err := a.Store.OpenEvalCount(ctx)
+	if err != nil {
+		return Status{}, err
+	}
 	top, err := a.Store.TopBriefs(ctx, TopShown)
 	if err != nil {
 		return Status{}, err
 	}
 	s := Status{State: row.State, Message: row.Message, UpdatedAt: row.UpdatedAt, Configured: a.Client != nil, Model: a.Model,
 		Day: day, Spent: sp.Spent, Reserved: sp.Reserved, Cap: a.Config.DailyCap, Calls: sp.Calls, ByCluster: sp.ByCluster,
-		SpentUSD: llm.USD(sp.Spent), CapUSD: llm.USD(a.Config.DailyCap), OpenBriefs: open,
+		SpentUSD: llm.USD(sp.Spent), CapUSD: llm.USD(a.Config.DailyCap), OpenBriefs: open, OpenEvals: openEvals,
 		TokensPerMin: a.Config.TokensPerMinute, Price: a.Config.Price, Top: top}
 	if at, err := time.Parse(time.RFC3339, row.UpdatedAt); err == nil && row.StoppedAtCap != 0 && llm.Day(at) == day {
 		s.StoppedAtCap = true

@@ -100,6 +100,15 @@ func HotQueries() []d1.NamedQuery {
 			Bounded: "the top TopClusters of idx_opportunity_scores_score in order, stopped by the subquery's LIMIT"},
 		{Name: "analyst top briefs", SQL: topBriefsSQL, Args: []any{TopShown},
 			Bounded: "the top TopShown of idx_opportunity_scores_score in order, stopped by the subquery's LIMIT"},
+		{Name: "analyst next evaluation step", SQL: nextEvalStepSQL, Args: []any{"2026-01-01T00:00:00.000Z"}},
+		{Name: "analyst latest evaluation", SQL: latestEvalSQL, Args: []any{1}},
+		{Name: "analyst evaluation steps", SQL: evalStepsSQL, Args: []any{"e1"}},
+		{Name: "analyst evaluation segment", SQL: evalSegmentSQL, Args: []any{1}},
+		{Name: "analyst evaluation keywords", SQL: evalKeywordsSQL, Args: []any{1, EvalKeywords}},
+		{Name: "analyst evaluation apps", SQL: evalAppsSQL, Args: []any{"[1,2]"}},
+		{Name: "analyst evaluation reviews fetched", SQL: evalFetchedSQL, Args: []any{"[1,2]"}},
+		{Name: "analyst open evaluations", SQL: openEvalCountSQL},
+		{Name: "analyst top segments without evaluation", SQL: topSegmentsWithoutEvalSQL, Args: []any{TopSegments, "2026-01-01T00:00:00.000Z", aboveAnyScore}},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"storecrawl/worker/analyst"
@@ -18,11 +19,15 @@ type AnalystService interface {
 	Brief(ctx context.Context, clusterID string) (analyst.BriefView, bool, error)
 	Request(ctx context.Context, clusterID string) (b analyst.BriefRow, found, created bool, err error)
 	Status(ctx context.Context) (analyst.Status, error)
+	// Evaluation is a segment's newest evaluation (a done one first):
+	// found false when it has none, analyst.ErrNoSegment for an unknown one.
+	Evaluation(ctx context.Context, segmentID int64) (analyst.EvaluationView, bool, error)
 }
 
 // mountAnalyst adds the analyst's routes.
 func (s *Server) mountAnalyst(mux *routeMux) {
 	mux.HandleFunc("GET /v1/opportunities/{id}/brief", s.requireRead(s.opportunityBrief))
+	mux.HandleFunc("GET /v1/segments/{id}/evaluation", s.requireRead(s.segmentEvaluation))
 	mux.HandleFunc("GET /v1/analyst/status", s.analystStatus)
 	mux.HandleFunc("POST /v1/analyst/run", s.requireAdmin(s.analystRun))
 }
@@ -53,6 +58,32 @@ func (s *Server) opportunityBrief(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "", "read failed")
 	case !found:
 		writeError(w, http.StatusNotFound, "id", "no brief for that cluster (POST /v1/analyst/run asks for one)")
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// segmentEvaluation serves a segment's newest evaluation (a done one
+// first): its state, each step with its output, exact input, prompt hash,
+// tokens and cost, and the total cost.
+func (s *Server) segmentEvaluation(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		writeError(w, http.StatusBadRequest, "id", "id must be a positive integer segment id")
+		return
+	}
+	if !s.analystAvailable(w) {
+		return
+	}
+	v, found, err := s.Analyst.Evaluation(r.Context(), id)
+	switch {
+	case errors.Is(err, analyst.ErrNoSegment):
+		writeError(w, http.StatusNotFound, "id", "no segment with that id")
+	case err != nil:
+		logx.Err("analyst.evaluation_read_failed", err, map[string]any{"segment_id": id})
+		writeError(w, http.StatusInternalServerError, "", "read failed")
+	case !found:
+		writeError(w, http.StatusNotFound, "id", "no evaluation of that segment yet: the top segments by opportunity are evaluated by the analyst-run task")
 	default:
 		writeJSON(w, http.StatusOK, v)
 	}

@@ -1,4 +1,9 @@
-package main
+// Package llmsim is the LLM simulator behind cmd/llm-sim: a local,
+// OpenAI-compatible chat-completions handler whose answers are a pure
+// function of the conversation (a valid brief or evaluation step for the
+// analyst's prompts), with latency, usage counts and configurable 429s.
+// Tests mount it in process (httptest); cmd/llm-sim serves it on loopback.
+package llmsim
 
 import (
 	"bytes"
@@ -15,7 +20,7 @@ import (
 	"storecrawl/worker/llm"
 )
 
-const defaultModel = "llm-sim-1"
+const DefaultModel = "llm-sim-1"
 
 // Bounds.
 const (
@@ -89,6 +94,7 @@ type Stats struct {
 	BadRequests      int64  `json:"bad_requests"`
 	Unauthorized     int64  `json:"unauthorized"`
 	Briefs           int64  `json:"briefs"`
+	EvalSteps        int64  `json:"evaluation_steps"`
 	InvalidAnswers   int64  `json:"invalid_answers"`
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
@@ -126,7 +132,7 @@ type Server struct {
 func NewServer(opts Options) *Server {
 	s := &Server{apiKey: opts.APIKey, model: opts.Model, now: opts.Now, sleep: opts.Sleep, log: opts.Logger, cfg: opts.Config}
 	if s.model == "" {
-		s.model = defaultModel
+		s.model = DefaultModel
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -268,6 +274,9 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 		st.Served++
 		st.PromptTokens += promptTokens
 		st.CompletionTokens += completionTokens
+		if ans.evalStep {
+			st.EvalSteps++
+		}
 		if ans.brief {
 			st.Briefs++
 		}

@@ -1,4 +1,4 @@
-package main
+package llmsim
 
 import (
 	"encoding/json"
@@ -26,10 +26,12 @@ const (
 )
 
 type simAnswer struct {
-	text    string
-	hash    string
-	brief   bool
-	invalid bool
+	text  string
+	hash  string
+	brief bool
+	// evalStep: an evaluation step's prompt (analyst.BuildStepPrompt).
+	evalStep bool
+	invalid  bool
 }
 
 // answer builds the reply. invalid is the configured mode: "first" breaks
@@ -42,7 +44,16 @@ func answer(msgs []llm.Message, jsonMode bool, invalid string) simAnswer {
 	for _, m := range msgs {
 		retry = retry || m.Role == llm.RoleAssistant
 	}
+	step, evalIn, isEval := analyst.ParseStepPrompt(msgs)
 	switch {
+	case isEval:
+		a.evalStep = true
+		out, _ := json.Marshal(evalAnswer(step, evalIn))
+		a.text = string(out)
+		if invalid == "always" || (invalid == "first" && !retry) {
+			a.invalid = true
+			a.text = "Here is the JSON:\n" + a.text
+		}
 	case isBrief:
 		a.brief = true
 		a.invalid = invalid == "always" || (invalid == "first" && !retry)
