@@ -87,6 +87,7 @@ func apiServer() *api.Server {
 		AdminToken:       func() string { return cfg.AdminToken },
 		ClientToken:      func() string { return cfg.ClientToken },
 		ReadToken:        func() string { return cfg.ReadToken },
+		Settings:         cfg.Values.Shown,
 		MarketDetail:     marketsStage,
 		Search:           search.Store{DB: db},
 	}

@@ -17,6 +17,7 @@ var Module = module.Module{
 		{Name: "analyst_status", Writer: "worker/analyst", Doc: "the analyst's one status row: working, stopped at its cap, rate limited"},
 		{Name: "llm_spend", Writer: "worker/analyst", Doc: "one LLM call's reservation and settled cost, by day"},
 	},
+	Settings: Settings,
 }
 
 // Tasks are the analyst's periodic work: analyst-run advances the briefs
