@@ -28,6 +28,9 @@ type Module struct {
 	// Settings are the vars the feature reads (the Worker's one loader
 	// reads every module's, worker.Settings).
 	Settings []Setting
+	// Consumes are the kinds of EVENTS queue message the feature handles
+	// (the "kind" field the consumer routes on; worker's queue routes).
+	Consumes []string
 }
 
 // Table is one owned D1 table.
