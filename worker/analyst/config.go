@@ -93,11 +93,3 @@ func ConfigFrom(v module.Values) Config {
 	c.TokensPerMinute = int64(v.Float(VarTokensPerMinute))
 	return c
 }
-
-// LoadConfig reads the analyst's vars alone (tests; the Worker loads
-// every setting at once, worker/config); a refused one is a Problem and
-// its default is used.
-func LoadConfig(getenv func(string) string) (Config, []module.Problem) {
-	v, probs := module.Load(Settings, getenv)
-	return ConfigFrom(v), probs
-}
