@@ -105,7 +105,8 @@ const (
 	maxStaleAfterDays = 3650
 )
 
-// Config is every setting, parsed.
+// Config is the platform's settings, parsed (the objects' and features'
+// configs are built from Values by their owners).
 type Config struct {
 	// APIBase and StoreBase are the upstream's base URLs, without a trailing slash.
 	APIBase   string
@@ -115,8 +116,8 @@ type Config struct {
 	HintsBase string
 	Country   string
 	// MaxHold caps how long one upstream answer (Retry-After,
-	// RateLimit-Reset) can hold the crawler (UPSTREAM_MAX_HOLD_S); 0 when
-	// unset: the client's default (upstream.DefaultMaxHold).
+	// RateLimit-Reset) can hold the crawler (UPSTREAM_MAX_HOLD_S; its
+	// default is the client's, upstream.DefaultMaxHold).
 	MaxHold time.Duration
 	// LocationHint is where the EnrichmentController is created.
 	LocationHint string
