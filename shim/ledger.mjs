@@ -208,7 +208,7 @@ export class Ledger {
 
   // send puts one batch of this writer's facts on the queue (throws on failure).
   async send(facts) {
-    await this.env.EVENTS.send(JSON.stringify({ type: "facts", source: facts[0].source, facts }), { contentType: "text" });
+    await this.env.EVENTS.send(JSON.stringify({ kind: "facts", type: "facts", source: facts[0].source, facts }), { contentType: "text" });
   }
 
   // report is the writer's side of reconciliation (durable/ledger.Report).

@@ -3,7 +3,8 @@ import { callGoAsync, goBinding } from "./go.mjs";
 
 // SchedulerDO: one alarm for every periodic task (idFromName("v1")). Go
 // (durable/scheduler) decides what is due and when to wake; Go
-// (worker/scheduler_js.go, worker/tasks) runs each task.
+// (worker/scheduler_js.go) runs each task of the features' modules
+// (worker/modules.go PeriodicTasks).
 export class SchedulerDO extends DecisionObject {
   constructor(ctx, env) {
     super(ctx, env, "schedulerDecide");

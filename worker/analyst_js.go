@@ -12,18 +12,14 @@ import (
 	"storecrawl/worker/analyst"
 	"storecrawl/worker/cf"
 	"storecrawl/worker/llm"
-	"storecrawl/worker/logx"
 	"storecrawl/worker/ratelimit"
 )
 
 // analystService is the LLM analyst, made once per Go instance (after
-// loadConfig): Workers AI when env.AI is bound, else the OpenAI-compatible
+// loadConfig, whose settings it runs with): Workers AI when env.AI is bound, else the OpenAI-compatible
 // endpoint of LLM_BASE_URL, else none (the analyst reports "disabled").
 var analystService = sync.OnceValue(func() *analyst.Analyst {
-	c, probs := analyst.LoadConfig(cloudflare.Getenv)
-	for _, p := range probs {
-		logx.Event("config.bad_config", map[string]any{"level": logx.Error, "var": p.Var, "value": p.Value, "error": p.Error})
-	}
+	c := cfg.Analyst
 	a := &analyst.Analyst{Store: analyst.Store{DB: db}, Config: c, Model: c.Model, Now: time.Now, Sleep: cf.Sleep,
 		Pacer: analyst.LimiterPacer{TokensPerMinute: c.TokensPerMinute,
 			Limits: &ratelimit.Client{Caller: limiterCaller{}, MaxWait: analyst.MaxRateLimitWait, Sleep: cf.Sleep}}}

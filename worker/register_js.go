@@ -87,6 +87,7 @@ func apiServer() *api.Server {
 		AdminToken:       func() string { return cfg.AdminToken },
 		ClientToken:      func() string { return cfg.ClientToken },
 		ReadToken:        func() string { return cfg.ReadToken },
+		Settings:         cfg.Values.Shown,
 		MarketDetail:     marketsStage,
 		Search:           search.Store{DB: db},
 	}
@@ -119,8 +120,9 @@ func handleCron(ctx context.Context) error {
 }
 
 // consumeBatch handles a queue batch: the dead-letter queue's messages,
-// else each message by its kind (a ledger's facts, an alert's delivery, a
-// market event). A failed message is retried; past max_retries the
+// else each message by its kind (routeMessage: a ledger's facts, an
+// alert's delivery, a pipeline event; a kind no module consumes is a
+// failure, so it is dead-lettered past its retries). A failed message is retried; past max_retries the
 // runtime moves it to the dead-letter queue.
 func consumeBatch(batch *queues.MessageBatch) (err error) {
 	// A panic would kill the shared Go instance; the batch is retried
@@ -149,10 +151,17 @@ func consumeBatch(batch *queues.MessageBatch) (err error) {
 	}()
 	for _, m := range batch.Messages {
 		body, err := m.StringBody()
-		if err == nil && ledgerdb.IsFactsMessage(body) {
+		var r route
+		var kind string
+		if err == nil {
+			r, kind, _ = routeMessage(body)
+		}
+		switch {
+		case err != nil:
+		case r == routeFacts:
 			facts++
 			err = ledgerdb.HandleFacts(ctx, body, factWriter(), &factsConsumer, time.Now())
-		} else if err == nil && alerts.IsDeliveryMessage(body) {
+		case r == routeDelivery:
 			// An alert's delivery: retried after a growing delay; past
 			// max_retries the runtime moves it to the dead-letter queue.
 			if err = alertsService().Deliver(ctx, body, m.Attempts, time.Now()); err != nil {
@@ -160,13 +169,17 @@ func consumeBatch(batch *queues.MessageBatch) (err error) {
 				m.Retry(queues.WithRetryDelay(alerts.RetryDelay(m.Attempts)))
 				continue
 			}
-		} else if err == nil {
+		case r == routeEvent:
 			err = markets.HandleEvent(ctx, body, marketsStage, time.Now())
 			if err == nil {
 				// A search's keywords whose top apps changed: the
 				// segments' next incremental run re-partitions around them.
 				err = segments.Store{DB: db}.MarkEvent(ctx, body, time.Now())
 			}
+		default:
+			// A kind no module consumes: an error, retried like a failure
+			// so it reaches the dead-letter queue, never dropped.
+			err = fmt.Errorf("queue.unknown_kind: no consumer for kind %q", kind)
 		}
 		if err != nil {
 			logx.Err("queue.message_failed", err, map[string]any{"id": m.ID, "attempts": m.Attempts, "queue": batch.Queue})

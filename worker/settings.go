@@ -1,161 +1,58 @@
 package worker
 
 import (
-	"fmt"
-	"strconv"
-	"time"
+	"slices"
 
 	"storecrawl/durable/controller"
-	"storecrawl/durable/ledger"
-	"storecrawl/durable/limiter"
 	"storecrawl/durable/scheduler"
+	"storecrawl/worker/analyst"
 	"storecrawl/worker/config"
+	"storecrawl/worker/enrichment"
+	"storecrawl/worker/module"
 )
 
-// settings is the Worker's configuration: config's settings, and the
-// Durable Objects' configs built from their vars (config.ObjectVars) by the
-// objects' own constructors, so worker/config imports no controller.
+// schedulerSettings are the SchedulerDO's vars, bounded as its NewConfig
+// bounds them.
+var schedulerSettings = []module.Setting{
+	{Name: "SCHEDULER_BREAKER_THRESHOLD", Module: "scheduler", Kind: module.Int, Default: module.FormatNumber(scheduler.DefaultBreakerThreshold),
+		Bounds: module.In(1, scheduler.MaxBreakerThreshold), Doc: "consecutive real failures (rate-limit refusals not counted) that open a task's breaker"},
+}
+
+// Settings is every setting of the Worker, each declared once: the
+// platform's (worker/config), the scheduler's, and each module's.
+// docs/operations.md's settings table lists the same names, modules,
+// defaults and bounds (TestDocsListEverySetting).
+var Settings = func() []module.Setting {
+	all := slices.Concat(config.Settings, schedulerSettings)
+	for _, m := range Modules {
+		all = append(all, m.Settings...)
+	}
+	return all
+}()
+
+// settings is the Worker's configuration: config's, and the Durable
+// Objects' and features' configs built from the same loaded values.
 type settings struct {
 	config.Config
 	Enrichment controller.Config
 	Scheduler  scheduler.Config
-	// LedgerRetention is how long an object keeps its replicated facts.
-	LedgerRetention time.Duration
-	// LimiterTally is the span of an OmniLimiter key's ledger facts
-	// (LIMITER_TALLY_S, default a minute): the integration tests shorten it
-	// so a key's facts and an idle key's retirement come in seconds.
-	LimiterTally time.Duration
-	// LedgerConfirmAfter is when a writer's sent facts are checked against
-	// D1 (LEDGER_CONFIRM_AFTER_S, default ledger.ConfirmAfter); a retiring
-	// limiter key waits for it, so the integration tests shorten it.
-	LedgerConfirmAfter time.Duration
+	Analyst    analyst.Config
 }
 
-// loadSettings reads every setting with getenv. A var that does not parse
-// or that its object refuses is a config.Problem; its default is used.
-func loadSettings(getenv func(string) string) (settings, []config.Problem) {
-	cc, probs := config.Load(getenv)
-	c := settings{Config: cc}
-	v := cc.Objects
-	bad := func(name, value string, err error) {
-		probs = append(probs, config.Problem{Var: name, Value: value, Error: err.Error()})
-	}
-
-	c.Enrichment = controller.DefaultConfig()
-	cooldown, pacingName := v.EnrichmentCooldownS, v.EnrichmentPacing
-	secs, err := intVar(cooldown)
-	if err == nil {
-		var cfg controller.Config
-		if cfg, err = controller.NewConfig(pacingName, secs); err == nil {
-			c.Enrichment = cfg
-		}
-	}
-	if err != nil {
-		bad("ENRICHMENT_COOLDOWN_S/ENRICHMENT_PACING", cooldown+"/"+pacingName, err)
-	}
-	if raw := v.EnrichmentParserProbeS; raw != "" {
-		secs, err := intVar(raw)
-		if err == nil {
-			err = c.Enrichment.SetParserProbe(secs)
-		}
-		if err != nil {
-			bad("ENRICHMENT_PARSER_PROBE_S", raw, err)
-		}
-	}
-
-	if raw := v.EnrichmentIdleS; raw != "" {
-		secs, err := intVar(raw)
-		if err == nil {
-			err = c.Enrichment.SetIdleSeconds(secs)
-		}
-		if err != nil {
-			bad("ENRICHMENT_IDLE_S", raw, err)
-		}
-	}
-
-	// SUBREQUEST_BUDGET: the invocation's subrequests (Workers Paid's
-	// 10,000 when unset).
-	if raw := v.SubrequestBudget; raw != "" {
-		if err := setSubrequestBudget(&c.Enrichment, raw); err != nil {
-			bad(subrequestBudgetVar, raw, err)
-		}
-	}
-
-	if raw := v.LookupBatch; raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err == nil {
-			err = c.Enrichment.SetLookupBatch(n)
-		}
-		if err != nil {
-			bad("LOOKUP_BATCH", raw, err)
-		}
-	}
-
-	if raw := v.LookupFreshH; raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err == nil {
-			err = c.Enrichment.SetLookupFreshHours(n)
-		}
-		if err != nil {
-			bad("LOOKUP_FRESH_H", raw, err)
-		}
-	}
-
-	if raw := v.SchedulerBreakerThreshold; raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err == nil {
-			c.Scheduler, err = scheduler.NewConfig(n)
-		}
-		if err != nil {
-			c.Scheduler = scheduler.Config{}
-			bad("SCHEDULER_BREAKER_THRESHOLD", raw, err)
-		}
-	}
-
-	c.LedgerRetention = ledger.DefaultRetention
-	if raw := v.LedgerRetentionDays; raw != "" {
-		days, err := strconv.ParseFloat(raw, 64)
-		if err == nil {
-			c.LedgerRetention, err = ledger.RetentionFromDays(days)
-		}
-		if err != nil {
-			c.LedgerRetention = ledger.DefaultRetention
-			bad("LEDGER_RETENTION_DAYS", raw, err)
-		}
-	}
-
-	c.LedgerConfirmAfter = ledger.ConfirmAfter
-	if raw := v.LedgerConfirmAfterS; raw != "" {
-		secs, err := strconv.Atoi(raw)
-		if err == nil {
-			c.LedgerConfirmAfter, err = ledger.ConfirmAfterFromSeconds(secs)
-		}
-		if err != nil {
-			c.LedgerConfirmAfter = ledger.ConfirmAfter
-			bad("LEDGER_CONFIRM_AFTER_S", raw, err)
-		}
-	}
-
-	c.LimiterTally = limiter.TallyPeriod
-	if raw := v.LimiterTallyS; raw != "" {
-		s, err := strconv.Atoi(raw)
-		d := time.Duration(s) * time.Second
-		if err == nil && (d < limiter.MinTallyPeriod || d > limiter.MaxTallyPeriod || limiter.TallyPeriod%d != 0) {
-			err = fmt.Errorf("want whole seconds in [%d, %d] dividing a minute", int(limiter.MinTallyPeriod.Seconds()), int(limiter.MaxTallyPeriod.Seconds()))
-		}
-		if err != nil {
-			bad("LIMITER_TALLY_S", raw, err)
-		} else {
-			c.LimiterTally = d
+// loadSettings reads every setting once with getenv (config.LoadWith, the
+// one loader) and builds the objects' and features' configs from its
+// values. A var a setting refuses is a Problem and its default is used.
+func loadSettings(getenv func(string) string) (settings, []module.Problem) {
+	cc, probs := config.LoadWith(Settings, getenv)
+	c := settings{Config: cc, Analyst: analyst.ConfigFrom(cc.Values)}
+	var p []module.Problem
+	c.Enrichment, p = enrichment.ControllerConfig(cc.Values)
+	probs = append(probs, p...)
+	if v := cc.Values; v.IsSet("SCHEDULER_BREAKER_THRESHOLD") {
+		var err error
+		if c.Scheduler, err = scheduler.NewConfig(int(v.Int("SCHEDULER_BREAKER_THRESHOLD"))); err != nil {
+			probs = append(probs, module.Problem{Var: "SCHEDULER_BREAKER_THRESHOLD", Value: v.String("SCHEDULER_BREAKER_THRESHOLD"), Error: err.Error()})
 		}
 	}
 	return c, probs
-}
-
-// intVar parses an optional integer var ("" is 0: the default).
-func intVar(raw string) (int, error) {
-	if raw == "" {
-		return 0, nil
-	}
-	return strconv.Atoi(raw)
 }

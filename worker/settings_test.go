@@ -1,9 +1,6 @@
 package worker
 
 import (
-	"encoding/json"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,14 +10,12 @@ import (
 	"storecrawl/durable/limiter"
 )
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
 func TestLoadSettingsBuildsTheObjectsConfigs(t *testing.T) {
 	c, probs := loadSettings(env(map[string]string{
 		"UPSTREAM_API_BASE":     "http://127.0.0.1:1/",
-		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": "seed", "SCHEDULER_BREAKER_THRESHOLD": "4",
+		"ENRICHMENT_COOLDOWN_S": "60", "ENRICHMENT_PACING": " seed ", "SCHEDULER_BREAKER_THRESHOLD": "4",
 		"LEDGER_RETENTION_DAYS": "2", "ENRICHMENT_PARSER_PROBE_S": "5", "UPSTREAM_MAX_HOLD_S": "120",
-		"LOOKUP_BATCH": "150", "LIMITER_TALLY_S": "5", "ENRICHMENT_IDLE_S": "5", "LEDGER_CONFIRM_AFTER_S": "10", "SUBREQUEST_BUDGET": "50",
+		"LOOKUP_BATCH": "150", "LIMITER_TALLY_S": "5", "ENRICHMENT_IDLE_S": "5", "LEDGER_CONFIRM_AFTER_S": "10", "SUBREQUEST_BUDGET": " 50 ",
 	}))
 	if len(probs) != 0 {
 		t.Fatalf("problems: %+v", probs)
@@ -99,21 +94,13 @@ func TestPacingNamesTheProductsControllers(t *testing.T) {
 	}
 }
 
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
 // TestDeployedVarsLoad: the vars as wrangler.jsonc deploys them load
 // without a problem, the objects' included.
 func TestDeployedVarsLoad(t *testing.T) {
-	raw, err := os.ReadFile("../wrangler.jsonc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// JSONC: drop // comments and trailing commas (as config's test does).
-	text := regexp.MustCompile(`(?m)^\s*//.*$|\s//\s.*$`).ReplaceAllString(string(raw), "")
-	text = regexp.MustCompile(`,(\s*[}\]])`).ReplaceAllString(text, "$1")
-	var w struct{ Vars map[string]string }
-	if err := json.Unmarshal([]byte(text), &w); err != nil {
-		t.Fatalf("wrangler.jsonc: %v", err)
-	}
-	if c, probs := loadSettings(env(w.Vars)); len(probs) != 0 || c.Enrichment.LookupBatchSize() != controller.DefaultLookupBatch || w.Vars["LOOKUP_BATCH"] == "" {
-		t.Fatalf("wrangler.jsonc vars: %+v %+v", probs, w.Vars)
+	vars := wranglerVars(t)
+	if c, probs := loadSettings(env(vars)); len(probs) != 0 || c.Enrichment.LookupBatchSize() != controller.DefaultLookupBatch || vars["LOOKUP_BATCH"] == "" {
+		t.Fatalf("wrangler.jsonc vars: %+v %+v", probs, vars)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/logx"
 	"storecrawl/worker/markets"
+	"storecrawl/worker/module"
 	"storecrawl/worker/ratelimit"
 	"storecrawl/worker/upstream"
 )
@@ -37,7 +38,7 @@ var (
 
 // loadConfig reads the env once; a bad var is logged and its default used.
 func loadConfig() {
-	var probs []config.Problem
+	var probs []module.Problem
 	cfg, probs = loadSettings(cloudflare.Getenv)
 	for _, p := range probs {
 		logx.Event("config.bad_config", map[string]any{"level": logx.Error, "var": p.Var, "value": p.Value, "error": p.Error})

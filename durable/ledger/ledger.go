@@ -119,11 +119,14 @@ const (
 // MaxNameLen is maxNameLen, for the writers' tests.
 const MaxNameLen = maxNameLen
 
-// BatchType is the queue message type of a replication batch.
+// BatchType is the queue message type of a replication batch, and its
+// kind (the field the EVENTS consumer routes on).
 const BatchType = "facts"
 
-// Batch is one replication message: facts of one writer.
+// Batch is one replication message: facts of one writer. The shim sends
+// it (shim/ledger.mjs) with kind and type both BatchType.
 type Batch struct {
+	Kind   string `json:"kind,omitempty"`
 	Type   string `json:"type"`
 	Source string `json:"source"`
 	Facts  []Fact `json:"facts"`

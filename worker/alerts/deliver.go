@@ -15,10 +15,11 @@ import (
 	"storecrawl/worker/subreq"
 )
 
-// DeliveryType is the EVENTS queue message that delivers one alert:
-// {"type": "alert-delivery", "alert_id": N}. It shares the EVENTS queue
-// (and its retries and dead-letter queue) with the pipeline's events;
-// the consumer routes it here (IsDeliveryMessage).
+// DeliveryType is the EVENTS queue message that delivers one alert, and
+// its kind: {"kind": "alert-delivery", "type": "alert-delivery",
+// "alert_id": N}. It shares the EVENTS queue (and its retries and
+// dead-letter queue) with the pipeline's events; the consumer routes it
+// here by its kind (a message without one, by IsDeliveryMessage).
 const DeliveryType = "alert-delivery"
 
 // MaxDeliveryAttempts is a delivery's attempts: the first and the EVENTS
@@ -33,17 +34,19 @@ const DeliveryTimeout = 10 * time.Second
 const maxErrorText = 200
 
 type deliveryMessage struct {
+	Kind    string `json:"kind,omitempty"`
 	Type    string `json:"type"`
 	AlertID int64  `json:"alert_id"`
 }
 
 // DeliveryMessage is the queue message delivering alert id.
 func DeliveryMessage(id int64) string {
-	b, _ := json.Marshal(deliveryMessage{Type: DeliveryType, AlertID: id})
+	b, _ := json.Marshal(deliveryMessage{Kind: DeliveryType, Type: DeliveryType, AlertID: id})
 	return string(b)
 }
 
-// IsDeliveryMessage reports whether a queue message body delivers an alert.
+// IsDeliveryMessage reports whether a queue message body delivers an
+// alert: the EVENTS consumer's legacy routing of a message without a kind.
 func IsDeliveryMessage(body string) bool {
 	return strings.Contains(body, `"`+DeliveryType+`"`) && parseDelivery(body) > 0
 }

@@ -18,6 +18,7 @@ var Module = module.Module{
 		{Name: "alerts", Writer: "worker/alerts", Doc: "an alert, its payload and its delivery attempts"},
 		{Name: "alert_cursor", Writer: "worker/alerts", Doc: "the history time the evaluation has read up to"},
 	},
+	Consumes: []string{DeliveryType},
 }
 
 // EvaluateEvery is the alerts-evaluate task's cadence.

@@ -18,6 +18,7 @@ import (
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/llm"
 	"storecrawl/worker/logx"
+	"storecrawl/worker/module"
 	"storecrawl/worker/ratelimit"
 )
 
@@ -387,6 +388,12 @@ func TestRequestAndDisabled(t *testing.T) {
 	if st, _ := a.Status(ctx); st.State != "disabled" || st.Configured {
 		t.Fatalf("disabled status %+v", st)
 	}
+}
+
+// LoadConfig reads the analyst's settings alone with the Worker's loader.
+func LoadConfig(getenv func(string) string) (Config, []module.Problem) {
+	v, probs := module.Load(Settings, getenv)
+	return ConfigFrom(v), probs
 }
 
 func TestLoadConfig(t *testing.T) {

@@ -1,13 +1,11 @@
 package analyst
 
 import (
-	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
-	"storecrawl/worker/config"
 	"storecrawl/worker/llm"
+	"storecrawl/worker/module"
 )
 
 // The analyst's vars (wrangler.jsonc; LLM_API_KEY is a secret) and their
@@ -64,36 +62,34 @@ type Config struct {
 // binding is checked by the wiring).
 func (c Config) Configured() bool { return c.BaseURL != "" }
 
-// LoadConfig reads the analyst's vars; a bad one is a Problem and its
-// default is used.
-func LoadConfig(getenv func(string) string) (Config, []config.Problem) {
+// Settings are the analyst's vars, read by the Worker's one settings
+// loader (worker/config).
+var Settings = []module.Setting{
+	{Name: VarBaseURL, Module: "analyst", Kind: module.Text, Doc: "OpenAI-compatible API root (ignored when `env.AI` is bound)"},
+	{Name: VarAPIKey, Module: "analyst", Kind: module.Secret, Doc: "its Bearer key"},
+	{Name: VarModel, Module: "analyst", Kind: module.Text, Default: DefaultModel, Doc: "model asked for"},
+	{Name: VarPriceIn, Module: "analyst", Kind: module.Number, Default: module.FormatNumber(DefaultPriceIn), Bounds: module.In(0, maxPricePer1K),
+		Doc: "list price per 1,000 input tokens, rounded up to µ$ per million tokens"},
+	{Name: VarPriceOut, Module: "analyst", Kind: module.Number, Default: module.FormatNumber(DefaultPriceOut), Bounds: module.In(0, maxPricePer1K),
+		Doc: "list price per 1,000 output tokens, rounded up likewise"},
+	{Name: VarDailyCap, Module: "analyst", Kind: module.Number, Default: module.FormatNumber(DefaultDailyCapUSD), Bounds: module.In(0, maxDailyCapUSD),
+		Doc: "daily (UTC) spend cap in USD, never passed"},
+	{Name: VarTokensPerMinute, Module: "analyst", Kind: module.Number, Default: module.FormatNumber(DefaultTokensPerMinute), Bounds: module.In(minTokensPerMinute, maxTokensPerMinute),
+		Doc: "the `llm-tokens` limiter's budget: estimated tokens a minute across every isolate"},
+}
+
+// ConfigFrom is the analyst's configuration from the loaded settings.
+func ConfigFrom(v module.Values) Config {
 	c := Config{
-		BaseURL: strings.TrimRight(strings.TrimSpace(getenv(VarBaseURL)), "/"),
-		APIKey:  strings.TrimSpace(getenv(VarAPIKey)),
-		Model:   strings.TrimSpace(getenv(VarModel)),
+		BaseURL: strings.TrimRight(v.String(VarBaseURL), "/"),
+		APIKey:  v.String(VarAPIKey),
+		Model:   v.String(VarModel),
 	}
-	if c.Model == "" {
-		c.Model = DefaultModel
-	}
-	var probs []config.Problem
-	num := func(name string, def, lo, hi float64) float64 {
-		raw := strings.TrimSpace(getenv(name))
-		if raw == "" {
-			return def
-		}
-		v, err := strconv.ParseFloat(raw, 64)
-		if err != nil || math.IsNaN(v) || v < lo || v > hi {
-			probs = append(probs, config.Problem{Var: name, Value: raw, Error: fmt.Sprintf("must be a number from %g to %g", lo, hi)})
-			return def
-		}
-		return v
-	}
-	in := num(VarPriceIn, DefaultPriceIn, 0, maxPricePer1K)
-	out := num(VarPriceOut, DefaultPriceOut, 0, maxPricePer1K)
+	in, out := v.Float(VarPriceIn), v.Float(VarPriceOut)
 	// Rounded up: spend is never under-counted.
 	c.Price = llm.Price{InputPerMTok: int64(math.Ceil(in * microPerMTokPer1KUS)), OutputPerMTok: int64(math.Ceil(out * microPerMTokPer1KUS))}
 	// Rounded down: the cap is never lifted by rounding.
-	c.DailyCap = int64(math.Floor(num(VarDailyCap, DefaultDailyCapUSD, 0, maxDailyCapUSD) * microUSDPerUSD))
-	c.TokensPerMinute = int64(num(VarTokensPerMinute, DefaultTokensPerMinute, minTokensPerMinute, maxTokensPerMinute))
-	return c, probs
+	c.DailyCap = int64(math.Floor(v.Float(VarDailyCap) * microUSDPerUSD))
+	c.TokensPerMinute = int64(v.Float(VarTokensPerMinute))
+	return c
 }

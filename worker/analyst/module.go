@@ -19,6 +19,7 @@ var Module = module.Module{
 		{Name: "segment_evaluations", Writer: "worker/analyst", Doc: "one evaluation of a market segment: its state and total cost"},
 		{Name: "segment_evaluation_steps", Writer: "worker/analyst", Doc: "one step of a segment evaluation: its exact input, prompt hash, output, tokens and cost"},
 	},
+	Settings: Settings,
 }
 
 // Tasks are the analyst's periodic work: analyst-run advances the briefs

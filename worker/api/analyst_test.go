@@ -10,6 +10,7 @@ import (
 	"storecrawl/worker/analyst"
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
+	"storecrawl/worker/module"
 )
 
 type kicks struct{ bodies []string }
@@ -23,7 +24,8 @@ func TestAnalystRoutes(t *testing.T) {
 	db, drv := d1test.New(t)
 	ts := d1.Time(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
 	drv.Exec(t, `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, computed_at) VALUES ('budget planner', 1, 10, ?)`, ts)
-	cfg, _ := analyst.LoadConfig(func(string) string { return "" })
+	v, _ := module.Load(analyst.Settings, func(string) string { return "" })
+	cfg := analyst.ConfigFrom(v)
 	a := &analyst.Analyst{Store: analyst.Store{DB: db}, Config: cfg, Model: cfg.Model}
 	k := &kicks{}
 	s := NewServer(&Server{Analyst: a, Scheduler: k, AdminToken: func() string { return "secret" }})

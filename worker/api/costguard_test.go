@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"storecrawl/worker/config"
 	"storecrawl/worker/guard"
 )
 
@@ -31,5 +32,22 @@ func TestEnrichmentStatusShowsTheCostGuard(t *testing.T) {
 	}
 	if p, _ := cg["projection"].(map[string]any); p == nil || len(p["products"].([]any)) != len(guard.Products) {
 		t.Fatalf("projection %v", cg["projection"])
+	}
+}
+
+// TestEnrichmentStatusShowsTheSettings: the status carries the settings
+// the one loader read, a secret as set or unset.
+func TestEnrichmentStatusShowsTheSettings(t *testing.T) {
+	cfg, _ := config.Load(func(k string) string {
+		return map[string]string{"FACTS_RETENTION_DAYS": "60", "ADMIN_TOKEN": "hunter2"}[k]
+	})
+	s := NewServer(&Server{Controller: &recordingController{}, Settings: cfg.Values.Shown})
+	status, body := call(t, s, "GET", "/v1/enrichment/status", "", "")
+	got, _ := body["settings"].(map[string]any)
+	if status != 200 || body["running"] != true || len(got) != len(config.Settings) {
+		t.Fatalf("%d %v", status, body)
+	}
+	if got["FACTS_RETENTION_DAYS"] != "60" || got["CATALOGUE_STALE_AFTER_DAYS"] != "90" || got["ADMIN_TOKEN"] != "set" || got["READ_TOKEN"] != "unset" {
+		t.Fatalf("settings %v", got)
 	}
 }

@@ -30,6 +30,10 @@ type Server struct {
 	// CostGuard is the cost guard's decision, shown as cost_guard in GET
 	// /v1/enrichment/status (nil: not shown).
 	CostGuard CostGuard
+	// Settings are the settings in force as the one loader read them
+	// (secrets as set or unset), shown as settings in GET
+	// /v1/enrichment/status (nil: not shown).
+	Settings  func() map[string]string
 	Limiter   LimiterCaller
 	Scheduler SchedulerCaller
 	// SchedulerTasks is the scheduler's registry, checked before a control

@@ -1,24 +1,16 @@
 // Package config is the Worker's configuration, loaded once from its env
-// (wrangler.jsonc vars and secrets): binding names, cron expressions, vars
-// with their defaults. A var that does not parse is reported as a
-// config.bad_config event and its default used, so a typo cannot stop the
-// system. Pure Go: Load takes the getenv function.
-//
-// It imports no controller: the Durable Objects' own vars are read here as
-// set (ObjectVars) and parsed and bounded by the objects' constructors in
-// the Worker's wiring (storecrawl/worker.loadSettings).
+// (wrangler.jsonc vars and secrets): binding names, cron expressions, and
+// every setting, declared once in Settings and read by one loader (Load).
+// A var a setting refuses is reported as a config.bad_config event and
+// its default used, so a typo cannot stop the system. Pure Go: Load takes
+// the getenv function.
 package config
 
 import (
-	"cmp"
-	"fmt"
-	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"storecrawl/internal/objects"
-	"storecrawl/worker/refresh"
+	"storecrawl/worker/module"
 )
 
 // Binding names, as wrangler.jsonc binds them (a test checks they agree).
@@ -113,7 +105,8 @@ const (
 	maxStaleAfterDays = 3650
 )
 
-// Config is every setting, parsed.
+// Config is the platform's settings, parsed (the objects' and features'
+// configs are built from Values by their owners).
 type Config struct {
 	// APIBase and StoreBase are the upstream's base URLs, without a trailing slash.
 	APIBase   string
@@ -123,13 +116,11 @@ type Config struct {
 	HintsBase string
 	Country   string
 	// MaxHold caps how long one upstream answer (Retry-After,
-	// RateLimit-Reset) can hold the crawler (UPSTREAM_MAX_HOLD_S); 0 when
-	// unset: the client's default (upstream.DefaultMaxHold).
+	// RateLimit-Reset) can hold the crawler (UPSTREAM_MAX_HOLD_S; its
+	// default is the client's, upstream.DefaultMaxHold).
 	MaxHold time.Duration
 	// LocationHint is where the EnrichmentController is created.
 	LocationHint string
-	// Objects are the Durable Objects' vars, as set.
-	Objects ObjectVars
 	// RetryFailedAfter is ENRICHMENT_RETRY_FAILED_AFTER_H (0: never).
 	RetryFailedAfter time.Duration
 	// PageReuse is ENRICHMENT_PAGE_REUSE_H (0: never).
@@ -166,221 +157,19 @@ type Config struct {
 	// LedgerFaultFailAfterWrite makes the facts consumer fail its first N
 	// batches after writing them (the exactly-once integration test).
 	LedgerFaultFailAfterWrite int64
-}
 
-// ObjectVars are the Durable Objects' vars as set ("" when unset). The
-// objects' own constructors parse and bound them (enrichment.NewConfig and
-// its setters, scheduler.NewConfig, ledger.RetentionFromDays), and a value
-// they refuse is a Problem like any other.
-type ObjectVars struct {
-	EnrichmentCooldownS       string // ENRICHMENT_COOLDOWN_S: the seed rules' cooldown (no other algorithm reads it)
-	EnrichmentPacing          string // ENRICHMENT_PACING
-	EnrichmentParserProbeS    string // ENRICHMENT_PARSER_PROBE_S
-	EnrichmentIdleS           string // ENRICHMENT_IDLE_S
-	LimiterTallyS             string // LIMITER_TALLY_S
-	LedgerConfirmAfterS       string // LEDGER_CONFIRM_AFTER_S
-	SubrequestBudget          string // SUBREQUEST_BUDGET
-	LookupBatch               string // LOOKUP_BATCH
-	LookupFreshH              string // LOOKUP_FRESH_H
-	SchedulerBreakerThreshold string // SCHEDULER_BREAKER_THRESHOLD
-	LedgerRetentionDays       string // LEDGER_RETENTION_DAYS
-}
+	// LedgerRetention is how long an object keeps its replicated facts.
+	LedgerRetention time.Duration
+	// LimiterTally is the span of an OmniLimiter key's ledger facts
+	// (LIMITER_TALLY_S, default a minute): the integration tests shorten it
+	// so a key's facts and an idle key's retirement come in seconds.
+	LimiterTally time.Duration
+	// LedgerConfirmAfter is when a writer's sent facts are checked against
+	// D1 (LEDGER_CONFIRM_AFTER_S, default ledger.ConfirmAfter); a retiring
+	// limiter key waits for it, so the integration tests shorten it.
+	LedgerConfirmAfter time.Duration
 
-// Problem is a var that did not parse; its default is used.
-type Problem struct {
-	Var   string `json:"var"`
-	Value string `json:"value"`
-	Error string `json:"error"`
-}
-
-// Load reads every setting with getenv. The groups load in this order, so
-// the problems come in it too.
-func Load(getenv func(string) string) (Config, []Problem) {
-	l := &loader{getenv: getenv}
-	var c Config
-	l.access(&c)
-	l.upstream(&c)
-	l.enrichment(&c)
-	l.retention(&c)
-	l.refreshes(&c)
-	l.cost(&c)
-	l.ledger(&c)
-	c.Objects = objectVars(getenv)
-	return c, l.probs
-}
-
-// loader reads vars and collects the problems of those that do not parse.
-type loader struct {
-	getenv func(string) string
-	probs  []Problem
-}
-
-// bad reports name's value: it did not parse, and its default is used.
-func (l *loader) bad(name, value string, err error) {
-	l.probs = append(l.probs, Problem{Var: name, Value: value, Error: err.Error()})
-}
-
-// access reads the tokens and the switches that open routes. A client
-// token equal to the admin token is reported and refuses everything.
-func (l *loader) access(c *Config) {
-	c.AdminToken = l.getenv("ADMIN_TOKEN")
-	c.ClientToken = l.getenv("LIMITER_CLIENT_TOKEN")
-	c.ReadToken = l.getenv("READ_TOKEN")
-	c.TestRoutes = l.getenv("TEST_ROUTES") == "1"
-	c.AllowLoopbackWebhooks = l.getenv("ALLOW_LOOPBACK_WEBHOOKS") == "1"
-	if c.ClientToken != "" && c.ClientToken == c.AdminToken {
-		// The value is a secret: the event names the var, never the value.
-		l.bad("LIMITER_CLIENT_TOKEN", "(redacted)", fmt.Errorf("must differ from ADMIN_TOKEN; client calls are refused until it does"))
-		c.ClientToken = ""
-	}
-}
-
-// upstream reads the upstream's hosts, its country and how long one of
-// its answers may hold the crawler.
-func (l *loader) upstream(c *Config) {
-	c.APIBase = strings.TrimRight(l.getenv("UPSTREAM_API_BASE"), "/")
-	c.StoreBase = strings.TrimRight(l.getenv("UPSTREAM_STORE_BASE"), "/")
-	c.HintsBase = strings.TrimRight(l.getenv("UPSTREAM_HINTS_BASE"), "/")
-	c.Country = cmp.Or(l.getenv("UPSTREAM_COUNTRY"), DefaultCountry)
-	if raw := l.getenv("UPSTREAM_MAX_HOLD_S"); raw != "" {
-		secs, err := intVar(raw)
-		if err == nil && (secs < minMaxHoldS || secs > maxMaxHoldS) {
-			err = fmt.Errorf("must be in [%d, %d]", minMaxHoldS, maxMaxHoldS)
-		}
-		if err != nil {
-			l.bad("UPSTREAM_MAX_HOLD_S", raw, err)
-		} else {
-			c.MaxHold = time.Duration(secs) * time.Second
-		}
-	}
-}
-
-// enrichment reads the Worker's enrichment settings: where its controller
-// lives, when a given-up item is retried, and when a stored page is parsed
-// again instead of fetched.
-func (l *loader) enrichment(c *Config) {
-	c.LocationHint = l.getenv("ENRICHMENT_LOCATION_HINT")
-	c.RetryFailedAfter = DefaultRetryFailedAfter
-	if raw := l.getenv("ENRICHMENT_RETRY_FAILED_AFTER_H"); raw != "" {
-		h, err := intVar(raw)
-		if err == nil && (h < 0 || h > maxRetryFailedAfterH) {
-			err = fmt.Errorf("must be in [0, %d] hours", maxRetryFailedAfterH)
-		}
-		if err != nil {
-			l.bad("ENRICHMENT_RETRY_FAILED_AFTER_H", raw, err)
-		} else {
-			c.RetryFailedAfter = time.Duration(h) * time.Hour
-		}
-	}
-	c.PageReuse = DefaultPageReuse
-	if raw := l.getenv("ENRICHMENT_PAGE_REUSE_H"); raw != "" {
-		h, err := strconv.Atoi(raw)
-		if err == nil && (h < 0 || h > maxPageReuseH) {
-			err = fmt.Errorf("must be whole hours in [0, %d]", maxPageReuseH)
-		}
-		if err != nil {
-			l.bad("ENRICHMENT_PAGE_REUSE_H", raw, err)
-		} else {
-			c.PageReuse = time.Duration(h) * time.Hour
-		}
-	}
-}
-
-// retention reads how long D1 keeps raw ledger facts, and how long an app
-// may go unseen before it is marked stale.
-func (l *loader) retention(c *Config) {
-	c.FactsRetention = DefaultFactsRetentionDays * 24 * time.Hour
-	if raw := l.getenv("FACTS_RETENTION_DAYS"); raw != "" {
-		days, err := strconv.Atoi(raw)
-		if err == nil && (days < minFactsRetentionDays || days > maxFactsRetentionDays) {
-			err = fmt.Errorf("must be whole days in [%d, %d]", minFactsRetentionDays, maxFactsRetentionDays)
-		}
-		if err != nil {
-			l.bad("FACTS_RETENTION_DAYS", raw, err)
-		} else {
-			c.FactsRetention = time.Duration(days) * 24 * time.Hour
-		}
-	}
-	c.StaleAfter = DefaultStaleAfterDays * 24 * time.Hour
-	if raw := l.getenv("CATALOGUE_STALE_AFTER_DAYS"); raw != "" {
-		days, err := strconv.Atoi(raw)
-		if err == nil && (days < minStaleAfterDays || days > maxStaleAfterDays) {
-			err = fmt.Errorf("must be whole days in [%d, %d]", minStaleAfterDays, maxStaleAfterDays)
-		}
-		if err != nil {
-			l.bad("CATALOGUE_STALE_AFTER_DAYS", raw, err)
-		} else {
-			c.StaleAfter = time.Duration(days) * 24 * time.Hour
-		}
-	}
-}
-
-// refreshes reads the due refreshes' share of an enrichment tick.
-func (l *loader) refreshes(c *Config) {
-	c.RefreshShare = refresh.DefaultRefreshShare
-	if raw := l.getenv("REFRESH_SHARE_PCT"); raw != "" {
-		pct, err := strconv.Atoi(raw)
-		if err == nil && (pct < 0 || pct > 100) {
-			err = fmt.Errorf("must be a whole percentage in [0, 100]")
-		}
-		if err != nil {
-			l.bad("REFRESH_SHARE_PCT", raw, err)
-		} else {
-			c.RefreshShare = float64(pct) / 100
-		}
-	}
-}
-
-// cost reads the overage the cost guard lets the month's projection reach.
-func (l *loader) cost(c *Config) {
-	if raw := l.getenv("BUDGET_OVERAGE_USD"); raw != "" {
-		usd, err := strconv.ParseFloat(raw, 64)
-		if err == nil && (math.IsNaN(usd) || usd < 0 || usd > MaxBudgetOverageUSD) {
-			err = fmt.Errorf("must be USD in [0, %d]", MaxBudgetOverageUSD)
-		}
-		if err != nil {
-			l.bad("BUDGET_OVERAGE_USD", raw, err)
-		} else {
-			c.BudgetOverageUSD = usd
-		}
-	}
-}
-
-// ledger reads the facts consumer's fault injection (the exactly-once
-// integration test).
-func (l *loader) ledger(c *Config) {
-	if raw := l.getenv("LEDGER_FAULT_FAIL_AFTER_WRITE"); raw != "" {
-		n, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil || n < 0 {
-			l.bad("LEDGER_FAULT_FAIL_AFTER_WRITE", raw, fmt.Errorf("want a count ≥ 0"))
-		} else {
-			c.LedgerFaultFailAfterWrite = n
-		}
-	}
-}
-
-// objectVars reads the Durable Objects' vars as set: their constructors
-// parse and bound them.
-func objectVars(getenv func(string) string) ObjectVars {
-	return ObjectVars{
-		EnrichmentCooldownS:       getenv("ENRICHMENT_COOLDOWN_S"),
-		EnrichmentPacing:          getenv("ENRICHMENT_PACING"),
-		EnrichmentParserProbeS:    getenv("ENRICHMENT_PARSER_PROBE_S"),
-		EnrichmentIdleS:           getenv("ENRICHMENT_IDLE_S"),
-		LimiterTallyS:             getenv("LIMITER_TALLY_S"),
-		LedgerConfirmAfterS:       getenv("LEDGER_CONFIRM_AFTER_S"),
-		SubrequestBudget:          getenv("SUBREQUEST_BUDGET"),
-		LookupBatch:               getenv("LOOKUP_BATCH"),
-		LookupFreshH:              getenv("LOOKUP_FRESH_H"),
-		SchedulerBreakerThreshold: getenv("SCHEDULER_BREAKER_THRESHOLD"),
-		LedgerRetentionDays:       getenv("LEDGER_RETENTION_DAYS"),
-	}
-}
-
-// intVar parses an optional integer var ("" is 0: the default).
-func intVar(raw string) (int, error) {
-	if raw == "" {
-		return 0, nil
-	}
-	return strconv.Atoi(raw)
+	// Values are every setting as loaded, for the operator's view
+	// (Values.Shown).
+	Values module.Values
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"storecrawl/worker/upstream"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -28,11 +30,6 @@ func TestLoadParsesVarsAndDefaults(t *testing.T) {
 		c.FactsRetention != 90*24*time.Hour || c.RetryFailedAfter != 0 {
 		t.Fatalf("parsed: %+v", c)
 	}
-	// The objects' vars are passed on as set: their constructors parse them
-	// (storecrawl/worker.loadSettings).
-	if c.Objects.EnrichmentPacing != "seed" || c.Objects.LookupBatch != "150" || c.Objects.EnrichmentCooldownS != "" {
-		t.Fatalf("object vars: %+v", c.Objects)
-	}
 }
 
 func TestBadVarsAreReportedAndDefaulted(t *testing.T) {
@@ -45,7 +42,7 @@ func TestBadVarsAreReportedAndDefaulted(t *testing.T) {
 		t.Fatalf("want 4 problems, got %+v", probs)
 	}
 	const defaultFacts = DefaultFactsRetentionDays * 24 * time.Hour
-	if c.MaxHold != 0 || c.LedgerFaultFailAfterWrite != 0 ||
+	if c.MaxHold != upstream.DefaultMaxHold || c.LedgerFaultFailAfterWrite != 0 ||
 		c.FactsRetention != defaultFacts || c.RetryFailedAfter != DefaultRetryFailedAfter {
 		t.Fatalf("defaults: %+v", c)
 	}
@@ -127,7 +124,7 @@ func TestBindingsAndCronsMatchWrangler(t *testing.T) {
 		t.Fatalf("crons: %v, want %v", w.Triggers.Crons, Crons)
 	}
 	// The vars as deployed load without a problem.
-	if c, probs := Load(env(w.Vars)); len(probs) != 0 || c.Objects.LookupBatch == "" {
+	if c, probs := Load(env(w.Vars)); len(probs) != 0 || c.APIBase == "" || c.Country != w.Vars["UPSTREAM_COUNTRY"] {
 		t.Fatalf("wrangler.jsonc vars: %+v %+v", probs, w.Vars)
 	}
 }

@@ -17,6 +17,7 @@ var Module = module.Module{
 		{Name: "developers", Writer: "worker/enrichment", Doc: "a developer seen on an enriched app"},
 		{Name: "reparse_jobs", Writer: "worker/enrichment", Doc: "a re-parse of stored pages from R2: its scope and cursor"},
 	},
+	Settings: Settings,
 }
 
 // FailedRequeuer puts given-up items of a class ("" = every class) that

@@ -1,7 +1,8 @@
 // Package events is the vocabulary of the EVENTS queue between pipeline
 // stages: each stage announces what it changed (enrichment: apps enriched;
 // the crawl: rankings updated; markets: clusters ready, fragmentation done)
-// and the consumer routes each type to the stage that depends on it.
+// and the consumer routes each kind (an event's kind is its type) to the
+// stage that depends on it.
 package events
 
 import (
@@ -11,7 +12,10 @@ import (
 	"time"
 )
 
-// Event types.
+// Types are every event type.
+var Types = []string{AppEnriched, RankingsUpdated, ClustersReady, FragmentationDone}
+
+// Event types, each also the kind of its messages.
 const (
 	AppEnriched       = "app-enriched"       // → demand and competitiveness scores of those apps
 	RankingsUpdated   = "rankings-updated"   // → clustering of those keywords
@@ -19,8 +23,10 @@ const (
 	FragmentationDone = "fragmentation-done" // → opportunity scores of those clusters
 )
 
-// Event is a message on the EVENTS queue.
+// Event is a message on the EVENTS queue. Its kind, the field the
+// consumer routes on, is its type (Send sets it).
 type Event struct {
+	Kind     string   `json:"kind,omitempty"`
 	Type     string   `json:"type"`
 	TrackIDs []int64  `json:"track_ids,omitempty"`
 	Keywords []string `json:"keywords,omitempty"`
@@ -72,6 +78,7 @@ type Sender interface {
 // Send puts each event on the queue, stopping at the first failure.
 func Send(ctx context.Context, s Sender, evs ...Event) error {
 	for _, ev := range evs {
+		ev.Kind = ev.Type
 		b, err := json.Marshal(ev)
 		if err != nil {
 			return err

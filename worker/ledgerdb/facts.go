@@ -90,7 +90,8 @@ func HandleFacts(ctx context.Context, body string, w FactWriter, stats *Consumer
 	return nil
 }
 
-// IsFactsMessage tells a replication batch from a pipeline event.
+// IsFactsMessage tells a replication batch from a pipeline event by its
+// body: the EVENTS consumer's legacy routing of a message without a kind.
 func IsFactsMessage(body string) bool {
 	var probe struct {
 		Type string `json:"type"`

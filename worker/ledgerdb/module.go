@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"storecrawl/durable/ledger"
 	"storecrawl/worker/module"
 )
 
@@ -30,6 +31,7 @@ var Module = module.Module{
 		{Name: "facts_retire_totals", On: "facts", Writes: []string{"fact_totals"},
 			Doc: "a retired writer's totals move to the retired source"},
 	},
+	Consumes: []string{ledger.BatchType},
 }
 
 // Reconciler compares ledger writers with D1: the configured ones and a

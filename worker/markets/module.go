@@ -1,6 +1,9 @@
 package markets
 
-import "storecrawl/worker/module"
+import (
+	"storecrawl/worker/events"
+	"storecrawl/worker/module"
+)
 
 // Module is the markets' declaration: clusters and their opportunity
 // scores. The counters kept by its triggers let the pipeline counts read
@@ -18,4 +21,7 @@ var Module = module.Module{
 		{Name: "opportunities_add", On: "opportunity_scores", Writes: []string{"pipeline_counters"}, Doc: "counts opportunities as they are inserted"},
 		{Name: "opportunities_remove", On: "opportunity_scores", Writes: []string{"pipeline_counters"}, Doc: "counts opportunities as they are deleted"},
 	},
+	// The pipeline's events (HandleEvent); segments marks the keywords of
+	// a rankings-updated after it.
+	Consumes: events.Types,
 }

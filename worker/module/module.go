@@ -1,6 +1,6 @@
 // Package module is how a feature declares what it owns, in one place: its
 // D1 tables (and the one package whose statements write each), the
-// triggers that write on its behalf, and what they are for. The Worker's
+// triggers that write on its behalf, its settings, and what they are for. The Worker's
 // wiring lists every feature's Module (worker.Modules); the schema test and
 // internal/archtest check the declarations against migrations/schema.sql
 // and the source, so a table or trigger nobody declares, or declared
@@ -25,6 +25,12 @@ type Module struct {
 	Tables []Table
 	// Triggers are the D1 triggers that write on the feature's behalf.
 	Triggers []Trigger
+	// Settings are the vars the feature reads (the Worker's one loader
+	// reads every module's, worker.Settings).
+	Settings []Setting
+	// Consumes are the kinds of EVENTS queue message the feature handles
+	// (the "kind" field the consumer routes on; worker's queue routes).
+	Consumes []string
 }
 
 // Table is one owned D1 table.
