@@ -20,6 +20,7 @@ import (
 	"storecrawl/worker/d1"
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/llm"
+	"storecrawl/worker/module"
 )
 
 // simEndpoint is the llm-sim mounted in process, counting the calls of
@@ -107,7 +108,7 @@ func newEvalAnalyst(t *testing.T, capUSD float64) (*analyst.Analyst, *d1test.Dri
 	sim := llmsim.NewServer(llmsim.Options{Config: cfg, Sleep: func(context.Context, time.Duration) {}})
 	srv := httptest.NewServer(ep.wrap(sim))
 	t.Cleanup(srv.Close)
-	c, probs := analyst.LoadConfig(func(k string) string {
+	v, probs := module.Load(analyst.Settings, func(k string) string {
 		switch k {
 		case analyst.VarBaseURL:
 			return srv.URL + "/v1"
@@ -119,6 +120,7 @@ func newEvalAnalyst(t *testing.T, capUSD float64) (*analyst.Analyst, *d1test.Dri
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
+	c := analyst.ConfigFrom(v)
 	now := evalDay
 	n := 0
 	a := &analyst.Analyst{Store: analyst.Store{DB: db}, Config: c, Model: c.Model, Pacer: directPacer{},

@@ -92,7 +92,8 @@ VALUES ('done1', 1, 'done', 'schedule', 'm', 'v', 900, ?, ?, ?), ('open2', 1, 'o
   completion_tokens, cost_micro_usd, updated_at) VALUES ('done1', ?, ?, 'done', '{"in": 1}', '{"out": 1}', NULLIF(?, ''), ?, 10, ?, ?)`,
 			step+1, name, hash, cost, cost, ts)
 	}
-	cfg, _ := analyst.LoadConfig(func(string) string { return "" })
+	v, _ := module.Load(analyst.Settings, func(string) string { return "" })
+	cfg := analyst.ConfigFrom(v)
 	a := &analyst.Analyst{Store: analyst.Store{DB: db}, Config: cfg, Model: cfg.Model}
 	s := NewServer(&Server{Analyst: a})
 	for path, field := range map[string]string{"/v1/segments/abc/evaluation": "id", "/v1/segments/0/evaluation": "id"} {

@@ -21,6 +21,7 @@ import (
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/markets"
+	"storecrawl/worker/module"
 	"storecrawl/worker/reviews"
 	"storecrawl/worker/search"
 )
@@ -74,7 +75,8 @@ const growingFrom = 100
 
 func explorerServer(db *d1.DB, readToken string) *api.Server {
 	m := &markets.Markets{DB: db}
-	cfg, _ := analyst.LoadConfig(func(string) string { return "" })
+	v, _ := module.Load(analyst.Settings, func(string) string { return "" })
+	cfg := analyst.ConfigFrom(v)
 	return api.NewServer(&api.Server{
 		Analyst: &analyst.Analyst{Store: analyst.Store{DB: db}, Config: cfg, Model: cfg.Model},
 		Markets: m, MarketDetail: m, Apps: enrichment.D1Store{DB: db}, Reviews: reviews.D1Store{DB: db},
