@@ -91,7 +91,7 @@ func apiServer() *api.Server {
 		Search:           search.Store{DB: db},
 	}
 	agents := mcp.FromAPI(s)
-	agents.Search, agents.Scores = mcp.D1Search{DB: db}, mcp.D1Scores{DB: db}
+	agents.Search = mcp.D1Search{DB: db}
 	s.MCP = mcp.New(agents)
 	if cfg.TestRoutes {
 		s.TestEvents = eventQueue
