@@ -22,6 +22,7 @@ import (
 	"storecrawl/worker/config"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/datasets"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/guard"
 	"storecrawl/worker/keywords"
@@ -67,6 +68,7 @@ func apiServer() *api.Server {
 		Charts:           kvCache,
 		Markets:          marketsStage,
 		Segments:         segments.Store{DB: db},
+		Datasets:         datasets.Snapshotter{DB: db, Bucket: datasetBucket},
 		Apps:             enrichment.D1Store{DB: db},
 		Reviews:          reviews.D1Store{DB: db},
 		AppHistory:       living.D1Store{DB: db},
