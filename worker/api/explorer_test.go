@@ -293,7 +293,7 @@ func TestAPageViewCostsBoundedRows(t *testing.T) {
 		// 50 rows are up to 1,550 in D1.
 		{"markets", []string{"/v1/segments?sort=opportunity&limit=50"}, 60},
 		{"markets (fallback: no segments yet)", []string{"/v1/opportunities?limit=50"}, 200},
-		{"market", append([]string{"/v1/segments/1", "/v1/clusters/photo%20editor/themes", "/v1/opportunities/photo%20editor/brief", "/v1/apps/2/reviews?limit=100"}, segmentApps(10)...), 1200},
+		{"market", append([]string{"/v1/segments/1", "/v1/clusters/photo%20editor", "/v1/clusters/photo%20editor/themes", "/v1/opportunities/photo%20editor/brief", "/v1/apps/2/reviews?limit=100"}, segmentApps(10)...), 1200},
 		{"market (a keyword market)", []string{"/v1/clusters/photo%20editor", "/v1/clusters/photo%20editor/themes", "/v1/opportunities/photo%20editor/brief", "/v1/apps/2/reviews?limit=100"}, 1200},
 		{"app", []string{"/v1/apps/2", "/v1/apps/2/history?days=365&limit=500", "/v1/apps/2/reviews?limit=20"}, 300},
 		{"keyword", []string{"/v1/keywords/photo%20editor", "/v1/clusters/photo%20editor", "/v1/search?kind=keywords&limit=1&q=photo%20editor",

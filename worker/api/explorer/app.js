@@ -163,21 +163,34 @@ async function opportunitiesPage() {
   await pager('/v1/opportunities?limit=50', items => { rows.push(...items); draw(); }, holder);
 }
 
+// MaxMarketLookups bounds the keywords a segment's page tries for a
+// keyword market (its complaint themes and brief): its name, then its
+// first keywords.
+const MaxMarketLookups = 3;
+
+// keywordMarket is the first of terms that is a keyword market (GET
+// /v1/clusters/{id}), or null.
+async function keywordMarket(terms) {
+  for (const t of [...new Set(terms)].slice(0, MaxMarketLookups)) if (await maybe('/v1/clusters/' + enc(t))) return t;
+  return null;
+}
+
 // MaxNamedApps is how many of a segment's apps get their name looked up
 // (one GET /v1/apps/{id} each); the rest are listed by track id.
 const MaxNamedApps = 10;
 
 // A segment: its scores with their parts, keywords, apps with their share,
 // neighbours, daily snapshots; complaint themes and the analyst's brief of
-// its namesake keyword's market where there are some. False when there is
+// the keyword market of its name or first keywords where there is one. False when there is
 // no such segment (a numeric keyword's market is the caller's then).
 async function segmentPage(id) {
   const g = await maybe('/v1/segments/' + enc(id));
   if (!g) return false;
   document.title = g.name + ' · storecrawl';
   const sc = g.scores;
-  const [themes, brief, ...named] = await Promise.all([maybe('/v1/clusters/' + enc(g.name) + '/themes'), maybe('/v1/opportunities/' + enc(g.name) + '/brief'),
+  const [market, ...named] = await Promise.all([keywordMarket([g.name, ...(g.keywords || [])]),
     ...(g.apps || []).slice(0, MaxNamedApps).map(a => maybe('/v1/apps/' + a.track_id))]);
+  const [themes, brief] = market ? await Promise.all([maybe('/v1/clusters/' + enc(market) + '/themes'), maybe('/v1/opportunities/' + enc(market) + '/brief')]) : [null, null];
   const names = Object.fromEntries(named.map((a, i) => [g.apps[i].track_id, a && a.name]).filter(([, n]) => n));
   const card = (label, v, note) => el('div', { class: 'card', 'data-score': label }, el('span', { class: 'muted' }, label), el('b', {}, v), note ? el('small', { class: 'muted' }, note) : null);
   const snaps = (g.snapshots || []).slice().reverse();
@@ -193,7 +206,7 @@ async function segmentPage(id) {
     chart('demand and opportunity', snaps.map(p => secs(p.day)), [{ label: 'demand', values: snaps.map(p => p.demand) }, { label: 'opportunity', values: snaps.map(p => p.opportunity) }]),
     el('h2', {}, 'Brief'),
     brief && brief.headline ? el('div', { class: 'panel brief' }, el('b', {}, brief.headline), el('p', { class: 'notes' }, typeof brief.brief === 'string' ? brief.brief : JSON.stringify(brief.brief, null, 1)),
-      el('a', { href: '/v1/opportunities/' + enc(g.name) + '/brief' }, 'the brief as JSON'))
+      el('a', { href: '/v1/opportunities/' + enc(market) + '/brief' }, 'the brief as JSON'))
       : el('p', { class: 'muted brief' }, 'No brief yet (the analyst writes them for the top opportunities).'),
     el('h2', {}, 'Apps'),
     table([{ key: 'name', label: 'app', cell: r => el('a', { href: '/app/apps/' + r.track_id }, names[r.track_id] || String(r.track_id)) },
@@ -201,7 +214,7 @@ async function segmentPage(id) {
       { key: 'share', label: 'share', cell: r => el('span', {}, el('span', { class: 'bar', 'data-w': r.share }), ' ', pct(r.share)) }], g.apps || [], { class: 'members' }),
     el('h2', {}, 'Keywords'),
     el('ul', { class: 'keywords' }, (g.keywords || []).map(k => el('li', {}, el('a', { href: '/app/keywords/' + enc(k) }, k)))),
-    el('h2', {}, 'Complaint themes'), themesPanel(themes),
+    el('h2', {}, 'Complaint themes'), market ? el('p', { class: 'muted' }, 'of the keyword market ', el('a', { href: '/app/markets/' + enc(market) }, market)) : null, themesPanel(themes),
     el('h2', {}, 'Neighbouring markets'),
     neighbours.length ? el('ul', { class: 'neighbours' }, neighbours.map(n => el('li', {}, el('a', { href: '/app/markets/' + n.segment_id }, 'market ' + n.segment_id), ' — ', fmt(n.shared_apps), ' apps shared')))
       : el('p', { class: 'muted' }, 'none found'));

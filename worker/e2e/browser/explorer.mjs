@@ -155,7 +155,16 @@ try {
   }
   same("the market's keywords", await page.locator("ul.keywords li").count(), g.keywords.length);
   same("the market's neighbours", await page.locator("ul.neighbours li").count(), (g.relations || []).length);
-  log(`market ${g.name} (${g.id}): opportunity ${fmt(g.scores.opportunity, 1)}, ${g.apps.length} apps, ${g.keywords.length} keywords, ${(g.relations || []).length} neighbours`);
+  // Themes and brief come from the keyword market of its name or first keywords.
+  let kwMarket = null;
+  for (const term of [...new Set([g.name, ...g.keywords])].slice(0, 3)) {
+    const r = await fetch(base + "/v1/clusters/" + encodeURIComponent(term), { signal: AbortSignal.timeout(timeout) });
+    if (r.status === 200) { kwMarket = term; break; }
+  }
+  if (kwMarket) {
+    same("the market's keyword market", await page.locator(`main p a[href="/app/markets/${encodeURIComponent(kwMarket)}"]`).textContent(), kwMarket);
+  }
+  log(`market ${g.name} (${g.id}): themes of keyword market ${kwMarket}; opportunity ${fmt(g.scores.opportunity, 1)}, ${g.apps.length} apps, ${g.keywords.length} keywords, ${(g.relations || []).length} neighbours`);
   await shot("market");
 
   step = "one app";
