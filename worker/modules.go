@@ -12,6 +12,7 @@ import (
 	appcatalogue "storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/datasets"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/guard"
 	"storecrawl/worker/keywords"
@@ -43,6 +44,7 @@ var Modules = []module.Module{
 	ledgerdb.Module,
 	guard.Module,
 	alerts.Module,
+	datasets.Module,
 	d1.Module,
 }
 
@@ -83,6 +85,8 @@ type TaskDeps struct {
 	Alerts *alerts.Service
 	// Segments (segments.Tasks).
 	Segments *segments.Store
+	// The dataset snapshot (datasets.Tasks).
+	Datasets *datasets.Snapshotter
 }
 
 // PeriodicTasks is every feature's periodic work: the one list the
@@ -100,6 +104,7 @@ func PeriodicTasks(d TaskDeps) []module.Task {
 		crawl.Tasks(d.Crawl, d.HintsGet, d.HintsReserve, d.HintsBase, d.Country),
 		alerts.Tasks(d.Alerts),
 		segments.Tasks(d.Segments),
+		datasets.Tasks(d.Datasets),
 	)
 }
 

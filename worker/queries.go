@@ -6,6 +6,7 @@ import (
 	living "storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/datasets"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/keywords"
 	"storecrawl/worker/ledgerdb"
@@ -24,7 +25,7 @@ import (
 // B-tree either.
 func HotQueries() []d1.NamedQuery {
 	var all []d1.NamedQuery
-	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), ledgerdb.HotQueries(), living.HotQueries(), analyst.HotQueries(), reviews.HotQueries(), markets.DetailHotQueries(), search.HotQueries(), keywords.HotQueries(), alerts.HotQueries(), segments.HotQueries()} {
+	for _, qs := range [][]d1.NamedQuery{enrichment.HotQueries(), crawl.HotQueries(), markets.HotQueries(), tasks.HotQueries(), ledgerdb.HotQueries(), living.HotQueries(), analyst.HotQueries(), reviews.HotQueries(), markets.DetailHotQueries(), search.HotQueries(), keywords.HotQueries(), alerts.HotQueries(), segments.HotQueries(), datasets.HotQueries()} {
 		all = append(all, qs...)
 	}
 	return all

@@ -22,6 +22,7 @@ import (
 	"storecrawl/worker/config"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/datasets"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/guard"
 	"storecrawl/worker/keywords"
@@ -67,6 +68,7 @@ func apiServer() *api.Server {
 		Charts:           kvCache,
 		Markets:          marketsStage,
 		Segments:         segments.Store{DB: db},
+		Datasets:         datasets.Snapshotter{DB: db, Bucket: datasetBucket},
 		Apps:             enrichment.D1Store{DB: db},
 		Reviews:          reviews.D1Store{DB: db},
 		AppHistory:       living.D1Store{DB: db},
@@ -92,7 +94,7 @@ func apiServer() *api.Server {
 		Search:           search.Store{DB: db},
 	}
 	agents := mcp.FromAPI(s)
-	agents.Search, agents.Scores = mcp.D1Search{DB: db}, mcp.D1Scores{DB: db}
+	agents.Search = mcp.D1Search{DB: db}
 	s.MCP = mcp.New(agents)
 	if cfg.TestRoutes {
 		s.TestEvents = eventQueue

@@ -11,6 +11,7 @@ import (
 	"storecrawl/durable/scheduler"
 	living "storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
+	"storecrawl/worker/datasets"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/guard"
 	"storecrawl/worker/keywords"
@@ -37,6 +38,7 @@ var periodic = sync.OnceValue(func() []module.Task {
 		Popularity: keywords.D1Store{DB: db}, Hints: keywords.HTTPHints{Get: hints.Get, Base: cfg.HintsBase},
 		Alerts:   alertsService(),
 		Segments: &segments.Store{DB: db},
+		Datasets: &datasets.Snapshotter{DB: db, Bucket: datasetBucket},
 	})
 })
 

@@ -26,14 +26,15 @@ import (
 // The Worker's clients over its bindings, made once per Go instance
 // (bindings are looked up per call, so they serve every isolate's call).
 var (
-	db           = &d1.DB{Driver: cf.D1(config.BindingDB)}
-	kvCache      = cf.KV(config.BindingKV)
-	htmlBucket   = cf.R2(config.BindingHTML)
-	eventQueue   = cf.Queue(config.BindingEvents)
-	schedulerDO  = cf.Namespace{Binding: config.BindingScheduler}
-	limiterDO    = cf.Namespace{Binding: config.BindingLimiter}
-	controllerNS cf.Namespace // needs cfg.LocationHint: set by loadConfig
-	cfg          settings
+	db            = &d1.DB{Driver: cf.D1(config.BindingDB)}
+	kvCache       = cf.KV(config.BindingKV)
+	htmlBucket    = cf.R2(config.BindingHTML)
+	datasetBucket = cf.R2(config.BindingDatasets)
+	eventQueue    = cf.Queue(config.BindingEvents)
+	schedulerDO   = cf.Namespace{Binding: config.BindingScheduler}
+	limiterDO     = cf.Namespace{Binding: config.BindingLimiter}
+	controllerNS  cf.Namespace // needs cfg.LocationHint: set by loadConfig
+	cfg           settings
 )
 
 // loadConfig reads the env once; a bad var is logged and its default used.

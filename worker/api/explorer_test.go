@@ -24,6 +24,7 @@ import (
 	"storecrawl/worker/module"
 	"storecrawl/worker/reviews"
 	"storecrawl/worker/search"
+	"storecrawl/worker/segments"
 )
 
 // explorerCatalogue is a d1test catalogue: apps (every third by one
@@ -51,6 +52,17 @@ INSERT INTO app_reviews (id, app_id, country, rating, title, body, version, auth
 SELECT 'r' || i, 2, 'us', 1 + i % 5, 'crashes on export', 'it crashes when I export ' || i, '1.0', 'h' || i, '2026-01-0' || (1 + i % 9) || 'T00:00:00.000Z', -0.5, '2026-01-10T00:00:00.000Z' FROM s`)
 	drv.Exec(t, `INSERT INTO analyst_briefs (brief_id, cluster_id, state, trigger, headline, brief_json, created_at, updated_at)
 VALUES ('b1', 'photo editor', 'done', 'schedule', 'Editors crash on export', '{"summary":"x"}', '2026-01-03T00:00:00.000Z', '2026-01-03T00:00:00.000Z')`)
+	// Market segments with 40 days of snapshots each; the first holds the
+	// photo keywords and twelve apps.
+	drv.Exec(t, `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < 60)
+INSERT INTO segments (id, name, keyword_count, app_count, total_ratings, avg_rating, demand, hhi, fragmentation, quality_gap, opportunity, apps, relations, created_at, updated_at)
+SELECT i, CASE WHEN i = 1 THEN 'photo editor' ELSE 'segment ' || i END, 2, 12, 10000, 4.1, 4, 0.1, 0.9, 0.2, 100 - i,
+  (SELECT json_group_array(json_object('track_id', 2 * j, 'keywords', 1, 'ratings', 20 * j, 'share', 0.08)) FROM (SELECT value AS j FROM json_each('[1,2,3,4,5,6,7,8,9,10,11,12]'))),
+  '[{"segment_id":2,"shared_apps":3}]', '2026-01-01', '2026-01-02' FROM s`)
+	drv.Exec(t, `WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM s WHERE i < 60 * 40 - 1)
+INSERT INTO segment_snapshots (segment_id, day, keyword_count, total_ratings, demand, opportunity, apps)
+SELECT 1 + i / 40, date('2025-11-01', '+' || (i % 40) || ' days'), 2, 10000, 4 + (i % 40) / 100.0, 50, '[]' FROM s`)
+	drv.Exec(t, `INSERT INTO segment_keywords (keyword, segment_id, top_sum) VALUES ('photo editor', 1, 1), ('photo collage', 1, 1), ('budget', 2, 1)`)
 	if apps <= growingFrom {
 		return db, drv
 	}
@@ -79,7 +91,7 @@ func explorerServer(db *d1.DB, readToken string) *api.Server {
 	cfg := analyst.ConfigFrom(v)
 	return api.NewServer(&api.Server{
 		Analyst: &analyst.Analyst{Store: analyst.Store{DB: db}, Config: cfg, Model: cfg.Model},
-		Markets: m, MarketDetail: m, Apps: enrichment.D1Store{DB: db}, Reviews: reviews.D1Store{DB: db},
+		Markets: m, MarketDetail: m, Segments: segments.Store{DB: db}, Apps: enrichment.D1Store{DB: db}, Reviews: reviews.D1Store{DB: db},
 		AppHistory: catalogue.D1Store{DB: db}, Search: search.Store{DB: db},
 		AdminToken: func() string { return "secret" }, ReadToken: func() string { return readToken },
 	})
@@ -309,6 +321,16 @@ func TestReadTokenGuardsThePagesAndTheirReads(t *testing.T) {
 	}
 }
 
+// segmentApps are the market page's name look-ups of a segment's first n
+// apps (app.js MaxNamedApps).
+func segmentApps(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("/v1/apps/%d", 2*(i+1))
+	}
+	return out
+}
+
 // measuring is a d1.Driver that also measures each read natively
 // (d1test.Work): the rows a page view returns and the rows its queries
 // walk, summed.
@@ -342,9 +364,16 @@ func TestAPageViewCostsTheSameRowsAt1kAnd10kApps(t *testing.T) {
 		calls []string
 		max   int64
 	}{
-		{"markets", []string{"/v1/opportunities?limit=50"}, 200},
-		{"markets, more", []string{"/v1/opportunities?limit=50", "/v1/opportunities?limit=50&cursor={next}"}, 200},
-		{"market", []string{"/v1/clusters/photo%20editor", "/v1/clusters/photo%20editor/themes", "/v1/opportunities/photo%20editor/brief", "/v1/apps/2/reviews?limit=100"}, 1200},
+		// d1test counts the rows a query returns: a listed segment's
+		// sparkline reads up to segments.SparklineDays snapshot rows more
+		// (segments' TestListSparklineIsBounded measures it), so the list's
+		// 50 rows are up to 1,550 in D1.
+		{"markets", []string{"/v1/segments?sort=opportunity&limit=50"}, 60},
+		{"markets, more", []string{"/v1/segments?sort=opportunity&limit=50", "/v1/segments?sort=opportunity&limit=50&cursor={next}"}, 120},
+		{"markets (fallback)", []string{"/v1/opportunities?limit=50"}, 200},
+		{"markets (fallback), more", []string{"/v1/opportunities?limit=50", "/v1/opportunities?limit=50&cursor={next}"}, 200},
+		{"market", append([]string{"/v1/segments/1", "/v1/clusters/photo%20editor", "/v1/clusters/photo%20editor/themes", "/v1/opportunities/photo%20editor/brief", "/v1/apps/2/reviews?limit=100"}, segmentApps(10)...), 1200},
+		{"market (keyword)", []string{"/v1/clusters/photo%20editor", "/v1/clusters/photo%20editor/themes", "/v1/opportunities/photo%20editor/brief", "/v1/apps/2/reviews?limit=100"}, 1200},
 		{"app", []string{"/v1/apps/2", "/v1/apps/2/history?days=365&limit=500", "/v1/apps/2/reviews?limit=20"}, 300},
 		{"app, more reviews", []string{"/v1/apps/2/reviews?limit=20", "/v1/apps/2/reviews?limit=20&cursor={next}"}, 300},
 		{"keyword", []string{"/v1/keywords/photo%20editor", "/v1/clusters/photo%20editor", "/v1/search?kind=keywords&limit=1&q=photo%20editor",

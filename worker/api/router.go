@@ -42,6 +42,7 @@ type Server struct {
 	Charts         ChartReader
 	Markets        MarketReader
 	Segments       SegmentReader
+	Datasets       DatasetReader
 	Apps           AppReader
 	Reviews        ReviewReader
 	AppHistory     AppHistoryReader
@@ -171,6 +172,8 @@ func (s *Server) routes() *routeMux {
 	mux.HandleFunc("POST /mcp", read(s.mcp))
 	mux.HandleFunc("GET /v1/segments", read(s.segmentList))
 	mux.HandleFunc("GET /v1/segments/{id}", read(s.segment))
+	mux.HandleFunc("GET /v1/datasets", read(s.datasetList))
+	mux.HandleFunc("GET /v1/datasets/{date}/{file}", read(s.datasetFile))
 	s.mountAnalyst(mux)
 	s.mountExplorer(mux)
 	s.mountAlerts(mux)

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"net/http"
 	"syscall/js"
+	"unicode/utf8"
 )
 
 // rawBodyWriter is implemented by syumai/workers' ResponseWriter: a body
@@ -15,8 +16,9 @@ type rawBodyWriter interface {
 	WriteRawJSBody(body js.Value)
 }
 
-// BufferedResponses buffers each (small, JSON) response and hands it to the
-// runtime in one piece: several JS↔Go round trips fewer per request.
+// BufferedResponses buffers each response and hands it to the runtime in
+// one piece: several JS↔Go round trips fewer per request. Text goes as a
+// JS string, any other body as its bytes.
 func BufferedResponses(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, ok := w.(rawBodyWriter)
@@ -27,7 +29,16 @@ func BufferedResponses(h http.Handler) http.Handler {
 		bw := &bufferWriter{header: w.Header(), status: http.StatusOK}
 		h.ServeHTTP(bw, r)
 		w.WriteHeader(bw.status)
-		raw.WriteRawJSBody(js.ValueOf(bw.buf.String()))
+		body := bw.buf.Bytes()
+		if utf8.Valid(body) {
+			raw.WriteRawJSBody(js.ValueOf(bw.buf.String()))
+			return
+		}
+		// Binary (a gzipped dataset part): a JS string would re-encode it
+		// as UTF-8, so the bytes go as they are.
+		u8 := js.Global().Get("Uint8Array").New(len(body))
+		js.CopyBytesToJS(u8, body)
+		raw.WriteRawJSBody(u8)
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 const (
 	BindingDB         = "DB"
 	BindingHTML       = "HTML_CACHE"
+	BindingDatasets   = "DATASETS"
 	BindingKV         = "CACHE"
 	BindingEvents     = "EVENTS"
 	BindingController = "ENRICHMENT_CONTROLLER"

@@ -94,7 +94,7 @@ func TestBindingsAndCronsMatchWrangler(t *testing.T) {
 	if err := json.Unmarshal([]byte(text), &w); err != nil {
 		t.Fatalf("wrangler.jsonc: %v", err)
 	}
-	if len(w.D1) != 1 || w.D1[0].Binding != BindingDB || len(w.R2) != 1 || w.R2[0].Binding != BindingHTML || len(w.KV) != 1 || w.KV[0].Binding != BindingKV {
+	if len(w.D1) != 1 || w.D1[0].Binding != BindingDB || len(w.R2) != 2 || w.R2[0].Binding != BindingHTML || w.R2[1].Binding != BindingDatasets || len(w.KV) != 1 || w.KV[0].Binding != BindingKV {
 		t.Fatalf("D1/R2/KV bindings: %+v %+v %+v", w.D1, w.R2, w.KV)
 	}
 	if len(w.Que.Producers) != 1 || w.Que.Producers[0].Binding != BindingEvents || w.Que.Producers[0].Queue != QueueEvents {

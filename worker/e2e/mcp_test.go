@@ -21,7 +21,7 @@ import (
 const agentTimeout = time.Minute
 
 // mcpCatalogueSQL is a small crawled catalogue: enriched apps ranking for
-// keywords of their names, two of them scored markets.
+// keywords of their names, in two market segments.
 func mcpCatalogueSQL() string {
 	var b strings.Builder
 	for _, a := range []struct {
@@ -42,13 +42,24 @@ VALUES (%d, '%s', 'Dev', 'Finance', 0, 4.1, %d, 'itunes+store', '2026-02-01T00:0
 	}{{"budget", 103, 1}, {"budget", 101, 2}, {"budget", 102, 3}, {"budget planner", 101, 1}, {"budget planner", 103, 2}, {"chat", 104, 1}, {"chat", 103, 2}, {"chat", 102, 3}} {
 		fmt.Fprintf(&b, "INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES ('%s', %d, %d, '2026-02-01T00:00:00.000Z');\n", r.kw, r.id, r.rank)
 	}
-	for _, c := range []struct {
-		id      string
-		ratings int
-		score   float64
-	}{{"budget", 17000, 41.5}, {"chat", 12700, 12.25}} {
-		fmt.Fprintf(&b, "INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, hhi, fragmentation, computed_at) VALUES ('%s', 3, %d, 4.1, 0.5, 0.4, 0.6, '2026-02-01T00:00:00.000Z');\n", c.id, c.ratings)
-		fmt.Fprintf(&b, "INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES ('%s', %g, 4.2, 0.6, 0.1, '2026-02-01T00:00:00.000Z');\n", c.id, c.score)
+	// Two live market segments and a snapshot day, as segments-full writes them.
+	for _, g := range []struct {
+		id          int
+		name        string
+		opportunity float64
+		apps        string
+	}{{1, "budget", 41.5, `[{"track_id":103,"keywords":2,"ratings":9000,"share":0.53},{"track_id":101,"keywords":2,"ratings":5000,"share":0.29}]`},
+		{2, "chat", 12.25, `[{"track_id":104,"keywords":1,"ratings":700,"share":1}]`}} {
+		fmt.Fprintf(&b, `INSERT INTO segments (id, name, keyword_count, app_count, total_ratings, avg_rating, demand, hhi, fragmentation, quality_gap, opportunity, apps, relations, created_at, updated_at)
+VALUES (%d, '%s', 2, 3, 17000, 4.1, 4.2, 0.4, 0.6, 0.1, %g, '%s', '[]', '2026-02-01T00:00:00.000Z', '2026-02-01T00:00:00.000Z');
+INSERT INTO segment_snapshots (segment_id, day, keyword_count, total_ratings, demand, opportunity, apps) VALUES (%d, '2026-02-01', 2, 17000, 4.2, %g, '[]');
+`, g.id, g.name, g.opportunity, g.apps, g.id, g.opportunity)
+	}
+	for _, k := range []struct {
+		kw  string
+		seg int
+	}{{"budget", 1}, {"budget planner", 1}, {"chat", 2}} {
+		fmt.Fprintf(&b, "INSERT INTO segment_keywords (keyword, segment_id, top_sum) VALUES ('%s', %d, 1);\n", k.kw, k.seg)
 	}
 	return b.String()
 }
@@ -103,27 +114,10 @@ func TestMCPAgentOverStreamableHTTP(t *testing.T) {
 			History struct {
 				TrackID int64 `json:"track_id"`
 			} `json:"app_history"`
-			Segments struct {
-				Items []struct {
-					ClusterID string `json:"cluster_id"`
-				} `json:"items"`
-				Next *string `json:"next_cursor"`
-			} `json:"list_segments"`
-			Page2 struct {
-				Items []struct {
-					ClusterID string `json:"cluster_id"`
-				} `json:"items"`
-			} `json:"list_segments_page2"`
-			Segment struct {
-				ID     string `json:"segment_id"`
-				Scores struct {
-					Score float64 `json:"opportunity_score"`
-				} `json:"scores"`
-				TopApps []struct {
-					TrackID int64 `json:"track_id"`
-				} `json:"top_apps"`
-			} `json:"get_segment"`
-			Keyword struct {
+			Segments json.RawMessage `json:"list_segments"`
+			Page2    json.RawMessage `json:"list_segments_page2"`
+			Segment  json.RawMessage `json:"get_segment"`
+			Keyword  struct {
 				Term    string `json:"term"`
 				TopApps []struct {
 					TrackID int64 `json:"track_id"`
@@ -168,12 +162,40 @@ func TestMCPAgentOverStreamableHTTP(t *testing.T) {
 	if c.App.Name != "Budget Planner" || c.History.TrackID != 101 {
 		t.Errorf("get_app %s, app_history %s", jsonString(c.App), jsonString(c.History))
 	}
-	if len(c.Segments.Items) != 1 || c.Segments.Items[0].ClusterID != "budget" || c.Segments.Next == nil ||
-		len(c.Page2.Items) != 1 || c.Page2.Items[0].ClusterID != "chat" {
-		t.Errorf("list_segments: %s then %s", jsonString(c.Segments), jsonString(c.Page2))
+	// list_segments and get_segment answer what GET /v1/segments and
+	// GET /v1/segments/{id} answer.
+	var page1 struct {
+		Items []struct {
+			ID int64 `json:"id"`
+		} `json:"items"`
+		Next *string `json:"next_cursor"`
 	}
-	if c.Segment.ID != "budget" || c.Segment.Scores.Score != 41.5 || len(c.Segment.TopApps) != 3 {
-		t.Errorf("get_segment: %s", jsonString(c.Segment))
+	json.Unmarshal(c.Segments, &page1)
+	if len(page1.Items) != 1 || page1.Items[0].ID != 1 || page1.Next == nil {
+		t.Fatalf("list_segments: %s", c.Segments)
+	}
+	for _, cmp := range []struct {
+		tool json.RawMessage
+		path string
+	}{{c.Segments, "/v1/segments?sort=opportunity&limit=1"}, {c.Page2, "/v1/segments?sort=opportunity&limit=1&cursor=" + *page1.Next}, {c.Segment, "/v1/segments/1"}} {
+		var fromTool, fromAPI any
+		json.Unmarshal(cmp.tool, &fromTool)
+		if code := doJSON(t, "GET", w.base+cmp.path, "", nil, &fromAPI); code != 200 || jsonString(fromTool) != jsonString(fromAPI) {
+			t.Errorf("MCP answered %s\nGET %s answered %d %s", cmp.tool, cmp.path, code, jsonString(fromAPI))
+		}
+	}
+	var seg struct {
+		Keywords []string `json:"keywords"`
+		Apps     []struct {
+			TrackID int64 `json:"track_id"`
+		} `json:"apps"`
+	}
+	json.Unmarshal(c.Segment, &seg)
+	if !slices.Equal(seg.Keywords, []string{"budget", "budget planner"}) || len(seg.Apps) != 2 || seg.Apps[0].TrackID != 103 {
+		t.Errorf("get_segment: %s", c.Segment)
+	}
+	if !strings.Contains(string(c.Page2), `"id":2`) {
+		t.Errorf("list_segments page 2: %s", c.Page2)
 	}
 	if c.Keyword.Term != "budget planner" || len(c.Keyword.TopApps) != 2 || c.Keyword.TopApps[0].TrackID != 101 {
 		t.Errorf("keyword_metrics: %s", jsonString(c.Keyword))

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,8 +25,9 @@ const explorerSettle = 4 * time.Second
 // TestExplorerInBrowser builds markets from crawled data (a crawl cycle
 // searches pending keywords and fills an enriched app's rankings, the
 // controller enriches what the searches found, the clustering cron
-// re-publishes the markets), then runs worker/e2e/browser/explorer.mjs:
-// headless Chromium opens the markets list, a market, an app, a keyword
+// re-publishes the markets, segments-full builds the market segments),
+// then runs worker/e2e/browser/explorer.mjs: headless Chromium opens the
+// markets list (segments), a market (segment), an app, a keyword
 // and a search as a person does, checks each against the API's answer,
 // that the app's charts are drawn and that no request left the Worker's
 // origin, and saves a screenshot of each page in this test's output folder
@@ -91,15 +91,54 @@ INSERT INTO app_registry (track_id, name, subtitle, rating_count, average_rating
 		}
 		return time.Since(stableSince) >= explorerSettle, now
 	})
-	// The top market's first app gets weeks of rating observations (what
-	// the rating sweep leaves over time), so its page has a line to draw.
-	page.Items = nil
-	doJSON(t, "GET", w.base+"/v1/opportunities?limit=1", "", nil, &page)
-	var top market
-	if len(page.Items) != 1 || doJSON(t, "GET", w.base+"/v1/clusters/"+url.PathEscape(page.Items[0].ClusterID), "", nil, &top) != 200 || len(top.Members) == 0 {
-		t.Fatalf("top market: %s %s", jsonString(page), jsonString(top))
+	// The market segments built from the same rankings (the daily full
+	// pass, run now). A segment takes at least segments.MinSegmentKeywords
+	// keywords sharing top apps: each crawled keyword gets two longer
+	// forms ranking its apps (what the searches of "budget app" and
+	// "budget pro" find), so each niche is one. Each segment is given
+	// three earlier days of snapshots (what the daily pass leaves over
+	// time), so the list has sparklines to draw.
+	wrangler(t, persist, "d1", "execute", "DB", "--local", "--command", `
+INSERT INTO crawl_keywords (keyword, source, created_at, searched_at, result_count)
+  SELECT k.keyword || ' ' || n.s, 'title', k.created_at, k.searched_at, k.result_count FROM crawl_keywords k, (SELECT 'app' AS s UNION ALL SELECT 'pro') n
+  WHERE k.searched_at IS NOT NULL AND k.keyword IN ('budget', 'chess', 'garden');
+INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at)
+  SELECT r.keyword || ' ' || n.s, r.track_id, r.rank, r.seen_at FROM crawl_rankings r, (SELECT 'app' AS s UNION ALL SELECT 'pro') n
+  WHERE r.keyword IN ('budget', 'chess', 'garden');`)
+	var run struct {
+		OK      bool   `json:"ok"`
+		Summary string `json:"summary"`
 	}
-	app := int64(top.Members[0].TrackID)
+	if code := doJSON(t, "POST", w.base+"/v1/scheduler/run", adminToken, map[string]any{"task": "segments-full", "wait": true}, &run); code != 200 || !run.OK {
+		t.Fatalf("segments-full: %d %s", code, jsonString(run))
+	}
+	var segs struct {
+		Items []struct {
+			ID int64 `json:"id"`
+		} `json:"items"`
+	}
+	if doJSON(t, "GET", w.base+"/v1/segments?limit=50", "", nil, &segs); len(segs.Items) == 0 {
+		t.Fatalf("segments-full built %s: %s", run.Summary, jsonString(segs))
+	}
+	var days []string
+	for _, g := range segs.Items {
+		for d := 3; d >= 1; d-- {
+			days = append(days, fmt.Sprintf("(%d, '%s', 2, %d, %.2f, %d, '[]')", g.ID, time.Now().AddDate(0, 0, -d).UTC().Format(time.DateOnly), 100*d, 2.0+0.3*float64(g.ID%5)-0.2*float64(d), 10*d))
+		}
+	}
+	wrangler(t, persist, "d1", "execute", "DB", "--local", "--command",
+		"INSERT OR IGNORE INTO segment_snapshots (segment_id, day, keyword_count, total_ratings, demand, opportunity, apps) VALUES "+strings.Join(days, ", "))
+	// The top segment's first app gets weeks of rating observations (what
+	// the rating sweep leaves over time), so its page has a line to draw.
+	var top struct {
+		Apps []struct {
+			TrackID int64 `json:"track_id"`
+		} `json:"apps"`
+	}
+	if doJSON(t, "GET", fmt.Sprintf("%s/v1/segments/%d", w.base, segs.Items[0].ID), "", nil, &top) != 200 || len(top.Apps) == 0 {
+		t.Fatalf("top segment %d: %s", segs.Items[0].ID, jsonString(top))
+	}
+	app := top.Apps[0].TrackID
 	var rec struct {
 		RatingCount   float64 `json:"rating_count"`
 		AverageRating float64 `json:"average_rating"`
@@ -112,7 +151,7 @@ INSERT INTO app_registry (track_id, name, subtitle, rating_count, average_rating
 	}
 	wrangler(t, persist, "d1", "execute", "DB", "--local", "--command",
 		"INSERT INTO app_snapshots (track_id, taken_at, rating_count, average_rating, source) VALUES "+strings.Join(snaps, ", "))
-	t.Logf("stack ready in %s: %d markets; app %d has 3 rating observations", time.Since(prep).Round(time.Second), strings.Count(last, `"cluster_id"`), app)
+	t.Logf("stack ready in %s: %d markets, %d segments (%s); app %d has 3 rating observations", time.Since(prep).Round(time.Second), strings.Count(last, `"cluster_id"`), len(segs.Items), run.Summary, app)
 
 	started := time.Now()
 	out, err := devstack.RunBounded(node, []string{filepath.Join(root, "worker", "e2e", "browser", "explorer.mjs"),

@@ -17,8 +17,7 @@ import (
 	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/enrichment"
 	"storecrawl/worker/keywords"
-	"storecrawl/worker/markets"
-	"storecrawl/worker/reviews"
+	"storecrawl/worker/segments"
 )
 
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -46,13 +45,25 @@ VALUES (?, ?, 'Dev', 'Finance', 0, 4.1, ?, 'itunes+store', '2026-02-01T00:00:00.
 	}{{"budget", 103, 1}, {"budget", 101, 2}, {"budget", 102, 3}, {"budget planner", 101, 1}, {"budget planner", 103, 2}, {"budget planner", 102, 3}, {"chat", 104, 1}, {"chat", 105, 2}, {"chat", 103, 3}} {
 		drv.Exec(t, `INSERT INTO crawl_rankings (keyword, track_id, rank, seen_at) VALUES (?, ?, ?, '2026-02-01T00:00:00.000Z')`, r.kw, r.id, r.rank)
 	}
-	for _, c := range []struct {
-		id      string
-		ratings int
-		score   float64
-	}{{"budget", 17000, 41.5}, {"chat", 10100, 12.25}} {
-		drv.Exec(t, `INSERT INTO market_clusters (cluster_id, app_count, total_ratings, avg_rating, top_share, hhi, fragmentation, computed_at) VALUES (?, 3, ?, 4.1, 0.5, 0.4, 0.6, '2026-02-01T00:00:00.000Z')`, c.id, c.ratings)
-		drv.Exec(t, `INSERT INTO opportunity_scores (cluster_id, score, demand, fragmentation, quality_gap, computed_at) VALUES (?, ?, 4.2, 0.6, 0.1, '2026-02-01T00:00:00.000Z')`, c.id, c.score)
+	// Two live segments and a retired one, as segments-full writes them.
+	for _, g := range []struct {
+		id          int64
+		name        string
+		opportunity float64
+		demand      float64
+		trend       float64
+		retired     any
+	}{{1, "budget", 41.5, 4.2, 3, nil}, {2, "chat", 12.25, 5.1, 4.5, nil}, {3, "gone", 90, 9, 5, "2026-02-02T00:00:00.000Z"}} {
+		drv.Exec(t, `INSERT INTO segments (id, name, keyword_count, app_count, total_ratings, avg_rating, demand, hhi, fragmentation, quality_gap,
+  opportunity, trend_score, apps, relations, created_at, updated_at, retired_at) VALUES (?, ?, 2, 3, 17000, 4.1, ?, 0.4, 0.6, 0.1, ?, ?,
+  '[{"track_id":103,"keywords":2,"ratings":9000,"share":0.53}]', '[]', '2026-02-01T00:00:00.000Z', '2026-02-01T00:00:00.000Z', ?)`,
+			g.id, g.name, g.demand, g.opportunity, g.trend, g.retired)
+	}
+	for _, k := range []struct {
+		kw  string
+		seg int64
+	}{{"budget", 1}, {"budget planner", 1}, {"chat", 2}} {
+		drv.Exec(t, `INSERT INTO segment_keywords (keyword, segment_id, top_sum) VALUES (?, ?, 1)`, k.kw, k.seg)
 	}
 }
 
@@ -62,9 +73,8 @@ func catalogueServer(t *testing.T) (*Server, *d1test.Driver) {
 	db, drv := d1test.New(t)
 	seedCatalogue(t, drv)
 	s := New(Deps{
-		Apps: enrichment.D1Store{DB: db}, AppHistory: catalogue.D1Store{DB: db}, Markets: &markets.Markets{DB: db},
-		Reviews: reviews.D1Store{DB: db}, Keywords: keywords.D1Store{DB: db}, Country: "us",
-		Search: D1Search{DB: db}, Scores: D1Scores{DB: db},
+		Apps: enrichment.D1Store{DB: db}, AppHistory: catalogue.D1Store{DB: db}, Segments: segments.Store{DB: db},
+		Keywords: keywords.D1Store{DB: db}, Country: "us", Search: D1Search{DB: db},
 	})
 	s.Now = func() time.Time { return testNow }
 	return s, drv
@@ -280,42 +290,52 @@ func TestEveryToolAnswersFromTheCatalogue(t *testing.T) {
 	}
 
 	var page struct {
-		Source string `json:"source"`
-		Items  []struct {
-			ClusterID string `json:"cluster_id"`
+		Sort  string `json:"sort"`
+		Limit int    `json:"limit"`
+		Items []struct {
+			ID     int64  `json:"id"`
+			Name   string `json:"name"`
+			Scores struct {
+				Opportunity float64 `json:"opportunity"`
+			} `json:"scores"`
 		} `json:"items"`
 		Next *string `json:"next_cursor"`
 	}
 	json.Unmarshal(callTool(t, s, "list_segments", map[string]any{"limit": 1}).Structured, &page)
-	if page.Source != "markets" || len(page.Items) != 1 || page.Items[0].ClusterID != "budget" || page.Next == nil || *page.Next == "" {
+	if page.Sort != "opportunity" || page.Limit != 1 || len(page.Items) != 1 || page.Items[0].ID != 1 || page.Items[0].Scores.Opportunity != 41.5 || page.Next == nil {
 		t.Fatalf("list_segments: %+v", page)
 	}
 	json.Unmarshal(callTool(t, s, "list_segments", map[string]any{"limit": 1, "cursor": *page.Next}).Structured, &page)
-	if len(page.Items) != 1 || page.Items[0].ClusterID != "chat" {
+	if len(page.Items) != 1 || page.Items[0].ID != 2 {
 		t.Fatalf("list_segments page 2: %+v", page)
 	}
-	page.Next = nil
-	json.Unmarshal(callTool(t, s, "list_segments", map[string]any{"sort": "size", "limit": 5}).Structured, &page)
-	if len(page.Items) != 2 || page.Items[0].ClusterID != "budget" || page.Next != nil {
-		t.Fatalf("list_segments by size: %+v", page)
+	for sort, first := range map[string]int64{"demand": 2, "trend": 2, "opportunity": 1} {
+		page.Next = nil
+		json.Unmarshal(callTool(t, s, "list_segments", map[string]any{"sort": sort, "limit": 5}).Structured, &page)
+		if page.Sort != sort || len(page.Items) != 2 || page.Items[0].ID != first || page.Next != nil {
+			t.Fatalf("list_segments by %s (the retired segment left out): %+v", sort, page)
+		}
 	}
 
 	var seg struct {
-		ID     string `json:"segment_id"`
+		ID     int64 `json:"id"`
 		Scores struct {
-			Score *float64 `json:"opportunity_score"`
+			Opportunity float64 `json:"opportunity"`
 		} `json:"scores"`
-		TopApps []struct {
-			TrackID int64 `json:"track_id"`
-		} `json:"top_apps"`
-		Themes []any `json:"themes"`
+		Keywords []string `json:"keywords"`
+		Apps     []struct {
+			TrackID int64   `json:"track_id"`
+			Share   float64 `json:"share"`
+		} `json:"apps"`
+		Snapshots []any `json:"snapshots"`
 	}
-	json.Unmarshal(callTool(t, s, "get_segment", map[string]any{"id": "budget"}).Structured, &seg)
-	if seg.ID != "budget" || seg.Scores.Score == nil || *seg.Scores.Score != 41.5 || len(seg.TopApps) != 3 || seg.TopApps[0].TrackID != 103 || seg.Themes == nil {
+	json.Unmarshal(callTool(t, s, "get_segment", map[string]any{"id": 1}).Structured, &seg)
+	if seg.ID != 1 || seg.Scores.Opportunity != 41.5 || !slices.Equal(seg.Keywords, []string{"budget", "budget planner"}) ||
+		len(seg.Apps) != 1 || seg.Apps[0].TrackID != 103 || seg.Apps[0].Share != 0.53 || seg.Snapshots == nil {
 		t.Fatalf("get_segment: %+v", seg)
 	}
-	if r := callTool(t, s, "get_segment", map[string]any{"id": "budget planner"}); !r.IsError {
-		t.Fatalf("get_segment of a keyword with no market: %+v", r)
+	if r := callTool(t, s, "get_segment", map[string]any{"id": 99}); !r.IsError || !strings.Contains(r.Content[0].Text, "99") {
+		t.Fatalf("get_segment of an unknown id: %+v", r)
 	}
 
 	var rep keywords.Report
@@ -364,10 +384,14 @@ func TestBadArgumentsNameTheField(t *testing.T) {
 		{"app_history", map[string]any{"id": 101, "limit": 0}, "limit"},
 		{"list_segments", map[string]any{"sort": "best"}, "sort"},
 		{"list_segments", map[string]any{"limit": api.MaxPageSize + 1}, "limit"},
-		{"list_segments", map[string]any{"cursor": "x1"}, "cursor"},
-		{"list_segments", map[string]any{"cursor": "10001"}, "cursor"},
-		{"get_segment", map[string]any{"id": ""}, "id"},
-		{"get_segment", map[string]any{"id": strings.Repeat("k", api.MaxClusterIDLen+1)}, "id"},
+		{"list_segments", map[string]any{"sort": "size"}, "sort"},
+		{"list_segments", map[string]any{"cursor": "!!"}, "cursor"},
+		{"list_segments", map[string]any{"cursor": "eDox"}, "cursor"},
+		{"list_segments", map[string]any{"cursor": strings.Repeat("a", MaxCursorLen+1)}, "cursor"},
+		{"get_segment", map[string]any{"id": "1"}, "id"},
+		{"get_segment", map[string]any{"id": 0}, "id"},
+		{"get_segment", map[string]any{"id": 1.5}, "id"},
+		{"get_segment", map[string]any{}, "id"},
 		{"keyword_metrics", map[string]any{"country": "us"}, "term"},
 		{"keyword_metrics", map[string]any{"term": "  "}, "term"},
 		{"keyword_metrics", map[string]any{"term": "budget", "country": "USA"}, "country"},

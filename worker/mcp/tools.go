@@ -13,7 +13,7 @@ import (
 	"storecrawl/worker/d1"
 	"storecrawl/worker/keywords"
 	"storecrawl/worker/logx"
-	"storecrawl/worker/reviews"
+	"storecrawl/worker/segments"
 )
 
 // tool is one MCP tool: its name, what it does, its arguments and its run
@@ -46,8 +46,9 @@ func readFailed(event string, err error, fields map[string]any) toolResult {
 
 // Bounds of the list tools' arguments (the API's, for the same reads).
 const (
-	// MaxCursorLen bounds a cursor: a list's opaque keyset cursor.
-	MaxCursorLen = 200
+	// MaxCursorLen bounds a cursor: a listing's opaque cursor, as the
+	// routes bound it.
+	MaxCursorLen = d1.MaxCursorLen
 	// MaxQueryLen bounds search_apps' q: a name's start, as long as a
 	// keyword can be.
 	MaxQueryLen = keywords.MaxTermLen
@@ -58,12 +59,6 @@ var (
 	idParam        = param{Name: "id", Type: "integer", Description: "the app's App Store track id", Required: true, Min: 1, Max: 1<<53 - 1}
 	cursorParam    = param{Name: "cursor", Type: "string", Description: "next_cursor of the previous page; absent for the first page", MaxLen: MaxCursorLen}
 	pageLimit      = param{Name: "limit", Type: "integer", Description: "items on the page", Min: 1, Max: api.MaxPageSize, Default: int64(api.DefaultPageSize)}
-)
-
-// Segment sorts (list_segments' sort): the markets' two orders.
-const (
-	SortOpportunity = "opportunity"
-	SortSize        = "size"
 )
 
 // tools are every tool, in the order tools/list answers them.
@@ -96,10 +91,10 @@ var tools = []tool{
 	},
 	{
 		Name: "list_segments", Title: "List market segments",
-		Description: "Markets (the apps ranking for one keyword) by opportunity score (demand × fragmentation × quality gap, 0–100) or by size (total ratings), " +
-			"with their members (GET /v1/opportunities, GET /v1/clusters). Page with cursor.",
+		Description: "Live market segments (communities of keywords whose top apps overlap) by opportunity (demand × fragmentation × quality gap, 0–100), " +
+			"trend (heating first) or demand, with their scores and trend (GET /v1/segments). Page with cursor.",
 		Params: []param{
-			{Name: "sort", Type: "string", Description: "opportunity: best opportunity first; size: most ratings first", Enum: []string{SortOpportunity, SortSize}, Default: SortOpportunity},
+			{Name: "sort", Type: "string", Description: "opportunity: best opportunity first; trend: heating first; demand: most demand first", Enum: api.SegmentSorts, Default: api.SegmentSorts[0]},
 			pageLimit,
 			cursorParam,
 		},
@@ -107,9 +102,10 @@ var tools = []tool{
 	},
 	{
 		Name: "get_segment", Title: "Get a market segment",
-		Description: "One market (id: its keyword, a segment_id of list_segments): its scores, its top apps with their strength and rank history, and the complaint themes of its apps' reviews.",
+		Description: "One market segment in full (GET /v1/segments/{id}; id: an id of list_segments): its scores, keywords, apps with their share of its ratings, " +
+			"neighbouring segments by shared apps, daily snapshots (newest first) and lineage.",
 		Params: []param{
-			{Name: "id", Type: "string", Description: "the market's id (its keyword)", Required: true, MinLen: 1, MaxLen: api.MaxClusterIDLen},
+			{Name: "id", Type: "integer", Description: "the segment's id (an id of list_segments)", Required: true, Min: 1, Max: 1<<53 - 1},
 		},
 		Run: (*Server).getSegment,
 	},
@@ -227,66 +223,42 @@ func (s *Server) appHistory(ctx context.Context, a args) toolResult {
 	return toolResult{Value: rec}
 }
 
-// SegmentsSource names what list_segments and get_segment serve: the
-// markets (keyword clusters and their opportunity scores).
-const SegmentsSource = "markets"
-
 func (s *Server) listSegments(ctx context.Context, a args) toolResult {
-	if s.Deps.Markets == nil {
+	if s.Deps.Segments == nil {
 		return fail("segments are not available")
 	}
-	limit := int(a.int("limit"))
-	items, next, err := s.Deps.Markets.List(ctx, a.str("sort") == SortOpportunity, limit, a.str("cursor"))
+	sort, limit := a.str("sort"), int(a.int("limit"))
+	items, next, err := s.Deps.Segments.List(ctx, sort, limit, a.str("cursor"))
 	switch {
-	case errors.Is(err, d1.ErrBadCursor):
+	case errors.Is(err, segments.ErrBadCursor):
 		return toolResult{Invalid: invalidParams("cursor", "cursor is not one list_segments answered: start again without it")}
 	case err != nil:
-		return readFailed("markets.read_failed", err, nil)
+		return readFailed("segments.read_failed", err, nil)
 	}
+	// The answer is GET /v1/segments' body for the same arguments.
+	body := map[string]any{"items": items, "sort": sort, "limit": limit, "next_cursor": nil}
 	if items == nil {
-		items = []json.RawMessage{}
+		body["items"] = []json.RawMessage{}
 	}
-	var nextCursor any
 	if next != "" {
-		nextCursor = next
+		body["next_cursor"] = next
 	}
-	return toolResult{Value: map[string]any{"source": SegmentsSource, "sort": a.str("sort"), "items": items, "next_cursor": nextCursor}}
+	return toolResult{Value: body}
 }
 
 func (s *Server) getSegment(ctx context.Context, a args) toolResult {
-	id := a.str("id")
-	if s.Deps.Scores == nil {
+	if s.Deps.Segments == nil {
 		return fail("segments are not available")
 	}
-	sc, found, err := s.Deps.Scores.Scores(ctx, id)
+	id := a.int("id")
+	seg, found, err := s.Deps.Segments.Get(ctx, id)
 	switch {
 	case err != nil:
-		return readFailed("markets.read_failed", err, map[string]any{"cluster_id": id})
+		return readFailed("segments.read_failed", err, map[string]any{"segment_id": id})
 	case !found:
-		return fail("no segment with id " + strconv.Quote(id) + " (list_segments lists them)")
+		return fail(fmt.Sprintf("no segment with id %d (list_segments lists them)", id))
 	}
-	out := map[string]any{"source": SegmentsSource, "segment_id": id, "scores": sc}
-	// The market is its keyword's apps: the keyword's top apps.
-	if s.Deps.Keywords != nil {
-		rep, found, err := s.Deps.Keywords.Keyword(ctx, id, s.Deps.Country, s.now())
-		switch {
-		case err != nil:
-			return readFailed("keywords.read_failed", err, map[string]any{"term": id})
-		case found:
-			out["top_apps"], out["popularity"], out["difficulty"] = rep.TopApps, rep.Popularity, rep.Difficulty
-		}
-	}
-	if s.Deps.Reviews != nil {
-		themes, n, _, err := s.Deps.Reviews.ClusterThemes(ctx, id)
-		if err != nil {
-			return readFailed("themes.read_failed", err, map[string]any{"cluster_id": id})
-		}
-		if themes == nil {
-			themes = []reviews.Theme{}
-		}
-		out["themes"], out["reviews"] = themes, n
-	}
-	return toolResult{Value: out}
+	return toolResult{Value: seg}
 }
 
 func (s *Server) keywordMetrics(ctx context.Context, a args) toolResult {

@@ -21,10 +21,20 @@ const segmentJSON = `json_object('id', id, 'name', name, 'keyword_count', keywor
     'opportunity', opportunity, 'leaders_velocity_7d', leaders_velocity_7d, 'leaders_velocity_30d', leaders_velocity_30d),
   'trend', trend, 'trend_figures', json(trend_figures), 'updated_at', updated_at, 'retired_at', retired_at)`
 
+// SparklineDays is how many daily demand values a listed segment's
+// sparkline holds (its newest snapshots, oldest first): at most this many
+// snapshot rows read per segment listed, by segment_snapshots' primary key.
+const SparklineDays = 30
+
+// sparklineJSON is a listed segment's last SparklineDays daily demand
+// values, oldest first.
+var sparklineJSON = fmt.Sprintf(`(SELECT json_group_array(demand) FROM (SELECT day, demand FROM (SELECT day, demand FROM segment_snapshots
+  WHERE segment_id = segments.id ORDER BY day DESC LIMIT %d) ORDER BY day))`, SparklineDays)
+
 // listSQL is a page of live segments by col after the cursor (?1 the
-// last value, ?2 the last id; ?3 the page size).
+// last value, ?2 the last id; ?3 the page size), each with its sparkline.
 func listSQL(col string) string {
-	return `SELECT ` + segmentJSON + ` AS segment, ` + col + ` AS k, id FROM segments
+	return `SELECT json_set(` + segmentJSON + `, '$.sparkline', json(` + sparklineJSON + `)) AS segment, ` + col + ` AS k, id FROM segments
 WHERE retired_at IS NULL AND (` + col + ` < ?1 OR (` + col + ` = ?1 AND id > ?2))
 ORDER BY ` + col + ` DESC, id LIMIT ?3`
 }

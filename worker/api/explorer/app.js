@@ -100,8 +100,46 @@ function exports(base) {
   return el('p', { class: 'muted' }, 'export: ', el('a', { href: base + sep + 'format=csv' }, 'CSV'), ' · ', el('a', { href: base + sep + 'format=ndjson' }, 'NDJSON'));
 }
 
-// Markets: today's opportunities, sortable by opportunity, demand and trend.
+// Markets: the live market segments (GET /v1/segments), in the API's order
+// by opportunity, demand or trend (?sort=), each with its 30-day demand
+// sparkline; today's keyword opportunities until the first segments exist.
+const segmentSorts = ['opportunity', 'demand', 'trend'];
 async function marketsPage() {
+  document.title = 'Markets · storecrawl';
+  const asked = new URLSearchParams(location.search).get('sort');
+  const sort = segmentSorts.includes(asked) ? asked : 'opportunity';
+  const base = '/v1/segments?sort=' + sort + '&limit=50';
+  const num = (key, label, get) => ({ key, label, num: 1, sort: segmentSorts.includes(key), cell: r => fmt(get(r)) });
+  const cols = [
+    { key: 'name', label: 'market', cell: r => el('a', { href: '/app/markets/' + r.id }, r.name) },
+    num('opportunity', 'opportunity', r => r.scores.opportunity),
+    num('demand', 'demand', r => r.scores.demand),
+    { key: 'trend', label: 'trend', sort: 1, cell: r => el('span', { class: 'trend' }, r.trend) },
+    { key: 'sparkline', label: '30 days', cell: r => sparkline(r.sparkline) },
+    num('keyword_count', 'keywords', r => r.keyword_count),
+    num('app_count', 'apps', r => r.scores.app_count),
+    num('total_ratings', 'ratings', r => r.scores.total_ratings),
+    num('fragmentation', 'fragmentation', r => r.scores.fragmentation),
+    num('quality_gap', 'quality gap', r => r.scores.quality_gap),
+  ];
+  const rows = [];
+  const holder = el('div');
+  const draw = () => {
+    holder.replaceChildren(table(cols, rows, { class: 'markets segments', onSort: k => { location.search = '?sort=' + k; } }));
+    holder.querySelector(`th[data-key="${sort}"]`).classList.add('sorted');
+  };
+  main.replaceChildren(el('h1', {}, 'Markets'),
+    el('p', { class: 'muted' }, 'Market segments: keywords whose top apps overlap. Opportunity is demand × fragmentation × quality gap (0–100); the sparkline is the last 30 days of demand. Sorted by ',
+      el('b', { class: 'sortedby' }, sort), '; click opportunity, demand or trend to sort.'), holder);
+  let none = false;
+  await pager(base, items => { none = !rows.length && !items.length; rows.push(...items); draw(); }, holder);
+  if (none) await opportunitiesPage();
+}
+
+// opportunitiesPage: today's keyword markets by opportunity, the Markets
+// page while no segments are built; sortable (what is loaded) by
+// opportunity, demand and trend.
+async function opportunitiesPage() {
   document.title = 'Markets · storecrawl';
   const rows = [];
   let key = 'opportunity_score';
@@ -118,16 +156,78 @@ async function marketsPage() {
       { key: 'quality_gap', label: 'quality gap', num: 1 },
       { key: 'app_count', label: 'apps', num: 1 },
       { key: 'total_ratings', label: 'ratings', num: 1 },
-    ], rows, { class: 'markets', onSort: k => { key = k; draw(); } }));
+    ], rows, { class: 'markets opportunities', onSort: k => { key = k; draw(); } }));
   };
-  main.replaceChildren(el('h1', {}, 'Markets'), el('p', { class: 'muted' }, 'Keyword markets by opportunity: demand × fragmentation × quality gap (0–100). Click a column to sort what is loaded.'), holder, exports('/v1/opportunities'));
+  main.replaceChildren(el('h1', {}, 'Markets'), el('p', { class: 'muted' }, 'No market segments yet: keyword markets by opportunity (demand × fragmentation × quality gap, 0–100) until the first are built. Click a column to sort what is loaded.'), holder, exports('/v1/opportunities'));
   draw();
   await pager('/v1/opportunities?limit=50', items => { rows.push(...items); draw(); }, holder);
 }
 
-// A market: scores with their parts, keyword, apps with their share,
-// complaint themes with example reviews, the analyst's brief, neighbours.
+// MaxMarketLookups bounds the keywords a segment's page tries for a
+// keyword market (its complaint themes and brief): its name, then its
+// first keywords.
+const MaxMarketLookups = 3;
+
+// keywordMarket is the first of terms that is a keyword market (GET
+// /v1/clusters/{id}), or null.
+async function keywordMarket(terms) {
+  for (const t of [...new Set(terms)].slice(0, MaxMarketLookups)) if (await maybe('/v1/clusters/' + enc(t))) return t;
+  return null;
+}
+
+// MaxNamedApps is how many of a segment's apps get their name looked up
+// (one GET /v1/apps/{id} each); the rest are listed by track id.
+const MaxNamedApps = 10;
+
+// A segment: its scores with their parts, keywords, apps with their share,
+// neighbours, daily snapshots; complaint themes and the analyst's brief of
+// the keyword market of its name or first keywords where there is one. False when there is
+// no such segment (a numeric keyword's market is the caller's then).
+async function segmentPage(id) {
+  const g = await maybe('/v1/segments/' + enc(id));
+  if (!g) return false;
+  document.title = g.name + ' · storecrawl';
+  const sc = g.scores;
+  const [market, ...named] = await Promise.all([keywordMarket([g.name, ...(g.keywords || [])]),
+    ...(g.apps || []).slice(0, MaxNamedApps).map(a => maybe('/v1/apps/' + a.track_id))]);
+  const [themes, brief] = market ? await Promise.all([maybe('/v1/clusters/' + enc(market) + '/themes'), maybe('/v1/opportunities/' + enc(market) + '/brief')]) : [null, null];
+  const names = Object.fromEntries(named.map((a, i) => [g.apps[i].track_id, a && a.name]).filter(([, n]) => n));
+  const card = (label, v, note) => el('div', { class: 'card', 'data-score': label }, el('span', { class: 'muted' }, label), el('b', {}, v), note ? el('small', { class: 'muted' }, note) : null);
+  const snaps = (g.snapshots || []).slice().reverse();
+  const neighbours = g.relations || [];
+  main.replaceChildren(
+    el('h1', {}, 'Market: ', g.name),
+    el('p', { class: 'muted' }, fmt(g.keyword_count), ' keywords · trend ', el('b', { class: 'trend' }, g.trend), g.retired_at ? ' · retired ' + g.retired_at.slice(0, 10) : ''),
+    el('div', { class: 'cards' },
+      card('opportunity', fmt(sc.opportunity, 1), '0–100'), card('demand', fmt(sc.demand), 'log10(1 + ratings)'),
+      card('fragmentation', fmt(sc.fragmentation), '1 − HHI'), card('hhi', fmt(sc.hhi), 'concentration'), card('quality gap', fmt(sc.quality_gap), 'under the bar'),
+      card('competitiveness', fmt(sc.competitiveness)), card('apps', fmt(sc.app_count)), card('ratings', fmt(sc.total_ratings)), card('avg rating', fmt(sc.avg_rating)),
+      card('leaders velocity 7d', fmt(sc.leaders_velocity_7d)), card('leaders velocity 30d', fmt(sc.leaders_velocity_30d))),
+    chart('demand and opportunity', snaps.map(p => secs(p.day)), [{ label: 'demand', values: snaps.map(p => p.demand) }, { label: 'opportunity', values: snaps.map(p => p.opportunity) }]),
+    el('h2', {}, 'Brief'),
+    brief && brief.headline ? el('div', { class: 'panel brief' }, el('b', {}, brief.headline), el('p', { class: 'notes' }, typeof brief.brief === 'string' ? brief.brief : JSON.stringify(brief.brief, null, 1)),
+      el('a', { href: '/v1/opportunities/' + enc(market) + '/brief' }, 'the brief as JSON'))
+      : el('p', { class: 'muted brief' }, 'No brief yet (the analyst writes them for the top opportunities).'),
+    el('h2', {}, 'Apps'),
+    table([{ key: 'name', label: 'app', cell: r => el('a', { href: '/app/apps/' + r.track_id }, names[r.track_id] || String(r.track_id)) },
+      { key: 'keywords', label: 'keywords topped', num: 1 }, { key: 'ratings', label: 'ratings', num: 1 },
+      { key: 'share', label: 'share', cell: r => el('span', {}, el('span', { class: 'bar', 'data-w': r.share }), ' ', pct(r.share)) }], g.apps || [], { class: 'members' }),
+    el('h2', {}, 'Keywords'),
+    el('ul', { class: 'keywords' }, (g.keywords || []).map(k => el('li', {}, el('a', { href: '/app/keywords/' + enc(k) }, k)))),
+    el('h2', {}, 'Complaint themes'), market ? el('p', { class: 'muted' }, 'of the keyword market ', el('a', { href: '/app/markets/' + enc(market) }, market)) : null, themesPanel(themes),
+    el('h2', {}, 'Neighbouring markets'),
+    neighbours.length ? el('ul', { class: 'neighbours' }, neighbours.map(n => el('li', {}, el('a', { href: '/app/markets/' + n.segment_id }, 'market ' + n.segment_id), ' — ', fmt(n.shared_apps), ' apps shared')))
+      : el('p', { class: 'muted' }, 'none found'));
+  for (const b of main.querySelectorAll('.bar')) b.style.width = (Number(b.dataset.w) * 120).toFixed(0) + 'px';
+  if (themes) exampleReviews(themes);
+  return true;
+}
+
+// A keyword market (the Markets page's fallback): scores with their parts,
+// keyword, apps with their share, complaint themes with example reviews,
+// the analyst's brief, neighbours.
 async function marketPage(id) {
+  if (/^[1-9][0-9]*$/.test(id) && await segmentPage(id)) return;
   document.title = id + ' · storecrawl';
   const m = await maybe('/v1/clusters/' + enc(id));
   if (!m) { main.replaceChildren(el('h1', {}, id), el('p', {}, 'No market for this keyword yet. ', el('a', { href: '/app/keywords/' + enc(id) }, 'The keyword'))); return; }

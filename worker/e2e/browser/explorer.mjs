@@ -4,8 +4,9 @@
 //
 //   node worker/e2e/browser/explorer.mjs --base http://127.0.0.1:PORT --out DIR
 //
-// It uses the pages as a person does: opens the markets list, clicks the top
-// market, clicks one of its apps, opens the market's keyword, then types the
+// It uses the pages as a person does: opens the markets list (the market
+// segments), sorts it by demand, trend and opportunity, clicks the top
+// segment, clicks one of its apps, opens the top keyword market's keyword, then types the
 // start of the app's name into the header's search box. On each page it
 // checks what is shown against the API's answer for the same thing, that
 // the app page draws its charts (a uPlot canvas, or a table without uPlot
@@ -92,55 +93,90 @@ try {
   const resp = await page.goto(base + "/app/");
   if (!resp || resp.status() !== 200) fail(`GET /app/: HTTP ${resp && resp.status()}`);
   await ready("the markets list");
-  const opps = await api("/v1/opportunities?limit=50");
-  if (!opps.items.length) fail("the API has no markets");
-  const rows = page.locator("table.markets tr:has(td)");
-  same("markets listed", await rows.count(), opps.items.length);
-  const top = opps.items[0];
-  const firstRow = rows.first().locator("td");
-  same("the first market", await firstRow.nth(0).textContent(), top.cluster_id);
-  same(`${top.cluster_id}'s opportunity`, await firstRow.nth(1).textContent(), fmt(top.opportunity_score));
-  same(`${top.cluster_id}'s demand`, await firstRow.nth(2).textContent(), fmt(top.demand));
-  same(`${top.cluster_id}'s apps`, await firstRow.nth(7).textContent(), fmt(top.app_count));
-  log(`markets: ${opps.items.length} listed, first ${top.cluster_id} at ${fmt(top.opportunity_score)}`);
-  // Sorting by demand puts the API's highest demand first.
-  await page.locator('table.markets th[data-key="demand"]').click();
-  const maxDemand = Math.max(...opps.items.map((m) => m.demand ?? -Infinity));
-  same("the first market by demand", await rows.first().locator("td").nth(2).textContent(), fmt(maxDemand));
-  await page.locator('table.markets th[data-key="opportunity_score"]').click();
-  same("the first market by opportunity again", await rows.first().locator("td").nth(0).textContent(), top.cluster_id);
+  const segs = await api("/v1/segments?sort=opportunity&limit=50");
+  if (!segs.items.length) fail("the API has no market segments");
+  const rows = page.locator("table.segments tr:has(td)");
+  same("segments listed", await rows.count(), segs.items.length);
+  // Columns: market, opportunity, demand, trend, 30 days, keywords, apps, ratings.
+  const checkRow = async (what, row, g) => {
+    const td = row.locator("td");
+    same(`${what}: name`, await td.nth(0).textContent(), g.name);
+    same(`${what}: opportunity`, await td.nth(1).textContent(), fmt(g.scores.opportunity));
+    same(`${what}: demand`, await td.nth(2).textContent(), fmt(g.scores.demand));
+    same(`${what}: trend`, await td.nth(3).textContent(), g.trend);
+    same(`${what}: keywords`, await td.nth(5).textContent(), fmt(g.keyword_count));
+    same(`${what}: apps`, await td.nth(6).textContent(), fmt(g.scores.app_count));
+    const points = (g.sparkline || []).length;
+    if (points > 1) {
+      const drawn = await td.nth(4).locator("svg.spark polyline").getAttribute("points");
+      same(`${what}: sparkline points`, drawn.split(" ").length, points);
+    }
+    return points;
+  };
+  const top = segs.items[0];
+  const topPoints = await checkRow("the first segment", rows.first(), top);
+  if (topPoints < 2) fail(`the first segment's sparkline has ${topPoints} points: nothing drawn`);
+  log(`markets: ${segs.items.length} segments, first ${top.name} (${top.id}) at ${fmt(top.scores.opportunity)}, ${topPoints}-day sparkline`);
+  // Sorting by demand, then trend, lists the API's order for that sort.
+  for (const sort of ["demand", "trend", "opportunity"]) {
+    await page.locator(`table.segments th[data-key="${sort}"]`).click();
+    await page.waitForURL((u) => u.searchParams.get("sort") === sort);
+    await ready(`the markets list by ${sort}`);
+    const bySort = await api(`/v1/segments?sort=${sort}&limit=50`);
+    same(`segments listed by ${sort}`, await rows.count(), bySort.items.length);
+    await checkRow(`the first segment by ${sort}`, rows.first(), bySort.items[0]);
+    log(`markets by ${sort}: first ${bySort.items[0].name}`);
+  }
   await shot("markets");
 
   step = "one market";
   await rows.first().locator("a").click();
-  await page.waitForURL(base + "/app/markets/" + encodeURIComponent(top.cluster_id));
+  await page.waitForURL(base + "/app/markets/" + top.id);
   await ready("the market page");
-  const m = await api("/v1/clusters/" + encodeURIComponent(top.cluster_id));
-  same("the market's title", await page.locator("h1").textContent(), "Market: " + m.cluster_id);
+  const g = await api("/v1/segments/" + top.id);
+  same("the market's title", await page.locator("h1").textContent(), "Market: " + g.name);
   const card = (label) => page.locator(`.card[data-score="${label}"] b`).textContent();
-  same("the market's opportunity", await card("opportunity"), fmt(m.opportunity_score, 1));
-  same("the market's fragmentation", await card("fragmentation"), fmt(m.fragmentation));
-  same("the market's apps", await card("apps"), fmt(m.app_count));
+  same("the market's opportunity", await card("opportunity"), fmt(g.scores.opportunity, 1));
+  same("the market's demand", await card("demand"), fmt(g.scores.demand));
+  same("the market's fragmentation", await card("fragmentation"), fmt(g.scores.fragmentation));
+  same("the market's quality gap", await card("quality gap"), fmt(g.scores.quality_gap));
+  same("the market's apps", await card("apps"), fmt(g.scores.app_count));
   const memberRows = page.locator("table.members tr:has(td)");
-  same("the market's members listed", await memberRows.count(), (m.members || []).length);
-  if (!m.members.length) fail("the market has no members");
-  for (const [i, mem] of m.members.entries()) {
-    same(`member ${i}'s name`, await memberRows.nth(i).locator("td").nth(1).textContent(), mem.name || String(mem.track_id));
-    same(`member ${i}'s ratings`, await memberRows.nth(i).locator("td").nth(3).textContent(), fmt(mem.rating_count));
+  if (!g.apps.length) fail("the segment has no apps");
+  same("the market's apps listed", await memberRows.count(), g.apps.length);
+  const members = [];
+  for (const [i, a] of g.apps.entries()) {
+    const td = memberRows.nth(i).locator("td");
+    const rec = i < 10 ? await api("/v1/apps/" + a.track_id) : null;
+    members.push({ track_id: a.track_id, name: rec && rec.name });
+    same(`app ${i}'s name`, await td.nth(0).textContent(), (rec && rec.name) || String(a.track_id));
+    same(`app ${i}'s ratings`, await td.nth(2).textContent(), fmt(a.ratings));
+    same(`app ${i}'s share`, (await td.nth(3).textContent()).trim(), (a.share * 100).toFixed(1) + "%");
   }
-  log(`market ${m.cluster_id}: opportunity ${fmt(m.opportunity_score, 1)}, ${m.members.length} apps, ${(m.neighbours || []).length} neighbours`);
+  same("the market's keywords", await page.locator("ul.keywords li").count(), g.keywords.length);
+  same("the market's neighbours", await page.locator("ul.neighbours li").count(), (g.relations || []).length);
+  // Themes and brief come from the keyword market of its name or first keywords.
+  let kwMarket = null;
+  for (const term of [...new Set([g.name, ...g.keywords])].slice(0, 3)) {
+    const r = await fetch(base + "/v1/clusters/" + encodeURIComponent(term), { signal: AbortSignal.timeout(timeout) });
+    if (r.status === 200) { kwMarket = term; break; }
+  }
+  if (kwMarket) {
+    same("the market's keyword market", await page.locator(`main p a[href="/app/markets/${encodeURIComponent(kwMarket)}"]`).textContent(), kwMarket);
+  }
+  log(`market ${g.name} (${g.id}): themes of keyword market ${kwMarket}; opportunity ${fmt(g.scores.opportunity, 1)}, ${g.apps.length} apps, ${g.keywords.length} keywords, ${(g.relations || []).length} neighbours`);
   await shot("market");
 
   step = "one app";
   // The member with the most rating history, so its charts have points.
   let pick = null;
-  for (const mem of m.members.slice(0, 10)) {
+  for (const mem of members.slice(0, 10)) {
     const h = await api(`/v1/apps/${mem.track_id}/history?days=365&limit=500`);
     const n = (h.ratings || []).length;
     if (mem.name && (!pick || n > pick.n)) pick = { mem, n, h };
   }
-  if (!pick) fail("no member of the market has a name");
-  const i = m.members.indexOf(pick.mem);
+  if (!pick) fail("no app of the market has a name");
+  const i = members.indexOf(pick.mem);
   await memberRows.nth(i).locator("a").click();
   await page.waitForURL(base + "/app/apps/" + pick.mem.track_id);
   await ready("the app page");
@@ -172,16 +208,20 @@ try {
   await shot("app");
 
   step = "one keyword";
-  await page.goto(base + "/app/keywords/" + encodeURIComponent(top.cluster_id));
+  // The top keyword market (GET /v1/opportunities): its keyword's page.
+  const opp = (await api("/v1/opportunities?limit=1")).items[0];
+  if (!opp) fail("the API has no keyword markets");
+  const m = await api("/v1/clusters/" + encodeURIComponent(opp.cluster_id));
+  await page.goto(base + "/app/keywords/" + encodeURIComponent(m.cluster_id));
   await ready("the keyword page");
-  same("the keyword's title", await page.locator("h1").textContent(), "Keyword: " + top.cluster_id);
+  same("the keyword's title", await page.locator("h1").textContent(), "Keyword: " + m.cluster_id);
   const rankRows = page.locator("table.rankings tr:has(td)");
   same("the keyword's apps", await rankRows.count(), m.members.length);
   same("the keyword's first app", await rankRows.first().locator("td").nth(1).textContent(), m.members[0].name || String(m.members[0].track_id));
-  const marketLink = await page.locator(`a[href="/app/markets/${encodeURIComponent(top.cluster_id)}"]`).textContent();
+  const marketLink = await page.locator(`a[href="/app/markets/${encodeURIComponent(m.cluster_id)}"]`).textContent();
   same("the keyword's market link", marketLink, `market (opportunity ${fmt(m.opportunity_score, 1)})`);
   await page.locator('.chart[data-chart="rank history (30 days)"]').waitFor();
-  log(`keyword ${top.cluster_id}: ${m.members.length} apps, ${marketLink}`);
+  log(`keyword ${m.cluster_id}: ${m.members.length} apps, ${marketLink}`);
   await shot("keyword");
 
   step = "search";

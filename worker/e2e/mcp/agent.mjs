@@ -46,7 +46,7 @@ try {
     get_app: { id: 101 },
     app_history: { id: 101, days: 30 },
     list_segments: { sort: "opportunity", limit: 1 },
-    get_segment: { id: "budget" },
+    get_segment: { id: 1 },
     keyword_metrics: { term: "budget planner" },
     list_alerts: {},
   };
