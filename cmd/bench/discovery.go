@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"storecrawl/durable/controller"
+	"storecrawl/durable/controller/virtual"
 	"storecrawl/internal/objects"
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
@@ -135,55 +136,6 @@ func runDiscovery(root string) {
 	benchDiscovery(root, n, *discoMaxDays, *scaleJSON, *discoPNG)
 }
 
-// discoClock is the run's virtual clock: a run's pause counts from its
-// chunk's last answer, a run ends at its last answer, an alarm or a cron
-// moves it forward.
-type discoClock struct {
-	mu            sync.Mutex
-	now, lastDone time.Time
-}
-
-func (c *discoClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *discoClock) Sleep(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = maxTime(c.now, c.lastDone).Add(d)
-}
-
-func (c *discoClock) done(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lastDone = maxTime(c.lastDone, t)
-}
-
-// settle is the end of a run: its last answer.
-func (c *discoClock) settle() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = maxTime(c.now, c.lastDone)
-	return c.now
-}
-
-// wake moves the clock to at (never back).
-func (c *discoClock) wake(at time.Time) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = maxTime(c.now, at)
-	return c.now
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // simClockSync keeps the simulator's clock at least at the bench's: before a
 // request at t, it moves it to t. The simulator's clock also runs with
 // the wall clock, so between two requests it leads by the wall time
@@ -240,7 +192,7 @@ func (s *simClockSync) read() clockAnswer {
 // simulator's moved there first) and answered discoLatency later, counted
 // by kind in its ledger.
 type simFetcher struct {
-	clock  *discoClock
+	clock  *virtual.Clock
 	sim    *simClockSync
 	client *upstream.Client
 	ledger *requestLedger
@@ -251,37 +203,9 @@ func (f *simFetcher) Get(ctx context.Context, url string) upstream.Response {
 	f.sim.to(sent)
 	r := f.client.Get(ctx, url)
 	r.SentAt, r.DoneAt = sent, sent.Add(discoLatency)
-	f.clock.done(r.DoneAt)
+	f.clock.Done(r.DoneAt)
 	f.ledger.add(requestKind(url), r.Class == objects.ClassRateLimit, r.Class != objects.ClassOK && r.Class != objects.ClassRateLimit)
 	return r
-}
-
-// controllerObject is the EnrichmentController's Durable Object plumbing
-// (shim/decision_object.mjs): its state and its work alarm.
-type controllerObject struct {
-	cfg   controller.Config
-	state string
-	alarm int64 // unix ms; 0: none
-}
-
-func (o *controllerObject) decide(op string, arg any, now time.Time) controller.Decision {
-	raw, err := json.Marshal(arg)
-	if err != nil {
-		fail("controller %s: %v", op, err)
-	}
-	d := controller.Handle(o.cfg, op, o.state, raw, now)
-	if d.State != "" {
-		o.state = d.State
-	}
-	switch {
-	case d.AlarmAt != 0:
-		o.alarm = d.AlarmAt
-	case d.AlarmBy != 0 && (o.alarm == 0 || o.alarm > d.AlarmBy):
-		o.alarm = d.AlarmBy
-	case o.alarm == 0 && d.EnsureAlarmAt != 0:
-		o.alarm = d.EnsureAlarmAt
-	}
-	return d
 }
 
 // taskDeps is the catalogue tasks' platform on the run's D1 and upstream.
@@ -345,7 +269,7 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 		fail("d1: %v", err)
 	}
 
-	clock := &discoClock{now: t0, lastDone: t0}
+	clock := virtual.NewClock(t0)
 	client := &upstream.Client{HTTP: httpc, Timeout: 10 * time.Second}
 	crawlReqs, enrichReqs, taskReqs := newRequestLedger(), newRequestLedger(), newRequestLedger()
 	crawlFetch := &simFetcher{clock: clock, sim: sim, client: client, ledger: crawlReqs}
@@ -359,8 +283,15 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 	runner := &enrichment.Runner{Store: es, HTML: nopHTML{}, Events: enrichment.QueueEvents{Queue: nopSender{}, Now: clock.Now},
 		Upstream: enrichFetch, APIBase: simBase, StoreBase: simBase, Country: "us",
 		Now: clock.Now, Sleep: clock.Sleep, Refreshes: es, RefreshShare: refresh.DefaultRefreshShare}
-	obj := &controllerObject{cfg: controller.DefaultConfig()}
-	obj.decide("load", struct{}{}, t0)
+	obj := &virtual.Object{Config: controller.DefaultConfig()}
+	decide := func(op string, arg any, now time.Time) controller.Decision {
+		d, err := obj.Decide(op, arg, now)
+		if err != nil {
+			fail("%v", err)
+		}
+		return d
+	}
+	decide("load", struct{}{}, t0)
 	periodic := tasks.Tasks(taskDeps{D1Store: tasks.D1Store{DB: db}, fetch: taskFetch}, simBase,
 		tasks.Catalogue{Store: catalogue.D1Store{DB: db}, StaleAfter: catalogue.DefaultStaleAfter, Now: clock.Now})
 	nextTask := make([]time.Time, len(periodic))
@@ -394,10 +325,10 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 				at, what, which = t, "task", i
 			}
 		}
-		if obj.alarm != 0 && time.UnixMilli(obj.alarm).Before(at) {
-			at, what = time.UnixMilli(obj.alarm), "alarm"
+		if alarm, ok := obj.NextAlarm(); ok && alarm.Before(at) {
+			at, what = alarm, "alarm"
 		}
-		now := clock.wake(at)
+		now := clock.Wake(at)
 		switch what {
 		case "sample":
 			s := sampleCatalogue(ctx, db, dayOf(at))
@@ -414,13 +345,13 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 		case "cron":
 			// The cron wakes the controller (its status call restarts a
 			// lost loop), then runs the crawl cycle.
-			obj.decide("http", controller.Request{Method: "GET", Path: "/status"}, now)
+			decide("http", controller.Request{Method: "GET", Path: "/status"}, now)
 			res := crawler.Run(ctx, rng.Float64(), now)
 			actions[res.Action]++
 			if res.Side != nil {
 				actions["side:"+res.Side.Action]++
 			}
-			clock.settle()
+			clock.Settle()
 			nextCron = nextCron.Add(crawl.CyclePeriod)
 		case "task":
 			t := periodic[which]
@@ -428,14 +359,11 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 			if r.Error != "" {
 				actions["task_error:"+t.Name]++
 			}
-			clock.settle()
+			clock.Settle()
 			nextTask[which] = at.Add(t.Every)
 		case "alarm":
-			obj.alarm = 0 // fired: the decisions set the next
-			d := obj.decide("tick", controller.TickRequest{}, now)
-			if d.Run != nil {
-				o := runner.Run(ctx, *d.Run)
-				obj.decide("tick_done", o, clock.settle())
+			if _, _, err := obj.Fire(ctx, now, runner.Run, clock); err != nil {
+				fail("%v", err)
 			}
 		}
 	}
@@ -468,7 +396,7 @@ done:
 		}
 		l.mu.Unlock()
 	}
-	st := obj.decide("http", controller.Request{Method: "GET", Path: "/status"}, clock.Now())
+	st := decide("http", controller.Request{Method: "GET", Path: "/status"}, clock.Now())
 	if b, err := json.Marshal(st.Response.Body); err == nil {
 		var s struct {
 			Totals map[string]json.Number `json:"totals"`
