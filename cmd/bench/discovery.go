@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"storecrawl/durable/controller"
 	"storecrawl/durable/controller/virtual"
 	"storecrawl/internal/objects"
+	"storecrawl/worker/appstore"
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
@@ -292,8 +294,16 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 		return d
 	}
 	decide("load", struct{}{}, t0)
-	periodic := tasks.Tasks(taskDeps{D1Store: tasks.D1Store{DB: db}, fetch: taskFetch}, simBase,
-		tasks.Catalogue{Store: catalogue.D1Store{DB: db}, StaleAfter: catalogue.DefaultStaleAfter, Now: clock.Now})
+	// The search hints' host needs the storefront (worker/wiring_js.go's
+	// hintsHost); its asks are the tasks'.
+	sf, _ := appstore.StoreFront("us")
+	hintsFetch := &simFetcher{clock: clock, sim: sim, ledger: taskReqs,
+		client: &upstream.Client{HTTP: httpc, Timeout: 10 * time.Second, Header: http.Header{appstore.StoreFrontHeader: {sf}}}}
+	noReserve := func(ctx context.Context, _ int) context.Context { return ctx }
+	periodic := slices.Concat(
+		tasks.Tasks(taskDeps{D1Store: tasks.D1Store{DB: db}, fetch: taskFetch}, simBase,
+			tasks.Catalogue{Store: catalogue.D1Store{DB: db}, StaleAfter: catalogue.DefaultStaleAfter, Now: clock.Now}),
+		crawl.Tasks(crawl.D1Store{DB: db}, hintsFetch.Get, noReserve, simBase, "us"))
 	nextTask := make([]time.Time, len(periodic))
 	for i := range nextTask {
 		nextTask[i] = t0
@@ -380,14 +390,9 @@ done:
 	rep.DiscoveryDays1M = days(curve, lookupField, milestones[2])
 	rep.DiscoveryDays11M = days(curve, lookupField, milestones[3])
 	rep.EnrichedDays11M = days(curve, enrichedField, milestones[3])
-	rep.Sources = sourceFigures(crawlReqs, store, final.Known)
-	discovered := 0
-	for _, s := range rep.Sources {
-		discovered += s.NewApps
-	}
-	if t := crawlReqs.total(); discovered > 0 {
-		rep.RequestsPerDiscoveredApp = math.Round(1000*float64(t.Sent)/float64(discovered)) / 1000
-	}
+	// The similar apps are counted before the rest: the status call below
+	// reads the controller's totals.
+	similar := 0
 	rep.Requests = map[string]reqCount{}
 	for caller, l := range map[string]*requestLedger{"crawl": crawlReqs, "enrichment": enrichReqs, "tasks": taskReqs} {
 		l.mu.Lock()
@@ -406,6 +411,20 @@ done:
 		if d.Decode(&s) == nil {
 			rep.ControllerTotals = s.Totals
 		}
+	}
+	if n, err := rep.ControllerTotals["similar_discovered"].Int64(); err == nil {
+		similar = int(n)
+	}
+	rep.Sources = sourceFigures(crawlReqs, enrichReqs, store, similar, final.Known)
+	discovered := 0
+	for _, s := range rep.Sources {
+		discovered += s.NewApps
+	}
+	// The crawl's requests and the catalogue tasks' (the hints asks that
+	// feed the searches): the pages the similar apps come with are the
+	// enrichment's, fetched for it anyway.
+	if t := crawlReqs.total().Sent + taskReqs.get(kindHints).Sent; discovered > 0 {
+		rep.RequestsPerDiscoveredApp = math.Round(1000*float64(t)/float64(discovered)) / 1000
 	}
 	met := func(d *float64, goal float64) bool { return d != nil && *d <= goal }
 	rep.Goal = map[string]any{
@@ -464,7 +483,7 @@ func printDiscovery(w io.Writer, r discoReport) {
 	for _, s := range r.Sources {
 		p("  %-9s %9d new apps, %8d requests (%d refused): %.3f a request\n", s.Source, s.NewApps, s.Requests, s.Refused, s.PerReq)
 	}
-	p("upstream requests per discovered app (the crawl's): %.3f\n", r.RequestsPerDiscoveredApp)
+	p("upstream requests per discovered app (the crawl's and the hints asks): %.3f\n", r.RequestsPerDiscoveredApp)
 	p("requests by caller and kind (sent, refused, failed):")
 	for _, k := range sortedKeys(r.Requests) {
 		c := r.Requests[k]
