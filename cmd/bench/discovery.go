@@ -108,15 +108,18 @@ type discoReport struct {
 	PageFloorDays     float64  `json:"page_floor_days"`
 	// RequestsPerDiscoveredApp: the crawl's upstream requests (searches,
 	// charts, any other) ÷ the apps it discovered.
-	RequestsPerDiscoveredApp float64                `json:"requests_per_discovered_app"`
-	Sources                  []sourceFigure         `json:"sources"`
-	Requests                 map[string]reqCount    `json:"requests"` // every upstream request, "caller/kind"
-	Final                    discoSample            `json:"final"`
-	Curve                    []discoSample          `json:"curve"`
-	Goal                     map[string]any         `json:"goal"`
-	SimClockDriftS           float64                `json:"sim_clock_drift_s"`
-	CrawlActions             map[string]int         `json:"crawl_actions"`
-	ControllerTotals         map[string]json.Number `json:"controller_totals,omitempty"`
+	RequestsPerDiscoveredApp float64 `json:"requests_per_discovered_app"`
+	// DiscoveryLookups: the crawl's lookups of apps known by id alone,
+	// and the apps they kept with their lookup fields.
+	DiscoveryLookups lookupFigure           `json:"discovery_lookups"`
+	Sources          []sourceFigure         `json:"sources"`
+	Requests         map[string]reqCount    `json:"requests"` // every upstream request, "caller/kind"
+	Final            discoSample            `json:"final"`
+	Curve            []discoSample          `json:"curve"`
+	Goal             map[string]any         `json:"goal"`
+	SimClockDriftS   float64                `json:"sim_clock_drift_s"`
+	CrawlActions     map[string]int         `json:"crawl_actions"`
+	ControllerTotals map[string]json.Number `json:"controller_totals,omitempty"`
 }
 
 // runDiscovery runs the discovery bench with the flags.
@@ -393,6 +396,10 @@ done:
 	// The similar apps are counted before the rest: the status call below
 	// reads the controller's totals.
 	similar := 0
+	rep.DiscoveryLookups = lookupFigure{Requests: crawlReqs.get(kindLookup).Sent, Apps: store.lookedUp()}
+	if n := rep.DiscoveryLookups.Requests; n > 0 {
+		rep.DiscoveryLookups.PerReq = math.Round(10*float64(rep.DiscoveryLookups.Apps)/float64(n)) / 10
+	}
 	rep.Requests = map[string]reqCount{}
 	for caller, l := range map[string]*requestLedger{"crawl": crawlReqs, "enrichment": enrichReqs, "tasks": taskReqs} {
 		l.mu.Lock()
@@ -451,6 +458,13 @@ done:
 	}
 }
 
+// lookupFigure is what the discovery lookups did.
+type lookupFigure struct {
+	Requests int     `json:"requests"`
+	Apps     int     `json:"apps"` // apps kept with their lookup fields
+	PerReq   float64 `json:"apps_per_request"`
+}
+
 // thinCurve keeps every nth sample and the last.
 func thinCurve(c []discoSample, n int) []discoSample {
 	var out []discoSample
@@ -483,6 +497,7 @@ func printDiscovery(w io.Writer, r discoReport) {
 	for _, s := range r.Sources {
 		p("  %-9s %9d new apps, %8d requests (%d refused): %.3f a request\n", s.Source, s.NewApps, s.Requests, s.Refused, s.PerReq)
 	}
+	p("discovery lookups: %d apps kept with their lookup fields, %d requests: %.1f a request\n", r.DiscoveryLookups.Apps, r.DiscoveryLookups.Requests, r.DiscoveryLookups.PerReq)
 	p("upstream requests per discovered app (the crawl's and the hints asks): %.3f\n", r.RequestsPerDiscoveredApp)
 	p("requests by caller and kind (sent, refused, failed):")
 	for _, k := range sortedKeys(r.Requests) {

@@ -180,6 +180,9 @@ type countingStore struct {
 
 	mu  sync.Mutex
 	new map[string]int // new apps by source
+	// looked counts the apps the discovery lookups kept with their lookup
+	// fields (known already: no new app).
+	looked int
 }
 
 func newCountingStore(s crawl.Store, db *d1.DB) *countingStore {
@@ -275,6 +278,23 @@ func (s *countingStore) SavePortfolio(ctx context.Context, developerID int64, ap
 		return err
 	})
 	return n, err
+}
+
+// SaveLookups implements crawl.Store: the discovery lookups' apps.
+func (s *countingStore) SaveLookups(ctx context.Context, cursor d1.Cursor, lastAsked int64, apps []appstore.App, now time.Time) error {
+	err := s.Store.SaveLookups(ctx, cursor, lastAsked, apps, now)
+	if err == nil {
+		s.mu.Lock()
+		s.looked += len(apps)
+		s.mu.Unlock()
+	}
+	return err
+}
+
+func (s *countingStore) lookedUp() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.looked
 }
 
 func (s *countingStore) newBy(source string) int {
