@@ -23,14 +23,33 @@ import (
 // (appstore/testdata/lookup_us_developer_uber_built.json): the artist's
 // wrapper, then its apps.
 func portfolioBody(dev int64, ids ...int64) []byte {
-	results := []map[string]any{{"wrapperType": "artist", "artistType": "Software Artist", "artistName": "Dev", "artistId": dev}}
+	results := append([]map[string]any{{"wrapperType": "artist", "artistType": "Software Artist", "artistName": "Dev", "artistId": dev}},
+		appResults(dev, ids)...)
+	b, _ := json.Marshal(map[string]any{"resultCount": len(results), "results": results})
+	return b
+}
+
+// appResults are the apps of ids in a lookup's shape, developer dev's.
+func appResults(dev int64, ids []int64) []map[string]any {
+	var out []map[string]any
 	for _, id := range ids {
-		results = append(results, map[string]any{"wrapperType": "software", "kind": "software", "trackId": id,
+		out = append(out, map[string]any{"wrapperType": "software", "kind": "software", "trackId": id,
 			"trackName": fmt.Sprintf("App %d", id), "artistId": dev, "artistName": "Dev", "primaryGenreId": 6007,
 			"userRatingCount": 10 * id, "averageUserRating": 4.5, "version": "1.0", "price": 0, "currency": "USD"})
 	}
-	b, _ := json.Marshal(map[string]any{"resultCount": len(results), "results": results})
-	return b
+	return out
+}
+
+// recordingUpstream records each URL asked in urls and answers a chart
+// with one app, anything else with answer's body.
+func recordingUpstream(urls *[]string, answer func(u string) []byte) func(context.Context, string) upstream.Response {
+	return func(_ context.Context, u string) upstream.Response {
+		*urls = append(*urls, u)
+		if strings.Contains(u, "/rss/") {
+			return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"feed":{"results":[{"id":"1","name":"a"}]}}`), Remaining: -1}
+		}
+		return upstream.Response{Class: objects.ClassOK, Body: answer(u), Remaining: -1}
+	}
 }
 
 // TestCrawlCycleLooksUpDuePortfolios: due developers are looked up after
@@ -38,13 +57,7 @@ func portfolioBody(dev int64, ids ...int64) []byte {
 // refusal.
 func TestCrawlCycleLooksUpDuePortfolios(t *testing.T) {
 	var urls []string
-	fetch := func(_ context.Context, u string) upstream.Response {
-		urls = append(urls, u)
-		if strings.Contains(u, "/rss/") {
-			return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"feed":{"results":[{"id":"1","name":"a"}]}}`), Remaining: -1}
-		}
-		return upstream.Response{Class: objects.ClassOK, Body: portfolioBody(70, 11, 12), Remaining: -1}
-	}
+	fetch := recordingUpstream(&urls, func(string) []byte { return portfolioBody(70, 11, 12) })
 	// An idle cycle does not probe for them (its reads stay its checks').
 	f := &fakeDiscovery{due: map[string]bool{}, portfolios: []int64{70}}
 	if r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now()); r.Action != "idle" || len(urls) != 0 {
@@ -220,12 +233,7 @@ func TestGenreScansFitTheCycles(t *testing.T) {
 // lookupBody is a lookup of several ids in the real shape: the apps
 // found, in any order; missing ids are left out.
 func lookupBody(ids ...int64) []byte {
-	var results []map[string]any
-	for _, id := range ids {
-		results = append(results, map[string]any{"wrapperType": "software", "kind": "software", "trackId": id,
-			"trackName": fmt.Sprintf("App %d", id), "artistId": 70, "artistName": "Dev", "primaryGenreId": 6007,
-			"userRatingCount": 10 * id, "averageUserRating": 4.5, "version": "1.0", "price": 0, "currency": "USD"})
-	}
+	results := appResults(70, ids)
 	b, _ := json.Marshal(map[string]any{"resultCount": len(results), "results": results})
 	return b
 }
@@ -254,13 +262,7 @@ func askedIDs(t *testing.T, u string) []int64 {
 // cycle's searches.
 func TestCrawlCycleLooksUpUnlookedAppsFirst(t *testing.T) {
 	var urls []string
-	fetch := func(_ context.Context, u string) upstream.Response {
-		urls = append(urls, u)
-		if strings.Contains(u, "/rss/") {
-			return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"feed":{"results":[{"id":"1","name":"a"}]}}`), Remaining: -1}
-		}
-		return upstream.Response{Class: objects.ClassOK, Body: lookupBody(askedIDs(t, u)...), Remaining: -1}
-	}
+	fetch := recordingUpstream(&urls, func(u string) []byte { return lookupBody(askedIDs(t, u)...) })
 	unlooked := make([]int64, DiscoveryLookupsPerCycle*DiscoveryLookupIDs+7)
 	for i := range unlooked {
 		unlooked[i] = int64(1000 + i)
