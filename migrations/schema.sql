@@ -149,6 +149,8 @@ CREATE INDEX idx_app_registry_refresh_sweep
   ON app_registry (refresh_tier, (track_id * 648055) % 1048576, track_id) WHERE refresh_tier IS NOT NULL;
 CREATE INDEX idx_app_registry_unfilled
   ON app_registry (enriched_at) WHERE enrichment_source = 'itunes+store' AND rankings_filled_at IS NULL;
+CREATE INDEX idx_app_registry_unlooked
+  ON app_registry (track_id) WHERE enriched_at IS NULL AND lookup_at IS NULL;
 CREATE INDEX idx_app_registry_untiered
   ON app_registry (track_id) WHERE enrichment_source = 'itunes+store' AND refresh_tier IS NULL;
 CREATE TRIGGER app_history_insert AFTER INSERT ON app_registry
@@ -777,4 +779,4 @@ CREATE TABLE usage_months (
   PRIMARY KEY (month, source)
 ) WITHOUT ROWID;
 
--- 42 tables, 38 indexes, 22 triggers.
+-- 42 tables, 39 indexes, 22 triggers.

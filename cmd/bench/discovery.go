@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,7 +22,9 @@ import (
 	"time"
 
 	"storecrawl/durable/controller"
+	"storecrawl/durable/controller/virtual"
 	"storecrawl/internal/objects"
+	"storecrawl/worker/appstore"
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
@@ -105,15 +108,18 @@ type discoReport struct {
 	PageFloorDays     float64  `json:"page_floor_days"`
 	// RequestsPerDiscoveredApp: the crawl's upstream requests (searches,
 	// charts, any other) ÷ the apps it discovered.
-	RequestsPerDiscoveredApp float64                `json:"requests_per_discovered_app"`
-	Sources                  []sourceFigure         `json:"sources"`
-	Requests                 map[string]reqCount    `json:"requests"` // every upstream request, "caller/kind"
-	Final                    discoSample            `json:"final"`
-	Curve                    []discoSample          `json:"curve"`
-	Goal                     map[string]any         `json:"goal"`
-	SimClockDriftS           float64                `json:"sim_clock_drift_s"`
-	CrawlActions             map[string]int         `json:"crawl_actions"`
-	ControllerTotals         map[string]json.Number `json:"controller_totals,omitempty"`
+	RequestsPerDiscoveredApp float64 `json:"requests_per_discovered_app"`
+	// DiscoveryLookups: the crawl's lookups of apps known by id alone,
+	// and the apps they kept with their lookup fields.
+	DiscoveryLookups lookupFigure           `json:"discovery_lookups"`
+	Sources          []sourceFigure         `json:"sources"`
+	Requests         map[string]reqCount    `json:"requests"` // every upstream request, "caller/kind"
+	Final            discoSample            `json:"final"`
+	Curve            []discoSample          `json:"curve"`
+	Goal             map[string]any         `json:"goal"`
+	SimClockDriftS   float64                `json:"sim_clock_drift_s"`
+	CrawlActions     map[string]int         `json:"crawl_actions"`
+	ControllerTotals map[string]json.Number `json:"controller_totals,omitempty"`
 }
 
 // runDiscovery runs the discovery bench with the flags.
@@ -133,55 +139,6 @@ func runDiscovery(root string) {
 		defer pprof.StopCPUProfile()
 	}
 	benchDiscovery(root, n, *discoMaxDays, *scaleJSON, *discoPNG)
-}
-
-// discoClock is the run's virtual clock: a run's pause counts from its
-// chunk's last answer, a run ends at its last answer, an alarm or a cron
-// moves it forward.
-type discoClock struct {
-	mu            sync.Mutex
-	now, lastDone time.Time
-}
-
-func (c *discoClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *discoClock) Sleep(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = maxTime(c.now, c.lastDone).Add(d)
-}
-
-func (c *discoClock) done(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lastDone = maxTime(c.lastDone, t)
-}
-
-// settle is the end of a run: its last answer.
-func (c *discoClock) settle() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = maxTime(c.now, c.lastDone)
-	return c.now
-}
-
-// wake moves the clock to at (never back).
-func (c *discoClock) wake(at time.Time) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = maxTime(c.now, at)
-	return c.now
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // simClockSync keeps the simulator's clock at least at the bench's: before a
@@ -240,7 +197,7 @@ func (s *simClockSync) read() clockAnswer {
 // simulator's moved there first) and answered discoLatency later, counted
 // by kind in its ledger.
 type simFetcher struct {
-	clock  *discoClock
+	clock  *virtual.Clock
 	sim    *simClockSync
 	client *upstream.Client
 	ledger *requestLedger
@@ -251,37 +208,9 @@ func (f *simFetcher) Get(ctx context.Context, url string) upstream.Response {
 	f.sim.to(sent)
 	r := f.client.Get(ctx, url)
 	r.SentAt, r.DoneAt = sent, sent.Add(discoLatency)
-	f.clock.done(r.DoneAt)
+	f.clock.Done(r.DoneAt)
 	f.ledger.add(requestKind(url), r.Class == objects.ClassRateLimit, r.Class != objects.ClassOK && r.Class != objects.ClassRateLimit)
 	return r
-}
-
-// controllerObject is the EnrichmentController's Durable Object plumbing
-// (shim/decision_object.mjs): its state and its work alarm.
-type controllerObject struct {
-	cfg   controller.Config
-	state string
-	alarm int64 // unix ms; 0: none
-}
-
-func (o *controllerObject) decide(op string, arg any, now time.Time) controller.Decision {
-	raw, err := json.Marshal(arg)
-	if err != nil {
-		fail("controller %s: %v", op, err)
-	}
-	d := controller.Handle(o.cfg, op, o.state, raw, now)
-	if d.State != "" {
-		o.state = d.State
-	}
-	switch {
-	case d.AlarmAt != 0:
-		o.alarm = d.AlarmAt
-	case d.AlarmBy != 0 && (o.alarm == 0 || o.alarm > d.AlarmBy):
-		o.alarm = d.AlarmBy
-	case o.alarm == 0 && d.EnsureAlarmAt != 0:
-		o.alarm = d.EnsureAlarmAt
-	}
-	return d
 }
 
 // taskDeps is the catalogue tasks' platform on the run's D1 and upstream.
@@ -345,7 +274,7 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 		fail("d1: %v", err)
 	}
 
-	clock := &discoClock{now: t0, lastDone: t0}
+	clock := virtual.NewClock(t0)
 	client := &upstream.Client{HTTP: httpc, Timeout: 10 * time.Second}
 	crawlReqs, enrichReqs, taskReqs := newRequestLedger(), newRequestLedger(), newRequestLedger()
 	crawlFetch := &simFetcher{clock: clock, sim: sim, client: client, ledger: crawlReqs}
@@ -359,10 +288,25 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 	runner := &enrichment.Runner{Store: es, HTML: nopHTML{}, Events: enrichment.QueueEvents{Queue: nopSender{}, Now: clock.Now},
 		Upstream: enrichFetch, APIBase: simBase, StoreBase: simBase, Country: "us",
 		Now: clock.Now, Sleep: clock.Sleep, Refreshes: es, RefreshShare: refresh.DefaultRefreshShare}
-	obj := &controllerObject{cfg: controller.DefaultConfig()}
-	obj.decide("load", struct{}{}, t0)
-	periodic := tasks.Tasks(taskDeps{D1Store: tasks.D1Store{DB: db}, fetch: taskFetch}, simBase,
-		tasks.Catalogue{Store: catalogue.D1Store{DB: db}, StaleAfter: catalogue.DefaultStaleAfter, Now: clock.Now})
+	obj := &virtual.Object{Config: controller.DefaultConfig()}
+	decide := func(op string, arg any, now time.Time) controller.Decision {
+		d, err := obj.Decide(op, arg, now)
+		if err != nil {
+			fail("%v", err)
+		}
+		return d
+	}
+	decide("load", struct{}{}, t0)
+	// The search hints' host needs the storefront (worker/wiring_js.go's
+	// hintsHost); its asks are the tasks'.
+	sf, _ := appstore.StoreFront("us")
+	hintsFetch := &simFetcher{clock: clock, sim: sim, ledger: taskReqs,
+		client: &upstream.Client{HTTP: httpc, Timeout: 10 * time.Second, Header: http.Header{appstore.StoreFrontHeader: {sf}}}}
+	noReserve := func(ctx context.Context, _ int) context.Context { return ctx }
+	periodic := slices.Concat(
+		tasks.Tasks(taskDeps{D1Store: tasks.D1Store{DB: db}, fetch: taskFetch}, simBase,
+			tasks.Catalogue{Store: catalogue.D1Store{DB: db}, StaleAfter: catalogue.DefaultStaleAfter, Now: clock.Now}),
+		crawl.Tasks(crawl.D1Store{DB: db}, hintsFetch.Get, noReserve, simBase, "us"))
 	nextTask := make([]time.Time, len(periodic))
 	for i := range nextTask {
 		nextTask[i] = t0
@@ -394,10 +338,10 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 				at, what, which = t, "task", i
 			}
 		}
-		if obj.alarm != 0 && time.UnixMilli(obj.alarm).Before(at) {
-			at, what = time.UnixMilli(obj.alarm), "alarm"
+		if alarm, ok := obj.NextAlarm(); ok && alarm.Before(at) {
+			at, what = alarm, "alarm"
 		}
-		now := clock.wake(at)
+		now := clock.Wake(at)
 		switch what {
 		case "sample":
 			s := sampleCatalogue(ctx, db, dayOf(at))
@@ -414,13 +358,13 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 		case "cron":
 			// The cron wakes the controller (its status call restarts a
 			// lost loop), then runs the crawl cycle.
-			obj.decide("http", controller.Request{Method: "GET", Path: "/status"}, now)
+			decide("http", controller.Request{Method: "GET", Path: "/status"}, now)
 			res := crawler.Run(ctx, rng.Float64(), now)
 			actions[res.Action]++
 			if res.Side != nil {
 				actions["side:"+res.Side.Action]++
 			}
-			clock.settle()
+			clock.Settle()
 			nextCron = nextCron.Add(crawl.CyclePeriod)
 		case "task":
 			t := periodic[which]
@@ -428,14 +372,11 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 			if r.Error != "" {
 				actions["task_error:"+t.Name]++
 			}
-			clock.settle()
+			clock.Settle()
 			nextTask[which] = at.Add(t.Every)
 		case "alarm":
-			obj.alarm = 0 // fired: the decisions set the next
-			d := obj.decide("tick", controller.TickRequest{}, now)
-			if d.Run != nil {
-				o := runner.Run(ctx, *d.Run)
-				obj.decide("tick_done", o, clock.settle())
+			if _, _, err := obj.Fire(ctx, now, runner.Run, clock); err != nil {
+				fail("%v", err)
 			}
 		}
 	}
@@ -452,13 +393,12 @@ done:
 	rep.DiscoveryDays1M = days(curve, lookupField, milestones[2])
 	rep.DiscoveryDays11M = days(curve, lookupField, milestones[3])
 	rep.EnrichedDays11M = days(curve, enrichedField, milestones[3])
-	rep.Sources = sourceFigures(crawlReqs, store, final.Known)
-	discovered := 0
-	for _, s := range rep.Sources {
-		discovered += s.NewApps
-	}
-	if t := crawlReqs.total(); discovered > 0 {
-		rep.RequestsPerDiscoveredApp = math.Round(1000*float64(t.Sent)/float64(discovered)) / 1000
+	// The similar apps are counted before the rest: the status call below
+	// reads the controller's totals.
+	similar := 0
+	rep.DiscoveryLookups = lookupFigure{Requests: crawlReqs.get(kindLookup).Sent, Apps: store.lookedUp()}
+	if n := rep.DiscoveryLookups.Requests; n > 0 {
+		rep.DiscoveryLookups.PerReq = math.Round(10*float64(rep.DiscoveryLookups.Apps)/float64(n)) / 10
 	}
 	rep.Requests = map[string]reqCount{}
 	for caller, l := range map[string]*requestLedger{"crawl": crawlReqs, "enrichment": enrichReqs, "tasks": taskReqs} {
@@ -468,7 +408,7 @@ done:
 		}
 		l.mu.Unlock()
 	}
-	st := obj.decide("http", controller.Request{Method: "GET", Path: "/status"}, clock.Now())
+	st := decide("http", controller.Request{Method: "GET", Path: "/status"}, clock.Now())
 	if b, err := json.Marshal(st.Response.Body); err == nil {
 		var s struct {
 			Totals map[string]json.Number `json:"totals"`
@@ -478,6 +418,20 @@ done:
 		if d.Decode(&s) == nil {
 			rep.ControllerTotals = s.Totals
 		}
+	}
+	if n, err := rep.ControllerTotals["similar_discovered"].Int64(); err == nil {
+		similar = int(n)
+	}
+	rep.Sources = sourceFigures(crawlReqs, enrichReqs, store, similar, final.Known)
+	discovered := 0
+	for _, s := range rep.Sources {
+		discovered += s.NewApps
+	}
+	// The crawl's requests and the catalogue tasks' (the hints asks that
+	// feed the searches): the pages the similar apps come with are the
+	// enrichment's, fetched for it anyway.
+	if t := crawlReqs.total().Sent + taskReqs.get(kindHints).Sent; discovered > 0 {
+		rep.RequestsPerDiscoveredApp = math.Round(1000*float64(t)/float64(discovered)) / 1000
 	}
 	met := func(d *float64, goal float64) bool { return d != nil && *d <= goal }
 	rep.Goal = map[string]any{
@@ -502,6 +456,13 @@ done:
 		enc.SetIndent("", "  ")
 		enc.Encode(rep)
 	}
+}
+
+// lookupFigure is what the discovery lookups did.
+type lookupFigure struct {
+	Requests int     `json:"requests"`
+	Apps     int     `json:"apps"` // apps kept with their lookup fields
+	PerReq   float64 `json:"apps_per_request"`
 }
 
 // thinCurve keeps every nth sample and the last.
@@ -536,7 +497,8 @@ func printDiscovery(w io.Writer, r discoReport) {
 	for _, s := range r.Sources {
 		p("  %-9s %9d new apps, %8d requests (%d refused): %.3f a request\n", s.Source, s.NewApps, s.Requests, s.Refused, s.PerReq)
 	}
-	p("upstream requests per discovered app (the crawl's): %.3f\n", r.RequestsPerDiscoveredApp)
+	p("discovery lookups: %d apps kept with their lookup fields, %d requests: %.1f a request\n", r.DiscoveryLookups.Apps, r.DiscoveryLookups.Requests, r.DiscoveryLookups.PerReq)
+	p("upstream requests per discovered app (the crawl's and the hints asks): %.3f\n", r.RequestsPerDiscoveredApp)
 	p("requests by caller and kind (sent, refused, failed):")
 	for _, k := range sortedKeys(r.Requests) {
 		c := r.Requests[k]

@@ -75,6 +75,7 @@ const (
 	kindLookup    = "lookup"    // a lookup of apps by id
 	kindDeveloper = "developer" // a lookup of a developer's apps (entity=software on an artist id)
 	kindPage      = "page"
+	kindHints     = "hints" // a search hints ask (the keyword-hints task's)
 	kindOther     = "other"
 )
 
@@ -96,6 +97,8 @@ func requestKind(raw string) string {
 		return kindLookup
 	case strings.Contains(u.Path, "/app/"):
 		return kindPage
+	case u.Path == appstore.HintsPath:
+		return kindHints
 	}
 	return kindOther
 }
@@ -153,14 +156,18 @@ func (l *requestLedger) total() reqCount {
 }
 
 // Discovery sources the bench tells apart: the crawl's saves it wraps
-// (sourceCharts: category scans; sourceSearches: keyword searches), and
-// sourceOther, the rest of the catalogue's growth (a source the crawl
-// gained that the bench does not wrap is counted there, by the apps it
-// added, not lost).
+// (sourceCharts: category scans; sourceSearches: keyword searches;
+// sourcePortfolios: developers' portfolio lookups), the similar apps of
+// the enrichment's pages (sourceSimilar: the EnrichmentController's
+// similar_discovered total), and sourceOther, the rest of the
+// catalogue's growth (a source the product gained that the bench does
+// not tell apart is counted there, by the apps it added, not lost).
 const (
-	sourceSearches = "searches"
-	sourceCharts   = "charts"
-	sourceOther    = "other"
+	sourceSearches   = "searches"
+	sourceCharts     = "charts"
+	sourcePortfolios = "portfolios"
+	sourceSimilar    = "similar"
+	sourceOther      = "other"
 )
 
 // countingStore is the crawl's D1 store, each save that can add apps
@@ -173,6 +180,9 @@ type countingStore struct {
 
 	mu  sync.Mutex
 	new map[string]int // new apps by source
+	// looked counts the apps the discovery lookups kept with their lookup
+	// fields (known already: no new app).
+	looked int
 }
 
 func newCountingStore(s crawl.Store, db *d1.DB) *countingStore {
@@ -255,6 +265,38 @@ func (s *countingStore) SaveScan(ctx context.Context, genreID int, country strin
 	return n, err
 }
 
+// SavePortfolio implements crawl.Store: a developer's apps.
+func (s *countingStore) SavePortfolio(ctx context.Context, developerID int64, apps []appstore.App, now time.Time) (int, error) {
+	ids := make([]int64, len(apps))
+	for i, a := range apps {
+		ids[i] = a.TrackID
+	}
+	var n int
+	err := s.counted(ctx, sourcePortfolios, ids, func() error {
+		var err error
+		n, err = s.Store.SavePortfolio(ctx, developerID, apps, now)
+		return err
+	})
+	return n, err
+}
+
+// SaveLookups implements crawl.Store: the discovery lookups' apps.
+func (s *countingStore) SaveLookups(ctx context.Context, cursor d1.Cursor, lastAsked int64, apps []appstore.App, now time.Time) error {
+	err := s.Store.SaveLookups(ctx, cursor, lastAsked, apps, now)
+	if err == nil {
+		s.mu.Lock()
+		s.looked += len(apps)
+		s.mu.Unlock()
+	}
+	return err
+}
+
+func (s *countingStore) lookedUp() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.looked
+}
+
 func (s *countingStore) newBy(source string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -270,11 +312,14 @@ type sourceFigure struct {
 	PerReq   float64 `json:"new_apps_per_request"`
 }
 
-// sourceFigures is the yield of each source: searches and charts from
-// the crawl's requests of those kinds and the apps its saves added; other
-// from the catalogue's growth the saves do not explain (known − the
-// counted sources) and the crawl's requests of any other kind.
-func sourceFigures(crawlReqs *requestLedger, store *countingStore, known int) []sourceFigure {
+// sourceFigures is the yield of each source: searches, charts and
+// portfolios from the crawl's requests of those kinds and the apps its
+// saves added; similar apps from the controller's count (similar, its
+// similar_discovered) against the enrichment's pages, which are fetched
+// for the enrichment anyway; other from the catalogue's growth none of
+// them explains (known − the counted sources) and the crawl's requests of
+// any other kind.
+func sourceFigures(crawlReqs, enrichReqs *requestLedger, store *countingStore, similar, known int) []sourceFigure {
 	var out []sourceFigure
 	fig := func(source string, n int, r reqCount) {
 		f := sourceFigure{Source: source, NewApps: n, Requests: r.Sent, Refused: r.Refused}
@@ -283,9 +328,11 @@ func sourceFigures(crawlReqs *requestLedger, store *countingStore, known int) []
 		}
 		out = append(out, f)
 	}
-	search, charts := store.newBy(sourceSearches), store.newBy(sourceCharts)
+	search, charts, portfolios := store.newBy(sourceSearches), store.newBy(sourceCharts), store.newBy(sourcePortfolios)
 	fig(sourceSearches, search, crawlReqs.get(kindSearch))
 	fig(sourceCharts, charts, crawlReqs.get(kindChart))
+	fig(sourcePortfolios, portfolios, crawlReqs.get(kindDeveloper))
+	fig(sourceSimilar, similar, enrichReqs.get(kindPage))
 	var other reqCount
 	crawlReqs.mu.Lock()
 	kinds := make([]string, 0, len(crawlReqs.byKind))
@@ -295,12 +342,12 @@ func sourceFigures(crawlReqs *requestLedger, store *countingStore, known int) []
 	crawlReqs.mu.Unlock()
 	sort.Strings(kinds)
 	for _, k := range kinds {
-		if k != kindSearch && k != kindChart {
+		if k != kindSearch && k != kindChart && k != kindDeveloper {
 			c := crawlReqs.get(k)
 			other.Sent += c.Sent
 			other.Refused += c.Refused
 		}
 	}
-	fig(sourceOther, max(0, known-search-charts), other)
+	fig(sourceOther, max(0, known-search-charts-portfolios-similar), other)
 	return out
 }

@@ -70,9 +70,11 @@ func TestRequestKindsFromTheProductsURLs(t *testing.T) {
 		appstore.ChartURL(base, "us", appstore.ChartCollections[1], 0, 50):     kindChart,
 		r.LookupURL([]int64{1, 2, 3}):                                          kindLookup,
 		base + "/lookup?id=200000001&entity=software&country=us":               kindDeveloper,
+		crawl.PortfolioURL(base, "us", 200000001):                              kindDeveloper,
+		appstore.HintsURL(base, "photo"):                                       kindHints,
 		r.PageURL(100000001):                                                   kindPage,
 		base + "/us/rss/customerreviews/id=1/json":                             kindChart,
-		base + "/health": kindOther,
+		base + "/health":                                                       kindOther,
 	} {
 		if got := requestKind(url); got != want {
 			t.Errorf("%s: %s, want %s", url, got, want)
@@ -113,17 +115,30 @@ func TestCountingStoreCreditsEachNewAppToOneSource(t *testing.T) {
 	if got := s.newBy(sourceCharts); got != 2 {
 		t.Errorf("charts brought %d new apps, want 2 (5 and 6; 4 and 1 were known)", got)
 	}
-	reqs := newRequestLedger()
+	// A developer's portfolio: 6 known, 7 new.
+	if n, err := s.SavePortfolio(ctx, 900, []appstore.App{app(6), app(7)}, now); err != nil || n != 1 {
+		t.Fatalf("portfolio: %d new, %v", n, err)
+	}
+	if got := s.newBy(sourcePortfolios); got != 1 {
+		t.Errorf("portfolios brought %d new apps, want 1 (7)", got)
+	}
+	reqs, enrich := newRequestLedger(), newRequestLedger()
 	reqs.add(kindSearch, false, false)
 	reqs.add(kindSearch, true, false) // refused: sent all the same
 	reqs.add(kindChart, false, false)
 	reqs.add(kindDeveloper, false, false)
-	// Two apps more than the wrapped saves added: a source they do not wrap.
-	figs := sourceFigures(reqs, s, 8)
+	reqs.add(kindLookup, false, false)
+	enrich.add(kindPage, false, false)
+	enrich.add(kindPage, false, false)
+	// 3 similar apps the pages brought, and four apps more than every
+	// counted source: a source the bench does not tell apart.
+	figs := sourceFigures(reqs, enrich, s, 3, 14)
 	want := map[string]sourceFigure{
-		sourceSearches: {Source: sourceSearches, NewApps: 4, Requests: 2, Refused: 1, PerReq: 2},
-		sourceCharts:   {Source: sourceCharts, NewApps: 2, Requests: 1, PerReq: 2},
-		sourceOther:    {Source: sourceOther, NewApps: 2, Requests: 1, PerReq: 2},
+		sourceSearches:   {Source: sourceSearches, NewApps: 4, Requests: 2, Refused: 1, PerReq: 2},
+		sourceCharts:     {Source: sourceCharts, NewApps: 2, Requests: 1, PerReq: 2},
+		sourcePortfolios: {Source: sourcePortfolios, NewApps: 1, Requests: 1, PerReq: 1},
+		sourceSimilar:    {Source: sourceSimilar, NewApps: 3, Requests: 2, PerReq: 1.5},
+		sourceOther:      {Source: sourceOther, NewApps: 4, Requests: 1, PerReq: 4},
 	}
 	if len(figs) != len(want) {
 		t.Fatalf("figures %+v", figs)

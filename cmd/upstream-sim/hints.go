@@ -19,7 +19,8 @@ const hintsPath = "/WebObjects/MZSearchHints.woa/wa/hints"
 
 // hintIndex is the catalogue's terms and their popularity (the model:
 // the ratings of the apps naming them), built on first use from the
-// generated catalogue.
+// generated catalogue (a living one's apps as they are then: Each passes
+// none of them, its routes reading the world's own indexes).
 type hintIndex struct {
 	once sync.Once
 	ix   *upstreammodel.HintIndex
@@ -28,6 +29,9 @@ type hintIndex struct {
 func (h *hintIndex) get(cat *Catalogue) *upstreammodel.HintIndex {
 	h.once.Do(func() {
 		var apps []upstreammodel.HintApp
+		if l := cat.living; l != nil {
+			apps = l.hintApps()
+		}
 		cat.Each(func(a *App) { apps = append(apps, upstreammodel.HintApp{Name: a.Name, Ratings: a.RatingCount}) })
 		h.ix = upstreammodel.NewHintIndex(apps)
 	})
@@ -86,4 +90,19 @@ func escapeXML(s string) string {
 	var b strings.Builder
 	_ = xml.EscapeText(&b, []byte(s))
 	return b.String()
+}
+
+// hintApps are the living world's apps in the store at its clock's now:
+// their titles and rating counts.
+func (l *living) hintApps() []upstreammodel.HintApp {
+	w, now := l.w, l.now()
+	var out []upstreammodel.HintApp
+	for off := int64(1); off <= w.Total(now); off++ {
+		s := w.Static(off)
+		if !w.Exists(&s, now) {
+			continue
+		}
+		out = append(out, upstreammodel.HintApp{Name: w.TextOf(&s).Title, Ratings: w.At(&s, now).Ratings})
+	}
+	return out
 }

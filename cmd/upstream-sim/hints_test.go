@@ -114,3 +114,30 @@ func TestHintsServeTheCataloguesTermsMostPopularFirst(t *testing.T) {
 		t.Errorf("stats %+v", st.ByRoute)
 	}
 }
+
+// A living catalogue's hints complete to its apps' terms too: the first
+// word of a rated app's title is among its prefix's completions or
+// behind more popular ones.
+func TestHintsServeTheLivingCataloguesTerms(t *testing.T) {
+	ts, _ := newLivingServer(t, calmConfig())
+	var word string
+	for off := int64(1); off <= 50 && word == ""; off++ {
+		for _, a := range lookupIDs(t, ts.URL, baseTrackID+off) {
+			if w := strings.Fields(strings.ToLower(a.TrackName)); a.UserRatingCount != nil && *a.UserRatingCount > 0 && len(w) > 0 && len(w[0]) >= 4 {
+				word = w[0]
+			}
+		}
+	}
+	if word == "" {
+		t.Fatal("no rated app with a title word of 4 letters among the first 50")
+	}
+	terms, _ := plistTerms(t, hintsGet(t, ts.URL, word[:3], "143441-1,29").body)
+	if len(terms) == 0 {
+		t.Fatalf("%q completes to nothing (%q is a rated app's word)", word[:3], word)
+	}
+	for _, term := range terms {
+		if !strings.HasPrefix(term, word[:3]) {
+			t.Errorf("%q does not complete %q", term, word[:3])
+		}
+	}
+}

@@ -108,6 +108,12 @@ type Store interface {
 	// SavePortfolio saves a developer's apps and marks the developer looked
 	// up (PortfolioStatements); it returns how many apps were new.
 	SavePortfolio(ctx context.Context, developerID int64, apps []appstore.App, now time.Time) (newApps int, err error)
+	// Unlooked returns up to n apps queued without lookup fields, from the
+	// discovery lookups' cursor on (wrapping), and the cursor as read.
+	Unlooked(ctx context.Context, n int) ([]int64, d1.Cursor, error)
+	// SaveLookups keeps the apps a lookup found (LookupStatements) and
+	// moves the cursor to lastAsked.
+	SaveLookups(ctx context.Context, cursor d1.Cursor, lastAsked int64, apps []appstore.App, now time.Time) error
 }
 
 // Slow is the discretionary work of the cycle the cost guard slows
@@ -171,7 +177,11 @@ type Result struct {
 	// primary task, when developers were due and no refusal stopped it
 	// (Found: developers saved, Searches: lookups sent, NewApps).
 	Portfolios *Result `json:"portfolios,omitempty"`
-	Error      string  `json:"error,omitempty"`
+	// Lookups is the discovery lookups run before the primary task, when
+	// apps waited without lookup fields (Found: ids asked, Apps: apps
+	// found, Searches: lookups sent).
+	Lookups *Result `json:"lookups,omitempty"`
+	Error   string  `json:"error,omitempty"`
 }
 
 // CrawlCycle is the 5-minute discovery step: the existence checks, then
@@ -213,11 +223,26 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 	if slow.FirstSearches && slow.ReSearches {
 		gaps.DueKeywords = false // the keywords stay pending or due
 	}
+	// The discovery lookups first: the API's most apps a request.
+	lookups := discoveryLookups(ctx, store, fetch, apiBase, country, now)
+	if lookups != nil && lookups.RateLimited {
+		gaps.DueKeywords = false // the limit said so: the keywords stay due
+	}
 	res := runTasks(ctx, store, fetch, apiBase, country, sleep, tier, gaps, now)
+	switch {
+	case lookups != nil && res.Action == "idle" && fill == nil:
+		res = *lookups // the cycle's only work
+	case lookups != nil:
+		res.Lookups = lookups
+		if lookups.Error != "" {
+			res.Error = joinErr(res.Error, "discovery_lookups: "+lookups.Error)
+		}
+	}
 	// Portfolios only beside other work: the fill is what makes developers
 	// due, and an idle cycle stays at its existence checks (a probe of the
 	// due developers would read a row every idle cycle).
-	if (res.Action != "idle" || fill != nil) && !res.RateLimited && (res.Side == nil || !res.Side.RateLimited) {
+	if (res.Action != "idle" || fill != nil) && !res.RateLimited && (res.Side == nil || !res.Side.RateLimited) &&
+		(res.Lookups == nil || !res.Lookups.RateLimited) {
 		if p := portfolios(ctx, store, fetch, apiBase, country, now); p != nil {
 			res.Portfolios = p
 			if p.Error != "" {
@@ -227,9 +252,12 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 	}
 	if fill != nil {
 		if res.Action == "idle" {
-			p := res.Portfolios
+			p, l := res.Portfolios, res.Lookups
 			res = *fill
-			res.Portfolios = p
+			res.Portfolios, res.Lookups = p, l
+			if l != nil && l.Error != "" {
+				res.Error = joinErr(res.Error, "discovery_lookups: "+l.Error)
+			}
 			if res.Portfolios != nil && res.Portfolios.Error != "" {
 				res.Error = joinErr(res.Error, "developer_portfolios: "+res.Portfolios.Error)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"storecrawl/internal/objects"
 	"storecrawl/worker/appstore"
+	"storecrawl/worker/d1"
 	"storecrawl/worker/upstream"
 )
 
@@ -44,6 +45,8 @@ type fakeDiscovery struct {
 	scanned    int
 	portfolios []int64
 	saved2     map[int64]int // developer → apps saved
+	unlooked   []int64       // apps queued without lookup fields
+	looked     int           // apps a discovery lookup saved
 }
 
 func (f *fakeDiscovery) DuePortfolios(_ context.Context, n int) ([]int64, error) {
@@ -58,6 +61,19 @@ func (f *fakeDiscovery) SavePortfolio(_ context.Context, dev int64, apps []appst
 	}
 	f.saved2[dev] = len(apps)
 	return len(apps), nil
+}
+
+func (f *fakeDiscovery) Unlooked(_ context.Context, n int) ([]int64, d1.Cursor, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.unlooked[:min(n, len(f.unlooked))], d1.Cursor{Name: "discovery-lookups"}, nil
+}
+
+func (f *fakeDiscovery) SaveLookups(_ context.Context, _ d1.Cursor, _ int64, apps []appstore.App, _ time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.looked += len(apps)
+	return nil
 }
 
 func (f *fakeDiscovery) Gaps(context.Context, time.Time) (Gaps, error) {

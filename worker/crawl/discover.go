@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"storecrawl/durable/controller"
 	"storecrawl/internal/objects"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/catalogue"
@@ -120,15 +121,7 @@ func PortfolioURL(apiBase, country string, developerID int64) string {
 // a known one's sighting and values), and the developer marked looked up,
 // last, so a failed batch leaves it due.
 func PortfolioStatements(developerID int64, apps []appstore.App, now time.Time) []d1.Stmt {
-	seen := make([]catalogue.Seen, len(apps))
-	for i, a := range apps {
-		seen[i] = catalogue.SeenFromApp(a)
-	}
-	stmts := catalogue.ObserveStmt(seen, now)
-	for _, a := range apps {
-		stmts = append(stmts, searchResultStmt(a, now))
-	}
-	return append(stmts, enrichment.DeveloperPortfolioDoneStmt(developerID, d1.Time(now)))
+	return append(appStatements(apps, now), enrichment.DeveloperPortfolioDoneStmt(developerID, d1.Time(now)))
 }
 
 // knownCountSQL counts the apps of ?1 (a JSON array of ids) already
@@ -207,4 +200,157 @@ func lookupPortfolios(ctx context.Context, store Store, fetch func(ctx context.C
 		res.NewApps += n
 	}
 	return res
+}
+
+// Discovery lookups: an app met by id alone (a page's similar apps, a
+// chart's entries, an operator's seeds) has no lookup fields until its
+// enrichment looks it up beside its page, at the page host's pace. The
+// crawl cycle looks such apps up ahead of their pages, many ids a call
+// (lookup?id=a,b,c…), so the catalogue knows every app it met with its
+// lookup fields long before the page host reaches it; a lookup is also
+// the search API's cheapest discovery request by far (up to
+// DiscoveryLookupIDs apps a call, against a search's few new ones), so
+// the cycle sends it first. The enrichment then needs only the page
+// while the lookup is fresh (LOOKUP_FRESH_H), and looks a stale one up
+// again in its own batches.
+const (
+	// DiscoveryLookupsPerCycle bounds a cycle's discovery lookups: 5 of
+	// the Search API's ~100 calls in a cycle (about 20 a minute), 1,440 a
+	// day, up to 288,000 apps a day.
+	DiscoveryLookupsPerCycle = 5
+	// DiscoveryLookupIDs is the ids one lookup asks for: the most the
+	// real endpoint answers in one call (controller.MaxLookupBatch).
+	DiscoveryLookupIDs  = controller.MaxLookupBatch
+	discoveryCursorName = "discovery-lookups"
+)
+
+// unlookedSQL is the apps queued without lookup fields after the cursor
+// (?1), in track id order, at most ?2: the head of the partial index
+// idx_app_registry_unlooked (migrations/0049), which holds only them.
+const unlookedSQL = `SELECT track_id FROM app_registry
+WHERE enriched_at IS NULL AND lookup_at IS NULL AND track_id > ?1
+ORDER BY track_id LIMIT ?2`
+
+// LookupURL is one lookup of several apps by id.
+func LookupURL(apiBase, country string, ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.TrimRight(apiBase, "/") + "/lookup?id=" + strings.Join(parts, ",") + "&country=" + url.QueryEscape(country)
+}
+
+// LookupStatements keep a lookup's apps as a search's results are kept
+// (a known app's sighting and values with history, and, not yet
+// enriched, its lookup fields and lookup_at), and move the discovery
+// lookups' cursor to the last id asked (cursor: its stored position).
+func LookupStatements(cursor d1.Cursor, lastAsked int64, apps []appstore.App, now time.Time) []d1.Stmt {
+	return append(appStatements(apps, now), cursor.Write(lastAsked, now)...)
+}
+
+// appStatements keep apps met with their lookup fields (a search's, a
+// portfolio's or a lookup's): catalogue.ObserveStmt's sighting and values,
+// then the lookup fields of each (searchResultStmt).
+func appStatements(apps []appstore.App, now time.Time) []d1.Stmt {
+	seen := make([]catalogue.Seen, len(apps))
+	for i, a := range apps {
+		seen[i] = catalogue.SeenFromApp(a)
+	}
+	stmts := catalogue.ObserveStmt(seen, now)
+	for _, a := range apps {
+		stmts = append(stmts, searchResultStmt(a, now))
+	}
+	return stmts
+}
+
+// Unlooked implements Store: up to n apps queued without lookup fields,
+// after the cursor, then from the start when the pass reached the end.
+func (s D1Store) Unlooked(ctx context.Context, n int) ([]int64, d1.Cursor, error) {
+	cur, err := d1.ReadCursor(ctx, s.DB, discoveryCursorName)
+	if err != nil {
+		return nil, cur, err
+	}
+	var rows []struct {
+		ID int64 `json:"track_id"`
+	}
+	if err := s.DB.Query(ctx, &rows, unlookedSQL, cur.Int(), n); err != nil {
+		return nil, cur, err
+	}
+	if len(rows) < n && cur.Int() > 0 { // the pass ended: on from the start
+		var more []struct {
+			ID int64 `json:"track_id"`
+		}
+		if err := s.DB.Query(ctx, &more, unlookedSQL, 0, n-len(rows)); err != nil {
+			return nil, cur, err
+		}
+		rows = append(rows, more...)
+	}
+	ids := make([]int64, 0, len(rows))
+	seen := map[int64]bool{}
+	for _, r := range rows {
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids, cur, nil
+}
+
+// SaveLookups implements Store.
+func (s D1Store) SaveLookups(ctx context.Context, cursor d1.Cursor, lastAsked int64, apps []appstore.App, now time.Time) error {
+	_, err := s.DB.Exec(ctx, LookupStatements(cursor, lastAsked, apps, now)...)
+	return err
+}
+
+// discoveryLookups looks up the apps queued without lookup fields, up to
+// DiscoveryLookupsPerCycle calls of DiscoveryLookupIDs ids, one after
+// another; a refusal stops them (the rest stay for the next cycle). nil
+// when no app waits.
+func discoveryLookups(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, now time.Time) *Result {
+	ids, cur, err := store.Unlooked(ctx, DiscoveryLookupsPerCycle*DiscoveryLookupIDs)
+	if err != nil {
+		return &Result{Action: "error", Error: "unlooked apps: " + err.Error()}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	res := Result{Action: "discovery_lookups"}
+	calls := (len(ids) + DiscoveryLookupIDs - 1) / DiscoveryLookupIDs
+	ctx = ratelimit.Reserved(ctx, calls) // the lookups, one acquire
+	for i := 0; i < len(ids); i += DiscoveryLookupIDs {
+		batch := ids[i:min(i+DiscoveryLookupIDs, len(ids))]
+		resp := fetch(ctx, LookupURL(apiBase, country, batch))
+		res.Searches++
+		if resp.Class == objects.ClassRateLimit {
+			res.RateLimited, res.Refused = true, res.Refused+1
+			logx.Event("crawl.lookups_rate_limited", map[string]any{"level": logx.Warn, "sent": res.Searches, "left": calls - res.Searches})
+			break
+		}
+		if resp.Class != objects.ClassOK {
+			res.Error = joinErr(res.Error, fmt.Sprintf("lookup of %d apps: %v", len(batch), resp.Err))
+			break // the apps stay unlooked, the cursor where it was
+		}
+		found, err := appstore.ParseLookupBatch(resp.Body, batch)
+		if err != nil {
+			res.Error = joinErr(res.Error, fmt.Sprintf("lookup of %d apps: %v", len(batch), err))
+			break
+		}
+		apps := make([]appstore.App, 0, len(found.Found))
+		for _, id := range batch {
+			if a, ok := found.Found[id]; ok {
+				apps = append(apps, a)
+			}
+		}
+		// An id the answer lacks stays queued for its enrichment, whose
+		// lookup settles it (missing, after its attempts); the cursor
+		// passes it.
+		if err := store.SaveLookups(ctx, cur, batch[len(batch)-1], apps, now); err != nil {
+			res.Error = joinErr(res.Error, "save lookups: "+err.Error())
+			break
+		}
+		cur = cur.Moved(batch[len(batch)-1])
+		res.Found += len(batch)
+		res.Apps += len(apps)
+	}
+	return &res
 }

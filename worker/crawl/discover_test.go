@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,14 +23,33 @@ import (
 // (appstore/testdata/lookup_us_developer_uber_built.json): the artist's
 // wrapper, then its apps.
 func portfolioBody(dev int64, ids ...int64) []byte {
-	results := []map[string]any{{"wrapperType": "artist", "artistType": "Software Artist", "artistName": "Dev", "artistId": dev}}
+	results := append([]map[string]any{{"wrapperType": "artist", "artistType": "Software Artist", "artistName": "Dev", "artistId": dev}},
+		appResults(dev, ids)...)
+	b, _ := json.Marshal(map[string]any{"resultCount": len(results), "results": results})
+	return b
+}
+
+// appResults are the apps of ids in a lookup's shape, developer dev's.
+func appResults(dev int64, ids []int64) []map[string]any {
+	var out []map[string]any
 	for _, id := range ids {
-		results = append(results, map[string]any{"wrapperType": "software", "kind": "software", "trackId": id,
+		out = append(out, map[string]any{"wrapperType": "software", "kind": "software", "trackId": id,
 			"trackName": fmt.Sprintf("App %d", id), "artistId": dev, "artistName": "Dev", "primaryGenreId": 6007,
 			"userRatingCount": 10 * id, "averageUserRating": 4.5, "version": "1.0", "price": 0, "currency": "USD"})
 	}
-	b, _ := json.Marshal(map[string]any{"resultCount": len(results), "results": results})
-	return b
+	return out
+}
+
+// recordingUpstream records each URL asked in urls and answers a chart
+// with one app, anything else with answer's body.
+func recordingUpstream(urls *[]string, answer func(u string) []byte) func(context.Context, string) upstream.Response {
+	return func(_ context.Context, u string) upstream.Response {
+		*urls = append(*urls, u)
+		if strings.Contains(u, "/rss/") {
+			return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"feed":{"results":[{"id":"1","name":"a"}]}}`), Remaining: -1}
+		}
+		return upstream.Response{Class: objects.ClassOK, Body: answer(u), Remaining: -1}
+	}
 }
 
 // TestCrawlCycleLooksUpDuePortfolios: due developers are looked up after
@@ -36,13 +57,7 @@ func portfolioBody(dev int64, ids ...int64) []byte {
 // refusal.
 func TestCrawlCycleLooksUpDuePortfolios(t *testing.T) {
 	var urls []string
-	fetch := func(_ context.Context, u string) upstream.Response {
-		urls = append(urls, u)
-		if strings.Contains(u, "/rss/") {
-			return upstream.Response{Class: objects.ClassOK, Body: []byte(`{"feed":{"results":[{"id":"1","name":"a"}]}}`), Remaining: -1}
-		}
-		return upstream.Response{Class: objects.ClassOK, Body: portfolioBody(70, 11, 12), Remaining: -1}
-	}
+	fetch := recordingUpstream(&urls, func(string) []byte { return portfolioBody(70, 11, 12) })
 	// An idle cycle does not probe for them (its reads stay its checks').
 	f := &fakeDiscovery{due: map[string]bool{}, portfolios: []int64{70}}
 	if r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now()); r.Action != "idle" || len(urls) != 0 {
@@ -213,4 +228,131 @@ func TestGenreScansFitTheCycles(t *testing.T) {
 	if ScanConnections > ConnectionBudget {
 		t.Fatalf("a scan takes more connections than a cycle has")
 	}
+}
+
+// lookupBody is a lookup of several ids in the real shape: the apps
+// found, in any order; missing ids are left out.
+func lookupBody(ids ...int64) []byte {
+	results := appResults(70, ids)
+	b, _ := json.Marshal(map[string]any{"resultCount": len(results), "results": results})
+	return b
+}
+
+// askedIDs are the ids of a lookup URL.
+func askedIDs(t *testing.T, u string) []int64 {
+	t.Helper()
+	q, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, s := range strings.Split(q.Query().Get("id"), ",") {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// TestCrawlCycleLooksUpUnlookedAppsFirst: apps queued without lookup
+// fields are looked up first in the cycle, DiscoveryLookupIDs ids a call,
+// at most DiscoveryLookupsPerCycle calls; a refusal stops them and the
+// cycle's searches.
+func TestCrawlCycleLooksUpUnlookedAppsFirst(t *testing.T) {
+	var urls []string
+	fetch := recordingUpstream(&urls, func(u string) []byte { return lookupBody(askedIDs(t, u)...) })
+	unlooked := make([]int64, DiscoveryLookupsPerCycle*DiscoveryLookupIDs+7)
+	for i := range unlooked {
+		unlooked[i] = int64(1000 + i)
+	}
+	// The cycle's only work.
+	f := &fakeDiscovery{due: map[string]bool{}, unlooked: unlooked}
+	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now())
+	if r.Action != "discovery_lookups" || r.Searches != DiscoveryLookupsPerCycle || r.Found != DiscoveryLookupsPerCycle*DiscoveryLookupIDs ||
+		r.Apps != r.Found || f.looked != r.Found || len(urls) != DiscoveryLookupsPerCycle {
+		t.Fatalf("%+v, %d saved, %d requests", r, f.looked, len(urls))
+	}
+	for _, u := range urls {
+		if n := len(askedIDs(t, u)); n != DiscoveryLookupIDs || strings.Contains(u, "entity=") {
+			t.Fatalf("a lookup of %d ids: %s", n, u[:80])
+		}
+	}
+	// Before a scan.
+	urls = nil
+	f = &fakeDiscovery{due: map[string]bool{"high": true}, unlooked: unlooked[:3]}
+	r = CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now())
+	if r.Action != "category_scan" || r.Lookups == nil || r.Lookups.Apps != 3 || len(urls) != 4 || !strings.Contains(urls[0], "/lookup?id=1000,1001,1002") {
+		t.Fatalf("beside a scan: %+v %+v %v", r, r.Lookups, urls)
+	}
+	// A refusal: no more lookups, no searches, no portfolios.
+	urls = nil
+	refused := func(_ context.Context, u string) upstream.Response {
+		urls = append(urls, u)
+		return upstream.Response{Class: objects.ClassRateLimit, Err: fmt.Errorf("429"), Remaining: -1}
+	}
+	f = &fakeDiscovery{due: map[string]bool{}, unlooked: unlooked, pending: []string{"budget"}, portfolios: []int64{70},
+		fillApps: []FillApp{{TrackID: 1, DeveloperID: 70}}}
+	r = CrawlCycle(context.Background(), f, refused, "http://up", "us", noSleep, 0.5, time.Now())
+	if r.Lookups == nil || !r.Lookups.RateLimited || r.Lookups.Searches != 1 || len(urls) != 1 || r.Portfolios != nil || f.looked != 0 {
+		t.Fatalf("a refusal stops the cycle's API sends: %+v %+v %v", r, r.Lookups, urls)
+	}
+}
+
+// TestDiscoveryLookups runs the discovery lookups on the real schema:
+// the pick reads only queued apps without lookup fields, from its cursor
+// and on from the start; a lookup's save keeps their lookup fields (the
+// app leaves the pick), passes an id the answer lacks, and moves the
+// cursor. Its rows are counted.
+func TestDiscoveryLookups(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	ts := d1.Time(now)
+	// 21, 22, 23 met by id alone; 24 found by a search; 25 enriched.
+	drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (21), (22), (23)`)
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, lookup_at) VALUES (24, 'Found', ?)`, ts)
+	drv.Exec(t, `INSERT INTO app_registry (track_id, name, enrichment_source, enriched_at) VALUES (25, 'Done', 'itunes+store', ?)`, ts)
+
+	w := drv.Measure(t, unlookedSQL, 0, 1000)
+	if w.Rows != 3 || w.Walked > 2 {
+		t.Fatalf("the pick read %+v: only the 3 unlooked apps", w)
+	}
+	var requests int
+	fetch := func(_ context.Context, u string) upstream.Response {
+		requests++
+		ids := askedIDs(t, u)
+		return upstream.Response{Class: objects.ClassOK, Body: lookupBody(ids[0]), Remaining: -1} // the rest are missing
+	}
+	ids, cur, err := s.Unlooked(ctx, 2)
+	if err != nil || fmt.Sprint(ids) != "[21 22]" {
+		t.Fatalf("pick %v %v", ids, err)
+	}
+	before := drv.TotalChanges(t)
+	res := discoveryLookups(ctx, s, fetch, "http://up", "us", now)
+	written := drv.TotalChanges(t) - before
+	if res == nil || res.Error != "" || res.Searches != 1 || res.Found != 3 || res.Apps != 1 || requests != 1 {
+		t.Fatalf("%+v", res)
+	}
+	if row := drv.Rows(t, `SELECT name, rating_count, lookup_at, enriched_at FROM app_registry WHERE track_id = 21`)[0]; row["name"] != "App 21" || row["rating_count"] != float64(210) || row["lookup_at"] != ts || row["enriched_at"] != nil {
+		t.Fatalf("a looked-up app is queued with its lookup fields: %v", row)
+	}
+	// 22 and 23 were missing from the answer: still unlooked, queued for
+	// their enrichment; the cursor passed them, so the next pick starts
+	// over and finds them again (21 left the index).
+	cur, _ = d1.ReadCursor(ctx, db, discoveryCursorName)
+	if cur.Int() != 23 {
+		t.Fatalf("cursor at %d, want 23 (the last id asked)", cur.Int())
+	}
+	ids, _, err = s.Unlooked(ctx, 5)
+	if err != nil || fmt.Sprint(ids) != "[22 23]" {
+		t.Fatalf("the next pass: %v %v", ids, err)
+	}
+	if n := drv.Int(t, `SELECT count(*) FROM app_registry WHERE lookup_at IS NULL AND enriched_at IS NULL`); n != 2 {
+		t.Fatalf("%d unlooked, want 2", n)
+	}
+	t.Logf("discovery lookup: %d apps kept with their lookup fields for %d request; save %d rows written (the app, its history, the cursor)",
+		res.Apps, res.Searches, written)
 }

@@ -48,6 +48,8 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "next category", SQL: nextCategorySQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{Name: "developer portfolios due", SQL: enrichment.PortfolioDueSQL, Args: []any{PortfolioLookupsPerCycle}},
 		{Name: "portfolio apps known", SQL: knownCountSQL, Args: []any{`[100000001,100000002]`}},
+		{Name: "unlooked apps", SQL: unlookedSQL, Args: []any{100000001, DiscoveryLookupsPerCycle * DiscoveryLookupIDs},
+			Bounded: "the partial index idx_app_registry_unlooked holds only queued apps without lookup fields, walked from the cursor in track id order and stopped by its LIMIT"},
 		{Name: "ranking fill check", SQL: fillDueSQL,
 			Bounded: "LIMIT 1: the first entry of the partial index idx_app_registry_unfilled"},
 		{Name: "ranking fill candidates", SQL: fillCandidatesSQL, Args: []any{RankingFillApps},

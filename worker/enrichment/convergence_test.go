@@ -5,7 +5,6 @@ package enrichment
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,11 +14,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"storecrawl/durable/controller"
+	"storecrawl/durable/controller/virtual"
 	"storecrawl/durable/pacing"
 	"storecrawl/durable/pacing/sim"
 	"storecrawl/worker/d1/d1test"
@@ -103,7 +102,7 @@ type convHost struct {
 // pages, a chunk's pages go together, and a pause starts from the chunk's
 // last answer, as under workerd.
 type virtualUpstream struct {
-	virtualClock
+	*virtual.Clock
 	t0      time.Time
 	free    [pacing.MaxConnections]time.Time
 	api     convHost
@@ -113,81 +112,36 @@ type virtualUpstream struct {
 	page    []byte // the real store page capture
 }
 
-// virtualClock is a test run's clock on virtual time: a run's pause
-// counts from its chunk's last answer, a run ends at its last answer,
-// and an alarm moves it forward. Its mutex guards the embedding
-// upstream's fields too.
-type virtualClock struct {
-	mu       sync.Mutex
-	now      time.Time
-	lastDone time.Time
-}
-
-func (u *virtualClock) Now() time.Time {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.now
-}
-
-// Sleep is the run's pause between chunks: from the chunk's last answer.
-func (u *virtualClock) Sleep(d time.Duration) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.now = maxT(u.now, u.lastDone).Add(d)
-}
-
-// settle is the end of a run: its last answer.
-func (u *virtualClock) settle() time.Time {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.now = maxT(u.now, u.lastDone)
-	return u.now
-}
-
-// wake moves the clock to an alarm.
-func (u *virtualClock) wake(at time.Time) time.Time {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.now = maxT(u.now, at)
-	return u.now
-}
-
-func maxT(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // Get answers url from the host's model at the virtual time its
 // connection sends it, through the real client's classification.
 func (u *virtualUpstream) Get(ctx context.Context, url string) upstream.Response {
-	u.mu.Lock()
 	isLookup := strings.HasPrefix(url, u.apiBase)
 	h := &u.store
 	if isLookup {
 		h = &u.api
 	}
-	c := 0
-	for i, f := range u.free {
-		if f.Before(u.free[c]) {
-			c = i
+	var sent, done time.Time
+	var a sim.Answer
+	// The clock's lock guards the connections and the hosts too.
+	u.Send(func(now time.Time) (time.Time, bool) {
+		c := 0
+		for i, f := range u.free {
+			if f.Before(u.free[c]) {
+				c = i
+			}
 		}
-	}
-	sent := maxT(u.now, u.free[c])
-	a := h.model.Serve(sent.Sub(u.t0), 0)
-	done := sent.Add(a.Latency)
-	u.free[c], u.lastDone = done, maxT(u.lastDone, done)
-	if isLookup {
-		u.now = maxT(u.now, done) // its items' pages wait for it
-	}
-	switch a.Kind {
-	case pacing.KindThrottled:
-		h.refused++
-	default:
-		h.served++
-	}
-	u.mu.Unlock()
+		sent = maxT(now, u.free[c])
+		a = h.model.Serve(sent.Sub(u.t0), 0)
+		done = sent.Add(a.Latency)
+		u.free[c] = done
+		switch a.Kind {
+		case pacing.KindThrottled:
+			h.refused++
+		default:
+			h.served++
+		}
+		return done, isLookup // its items' pages wait for a lookup
+	})
 
 	resp := &http.Response{StatusCode: a.Status, Header: http.Header{}}
 	body := []byte(http.StatusText(a.Status))
@@ -221,6 +175,13 @@ func (u *virtualUpstream) Get(ctx context.Context, url string) upstream.Response
 	return r
 }
 
+func maxT(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 type doerFunc func(*http.Request) (*http.Response, error)
 
 func (f doerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
@@ -236,40 +197,15 @@ func convScenario(seed uint64, firstPerMin, firstBurst, thenPerMin, thenBurst in
 		Phases: []sim.Phase{phase(0, firstPerMin, firstBurst), phase(convPhase, thenPerMin, thenBurst)}}
 }
 
-// decisionObject is the Durable Object's plumbing (shim/decision_object.mjs):
-// the state and the work alarm.
-type decisionObject struct {
-	t     *testing.T
-	cfg   controller.Config
-	state string
-	alarm int64 // unix ms; 0: none
-}
-
-func (o *decisionObject) decide(op string, arg any, now time.Time) controller.Decision {
-	raw, err := json.Marshal(arg)
+// status is the controller's GET /status at now.
+func status(t *testing.T, o *virtual.Object, now time.Time) controller.Status {
+	d, err := o.Decide("http", controller.Request{Method: "GET", Path: "/status"}, now)
 	if err != nil {
-		o.t.Fatal(err)
+		t.Fatal(err)
 	}
-	d := controller.Handle(o.cfg, op, o.state, raw, now)
-	if d.State != "" {
-		o.state = d.State
-	}
-	switch {
-	case d.AlarmAt != 0:
-		o.alarm = d.AlarmAt
-	case d.AlarmBy != 0 && (o.alarm == 0 || o.alarm > d.AlarmBy):
-		o.alarm = d.AlarmBy
-	case o.alarm == 0 && d.EnsureAlarmAt != 0:
-		o.alarm = d.EnsureAlarmAt
-	}
-	return d
-}
-
-func (o *decisionObject) status(now time.Time) controller.Status {
-	d := o.decide("http", controller.Request{Method: "GET", Path: "/status"}, now)
 	st, ok := d.Response.Body.(controller.Status)
 	if d.Response.Status != 200 || !ok {
-		o.t.Fatalf("status: %+v", d.Response)
+		t.Fatalf("status: %+v", d.Response)
 	}
 	return st
 }
@@ -306,7 +242,7 @@ WITH RECURSIVE n(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM n WHERE id < ?) S
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	up := &virtualUpstream{t0: t0, virtualClock: virtualClock{now: t0}, api: convHost{model: apiModel}, store: convHost{model: storeModel},
+	up := &virtualUpstream{t0: t0, Clock: virtual.NewClock(t0), api: convHost{model: apiModel}, store: convHost{model: storeModel},
 		apiBase: "https://itunes.apple.com", lookup: fixture(t, "lookup_us_uber_2017.json"), page: fixture(t, "legacy_netflix_us_2023.html")}
 	for i := range up.free {
 		up.free[i] = t0
@@ -319,33 +255,30 @@ WITH RECURSIVE n(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM n WHERE id < ?) S
 	if err := cfg.SetLookupBatch(convLookupBatch); err != nil {
 		t.Fatal(err)
 	}
-	obj := &decisionObject{t: t, cfg: cfg}
-	obj.decide("load", struct{}{}, t0)
+	obj := &virtual.Object{Config: cfg}
+	if _, err := obj.Decide("load", struct{}{}, t0); err != nil {
+		t.Fatal(err)
+	}
 
 	// crawl runs the alarm loop until end.
 	crawl := func(end time.Time) time.Time {
 		for {
-			if obj.alarm == 0 {
+			at, ok := obj.NextAlarm()
+			if !ok {
 				t.Fatal("the loop stopped: no work alarm")
 			}
-			at := time.UnixMilli(obj.alarm)
 			if !at.Before(end) {
-				return up.wake(end)
+				return up.Wake(end)
 			}
-			now := up.wake(at)
-			obj.alarm = 0 // the alarm fired: the decisions set the next
-			d := obj.decide("tick", controller.TickRequest{}, now)
-			if d.Run == nil {
-				continue
+			if _, _, err := obj.Fire(context.Background(), up.Wake(at), r.Run, up.Clock); err != nil {
+				t.Fatal(err)
 			}
-			out := r.Run(context.Background(), *d.Run)
-			obj.decide("tick_done", out, up.settle())
 		}
 	}
 
 	var f convFigures
 	end1 := crawl(t0.Add(convPhase))
-	st := obj.status(end1)
+	st := status(t, obj, end1)
 	api, store := st.Paces[controller.HostAPI], st.Paces[controller.HostStore]
 	f.StoreEstimate, f.StoreRefused = store.CapacityEstimatePerMin, store.Refused
 	f.PagesServedPerMin = float64(store.Sent-store.Refused) / end1.Sub(t0).Minutes()
@@ -357,7 +290,7 @@ WITH RECURSIVE n(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM n WHERE id < ?) S
 	before := st
 
 	end2 := crawl(end1.Add(convPhase))
-	st = obj.status(end2)
+	st = status(t, obj, end2)
 	api, store = st.Paces[controller.HostAPI], st.Paces[controller.HostStore]
 	minutes := end2.Sub(end1).Minutes()
 	sent := float64(api.Sent - before.Paces[controller.HostAPI].Sent)

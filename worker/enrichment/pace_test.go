@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"storecrawl/durable/controller"
+	"storecrawl/durable/controller/virtual"
 	"storecrawl/durable/pacing/sim"
 	"storecrawl/worker/appstore"
 	"storecrawl/worker/refresh"
@@ -261,7 +262,7 @@ func (c *memCatalogue) behind(tier string, now time.Time) float64 {
 // a lookup of many ids with a small result for each (lookedAt), a store
 // page with tinyPage.
 type instantUpstream struct {
-	virtualClock
+	*virtual.Clock
 	// t0 starts the hosts' models: api (lookups) and store (pages), each
 	// the simulator's token bucket (nil: unlimited).
 	t0      time.Time
@@ -278,26 +279,32 @@ type instantUpstream struct {
 const upstreamLatency = 50 * time.Millisecond
 
 func (u *instantUpstream) Get(ctx context.Context, url string) upstream.Response {
-	u.mu.Lock()
-	sent := u.now
 	isLookup := strings.HasPrefix(url, u.apiBase)
 	model := u.store
 	if isLookup {
 		model = u.api
 	}
+	var sent, done time.Time
 	a := sim.Answer{Status: http.StatusOK, Latency: upstreamLatency}
-	if model != nil {
-		a = model.Serve(sent.Sub(u.t0), 0)
-	}
-	done := sent.Add(a.Latency)
-	u.lastDone = maxT(u.lastDone, done)
 	body := tinyPage
-	if isLookup {
-		u.now = done // its items wait for it
-	}
+	// The clock's lock guards the counts too.
+	u.Send(func(now time.Time) (time.Time, bool) {
+		sent = now
+		if model != nil {
+			a = model.Serve(sent.Sub(u.t0), 0)
+		}
+		done = sent.Add(a.Latency)
+		switch {
+		case a.Status != http.StatusOK:
+			u.refused++
+		case isLookup:
+			u.lookups++
+		default:
+			u.pages++
+		}
+		return done, isLookup // its items wait for a lookup
+	})
 	if a.Status != http.StatusOK {
-		u.refused++
-		u.mu.Unlock()
 		client := &upstream.Client{HTTP: doerFunc(func(req *http.Request) (*http.Response, error) {
 			h := http.Header{}
 			if a.RetryAfter > 0 {
@@ -310,13 +317,15 @@ func (u *instantUpstream) Get(ctx context.Context, url string) upstream.Response
 		return r
 	}
 	if isLookup {
-		u.lookups++
 		q, err := neturl.Parse(url)
 		if err != nil {
 			panic(err)
 		}
 		ids := strings.Split(q.Query().Get("id"), ",")
-		u.maxIDs = max(u.maxIDs, len(ids))
+		u.Send(func(now time.Time) (time.Time, bool) {
+			u.maxIDs = max(u.maxIDs, len(ids))
+			return done, false
+		})
 		var b bytes.Buffer
 		fmt.Fprintf(&b, `{"resultCount":%d,"results":[`, len(ids))
 		for i, s := range ids {
@@ -330,10 +339,7 @@ func (u *instantUpstream) Get(ctx context.Context, url string) upstream.Response
 		}
 		b.WriteString("]}")
 		body = b.Bytes()
-	} else {
-		u.pages++
 	}
-	u.mu.Unlock()
 	client := &upstream.Client{HTTP: doerFunc(func(req *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body)), Request: req}, nil
 	})}
@@ -345,7 +351,7 @@ func (u *instantUpstream) Get(ctx context.Context, url string) upstream.Response
 // paceRig is the controller, the run and the catalogue together.
 type paceRig struct {
 	t   *testing.T
-	obj *decisionObject
+	obj *virtual.Object
 	up  *instantUpstream
 	cat *memCatalogue
 	r   *Runner
@@ -353,13 +359,15 @@ type paceRig struct {
 
 func newPaceRig(t *testing.T, t0 time.Time, counts map[string]int) *paceRig {
 	cat := newMemCatalogue(counts)
-	up := &instantUpstream{virtualClock: virtualClock{now: t0}, apiBase: "https://itunes.apple.com"}
+	up := &instantUpstream{Clock: virtual.NewClock(t0), apiBase: "https://itunes.apple.com"}
 	r := &Runner{Store: cat, Refreshes: cat, RefreshShare: refresh.DefaultRefreshShare, HTML: nopPages{}, Upstream: up,
 		APIBase: up.apiBase, StoreBase: "https://apps.apple.com", Country: "us", Now: up.Now, Sleep: up.Sleep}
-	obj := &decisionObject{t: t, cfg: controller.DefaultConfig()}
-	obj.decide("load", struct{}{}, t0)
+	obj := &virtual.Object{Config: controller.DefaultConfig()}
+	if _, err := obj.Decide("load", struct{}{}, t0); err != nil {
+		t.Fatal(err)
+	}
 	for _, tune := range []string{fmt.Sprintf(`{"rate_per_min": %d}`, scalePagesPerMin), fmt.Sprintf(`{"host": "api", "rate_per_min": %d}`, scaleLookupsPerMin)} {
-		if d := obj.decide("http", controller.Request{Method: "POST", Path: "/tune", Body: tune}, t0); d.Response.Status != 200 {
+		if d, err := obj.Decide("http", controller.Request{Method: "POST", Path: "/tune", Body: tune}, t0); err != nil || d.Response.Status != 200 {
 			t.Fatalf("tune %s: %+v", tune, d.Response)
 		}
 	}
@@ -369,18 +377,15 @@ func newPaceRig(t *testing.T, t0 time.Time, counts map[string]int) *paceRig {
 // tick runs the alarm loop's next tick; it returns the tick's run (nil:
 // the controller held).
 func (g *paceRig) tick() (*controller.RunPlan, controller.RunOutcome) {
-	if g.obj.alarm == 0 {
+	at, ok := g.obj.NextAlarm()
+	if !ok {
 		g.t.Fatal("the loop stopped: no work alarm")
 	}
-	now := g.up.wake(time.UnixMilli(g.obj.alarm))
-	g.obj.alarm = 0
-	d := g.obj.decide("tick", controller.TickRequest{}, now)
-	if d.Run == nil {
-		return nil, controller.RunOutcome{}
+	plan, out, err := g.obj.Fire(context.Background(), g.up.Wake(at), g.r.Run, g.up.Clock)
+	if err != nil {
+		g.t.Fatal(err)
 	}
-	out := g.r.Run(context.Background(), *d.Run)
-	g.obj.decide("tick_done", out, g.up.settle())
-	return d.Run, out
+	return plan, out
 }
 
 type nopPages struct{}
@@ -492,7 +497,7 @@ func TestADayOfRefreshesKeepsUpAtScale(t *testing.T) {
 	g.up.t0 = t0
 	g.up.store, g.up.api = limitedHost(t, scalePagesPerMin, 10), limitedHost(t, scaleLookupsPerMin, 5)
 	runs := 0
-	for g.up.wake(time.UnixMilli(g.obj.alarm)).Before(end) {
+	for g.up.Wake(time.UnixMilli(g.obj.Alarm)).Before(end) {
 		_, out := g.tick()
 		if out.Picked > 0 {
 			runs++
@@ -505,7 +510,7 @@ func TestADayOfRefreshesKeepsUpAtScale(t *testing.T) {
 		lastMinute += g.cat.dueBetween(tier, end.Add(-time.Minute), end)
 	}
 	done := g.cat.unchanged + g.cat.changed
-	st := g.obj.status(end)
+	st := status(g.t, g.obj, end)
 	t.Logf("paces: api %.1f/min (sent %d, refused %d), store %.1f/min (sent %d, refused %d); lookups %d",
 		st.Paces[controller.HostAPI].RatePerMin, st.Paces[controller.HostAPI].Sent, st.Paces[controller.HostAPI].Refused,
 		st.Paces[controller.HostStore].RatePerMin, st.Paces[controller.HostStore].Sent, st.Paces[controller.HostStore].Refused, g.up.lookups)
