@@ -73,7 +73,9 @@ type segReport struct {
 	Niches   int     `json:"niches"`
 	Keywords int     `json:"keywords"`
 	ARI      float64 `json:"ari"`
-	Segments int     `json:"segments"`
+	// ARIKeywords is the ARI over keywords (segKeywordARI).
+	ARIKeywords float64 `json:"ari_keywords"`
+	Segments    int     `json:"segments"`
 	// Coverage is the share of ranked apps (in some searched keyword's
 	// top segments.TopN) that are in a segment.
 	Coverage float64 `json:"coverage"`
@@ -361,9 +363,13 @@ func benchSegments(n int, seed uint64, out io.Writer) (segReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	if rep.ARIKeywords, err = segKeywordARI(db, w); err != nil {
+		return rep, err
+	}
 	rep.WallS = time.Since(start).Seconds()
 	say("\n%-22s %14s\n", "figure", "value")
 	say("%-22s %14.3f   (goal ≥ 0.8: segments' apps against the world's hidden niches)\n", "ari", rep.ARI)
+	say("%-22s %14.3f   (keywords, each by the niche of most of its top %d apps)\n", "ari_keywords", rep.ARIKeywords, segments.TopN)
 	say("%-22s %14d\n", "segments", rep.Segments)
 	say("%-22s %14.3f   (goal ≥ 0.9: of %d ranked apps)\n", "coverage", rep.Coverage, rep.RankedApps)
 	say("%-22s %14d   (×30 = %.2f %% of the plan's %d M rows written a month)\n", "rows_written_day", rep.RowsWrittenDay, 100*rep.PlanWrittenShare, planRowsWrittenMonth/1_000_000)
@@ -433,6 +439,52 @@ WHERE r.rank <= ?1 GROUP BY r.track_id, s.segment_id`, segments.TopN)
 		return 0, 0, live[0].N, 0, nil
 	}
 	return segments.AdjustedRand(truth, labels), float64(covered) / float64(len(ids)), live[0].N, len(ids), nil
+}
+
+// segKeywordARI is the ARI over the searched keywords: a keyword's truth
+// is the niche most of its top segments.TopN apps come from (ties: the
+// lower niche), its label its segment (unsegmented: its own singleton).
+func segKeywordARI(db *d1.DB, w *upstreammodel.World) (float64, error) {
+	var rows []struct {
+		Keyword string `json:"keyword"`
+		TrackID *int64 `json:"track_id"`
+		Segment *int64 `json:"segment_id"`
+	}
+	err := db.Query(context.Background(), &rows, `SELECT s.keyword AS keyword, r.track_id AS track_id, s.segment_id AS segment_id
+FROM segment_keywords s LEFT JOIN crawl_rankings r ON r.keyword = s.keyword AND r.rank <= ?1 ORDER BY s.keyword`, segments.TopN)
+	if err != nil {
+		return 0, err
+	}
+	var truth, labels []int
+	votes := map[int]int{}
+	flush := func(seg *int64) {
+		best, bn := -1, 0
+		for n, c := range votes {
+			if c > bn || c == bn && n < best {
+				best, bn = n, c
+			}
+		}
+		clear(votes)
+		i := len(truth)
+		truth = append(truth, best)
+		if seg != nil {
+			labels = append(labels, int(*seg))
+		} else {
+			labels = append(labels, -1-i)
+		}
+	}
+	for i, r := range rows {
+		if r.TrackID != nil {
+			votes[w.NicheOf(*r.TrackID-segBaseTrackID)]++
+		}
+		if i+1 == len(rows) || rows[i+1].Keyword != r.Keyword {
+			flush(r.Segment)
+		}
+	}
+	if len(truth) == 0 {
+		return 0, nil
+	}
+	return segments.AdjustedRand(truth, labels), nil
 }
 
 // segPeakHeap samples the heap in use while fn runs and returns its peak
