@@ -39,3 +39,24 @@ func TestSegmentsBenchSmallWorld(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentsBenchBulkLoadMatches: the first day's searches written by
+// bulk statements give the segments the same keywords as the crawl's
+// store does.
+func TestSegmentsBenchBulkLoadMatches(t *testing.T) {
+	segBulkLoad = true
+	defer func() { segBulkLoad = false }()
+	bulk, err := benchSegments(1_100, 1, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segBulkLoad = false
+	crawled, err := benchSegments(1_100, 1, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bulk.FirstPass.Summary != crawled.FirstPass.Summary || bulk.Segments != crawled.Segments || bulk.RankedApps != crawled.RankedApps {
+		t.Fatalf("bulk: %q, %d segments, %d ranked apps; crawl's store: %q, %d, %d",
+			bulk.FirstPass.Summary, bulk.Segments, bulk.RankedApps, crawled.FirstPass.Summary, crawled.Segments, crawled.RankedApps)
+	}
+}
