@@ -267,10 +267,12 @@ func benchSegments(n int, seed uint64, out io.Writer) (segReport, error) {
 	k := max(1, int(math.Round(float64(n)*segKeywordsPerApp)))
 	newPerDay := int(math.Round(float64(crawl.HintNewKeywordsPerDay) * float64(n) / designApps))
 	terms := hints.MostTyped(k + newPerDay)
-	k = min(k, len(terms))
+	// Fewer terms than the plan's share: the day's new keywords are kept
+	// from them all the same.
+	k = min(k, len(terms)-min(newPerDay, len(terms)/2))
 	rep.Keywords = k
-	say("\nSegments on the living simulator: %d apps in %d hidden niches, seed %d; %d keywords (the most typed hint terms), each searched (top %d) at Epoch\n",
-		n, rep.Niches, seed, k, crawl.KeywordSearchSize)
+	say("\nSegments on the living simulator: %d apps in %d hidden niches, seed %d; %d keywords (the most typed of %d hint terms), each searched (top %d) at Epoch\n",
+		n, rep.Niches, seed, k, hints.Len(), crawl.KeywordSearchSize)
 
 	db, _, err := openFastD1()
 	if err != nil {

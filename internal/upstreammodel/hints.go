@@ -100,6 +100,9 @@ func (ix *HintIndex) Complete(prefix string, n int) []string {
 	return out
 }
 
+// Len is how many terms the index holds.
+func (ix *HintIndex) Len() int { return len(ix.terms) }
+
 // MostTyped is the index's n most popular terms, most popular first
 // (ties in term order): the terms a crawl sourcing keywords from the
 // hints finds first.

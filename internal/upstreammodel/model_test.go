@@ -291,7 +291,7 @@ func TestHintsMostTypedAcrossPrefixes(t *testing.T) {
 	if got := ix.MostTyped(5); !slices.Equal(got, want) {
 		t.Fatalf("%q, want %q", got, want)
 	}
-	if len(ix.MostTyped(100)) != 6 || len(ix.MostTyped(-1)) != 0 {
+	if len(ix.MostTyped(100)) != 6 || ix.Len() != 6 || len(ix.MostTyped(-1)) != 0 {
 		t.Fatal("bounds")
 	}
 }
