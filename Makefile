@@ -4,7 +4,8 @@
 #   make schema migrations/schema.sql: the D1 schema after every migration, for reading
 #   make build  build/app.wasm + build/wasm_exec.js (what shim/ imports)
 #   make bench  pacing table (simulator), request-path, size and cold-start benchmarks,
-#               live fidelity (prints figures; writes docs/measurements.md)
+#               segments on the living simulator, live fidelity (prints figures;
+#               writes docs/measurements.md)
 
 SHELL := /bin/bash
 # wrangler 4 needs Node >= 22.12: the pinned `node` devDependency provides it.
@@ -170,6 +171,7 @@ chromium:
 bench: install build
 	$(GO) run ./cmd/simulate -scenario all
 	$(GO) run ./cmd/bench -fidelity=false -md docs/measurements.md
+	$(GO) run ./cmd/bench -only-segments
 	$(GO) test -count=1 -v -tags 'integration fidelity' -run '^TestLivePacingAgainstTheSimulatorsPrediction$$' -timeout 20m ./worker/e2e/
 
 clean:

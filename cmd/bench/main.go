@@ -8,6 +8,7 @@
 //	go run ./cmd/bench [-md docs/measurements.md] [-only-coldstart] [-duration 10s] [-concurrency 1,16,64] [-rounds 2] [-only-pipeline] [-only-enrichment]
 //	    [-only-freshness [-apps 100000] [-hours 72] [-pace 0] [-changes-per-hour 400]]
 //	    [-only-discovery [-apps 1100000] [-discovery-days 14] [-discovery-png docs/discovery.png] [-json]]
+//	    [-only-segments [-apps 110000] [-segments-seed 1] [-json]]
 package main
 
 import (
@@ -65,6 +66,10 @@ func main() {
 	root, _ := os.Getwd()
 	if *onlyDiscovery { // discovery.go: native, needs no wasm build
 		runDiscovery(root)
+		return
+	}
+	if *onlySegments { // segments.go: native, needs no wasm build
+		runSegments()
 		return
 	}
 	if *onlyScale { // scale.go: builds its own Worker state; needs the wasm build

@@ -99,3 +99,19 @@ func (ix *HintIndex) Complete(prefix string, n int) []string {
 	}
 	return out
 }
+
+// Len is how many terms the index holds.
+func (ix *HintIndex) Len() int { return len(ix.terms) }
+
+// MostTyped is the index's n most popular terms, most popular first
+// (ties in term order): the terms a crawl sourcing keywords from the
+// hints finds first.
+func (ix *HintIndex) MostTyped(n int) []string {
+	byPop := slices.Clone(ix.terms)
+	slices.SortStableFunc(byPop, func(a, b termPopularity) int { return cmp.Compare(b.pop, a.pop) })
+	out := make([]string, 0, min(max(n, 0), len(byPop)))
+	for _, t := range byPop[:cap(out)] {
+		out = append(out, t.term)
+	}
+	return out
+}

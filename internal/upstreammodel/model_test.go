@@ -283,3 +283,15 @@ func TestHintsMostPopularFirst(t *testing.T) {
 		t.Fatal("an empty or unknown prefix completed")
 	}
 }
+
+func TestHintsMostTypedAcrossPrefixes(t *testing.T) {
+	ix := NewHintIndex([]HintApp{{"Budget Planner", 9000}, {"Tiny Budget", 40}, {"Chess", 7}})
+	// budget 9040; budget planner, planner 9000; tiny, tiny budget 40; chess 7.
+	want := []string{"budget", "budget planner", "planner", "tiny", "tiny budget"}
+	if got := ix.MostTyped(5); !slices.Equal(got, want) {
+		t.Fatalf("%q, want %q", got, want)
+	}
+	if len(ix.MostTyped(100)) != 6 || ix.Len() != 6 || len(ix.MostTyped(-1)) != 0 {
+		t.Fatal("bounds")
+	}
+}
