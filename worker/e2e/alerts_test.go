@@ -53,8 +53,9 @@ const watchBrowserTimeout = 2 * time.Minute
 // admin token typed once; screenshots in .test-output/<test>/), a
 // rank_change rule is set on the watch through the API, then the keyword's
 // app moves in the store: the crawl searches the keyword again,
-// alerts-evaluate makes a rank_change alert, and the queue delivers it to
-// a webhook receiver on loopback, signed with the rule's secret.
+// alerts-evaluate makes a rank_change alert, the queue delivers it to a
+// webhook receiver on loopback, signed with the rule's secret, and the
+// explorer's Alerts page shows it delivered.
 func TestAlertReachesSignedWebhook(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat(chromiumPath); err != nil {
@@ -200,4 +201,16 @@ INSERT INTO crawl_keywords (keyword, source, created_at, value) VALUES ('budget'
 		}
 		return false, jsonString(page)
 	})
+
+	// The person sees it on the explorer's Alerts page.
+	out, err = devstack.RunBounded(node, []string{filepath.Join(root, "worker", "e2e", "browser", "watch.mjs"),
+		"--base", w.base, "--alert", fmt.Sprint(p.ID), "--out", dir, "--chromium", chromiumPath}, root, toolEnv(), watchBrowserTimeout)
+	os.WriteFile(filepath.Join(dir, "browser-alerts.log"), out, 0o644)
+	if err != nil {
+		t.Fatalf("the alerts page in the browser failed (%v); screenshots and log in %s:\n%s", err, dir, out)
+	}
+	t.Logf("the alert on the Alerts page:\n%s", strings.TrimSpace(string(out)))
+	if fi, err := os.Stat(filepath.Join(dir, "watch-alerts.png")); err != nil || fi.Size() < 10_000 {
+		t.Fatalf("screenshot watch-alerts missing or empty: %v", err)
+	}
 }

@@ -384,6 +384,19 @@ async function searchPage() {
   ]);
 }
 
+// Alerts: what the rules made, newest first (GET /v1/alerts), with their
+// delivery state and the text the channel received.
+async function alertsPage() {
+  document.title = 'Alerts · storecrawl';
+  const t = el('table', { class: 'alerts' }, el('tr', {}, ['alert', 'type', 'watch', 'made', 'state', 'attempts'].map(h => el('th', {}, h)), el('th', {}, 'text')));
+  main.replaceChildren(el('h1', {}, 'Alerts'), el('p', { class: 'muted' }, 'What the alert rules made, newest first, and whether their channel took them.'), t);
+  await pager('/v1/alerts?limit=50', items => t.append(...items.map(a => el('tr', { 'data-id': a.id },
+    el('td', { class: 'num' }, a.id), el('td', {}, a.type),
+    el('td', {}, a.payload && a.payload.watch ? a.payload.watch.kind + ' ' + a.payload.watch.target : fmt(a.watch_id)),
+    el('td', {}, (a.created_at || '').slice(0, 19).replace('T', ' ')), el('td', { class: 'state' }, a.state), el('td', { class: 'num' }, fmt(a.attempts)),
+    el('td', { class: 'text' }, (a.payload && a.payload.text) || '')))), t);
+}
+
 async function route() {
   const p = decodeURIComponent(location.pathname.replace(/^\/app\/?/, '')).replace(/\/$/, '');
   const [kind, ...rest] = p.split('/');
@@ -394,6 +407,7 @@ async function route() {
     else if (kind === 'apps') await appPage(arg);
     else if (kind === 'keywords') await keywordPage(arg);
     else if (kind === 'search') await searchPage();
+    else if (kind === 'alerts' && !arg) await alertsPage();
     else main.replaceChildren(el('h1', {}, 'Not found'));
     document.body.dataset.ready = '1';
   } catch (e) {
