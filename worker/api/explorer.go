@@ -22,6 +22,7 @@ const explorerCSP = "default-src 'none'; script-src 'self'; style-src 'self'; co
 
 // mountExplorer adds the explorer: GET /app/ (the markets), /app/markets,
 // /app/markets/{id}, /app/apps/{id}, /app/keywords/{term}, /app/search,
+// /app/alerts,
 // and its files under /app/static/.
 func (s *Server) mountExplorer(mux *routeMux) {
 	mux.HandleFunc("GET /app/", s.explorer)

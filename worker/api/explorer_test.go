@@ -296,6 +296,7 @@ func TestReadTokenGuardsThePagesAndTheirReads(t *testing.T) {
 	}{
 		{"/v1/opportunities", nil, 401},
 		{"/app/markets", nil, 401},
+		{"/app/alerts", nil, 401},
 		{"/v1/opportunities", []string{"Authorization", "Bearer reader"}, 200},
 		{"/v1/opportunities", []string{"Authorization", "Bearer secret"}, 200},
 		{"/v1/search?q=photo", []string{"Cookie", api.ReadCookie + "=reader"}, 200},

@@ -135,6 +135,6 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 // the page shell), not one of its files.
 func pagePath(p string) bool {
 	rest := strings.TrimPrefix(p, "/app/")
-	return rest == "" || rest == "markets" || rest == "search" ||
+	return rest == "" || rest == "markets" || rest == "search" || rest == "alerts" ||
 		strings.HasPrefix(rest, "markets/") || strings.HasPrefix(rest, "apps/") || strings.HasPrefix(rest, "keywords/")
 }

@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"storecrawl/internal/devstack"
 	"storecrawl/worker/alerts"
 )
 
@@ -42,12 +45,26 @@ type received struct {
 	sig  string
 }
 
-// A watched keyword's app moves in the store: the crawl searches the
-// keyword again, alerts-evaluate makes a rank_change alert, and the queue
-// delivers it to a webhook receiver on loopback, signed with the rule's
-// secret.
+// watchBrowserTimeout bounds watch.mjs; its steps time out after 30 s each.
+const watchBrowserTimeout = 2 * time.Minute
+
+// A person watches a keyword in the explorer (headless Chromium runs
+// worker/e2e/browser/watch.mjs: search, the keyword's page, Watch with the
+// admin token typed once; screenshots in .test-output/<test>/), a
+// rank_change rule is set on the watch through the API, then the keyword's
+// app moves in the store: the crawl searches the keyword again,
+// alerts-evaluate makes a rank_change alert, the queue delivers it to a
+// webhook receiver on loopback, signed with the rule's secret, and the
+// explorer's Alerts page shows it delivered.
 func TestAlertReachesSignedWebhook(t *testing.T) {
 	t.Parallel()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("%s missing: run `make chromium` (installs Debian's chromium); the browser test is not optional", chromiumPath)
+	}
+	node := filepath.Join(root, "node_modules", ".bin", "node")
+	if _, err := os.Stat(filepath.Join(root, "node_modules", "playwright-core")); err != nil {
+		t.Fatalf("playwright-core missing: run `make install` (npm install): %v", err)
+	}
 	dir := outputDir(t)
 	s := startSim(t, dir, "-apps", "3000", "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")
@@ -71,10 +88,35 @@ INSERT INTO crawl_keywords (keyword, source, created_at, value) VALUES ('budget'
 	// The controller stays stopped: no enrichment queues other keywords.
 	doJSON(t, "POST", w.base+"/v1/enrichment/stop", adminToken, nil, nil)
 
-	var watch map[string]any
-	if code := doJSON(t, "POST", w.base+"/v1/watches", adminToken, map[string]any{"kind": "keyword", "target": "budget"}, &watch); code != 201 {
-		t.Fatalf("watch: %d %v", code, watch)
+	// A person watches the keyword in the explorer (watch.mjs: search,
+	// the keyword's page, Watch, the admin token typed once).
+	started := time.Now()
+	out, err := devstack.RunBounded(node, []string{filepath.Join(root, "worker", "e2e", "browser", "watch.mjs"),
+		"--base", w.base, "--token", adminToken, "--keyword", "budget", "--out", dir, "--chromium", chromiumPath}, root, toolEnv(), watchBrowserTimeout)
+	os.WriteFile(filepath.Join(dir, "browser.log"), out, 0o644)
+	if err != nil {
+		t.Fatalf("browser test failed (%v) after %s; screenshots and log in %s:\n%s", err, time.Since(started).Round(time.Second), dir, out)
 	}
+	t.Logf("the keyword watched in the browser in %s:\n%s", time.Since(started).Round(time.Second), strings.TrimSpace(string(out)))
+	for _, p := range []string{"watch-search", "watch-keyword"} {
+		if fi, err := os.Stat(filepath.Join(dir, p+".png")); err != nil || fi.Size() < 10_000 {
+			t.Fatalf("screenshot %s missing or empty: %v", p, err)
+		}
+	}
+	var watches struct {
+		Items []struct {
+			ID     int64  `json:"id"`
+			Kind   string `json:"kind"`
+			Target string `json:"target"`
+		} `json:"items"`
+	}
+	doJSON(t, "GET", w.base+"/v1/watches", "", nil, &watches)
+	if len(watches.Items) != 1 || watches.Items[0].Kind != "keyword" || watches.Items[0].Target != "budget" ||
+		!strings.Contains(string(out), fmt.Sprintf("watch_id=%d\n", watches.Items[0].ID)) {
+		t.Fatalf("watches after the browser: %s", jsonString(watches))
+	}
+	watch := map[string]any{"id": watches.Items[0].ID}
+	// The explorer has no rule form: the rule is made through the API.
 	var rule struct {
 		ID     int64  `json:"id"`
 		Secret string `json:"secret"`
@@ -159,4 +201,16 @@ INSERT INTO crawl_keywords (keyword, source, created_at, value) VALUES ('budget'
 		}
 		return false, jsonString(page)
 	})
+
+	// The person sees it on the explorer's Alerts page.
+	out, err = devstack.RunBounded(node, []string{filepath.Join(root, "worker", "e2e", "browser", "watch.mjs"),
+		"--base", w.base, "--alert", fmt.Sprint(p.ID), "--out", dir, "--chromium", chromiumPath}, root, toolEnv(), watchBrowserTimeout)
+	os.WriteFile(filepath.Join(dir, "browser-alerts.log"), out, 0o644)
+	if err != nil {
+		t.Fatalf("the alerts page in the browser failed (%v); screenshots and log in %s:\n%s", err, dir, out)
+	}
+	t.Logf("the alert on the Alerts page:\n%s", strings.TrimSpace(string(out)))
+	if fi, err := os.Stat(filepath.Join(dir, "watch-alerts.png")); err != nil || fi.Size() < 10_000 {
+		t.Fatalf("screenshot watch-alerts missing or empty: %v", err)
+	}
 }

@@ -38,6 +38,41 @@ function askToken() {
       location.reload(); } }, input, ' ', el('button', {}, 'Open')));
 }
 
+// ADMIN_TOKEN, for what a page writes (a watch): asked once, kept for the
+// tab in sessionStorage; asked again when the Worker refuses it.
+const adminKey = 'storecrawl_admin';
+async function post(path, body) {
+  for (let again = false; ; again = true) {
+    let token = sessionStorage.getItem(adminKey);
+    if (!token || again) {
+      token = prompt('ADMIN_TOKEN (kept for this tab)');
+      if (!token) return null;
+      sessionStorage.setItem(adminKey, token);
+    }
+    const r = await fetch(path, { method: 'POST', credentials: 'same-origin',
+      headers: { Accept: 'application/json', 'Content-Type': 'application/json', Authorization: 'Bearer ' + token }, body: JSON.stringify(body) });
+    let b = null;
+    try { b = await r.json(); } catch (_) {}
+    if (r.status === 401 && !again) { sessionStorage.removeItem(adminKey); continue; }
+    return { status: r.status, body: b };
+  }
+}
+
+// watchButton watches kind/target (POST /v1/watches); the watch's id lands
+// in data-watch-id, a refusal's reason next to the button.
+function watchButton(kind, target) {
+  const note = el('span', { class: 'muted watchnote' });
+  const b = el('button', { class: 'watch', type: 'button' }, 'Watch');
+  b.addEventListener('click', async () => {
+    b.disabled = true;
+    const r = await post('/v1/watches', { kind, target });
+    if (r && r.status === 201) { b.textContent = 'Watching'; b.dataset.watchId = r.body.id; note.textContent = ' watch ' + r.body.id; return; }
+    b.disabled = false;
+    note.textContent = r ? ' ' + ((r.body && r.body.error) || 'HTTP ' + r.status) : ' no token given';
+  });
+  return el('span', { class: 'watchbox' }, b, note);
+}
+
 function sparkline(values, w = 90, h = 22) {
   const ns = 'http://www.w3.org/2000/svg';
   const svg = document.createElementNS(ns, 'svg');
@@ -312,7 +347,7 @@ async function appPage(id) {
 }
 
 // A keyword: its metrics (GET /v1/keywords/{term} when the API has it), its
-// market and rankings, the top apps' rank history for it.
+// market and rankings, the top apps' rank history for it; a Watch button.
 async function keywordPage(term) {
   document.title = term + ' · storecrawl';
   const [kw, m, found] = await Promise.all([maybe('/v1/keywords/' + enc(term)), maybe('/v1/clusters/' + enc(term)), maybe('/v1/search?kind=keywords&limit=1&q=' + enc(term))]);
@@ -320,7 +355,7 @@ async function keywordPage(term) {
   const metrics = kw ? el('div', { class: 'cards metrics' }, ['popularity', 'difficulty', 'demand'].filter(k => kw[k] != null).map(k => el('div', { class: 'card' }, el('span', { class: 'muted' }, k), el('b', {}, fmt(kw[k])))))
     : el('p', { class: 'muted metrics' }, 'Popularity and difficulty are not measured for this keyword yet.');
   const members = (m && m.members) || [];
-  main.replaceChildren(el('h1', {}, 'Keyword: ', term), metrics,
+  main.replaceChildren(el('h1', {}, 'Keyword: ', term), el('p', {}, watchButton('keyword', term)), metrics,
     el('p', {}, stats ? ['results ', fmt(stats.result_count), ', searched ', (stats.searched_at || 'never').slice(0, 10), ' · '] : null,
       m ? el('a', { href: '/app/markets/' + enc(term) }, 'market (opportunity ' + fmt(m.opportunity_score, 1) + ')') : 'no market yet'),
     el('h2', {}, 'Top apps'), table([{ key: 'rank', label: 'rank', num: 1 }, { key: 'name', label: 'app', cell: r => el('a', { href: '/app/apps/' + r.track_id }, r.name || r.track_id) },
@@ -349,6 +384,19 @@ async function searchPage() {
   ]);
 }
 
+// Alerts: what the rules made, newest first (GET /v1/alerts), with their
+// delivery state and the text the channel received.
+async function alertsPage() {
+  document.title = 'Alerts · storecrawl';
+  const t = el('table', { class: 'alerts' }, el('tr', {}, ['alert', 'type', 'watch', 'made', 'state', 'attempts'].map(h => el('th', {}, h)), el('th', {}, 'text')));
+  main.replaceChildren(el('h1', {}, 'Alerts'), el('p', { class: 'muted' }, 'What the alert rules made, newest first, and whether their channel took them.'), t);
+  await pager('/v1/alerts?limit=50', items => t.append(...items.map(a => el('tr', { 'data-id': a.id },
+    el('td', { class: 'num' }, a.id), el('td', {}, a.type),
+    el('td', {}, a.payload && a.payload.watch ? a.payload.watch.kind + ' ' + a.payload.watch.target : fmt(a.watch_id)),
+    el('td', {}, (a.created_at || '').slice(0, 19).replace('T', ' ')), el('td', { class: 'state' }, a.state), el('td', { class: 'num' }, fmt(a.attempts)),
+    el('td', { class: 'text' }, (a.payload && a.payload.text) || '')))), t);
+}
+
 async function route() {
   const p = decodeURIComponent(location.pathname.replace(/^\/app\/?/, '')).replace(/\/$/, '');
   const [kind, ...rest] = p.split('/');
@@ -359,6 +407,7 @@ async function route() {
     else if (kind === 'apps') await appPage(arg);
     else if (kind === 'keywords') await keywordPage(arg);
     else if (kind === 'search') await searchPage();
+    else if (kind === 'alerts' && !arg) await alertsPage();
     else main.replaceChildren(el('h1', {}, 'Not found'));
     document.body.dataset.ready = '1';
   } catch (e) {

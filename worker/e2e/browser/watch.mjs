@@ -1,0 +1,203 @@
+// A person watches a keyword in the explorer, in headless Debian Chromium
+// driven by playwright-core. Run by worker/e2e's TestAlertReachesSignedWebhook
+// against a running `wrangler dev` whose crawl knows the keyword:
+//
+//   node worker/e2e/browser/watch.mjs --base http://127.0.0.1:PORT --token ADMIN --keyword budget --out DIR
+//
+// It opens /app/search, types the keyword into the search box, checks the
+// keywords listed against GET /v1/search, clicks the keyword, checks its page
+// against the API, clicks Watch and gives the admin token when the page asks
+// for it; the watch must then be in GET /v1/watches with the id the page
+// shows. Clicking Watch again after a reload must not ask again (the token is
+// kept for the tab) and must show the API's refusal of a second watch. No
+// request may leave the Worker's origin. Screenshots: watch-search.png,
+// watch-keyword.png in DIR. It prints "watch_id=N" on success.
+//
+//   node worker/e2e/browser/watch.mjs --base URL --alert ID --out DIR
+//
+// opens the Alerts page from the header and checks alert ID's row (type,
+// watch, state, attempts, text) against GET /v1/alerts; screenshot
+// watch-alerts.png. Any failure exits 1 with a message naming the step.
+import { chromium } from "playwright-core";
+import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+
+const { values: args } = parseArgs({
+  options: {
+    base: { type: "string" },
+    out: { type: "string" },
+    token: { type: "string" },
+    keyword: { type: "string" },
+    alert: { type: "string" },
+    chromium: { type: "string", default: process.env.CHROMIUM || "/usr/bin/chromium" },
+    timeout: { type: "string", default: "30000" },
+  },
+});
+if (!args.base || !args.out || !(args.alert || (args.token && args.keyword))) {
+  console.error("usage: watch.mjs --base URL --token ADMIN_TOKEN --keyword TERM --out DIR\n       watch.mjs --base URL --alert ID --out DIR");
+  process.exit(2);
+}
+const base = args.base.replace(/\/$/, "");
+const origin = new URL(base).origin;
+const timeout = Number(args.timeout);
+const term = args.keyword;
+mkdirSync(args.out, { recursive: true });
+
+const started = Date.now();
+let step = "start";
+const log = (msg) => console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
+const fail = (msg) => { throw new Error(msg); };
+const get = async (path) => {
+  const r = await fetch(base + path, { signal: AbortSignal.timeout(timeout) });
+  return { status: r.status, body: await r.json().catch(() => null) };
+};
+const api = async (path) => {
+  const r = await get(path);
+  if (r.status !== 200) fail(`GET ${path}: HTTP ${r.status}`);
+  return r.body;
+};
+const same = (what, shown, want) => { if (shown !== want) fail(`${what}: the page shows ${JSON.stringify(shown)}, the API ${JSON.stringify(want)}`); };
+
+const problems = [];
+const requests = [];
+const dialogs = [];
+const userDataDir = mkdtempSync(join(tmpdir(), "watch-chromium-"));
+let context;
+let page;
+try {
+  step = "launch chromium";
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: args.chromium,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync"],
+    viewport: { width: 1280, height: 900 },
+    timeout: 60000,
+  });
+  context.setDefaultTimeout(timeout);
+  context.setDefaultNavigationTimeout(timeout);
+  await context.route("**/*", (route) => {
+    const u = route.request().url();
+    requests.push(u);
+    if (u.startsWith(origin + "/")) return route.continue();
+    problems.push("request off the Worker's origin: " + u);
+    return route.abort();
+  });
+  page = context.pages()[0] || (await context.newPage());
+  page.on("console", (m) => {
+    // 404/503: an optional panel not there yet; 409: the second Watch, refused on purpose.
+    if (m.type() === "error" && !/status of (404|503|409)/.test(m.text())) problems.push("console error: " + m.text());
+  });
+  page.on("pageerror", (e) => problems.push("page error: " + e.message));
+  // The page asks for the admin token with a prompt; the person types it.
+  page.on("dialog", (d) => {
+    dialogs.push(d.type() + ": " + d.message());
+    return d.type() === "prompt" ? d.accept(args.token) : d.dismiss();
+  });
+  const ready = async (what) => {
+    await page.waitForFunction(() => document.body.dataset.ready);
+    const state = await page.evaluate(() => document.body.dataset.ready);
+    if (state !== "1") fail(`${what} did not load: ${await page.locator("#main").textContent()}`);
+  };
+  const shot = (name) => page.screenshot({ path: join(args.out, name + ".png"), fullPage: true });
+
+  if (args.alert) {
+    step = "alerts";
+    const resp = await page.goto(base + "/app/search");
+    if (!resp || resp.status() !== 200) fail(`GET /app/search: HTTP ${resp && resp.status()}`);
+    await ready("the search page");
+    await page.locator('header nav a[href="/app/alerts"]').click();
+    await page.waitForURL(base + "/app/alerts");
+    await ready("the alerts page");
+    const list = await api("/v1/alerts?limit=50");
+    same("alerts listed", await page.locator("table.alerts tr:has(td)").count(), list.items.length);
+    const a = list.items.find((x) => String(x.id) === args.alert);
+    if (!a) fail(`GET /v1/alerts has no alert ${args.alert}`);
+    const td = page.locator(`table.alerts tr[data-id="${a.id}"] td`);
+    same("the alert's type", await td.nth(1).textContent(), a.type);
+    same("the alert's watch", await td.nth(2).textContent(), a.payload.watch.kind + " " + a.payload.watch.target);
+    same("the alert's state", await td.nth(4).textContent(), a.state);
+    same("the alert's attempts", await td.nth(5).textContent(), String(a.attempts));
+    same("the alert's text", await td.nth(6).textContent(), a.payload.text);
+    log(`alerts: ${list.items.length} listed; alert ${a.id} ${a.type} ${a.state}: ${a.payload.text}`);
+    await shot("watch-alerts");
+  } else {
+    step = "search";
+    const resp = await page.goto(base + "/app/search");
+    if (!resp || resp.status() !== 200) fail(`GET /app/search: HTTP ${resp && resp.status()}`);
+    await ready("the search page");
+    await page.locator("#q").fill(term);
+    await page.locator("#q").press("Enter");
+    await page.waitForURL((u) => u.pathname === "/app/search" && u.searchParams.get("q") === term);
+    await ready("the search results");
+    const kws = await api("/v1/search?kind=keywords&q=" + encodeURIComponent(term));
+    same("keywords found", await page.locator("ul.keywords li").count(), kws.items.length);
+    for (const [i, k] of kws.items.entries()) {
+      same(`keyword ${i}`, await page.locator("ul.keywords li a").nth(i).textContent(), k.keyword);
+    }
+    const link = page.locator(`ul.keywords a[href="/app/keywords/${encodeURIComponent(term)}"]`);
+    if (!(await link.count())) fail(`searching "${term}" does not list the keyword`);
+    log(`search "${term}": ${kws.items.length} keywords, ${term} among them`);
+    await shot("watch-search");
+
+    step = "the keyword";
+    await link.click();
+    await page.waitForURL(base + "/app/keywords/" + encodeURIComponent(term));
+    await ready("the keyword page");
+    same("the keyword's title", await page.locator("h1").textContent(), "Keyword: " + term);
+    const m = await get("/v1/clusters/" + encodeURIComponent(term));
+    const members = m.status === 200 ? m.body.members : [];
+    same("the keyword's apps", await page.locator("table.rankings tr:has(td)").count(), members.length);
+    if (m.status !== 200 && !(await page.locator("main p", { hasText: "no market yet" }).count())) fail("the keyword has no market, the page does not say so");
+    log(`keyword ${term}: ${members.length} ranked apps, market ${m.status === 200 ? "yes" : "not yet"}`);
+
+    step = "watch";
+    const button = page.locator("button.watch");
+    same("the watch button", await button.textContent(), "Watch");
+    await button.click();
+    await page.waitForFunction(() => document.querySelector("button.watch").textContent !== "Watch" || document.querySelector(".watchnote").textContent);
+    same("the watch button after the click", await button.textContent(), "Watching");
+    same("the token prompts", dialogs.length, 1);
+    const id = Number(await button.getAttribute("data-watch-id"));
+    const watches = await api("/v1/watches");
+    const w = watches.items.find((x) => x.kind === "keyword" && x.target === term);
+    if (!w) fail(`GET /v1/watches has no keyword watch of ${term}: ${JSON.stringify(watches)}`);
+    same("the watch's id", id, w.id);
+    same("the watch note", (await page.locator(".watchnote").textContent()).trim(), "watch " + w.id);
+    log(`watched ${term}: watch ${w.id}, the token asked once`);
+    await shot("watch-keyword");
+
+    step = "watch again";
+    await page.reload();
+    await ready("the keyword page, reloaded");
+    await button.click();
+    await page.locator(".watchnote").filter({ hasText: /\S/ }).waitFor();
+    same("the token prompts after a second watch", dialogs.length, 1);
+    same("the second watch button", await button.textContent(), "Watch");
+    const note = (await page.locator(".watchnote").textContent()).trim();
+    if (!/exists already/.test(note)) fail(`a second watch of ${term} shows ${JSON.stringify(note)}, want the API's refusal`);
+    same("watches of the keyword", (await api("/v1/watches")).items.filter((x) => x.kind === "keyword" && x.target === term).length, 1);
+    log(`watching ${term} again: "${note}", no second prompt`);
+    console.log(`watch_id=${w.id}`);
+  }
+
+  step = "requests";
+  const off = requests.filter((u) => !u.startsWith(origin + "/"));
+  if (off.length) fail("requests off the Worker's origin: " + off.join(", "));
+  if (problems.length) fail("problems in the pages:\n  " + problems.join("\n  "));
+  log(`${requests.length} requests, all to ${origin}; PASS in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+} catch (e) {
+  console.error(`FAIL at step "${step}": ${e.message}`);
+  if (problems.length) console.error("problems in the pages:\n  " + problems.join("\n  "));
+  if (dialogs.length) console.error("dialogs: " + dialogs.join("; "));
+  if (page) {
+    await page.screenshot({ path: join(args.out, "watch-failure.png"), fullPage: true }).catch(() => {});
+    console.error("page: " + page.url() + "\n" + (await page.locator("#main").textContent().catch(() => "")).slice(0, 2000));
+  }
+  process.exitCode = 1;
+} finally {
+  if (context) await context.close().catch(() => {});
+  rmSync(userDataDir, { recursive: true, force: true });
+}
