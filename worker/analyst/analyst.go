@@ -239,18 +239,8 @@ func (a *Analyst) Run(ctx context.Context) (res RunResult) {
 			break
 		}
 		out := a.step(ctx, b, now, &res)
-		if out.err != "" {
-			res.Err = out.err
-		}
-		if out.rateLimited {
-			wait := min(max(out.retryAfter, minRateLimitWait), MaxRateLimitWait)
-			if waits < MaxRateLimitWaits {
-				waits++
-				logx.Event("analyst.rate_limited", map[string]any{"level": logx.Warn, "brief_id": b.BriefID, "wait_ms": wait.Milliseconds()})
-				a.sleep(wait)
-				continue
-			}
-			res.RateLimited, res.RetryAfterS = true, int((wait+time.Second-1)/time.Second)
+		if a.afterStep(out, &waits, "brief_id", b.BriefID, &res) {
+			continue
 		}
 		if out.stop {
 			break
@@ -441,4 +431,27 @@ func cutText(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "")
+}
+
+// afterStep records a step's error and, when the model rate-limited it,
+// sleeps its Retry-After (clamped to [minRateLimitWait, MaxRateLimitWait])
+// and answers true to retry the step, at most MaxRateLimitWaits times a
+// run; past that it marks the run rate-limited. idKey and id name the
+// brief or evaluation in the log.
+func (a *Analyst) afterStep(out stepOut, waits *int, idKey, id string, res *RunResult) (retry bool) {
+	if out.err != "" {
+		res.Err = out.err
+	}
+	if !out.rateLimited {
+		return false
+	}
+	wait := min(max(out.retryAfter, minRateLimitWait), MaxRateLimitWait)
+	if *waits < MaxRateLimitWaits {
+		*waits++
+		logx.Event("analyst.rate_limited", map[string]any{"level": logx.Warn, idKey: id, "wait_ms": wait.Milliseconds()})
+		a.sleep(wait)
+		return true
+	}
+	res.RateLimited, res.RetryAfterS = true, int((wait+time.Second-1)/time.Second)
+	return false
 }

@@ -109,18 +109,8 @@ func (a *Analyst) runEvaluations(ctx context.Context, res *RunResult) {
 			return
 		}
 		out := a.evalStep(ctx, st, now, res)
-		if out.err != "" {
-			res.Err = out.err
-		}
-		if out.rateLimited {
-			wait := min(max(out.retryAfter, minRateLimitWait), MaxRateLimitWait)
-			if waits < MaxRateLimitWaits {
-				waits++
-				logx.Event("analyst.rate_limited", map[string]any{"level": logx.Warn, "eval_id": st.EvalID, "wait_ms": wait.Milliseconds()})
-				a.sleep(wait)
-				continue
-			}
-			res.RateLimited, res.RetryAfterS = true, int((wait+time.Second-1)/time.Second)
+		if a.afterStep(out, &waits, "eval_id", st.EvalID, res) {
+			continue
 		}
 		if out.stop {
 			return
