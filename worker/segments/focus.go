@@ -163,9 +163,10 @@ const (
 	topSegmentsSQL = `SELECT s.id AS id, s.apps AS apps,
   (SELECT json_group_array(keyword) FROM (SELECT keyword FROM segment_keywords k WHERE k.segment_id = s.id ORDER BY keyword LIMIT ?2)) AS keywords
 FROM segments s WHERE s.retired_at IS NULL AND s.opportunity > 0 ORDER BY s.opportunity DESC, s.id LIMIT ?1`
-	// The current sets, bounded by the sets' own bounds (?1).
-	focusAppsSQL     = `SELECT track_id FROM segment_focus_apps LIMIT ?1`
-	focusKeywordsSQL = `SELECT keyword FROM segment_focus_keywords LIMIT ?1`
+	// The current sets, bounded by the sets' own bounds (?1), read as a
+	// range of their primary keys (every key is past the bound given).
+	focusAppsSQL     = `SELECT track_id FROM segment_focus_apps WHERE track_id > 0 ORDER BY track_id LIMIT ?1`
+	focusKeywordsSQL = `SELECT keyword FROM segment_focus_keywords WHERE keyword > '' ORDER BY keyword LIMIT ?1`
 	// focusAppStateSQL: the entering and leaving apps' queue and tier, by key.
 	focusAppStateSQL = `SELECT track_id, enriched_at IS NULL AS queued, enrich_priority AS priority,
   COALESCE(refresh_tier, '') AS tier FROM app_registry WHERE track_id IN (SELECT value FROM json_each(?1))`
