@@ -11,7 +11,11 @@ const (
 	// resolution limit: on a graph of thousands of niches it merges two
 	// niches joined by a single link. Run alone, two niches so joined split
 	// at Q ≈ 0.5, while a single dense niche's best split stays under ~0.2.
-	MinSplitModularity = 0.3
+	// A market whose keywords share a subject word ("chess", "chess
+	// puzzles", "chess clock") splits at Q 0.3–0.4 along lines that cross
+	// its niches, so the bar sits above that (docs/markets.md, "Segments
+	// on the living simulator").
+	MinSplitModularity = 0.45
 	// MaxRefineDepth bounds how many times a community is split again.
 	MaxRefineDepth = 4
 	// PassMemoryLimit is the Go heap a pass asks the collector to stay
