@@ -9,14 +9,20 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"storecrawl/internal/devstack"
 )
 
 // TestDatasetSnapshotInLocalR2 runs the dataset-snapshot task on wrangler
 // dev's local D1 and R2 over a seeded catalogue, then reads the snapshot
 // back as a user does: GET /v1/datasets for the manifest, each part by its
-// url, gunzipped, one JSON object a line, as many as the manifest says.
+// url, gunzipped, one JSON object a line, as many as the manifest says;
+// then DuckDB runs docs/explorer.md's queries over the downloaded parts.
 func TestDatasetSnapshotInLocalR2(t *testing.T) {
 	t.Parallel()
 	dir := outputDir(t)
@@ -50,7 +56,13 @@ func TestDatasetSnapshotInLocalR2(t *testing.T) {
 	}
 	// The seeded rows (the crawl may add apps and keywords meanwhile, never segments).
 	atLeast := map[string]int64{"apps": 4, "keywords": 3, "keyword_ranks": 8, "segments": 2, "segment_keywords": 3, "segment_snapshots": 2}
+	rows := map[string]int64{}
+	parts := filepath.Join(dir, "snapshot", list.Items[0].Date)
+	if err := os.MkdirAll(parts, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tm := range list.Items[0].Tables {
+		rows[tm.Name] = tm.Rows
 		var lines int64
 		for _, f := range tm.Files {
 			resp, err := client.Get(w.base + f.URL)
@@ -61,6 +73,9 @@ func TestDatasetSnapshotInLocalR2(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/gzip" {
 				t.Fatalf("GET %s: %d %s", f.URL, resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			if err := os.WriteFile(filepath.Join(parts, path.Base(f.URL)), body, 0o644); err != nil {
+				t.Fatal(err)
 			}
 			zr, err := gzip.NewReader(bytes.NewReader(body))
 			if err != nil {
@@ -88,6 +103,7 @@ func TestDatasetSnapshotInLocalR2(t *testing.T) {
 	if len(atLeast) != 0 {
 		t.Errorf("tables missing from the manifest: %v", atLeast)
 	}
+	duckDBReadsTheParts(t, parts, rows)
 	if code := doJSON(t, "GET", w.base+"/v1/datasets/"+list.Items[0].Date+"/manifest.json", "", nil, nil); code != 200 {
 		t.Errorf("manifest.json: %d", code)
 	}
@@ -95,4 +111,56 @@ func TestDatasetSnapshotInLocalR2(t *testing.T) {
 	if code := doJSON(t, "GET", w.base+"/v1/datasets/latest/manifest.json", "", nil, &bad); code != 400 || bad["field"] != "date" {
 		t.Errorf("a bad date: %d %v", code, bad)
 	}
+}
+
+// duckDBReadsTheParts runs docs/explorer.md's DuckDB queries
+// (worker/e2e/duckdb/query.mjs, DuckDB's own JSON reader) over the parts
+// in dir: the apps by genre add up to the manifest's apps, and the live
+// segments' keywords to its segment keywords.
+func duckDBReadsTheParts(t *testing.T, dir string, rows map[string]int64) {
+	t.Helper()
+	node := filepath.Join(root, "node_modules", ".bin", "node")
+	raw, err := devstack.RunBounded(node, []string{filepath.Join(root, "worker", "e2e", "duckdb", "query.mjs"), dir}, root, toolEnv(), agentTimeout)
+	if err != nil {
+		t.Fatalf("duckdb: %v\n%s", err, raw)
+	}
+	sums := map[string]map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var out struct {
+			Query string           `json:"query"`
+			Rows  []map[string]any `json:"rows"`
+		}
+		if json.Unmarshal([]byte(line), &out) != nil || out.Query == "" {
+			continue
+		}
+		sums[out.Query] = map[string]int64{"rows": int64(len(out.Rows))}
+		for _, r := range out.Rows {
+			for _, k := range []string{"apps", "keywords"} {
+				if v, ok := r[k]; ok {
+					sums[out.Query][k] += jsonInt(v)
+				}
+			}
+		}
+	}
+	t.Logf("duckdb over %s: %v", dir, sums)
+	if g := sums["genres"]; g == nil || g["rows"] >= 10 || g["apps"] != rows["apps"] {
+		t.Errorf("duckdb genres: %v, want the %d apps of the manifest\n%s", g, rows["apps"], raw)
+	}
+	if sg := sums["segments"]; sg == nil || sg["rows"] != rows["segments"] || sg["keywords"] != rows["segment_keywords"] {
+		t.Errorf("duckdb segments: %v, want %d segments and %d keywords\n%s", sg, rows["segments"], rows["segment_keywords"], raw)
+	}
+}
+
+// jsonInt reads a DuckDB count or sum as JSON gives it: a number or,
+// for a 64-bit or wider integer, a string.
+func jsonInt(v any) int64 {
+	switch x := v.(type) {
+	case float64:
+		return int64(x)
+	case string:
+		var n int64
+		json.Unmarshal([]byte(x), &n)
+		return n
+	}
+	return 0
 }
