@@ -1,6 +1,8 @@
 // One Go instance per isolate, shared by the Worker handlers and every Durable
 // Object in this isolate. syumai/workers' own entry starts a fresh Go runtime
-// for every call (~40 ms each); reusing one instance keeps a call to a few ms.
+// for every call, paying the instance's init each time (docs/measurements.md,
+// "init", printed by go run ./cmd/bench -only-coldstart); reusing one instance
+// pays it once per isolate.
 //
 // Contract with syumai/workers: the Go side reads the JS global `context`
 // ({env, ctx, connect, binding}) once at start-up and keeps the object; it

@@ -35,7 +35,7 @@ import (
 
 // Freshness bench defaults.
 const (
-	// freshApps is the catalogue.
+	// freshApps is the catalogue docs/catalogue.md's figures are for.
 	freshApps = 100_000
 	// freshHours: three simulated days.
 	freshHours = 72
@@ -55,7 +55,7 @@ const (
 	// (hourly), as worker/tasks schedules them.
 	freshSweepEvery = 15 * time.Minute
 	// freshWithinPct: a stored rating count within this share of the
-	// simulator's current one is fresh (the 1%).
+	// simulator's current one is fresh (the product's freshness bound).
 	freshWithinPct = 1.0
 	// freshSampleHours: freshness is sampled this often (simulated hours),
 	// so a day's figure is not only its last instant: the apps enriched

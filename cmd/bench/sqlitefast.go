@@ -22,8 +22,8 @@ import (
 // fastD1 is a d1.Driver for the long benches: the same SQLite (modernc's,
 // as worker/d1/d1test) with the project's migrations, its statements
 // prepared once and kept, by SQL text. database/sql over modernc parses
-// each statement (and codes its table's triggers) at every call: the
-// discovery bench spent a third of its time there. Answers are d1test's:
+// each statement (and codes its table's triggers) at every call, which a
+// long bench's millions of statements would pay each time. Answers are d1test's:
 // rows as a JSON array of objects, Result.Rows the rows a statement
 // returned, a batch one transaction rolled back on any error.
 type fastD1 struct {

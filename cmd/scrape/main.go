@@ -110,8 +110,8 @@ func readInput(name string, stdin io.Reader) ([]byte, error) {
 	return os.ReadFile(name)
 }
 
-// PageOutput is what the crawler keeps from a page, under the keys the
-// issue's contract names.
+// PageOutput is what the crawler keeps from a page, under its contract's
+// JSON keys (scripts and operators read them; keep them stable).
 type PageOutput struct {
 	Format          appstore.Format `json:"format"`
 	Subtitle        string          `json:"subtitle"`

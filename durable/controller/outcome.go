@@ -157,8 +157,8 @@ type ItemResult struct {
 	// StoredLookup: the item's lookup was its fresh stored fields (from a
 	// recent lookup or search), so no lookup was sent for it.
 	StoredLookup bool `json:"stored_lookup,omitempty"`
-	// Refresh: the item was an enriched app whose refresh came due (issue
-	// 16), not a queued one; it is never requeued, deferred or given up
+	// Refresh: the item was an enriched app whose refresh came due, not a
+	// queued one; it is never requeued, deferred or given up
 	// (the catalogue schedules it), and ActionFor does not apply.
 	Refresh bool `json:"refresh,omitempty"`
 	// Unchanged: the refresh's lookup showed the version and rating count

@@ -30,7 +30,7 @@ const (
 	// (pacing.MaxConnections: a Worker invocation's simultaneous fetches).
 	MaxConnections = 6
 	// Tolerance is how far the live goodput may be from the prediction
-	// for the simulator to count as faithful (the 15%).
+	// for the simulator to count as faithful.
 	Tolerance = 0.15
 	// apiFreePerMin keeps the API host (lookups) out of the way: the
 	// scenario is the store host's (pages), one request per item.

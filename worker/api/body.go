@@ -16,11 +16,10 @@ import (
 // to this is drained, so the runtime sees the request read to its end and
 // the client its answer; past it the rest is cancelled (Close: the JS
 // stream reader's cancel()), which drops the client's connection
-// mid-upload. 8 MiB takes the 6 MB uploads of TestLargeBodies whole: Go
-// drained one in 415 ms median under wrangler dev, the shim (which drains
-// every body whose Content-Length is past MaxBody, with this bound) in
-// 37 ms (wrangler's log of `go test -count=1 -tags integration -run
-// TestLargeBodies -v ./worker/e2e/`).
+// mid-upload. 8 MiB takes the 6 MB uploads of TestLargeBodies whole; the
+// shim drains every body whose Content-Length is past MaxBody, with this
+// bound, far faster than Go (docs/architecture.md has both times, from
+// `go test -count=1 -tags integration -run TestLargeBodies -v ./worker/e2e/`).
 const MaxDrainBody = 8 << 20
 
 // MaxBody is the largest body any route takes (MaxControlBody; the

@@ -22,7 +22,8 @@ var dashboardHTML string
 // Content-Security-Policy: only the page's own inline script and style (by
 // hash) run, and it may fetch only from this origin, so nothing external is
 // ever loaded. Built on the first view, not at start-up: hashing the page
-// was the slowest package initialiser of the Worker's cold start.
+// at init would be the slowest package initialiser of the Worker's cold
+// start.
 var dashboardPage = sync.OnceValues(func() (string, string) { return buildDashboard(dashboardHTML) })
 
 func buildDashboard(page string) (string, string) {

@@ -104,8 +104,10 @@ type Server struct {
 	started    time.Time
 	served     atomic.Int64
 	// mux is the router, built on the first request rather than in the
-	// Worker's cold start (registering the routes took ~5 ms there, and a Go
-	// instance started for a Durable Object call never routes a request).
+	// Worker's cold start (registering the routes is init work a Go
+	// instance started for a Durable Object call never needs; the cold
+	// start's initialisers are in docs/measurements.md, printed by go run
+	// ./cmd/bench -only-coldstart).
 	mux func() *routeMux
 }
 

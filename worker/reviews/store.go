@@ -45,11 +45,11 @@ WHERE app_reviews.app_id IS NOT excluded.app_id OR app_reviews.country IS NOT ex
 // most any reader takes of one app: the analyst's cluster read
 // (MaxClusterReviews in worker/analyst, 1,000, which one app can fill)
 // and its leader's (200); a cluster's themes (MaxThemeReviews, 10,000)
-// read its members', 18 of which keep 18,000. Unbounded, the table grew
-// by every review the top clusters' apps get, up to a full page (50) a
-// daily fetch of ~180 apps: ~0.9 GB a year at ~270 bytes a review (go run
-// ./cmd/bench -only-scale -apps 20000 -scale-window 1, "D1 storage by
-// table"); bounded, ~180 apps × 1,000 reviews, ~50 MB.
+// read its members', 18 of which keep 18,000. Unbounded, the table would
+// grow by every review the top clusters' apps get (up to a full page a
+// daily fetch); bounded, it holds at most KeptPerApp for each app fetched.
+// The year's bytes either way are in docs/scale.md, printed by go run
+// ./cmd/bench -only-scale ("D1 storage by table").
 const KeptPerApp = 1000
 
 // pruneAppReviewsSQL deletes an app's reviews past its newest ?2 (?1 the

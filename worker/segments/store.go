@@ -29,8 +29,9 @@ const (
 	// and the segments of both): a larger region is left, marked, to the
 	// full pass.
 	MaxRegionKeywords = 20_000
-	// MaxFullPassKeywords bounds a full pass (its partition measured at
-	// 100,000 keywords: docs/markets.md); past it the pass refuses.
+	// MaxFullPassKeywords bounds a full pass (memory and time at 100,000
+	// keywords, and the command that prints them: docs/markets.md); past
+	// it the pass refuses.
 	MaxFullPassKeywords = 150_000
 	// SnapshotKeep is how many days of snapshots GET /v1/segments/{id} shows.
 	SnapshotKeep = 30

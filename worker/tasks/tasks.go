@@ -158,8 +158,8 @@ func refreshCharts(ctx context.Context, deps Deps, apiBase string, now func() ti
 // stored ratings as an observation (app_snapshots with a source), so the
 // sweep writes almost nothing: only what a trigger could not record (an
 // observation at a time another row already holds, history lost to an
-// outage). It no longer computes rating_velocity: nothing read it, and the
-// catalogue sweep's 7- and 30-day velocities come from observations.
+// outage). It computes no velocity: the catalogue sweep's 7- and 30-day
+// velocities come from the observations.
 const (
 	// RatingSweepCursor names the sweep's cursor in sweep_cursors.
 	RatingSweepCursor = "rating-sweep"
