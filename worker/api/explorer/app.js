@@ -418,7 +418,7 @@ async function appPage(id) {
   const [cx, cs] = byKey(cr, r => r.collection + ' ' + r.country, r => secs(r.at));
   main.replaceChildren(
     el('h1', {}, a.name || id), el('p', { class: 'muted' }, a.developer_name || '', ' · ', a.genre || '', ' · ', a.subtitle || ''),
-    watchButton('app', String(a.track_id ?? id)),
+    watchButton('app', String(a.track_id ?? Number(id))),
     el('div', { class: 'cards record' },
       ...[['rating count', a.rating_count], ['average rating', a.average_rating], ['price', a.price], ['version', a.version], ['in-app purchases', a.iap_count]]
         .map(([k, v]) => el('div', { class: 'card', 'data-field': k }, el('span', { class: 'muted' }, k), el('b', {}, fmt(v))))),
