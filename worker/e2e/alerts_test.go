@@ -50,12 +50,14 @@ const watchBrowserTimeout = 2 * time.Minute
 
 // A person watches a keyword in the explorer (headless Chromium runs
 // worker/e2e/browser/watch.mjs: search, the keyword's page, Watch with the
-// admin token typed once; screenshots in .test-output/<test>/), a
-// rank_change rule is set on the watch through the API, then the keyword's
-// app moves in the store: the crawl searches the keyword again,
-// alerts-evaluate makes a rank_change alert, the queue delivers it to a
-// webhook receiver on loopback, signed with the rule's secret, and the
-// explorer's Alerts page shows it delivered.
+// admin token typed once; screenshots in .test-output/<test>/) and sets a
+// rank_change rule on the watch in its "Alert me" form, which shows the
+// rule's signing secret once; then the keyword's app moves in the store:
+// the crawl searches the keyword again, alerts-evaluate makes a
+// rank_change alert, the queue delivers it to a webhook receiver on
+// loopback, signed with that secret, and the explorer's Alerts page shows
+// it delivered and lists the watch with its rule, which the person then
+// deletes there.
 func TestAlertReachesSignedWebhook(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat(chromiumPath); err != nil {
@@ -89,16 +91,17 @@ INSERT INTO crawl_keywords (keyword, source, created_at, value) VALUES ('budget'
 	doJSON(t, "POST", w.base+"/v1/enrichment/stop", adminToken, nil, nil)
 
 	// A person watches the keyword in the explorer (watch.mjs: search,
-	// the keyword's page, Watch, the admin token typed once).
+	// the keyword's page, Watch, the admin token typed once) and sets the
+	// rule in the watch's form.
 	started := time.Now()
 	out, err := devstack.RunBounded(node, []string{filepath.Join(root, "worker", "e2e", "browser", "watch.mjs"),
-		"--base", w.base, "--token", adminToken, "--keyword", "budget", "--out", dir, "--chromium", chromiumPath}, root, toolEnv(), watchBrowserTimeout)
+		"--base", w.base, "--token", adminToken, "--keyword", "budget", "--hook", receiver.URL + "/hook", "--out", dir, "--chromium", chromiumPath}, root, toolEnv(), watchBrowserTimeout)
 	os.WriteFile(filepath.Join(dir, "browser.log"), out, 0o644)
 	if err != nil {
 		t.Fatalf("browser test failed (%v) after %s; screenshots and log in %s:\n%s", err, time.Since(started).Round(time.Second), dir, out)
 	}
 	t.Logf("the keyword watched in the browser in %s:\n%s", time.Since(started).Round(time.Second), strings.TrimSpace(string(out)))
-	for _, p := range []string{"watch-search", "watch-keyword"} {
+	for _, p := range []string{"watch-search", "watch-keyword", "watch-rule"} {
 		if fi, err := os.Stat(filepath.Join(dir, p+".png")); err != nil || fi.Size() < 10_000 {
 			t.Fatalf("screenshot %s missing or empty: %v", p, err)
 		}
@@ -115,15 +118,24 @@ INSERT INTO crawl_keywords (keyword, source, created_at, value) VALUES ('budget'
 		!strings.Contains(string(out), fmt.Sprintf("watch_id=%d\n", watches.Items[0].ID)) {
 		t.Fatalf("watches after the browser: %s", jsonString(watches))
 	}
-	watch := map[string]any{"id": watches.Items[0].ID}
-	// The explorer has no rule form: the rule is made through the API.
-	var rule struct {
-		ID     int64  `json:"id"`
-		Secret string `json:"secret"`
+	// The rule the form made: its id and the secret the page showed (the
+	// API's answer to the page, which watch.mjs compared with the page).
+	rule := browserRule(t, out)
+	var rules struct {
+		Items []struct {
+			ID      int64  `json:"id"`
+			Type    string `json:"type"`
+			WatchID *int64 `json:"watch_id"`
+			Places  int    `json:"places"`
+			Channel string `json:"channel"`
+			URL     string `json:"url"`
+		} `json:"items"`
 	}
-	body := map[string]any{"type": "rank_change", "places": 1, "watch_id": watch["id"], "channel": "webhook", "url": receiver.URL + "/hook"}
-	if code := doJSON(t, "POST", w.base+"/v1/alert-rules", adminToken, body, &rule); code != 201 || rule.Secret == "" {
-		t.Fatalf("rule: %d %+v", code, rule)
+	doJSON(t, "GET", w.base+"/v1/alert-rules", "", nil, &rules)
+	if len(rules.Items) != 1 || rules.Items[0].ID != rule.ID || rules.Items[0].Type != "rank_change" || rules.Items[0].Places != 1 ||
+		rules.Items[0].WatchID == nil || *rules.Items[0].WatchID != watches.Items[0].ID || rules.Items[0].Channel != "webhook" ||
+		rules.Items[0].URL != alerts.MaskURL(receiver.URL+"/hook") {
+		t.Fatalf("rules after the browser: %s", jsonString(rules))
 	}
 	evaluate := func() string {
 		t.Helper()
@@ -202,9 +214,10 @@ INSERT INTO crawl_keywords (keyword, source, created_at, value) VALUES ('budget'
 		return false, jsonString(page)
 	})
 
-	// The person sees it on the explorer's Alerts page.
+	// The person sees it on the explorer's Alerts page, with the watch and
+	// its rule, and deletes the watch there.
 	out, err = devstack.RunBounded(node, []string{filepath.Join(root, "worker", "e2e", "browser", "watch.mjs"),
-		"--base", w.base, "--alert", fmt.Sprint(p.ID), "--out", dir, "--chromium", chromiumPath}, root, toolEnv(), watchBrowserTimeout)
+		"--base", w.base, "--alert", fmt.Sprint(p.ID), "--token", adminToken, "--out", dir, "--chromium", chromiumPath}, root, toolEnv(), watchBrowserTimeout)
 	os.WriteFile(filepath.Join(dir, "browser-alerts.log"), out, 0o644)
 	if err != nil {
 		t.Fatalf("the alerts page in the browser failed (%v); screenshots and log in %s:\n%s", err, dir, out)
@@ -213,4 +226,30 @@ INSERT INTO crawl_keywords (keyword, source, created_at, value) VALUES ('budget'
 	if fi, err := os.Stat(filepath.Join(dir, "watch-alerts.png")); err != nil || fi.Size() < 10_000 {
 		t.Fatalf("screenshot watch-alerts missing or empty: %v", err)
 	}
+	doJSON(t, "GET", w.base+"/v1/watches", "", nil, &watches)
+	doJSON(t, "GET", w.base+"/v1/alert-rules", "", nil, &rules)
+	if len(watches.Items) != 0 || len(rules.Items) != 0 {
+		t.Fatalf("after Delete on the Alerts page: watches %s, rules %s", jsonString(watches), jsonString(rules))
+	}
+}
+
+// browserRule is the rule watch.mjs made in the form, from its
+// "rule_id=N" and "secret=..." lines.
+func browserRule(t *testing.T, out []byte) (rule struct {
+	ID     int64
+	Secret string
+}) {
+	t.Helper()
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "rule_id="); ok {
+			fmt.Sscan(v, &rule.ID)
+		}
+		if v, ok := strings.CutPrefix(line, "secret="); ok {
+			rule.Secret = strings.TrimSpace(v)
+		}
+	}
+	if rule.ID <= 0 || !strings.HasPrefix(rule.Secret, "whsec_") {
+		t.Fatalf("the browser printed no rule_id and secret:\n%s", out)
+	}
+	return rule
 }

@@ -38,10 +38,11 @@ function askToken() {
       location.reload(); } }, input, ' ', el('button', {}, 'Open')));
 }
 
-// ADMIN_TOKEN, for what a page writes (a watch): asked once, kept for the
-// tab in sessionStorage; asked again when the Worker refuses it.
+// ADMIN_TOKEN, for what a page writes (a watch, a rule, a deletion): asked
+// once, kept for the tab in sessionStorage; asked again when the Worker
+// refuses it. The answer is { status, body }, or null when no token is given.
 const adminKey = 'storecrawl_admin';
-async function post(path, body) {
+async function send(method, path, body) {
   for (let again = false; ; again = true) {
     let token = sessionStorage.getItem(adminKey);
     if (!token || again) {
@@ -49,28 +50,114 @@ async function post(path, body) {
       if (!token) return null;
       sessionStorage.setItem(adminKey, token);
     }
-    const r = await fetch(path, { method: 'POST', credentials: 'same-origin',
-      headers: { Accept: 'application/json', 'Content-Type': 'application/json', Authorization: 'Bearer ' + token }, body: JSON.stringify(body) });
+    const headers = { Accept: 'application/json', Authorization: 'Bearer ' + token };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const r = await fetch(path, { method, credentials: 'same-origin', headers, body: body === undefined ? undefined : JSON.stringify(body) });
     let b = null;
     try { b = await r.json(); } catch (_) {}
     if (r.status === 401 && !again) { sessionStorage.removeItem(adminKey); continue; }
     return { status: r.status, body: b };
   }
 }
+const post = (path, body) => send('POST', path, body);
+const refusal = r => r ? (r.body && r.body.error) || 'HTTP ' + r.status : 'no token given';
 
 // watchButton watches kind/target (POST /v1/watches); the watch's id lands
-// in data-watch-id, a refusal's reason next to the button.
+// in data-watch-id, a refusal's reason next to the button. Once the watch
+// exists (made now, or refused as made already) its "Alert me" form shows.
 function watchButton(kind, target) {
   const note = el('span', { class: 'muted watchnote' });
   const b = el('button', { class: 'watch', type: 'button' }, 'Watch');
+  const slot = el('div', { class: 'ruleslot' });
   b.addEventListener('click', async () => {
     b.disabled = true;
     const r = await post('/v1/watches', { kind, target });
-    if (r && r.status === 201) { b.textContent = 'Watching'; b.dataset.watchId = r.body.id; note.textContent = ' watch ' + r.body.id; return; }
+    if (r && r.status === 201) { b.textContent = 'Watching'; b.dataset.watchId = r.body.id; note.textContent = ' watch ' + r.body.id; slot.replaceChildren(ruleForm(kind, r.body.id)); return; }
     b.disabled = false;
-    note.textContent = r ? ' ' + ((r.body && r.body.error) || 'HTTP ' + r.status) : ' no token given';
+    note.textContent = ' ' + refusal(r);
+    const w = r && r.status === 409 ? await watchOf(kind, target) : null;
+    if (w) slot.replaceChildren(ruleForm(kind, w.id));
   });
-  return el('span', { class: 'watchbox' }, b, note);
+  return el('div', { class: 'watchbox' }, b, note, slot);
+}
+
+// watchOf is the watch of kind/target in GET /v1/watches (one bounded
+// page), or null.
+async function watchOf(kind, target) {
+  const ws = await maybe('/v1/watches');
+  return ((ws && ws.items) || []).find(w => w.kind === kind && w.target === target) || null;
+}
+
+// ruleTypes are the alert rule types that fit each watch kind, each with
+// its threshold fields (docs/explorer.md, Rules); the API checks their
+// bounds and names the field it refuses.
+const ruleTypes = {
+  keyword: { rank_change: ['places'], new_competitor: [] },
+  app: { rating_drop: ['drop'], new_version: [], price_change: [], review_surge: ['reviews', 'window_hours', 'max_stars'] },
+  segment: { segment_heating: ['rise'] },
+};
+const thresholdHints = { places: 'places moved', drop: 'stars fallen', reviews: 'reviews', window_hours: 'optional, 24', max_stars: 'optional, 5', rise: 'optional, 10' };
+const thresholdNames = Object.keys(thresholdHints);
+
+// field is a labelled control of the rule form with a place for the API's
+// refusal of it.
+function field(name, control) {
+  return el('label', { class: 'field', 'data-field': name }, name, ' ', control, el('span', { class: 'fielderr err' }));
+}
+
+// ruleForm sets an alert rule on watch watchId: a type that fits the
+// watch's kind, that type's thresholds, the channel and its URL.
+function ruleForm(kind, watchId) {
+  const types = ruleTypes[kind];
+  const type = el('select', { name: 'type' }, Object.keys(types).map(t => el('option', { value: t }, t)));
+  const thresholds = el('span', { class: 'thresholds' });
+  const showThresholds = () => thresholds.replaceChildren(...types[type.value].map(f =>
+    field(f, el('input', { name: f, type: 'number', step: 'any', placeholder: thresholdHints[f] }))));
+  type.addEventListener('change', showThresholds);
+  showThresholds();
+  const channel = el('select', { name: 'channel' }, ['webhook', 'slack'].map(c => el('option', { value: c }, c)));
+  const url = el('input', { name: 'url', type: 'url', placeholder: 'https://…', size: 40 });
+  const form = el('form', { class: 'ruleform panel', novalidate: '', 'data-watch-id': watchId },
+    el('b', {}, 'Alert me'), ' ', field('type', type), thresholds, field('channel', channel), field('url', url),
+    el('button', { class: 'addrule' }, 'Add rule'), el('span', { class: 'formerr err' }), el('div', { class: 'ruleresult' }));
+  form.addEventListener('submit', ev => { ev.preventDefault(); addRule(form, watchId); });
+  return form;
+}
+
+// ruleBody is the form's rule: its thresholds as numbers, an empty
+// optional one left out (the API's default).
+function ruleBody(form, watchId) {
+  const body = { type: form.elements.type.value, watch_id: watchId, channel: form.elements.channel.value, url: form.elements.url.value.trim() };
+  for (const input of form.querySelectorAll('.thresholds input')) if (input.value !== '') body[input.name] = Number(input.value);
+  return body;
+}
+
+// addRule posts the form's rule (POST /v1/alert-rules): a refusal shows
+// next to the field it names; the rule made shows with its signing secret,
+// which the API gives this once.
+async function addRule(form, watchId) {
+  const button = form.querySelector('button.addrule');
+  const out = form.querySelector('.ruleresult');
+  for (const e of form.querySelectorAll('.fielderr, .formerr')) e.textContent = '';
+  out.replaceChildren();
+  button.disabled = true;
+  const r = await post('/v1/alert-rules', ruleBody(form, watchId));
+  button.disabled = false;
+  if (r && r.status === 201) { out.replaceChildren(ruleMade(r.body)); return; }
+  const named = r && r.body && r.body.field;
+  const at = (named && form.querySelector(`.field[data-field="${CSS.escape(named)}"] .fielderr`)) || form.querySelector('.formerr');
+  at.textContent = ' ' + refusal(r);
+}
+
+function ruleMade(rule) {
+  return el('div', { class: 'rulemade', 'data-rule-id': rule.id },
+    el('p', {}, 'Rule ', el('b', { class: 'ruleid' }, rule.id), ': ', el('span', { class: 'ruletext' }, describeRule(rule))),
+    el('p', {}, 'Signing secret ', el('code', { class: 'secret' }, rule.secret), ' ', el('b', {}, 'shown once — keep it')));
+}
+
+// describeRule is a rule in a line: its type, thresholds, channel and URL.
+function describeRule(r) {
+  return [r.type, ...thresholdNames.filter(f => r[f] != null).map(f => f + ' ' + r[f])].join(' ') + ' → ' + r.channel + ' ' + r.url;
 }
 
 function sparkline(values, w = 90, h = 22) {
@@ -214,7 +301,7 @@ async function keywordMarket(terms) {
 // (one GET /v1/apps/{id} each); the rest are listed by track id.
 const MaxNamedApps = 10;
 
-// A segment: its scores with their parts, keywords, apps with their share,
+// A segment (a Watch button): its scores with their parts, keywords, apps with their share,
 // neighbours, daily snapshots; complaint themes and the analyst's brief of
 // the keyword market of its name or first keywords where there is one. False when there is
 // no such segment (a numeric keyword's market is the caller's then).
@@ -233,6 +320,7 @@ async function segmentPage(id) {
   main.replaceChildren(
     el('h1', {}, 'Market: ', g.name),
     el('p', { class: 'muted' }, fmt(g.keyword_count), ' keywords · trend ', el('b', { class: 'trend' }, g.trend), g.retired_at ? ' · retired ' + g.retired_at.slice(0, 10) : ''),
+    watchButton('segment', String(g.id ?? id)),
     el('div', { class: 'cards' },
       card('opportunity', fmt(sc.opportunity, 1), '0–100'), card('demand', fmt(sc.demand), 'log10(1 + ratings)'),
       card('fragmentation', fmt(sc.fragmentation), '1 − HHI'), card('hhi', fmt(sc.hhi), 'concentration'), card('quality gap', fmt(sc.quality_gap), 'under the bar'),
@@ -315,7 +403,7 @@ async function exampleReviews(t) {
 
 const secs = s => Math.floor(Date.parse(s) / 1000);
 
-// An app: its record, then its history as charts, versions, prices, reviews
+// An app (a Watch button): its record, then its history as charts, versions, prices, reviews
 // and similar apps.
 async function appPage(id) {
   const [a, h] = await Promise.all([maybe('/v1/apps/' + enc(id)), maybe('/v1/apps/' + enc(id) + '/history?days=365&limit=500')]);
@@ -330,6 +418,7 @@ async function appPage(id) {
   const [cx, cs] = byKey(cr, r => r.collection + ' ' + r.country, r => secs(r.at));
   main.replaceChildren(
     el('h1', {}, a.name || id), el('p', { class: 'muted' }, a.developer_name || '', ' · ', a.genre || '', ' · ', a.subtitle || ''),
+    watchButton('app', String(a.track_id ?? Number(id))),
     el('div', { class: 'cards record' },
       ...[['rating count', a.rating_count], ['average rating', a.average_rating], ['price', a.price], ['version', a.version], ['in-app purchases', a.iap_count]]
         .map(([k, v]) => el('div', { class: 'card', 'data-field': k }, el('span', { class: 'muted' }, k), el('b', {}, fmt(v))))),
@@ -355,7 +444,7 @@ async function keywordPage(term) {
   const metrics = kw ? el('div', { class: 'cards metrics' }, ['popularity', 'difficulty', 'demand'].filter(k => kw[k] != null).map(k => el('div', { class: 'card' }, el('span', { class: 'muted' }, k), el('b', {}, fmt(kw[k])))))
     : el('p', { class: 'muted metrics' }, 'Popularity and difficulty are not measured for this keyword yet.');
   const members = (m && m.members) || [];
-  main.replaceChildren(el('h1', {}, 'Keyword: ', term), el('p', {}, watchButton('keyword', term)), metrics,
+  main.replaceChildren(el('h1', {}, 'Keyword: ', term), watchButton('keyword', term), metrics,
     el('p', {}, stats ? ['results ', fmt(stats.result_count), ', searched ', (stats.searched_at || 'never').slice(0, 10), ' · '] : null,
       m ? el('a', { href: '/app/markets/' + enc(term) }, 'market (opportunity ' + fmt(m.opportunity_score, 1) + ')') : 'no market yet'),
     el('h2', {}, 'Top apps'), table([{ key: 'rank', label: 'rank', num: 1 }, { key: 'name', label: 'app', cell: r => el('a', { href: '/app/apps/' + r.track_id }, r.name || r.track_id) },
@@ -385,16 +474,56 @@ async function searchPage() {
 }
 
 // Alerts: what the rules made, newest first (GET /v1/alerts), with their
-// delivery state and the text the channel received.
+// delivery state and the text the channel received; then the watches with
+// their rules.
 async function alertsPage() {
   document.title = 'Alerts · storecrawl';
   const t = el('table', { class: 'alerts' }, el('tr', {}, ['alert', 'type', 'watch', 'made', 'state', 'attempts'].map(h => el('th', {}, h)), el('th', {}, 'text')));
-  main.replaceChildren(el('h1', {}, 'Alerts'), el('p', { class: 'muted' }, 'What the alert rules made, newest first, and whether their channel took them.'), t);
-  await pager('/v1/alerts?limit=50', items => t.append(...items.map(a => el('tr', { 'data-id': a.id },
+  const watches = el('div', { class: 'watches' });
+  main.replaceChildren(el('h1', {}, 'Alerts'), el('p', { class: 'muted' }, 'What the alert rules made, newest first, and whether their channel took them.'), t,
+    el('h2', {}, 'Watches'), el('p', { class: 'muted' }, 'What is watched and the rules that apply to it. Watch a keyword, app or market on its page; its "Alert me" form sets a rule.'), watches);
+  await Promise.all([watchesList(watches), pager('/v1/alerts?limit=50', items => t.append(...items.map(a => el('tr', { 'data-id': a.id },
     el('td', { class: 'num' }, a.id), el('td', {}, a.type),
     el('td', {}, a.payload && a.payload.watch ? a.payload.watch.kind + ' ' + a.payload.watch.target : fmt(a.watch_id)),
     el('td', {}, (a.created_at || '').slice(0, 19).replace('T', ' ')), el('td', { class: 'state' }, a.state), el('td', { class: 'num' }, fmt(a.attempts)),
-    el('td', { class: 'text' }, (a.payload && a.payload.text) || '')))), t);
+    el('td', { class: 'text' }, (a.payload && a.payload.text) || '')))), t)]);
+}
+
+const watchHref = w => ({ app: '/app/apps/', keyword: '/app/keywords/', segment: '/app/markets/' })[w.kind] + enc(w.target);
+
+// rulesOf are the rules that apply to watch w: those limited to it and
+// those of every watch of its kind.
+const rulesOf = (w, rules) => rules.filter(r => r.watch_id === w.id || (r.watch_id == null && r.type in ruleTypes[w.kind]));
+
+// watchesList fills into with the watches (GET /v1/watches, one bounded
+// page) and their rules (GET /v1/alert-rules), each watch with a Delete
+// button.
+async function watchesList(into) {
+  const [ws, rs] = await Promise.all([api('/v1/watches'), api('/v1/alert-rules')]);
+  if (!ws.items.length) { into.replaceChildren(el('p', { class: 'muted' }, 'No watches yet.')); return; }
+  into.replaceChildren(el('table', { class: 'watches' }, el('tr', {}, ['watch', 'kind', 'target', 'since', 'rules', ''].map(h => el('th', {}, h))),
+    ws.items.map(w => watchRow(w, rulesOf(w, rs.items)))));
+}
+
+function watchRow(w, rules) {
+  const row = el('tr', { 'data-id': w.id });
+  const del = el('button', { class: 'delete', type: 'button', onclick: () => deleteWatch(w, row) }, 'Delete');
+  row.append(el('td', { class: 'num' }, w.id), el('td', {}, w.kind), el('td', {}, el('a', { href: watchHref(w) }, w.target)),
+    el('td', {}, (w.created_at || '').slice(0, 10)),
+    el('td', {}, rules.length ? el('ul', { class: 'rules' }, rules.map(r => el('li', { 'data-rule-id': r.id }, describeRule(r),
+      r.watch_id == null ? el('span', { class: 'muted' }, ' (every ', w.kind, ' watch)') : null, r.waiting ? el('span', { class: 'muted' }, ' — ', r.waiting) : null)))
+      : el('span', { class: 'muted' }, 'none')),
+    el('td', {}, del, el('span', { class: 'err delnote' })));
+  return row;
+}
+
+// deleteWatch deletes watch w and the rules limited to it (DELETE
+// /v1/watches/{id}) once the person confirms; its alerts stay.
+async function deleteWatch(w, row) {
+  if (!confirm(`Delete watch ${w.id} (${w.kind} ${w.target}) and the rules limited to it?`)) return;
+  const r = await send('DELETE', '/v1/watches/' + w.id);
+  if (r && r.status === 200) { row.remove(); return; }
+  row.querySelector('.delnote').textContent = ' ' + refusal(r);
 }
 
 async function route() {

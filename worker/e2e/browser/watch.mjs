@@ -2,22 +2,32 @@
 // driven by playwright-core. Run by worker/e2e's TestAlertReachesSignedWebhook
 // against a running `wrangler dev` whose crawl knows the keyword:
 //
-//   node worker/e2e/browser/watch.mjs --base http://127.0.0.1:PORT --token ADMIN --keyword budget --out DIR
+//   node worker/e2e/browser/watch.mjs --base http://127.0.0.1:PORT --token ADMIN --keyword budget --hook URL --out DIR
 //
 // It opens /app/search, types the keyword into the search box, checks the
 // keywords listed against GET /v1/search, clicks the keyword, checks its page
 // against the API, clicks Watch and gives the admin token when the page asks
 // for it; the watch must then be in GET /v1/watches with the id the page
-// shows. Clicking Watch again after a reload must not ask again (the token is
-// kept for the tab) and must show the API's refusal of a second watch. No
-// request may leave the Worker's origin. Screenshots: watch-search.png,
-// watch-keyword.png in DIR. It prints "watch_id=N" on success.
+// shows. In the watch's "Alert me" form it asks for a rank_change webhook to
+// URL without places first (the API's 400 must show next to places, and no
+// rule be made), then with places 1: the rule must be in GET
+// /v1/alert-rules, and the page must show the rule and the signing secret of
+// the API's answer. Clicking Watch again after a reload must not ask again
+// (the token is kept for the tab), must show the API's refusal of a second
+// watch, and the form of the watch there is. No request may leave the
+// Worker's origin. Screenshots: watch-search.png, watch-keyword.png,
+// watch-rule.png in DIR. It prints "watch_id=N", "rule_id=N" and
+// "secret=whsec_..." on success.
 //
-//   node worker/e2e/browser/watch.mjs --base URL --alert ID --out DIR
+//   node worker/e2e/browser/watch.mjs --base URL --alert ID --token ADMIN --out DIR
 //
 // opens the Alerts page from the header and checks alert ID's row (type,
-// watch, state, attempts, text) against GET /v1/alerts; screenshot
-// watch-alerts.png. Any failure exits 1 with a message naming the step.
+// watch, state, attempts, text) against GET /v1/alerts, and the Watches list
+// (each watch and the rules that apply to it) against GET /v1/watches and
+// GET /v1/alert-rules; screenshot watch-alerts.png. Then it deletes each
+// watch with its Delete button (confirmed, the admin token given): the
+// watches and the rules limited to them must be gone, the alert still
+// listed. Any failure exits 1 with a message naming the step.
 import { chromium } from "playwright-core";
 import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -31,12 +41,13 @@ const { values: args } = parseArgs({
     token: { type: "string" },
     keyword: { type: "string" },
     alert: { type: "string" },
+    hook: { type: "string" },
     chromium: { type: "string", default: process.env.CHROMIUM || "/usr/bin/chromium" },
     timeout: { type: "string", default: "30000" },
   },
 });
-if (!args.base || !args.out || !(args.alert || (args.token && args.keyword))) {
-  console.error("usage: watch.mjs --base URL --token ADMIN_TOKEN --keyword TERM --out DIR\n       watch.mjs --base URL --alert ID --out DIR");
+if (!args.base || !args.out || !args.token || !(args.alert || (args.keyword && args.hook))) {
+  console.error("usage: watch.mjs --base URL --token ADMIN_TOKEN --keyword TERM --hook URL --out DIR\n       watch.mjs --base URL --alert ID --token ADMIN_TOKEN --out DIR");
   process.exit(2);
 }
 const base = args.base.replace(/\/$/, "");
@@ -87,14 +98,17 @@ try {
   });
   page = context.pages()[0] || (await context.newPage());
   page.on("console", (m) => {
-    // 404/503: an optional panel not there yet; 409: the second Watch, refused on purpose.
-    if (m.type() === "error" && !/status of (404|503|409)/.test(m.text())) problems.push("console error: " + m.text());
+    // 404/503: an optional panel not there yet; 409: the second Watch, 400:
+    // the rule without places, each refused on purpose.
+    if (m.type() === "error" && !/status of (404|503|409|400)/.test(m.text())) problems.push("console error: " + m.text());
   });
   page.on("pageerror", (e) => problems.push("page error: " + e.message));
-  // The page asks for the admin token with a prompt; the person types it.
+  // The page asks for the admin token with a prompt; the person types it,
+  // and confirms deleting a watch.
   page.on("dialog", (d) => {
     dialogs.push(d.type() + ": " + d.message());
-    return d.type() === "prompt" ? d.accept(args.token) : d.dismiss();
+    if (d.type() === "prompt") return d.accept(args.token);
+    return d.type() === "confirm" && d.message().startsWith("Delete watch") ? d.accept() : d.dismiss();
   });
   const ready = async (what) => {
     await page.waitForFunction(() => document.body.dataset.ready);
@@ -122,7 +136,39 @@ try {
     same("the alert's attempts", await td.nth(5).textContent(), String(a.attempts));
     same("the alert's text", await td.nth(6).textContent(), a.payload.text);
     log(`alerts: ${list.items.length} listed; alert ${a.id} ${a.type} ${a.state}: ${a.payload.text}`);
+
+    step = "watches";
+    const watches = (await api("/v1/watches")).items;
+    const rules = (await api("/v1/alert-rules")).items;
+    if (!watches.length) fail("GET /v1/watches lists no watch");
+    same("watches listed", await page.locator("table.watches tr:has(td)").count(), watches.length);
+    for (const w of watches) {
+      const td = page.locator(`table.watches tr[data-id="${w.id}"] td`);
+      same(`watch ${w.id}'s kind`, await td.nth(1).textContent(), w.kind);
+      same(`watch ${w.id}'s target`, await td.nth(2).textContent(), w.target);
+      // The rules limited to the watch, besides those of every watch of its kind.
+      const limited = (ids) => JSON.stringify(ids.filter((id) => (rules.find((r) => r.id === id) || {}).watch_id !== null).sort());
+      const shown = await td.nth(4).locator("li[data-rule-id]").evaluateAll((ls) => ls.map((l) => Number(l.dataset.ruleId)));
+      same(`watch ${w.id}'s rules`, limited(shown), limited(rules.filter((r) => r.watch_id === w.id).map((r) => r.id)));
+    }
+    const r = rules.find((x) => x.id === a.rule_id);
+    if (r && r.watch_id != null && r.type === "rank_change") {
+      const li = page.locator(`table.watches tr[data-id="${r.watch_id}"] li[data-rule-id="${r.id}"]`);
+      if (!(await li.textContent()).startsWith(`${r.type} places ${r.places} → ${r.channel} `)) fail(`rule ${r.id} shows ${JSON.stringify(await li.textContent())}`);
+    }
+    log(`watches: ${watches.length} listed with ${rules.length} rules`);
     await shot("watch-alerts");
+
+    step = "delete";
+    for (const w of watches) {
+      await page.locator(`table.watches tr[data-id="${w.id}"] button.delete`).click();
+      await page.locator(`table.watches tr[data-id="${w.id}"]`).waitFor({ state: "detached" });
+    }
+    same("watches after Delete", (await api("/v1/watches")).items.length, 0);
+    same("rules limited to a deleted watch", (await api("/v1/alert-rules")).items.filter((x) => x.watch_id != null).length, 0);
+    if (!(await api("/v1/alerts?limit=50")).items.some((x) => x.id === a.id)) fail(`alert ${a.id} is gone with its watch`);
+    same("the token prompts when deleting", dialogs.filter((d) => d.startsWith("prompt")).length, 1);
+    log(`deleted ${watches.length} watches in the page; alert ${a.id} stays`);
   } else {
     step = "search";
     const resp = await page.goto(base + "/app/search");
@@ -169,6 +215,44 @@ try {
     log(`watched ${term}: watch ${w.id}, the token asked once`);
     await shot("watch-keyword");
 
+    step = "alert rule";
+    const form = page.locator("form.ruleform");
+    same("the rule form's watch", Number(await form.getAttribute("data-watch-id")), w.id);
+    same("the rule types of a keyword watch", (await form.locator('select[name="type"] option').allTextContents()).join(","), "rank_change,new_competitor");
+    same("the channels", (await form.locator('select[name="channel"] option').allTextContents()).join(","), "webhook,slack");
+    await form.locator('select[name="type"]').selectOption("rank_change");
+    await form.locator('select[name="channel"]').selectOption("webhook");
+    await form.locator('input[name="url"]').fill(args.hook);
+    const answer = () => page.waitForResponse((r) => r.url() === base + "/v1/alert-rules" && r.request().method() === "POST");
+    let [resp400] = await Promise.all([answer(), form.locator("button.addrule").click()]);
+    same("a rule without places", resp400.status(), 400);
+    const refused = await resp400.json();
+    same("the field the API names", refused.field, "places");
+    const placesErr = form.locator('.field[data-field="places"] .fielderr');
+    await placesErr.filter({ hasText: /\S/ }).waitFor();
+    same("the refusal next to places", (await placesErr.textContent()).trim(), refused.error);
+    same("rules after the refusal", (await api("/v1/alert-rules")).items.length, 0);
+    log(`a rule without places: 400 "${refused.error}", shown next to places`);
+    await form.locator('input[name="places"]').fill("1");
+    const [resp201] = await Promise.all([answer(), form.locator("button.addrule").click()]);
+    same("the rule's answer", resp201.status(), 201);
+    const made = await resp201.json();
+    if (!/^whsec_/.test(made.secret || "")) fail(`the rule's answer has no secret: ${JSON.stringify(made)}`);
+    await form.locator(".rulemade").waitFor();
+    same("the refusal after the rule is made", (await placesErr.textContent()).trim(), "");
+    same("the rule's id shown", await form.locator(".rulemade .ruleid").textContent(), String(made.id));
+    same("the rule shown", await form.locator(".rulemade .ruletext").textContent(), `rank_change places 1 → webhook ${made.url}`);
+    same("the secret shown", await form.locator(".rulemade code.secret").textContent(), made.secret);
+    if (!(await form.locator(".rulemade", { hasText: "shown once — keep it" }).count())) fail("the secret is not marked shown once");
+    const rules = (await api("/v1/alert-rules")).items;
+    const rule = rules.find((r) => r.id === made.id);
+    if (rules.length !== 1 || !rule || rule.type !== "rank_change" || rule.places !== 1 || rule.watch_id !== w.id || rule.channel !== "webhook" || "secret" in rule) {
+      fail(`GET /v1/alert-rules after the form: ${JSON.stringify(rules)}`);
+    }
+    same("the token prompts after the rule", dialogs.length, 1);
+    log(`rule ${made.id} made in the form: rank_change places 1 on watch ${w.id}, its secret shown once`);
+    await shot("watch-rule");
+
     step = "watch again";
     await page.reload();
     await ready("the keyword page, reloaded");
@@ -179,8 +263,12 @@ try {
     const note = (await page.locator(".watchnote").textContent()).trim();
     if (!/exists already/.test(note)) fail(`a second watch of ${term} shows ${JSON.stringify(note)}, want the API's refusal`);
     same("watches of the keyword", (await api("/v1/watches")).items.filter((x) => x.kind === "keyword" && x.target === term).length, 1);
-    log(`watching ${term} again: "${note}", no second prompt`);
+    await page.locator("form.ruleform").waitFor();
+    same("the rule form of the watch there is", Number(await page.locator("form.ruleform").getAttribute("data-watch-id")), w.id);
+    log(`watching ${term} again: "${note}", no second prompt, the watch's form shown`);
     console.log(`watch_id=${w.id}`);
+    console.log(`rule_id=${made.id}`);
+    console.log(`secret=${made.secret}`);
   }
 
   step = "requests";
