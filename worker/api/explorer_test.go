@@ -373,7 +373,7 @@ func TestAPageViewCostsTheSameRowsAt1kAnd10kApps(t *testing.T) {
 		{"markets, more", []string{"/v1/segments?sort=opportunity&limit=50", "/v1/segments?sort=opportunity&limit=50&cursor={next}"}, 120},
 		{"markets (fallback)", []string{"/v1/opportunities?limit=50"}, 200},
 		{"markets (fallback), more", []string{"/v1/opportunities?limit=50", "/v1/opportunities?limit=50&cursor={next}"}, 200},
-		{"market", append([]string{"/v1/segments/1", "/v1/clusters/photo%20editor", "/v1/clusters/photo%20editor/themes", "/v1/opportunities/photo%20editor/brief", "/v1/apps/2/reviews?limit=100"}, segmentApps(10)...), 1200},
+		{"market", append([]string{"/v1/segments/1", "/v1/segments/1/evaluation", "/v1/clusters/photo%20editor", "/v1/clusters/photo%20editor/themes", "/v1/opportunities/photo%20editor/brief", "/v1/apps/2/reviews?limit=100"}, segmentApps(10)...), 1200},
 		{"market (keyword)", []string{"/v1/clusters/photo%20editor", "/v1/clusters/photo%20editor/themes", "/v1/opportunities/photo%20editor/brief", "/v1/apps/2/reviews?limit=100"}, 1200},
 		{"app", []string{"/v1/apps/2", "/v1/apps/2/history?days=365&limit=500", "/v1/apps/2/reviews?limit=20"}, 300},
 		{"app, more reviews", []string{"/v1/apps/2/reviews?limit=20", "/v1/apps/2/reviews?limit=20&cursor={next}"}, 300},

@@ -312,7 +312,8 @@ async function segmentPage(id) {
   const sc = g.scores;
   const [market, ...named] = await Promise.all([keywordMarket([g.name, ...(g.keywords || [])]),
     ...(g.apps || []).slice(0, MaxNamedApps).map(a => maybe('/v1/apps/' + a.track_id))]);
-  const [themes, brief] = market ? await Promise.all([maybe('/v1/clusters/' + enc(market) + '/themes'), maybe('/v1/opportunities/' + enc(market) + '/brief')]) : [null, null];
+  const [themes, brief, evaluation] = await Promise.all([market ? maybe('/v1/clusters/' + enc(market) + '/themes') : null,
+    market ? maybe('/v1/opportunities/' + enc(market) + '/brief') : null, maybe('/v1/segments/' + enc(g.id ?? id) + '/evaluation')]);
   const names = Object.fromEntries(named.map((a, i) => [g.apps[i].track_id, a && a.name]).filter(([, n]) => n));
   const card = (label, v, note) => el('div', { class: 'card', 'data-score': label }, el('span', { class: 'muted' }, label), el('b', {}, v), note ? el('small', { class: 'muted' }, note) : null);
   const snaps = (g.snapshots || []).slice().reverse();
@@ -327,6 +328,7 @@ async function segmentPage(id) {
       card('competitiveness', fmt(sc.competitiveness)), card('apps', fmt(sc.app_count)), card('ratings', fmt(sc.total_ratings)), card('avg rating', fmt(sc.avg_rating)),
       card('leaders velocity 7d', fmt(sc.leaders_velocity_7d)), card('leaders velocity 30d', fmt(sc.leaders_velocity_30d))),
     chart('demand and opportunity', snaps.map(p => secs(p.day)), [{ label: 'demand', values: snaps.map(p => p.demand) }, { label: 'opportunity', values: snaps.map(p => p.opportunity) }]),
+    el('h2', {}, 'Evaluation'), evaluationPanel(g.id ?? id, evaluation),
     el('h2', {}, 'Brief'),
     brief && brief.headline ? el('div', { class: 'panel brief' }, el('b', {}, brief.headline), el('p', { class: 'notes' }, typeof brief.brief === 'string' ? brief.brief : JSON.stringify(brief.brief, null, 1)),
       el('a', { href: '/v1/opportunities/' + enc(market) + '/brief' }, 'the brief as JSON'))
@@ -344,6 +346,22 @@ async function segmentPage(id) {
   for (const b of main.querySelectorAll('.bar')) b.style.width = (Number(b.dataset.w) * 120).toFixed(0) + 'px';
   if (themes) exampleReviews(themes);
   return true;
+}
+
+// evaluationPanel shows a segment's evaluation (GET /v1/segments/{id}/evaluation):
+// the synthesis, the marketing methods' fit with their reasons and the
+// critic's verdict, its state and cost; "not yet" when there is none.
+function evaluationPanel(id, ev) {
+  if (!ev) return el('p', { class: 'muted evaluation' }, 'No evaluation yet (the analyst evaluates the top segments by opportunity).');
+  const out = Object.fromEntries((ev.steps || []).filter(st => st.state === 'done').map(st => [st.name, st.output || {}]));
+  const syn = out.synthesis, methods = (out.methods && out.methods.methods) || [], critic = out.critic;
+  return el('div', { class: 'panel evaluation', 'data-state': ev.state },
+    el('p', { class: 'muted' }, ev.state, ' · ', (ev.steps || []).filter(st => st.state === 'done').length, ' of ', (ev.steps || []).length, ' steps · $', ((ev.cost_micro_usd || 0) / 1e6).toFixed(4)),
+    syn ? el('div', {}, el('p', {}, el('b', {}, 'Opportunity: '), syn.opportunity), el('p', {}, el('b', {}, 'Build: '), syn.app_to_build),
+      el('p', {}, el('b', {}, 'First users: '), syn.first_users)) : null,
+    methods.length ? table([{ key: 'method', label: 'method' }, { key: 'score', label: 'fit', num: 1 }, { key: 'reason', label: 'why' }], methods, { class: 'methods' }) : null,
+    critic ? el('p', { class: 'notes' }, el('b', {}, 'Critic (', critic.verdict, '): '), critic.summary) : null,
+    el('a', { href: '/v1/segments/' + enc(id) + '/evaluation' }, 'every step, its input and cost, as JSON'));
 }
 
 // A keyword market (the Markets page's fallback): scores with their parts,

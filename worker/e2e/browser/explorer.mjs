@@ -164,7 +164,16 @@ try {
   if (kwMarket) {
     same("the market's keyword market", await page.locator(`main p a[href="/app/markets/${encodeURIComponent(kwMarket)}"]`).textContent(), kwMarket);
   }
-  log(`market ${g.name} (${g.id}): themes of keyword market ${kwMarket}; opportunity ${fmt(g.scores.opportunity, 1)}, ${g.apps.length} apps, ${g.keywords.length} keywords, ${(g.relations || []).length} neighbours`);
+  // The evaluation panel says what GET /v1/segments/{id}/evaluation says: its state, or "not yet" on a 404.
+  const ev = await fetch(base + "/v1/segments/" + top.id + "/evaluation", { signal: AbortSignal.timeout(timeout) });
+  if (ev.status === 200) {
+    same("the market's evaluation state", await page.locator(".panel.evaluation").getAttribute("data-state"), (await ev.json()).state);
+  } else if (ev.status === 404) {
+    same("the market's evaluation", await page.locator("p.evaluation").count(), 1);
+  } else {
+    fail(`GET /v1/segments/${top.id}/evaluation: HTTP ${ev.status}`);
+  }
+  log(`market ${g.name} (${g.id}): evaluation HTTP ${ev.status}; themes of keyword market ${kwMarket}; opportunity ${fmt(g.scores.opportunity, 1)}, ${g.apps.length} apps, ${g.keywords.length} keywords, ${(g.relations || []).length} neighbours`);
   await shot("market");
 
   step = "one app";
