@@ -10,9 +10,8 @@
 // confirms over the API), pauses and resumes a scheduler task, starts the
 // controller again, and saves full-page screenshots in DIR. Any failure
 // exits 1 with a message naming the step.
-import { chromium } from "playwright-core";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { launchOnOrigin } from "./launch.mjs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
@@ -31,6 +30,7 @@ if (!args.base || !args.token || !args.out) {
   process.exit(2);
 }
 const base = args.base.replace(/\/$/, "");
+const origin = new URL(base).origin;
 const timeout = Number(args.timeout);
 mkdirSync(args.out, { recursive: true });
 
@@ -44,29 +44,14 @@ const api = async (path) => {
 };
 
 const problems = []; // console errors, page errors, CSP violations, off-host requests
-const userDataDir = mkdtempSync(join(tmpdir(), "dashboard-chromium-"));
+let browser;
 let context;
 let page;
 try {
   step = "launch chromium";
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: args.chromium,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1400, height: 900 },
-    timeout: 60000,
-  });
-  context.setDefaultTimeout(timeout);
-  // The page must work offline: anything but the Worker's own origin is refused and reported.
-  const origin = new URL(base).origin;
-  await context.route("**/*", (route) => {
-    const u = route.request().url();
-    if (u.startsWith(origin + "/") || u.startsWith("data:")) return route.continue();
-    problems.push("request off the Worker's origin: " + u);
-    return route.abort();
-  });
-  page = context.pages()[0] || (await context.newPage());
+  browser = await launchOnOrigin({ executablePath: args.chromium, origin, timeout, viewport: { width: 1400, height: 900 },
+    prefix: "dashboard", problems, allowData: true });
+  ({ context, page } = browser);
   page.on("console", (m) => {
     // A 404 of a contract endpoint not deployed yet and the 401 this test provokes are shown in the page;
     // other errors are problems.
@@ -242,6 +227,5 @@ try {
   }
   process.exitCode = 1;
 } finally {
-  if (context) await context.close().catch(() => {});
-  rmSync(userDataDir, { recursive: true, force: true });
+  if (browser) await browser.close();
 }

@@ -14,9 +14,8 @@
 // logged no error; it saves a full-page screenshot of each page in DIR
 // (markets.png, market.png, app.png, keyword.png, search.png). Any failure
 // exits 1 with a message naming the step.
-import { chromium } from "playwright-core";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { launchOnOrigin } from "./launch.mjs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
@@ -52,30 +51,14 @@ const same = (what, shown, want) => { if (shown !== want) fail(`${what}: the pag
 
 const problems = []; // console errors, page errors, off-origin requests
 const requests = []; // every request the pages made
-const userDataDir = mkdtempSync(join(tmpdir(), "explorer-chromium-"));
+let browser;
 let context;
 let page;
 try {
   step = "launch chromium";
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: args.chromium,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1280, height: 900 },
-    timeout: 60000,
-  });
-  context.setDefaultTimeout(timeout);
-  context.setDefaultNavigationTimeout(timeout);
-  // Every request is recorded; one off the Worker's origin is refused and reported.
-  await context.route("**/*", (route) => {
-    const u = route.request().url();
-    requests.push(u);
-    if (u.startsWith(origin + "/")) return route.continue();
-    problems.push("request off the Worker's origin: " + u);
-    return route.abort();
-  });
-  page = context.pages()[0] || (await context.newPage());
+  browser = await launchOnOrigin({ executablePath: args.chromium, origin, timeout, viewport: { width: 1280, height: 900 },
+    prefix: "explorer", problems, requests, allowData: false });
+  ({ context, page } = browser);
   page.on("console", (m) => {
     // A 404 or 503 of an optional panel's route (no brief, no keyword
     // metrics yet) is shown in the page as "not yet"; other errors are problems.
@@ -275,6 +258,5 @@ try {
   }
   process.exitCode = 1;
 } finally {
-  if (context) await context.close().catch(() => {});
-  rmSync(userDataDir, { recursive: true, force: true });
+  if (browser) await browser.close();
 }

@@ -28,9 +28,8 @@
 // watch with its Delete button (confirmed, the admin token given): the
 // watches and the rules limited to them must be gone, the alert still
 // listed. Any failure exits 1 with a message naming the step.
-import { chromium } from "playwright-core";
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { launchOnOrigin } from "./launch.mjs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
@@ -74,29 +73,14 @@ const same = (what, shown, want) => { if (shown !== want) fail(`${what}: the pag
 const problems = [];
 const requests = [];
 const dialogs = [];
-const userDataDir = mkdtempSync(join(tmpdir(), "watch-chromium-"));
+let browser;
 let context;
 let page;
 try {
   step = "launch chromium";
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: args.chromium,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1280, height: 900 },
-    timeout: 60000,
-  });
-  context.setDefaultTimeout(timeout);
-  context.setDefaultNavigationTimeout(timeout);
-  await context.route("**/*", (route) => {
-    const u = route.request().url();
-    requests.push(u);
-    if (u.startsWith(origin + "/")) return route.continue();
-    problems.push("request off the Worker's origin: " + u);
-    return route.abort();
-  });
-  page = context.pages()[0] || (await context.newPage());
+  browser = await launchOnOrigin({ executablePath: args.chromium, origin, timeout, viewport: { width: 1280, height: 900 },
+    prefix: "watch", problems, requests, allowData: false });
+  ({ context, page } = browser);
   page.on("console", (m) => {
     // 404/503: an optional panel not there yet; 409: the second Watch, 400:
     // the rule without places, each refused on purpose.
@@ -286,6 +270,5 @@ try {
   }
   process.exitCode = 1;
 } finally {
-  if (context) await context.close().catch(() => {});
-  rmSync(userDataDir, { recursive: true, force: true });
+  if (browser) await browser.close();
 }
