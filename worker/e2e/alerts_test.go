@@ -60,13 +60,7 @@ const watchBrowserTimeout = 2 * time.Minute
 // deletes there.
 func TestAlertReachesSignedWebhook(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("%s missing: run `make chromium` (installs Debian's chromium); the browser test is not optional", chromiumPath)
-	}
-	node := filepath.Join(root, "node_modules", ".bin", "node")
-	if _, err := os.Stat(filepath.Join(root, "node_modules", "playwright-core")); err != nil {
-		t.Fatalf("playwright-core missing: run `make install` (npm install): %v", err)
-	}
+	node := browserNode(t)
 	dir := outputDir(t)
 	s := startSim(t, dir, "-apps", "3000", "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")

@@ -61,13 +61,7 @@ VALUES ('controller:main', %d, 12, %d, %d, 0, %d, 0, %g, %d, '%s', 1, %d, 0, %d)
 // and saves screenshots in this test's output folder (.test-output/TestDashboardInBrowser/dashboard.png).
 func TestDashboardInBrowser(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("%s missing: run `make chromium` (installs Debian's chromium); the browser test is not optional", chromiumPath)
-	}
-	node := filepath.Join(root, "node_modules", ".bin", "node")
-	if _, err := os.Stat(filepath.Join(root, "node_modules", "playwright-core")); err != nil {
-		t.Fatalf("playwright-core missing: run `make install` (npm install): %v", err)
-	}
+	node := browserNode(t)
 	dir := outputDir(t)
 	s := startSim(t, dir, "-apps", "2000", "-rate-per-min", "6000", "-burst", "100")
 	persist := filepath.Join(dir, "state")
@@ -126,4 +120,18 @@ func TestDashboardInBrowser(t *testing.T) {
 	if st := getStatus(t, w); !st.Running {
 		t.Fatalf("the browser test left the controller stopped: %+v", st)
 	}
+}
+
+// browserNode answers the node that runs the browser scripts, after
+// checking what they need is installed: Debian's Chromium and
+// playwright-core. The browser tests are not optional.
+func browserNode(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("%s missing: run `make chromium` (installs Debian's chromium); the browser test is not optional", chromiumPath)
+	}
+	if _, err := os.Stat(filepath.Join(root, "node_modules", "playwright-core")); err != nil {
+		t.Fatalf("playwright-core missing: run `make install` (npm install): %v", err)
+	}
+	return filepath.Join(root, "node_modules", ".bin", "node")
 }
