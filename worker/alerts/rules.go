@@ -182,6 +182,20 @@ var typeFields = map[string][]string{
 	ReviewSurge: {"reviews", "window_hours", "max_stars"}, SegmentHeating: {"rise"},
 }
 
+// TypesByKind is, for each watch kind, the rule types that apply to it
+// and each type's threshold fields: what a form offers, read from the
+// same tables DecodeRule checks against.
+func TypesByKind() map[string]map[string][]string {
+	out := make(map[string]map[string][]string, len(Kinds))
+	for _, k := range Kinds {
+		out[k] = map[string][]string{}
+	}
+	for _, t := range RuleTypes {
+		out[RuleKinds[t]][t] = slices.Clone(typeFields[t])
+	}
+	return out
+}
+
 // DecodeRule reads and checks a rule, except the URL's address
 // (CheckWebhookURL) and whether its watch exists (the store's).
 func DecodeRule(body []byte) (RuleInput, *FieldError) {

@@ -210,3 +210,27 @@ func TestSignatureVerifiesAtTheReceiver(t *testing.T) {
 		t.Fatal("a header without a timestamp verified")
 	}
 }
+
+// Every rule type is offered for exactly its kind, with the fields its
+// decoding accepts: a rule built from the offer decodes.
+func TestTypesByKindOffersWhatDecodeAccepts(t *testing.T) {
+	offered := 0
+	for kind, types := range TypesByKind() {
+		for typ, fields := range types {
+			offered++
+			if RuleKinds[typ] != kind {
+				t.Errorf("%s offered for %s, applies to %s", typ, kind, RuleKinds[typ])
+			}
+			body := `{"type":"` + typ + `","channel":"webhook","url":"https://hooks.example.com/x"`
+			for _, f := range fields {
+				body += `,"` + f + `":1`
+			}
+			if _, fe := DecodeRule([]byte(body + "}")); fe != nil {
+				t.Errorf("%s with its offered fields %v: %v", typ, fields, fe)
+			}
+		}
+	}
+	if offered != len(RuleTypes) {
+		t.Fatalf("offered %d rule types, want %d", offered, len(RuleTypes))
+	}
+}

@@ -135,7 +135,8 @@ func (s *Server) listRules(w http.ResponseWriter, r *http.Request) {
 	if rs == nil {
 		rs = []alerts.Rule{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": rs, "max_alerts_per_rule_hour": alerts.MaxAlertsPerRuleHour})
+	writeJSON(w, http.StatusOK, map[string]any{"items": rs, "max_alerts_per_rule_hour": alerts.MaxAlertsPerRuleHour,
+		"rule_types": alerts.TypesByKind()})
 }
 
 func (s *Server) addRule(w http.ResponseWriter, r *http.Request) {

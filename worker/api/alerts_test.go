@@ -84,6 +84,12 @@ func TestAlertRoutes(t *testing.T) {
 	if r := items[0].(map[string]any); r["secret"] != nil || r["url"] != "https://hooks.example.com/…" {
 		t.Fatalf("a listed rule shows its secret or its URL's path: %v", r)
 	}
+	// The page's rule form offers what the API accepts: the list carries
+	// each kind's rule types with their threshold fields.
+	kw, _ := out["rule_types"].(map[string]any)["keyword"].(map[string]any)
+	if fmt.Sprint(kw["rank_change"]) != "[places]" || fmt.Sprint(kw["new_competitor"]) != "[]" || kw["rating_drop"] != nil {
+		t.Fatalf("rule_types.keyword: %v", out["rule_types"])
+	}
 
 	if code, out := call(t, s, "DELETE", "/v1/watches/abc", "secret", ""); code != http.StatusBadRequest || out["field"] != "id" {
 		t.Fatalf("bad id: %d %v", code, out)

@@ -72,11 +72,11 @@ function watchButton(kind, target) {
   b.addEventListener('click', async () => {
     b.disabled = true;
     const r = await post('/v1/watches', { kind, target });
-    if (r && r.status === 201) { b.textContent = 'Watching'; b.dataset.watchId = r.body.id; note.textContent = ' watch ' + r.body.id; slot.replaceChildren(ruleForm(kind, r.body.id)); return; }
+    if (r && r.status === 201) { b.textContent = 'Watching'; b.dataset.watchId = r.body.id; note.textContent = ' watch ' + r.body.id; slot.replaceChildren(ruleForm(kind, r.body.id, (await ruleTypes())[kind])); return; }
     b.disabled = false;
     note.textContent = ' ' + refusal(r);
     const w = r && r.status === 409 ? await watchOf(kind, target) : null;
-    if (w) slot.replaceChildren(ruleForm(kind, w.id));
+    if (w) slot.replaceChildren(ruleForm(kind, w.id, (await ruleTypes())[kind]));
   });
   return el('div', { class: 'watchbox' }, b, note, slot);
 }
@@ -89,13 +89,10 @@ async function watchOf(kind, target) {
 }
 
 // ruleTypes are the alert rule types that fit each watch kind, each with
-// its threshold fields (docs/explorer.md, Rules); the API checks their
-// bounds and names the field it refuses.
-const ruleTypes = {
-  keyword: { rank_change: ['places'], new_competitor: [] },
-  app: { rating_drop: ['drop'], new_version: [], price_change: [], review_surge: ['reviews', 'window_hours', 'max_stars'] },
-  segment: { segment_heating: ['rise'] },
-};
+// its threshold fields, as the API accepts them (GET /v1/alert-rules'
+// rule_types); the API checks their bounds and names the field it refuses.
+let ruleTypesOnce;
+const ruleTypes = () => ruleTypesOnce || (ruleTypesOnce = api('/v1/alert-rules').then(r => r.rule_types, e => { ruleTypesOnce = null; throw e; }));
 const thresholdHints = { places: 'places moved', drop: 'stars fallen', reviews: 'reviews', window_hours: 'optional, 24', max_stars: 'optional, 5', rise: 'optional, 10' };
 const thresholdNames = Object.keys(thresholdHints);
 
@@ -106,9 +103,9 @@ function field(name, control) {
 }
 
 // ruleForm sets an alert rule on watch watchId: a type that fits the
-// watch's kind, that type's thresholds, the channel and its URL.
-function ruleForm(kind, watchId) {
-  const types = ruleTypes[kind];
+// watch's kind (types: type → its threshold fields), that type's
+// thresholds, the channel and its URL.
+function ruleForm(kind, watchId, types) {
   const type = el('select', { name: 'type' }, Object.keys(types).map(t => el('option', { value: t }, t)));
   const thresholds = el('span', { class: 'thresholds' });
   const showThresholds = () => thresholds.replaceChildren(...types[type.value].map(f =>
@@ -511,7 +508,7 @@ const watchHref = w => ({ app: '/app/apps/', keyword: '/app/keywords/', segment:
 
 // rulesOf are the rules that apply to watch w: those limited to it and
 // those of every watch of its kind.
-const rulesOf = (w, rules) => rules.filter(r => r.watch_id === w.id || (r.watch_id == null && r.type in ruleTypes[w.kind]));
+const rulesOf = (w, rules, types) => rules.filter(r => r.watch_id === w.id || (r.watch_id == null && r.type in types[w.kind]));
 
 // watchesList fills into with the watches (GET /v1/watches, one bounded
 // page) and their rules (GET /v1/alert-rules), each watch with a Delete
@@ -520,7 +517,7 @@ async function watchesList(into) {
   const [ws, rs] = await Promise.all([api('/v1/watches'), api('/v1/alert-rules')]);
   if (!ws.items.length) { into.replaceChildren(el('p', { class: 'muted' }, 'No watches yet.')); return; }
   into.replaceChildren(el('table', { class: 'watches' }, el('tr', {}, ['watch', 'kind', 'target', 'since', 'rules', ''].map(h => el('th', {}, h))),
-    ws.items.map(w => watchRow(w, rulesOf(w, rs.items)))));
+    ws.items.map(w => watchRow(w, rulesOf(w, rs.items, rs.rule_types)))));
 }
 
 function watchRow(w, rules) {
