@@ -182,16 +182,20 @@ var typeFields = map[string][]string{
 	ReviewSurge: {"reviews", "window_hours", "max_stars"}, SegmentHeating: {"rise"},
 }
 
-// TypesByKind is, for each watch kind, the rule types that apply to it
-// and each type's threshold fields: what a form offers, read from the
-// same tables DecodeRule checks against.
-func TypesByKind() map[string]map[string][]string {
-	out := make(map[string]map[string][]string, len(Kinds))
-	for _, k := range Kinds {
-		out[k] = map[string][]string{}
-	}
+// Offer is a rule type as a form offers it: the watch kind it applies to
+// and its threshold fields.
+type Offer struct {
+	Type   string   `json:"type"`
+	Kind   string   `json:"kind"`
+	Fields []string `json:"fields"`
+}
+
+// Offers are the rule types in the order the API names them, read from
+// the same tables DecodeRule checks against.
+func Offers() []Offer {
+	out := make([]Offer, 0, len(RuleTypes))
 	for _, t := range RuleTypes {
-		out[RuleKinds[t]][t] = slices.Clone(typeFields[t])
+		out = append(out, Offer{Type: t, Kind: RuleKinds[t], Fields: slices.Clone(typeFields[t])})
 	}
 	return out
 }

@@ -211,26 +211,23 @@ func TestSignatureVerifiesAtTheReceiver(t *testing.T) {
 	}
 }
 
-// Every rule type is offered for exactly its kind, with the fields its
-// decoding accepts: a rule built from the offer decodes.
-func TestTypesByKindOffersWhatDecodeAccepts(t *testing.T) {
-	offered := 0
-	for kind, types := range TypesByKind() {
-		for typ, fields := range types {
-			offered++
-			if RuleKinds[typ] != kind {
-				t.Errorf("%s offered for %s, applies to %s", typ, kind, RuleKinds[typ])
-			}
-			body := `{"type":"` + typ + `","channel":"webhook","url":"https://hooks.example.com/x"`
-			for _, f := range fields {
-				body += `,"` + f + `":1`
-			}
-			if _, fe := DecodeRule([]byte(body + "}")); fe != nil {
-				t.Errorf("%s with its offered fields %v: %v", typ, fields, fe)
-			}
-		}
+// Every rule type is offered once, in the API's order, with the fields
+// its decoding accepts: a rule built from the offer decodes.
+func TestOffersAreWhatDecodeAccepts(t *testing.T) {
+	offers := Offers()
+	if len(offers) != len(RuleTypes) {
+		t.Fatalf("offered %d rule types, want %d", len(offers), len(RuleTypes))
 	}
-	if offered != len(RuleTypes) {
-		t.Fatalf("offered %d rule types, want %d", offered, len(RuleTypes))
+	for i, o := range offers {
+		if o.Type != RuleTypes[i] || o.Kind != RuleKinds[o.Type] {
+			t.Errorf("offer %d: %+v", i, o)
+		}
+		body := `{"type":"` + o.Type + `","channel":"webhook","url":"https://hooks.example.com/x"`
+		for _, f := range o.Fields {
+			body += `,"` + f + `":1`
+		}
+		if _, fe := DecodeRule([]byte(body + "}")); fe != nil {
+			t.Errorf("%s with its offered fields %v: %v", o.Type, o.Fields, fe)
+		}
 	}
 }

@@ -136,7 +136,7 @@ func (s *Server) listRules(w http.ResponseWriter, r *http.Request) {
 		rs = []alerts.Rule{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": rs, "max_alerts_per_rule_hour": alerts.MaxAlertsPerRuleHour,
-		"rule_types": alerts.TypesByKind()})
+		"rule_types": alerts.Offers()})
 }
 
 func (s *Server) addRule(w http.ResponseWriter, r *http.Request) {

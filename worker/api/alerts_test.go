@@ -86,9 +86,9 @@ func TestAlertRoutes(t *testing.T) {
 	}
 	// The page's rule form offers what the API accepts: the list carries
 	// each kind's rule types with their threshold fields.
-	kw, _ := out["rule_types"].(map[string]any)["keyword"].(map[string]any)
-	if fmt.Sprint(kw["rank_change"]) != "[places]" || fmt.Sprint(kw["new_competitor"]) != "[]" || kw["rating_drop"] != nil {
-		t.Fatalf("rule_types.keyword: %v", out["rule_types"])
+	offers, _ := out["rule_types"].([]any)
+	if len(offers) != len(alerts.RuleTypes) || fmt.Sprint(offers[0]) != "map[fields:[places] kind:keyword type:rank_change]" {
+		t.Fatalf("rule_types: %v", out["rule_types"])
 	}
 
 	if code, out := call(t, s, "DELETE", "/v1/watches/abc", "secret", ""); code != http.StatusBadRequest || out["field"] != "id" {

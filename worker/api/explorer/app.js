@@ -88,11 +88,17 @@ async function watchOf(kind, target) {
   return ((ws && ws.items) || []).find(w => w.kind === kind && w.target === target) || null;
 }
 
-// ruleTypes are the alert rule types that fit each watch kind, each with
-// its threshold fields, as the API accepts them (GET /v1/alert-rules'
-// rule_types); the API checks their bounds and names the field it refuses.
+// typesByKind groups the API's rule types (GET /v1/alert-rules'
+// rule_types, in its order) by the watch kind they fit: kind → type → its
+// threshold fields. The API checks their bounds and names the field it
+// refuses.
+const typesByKind = offers => {
+  const out = {};
+  for (const o of offers) (out[o.kind] = out[o.kind] || {})[o.type] = o.fields;
+  return out;
+};
 let ruleTypesOnce;
-const ruleTypes = () => ruleTypesOnce || (ruleTypesOnce = api('/v1/alert-rules').then(r => r.rule_types, e => { ruleTypesOnce = null; throw e; }));
+const ruleTypes = () => ruleTypesOnce || (ruleTypesOnce = api('/v1/alert-rules').then(r => typesByKind(r.rule_types), e => { ruleTypesOnce = null; throw e; }));
 const thresholdHints = { places: 'places moved', drop: 'stars fallen', reviews: 'reviews', window_hours: 'optional, 24', max_stars: 'optional, 5', rise: 'optional, 10' };
 const thresholdNames = Object.keys(thresholdHints);
 
@@ -517,7 +523,7 @@ async function watchesList(into) {
   const [ws, rs] = await Promise.all([api('/v1/watches'), api('/v1/alert-rules')]);
   if (!ws.items.length) { into.replaceChildren(el('p', { class: 'muted' }, 'No watches yet.')); return; }
   into.replaceChildren(el('table', { class: 'watches' }, el('tr', {}, ['watch', 'kind', 'target', 'since', 'rules', ''].map(h => el('th', {}, h))),
-    ws.items.map(w => watchRow(w, rulesOf(w, rs.items, rs.rule_types)))));
+    ws.items.map(w => watchRow(w, rulesOf(w, rs.items, typesByKind(rs.rule_types))))));
 }
 
 function watchRow(w, rules) {
