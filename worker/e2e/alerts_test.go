@@ -48,16 +48,21 @@ type received struct {
 // watchBrowserTimeout bounds watch.mjs; its steps time out after 30 s each.
 const watchBrowserTimeout = 2 * time.Minute
 
+// watchedAppID is the app the person watches besides the keyword: an
+// enriched app of the catalogue, outside the simulator's ids.
+const watchedAppID = 990000001
+
 // A person watches a keyword in the explorer (headless Chromium runs
 // worker/e2e/browser/watch.mjs: search, the keyword's page, Watch with the
 // admin token typed once; screenshots in .test-output/<test>/) and sets a
 // rank_change rule on the watch in its "Alert me" form, which shows the
-// rule's signing secret once; then the keyword's app moves in the store:
+// rule's signing secret once, and watches an app on its page with a
+// rating_drop rule from the app's rule types; then the keyword's app moves in the store:
 // the crawl searches the keyword again, alerts-evaluate makes a
 // rank_change alert, the queue delivers it to a webhook receiver on
 // loopback, signed with that secret, and the explorer's Alerts page shows
-// it delivered and lists the watch with its rule, which the person then
-// deletes there.
+// it delivered and lists the watches with their rules, which the person
+// then deletes there.
 func TestAlertReachesSignedWebhook(t *testing.T) {
 	t.Parallel()
 	node := browserNode(t)
@@ -67,7 +72,9 @@ func TestAlertReachesSignedWebhook(t *testing.T) {
 	prepareDB(t, persist, dir, 0)
 	// No category due: the crawl cycle maps keywords, 'budget' the one pending.
 	seedSQL(t, persist, `UPDATE category_scans SET last_scanned_at = strftime('%Y-%m-%dT%H:%M:%fZ','now');
-INSERT INTO crawl_keywords (keyword, source, created_at, value) VALUES ('budget','title','2026-01-01T00:00:00.000Z',1000);`)
+INSERT INTO crawl_keywords (keyword, source, created_at, value) VALUES ('budget','title','2026-01-01T00:00:00.000Z',1000);
+INSERT INTO app_registry (track_id, name, rating_count, average_rating, enrichment_source, enriched_at)
+VALUES (`+fmt.Sprint(watchedAppID)+`, 'Ledger Lite', 120, 4.4, 'page', '2026-01-01T00:00:00.000Z');`)
 
 	var mu sync.Mutex
 	var got []received
@@ -89,13 +96,13 @@ INSERT INTO crawl_keywords (keyword, source, created_at, value) VALUES ('budget'
 	// rule in the watch's form.
 	started := time.Now()
 	out, err := devstack.RunBounded(node, []string{filepath.Join(root, "worker", "e2e", "browser", "watch.mjs"),
-		"--base", w.base, "--token", adminToken, "--keyword", "budget", "--hook", receiver.URL + "/hook", "--out", dir, "--chromium", chromiumPath}, root, toolEnv(), watchBrowserTimeout)
+		"--base", w.base, "--token", adminToken, "--keyword", "budget", "--hook", receiver.URL + "/hook", "--app", fmt.Sprint(watchedAppID), "--out", dir, "--chromium", chromiumPath}, root, toolEnv(), watchBrowserTimeout)
 	os.WriteFile(filepath.Join(dir, "browser.log"), out, 0o644)
 	if err != nil {
 		t.Fatalf("browser test failed (%v) after %s; screenshots and log in %s:\n%s", err, time.Since(started).Round(time.Second), dir, out)
 	}
 	t.Logf("the keyword watched in the browser in %s:\n%s", time.Since(started).Round(time.Second), strings.TrimSpace(string(out)))
-	for _, p := range []string{"watch-search", "watch-keyword", "watch-rule"} {
+	for _, p := range []string{"watch-search", "watch-keyword", "watch-rule", "watch-app"} {
 		if fi, err := os.Stat(filepath.Join(dir, p+".png")); err != nil || fi.Size() < 10_000 {
 			t.Fatalf("screenshot %s missing or empty: %v", p, err)
 		}
@@ -108,27 +115,33 @@ INSERT INTO crawl_keywords (keyword, source, created_at, value) VALUES ('budget'
 		} `json:"items"`
 	}
 	doJSON(t, "GET", w.base+"/v1/watches", "", nil, &watches)
-	if len(watches.Items) != 1 || watches.Items[0].Kind != "keyword" || watches.Items[0].Target != "budget" ||
-		!strings.Contains(string(out), fmt.Sprintf("watch_id=%d\n", watches.Items[0].ID)) {
+	if len(watches.Items) != 2 || watches.Items[0].Kind != "keyword" || watches.Items[0].Target != "budget" ||
+		!strings.Contains(string(out), fmt.Sprintf("watch_id=%d\n", watches.Items[0].ID)) ||
+		watches.Items[1].Kind != "app" || watches.Items[1].Target != fmt.Sprint(watchedAppID) ||
+		!strings.Contains(string(out), fmt.Sprintf("app_watch_id=%d\n", watches.Items[1].ID)) {
 		t.Fatalf("watches after the browser: %s", jsonString(watches))
 	}
-	// The rule the form made: its id and the secret the page showed (the
-	// API's answer to the page, which watch.mjs compared with the page).
+	// The rules the forms made: the keyword's, with the secret the page
+	// showed (the API's answer to the page, which watch.mjs compared with
+	// the page), and the app's.
 	rule := browserRule(t, out)
 	var rules struct {
 		Items []struct {
-			ID      int64  `json:"id"`
-			Type    string `json:"type"`
-			WatchID *int64 `json:"watch_id"`
-			Places  int    `json:"places"`
-			Channel string `json:"channel"`
-			URL     string `json:"url"`
+			ID      int64   `json:"id"`
+			Type    string  `json:"type"`
+			WatchID *int64  `json:"watch_id"`
+			Places  int     `json:"places"`
+			Drop    float64 `json:"drop"`
+			Channel string  `json:"channel"`
+			URL     string  `json:"url"`
 		} `json:"items"`
 	}
 	doJSON(t, "GET", w.base+"/v1/alert-rules", "", nil, &rules)
-	if len(rules.Items) != 1 || rules.Items[0].ID != rule.ID || rules.Items[0].Type != "rank_change" || rules.Items[0].Places != 1 ||
+	if len(rules.Items) != 2 || rules.Items[0].ID != rule.ID || rules.Items[0].Type != "rank_change" || rules.Items[0].Places != 1 ||
 		rules.Items[0].WatchID == nil || *rules.Items[0].WatchID != watches.Items[0].ID || rules.Items[0].Channel != "webhook" ||
-		rules.Items[0].URL != alerts.MaskURL(receiver.URL+"/hook") {
+		rules.Items[0].URL != alerts.MaskURL(receiver.URL+"/hook") ||
+		rules.Items[1].Type != "rating_drop" || rules.Items[1].Drop != 0.5 || rules.Items[1].WatchID == nil || *rules.Items[1].WatchID != watches.Items[1].ID ||
+		!strings.Contains(string(out), fmt.Sprintf("app_rule_id=%d\n", rules.Items[1].ID)) {
 		t.Fatalf("rules after the browser: %s", jsonString(rules))
 	}
 	evaluate := func() string {

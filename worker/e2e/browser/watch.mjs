@@ -2,7 +2,7 @@
 // driven by playwright-core. Run by worker/e2e's TestAlertReachesSignedWebhook
 // against a running `wrangler dev` whose crawl knows the keyword:
 //
-//   node worker/e2e/browser/watch.mjs --base http://127.0.0.1:PORT --token ADMIN --keyword budget --hook URL --out DIR
+//   node worker/e2e/browser/watch.mjs --base http://127.0.0.1:PORT --token ADMIN --keyword budget --hook URL [--app ID] --out DIR
 //
 // It opens /app/search, types the keyword into the search box, checks the
 // keywords listed against GET /v1/search, clicks the keyword, checks its page
@@ -16,8 +16,9 @@
 // (the token is kept for the tab), must show the API's refusal of a second
 // watch, and the form of the watch there is. No request may leave the
 // Worker's origin. Screenshots: watch-search.png, watch-keyword.png,
-// watch-rule.png in DIR. It prints "watch_id=N", "rule_id=N" and
-// "secret=whsec_..." on success.
+// watch-rule.png (and watch-app.png) in DIR. It prints "watch_id=N",
+// "rule_id=N" and "secret=whsec_..." (and "app_watch_id=N",
+// "app_rule_id=N") on success.
 //
 //   node worker/e2e/browser/watch.mjs --base URL --alert ID --token ADMIN --out DIR
 //
@@ -39,6 +40,7 @@ const { values: args } = parseArgs({
     out: { type: "string" },
     token: { type: "string" },
     keyword: { type: "string" },
+    app: { type: "string" },
     alert: { type: "string" },
     hook: { type: "string" },
     chromium: { type: "string", default: process.env.CHROMIUM || "/usr/bin/chromium" },
@@ -202,7 +204,10 @@ try {
     step = "alert rule";
     const form = page.locator("form.ruleform");
     same("the rule form's watch", Number(await form.getAttribute("data-watch-id")), w.id);
-    same("the rule types of a keyword watch", (await form.locator('select[name="type"] option').allTextContents()).join(","), "rank_change,new_competitor");
+    const offers = (await api("/v1/alert-rules")).rule_types;
+    const typesOf = (kind) => offers.filter((o) => o.kind === kind).map((o) => o.type).join(",");
+    same("the rule types of a keyword watch", (await form.locator('select[name="type"] option').allTextContents()).join(","), typesOf("keyword"));
+    same("the keyword rule types", typesOf("keyword"), "rank_change,new_competitor");
     same("the channels", (await form.locator('select[name="channel"] option').allTextContents()).join(","), "webhook,slack");
     await form.locator('select[name="type"]').selectOption("rank_change");
     await form.locator('select[name="channel"]').selectOption("webhook");
@@ -253,6 +258,41 @@ try {
     console.log(`watch_id=${w.id}`);
     console.log(`rule_id=${made.id}`);
     console.log(`secret=${made.secret}`);
+
+    if (args.app) {
+      step = "watch an app";
+      const resp = await page.goto(base + "/app/apps/" + encodeURIComponent(args.app));
+      if (!resp || resp.status() !== 200) fail(`GET /app/apps/${args.app}: HTTP ${resp && resp.status()}`);
+      await ready("the app page");
+      const appButton = page.locator("button.watch");
+      same("the app's watch button", await appButton.textContent(), "Watch");
+      await appButton.click();
+      await page.locator("form.ruleform").waitFor();
+      same("the app's watch button after the click", await appButton.textContent(), "Watching");
+      same("the token prompts after the app's watch", dialogs.length, 1);
+      const aw = (await api("/v1/watches")).items.find((x) => x.kind === "app" && x.target === args.app);
+      if (!aw) fail(`GET /v1/watches has no app watch of ${args.app}`);
+      same("the app watch's id", Number(await appButton.getAttribute("data-watch-id")), aw.id);
+      const appForm = page.locator("form.ruleform");
+      same("the rule types of an app watch", (await appForm.locator('select[name="type"] option').allTextContents()).join(","), typesOf("app"));
+      await appForm.locator('select[name="type"]').selectOption("rating_drop");
+      same("rating_drop's thresholds", (await appForm.locator(".thresholds input").evaluateAll((is) => is.map((i) => i.name))).join(","),
+        offers.find((o) => o.type === "rating_drop").fields.join(","));
+      await appForm.locator('input[name="drop"]').fill("0.5");
+      await appForm.locator('select[name="channel"]').selectOption("webhook");
+      await appForm.locator('input[name="url"]').fill(args.hook);
+      const [appResp] = await Promise.all([answer(), appForm.locator("button.addrule").click()]);
+      same("the app rule's answer", appResp.status(), 201);
+      const appRule = await appResp.json();
+      await appForm.locator(".rulemade").waitFor();
+      same("the app rule shown", await appForm.locator(".rulemade .ruletext").textContent(), `rating_drop drop 0.5 → webhook ${appRule.url}`);
+      const listed = (await api("/v1/alert-rules")).items.find((r) => r.id === appRule.id);
+      if (!listed || listed.type !== "rating_drop" || listed.drop !== 0.5 || listed.watch_id !== aw.id) fail(`GET /v1/alert-rules has the app rule as ${JSON.stringify(listed)}`);
+      log(`app ${args.app}: watch ${aw.id}, rule ${appRule.id} rating_drop drop 0.5 made in its form`);
+      await shot("watch-app");
+      console.log(`app_watch_id=${aw.id}`);
+      console.log(`app_rule_id=${appRule.id}`);
+    }
   }
 
   step = "requests";
