@@ -235,13 +235,14 @@ func ScanSitemaps(ctx context.Context, db *d1.DB, get func(ctx context.Context, 
 		res.Files++
 		res.IDs += len(ids)
 		pass.Next++
+		pass.Done = pass.Next >= len(files) // the last file's batch ends the pass
 		if err := save(SitemapStatements(ids, now)); err != nil {
 			res.Error = joinErr(res.Error, "save: "+err.Error())
 			return res
 		}
 	}
 	if pass.Next >= len(files) && !res.RateLimited {
-		pass.Done = true
+		pass.Done = true // an index of no files, or fewer than the cursor's
 	}
 	if cur.From != pass.String() {
 		if err := save(nil); err != nil {
