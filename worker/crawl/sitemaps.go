@@ -42,9 +42,10 @@ const (
 	// SitemapRunEvery is the sitemap-scan task's period.
 	SitemapRunEvery = 10 * time.Minute
 	// SitemapFilesPerRun bounds the files a run reads: each is up to
-	// appstore.MaxSitemapURLs ids, SitemapIDsPerStmt a statement, so a
-	// run is at most 100 statements (d1.MaxBatch) and well under a
-	// Worker invocation's 1,000 queries.
+	// appstore.MaxSitemapURLs ids, SitemapIDsPerStmt a statement, saved
+	// in one batch with the cursor (51 statements, under d1.MaxBatch),
+	// so a run is at most 2 + 2 × 51 queries, far under a Worker
+	// invocation's 1,000.
 	SitemapFilesPerRun = 2
 	// SitemapFullEvery: a pass over every app's index starts at most this
 	// often (the catalogue's other sources and the new apps' index keep
