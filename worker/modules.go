@@ -75,6 +75,11 @@ type TaskDeps struct {
 	HintsGet     func(ctx context.Context, url string) upstream.Response
 	HintsReserve func(ctx context.Context, n int) context.Context
 	HintsBase    string
+	// Sitemap discovery (crawl.Tasks): the store host's sitemaps through
+	// the store pages' limit, on StoreBase.
+	PagesGet     func(ctx context.Context, url string) upstream.Response
+	PagesReserve func(ctx context.Context, n int) context.Context
+	StoreBase    string
 	// Analyst (analyst.Tasks).
 	Analyst *analyst.Analyst
 	// Keyword metrics (keywords.Tasks): the hints of the deployment's
@@ -101,7 +106,8 @@ func PeriodicTasks(d TaskDeps) []module.Task {
 		slowable(reviews.Tasks(d.Reviews, d.ReviewsGet, d.ReviewsReserve, d.APIBase, d.Country), guard.WorkReviews),
 		slowable(analyst.Tasks(d.Analyst), guard.WorkAnalyst),
 		keywords.Tasks(d.Popularity, d.Hints, d.HintsReserve),
-		crawl.Tasks(d.Crawl, d.HintsGet, d.HintsReserve, d.HintsBase, d.Country),
+		crawl.Tasks(d.Crawl, crawl.Host{Get: d.HintsGet, Reserve: d.HintsReserve, Base: d.HintsBase},
+			crawl.Host{Get: d.PagesGet, Reserve: d.PagesReserve, Base: d.StoreBase}, d.Country),
 		alerts.Tasks(d.Alerts),
 		segments.Tasks(d.Segments),
 		datasets.Tasks(d.Datasets),

@@ -25,7 +25,7 @@ import (
 // periodic is every feature's periodic work over this instance's clients,
 // made on first use (after loadConfig).
 var periodic = sync.OnceValue(func() []module.Task {
-	up, feeds, hints := catalogue(), reviewsFeed(), hintsHost()
+	up, feeds, hints, pages := catalogue(), reviewsFeed(), hintsHost(), storePages()
 	return PeriodicTasks(TaskDeps{
 		Catalogue:  tasks.Platform{D1Store: tasks.D1Store{DB: db}, Get: up.Get, Reserve: up.Reserve, Values: kvCache},
 		APIBase:    cfg.APIBase,
@@ -35,6 +35,7 @@ var periodic = sync.OnceValue(func() []module.Task {
 		Reviews: reviews.D1Store{DB: db}, ReviewsGet: feeds.Get, ReviewsReserve: feeds.Reserve, Country: cfg.Country,
 		Analyst: analystService(),
 		Crawl:   crawl.D1Store{DB: db}, HintsGet: hints.Get, HintsReserve: hints.Reserve, HintsBase: cfg.HintsBase,
+		PagesGet: pages.Get, PagesReserve: pages.Reserve, StoreBase: cfg.StoreBase,
 		Popularity: keywords.D1Store{DB: db}, Hints: keywords.HTTPHints{Get: hints.Get, Base: cfg.HintsBase},
 		Alerts:   alertsService(),
 		Segments: &segments.Store{DB: db},

@@ -110,6 +110,14 @@ func hintsHost() upstream.Limited {
 	return l
 }
 
+// storePages fetches from the store host (pages, sitemaps) through the
+// store pages' global limit.
+func storePages() upstream.Limited {
+	l := catalogue()
+	l.Key = upstream.StorePagesLimit
+	return l
+}
+
 // catalogue fetches from the upstream through the global catalogue limit.
 func catalogue() upstream.Limited {
 	return upstream.Limited{

@@ -71,6 +71,8 @@ const (
 	discoSampleEvery = time.Hour
 	// discoSeed seeds the crawl's tier choice.
 	discoSeed = 4
+	// sitemapTask is the periodic task whose new apps are the sitemaps'.
+	sitemapTask = "sitemap-scan"
 )
 
 // designMilestones are the design's milestones (apps known); a smaller
@@ -306,7 +308,8 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 	periodic := slices.Concat(
 		tasks.Tasks(taskDeps{D1Store: tasks.D1Store{DB: db}, fetch: taskFetch}, simBase,
 			tasks.Catalogue{Store: catalogue.D1Store{DB: db}, StaleAfter: catalogue.DefaultStaleAfter, Now: clock.Now}),
-		crawl.Tasks(crawl.D1Store{DB: db}, hintsFetch.Get, noReserve, simBase, "us"))
+		crawl.Tasks(crawl.D1Store{DB: db}, crawl.Host{Get: hintsFetch.Get, Reserve: noReserve, Base: simBase},
+			crawl.Host{Get: taskFetch.Get, Reserve: noReserve, Base: simBase}, "us"))
 	nextTask := make([]time.Time, len(periodic))
 	for i := range nextTask {
 		nextTask[i] = t0
@@ -325,6 +328,7 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 	nextCron, nextSample := t0, t0
 	var curve []discoSample
 	actions := map[string]int{}
+	sitemapNew := 0 // the sitemap-scan task's new apps
 	dayOf := func(t time.Time) float64 { return t.Sub(t0).Hours() / 24 }
 	lastPrint := -1
 	for {
@@ -371,6 +375,9 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 			r := t.Run(ctx, clock.Now)
 			if r.Error != "" {
 				actions["task_error:"+t.Name]++
+			}
+			if t.Name == sitemapTask {
+				sitemapNew += int(r.Counters["new_apps"])
 			}
 			clock.Settle()
 			nextTask[which] = at.Add(t.Every)
@@ -422,15 +429,15 @@ done:
 	if n, err := rep.ControllerTotals["similar_discovered"].Int64(); err == nil {
 		similar = int(n)
 	}
-	rep.Sources = sourceFigures(crawlReqs, enrichReqs, store, similar, final.Known)
+	rep.Sources = sourceFigures(crawlReqs, enrichReqs, taskReqs, store, similar, sitemapNew, final.Known)
 	discovered := 0
 	for _, s := range rep.Sources {
 		discovered += s.NewApps
 	}
 	// The crawl's requests and the catalogue tasks' (the hints asks that
-	// feed the searches): the pages the similar apps come with are the
-	// enrichment's, fetched for it anyway.
-	if t := crawlReqs.total().Sent + taskReqs.get(kindHints).Sent; discovered > 0 {
+	// feed the searches, the sitemaps): the pages the similar apps come
+	// with are the enrichment's, fetched for it anyway.
+	if t := crawlReqs.total().Sent + taskReqs.get(kindHints).Sent + taskReqs.get(kindSitemap).Sent; discovered > 0 {
 		rep.RequestsPerDiscoveredApp = math.Round(1000*float64(t)/float64(discovered)) / 1000
 	}
 	met := func(d *float64, goal float64) bool { return d != nil && *d <= goal }
@@ -498,7 +505,7 @@ func printDiscovery(w io.Writer, r discoReport) {
 		p("  %-9s %9d new apps, %8d requests (%d refused): %.3f a request\n", s.Source, s.NewApps, s.Requests, s.Refused, s.PerReq)
 	}
 	p("discovery lookups: %d apps kept with their lookup fields, %d requests: %.1f a request\n", r.DiscoveryLookups.Apps, r.DiscoveryLookups.Requests, r.DiscoveryLookups.PerReq)
-	p("upstream requests per discovered app (the crawl's and the hints asks): %.3f\n", r.RequestsPerDiscoveredApp)
+	p("upstream requests per discovered app (the crawl's, the hints asks and the sitemaps): %.3f\n", r.RequestsPerDiscoveredApp)
 	p("requests by caller and kind (sent, refused, failed):")
 	for _, k := range sortedKeys(r.Requests) {
 		c := r.Requests[k]

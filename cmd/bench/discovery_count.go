@@ -75,7 +75,8 @@ const (
 	kindLookup    = "lookup"    // a lookup of apps by id
 	kindDeveloper = "developer" // a lookup of a developer's apps (entity=software on an artist id)
 	kindPage      = "page"
-	kindHints     = "hints" // a search hints ask (the keyword-hints task's)
+	kindHints     = "hints"   // a search hints ask (the keyword-hints task's)
+	kindSitemap   = "sitemap" // a sitemap index or file (the sitemap-scan task's)
 	kindOther     = "other"
 )
 
@@ -99,6 +100,8 @@ func requestKind(raw string) string {
 		return kindPage
 	case u.Path == appstore.HintsPath:
 		return kindHints
+	case strings.HasPrefix(u.Path, "/sitemaps_"):
+		return kindSitemap
 	}
 	return kindOther
 }
@@ -159,7 +162,8 @@ func (l *requestLedger) total() reqCount {
 // (sourceCharts: category scans; sourceSearches: keyword searches;
 // sourcePortfolios: developers' portfolio lookups), the similar apps of
 // the enrichment's pages (sourceSimilar: the EnrichmentController's
-// similar_discovered total), and sourceOther, the rest of the
+// similar_discovered total), the sitemaps (sourceSitemaps: the
+// sitemap-scan task's new_apps), and sourceOther, the rest of the
 // catalogue's growth (a source the product gained that the bench does
 // not tell apart is counted there, by the apps it added, not lost).
 const (
@@ -167,6 +171,7 @@ const (
 	sourceCharts     = "charts"
 	sourcePortfolios = "portfolios"
 	sourceSimilar    = "similar"
+	sourceSitemaps   = "sitemaps"
 	sourceOther      = "other"
 )
 
@@ -316,10 +321,11 @@ type sourceFigure struct {
 // portfolios from the crawl's requests of those kinds and the apps its
 // saves added; similar apps from the controller's count (similar, its
 // similar_discovered) against the enrichment's pages, which are fetched
-// for the enrichment anyway; other from the catalogue's growth none of
+// for the enrichment anyway; sitemaps from the sitemap-scan task's new
+// apps (sitemapNew) against the tasks' sitemap requests; other from the catalogue's growth none of
 // them explains (known − the counted sources) and the crawl's requests of
 // any other kind.
-func sourceFigures(crawlReqs, enrichReqs *requestLedger, store *countingStore, similar, known int) []sourceFigure {
+func sourceFigures(crawlReqs, enrichReqs, taskReqs *requestLedger, store *countingStore, similar, sitemapNew, known int) []sourceFigure {
 	var out []sourceFigure
 	fig := func(source string, n int, r reqCount) {
 		f := sourceFigure{Source: source, NewApps: n, Requests: r.Sent, Refused: r.Refused}
@@ -333,6 +339,7 @@ func sourceFigures(crawlReqs, enrichReqs *requestLedger, store *countingStore, s
 	fig(sourceCharts, charts, crawlReqs.get(kindChart))
 	fig(sourcePortfolios, portfolios, crawlReqs.get(kindDeveloper))
 	fig(sourceSimilar, similar, enrichReqs.get(kindPage))
+	fig(sourceSitemaps, sitemapNew, taskReqs.get(kindSitemap))
 	var other reqCount
 	crawlReqs.mu.Lock()
 	kinds := make([]string, 0, len(crawlReqs.byKind))
@@ -348,6 +355,6 @@ func sourceFigures(crawlReqs, enrichReqs *requestLedger, store *countingStore, s
 			other.Refused += c.Refused
 		}
 	}
-	fig(sourceOther, max(0, known-search-charts-portfolios-similar), other)
+	fig(sourceOther, max(0, known-search-charts-portfolios-similar-sitemapNew), other)
 	return out
 }

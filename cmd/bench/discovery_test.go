@@ -72,6 +72,8 @@ func TestRequestKindsFromTheProductsURLs(t *testing.T) {
 		base + "/lookup?id=200000001&entity=software&country=us":               kindDeveloper,
 		crawl.PortfolioURL(base, "us", 200000001):                              kindDeveloper,
 		appstore.HintsURL(base, "photo"):                                       kindHints,
+		appstore.SitemapIndexURL(base, true):                                   kindSitemap,
+		base + "/sitemaps_apps_app_1_3.xml.gz":                                 kindSitemap,
 		r.PageURL(100000001):                                                   kindPage,
 		base + "/us/rss/customerreviews/id=1/json":                             kindChart,
 		base + "/health":                                                       kindOther,
@@ -122,7 +124,10 @@ func TestCountingStoreCreditsEachNewAppToOneSource(t *testing.T) {
 	if got := s.newBy(sourcePortfolios); got != 1 {
 		t.Errorf("portfolios brought %d new apps, want 1 (7)", got)
 	}
-	reqs, enrich := newRequestLedger(), newRequestLedger()
+	reqs, enrich, tasks := newRequestLedger(), newRequestLedger(), newRequestLedger()
+	tasks.add(kindSitemap, false, false)
+	tasks.add(kindSitemap, false, false)
+	tasks.add(kindHints, false, false)
 	reqs.add(kindSearch, false, false)
 	reqs.add(kindSearch, true, false) // refused: sent all the same
 	reqs.add(kindChart, false, false)
@@ -130,14 +135,16 @@ func TestCountingStoreCreditsEachNewAppToOneSource(t *testing.T) {
 	reqs.add(kindLookup, false, false)
 	enrich.add(kindPage, false, false)
 	enrich.add(kindPage, false, false)
-	// 3 similar apps the pages brought, and four apps more than every
-	// counted source: a source the bench does not tell apart.
-	figs := sourceFigures(reqs, enrich, s, 3, 14)
+	// 3 similar apps the pages brought, 5 the sitemaps did, and four apps
+	// more than every counted source: a source the bench does not tell
+	// apart.
+	figs := sourceFigures(reqs, enrich, tasks, s, 3, 5, 19)
 	want := map[string]sourceFigure{
 		sourceSearches:   {Source: sourceSearches, NewApps: 4, Requests: 2, Refused: 1, PerReq: 2},
 		sourceCharts:     {Source: sourceCharts, NewApps: 2, Requests: 1, PerReq: 2},
 		sourcePortfolios: {Source: sourcePortfolios, NewApps: 1, Requests: 1, PerReq: 1},
 		sourceSimilar:    {Source: sourceSimilar, NewApps: 3, Requests: 2, PerReq: 1.5},
+		sourceSitemaps:   {Source: sourceSitemaps, NewApps: 5, Requests: 2, PerReq: 2.5},
 		sourceOther:      {Source: sourceOther, NewApps: 4, Requests: 1, PerReq: 4},
 	}
 	if len(figs) != len(want) {

@@ -47,6 +47,9 @@ Routes (limited ones cost one token each):
   GET  /{country}/rss/<c>/limit=<n>[/genre=<id>]/json  iTunes RSS top chart, n<=200 (limited)
        c = topfreeapplications | toppaidapplications | topgrossingapplications
   GET  /{country}/app/{slug}/id{id}                 store page HTML, legacy or current markup by -current-markup-pct (limited)
+  GET  /sitemaps_apps_index_app_1.xml, /sitemaps_apps_index_new-app_1.xml   the store's sitemap indexes, and their
+       gzip files /sitemaps_apps_app_1_<n>.xml.gz, /sitemaps_apps_new-app_1_<n>.xml.gz (limited as store pages;
+       -living: the full index made again each virtual day, the new-app one the last 7 days' apps)
   GET  /__stats   POST /__stats/reset   POST /__config   GET /health   (never limited)
   GET  /__sim/clock   POST /__sim/clock {"advance_s":N} | {"now":"RFC3339"}   the virtual clock (never limited)
   GET  /__catalogue[?id=<id>,...]   the catalogue's drift and apps' current values (never limited);

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,7 +66,7 @@ const (
 )
 
 func hostOf(route string) string {
-	if route == routePage {
+	if route == routePage || route == routeSitemap {
 		return hostStore
 	}
 	return hostAPI
@@ -89,6 +90,8 @@ type Server struct {
 	now   func() time.Time
 	log   *slog.Logger
 	mux   *http.ServeMux
+	// sitemaps serves the sitemap files (sitemap.go).
+	sitemaps http.HandlerFunc
 
 	mu     sync.Mutex
 	bucket bucket // the API host's limit, and the store host's unless it has its own
@@ -144,10 +147,19 @@ func NewServer(cat *Catalogue, opts Options) *Server {
 	mux.HandleFunc("GET /__sim/clock", s.handleClock)
 	mux.HandleFunc("POST /__sim/clock", s.handleClock)
 	s.mux = mux
+	s.sitemaps = s.sitemapRoute()
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The sitemaps are root files of the store host (sitemap.go); a
+	// pattern can match no part of a segment, so they are routed here.
+	if r.Method == http.MethodGet && isSitemapName(strings.TrimPrefix(r.URL.Path, "/")) {
+		s.sitemaps(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // handlerFunc serves an upstream route and reports whether the answer was
 // "no such app", for the not_found counters.

@@ -28,21 +28,39 @@ var Module = module.Module{
 	},
 }
 
+// Host is an upstream host's fetch through its global limit (Get), the
+// reservation of a run's requests in one acquire (Reserve), and its base
+// URL.
+type Host struct {
+	Get     func(ctx context.Context, url string) upstream.Response
+	Reserve func(ctx context.Context, n int) context.Context
+	Base    string
+}
+
 // Tasks are discovery's periodic work: keyword-hints asks the search
 // hints for the best prefixes of a genre's seeds and the waiting ones,
 // and queues the completions no keyword holds as pending keywords, within
-// the day's budgets (SourceHints), through the hints' global limit (get;
-// reserve admits a run's asks in one acquire).
-func Tasks(store D1Store, get func(ctx context.Context, url string) upstream.Response,
-	reserve func(ctx context.Context, n int) context.Context, hintsBase, country string) []module.Task {
+// the day's budgets (SourceHints), through the hints' limit; sitemap-scan
+// reads the store's sitemaps on the store host (pages), through its
+// limit, and queues the apps the catalogue does not hold (ScanSitemaps).
+func Tasks(store D1Store, hints, pages Host, country string) []module.Task {
 	return []module.Task{{
 		Name: "keyword-hints", Every: HintRunEvery, Jitter: time.Minute,
 		Doc: "search hints for a genre's seeds and the waiting prefixes; their new terms queued as keywords, within a daily budget",
 		Run: func(ctx context.Context, now func() time.Time) module.Result {
-			out := SourceHints(ratelimit.WithReserver(ctx, reserve), store, get, hintsBase, country, now())
+			out := SourceHints(ratelimit.WithReserver(ctx, hints.Reserve), store, hints.Get, hints.Base, country, now())
 			return module.Result{OK: out.Error == "" && !out.RateLimited, Summary: out.Summary(), Error: out.Error,
 				RateLimited: out.RateLimited,
 				Counters:    map[string]int64{"asked": int64(out.Asked), "new_keywords": int64(out.NewKeywords)}}
+		},
+	}, {
+		Name: "sitemap-scan", Every: SitemapRunEvery, Jitter: time.Minute,
+		Doc: "the store's sitemaps: the new apps' index hourly, every app's weekly, a few files a run from a cursor; the apps not known queued for discovery",
+		Run: func(ctx context.Context, now func() time.Time) module.Result {
+			out := ScanSitemaps(ratelimit.WithReserver(ctx, pages.Reserve), store.DB, pages.Get, pages.Base, now())
+			return module.Result{OK: out.Error == "" && !out.RateLimited, Summary: out.Summary(), Error: out.Error,
+				RateLimited: out.RateLimited,
+				Counters:    map[string]int64{"requests": int64(out.Requests), "files": int64(out.Files), "ids": int64(out.IDs), "new_apps": int64(out.NewApps)}}
 		},
 	}}
 }
