@@ -41,7 +41,7 @@ type Matched struct {
 }
 
 // Match gives new communities (their keywords) ids, keeping old segments'
-// (old: each keyword's old segment, over the region being re-partitioned;
+// (old: each keyword's old segment, over the keywords being re-partitioned;
 // oldSize: each old segment's keyword count). Pairs are taken by
 // descending Jaccard, ties by old id then community index, each side once,
 // while at least MatchJaccard; the rest of the communities get new ids.
