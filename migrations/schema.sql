@@ -700,7 +700,7 @@ CREATE TABLE segment_keywords (
   keyword    TEXT PRIMARY KEY,
   segment_id INTEGER,
   top_sum    INTEGER NOT NULL
-) WITHOUT ROWID;
+, top TEXT) WITHOUT ROWID;
 CREATE INDEX idx_segment_keywords_segment ON segment_keywords (segment_id) WHERE segment_id IS NOT NULL;
 
 -- segment_lineage

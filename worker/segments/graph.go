@@ -1,6 +1,7 @@
 package segments
 
 import (
+	"math"
 	"slices"
 	"sort"
 )
@@ -61,7 +62,12 @@ func (g *Graph) Degree(i int) float64 {
 // with weight Σ 1/(dₐ−1) over the apps a in both tops, dₐ being the
 // number of keywords a is top in (an app shared by two keywords only is
 // strong evidence; one shared by fifty, weak). Apps over MaxAppKeywords
-// link nothing. Each keyword keeps its MaxNeighbours strongest links.
+// link nothing. Each keyword keeps its MaxNeighbours strongest links (ties
+// by the lower index); an edge either end keeps is stored at both.
+//
+// Memory: the rows are computed three times (each keyword's cut-off, the
+// row sizes, the rows) instead of kept, so the pass holds the apps'
+// keywords, two scalars a keyword and the graph itself, sized exactly.
 func Project(tops [][]int32, apps int) *Graph {
 	n := len(tops)
 	// The apps' keywords, in compressed rows.
@@ -83,18 +89,19 @@ func Project(tops [][]int32, apps int) *Graph {
 		}
 	}
 	fill = nil
-	// Each keyword's strongest links, from a dense scratch row.
+	// row computes keyword i's links into acc (touched: the keywords
+	// linked). The shared apps are summed in ascending app order, so the
+	// weight i→j is j→i's bit for bit and either end decides alike.
 	acc := make([]float32, n)
-	var touched []int32
-	type link struct {
-		j int32
-		w float32
-	}
-	var row []link
-	kept := make([][]link, n)
-	for i, t := range tops {
+	var touched, sorted []int32
+	row := func(i int) {
+		for _, j := range touched {
+			acc[j] = 0
+		}
 		touched = touched[:0]
-		for _, a := range t {
+		sorted = append(sorted[:0], tops[i]...)
+		slices.Sort(sorted)
+		for _, a := range sorted {
 			d := deg[a+1] - deg[a]
 			if d < 2 || d > MaxAppKeywords {
 				continue
@@ -110,63 +117,59 @@ func Project(tops [][]int32, apps int) *Graph {
 				acc[j] += w
 			}
 		}
-		row = row[:0]
+	}
+	// Each keyword's cut-off: its MaxNeighbours-th link (weight, then
+	// index); a row of fewer keeps every link.
+	type link struct {
+		j int32
+		w float32
+	}
+	cutW := make([]float32, n)
+	cutJ := make([]int32, n)
+	var links []link
+	for i := range n {
+		row(i)
+		if len(touched) <= MaxNeighbours {
+			cutJ[i] = math.MaxInt32
+			continue
+		}
+		links = links[:0]
 		for _, j := range touched {
-			row = append(row, link{j, acc[j]})
-			acc[j] = 0
+			links = append(links, link{j, acc[j]})
 		}
-		if len(row) > MaxNeighbours {
-			sort.Slice(row, func(x, y int) bool {
-				if row[x].w != row[y].w {
-					return row[x].w > row[y].w
-				}
-				return row[x].j < row[y].j
-			})
-			row = row[:MaxNeighbours]
-		}
-		kept[i] = slices.Clone(row)
-	}
-	// Symmetrise: an edge kept by either end is stored at both.
-	cnt := make([]int32, n+1)
-	for i, r := range kept {
-		for _, l := range r {
-			cnt[i+1]++
-			cnt[l.j+1]++
-		}
-	}
-	for i := 1; i <= n; i++ {
-		cnt[i] += cnt[i-1]
-	}
-	adj := make([]int32, cnt[n])
-	ws := make([]float32, cnt[n])
-	pos := slices.Clone(cnt[:n])
-	for i, r := range kept {
-		for _, l := range r {
-			adj[pos[i]], ws[pos[i]] = l.j, l.w
-			pos[i]++
-			adj[pos[l.j]], ws[pos[l.j]] = int32(i), l.w
-			pos[l.j]++
-		}
-		kept[i] = nil
-	}
-	// Rows sorted by neighbour; an edge both ends kept appears twice with
-	// the same weight: kept once.
-	g := &Graph{Off: make([]int32, n+1), Loop: make([]float64, n)}
-	out := 0
-	for i := 0; i < n; i++ {
-		lo, hi := cnt[i], cnt[i+1]
-		r := rowSorter{adj[lo:hi], ws[lo:hi]}
-		sort.Sort(r)
-		for e := lo; e < hi; e++ {
-			if e > lo && adj[e] == adj[e-1] {
-				continue
+		sort.Slice(links, func(x, y int) bool {
+			if links[x].w != links[y].w {
+				return links[x].w > links[y].w
 			}
-			adj[out], ws[out] = adj[e], ws[e]
-			out++
-		}
-		g.Off[i+1] = int32(out)
+			return links[x].j < links[y].j
+		})
+		cutW[i], cutJ[i] = links[MaxNeighbours-1].w, links[MaxNeighbours-1].j
 	}
-	g.Adj, g.W = slices.Clip(adj[:out]), slices.Clip(ws[:out])
+	keeps := func(i, j int32, w float32) bool { return w > cutW[i] || (w == cutW[i] && j <= cutJ[i]) }
+	// Row sizes, then the rows, each sorted by neighbour.
+	g := &Graph{Off: make([]int32, n+1), Loop: make([]float64, n)}
+	for i := range n {
+		row(i)
+		c := int32(0)
+		for _, j := range touched {
+			if keeps(int32(i), j, acc[j]) || keeps(j, int32(i), acc[j]) {
+				c++
+			}
+		}
+		g.Off[i+1] = g.Off[i] + c
+	}
+	g.Adj, g.W = make([]int32, g.Off[n]), make([]float32, g.Off[n])
+	for i := range n {
+		row(i)
+		e := g.Off[i]
+		for _, j := range touched {
+			if keeps(int32(i), j, acc[j]) || keeps(j, int32(i), acc[j]) {
+				g.Adj[e], g.W[e] = j, acc[j]
+				e++
+			}
+		}
+		sort.Sort(rowSorter{g.Adj[g.Off[i]:e], g.W[g.Off[i]:e]})
+	}
 	return g
 }
 

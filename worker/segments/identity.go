@@ -41,7 +41,7 @@ type Matched struct {
 }
 
 // Match gives new communities (their keywords) ids, keeping old segments'
-// (old: each keyword's old segment, over the region being re-partitioned;
+// (old: each keyword's old segment, over the keywords being re-partitioned;
 // oldSize: each old segment's keyword count). Pairs are taken by
 // descending Jaccard, ties by old id then community index, each side once,
 // while at least MatchJaccard; the rest of the communities get new ids.
@@ -50,23 +50,34 @@ type Matched struct {
 // such shares of two or more parents records a merge from each other
 // parent.
 func Match(comms [][]string, old map[string]int64, oldSize map[int64]int, nextID int64) Matched {
+	overlap := make([]map[int64]int, len(comms))
+	sizes := make([]int, len(comms))
+	for c, kws := range comms {
+		overlap[c] = map[int64]int{}
+		sizes[c] = len(kws)
+		for _, k := range kws {
+			if s, ok := old[k]; ok {
+				overlap[c][s]++
+			}
+		}
+	}
+	return matchOverlaps(sizes, overlap, oldSize, nextID)
+}
+
+// matchOverlaps is Match over each community's size and its keywords'
+// count in each old segment (overlap[c]: old id → keywords).
+func matchOverlaps(sizes []int, overlap []map[int64]int, oldSize map[int64]int, nextID int64) Matched {
 	type pair struct {
 		c       int
 		s       int64
 		overlap int
 		j       float64
 	}
-	overlap := make([]map[int64]int, len(comms))
+	comms := sizes
 	var pairs []pair
-	for c, kws := range comms {
-		overlap[c] = map[int64]int{}
-		for _, k := range kws {
-			if s, ok := old[k]; ok {
-				overlap[c][s]++
-			}
-		}
+	for c, n := range sizes {
 		for s, o := range overlap[c] {
-			j := float64(o) / float64(len(kws)+oldSize[s]-o)
+			j := float64(o) / float64(n+oldSize[s]-o)
 			pairs = append(pairs, pair{c, s, o, j})
 		}
 	}

@@ -86,8 +86,17 @@ func Build(keywords []string, tops map[string][]int64, stats map[int64]AppStat) 
 	for a, n := range count {
 		b.Apps = append(b.Apps, SegmentApp{TrackID: a, Keywords: n, Ratings: max(stats[a].Ratings, 0)})
 	}
-	sort.Slice(b.Apps, func(i, j int) bool {
-		x, y := b.Apps[i], b.Apps[j]
+	b.Apps = rankApps(b.Apps)
+	b.Scores = scoreApps(b.Apps, stats)
+	b.Name = Name(b.Keywords)
+	return b
+}
+
+// rankApps orders a segment's apps by how many of its keywords they top,
+// then ratings, then id, and keeps MaxSegmentApps.
+func rankApps(apps []SegmentApp) []SegmentApp {
+	sort.Slice(apps, func(i, j int) bool {
+		x, y := apps[i], apps[j]
 		if x.Keywords != y.Keywords {
 			return x.Keywords > y.Keywords
 		}
@@ -96,20 +105,25 @@ func Build(keywords []string, tops map[string][]int64, stats map[int64]AppStat) 
 		}
 		return x.TrackID < y.TrackID
 	})
-	if len(b.Apps) > MaxSegmentApps {
-		b.Apps = b.Apps[:MaxSegmentApps]
+	if len(apps) > MaxSegmentApps {
+		apps = apps[:MaxSegmentApps]
 	}
-	c := markets.Cluster{Apps: len(b.Apps)}
-	counts := make([]int64, len(b.Apps))
+	return apps
+}
+
+// scoreApps scores a segment's ranked apps (setting each one's share).
+func scoreApps(apps []SegmentApp, stats map[int64]AppStat) Scores {
+	c := markets.Cluster{Apps: len(apps)}
+	counts := make([]int64, len(apps))
 	var weighted float64
-	for i, a := range b.Apps {
+	for i, a := range apps {
 		counts[i] = a.Ratings
 		c.TotalRatings += a.Ratings
 		weighted += stats[a.TrackID].Rating * float64(a.Ratings)
 	}
-	for i := range b.Apps {
+	for i := range apps {
 		if c.TotalRatings > 0 {
-			b.Apps[i].Share = round3(float64(b.Apps[i].Ratings) / float64(c.TotalRatings))
+			apps[i].Share = round3(float64(apps[i].Ratings) / float64(c.TotalRatings))
 		}
 	}
 	if c.TotalRatings > 0 {
@@ -121,7 +135,7 @@ func Build(keywords []string, tops map[string][]int64, stats map[int64]AppStat) 
 	s := Scores{Apps: c.Apps, TotalRatings: c.TotalRatings, AvgRating: c.AvgRating, Demand: c.Demand, HHI: c.HHI,
 		Fragmentation: c.Fragmentation, QualityGap: c.Quality, Opportunity: c.OpportunityScore}
 	// The leaders: the most-rated apps.
-	leaders := append([]SegmentApp(nil), b.Apps...)
+	leaders := append([]SegmentApp(nil), apps...)
 	sort.SliceStable(leaders, func(i, j int) bool { return leaders[i].Ratings > leaders[j].Ratings })
 	leaders = leaders[:min(LeaderCount, len(leaders))]
 	var comp []*float64
@@ -132,9 +146,7 @@ func Build(keywords []string, tops map[string][]int64, stats map[int64]AppStat) 
 		s.Velocity30d = addVel(s.Velocity30d, st.Velocity30d)
 	}
 	s.Competitiveness, _ = markets.MeanCompetitiveness(comp)
-	b.Scores = s
-	b.Name = Name(b.Keywords)
-	return b
+	return s
 }
 
 func addVel(sum, v *float64) *float64 {

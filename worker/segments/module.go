@@ -19,7 +19,7 @@ var Module = module.Module{
 	Doc:  "market segments: communities of keywords whose top apps overlap, with stable ids, daily trends and relations",
 	Tables: []module.Table{
 		{Name: "segments", Writer: "worker/segments", Doc: "one segment: name, counts, scores, leading apps with their shares, trend, relations"},
-		{Name: "segment_keywords", Writer: "worker/segments", Doc: "a partitioned keyword: its segment (or none) and the top apps' track-id sum it was partitioned with"},
+		{Name: "segment_keywords", Writer: "worker/segments", Doc: "a partitioned keyword: its segment (or none) and the top apps it was placed with (their track ids and sum)"},
 		{Name: "segment_dirty", Writer: "worker/segments", Doc: "a keyword whose top apps changed since it was partitioned"},
 		{Name: "segment_lineage", Writer: "worker/segments", Doc: "a split or merge: keywords of one segment that went to another"},
 		{Name: "segment_snapshots", Writer: "worker/segments", Doc: "a live segment's day: ratings, demand, opportunity, leaders' velocity and apps"},
@@ -30,8 +30,8 @@ var Module = module.Module{
 
 // Task cadences.
 const (
-	// UpdateEvery: the incremental run re-partitions around the keywords
-	// the crawl's searches changed (marked by the rankings-updated consumer).
+	// UpdateEvery: the incremental run re-places the keywords the crawl's
+	// searches changed (marked by the rankings-updated consumer).
 	UpdateEvery = 30 * time.Minute
 	// FullEvery: the full pass, with the day's snapshots, trends and relations.
 	FullEvery = 24 * time.Hour
@@ -55,7 +55,7 @@ func Tasks(s *Store) []module.Task {
 	}
 	return []module.Task{
 		{Name: "segments-update", Every: UpdateEvery, Jitter: time.Minute,
-			Doc: "re-partitions the segments around keywords whose top apps changed, a few hundred keywords a run",
+			Doc: "re-places the keywords whose top apps changed into the existing segments, a few hundred a run",
 			Run: run(Store.Update)},
 		{Name: "segments-full", Every: FullEvery, Jitter: 10 * time.Minute,
 			Doc: "every searched keyword re-partitioned into segments (stable ids, lineage), the day's snapshots, trends and relations",

@@ -3,14 +3,10 @@ package segments
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"runtime/debug"
-	"sort"
 	"time"
 
 	"storecrawl/worker/d1"
 	"storecrawl/worker/events"
-	"storecrawl/worker/logx"
 )
 
 // Store bounds.
@@ -24,11 +20,6 @@ const (
 	// MaxDirtyPerRun is how many marked keywords one incremental run
 	// takes; the rest wait for the next run.
 	MaxDirtyPerRun = 500
-	// MaxRegionKeywords bounds the keywords an incremental run
-	// re-partitions (the marked ones, the keywords sharing their top apps
-	// and the segments of both): a larger region is left, marked, to the
-	// full pass.
-	MaxRegionKeywords = 20_000
 	// MaxFullPassKeywords bounds a full pass (memory and time at 100,000
 	// keywords, and the command that prints them: docs/markets.md); past
 	// it the pass refuses.
@@ -56,12 +47,15 @@ ORDER BY batch.keyword, r.rank, r.track_id`
 	appStatsSQL = `SELECT track_id, COALESCE(rating_count, 0) AS ratings, COALESCE(average_rating, 0) AS rating,
   competitiveness_score AS comp, rating_velocity_7d AS v7, rating_velocity_30d AS v30
 FROM app_registry WHERE track_id IN (SELECT value FROM json_each(?1))`
-	// neighbourKeywordsSQL: the keywords where apps (?1) rank in the top
-	// ?2 (idx_crawl_rankings_track), at most ?3.
-	neighbourKeywordsSQL = `SELECT DISTINCT keyword FROM crawl_rankings
-WHERE track_id IN (SELECT value FROM json_each(?1)) AND rank <= ?2 LIMIT ?3`
+	// appKeywordsSQL: each app's (?1) keywords where it ranks in the top
+	// ?2 (idx_crawl_rankings_track), its first ?3 only: one row a pair.
+	appKeywordsSQL = `SELECT j.value AS track_id, k.value AS keyword FROM json_each(?1) j,
+  json_each((SELECT json_group_array(keyword) FROM (SELECT keyword FROM crawl_rankings WHERE track_id = j.value AND rank <= ?2 LIMIT ?3))) k`
+	// placedSQL: marked keywords' segment and the top they were placed with.
+	placedSQL = `SELECT keyword, segment_id, top FROM segment_keywords WHERE keyword IN (SELECT value FROM json_each(?1))`
+	// liveSegmentsSQL: segments' (?1) name, keyword count and apps, the live ones.
+	liveSegmentsSQL    = `SELECT id, name, keyword_count, apps FROM segments WHERE id IN (SELECT value FROM json_each(?1)) AND retired_at IS NULL`
 	keywordSegmentsSQL = `SELECT keyword, segment_id FROM segment_keywords WHERE keyword IN (SELECT value FROM json_each(?1)) AND segment_id IS NOT NULL`
-	segmentKeywordsSQL = `SELECT keyword, segment_id FROM segment_keywords WHERE segment_id IN (SELECT value FROM json_each(?1))`
 	allSegmentKwSQL    = `SELECT keyword, segment_id FROM segment_keywords WHERE keyword > ?1 AND segment_id IS NOT NULL ORDER BY keyword LIMIT ?2`
 	nextIDSQL          = `SELECT COALESCE(MAX(id), 0) + 1 AS next FROM segments`
 	dirtySQL           = `SELECT keyword FROM segment_dirty ORDER BY keyword LIMIT ?1`
@@ -99,11 +93,12 @@ WHERE segments.name IS NOT excluded.name OR segments.keyword_count IS NOT exclud
   OR segments.leaders_velocity_7d IS NOT excluded.leaders_velocity_7d OR segments.leaders_velocity_30d IS NOT excluded.leaders_velocity_30d
   OR segments.apps IS NOT excluded.apps OR segments.retired_at IS NOT NULL`
 	// keywordRowsSQL writes keywords' segments ([keyword, segment id or
-	// null, top sum]).
-	keywordRowsSQL = `INSERT INTO segment_keywords (keyword, segment_id, top_sum)
-SELECT value->>0, value->>1, value->>2 FROM json_each(?1) WHERE true
-ON CONFLICT (keyword) DO UPDATE SET segment_id = excluded.segment_id, top_sum = excluded.top_sum
-WHERE segment_keywords.segment_id IS NOT excluded.segment_id OR segment_keywords.top_sum IS NOT excluded.top_sum`
+	// null, top sum, top track ids as a JSON array]).
+	keywordRowsSQL = `INSERT INTO segment_keywords (keyword, segment_id, top_sum, top)
+SELECT value->>0, value->>1, value->>2, value->>3 FROM json_each(?1) WHERE true
+ON CONFLICT (keyword) DO UPDATE SET segment_id = excluded.segment_id, top_sum = excluded.top_sum, top = excluded.top
+WHERE segment_keywords.segment_id IS NOT excluded.segment_id OR segment_keywords.top_sum IS NOT excluded.top_sum
+  OR segment_keywords.top IS NOT excluded.top`
 	retireSQL  = `UPDATE segments SET retired_at = ?2 WHERE id IN (SELECT value FROM json_each(?1)) AND retired_at IS NULL`
 	lineageSQL = `INSERT INTO segment_lineage (child_id, parent_id, kind, keywords, at)
 SELECT value->>0, value->>1, value->>2, value->>3, ?2 FROM json_each(?1) WHERE true ON CONFLICT DO NOTHING`
@@ -222,340 +217,11 @@ type RunResult struct {
 	Keywords, Segments, Statements, New, Retired, Lineage int
 }
 
-// repartition partitions the region (its keywords' tops), matches the
-// communities to the region's old segments (old: keyword → segment, every
-// keyword of each listed segment), and writes what changed. It returns
-// the live segments built (id → content) and the statements.
-func (s Store) repartition(ctx context.Context, tops map[string][]int64, old map[string]int64, now time.Time) (map[int64]Built, []d1.Stmt, RunResult, error) {
-	var res RunResult
-	keywords := make([]string, 0, len(tops))
-	for k := range tops {
-		keywords = append(keywords, k)
-	}
-	sort.Strings(keywords)
-	appIdx := map[int64]int32{}
-	var appIDs []int64
-	idx := make([][]int32, len(keywords))
-	for i, k := range keywords {
-		for _, a := range tops[k] {
-			x, ok := appIdx[a]
-			if !ok {
-				x = int32(len(appIDs))
-				appIdx[a] = x
-				appIDs = append(appIDs, a)
-			}
-			idx[i] = append(idx[i], x)
-		}
-	}
-	part := func() []int32 {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(PassMemoryLimit))
-		return Partition(idx, len(appIDs))
-	}()
-	idx = nil
-	var comms [][]string
-	for i, p := range part {
-		for int(p) >= len(comms) {
-			comms = append(comms, nil)
-		}
-		if p >= 0 {
-			comms[p] = append(comms[p], keywords[i])
-		}
-	}
-	oldSize := map[int64]int{}
-	for _, id := range old {
-		oldSize[id]++
-	}
-	var next struct {
-		Next int64 `json:"next"`
-	}
-	var nx []struct {
-		Next int64 `json:"next"`
-	}
-	if err := s.DB.Query(ctx, &nx, nextIDSQL); err != nil {
-		return nil, nil, res, err
-	}
-	if len(nx) > 0 {
-		next = nx[0]
-	}
-	m := Match(comms, old, oldSize, max(next.Next, 1))
-	stats, err := s.appStats(ctx, appIDs)
-	if err != nil {
-		return nil, nil, res, err
-	}
-	built := make(map[int64]Built, len(comms))
-	var segRows [][]any
-	kwSeg := map[string]any{}
-	for c, kws := range comms {
-		b := Build(kws, tops, stats)
-		id := m.IDs[c]
-		built[id] = b
-		sc := b.Scores
-		segRows = append(segRows, []any{id, b.Name, len(b.Keywords), sc.Apps, sc.TotalRatings, sc.AvgRating, sc.Demand, sc.HHI,
-			sc.Fragmentation, sc.QualityGap, sc.Competitiveness, sc.Opportunity, sc.Velocity7d, sc.Velocity30d, jsonArg(b.Apps)})
-		for _, k := range kws {
-			kwSeg[k] = id
-		}
-		if id >= next.Next {
-			res.New++
-		}
-	}
-	var kwRows [][]any
-	for _, k := range keywords {
-		var sum int64
-		for _, a := range tops[k] {
-			sum += a
-		}
-		kwRows = append(kwRows, []any{k, kwSeg[k], sum})
-	}
-	var lin [][]any
-	for _, l := range m.Lineage {
-		lin = append(lin, []any{l.Child, l.Parent, l.Kind, l.Keywords})
-	}
-	at := d1.Time(now)
-	stmts := chunked(segmentRowsSQL, segRows, at)
-	stmts = append(stmts, chunked(keywordRowsSQL, kwRows)...)
-	if len(m.Retired) > 0 {
-		stmts = append(stmts, chunked(retireSQL, m.Retired, at)...)
-	}
-	stmts = append(stmts, chunked(lineageSQL, lin, at)...)
-	res.Keywords, res.Segments, res.Retired, res.Lineage = len(keywords), len(comms), len(m.Retired), len(m.Lineage)
-	return built, stmts, res, nil
-}
-
 func (s Store) exec(ctx context.Context, stmts []d1.Stmt) (int64, error) {
 	if len(stmts) == 0 {
 		return 0, nil
 	}
 	return s.DB.Exec(ctx, stmts...)
-}
-
-// Update is one incremental run: it takes the marked keywords (at most
-// MaxDirtyPerRun), widens them to their region (the keywords sharing
-// their top apps, and every keyword of the segments of both),
-// re-partitions that region alone, writes what changed and clears the
-// marks. Segments outside the region are not read or written; relations
-// and trends are the daily full pass's.
-func (s Store) Update(ctx context.Context, now time.Time) (RunResult, error) {
-	var res RunResult
-	var dirtyRows []struct {
-		Keyword string `json:"keyword"`
-	}
-	if err := s.DB.Query(ctx, &dirtyRows, dirtySQL, MaxDirtyPerRun); err != nil || len(dirtyRows) == 0 {
-		return res, err
-	}
-	dirty := make([]string, len(dirtyRows))
-	for i, r := range dirtyRows {
-		dirty[i] = r.Keyword
-	}
-	dt, err := s.tops(ctx, dirty)
-	if err != nil {
-		return res, err
-	}
-	appSet := map[int64]bool{}
-	for _, as := range dt {
-		for _, a := range as {
-			appSet[a] = true
-		}
-	}
-	region := map[string]bool{}
-	for _, k := range dirty {
-		region[k] = true
-	}
-	apps := make([]int64, 0, len(appSet))
-	for a := range appSet {
-		apps = append(apps, a)
-	}
-	sort.Slice(apps, func(i, j int) bool { return apps[i] < apps[j] })
-	for i := 0; i < len(apps); i += ReadChunk {
-		var rows []struct {
-			Keyword string `json:"keyword"`
-		}
-		if err := s.DB.Query(ctx, &rows, neighbourKeywordsSQL, jsonArg(apps[i:min(i+ReadChunk, len(apps))]), TopN, MaxRegionKeywords+1); err != nil {
-			return res, err
-		}
-		for _, r := range rows {
-			region[r.Keyword] = true
-		}
-	}
-	seeds := make([]any, 0, len(region))
-	for k := range region {
-		seeds = append(seeds, k)
-	}
-	bySeed, err := s.keywordSegments(ctx, keywordSegmentsSQL, seeds)
-	if err != nil {
-		return res, err
-	}
-	segSet := map[int64]bool{}
-	for _, id := range bySeed {
-		segSet[id] = true
-	}
-	segIDs := make([]any, 0, len(segSet))
-	for id := range segSet {
-		segIDs = append(segIDs, id)
-	}
-	old, err := s.keywordSegments(ctx, segmentKeywordsSQL, segIDs)
-	if err != nil {
-		return res, err
-	}
-	for k := range old {
-		region[k] = true
-	}
-	if len(region) > MaxRegionKeywords {
-		logx.Event("segments.region_too_large", map[string]any{"level": logx.Warn, "marked": len(dirty), "region": len(region)})
-		return res, fmt.Errorf("segments: the %d marked keywords' region holds %d keywords, over %d: left to the full pass", len(dirty), len(region), MaxRegionKeywords)
-	}
-	rest := make([]string, 0, len(region))
-	for k := range region {
-		if _, ok := dt[k]; !ok {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	tops, err := s.tops(ctx, rest)
-	if err != nil {
-		return res, err
-	}
-	for k, as := range dt {
-		tops[k] = as
-	}
-	_, stmts, res, err := s.repartition(ctx, tops, old, now)
-	if err != nil {
-		return res, err
-	}
-	stmts = append(stmts, chunked(clearDirtySQL, dirty)...)
-	res.Statements = len(stmts)
-	_, err = s.exec(ctx, stmts)
-	return res, err
-}
-
-// Full is the daily full pass: every searched keyword re-partitioned,
-// matched to every live segment, what changed written; then each live
-// segment's snapshot of the day, its trend over 7 and 30 days and its
-// relations. It clears the marks it covered.
-func (s Store) Full(ctx context.Context, now time.Time) (RunResult, error) {
-	var res RunResult
-	tops := map[string][]int64{}
-	for after := ""; ; {
-		var rows []struct {
-			Keyword string `json:"keyword"`
-			TrackID *int64 `json:"track_id"`
-		}
-		if err := s.DB.Query(ctx, &rows, allTopsSQL, after, ReadChunk, TopN); err != nil {
-			return res, err
-		}
-		n := 0
-		for _, r := range rows {
-			if _, ok := tops[r.Keyword]; !ok {
-				tops[r.Keyword] = nil
-				n++
-			}
-			if r.TrackID != nil {
-				tops[r.Keyword] = append(tops[r.Keyword], *r.TrackID)
-			}
-			after = r.Keyword
-		}
-		if len(tops) > MaxFullPassKeywords {
-			return res, fmt.Errorf("segments: more than %d searched keywords: over the full pass's measured bound", MaxFullPassKeywords)
-		}
-		if n < ReadChunk {
-			break
-		}
-	}
-	old := map[string]int64{}
-	for after := ""; ; {
-		var rows []struct {
-			Keyword   string `json:"keyword"`
-			SegmentID int64  `json:"segment_id"`
-		}
-		if err := s.DB.Query(ctx, &rows, allSegmentKwSQL, after, ReadChunk*5); err != nil {
-			return res, err
-		}
-		for _, r := range rows {
-			old[r.Keyword] = r.SegmentID
-			after = r.Keyword
-		}
-		if len(rows) < ReadChunk*5 {
-			break
-		}
-	}
-	// A keyword no longer searched leaves its segment.
-	for k := range old {
-		if _, ok := tops[k]; !ok {
-			tops[k] = nil
-		}
-	}
-	built, stmts, res, err := s.repartition(ctx, tops, old, now)
-	if err != nil {
-		return res, err
-	}
-	keywords := make([]string, 0, len(tops))
-	for k := range tops {
-		keywords = append(keywords, k)
-	}
-	sort.Strings(keywords)
-	stmts = append(stmts, chunked(clearDirtySQL, keywords)...)
-	more, err := s.daily(ctx, built, now)
-	if err != nil {
-		return res, err
-	}
-	stmts = append(stmts, more...)
-	res.Statements = len(stmts)
-	_, err = s.exec(ctx, stmts)
-	return res, err
-}
-
-// Day is a snapshot's day, UTC.
-func Day(t time.Time) string { return t.UTC().Format("2006-01-02") }
-
-// daily makes the snapshot of the day of each live segment (once a day),
-// and its trend and relations (written where they changed).
-func (s Store) daily(ctx context.Context, built map[int64]Built, now time.Time) ([]d1.Stmt, error) {
-	ids := make([]int64, 0, len(built))
-	for id := range built {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	d7, d30 := Day(now.AddDate(0, 0, -7)), Day(now.AddDate(0, 0, -30))
-	points := map[int64]map[string]*Point{}
-	for i := 0; i < len(ids); i += ReadChunk {
-		var rows []struct {
-			ID      int64  `json:"segment_id"`
-			Day     string `json:"day"`
-			Ratings int64  `json:"total_ratings"`
-			Apps    string `json:"apps"`
-		}
-		if err := s.DB.Query(ctx, &rows, snapshotPointsSQL, jsonArg(ids[i:min(i+ReadChunk, len(ids))]), d7, d30); err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			p := &Point{TotalRatings: r.Ratings}
-			json.Unmarshal([]byte(r.Apps), &p.Apps)
-			if points[r.ID] == nil {
-				points[r.ID] = map[string]*Point{}
-			}
-			points[r.ID][r.Day] = p
-		}
-	}
-	appsOf := map[int64][]int64{}
-	for id, b := range built {
-		for _, a := range b.Apps {
-			appsOf[id] = append(appsOf[id], a.TrackID)
-		}
-	}
-	rel := Relate(appsOf)
-	var snaps, trends [][]any
-	for _, id := range ids {
-		b := built[id]
-		sc := b.Scores
-		snaps = append(snaps, []any{id, len(b.Keywords), sc.TotalRatings, sc.Demand, sc.Opportunity, sc.Velocity7d, jsonArg(appsOf[id])})
-		tr := Trend(Point{TotalRatings: sc.TotalRatings, Apps: appsOf[id]}, points[id][d7], points[id][d30], sc.Velocity7d, sc.Velocity30d)
-		rs := rel[id]
-		if rs == nil {
-			rs = []Relation{}
-		}
-		trends = append(trends, []any{id, tr.Trend, tr.Score, jsonArg(tr), jsonArg(rs)})
-	}
-	return append(chunked(snapshotSQL, snaps, Day(now)), chunked(trendRelationsSQL, trends)...), nil
 }
 
 // HotQueries are the segments' reads and writes with sample arguments
@@ -566,9 +232,10 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "segment tops", SQL: topsSQL, Args: []any{kws, TopN}},
 		{Name: "segment full-pass tops", SQL: allTopsSQL, Args: []any{"", ReadChunk, TopN}},
 		{Name: "segment app stats", SQL: appStatsSQL, Args: []any{`[1,2]`}},
-		{Name: "segment neighbour keywords", SQL: neighbourKeywordsSQL, Args: []any{`[1,2]`, TopN, MaxRegionKeywords + 1}},
+		{Name: "segment app keywords", SQL: appKeywordsSQL, Args: []any{`[1,2]`, TopN, MaxAppKeywords + 1}},
+		{Name: "segment placed keywords", SQL: placedSQL, Args: []any{kws}},
+		{Name: "segment live rows", SQL: liveSegmentsSQL, Args: []any{`[1,2]`}},
 		{Name: "segment of keywords", SQL: keywordSegmentsSQL, Args: []any{kws}},
-		{Name: "segment keywords", SQL: segmentKeywordsSQL, Args: []any{`[1,2]`}},
 		{Name: "segment snapshots points", SQL: snapshotPointsSQL, Args: []any{`[1,2]`, "2026-01-01", "2025-12-08"}},
 		{Name: "segments list", SQL: listSQL("opportunity"), Args: []any{1e9, 0, 20}, Page: true},
 		{Name: "segments list by trend", SQL: listSQL("trend_score"), Args: []any{1e9, 0, 20}, Page: true},

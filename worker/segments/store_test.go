@@ -101,23 +101,41 @@ func TestFullPassIncrementalAndStableIds(t *testing.T) {
 		t.Fatalf("%d marked, want the one keyword whose top changed", n)
 	}
 	r, c, written := run(t, drv, "incremental", func(ctx context.Context) (RunResult, error) { return s.Update(ctx, now.Add(30*time.Minute)) })
-	// The region: the moved keyword, and niches 0 and 1 (16 keywords).
-	if r.Keywords != 16 || r.New != 0 || r.Retired != 0 {
+	// The marked keyword re-placed: the segment it left and the one it
+	// entered updated, no other read or written.
+	if r.Keywords != 1 || r.Segments != 2 || r.New != 0 || r.Retired != 0 {
 		t.Fatalf("incremental %+v", r)
 	}
 	if got := drv.Int(t, `SELECT segment_id FROM segment_keywords WHERE keyword = ?`, moved); got != ids["niche1 term0"] {
 		t.Fatalf("moved keyword in segment %d, want niche 1's %d", got, ids["niche1 term0"])
 	}
+	if a, b := drv.Int(t, `SELECT keyword_count FROM segments WHERE id = ?`, ids["niche0 term0"]), drv.Int(t, `SELECT keyword_count FROM segments WHERE id = ?`, ids["niche1 term0"]); a != 7 || b != 9 {
+		t.Fatalf("keyword counts %d and %d, want 7 and 9", a, b)
+	}
 	// Rows: the two segments' rows, the moved keyword's row (+ its index
 	// entry is D1's, not SQLite's count), the mark deleted.
-	if written != 4 || c.Queries > 12 {
+	if written != 4 || c.Queries > 10 || c.RowsRead > 130 {
 		t.Fatalf("incremental wrote %d rows in %d queries", written, c.Queries)
 	}
 	if n := drv.Int(t, `SELECT count(*) FROM segment_dirty`); n != 0 {
 		t.Fatalf("%d marks left", n)
 	}
 	// The next day's pass: a snapshot a segment, ids all kept.
-	run(t, drv, "next day", func(ctx context.Context) (RunResult, error) { return s.Full(ctx, now.AddDate(0, 0, 1)) })
+	// The update left the segments' figures as the full pass makes them:
+	// the next day's pass writes its 6 snapshots and renames the segment
+	// that took the keyword (names are the full pass's), nothing else.
+	before := drv.Rows(t, `SELECT * FROM segments ORDER BY id`)
+	if _, _, w := run(t, drv, "next day", func(ctx context.Context) (RunResult, error) { return s.Full(ctx, now.AddDate(0, 0, 1)) }); w != 7 {
+		t.Fatalf("the next day's pass wrote %d rows, want its 6 snapshots and a name", w)
+	}
+	after := drv.Rows(t, `SELECT * FROM segments ORDER BY id`)
+	for i := range before {
+		for k, v := range before[i] {
+			if fmt.Sprint(after[i][k]) != fmt.Sprint(v) && k != "name" && k != "updated_at" {
+				t.Fatalf("segment %v's %s: %v after the update, %v after the full pass", v, k, v, after[i][k])
+			}
+		}
+	}
 	if got := drv.Int(t, `SELECT count(*) FROM segment_snapshots`); got != 12 {
 		t.Fatalf("%d snapshots after two days", got)
 	}
