@@ -79,6 +79,9 @@ type segReport struct {
 	ARI      float64 `json:"ari"`
 	// ARIKeywords is the ARI over keywords (segKeywordARI).
 	ARIKeywords float64 `json:"ari_keywords"`
+	// ARISubjects is ari's labelling against the niches' subjects (a
+	// niche is a subject crossed with a facet, upstreammodel.Niche).
+	ARISubjects float64 `json:"ari_subjects"`
 	// ARIPerfectKeywords is the ARI the apps would score were every
 	// keyword labelled by its truth (segKeywordARI's), apps by the same
 	// rule as ari; ARIPerfectKeywordsWeighted the same with each app
@@ -425,7 +428,7 @@ func benchSegments(n int, seed uint64, out io.Writer) (segReport, error) {
 		day.Full.Summary, day.Full.S, day.Full.CPUS, day.Full.PeakMemoryMB, day.Full.RowsRead, day.Full.RowsWritten)
 
 	// The segments against the hidden niches.
-	rep.ARI, rep.Coverage, rep.Segments, rep.RankedApps, err = segScore(db, w)
+	rep.ARI, rep.ARISubjects, rep.Coverage, rep.Segments, rep.RankedApps, err = segScore(db, w)
 	if err != nil {
 		return rep, err
 	}
@@ -439,6 +442,7 @@ func benchSegments(n int, seed uint64, out io.Writer) (segReport, error) {
 	say("\n%-22s %14s\n", "figure", "value")
 	say("%-22s %14.3f   (goal ≥ 0.8: segments' apps against the world's hidden niches)\n", "ari", rep.ARI)
 	say("%-22s %14.3f   (keywords, each by the niche of most of its top %d apps)\n", "ari_keywords", rep.ARIKeywords, segments.TopN)
+	say("%-22s %14.3f   (apps, against their niche's subject)\n", "ari_subjects", rep.ARISubjects)
 	say("%-22s %14.3f   (apps, had every keyword its truth's label; %.3f by weighted evidence)\n", "ari_perfect_keywords", rep.ARIPerfectKeywords, rep.ARIPerfectKeywordsWeighted)
 	say("%-22s %14d\n", "segments", rep.Segments)
 	say("%-22s %14.3f   (goal ≥ 0.9: of %d ranked apps)\n", "coverage", rep.Coverage, rep.RankedApps)
@@ -453,8 +457,9 @@ func benchSegments(n int, seed uint64, out io.Writer) (segReport, error) {
 // segScore reads the segments back and scores them: each ranked app (in a
 // searched keyword's top segments.TopN) takes the segment whose keywords'
 // tops hold it most often (ties: the lower id); an app in no segmented
-// keyword's top is unsegmented, its own singleton for the ARI.
-func segScore(db *d1.DB, w *upstreammodel.World) (ari, coverage float64, nSeg, ranked int, err error) {
+// keyword's top is unsegmented, its own singleton for the ARI. It scores
+// the same labelling against the niches' subjects too.
+func segScore(db *d1.DB, w *upstreammodel.World) (ari, ariSubjects, coverage float64, nSeg, ranked int, err error) {
 	ctx := context.Background()
 	var rows []struct {
 		TrackID int64  `json:"track_id"`
@@ -488,10 +493,17 @@ WHERE r.rank <= ?1 GROUP BY r.track_id, s.segment_id`, segments.TopN)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	truth := make([]int, len(ids))
+	subjects := make([]int, len(ids))
+	subjectID := map[string]int{}
 	labels := make([]int, len(ids))
 	covered := 0
 	for i, id := range ids {
 		truth[i] = w.NicheOf(id - segBaseTrackID)
+		subj := w.Niches[truth[i]].Vocab[0]
+		if _, ok := subjectID[subj]; !ok {
+			subjectID[subj] = len(subjectID)
+		}
+		subjects[i] = subjectID[subj]
 		if b := byApp[id]; b.seg >= 0 {
 			labels[i] = int(b.seg)
 			covered++
@@ -506,9 +518,9 @@ WHERE r.rank <= ?1 GROUP BY r.track_id, s.segment_id`, segments.TopN)
 		return
 	}
 	if len(ids) == 0 {
-		return 0, 0, live[0].N, 0, nil
+		return 0, 0, 0, live[0].N, 0, nil
 	}
-	return segments.AdjustedRand(truth, labels), float64(covered) / float64(len(ids)), live[0].N, len(ids), nil
+	return segments.AdjustedRand(truth, labels), segments.AdjustedRand(subjects, labels), float64(covered) / float64(len(ids)), live[0].N, len(ids), nil
 }
 
 // segKeywordARI is the ARI over the searched keywords: a keyword's truth
