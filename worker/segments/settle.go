@@ -91,8 +91,8 @@ func settle(tops [][]int32, apps int, seg []int32) []int32 {
 		}
 		return best, bn / float32(len(t))
 	}
-	// The first purities: each keyword's share of its top in its own
-	// segment, the apps placed by plain majority.
+	// The first round weighs every segmented keyword alike: the apps are
+	// placed by plain majority.
 	for i := range purity {
 		if out[i] >= 0 {
 			purity[i] = 1
