@@ -13,8 +13,9 @@ const (
 	// a keyword whose top spans several segments (a subject word, a brand
 	// with a subject) says little about which of them an app belongs to,
 	// while a keyword whose top is one segment's apps says much. To the
-	// fourth power a half-mixed keyword counts a sixteenth of a pure one
-	// (docs/markets.md gives the figures of the powers tried).
+	// fourth power a half-mixed keyword counts a sixteenth of a pure one;
+	// a higher power gains little and merges more segments (docs/markets.md,
+	// "Segments on the living simulator", gives the powers' figures).
 	SettlePurityPower = 4
 )
 

@@ -49,10 +49,11 @@ func TestSettleKeepsASettledPartition(t *testing.T) {
 }
 
 func TestSettleWeighsPureKeywordsOverMixedOnes(t *testing.T) {
-	// App 6 ranks in two keywords of segment 1 whose tops are half
-	// segment 0's apps, and in one pure keyword of segment 0: by plain
-	// majority it is segment 1's, by evidence segment 0's, so the keyword
-	// it alone decides (5: apps 6 and 7, 7 being segment 0's) joins 0.
+	// App 6 ranks in two keywords of segment 1 whose tops are three of
+	// seven segment 0's apps, and in one keyword of segment 0 whose top
+	// is mostly segment 0's: by plain majority it is segment 1's, by
+	// evidence segment 0's, so keyword 5 (apps 6 and 7, 7 being segment
+	// 0's) joins segment 0, where plain majority would leave it tied.
 	tops := [][]int32{
 		{0, 1, 2, 6, 7},       // 0: segment 0's, pure
 		{0, 1, 2, 7},          // 1
