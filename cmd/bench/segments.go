@@ -79,7 +79,17 @@ type segReport struct {
 	ARI      float64 `json:"ari"`
 	// ARIKeywords is the ARI over keywords (segKeywordARI).
 	ARIKeywords float64 `json:"ari_keywords"`
-	Segments    int     `json:"segments"`
+	// ARISubjects is ari's labelling against the niches' subjects (a
+	// niche is a subject crossed with a facet, upstreammodel.Niche).
+	ARISubjects float64 `json:"ari_subjects"`
+	// ARIPerfectKeywords is the ARI the apps would score were every
+	// keyword labelled by its truth (segKeywordARI's), apps by the same
+	// rule as ari; ARIPerfectKeywordsWeighted the same with each app
+	// taking the label its keywords give the most evidence for, a keyword's
+	// evidence its purity to segments.SettlePurityPower (segPerfectKeywords).
+	ARIPerfectKeywords         float64 `json:"ari_perfect_keywords"`
+	ARIPerfectKeywordsWeighted float64 `json:"ari_perfect_keywords_weighted"`
+	Segments                   int     `json:"segments"`
 	// Coverage is the share of ranked apps (in some searched keyword's
 	// top segments.TopN) that are in a segment.
 	Coverage float64 `json:"coverage"`
@@ -418,17 +428,22 @@ func benchSegments(n int, seed uint64, out io.Writer) (segReport, error) {
 		day.Full.Summary, day.Full.S, day.Full.CPUS, day.Full.PeakMemoryMB, day.Full.RowsRead, day.Full.RowsWritten)
 
 	// The segments against the hidden niches.
-	rep.ARI, rep.Coverage, rep.Segments, rep.RankedApps, err = segScore(db, w)
+	rep.ARI, rep.ARISubjects, rep.Coverage, rep.Segments, rep.RankedApps, err = segScore(db, w)
 	if err != nil {
 		return rep, err
 	}
 	if rep.ARIKeywords, err = segKeywordARI(db, w); err != nil {
 		return rep, err
 	}
+	if rep.ARIPerfectKeywords, rep.ARIPerfectKeywordsWeighted, err = segPerfectKeywords(db, w); err != nil {
+		return rep, err
+	}
 	rep.WallS = time.Since(start).Seconds()
 	say("\n%-22s %14s\n", "figure", "value")
 	say("%-22s %14.3f   (goal ≥ 0.8: segments' apps against the world's hidden niches)\n", "ari", rep.ARI)
 	say("%-22s %14.3f   (keywords, each by the niche of most of its top %d apps)\n", "ari_keywords", rep.ARIKeywords, segments.TopN)
+	say("%-22s %14.3f   (apps, against their niche's subject)\n", "ari_subjects", rep.ARISubjects)
+	say("%-22s %14.3f   (apps, had every keyword its truth's label; %.3f by weighted evidence)\n", "ari_perfect_keywords", rep.ARIPerfectKeywords, rep.ARIPerfectKeywordsWeighted)
 	say("%-22s %14d\n", "segments", rep.Segments)
 	say("%-22s %14.3f   (goal ≥ 0.9: of %d ranked apps)\n", "coverage", rep.Coverage, rep.RankedApps)
 	say("%-22s %14d   (×30 = %.2f %% of the plan's %d M rows written a month)\n", "rows_written_day", rep.RowsWrittenDay, 100*rep.PlanWrittenShare, planRowsWrittenMonth/1_000_000)
@@ -442,8 +457,9 @@ func benchSegments(n int, seed uint64, out io.Writer) (segReport, error) {
 // segScore reads the segments back and scores them: each ranked app (in a
 // searched keyword's top segments.TopN) takes the segment whose keywords'
 // tops hold it most often (ties: the lower id); an app in no segmented
-// keyword's top is unsegmented, its own singleton for the ARI.
-func segScore(db *d1.DB, w *upstreammodel.World) (ari, coverage float64, nSeg, ranked int, err error) {
+// keyword's top is unsegmented, its own singleton for the ARI. It scores
+// the same labelling against the niches' subjects too.
+func segScore(db *d1.DB, w *upstreammodel.World) (ari, ariSubjects, coverage float64, nSeg, ranked int, err error) {
 	ctx := context.Background()
 	var rows []struct {
 		TrackID int64  `json:"track_id"`
@@ -477,10 +493,17 @@ WHERE r.rank <= ?1 GROUP BY r.track_id, s.segment_id`, segments.TopN)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	truth := make([]int, len(ids))
+	subjects := make([]int, len(ids))
+	subjectID := map[string]int{}
 	labels := make([]int, len(ids))
 	covered := 0
 	for i, id := range ids {
 		truth[i] = w.NicheOf(id - segBaseTrackID)
+		subj := w.Niches[truth[i]].Vocab[0]
+		if _, ok := subjectID[subj]; !ok {
+			subjectID[subj] = len(subjectID)
+		}
+		subjects[i] = subjectID[subj]
 		if b := byApp[id]; b.seg >= 0 {
 			labels[i] = int(b.seg)
 			covered++
@@ -495,9 +518,9 @@ WHERE r.rank <= ?1 GROUP BY r.track_id, s.segment_id`, segments.TopN)
 		return
 	}
 	if len(ids) == 0 {
-		return 0, 0, live[0].N, 0, nil
+		return 0, 0, 0, live[0].N, 0, nil
 	}
-	return segments.AdjustedRand(truth, labels), float64(covered) / float64(len(ids)), live[0].N, len(ids), nil
+	return segments.AdjustedRand(truth, labels), segments.AdjustedRand(subjects, labels), float64(covered) / float64(len(ids)), live[0].N, len(ids), nil
 }
 
 // segKeywordARI is the ARI over the searched keywords: a keyword's truth
@@ -544,6 +567,79 @@ FROM segment_keywords s LEFT JOIN crawl_rankings r ON r.keyword = s.keyword AND 
 		return 0, nil
 	}
 	return segments.AdjustedRand(truth, labels), nil
+}
+
+// segPerfectKeywords is what ari would be with every searched keyword
+// labelled by its truth (the niche most of its top segments.TopN apps come
+// from, ties: the lower), over the same apps (every app in a keyword's top
+// segments.TopN): majority, each app taking the label most of its keywords
+// carry (ties: the lower), as segScore does with segments; weighted, each
+// app taking the label its keywords give the most evidence for, a
+// keyword's evidence being its purity (the share of its top from its
+// label's niche) to segments.SettlePurityPower. It bounds what keyword
+// segments can score by their keywords alone.
+func segPerfectKeywords(db *d1.DB, w *upstreammodel.World) (majority, weighted float64, err error) {
+	var rows []struct {
+		Keyword string `json:"keyword"`
+		TrackID int64  `json:"track_id"`
+	}
+	err = db.Query(context.Background(), &rows, `SELECT keyword, track_id FROM crawl_rankings WHERE rank <= ?1 ORDER BY keyword`, segments.TopN)
+	if err != nil || len(rows) == 0 {
+		return 0, 0, err
+	}
+	type vote struct{ count, weight float64 }
+	votes := map[int64]map[int]*vote{}
+	for lo := 0; lo < len(rows); {
+		hi := lo
+		for hi < len(rows) && rows[hi].Keyword == rows[lo].Keyword {
+			hi++
+		}
+		n := map[int]int{}
+		best, bn := -1, 0
+		for _, r := range rows[lo:hi] {
+			x := w.NicheOf(r.TrackID - segBaseTrackID)
+			n[x]++
+			if n[x] > bn || n[x] == bn && x < best {
+				best, bn = x, n[x]
+			}
+		}
+		ev := math.Pow(float64(bn)/float64(hi-lo), segments.SettlePurityPower)
+		for _, r := range rows[lo:hi] {
+			if votes[r.TrackID] == nil {
+				votes[r.TrackID] = map[int]*vote{}
+			}
+			v := votes[r.TrackID][best]
+			if v == nil {
+				v = &vote{}
+				votes[r.TrackID][best] = v
+			}
+			v.count++
+			v.weight += ev
+		}
+		lo = hi
+	}
+	ids := make([]int64, 0, len(votes))
+	for id := range votes {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	truth := make([]int, len(ids))
+	byCount := make([]int, len(ids))
+	byWeight := make([]int, len(ids))
+	for i, id := range ids {
+		truth[i] = w.NicheOf(id - segBaseTrackID)
+		bc, bw := -1, -1
+		for x, v := range votes[id] {
+			if c := votes[id][bc]; bc < 0 || v.count > c.count || v.count == c.count && x < bc {
+				bc = x
+			}
+			if c := votes[id][bw]; bw < 0 || v.weight > c.weight || v.weight == c.weight && x < bw {
+				bw = x
+			}
+		}
+		byCount[i], byWeight[i] = bc, bw
+	}
+	return segments.AdjustedRand(truth, byCount), segments.AdjustedRand(truth, byWeight), nil
 }
 
 // segPeakHeap samples the heap in use while fn runs and returns its peak

@@ -28,14 +28,17 @@ const (
 
 // Partition groups keywords (tops[i]: keyword i's top apps, indices below
 // apps) into segments: the keyword graph's communities (Louvain, each
-// community then split again while it holds well-separated parts), those
-// of at least MinSegmentKeywords keywords. It returns each keyword's
+// community then split again while it holds well-separated parts),
+// settled against the apps (settle), those of at least MinSegmentKeywords
+// keywords. It returns each keyword's
 // segment, numbered 0.. in order of first keyword, or −1 for an
 // unsegmented keyword.
 func Partition(tops [][]int32, apps int) []int32 {
 	g := Project(tops, apps)
 	c := Louvain(g)
 	c = refine(g, c, MaxRefineDepth)
+	g = nil
+	c = settle(tops, apps, c)
 	size := map[int32]int{}
 	for _, x := range c {
 		size[x]++
