@@ -80,8 +80,10 @@ export class Ledger {
 
   // sendNow makes the unsent facts due now: the alarm the object is in
   // sends them (facts that need no coalescing, a limiter key's closed minute).
-  sendNow(go) {
-    if (this.unsentCount() > 0) this.plan(go, "flush", 0);
+  // work is the object's own next alarm (unix ms, or null): Go may hold
+  // them for a later wake of its own (durable/ledger.SendEvery).
+  sendNow(go, work = null) {
+    if (this.unsentCount() > 0) this.plan(go, "flush", 0, { work: work ?? 0 });
   }
 
   // dueAt is when the next send or check is due (unix ms), or null.
