@@ -5,7 +5,9 @@ package main
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
+	"storecrawl/durable/controller"
 	"storecrawl/worker/events"
 )
 
@@ -194,28 +196,62 @@ func TickCostOf(ws ...enrichWindow) (tc TickCost, queuePerNew queueSum) {
 	return tc, queuePerNew
 }
 
-// EnrichedMessagesPerTick is the app-enriched messages a tick sends when
-// it enriches appsPerTick apps on average: one message per
-// events.MaxTrackIDs apps, none for a tick that enriched none. A tick's
-// apps are taken as Poisson: E[ceil(N/MaxTrackIDs)] = Σ_k P(N > k·MaxTrackIDs).
-func EnrichedMessagesPerTick(appsPerTick float64) float64 {
-	if appsPerTick <= 0 {
+// AnnouncedMessagesPerTick is the app-enriched messages a tick sends on
+// average when ticks a day enrich enrichedPerDay apps: the controller's
+// rule (durable/controller: AnnounceWithin, the run's HoldPartial) played
+// over announceSimTicks ticks, a tick's apps Poisson at the pace. A run
+// sends full messages (events.MaxTrackIDs apps) and leaves the rest in
+// the outbox, unless the outbox's oldest app is AnnounceWithin old: then
+// it sends them all.
+func AnnouncedMessagesPerTick(enrichedPerDay, ticksPerDay float64) float64 {
+	if enrichedPerDay <= 0 || ticksPerDay <= 0 {
 		return 0
 	}
-	var msgs, cdf float64
-	logLambda := math.Log(appsPerTick)
-	for n := 0; n < 1_000_000; n++ {
-		lg, _ := math.Lgamma(float64(n + 1))
-		cdf += math.Exp(-appsPerTick + float64(n)*logLambda - lg) // P(N <= n)
-		if n%events.MaxTrackIDs == 0 {
-			tail := max(0, 1-cdf) // P(N > n)
-			if tail < 1e-12 && float64(n) > appsPerTick {
-				break
-			}
-			msgs += tail
+	tick := 86_400_000 / ticksPerDay // ms
+	lambda := enrichedPerDay / ticksPerDay
+	rng := rand.New(rand.NewPCG(1, 2))
+	held, msgs := 0, 0
+	var since float64
+	for i := range announceSimTicks {
+		now := float64(i) * tick
+		hold := held == 0 || now-since < float64(controller.AnnounceWithin.Milliseconds())
+		wasEmpty := held == 0
+		n := held + poisson(rng, lambda)
+		if hold {
+			msgs += n / events.MaxTrackIDs
+			held = n % events.MaxTrackIDs
+		} else {
+			msgs += (n + events.MaxTrackIDs - 1) / events.MaxTrackIDs
+			held = 0
+		}
+		if wasEmpty && held > 0 {
+			since = now
 		}
 	}
-	return msgs
+	return float64(msgs) / announceSimTicks
+}
+
+// announceSimTicks is the ticks AnnouncedMessagesPerTick plays (about
+// two days at the design's pace).
+const announceSimTicks = 20_000
+
+// poisson draws a Poisson count of mean lambda (Knuth's method below 30,
+// a rounded normal above).
+func poisson(rng *rand.Rand, lambda float64) int {
+	if lambda <= 0 {
+		return 0
+	}
+	if lambda > 30 {
+		return max(0, int(math.Round(lambda+math.Sqrt(lambda)*rng.NormFloat64())))
+	}
+	l, k, p := math.Exp(-lambda), 0, 1.0
+	for {
+		p *= rng.Float64()
+		if p <= l {
+			return k
+		}
+		k++
+	}
 }
 
 // TickOps are the controller's ticks in a month with enrichedPerDay apps
@@ -225,7 +261,7 @@ func TickOps(tc TickCost, enrichedPerDay, pagesPerDay float64) []ScaleOp {
 	if tc.PerDay <= 0 {
 		return nil
 	}
-	msgs := EnrichedMessagesPerTick(enrichedPerDay / tc.PerDay)
+	msgs := AnnouncedMessagesPerTick(enrichedPerDay, tc.PerDay)
 	pageTicks := 1 - math.Exp(-pagesPerDay/tc.PerDay) // the share of ticks that fetch a page
 	tick := ScaleOp{Name: "enrichment: ticks", RunsPerDay: tc.PerDay,
 		DORequests:    1 + tc.LimiterCalls, // its alarm (facts sent in the same wake) and its leases' acquires

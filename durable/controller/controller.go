@@ -283,6 +283,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			NoLookups:       noLookups,
 			TickItems:       tickItems,
 			PendingEnriched: pending,
+			HoldPartial:     s.holdPartial(now),
 		},
 		Events: events,
 	}
@@ -337,6 +338,10 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 	if s.LastPlan != nil {
 		batch = s.LastPlan.Items
 	}
+	runStart := now
+	if s.RunStartedAt != 0 {
+		runStart = time.UnixMilli(s.RunStartedAt)
+	}
 	s.RunStartedAt = 0
 	s.Totals.Ticks++
 	byClass := s.Record(o, now)
@@ -374,7 +379,7 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		s.LastTickAt = now.UnixMilli()
 	}
 	events := []Event{}
-	if dropped := s.settleOutbox(o.UnsentEnriched); dropped > 0 {
+	if dropped := s.settleOutbox(o.UnsentEnriched, runStart); dropped > 0 {
 		events = append(events, Event{"event": "enrichment.event_outbox_overflow", "level": "error", "dropped": dropped,
 			"kept": len(s.EventOutbox), "action": "app-enriched events lost: the queue has failed for long; rescore the markets"})
 	}

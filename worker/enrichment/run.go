@@ -650,6 +650,13 @@ func (t *tickRun) announce(results []controller.ItemResult) []int64 {
 			enriched = append(enriched, res.TrackID)
 		}
 	}
+	// Under HoldPartial only full messages go; the last partial one's
+	// apps wait in the outbox (controller.AnnounceWithin).
+	var held []int64
+	if t.prog.HoldPartial {
+		full := len(enriched) / events.MaxTrackIDs * events.MaxTrackIDs
+		enriched, held = enriched[:full], enriched[full:]
+	}
 	unsent := enriched
 	if t.eventsOK {
 		unsent = t.r.sendEnriched(subreq.WithBudget(t.ctx, t.events), enriched)
@@ -659,7 +666,7 @@ func (t *tickRun) announce(results []controller.ItemResult) []int64 {
 		logx.Event("controller.events_deferred", map[string]any{"level": logx.Warn, "apps": len(unsent),
 			"action": "kept in the controller's outbox: the next run sends them"})
 	}
-	return unsent
+	return append(unsent, held...)
 }
 
 // limiterCalls is the leases' limiter calls so far (0 without a counter).
