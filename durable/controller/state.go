@@ -13,6 +13,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"storecrawl/durable/ledger"
 	"time"
 
 	"storecrawl/durable/pacing"
@@ -329,6 +330,12 @@ type State struct {
 	// LedgerSince is when this controller's ledger began (unix ms); its
 	// first fact is a baseline of the counters then.
 	LedgerSince int64 `json:"ledger_since,omitempty"`
+	// OpenMinute is the ticks' fact of the minute in progress: the ticks'
+	// counter deltas summed, the latest tick's data (closeMinute). It is
+	// appended to the ledger when a tick of a later minute ends, or on
+	// stop or reset; until then the ledger's report leaves its counters
+	// out (ledgerCounters).
+	OpenMinute *ledger.Fact `json:"open_minute,omitempty"`
 	// Parser watches whether store pages still parse (parser drift).
 	Parser ParserHealth `json:"parser"`
 	// LastHoldCapped is the latest hold hint the cap cut short, for operators.
