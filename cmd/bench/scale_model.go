@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
 
 	"storecrawl/durable/controller"
 	"storecrawl/worker/events"
+	"storecrawl/worker/pagebatch"
 )
 
 // The scale bench's month as a pure model: the operations measured once,
@@ -43,10 +48,6 @@ type Rates struct {
 
 // Defaults of the rates the bench does not measure.
 const (
-	// realPageBytes: "a gzipped store page is ~15–25 KB (a ~100 KB page)"
-	// (worker/pagebatch.MaxObjectBytes' comment); the simulator's pages
-	// are smaller, so the bench's own R2 bytes are printed, not billed.
-	realPageBytes = 20_000
 	// doRequestMs: an assumption, not measured (wrangler dev does not
 	// report an object's active time).
 	doRequestMs = 5
@@ -67,7 +68,8 @@ const (
 	// writes (shim/decision_object.mjs, shim/ledger.mjs): its state, its
 	// work alarm's key deleted and set, and its facts' row inserted, marked
 	// sent, confirmed and deleted, their index entries among them; an
-	// estimate from the code, not a measurement.
+	// estimate from the code, not a measurement, and an upper bound: the
+	// ticks of a minute share one fact (durable/controller).
 	doRowsPerTick = 8
 )
 
@@ -75,8 +77,45 @@ const (
 // measured and set by the caller.
 func DefaultRates() Rates {
 	return Rates{ChangesPerAppDay: appChangesPerAppDay, VersionShare: versionShareOfChanges, PricePerAppDay: priceChangesPerAppDay,
-		StoreNewAppsPerDay: storeNewAppsPerDay, NewReviewsPerFetch: newReviewsPerFetch, PageBytes: realPageBytes, DORequestMs: doRequestMs}
+		StoreNewAppsPerDay: storeNewAppsPerDay, NewReviewsPerFetch: newReviewsPerFetch, PageBytes: realPageBytes(), DORequestMs: doRequestMs}
 }
+
+// realPageBytesGlob are the real captured store pages (the simulator's
+// are not the store's: the bench's own R2 bytes are printed, not billed).
+const realPageBytesGlob = "worker/appstore/testdata/legacy_*.html"
+
+// realPageBytes is a store page as R2 keeps it: the mean member the
+// product's own pagebatch.Member makes of the real captured pages
+// (`go test -run TestMemberBytesOfRealPages -v ./worker/pagebatch/`).
+var realPageBytes = sync.OnceValue(func() float64 {
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			panic("real page bytes: no go.mod above the working directory")
+		}
+		dir = filepath.Dir(dir)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, realPageBytesGlob))
+	var total int
+	for _, f := range files {
+		p, err := os.ReadFile(f)
+		if err != nil {
+			panic(err)
+		}
+		m, err := pagebatch.Member(pagebatch.Header{TrackID: 1, FetchedAt: time.Unix(0, 0)}, p)
+		if err != nil {
+			panic(err)
+		}
+		total += len(m)
+	}
+	if len(files) == 0 {
+		panic("real page bytes: no page matches " + realPageBytesGlob)
+	}
+	return float64(total) / float64(len(files))
+})
 
 // Assumption is one input the month rests on and where it comes from.
 type Assumption struct {
@@ -105,11 +144,11 @@ func Assumptions(r Rates, probeApps int, probeKeywords int64) []Assumption {
 			func(r Rates, f float64) Rates { r.NewKeywordsPerNewApp *= f; return r }},
 		{"new_reviews_per_fetch", r.NewReviewsPerFetch, "assumption: a full feed page of new reviews each daily fetch of a top cluster's app (an upper bound)",
 			func(r Rates, f float64) Rates { r.NewReviewsPerFetch *= f; return r }},
-		{"r2_page_bytes", r.PageBytes, "worker/pagebatch: a gzipped store page is ~15–25 KB (the simulator's are smaller)",
+		{"r2_page_bytes", r.PageBytes, "measured: the mean gzip member pagebatch.Member makes of the real captured store pages (" + realPageBytesGlob + "; the simulator's are not the store's)",
 			func(r Rates, f float64) Rates { r.PageBytes *= f; return r }},
 		{"do_request_active_ms", r.DORequestMs, "assumption: a limiter call or alarm keeps its object active this long (not measured)",
 			func(r Rates, f float64) Rates { r.DORequestMs *= f; return r }},
-		{"r2_pages_kept_days", r2PagesKeptDays, "the bucket's lifecycle rule (worker/pagebatch: 30 days)", nil},
+		{"r2_pages_kept_days", r2PagesKeptDays, "the bucket's lifecycle rule (pagebatch.KeptDays)", nil},
 		{"do_gb", doGB, "Durable Object duration bills 128 MB an object (durable-objects/platform/pricing)", nil},
 		{"changed_refresh_rows", changedRefreshRows, "`go test -run TestNewAppRowsWritten -v ./worker/`: a changed refresh 4 rows + 1 entry, 2 of them history", nil},
 		{"prune_rows_per_row", pruneRowsPerRow, "TestPruneWritesARowARow: the product's PruneRange, a row written a row deleted", nil},
@@ -119,7 +158,7 @@ func Assumptions(r Rates, probeApps int, probeKeywords int64) []Assumption {
 
 // r2PagesKeptDays is how long R2 keeps a page: the bucket's lifecycle
 // rule on "store-pages/" (worker/pagebatch).
-const r2PagesKeptDays = 30
+const r2PagesKeptDays = pagebatch.KeptDays
 
 // TickCost is the EnrichmentController's cost a tick, measured over the
 // enrichment windows: what a tick costs whatever it enriches (its alarm,

@@ -731,7 +731,7 @@ func (r *Runner) storePage(ctx context.Context, id int64, body []byte, meta Page
 // records already name their pages' bytes in it. A put that fails
 // PagePutAttempts times loses the tick's pages, never its records (they
 // are stored): a reader finds the object missing, as after the bucket's
-// 30-day lifecycle rule, and an item whose page did not parse stays
+// lifecycle rule (pagebatch.KeptDays), and an item whose page did not parse stays
 // queued, so its page is fetched and kept again. It returns the run's
 // puts.
 func (r *Runner) putPages(ctx context.Context, tp *tickPages, share *subreq.Budget) int {
