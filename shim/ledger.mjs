@@ -94,7 +94,7 @@ export class Ledger {
 
   plan(go, op, remaining, extra = {}) {
     const p = callGo(go, "ledgerPlan", JSON.stringify({ writer: this.writer, step: { op, remaining, ...extra } }), Date.now());
-    this.writer = { due_at: p.due_at, failures: p.failures, confirm_at: p.confirm_at ?? 0 };
+    this.writer = { due_at: p.due_at, failures: p.failures, confirm_at: p.confirm_at ?? 0, sent_at: p.sent_at ?? 0 };
     this.batchLimit = p.batch_limit;
     this.confirmPlan = { batch: p.confirm_batch, sentBefore: p.confirm_sent_before };
     this.setMeta("writer", JSON.stringify(this.writer));
