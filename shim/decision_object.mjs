@@ -102,8 +102,9 @@ export class DecisionObject extends DurableObject {
         throw e;
       }
       // The facts the work appended go in this wake, not in one of their
-      // own the ledger's debounce later (each wake is a billed request).
-      this.ledger.sendNow(go);
+      // own the ledger's debounce later (each wake is a billed request),
+      // or in a later wake of the work's when it comes soon (Go's rule).
+      this.ledger.sendNow(go, this.workAlarm);
       await this.ledger.flush(go);
     }
     await this.syncAlarm();

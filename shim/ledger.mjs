@@ -80,8 +80,10 @@ export class Ledger {
 
   // sendNow makes the unsent facts due now: the alarm the object is in
   // sends them (facts that need no coalescing, a limiter key's closed minute).
-  sendNow(go) {
-    if (this.unsentCount() > 0) this.plan(go, "flush", 0);
+  // work is the object's own next alarm (unix ms, or null): Go may hold
+  // them for a later wake of its own (durable/ledger.SendEvery).
+  sendNow(go, work = null) {
+    if (this.unsentCount() > 0) this.plan(go, "flush", 0, { work: work ?? 0 });
   }
 
   // dueAt is when the next send or check is due (unix ms), or null.
@@ -92,7 +94,7 @@ export class Ledger {
 
   plan(go, op, remaining, extra = {}) {
     const p = callGo(go, "ledgerPlan", JSON.stringify({ writer: this.writer, step: { op, remaining, ...extra } }), Date.now());
-    this.writer = { due_at: p.due_at, failures: p.failures, confirm_at: p.confirm_at ?? 0 };
+    this.writer = { due_at: p.due_at, failures: p.failures, confirm_at: p.confirm_at ?? 0, sent_at: p.sent_at ?? 0 };
     this.batchLimit = p.batch_limit;
     this.confirmPlan = { batch: p.confirm_batch, sentBefore: p.confirm_sent_before };
     this.setMeta("writer", JSON.stringify(this.writer));

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"storecrawl/durable/controller"
 	"storecrawl/durable/ledger"
 	"storecrawl/durable/limiter"
+	"storecrawl/worker/pagebatch"
 )
 
 func TestLoadSettingsBuildsTheObjectsConfigs(t *testing.T) {
@@ -102,5 +104,17 @@ func TestDeployedVarsLoad(t *testing.T) {
 	vars := wranglerVars(t)
 	if c, probs := loadSettings(env(vars)); len(probs) != 0 || c.Enrichment.LookupBatchSize() != controller.DefaultLookupBatch || vars["LOOKUP_BATCH"] == "" {
 		t.Fatalf("wrangler.jsonc vars: %+v %+v", probs, vars)
+	}
+}
+
+// ENRICHMENT_PAGE_REUSE_H reaches at most the pages the bucket keeps
+// (pagebatch.KeptDays, its lifecycle rule): one hour more is refused.
+func TestPageReuseBoundIsTheBucketsRetention(t *testing.T) {
+	kept := pagebatch.KeptDays * 24
+	if c, probs := loadSettings(env(map[string]string{"ENRICHMENT_PAGE_REUSE_H": strconv.Itoa(kept)})); len(probs) != 0 || c.PageReuse != time.Duration(kept)*time.Hour {
+		t.Fatalf("%d h (the bucket's %d days): %s, %+v", kept, pagebatch.KeptDays, c.PageReuse, probs)
+	}
+	if _, probs := loadSettings(env(map[string]string{"ENRICHMENT_PAGE_REUSE_H": strconv.Itoa(kept + 1)})); len(probs) != 1 {
+		t.Fatalf("%d h, past the bucket's pages: accepted", kept+1)
 	}
 }

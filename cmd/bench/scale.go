@@ -44,6 +44,8 @@ const (
 	// has that many cycles' worth of re-searches due.
 	scaleCrawlCycles = 6
 	scaleTaskRuns    = 2 // runs of each scheduler task
+	// scaleRequestTimeout bounds one request to the Worker under test.
+	scaleRequestTimeout = 10 * time.Minute
 	// fillProbeApps apps are marked unfilled to measure what a new app's
 	// keywords cost the crawl, over at most fillProbeCycles cycles.
 	fillProbeApps    = 200
@@ -111,7 +113,10 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	n = max(200, n/100*100)
 	t0 := time.Now()
 	// A Worker that stops answering fails the bench instead of hanging it.
-	http.DefaultClient.Timeout = 3 * time.Minute
+	// At 1.1M apps on a loaded machine the first crawl cycle shares the
+	// Worker with the scheduler's first tasks (a dataset snapshot alone
+	// took ~3 minutes): scaleRequestTimeout leaves room for that.
+	http.DefaultClient.Timeout = scaleRequestTimeout
 	persist, _ := os.MkdirTemp("", "bench-scale-")
 	defer os.RemoveAll(persist)
 	wranglerLocal(root, persist, "d1", "migrations", "apply", "DB", "--local")

@@ -24,9 +24,11 @@ import (
 	"storecrawl/worker/catalogue"
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/d1"
+	"storecrawl/worker/d1/d1test"
 	"storecrawl/worker/markets"
 	"storecrawl/worker/refresh"
 	"storecrawl/worker/registry"
+	"storecrawl/worker/segments"
 )
 
 // The design's catalogue at 1.1M apps (docs/scale.md), the shape the scale
@@ -202,7 +204,27 @@ func BuildCatalogue(dbPath, sim string, n int, now time.Time, dueKeywords int) (
 	if err := seedDueRankings(ctx, tx, sim, now); err != nil {
 		return shape, err
 	}
-	return shape, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return shape, err
+	}
+	return shape, seedSegments(ctx, d1test.Over(db), now)
+}
+
+// seedSegments runs the product's own segments passes over the seeded
+// rankings as a running deployment last ran them: the full pass a day
+// ago (its segments, keywords' partition and that day's snapshots) and
+// the focus pass a focus period ago. The measured day's segments tasks
+// then find what a steady day finds (the day's snapshots to add, what
+// changed to rewrite), not a first build of every segment.
+func seedSegments(ctx context.Context, db *d1.DB, now time.Time) error {
+	s := segments.Store{DB: db}
+	if _, err := s.Full(ctx, now.Add(-segments.FullEvery)); err != nil {
+		return fmt.Errorf("segments full pass: %w", err)
+	}
+	if _, err := s.Focus(ctx, now.Add(-segments.FocusEvery)); err != nil {
+		return fmt.Errorf("segments focus pass: %w", err)
+	}
+	return nil
 }
 
 const appColumns = `track_id, name, bundle_id, developer_id, developer_name, genre, genre_id, price, currency,

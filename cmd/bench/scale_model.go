@@ -5,8 +5,15 @@ package main
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
 
+	"storecrawl/durable/controller"
 	"storecrawl/worker/events"
+	"storecrawl/worker/pagebatch"
 )
 
 // The scale bench's month as a pure model: the operations measured once,
@@ -41,10 +48,6 @@ type Rates struct {
 
 // Defaults of the rates the bench does not measure.
 const (
-	// realPageBytes: "a gzipped store page is ~15–25 KB (a ~100 KB page)"
-	// (worker/pagebatch.MaxObjectBytes' comment); the simulator's pages
-	// are smaller, so the bench's own R2 bytes are printed, not billed.
-	realPageBytes = 20_000
 	// doRequestMs: an assumption, not measured (wrangler dev does not
 	// report an object's active time).
 	doRequestMs = 5
@@ -65,7 +68,8 @@ const (
 	// writes (shim/decision_object.mjs, shim/ledger.mjs): its state, its
 	// work alarm's key deleted and set, and its facts' row inserted, marked
 	// sent, confirmed and deleted, their index entries among them; an
-	// estimate from the code, not a measurement.
+	// estimate from the code, not a measurement, and an upper bound: the
+	// ticks of a minute share one fact (durable/controller).
 	doRowsPerTick = 8
 )
 
@@ -73,8 +77,45 @@ const (
 // measured and set by the caller.
 func DefaultRates() Rates {
 	return Rates{ChangesPerAppDay: appChangesPerAppDay, VersionShare: versionShareOfChanges, PricePerAppDay: priceChangesPerAppDay,
-		StoreNewAppsPerDay: storeNewAppsPerDay, NewReviewsPerFetch: newReviewsPerFetch, PageBytes: realPageBytes, DORequestMs: doRequestMs}
+		StoreNewAppsPerDay: storeNewAppsPerDay, NewReviewsPerFetch: newReviewsPerFetch, PageBytes: realPageBytes(), DORequestMs: doRequestMs}
 }
+
+// realPageBytesGlob are the real captured store pages (the simulator's
+// are not the store's: the bench's own R2 bytes are printed, not billed).
+const realPageBytesGlob = "worker/appstore/testdata/legacy_*.html"
+
+// realPageBytes is a store page as R2 keeps it: the mean member the
+// product's own pagebatch.Member makes of the real captured pages
+// (`go test -run TestMemberBytesOfRealPages -v ./worker/pagebatch/`).
+var realPageBytes = sync.OnceValue(func() float64 {
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			panic("real page bytes: no go.mod above the working directory")
+		}
+		dir = filepath.Dir(dir)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, realPageBytesGlob))
+	var total int
+	for _, f := range files {
+		p, err := os.ReadFile(f)
+		if err != nil {
+			panic(err)
+		}
+		m, err := pagebatch.Member(pagebatch.Header{TrackID: 1, FetchedAt: time.Unix(0, 0)}, p)
+		if err != nil {
+			panic(err)
+		}
+		total += len(m)
+	}
+	if len(files) == 0 {
+		panic("real page bytes: no page matches " + realPageBytesGlob)
+	}
+	return float64(total) / float64(len(files))
+})
 
 // Assumption is one input the month rests on and where it comes from.
 type Assumption struct {
@@ -103,11 +144,11 @@ func Assumptions(r Rates, probeApps int, probeKeywords int64) []Assumption {
 			func(r Rates, f float64) Rates { r.NewKeywordsPerNewApp *= f; return r }},
 		{"new_reviews_per_fetch", r.NewReviewsPerFetch, "assumption: a full feed page of new reviews each daily fetch of a top cluster's app (an upper bound)",
 			func(r Rates, f float64) Rates { r.NewReviewsPerFetch *= f; return r }},
-		{"r2_page_bytes", r.PageBytes, "worker/pagebatch: a gzipped store page is ~15–25 KB (the simulator's are smaller)",
+		{"r2_page_bytes", r.PageBytes, "measured: the mean gzip member pagebatch.Member makes of the real captured store pages (" + realPageBytesGlob + "; the simulator's are not the store's)",
 			func(r Rates, f float64) Rates { r.PageBytes *= f; return r }},
 		{"do_request_active_ms", r.DORequestMs, "assumption: a limiter call or alarm keeps its object active this long (not measured)",
 			func(r Rates, f float64) Rates { r.DORequestMs *= f; return r }},
-		{"r2_pages_kept_days", r2PagesKeptDays, "the bucket's lifecycle rule (worker/pagebatch: 30 days)", nil},
+		{"r2_pages_kept_days", r2PagesKeptDays, "the bucket's lifecycle rule (pagebatch.KeptDays)", nil},
 		{"do_gb", doGB, "Durable Object duration bills 128 MB an object (durable-objects/platform/pricing)", nil},
 		{"changed_refresh_rows", changedRefreshRows, "`go test -run TestNewAppRowsWritten -v ./worker/`: a changed refresh 4 rows + 1 entry, 2 of them history", nil},
 		{"prune_rows_per_row", pruneRowsPerRow, "TestPruneWritesARowARow: the product's PruneRange, a row written a row deleted", nil},
@@ -117,7 +158,7 @@ func Assumptions(r Rates, probeApps int, probeKeywords int64) []Assumption {
 
 // r2PagesKeptDays is how long R2 keeps a page: the bucket's lifecycle
 // rule on "store-pages/" (worker/pagebatch).
-const r2PagesKeptDays = 30
+const r2PagesKeptDays = pagebatch.KeptDays
 
 // TickCost is the EnrichmentController's cost a tick, measured over the
 // enrichment windows: what a tick costs whatever it enriches (its alarm,
@@ -194,28 +235,62 @@ func TickCostOf(ws ...enrichWindow) (tc TickCost, queuePerNew queueSum) {
 	return tc, queuePerNew
 }
 
-// EnrichedMessagesPerTick is the app-enriched messages a tick sends when
-// it enriches appsPerTick apps on average: one message per
-// events.MaxTrackIDs apps, none for a tick that enriched none. A tick's
-// apps are taken as Poisson: E[ceil(N/MaxTrackIDs)] = Σ_k P(N > k·MaxTrackIDs).
-func EnrichedMessagesPerTick(appsPerTick float64) float64 {
-	if appsPerTick <= 0 {
+// AnnouncedMessagesPerTick is the app-enriched messages a tick sends on
+// average when ticks a day enrich enrichedPerDay apps: the controller's
+// rule (durable/controller: AnnounceWithin, the run's HoldPartial) played
+// over announceSimTicks ticks, a tick's apps Poisson at the pace. A run
+// sends full messages (events.MaxTrackIDs apps) and leaves the rest in
+// the outbox, unless the outbox's oldest app is AnnounceWithin old: then
+// it sends them all.
+func AnnouncedMessagesPerTick(enrichedPerDay, ticksPerDay float64) float64 {
+	if enrichedPerDay <= 0 || ticksPerDay <= 0 {
 		return 0
 	}
-	var msgs, cdf float64
-	logLambda := math.Log(appsPerTick)
-	for n := 0; n < 1_000_000; n++ {
-		lg, _ := math.Lgamma(float64(n + 1))
-		cdf += math.Exp(-appsPerTick + float64(n)*logLambda - lg) // P(N <= n)
-		if n%events.MaxTrackIDs == 0 {
-			tail := max(0, 1-cdf) // P(N > n)
-			if tail < 1e-12 && float64(n) > appsPerTick {
-				break
-			}
-			msgs += tail
+	tick := 86_400_000 / ticksPerDay // ms
+	lambda := enrichedPerDay / ticksPerDay
+	rng := rand.New(rand.NewPCG(1, 2))
+	held, msgs := 0, 0
+	var since float64
+	for i := range announceSimTicks {
+		now := float64(i) * tick
+		hold := held == 0 || now-since < float64(controller.AnnounceWithin.Milliseconds())
+		wasEmpty := held == 0
+		n := held + poisson(rng, lambda)
+		if hold {
+			msgs += n / events.MaxTrackIDs
+			held = n % events.MaxTrackIDs
+		} else {
+			msgs += (n + events.MaxTrackIDs - 1) / events.MaxTrackIDs
+			held = 0
+		}
+		if wasEmpty && held > 0 {
+			since = now
 		}
 	}
-	return msgs
+	return float64(msgs) / announceSimTicks
+}
+
+// announceSimTicks is the ticks AnnouncedMessagesPerTick plays (about
+// two days at the design's pace).
+const announceSimTicks = 20_000
+
+// poisson draws a Poisson count of mean lambda (Knuth's method below 30,
+// a rounded normal above).
+func poisson(rng *rand.Rand, lambda float64) int {
+	if lambda <= 0 {
+		return 0
+	}
+	if lambda > 30 {
+		return max(0, int(math.Round(lambda+math.Sqrt(lambda)*rng.NormFloat64())))
+	}
+	l, k, p := math.Exp(-lambda), 0, 1.0
+	for {
+		p *= rng.Float64()
+		if p <= l {
+			return k
+		}
+		k++
+	}
 }
 
 // TickOps are the controller's ticks in a month with enrichedPerDay apps
@@ -225,7 +300,7 @@ func TickOps(tc TickCost, enrichedPerDay, pagesPerDay float64) []ScaleOp {
 	if tc.PerDay <= 0 {
 		return nil
 	}
-	msgs := EnrichedMessagesPerTick(enrichedPerDay / tc.PerDay)
+	msgs := AnnouncedMessagesPerTick(enrichedPerDay, tc.PerDay)
 	pageTicks := 1 - math.Exp(-pagesPerDay/tc.PerDay) // the share of ticks that fetch a page
 	tick := ScaleOp{Name: "enrichment: ticks", RunsPerDay: tc.PerDay,
 		DORequests:    1 + tc.LimiterCalls, // its alarm (facts sent in the same wake) and its leases' acquires

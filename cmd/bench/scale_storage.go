@@ -133,13 +133,22 @@ func PerRow(bytes, rows float64) float64 {
 var growsWithApps = map[string]bool{
 	"app_registry": true, "developers": true, "crawl_keywords": true, "crawl_rankings": true,
 	"market_clusters": true, "opportunity_scores": true,
+	// A keyword's partition row, and the segments its keywords form.
+	"segment_keywords": true, "segments": true,
 }
+
+// dailyPassTables grow only in the daily segments full pass (a live
+// segment's day, a split or merge): the bench's runs of it fall in one
+// day, so their growth over the run is a day's growth.
+var dailyPassTables = map[string]bool{"segment_snapshots": true, "segment_lineage": true}
 
 // boundedTables hold a row per fixed thing (a top cluster's app, a task, a
 // category, a counter): their size now is their size.
 var boundedTables = map[string]bool{
 	"review_fetches": true, "sweep_cursors": true, "pipeline_counters": true, "category_scans": true,
 	"chart_positions": true, "analyst_status": true, "fact_totals": true, "sqlite_sequence": true,
+	// The top segments' sets (their own bounds) and the marks the next run clears.
+	"segment_focus_apps": true, "segment_focus_keywords": true, "segment_dirty": true,
 }
 
 // StorageInputs is what the projection reads: the tables as built, what
@@ -203,6 +212,9 @@ func ProjectTables(in StorageInputs) []TableYear {
 			t = TableYear{BytesPerDay: now.Bytes / max(1, in.Apps) * in.NewAppsPerDay, Basis: "a new app: the catalogue's bytes an app"}
 		case boundedTables[table]:
 			t = TableYear{Basis: "bounded: a row per fixed thing"}
+		case dailyPassTables[table]:
+			t = TableYear{BytesPerDay: max(0, in.Run[table].Bytes), RowsPerDay: max(0, in.Run[table].Rows),
+				Basis: "the daily segments pass's growth in the bench: a day's"}
 		default:
 			t = TableYear{BytesPerDay: max(0, in.Run[table].Bytes) / max(1e-9, in.MeasuredDays), Basis: "the bench's growth over its wall time",
 				RowsPerDay: max(0, in.Run[table].Rows) / max(1e-9, in.MeasuredDays)}

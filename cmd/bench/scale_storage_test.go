@@ -61,8 +61,9 @@ func TestTableYearAfter(t *testing.T) {
 func TestProjectTables(t *testing.T) {
 	in := StorageInputs{Apps: 1000, Enriched: 800,
 		Now: Sizes{"app_registry": {Bytes: 2e6, Rows: 1000}, "app_snapshots": {}, "keyword_rank_history": {}, "facts": {Bytes: 1000},
-			"sweep_cursors": {Bytes: 4096}, "app_reviews": {}},
-		Run: Sizes{"facts": {Bytes: 5000, Rows: 50}, "sweep_cursors": {Bytes: 4096}}, MeasuredDays: 0.01,
+			"sweep_cursors": {Bytes: 4096}, "app_reviews": {}, "segment_snapshots": {Bytes: 9000, Rows: 30}, "segment_focus_apps": {Bytes: 2000}},
+		Run: Sizes{"facts": {Bytes: 5000, Rows: 50}, "sweep_cursors": {Bytes: 4096}, "segment_snapshots": {Bytes: 3000, Rows: 10},
+			"segment_focus_apps": {Bytes: 100}}, MeasuredDays: 0.01,
 		Sample:        Sizes{"app_snapshots": {Bytes: 8000, Rows: 100}, "keyword_rank_history": {Bytes: 4000, Rows: 100}},
 		Reviews:       TableSize{Bytes: 7000, Rows: 10},
 		NewAppsPerDay: 10, RefreshTiers: []TierApps{{N: 800, IntervalDays: 1}}, KeywordTiers: []TierApps{{N: 100, IntervalDays: 7}},
@@ -94,6 +95,14 @@ func TestProjectTables(t *testing.T) {
 	}
 	if got := by["sweep_cursors"]; got.BytesPerDay != 0 || got.BytesNow != 4096 {
 		t.Fatalf("sweep_cursors %+v", got)
+	}
+	// The daily pass's snapshots: the run's growth is one day's, not
+	// scaled by the run's wall time.
+	if got := by["segment_snapshots"]; got.BytesPerDay != 3000 || got.RowsPerDay != 10 {
+		t.Fatalf("segment_snapshots %+v", got)
+	}
+	if got := by["segment_focus_apps"]; got.BytesPerDay != 0 {
+		t.Fatalf("segment_focus_apps %+v", got)
 	}
 }
 

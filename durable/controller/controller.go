@@ -283,6 +283,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			NoLookups:       noLookups,
 			TickItems:       tickItems,
 			PendingEnriched: pending,
+			HoldPartial:     s.holdPartial(now),
 		},
 		Events: events,
 	}
@@ -337,6 +338,10 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 	if s.LastPlan != nil {
 		batch = s.LastPlan.Items
 	}
+	runStart := now
+	if s.RunStartedAt != 0 {
+		runStart = time.UnixMilli(s.RunStartedAt)
+	}
 	s.RunStartedAt = 0
 	s.Totals.Ticks++
 	byClass := s.Record(o, now)
@@ -374,7 +379,7 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		s.LastTickAt = now.UnixMilli()
 	}
 	events := []Event{}
-	if dropped := s.settleOutbox(o.UnsentEnriched); dropped > 0 {
+	if dropped := s.settleOutbox(o.UnsentEnriched, runStart); dropped > 0 {
 		events = append(events, Event{"event": "enrichment.event_outbox_overflow", "level": "error", "dropped": dropped,
 			"kept": len(s.EventOutbox), "action": "app-enriched events lost: the queue has failed for long; rescore the markets"})
 	}
@@ -423,7 +428,11 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 	if o.Error != "" {
 		fact.Data["error"] = ledger.Truncate(o.Error, maxFactError)
 	}
-	d := Decision{State: s.Encode(now), Events: events, Facts: []ledger.Fact{fact}}
+	facts := s.addTick(fact)
+	if !s.Running {
+		facts = append(facts, s.closeMinute()...)
+	}
+	d := Decision{State: s.Encode(now), Events: events, Facts: facts}
 	if s.Running { // a stop during the run is honoured here
 		d.AlarmAt = max(next.UnixMilli(), now.UnixMilli()+1)
 	}
@@ -450,7 +459,7 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 		return Decision{Response: &Response{Status: 200, Body: s.Status(now, cfg)}, EnsureAlarmAt: s.ensure(now)}
 	case req.Method == "GET" && req.Path == "/ledger":
 		// The counters the ledger's facts sum to (reconciliation).
-		return Decision{Response: &Response{Status: 200, Body: map[string]any{"source": cfg.Source(), "counters": s.Totals.Counters()}}}
+		return Decision{Response: &Response{Status: 200, Body: map[string]any{"source": cfg.Source(), "counters": s.ledgerCounters()}}}
 	case req.Method == "POST" && req.Path == "/ledger/repair":
 		// Reconciliation found the counters off their facts: the facts are
 		// the truth (durable/ledger.Repair).
@@ -498,16 +507,21 @@ func (s State) onHTTP(req Request, now time.Time, cfg Config) Decision {
 		return d
 	case req.Method == "POST" && req.Path == "/stop":
 		s.Running = false
-		return s.mutated(now, cfg, "stop", 0)
+		closed := s.closeMinute()
+		d := s.mutated(now, cfg, "stop", 0)
+		d.Facts = closed
+		return d
 	case req.Method == "POST" && req.Path == "/reset":
 		old := s
+		closed := old.closeMinute()
 		s = DefaultState()
 		s.LedgerSince = old.LedgerSince
 		c, l, _ := s.pacers(cfg)
 		s.store(c, l)
 		d := s.mutated(now, cfg, "reset", now.Add(StartDelay).UnixMilli())
-		// The counters start again from zero: the fact says so.
-		d.Facts = []ledger.Fact{ledger.New(cfg.Source(), "controller.reset", now, ledger.Diff(Totals{}.Counters(), old.Totals.Counters()), nil)}
+		// The counters start again from zero: the fact says so, after the
+		// open minute's.
+		d.Facts = append(closed, ledger.New(cfg.Source(), "controller.reset", now, ledger.Diff(Totals{}.Counters(), old.Totals.Counters()), nil))
 		return d
 	case req.Method == "POST" && req.Path == "/tune":
 		t, ferr := ParseTune([]byte(req.Body))

@@ -9,7 +9,9 @@ import (
 )
 
 // The controller's facts always sum to its counters: a baseline when the
-// ledger starts, a fact per tick with the exact deltas, and a reset fact.
+// ledger starts, a fact per minute of ticks with their exact deltas (the
+// open minute's left out of the ledger's report), and a reset fact after
+// the open minute's.
 func TestFactsSumToTotals(t *testing.T) {
 	// A controller from before the ledger: counters, but no LedgerSince.
 	old := DefaultState()
@@ -49,24 +51,71 @@ func TestFactsSumToTotals(t *testing.T) {
 	}
 	var s State
 	json.Unmarshal([]byte(st), &s)
-	want := s.Totals.Counters()
+	// The facts sum to the counters the ledger reports: the totals less
+	// the open minute's ticks.
+	want := s.ledgerCounters()
 	got := sum()
 	for k, v := range want {
 		if got[k] != v {
-			t.Fatalf("counter %s: facts sum %d, totals %d (facts %d)", k, got[k], v, len(facts))
+			t.Fatalf("counter %s: facts sum %d, ledger counters %d (facts %d)", k, got[k], v, len(facts))
 		}
 	}
-	if s.Totals.Ticks != 9+5 || len(facts) != 6 {
-		t.Fatalf("ticks %d, facts %d", s.Totals.Ticks, len(facts))
+	open := s.OpenMinute
+	if s.Totals.Ticks != 9+5 || open == nil || len(facts) >= 6 || want["ticks"]+open.Counters["ticks"] != 9+5 {
+		t.Fatalf("ticks %d, facts %d, open minute %+v", s.Totals.Ticks, len(facts), open)
 	}
-	tick := facts[len(facts)-1]
-	if tick.Kind != "controller.tick" || tick.Counters["ticks"] != 1 || tick.Counters["rate_limited"] != 1 || tick.Data["batch"] == nil {
-		t.Fatalf("tick fact %+v", tick)
+	if open.Kind != "controller.tick" || open.Counters["rate_limited"] != open.Counters["ticks"] || open.Data["batch"] == nil {
+		t.Fatalf("open minute's fact %+v", open)
 	}
 	apply(decide(t, &st, "http", httpReq("POST", "/reset", ""), now))
 	for k, v := range sum() {
 		if v != 0 {
 			t.Fatalf("after reset the facts sum to %s=%d, want 0", k, v)
 		}
+	}
+}
+
+// A minute of ticks is one fact: 60 ticks 10 s apart append about ten,
+// each summing its minute's ticks; a stop closes the open minute, so the
+// facts then sum to the totals themselves.
+func TestTicksOfAMinuteAreOneFact(t *testing.T) {
+	st := ""
+	var facts []ledger.Fact
+	apply := func(d Decision) { facts = append(facts, d.Facts...) }
+	apply(decide(t, &st, "load", nil, t0))
+	now := t0.Add(time.Second)
+	for range 60 {
+		apply(decide(t, &st, "tick", TickRequest{}, now))
+		res, reqs := okResults(2)
+		apply(decide(t, &st, "tick_done", RunOutcome{Picked: 2, Results: res, Requests: reqs, DurationMs: 500}, now.Add(time.Second)))
+		now = now.Add(10 * time.Second)
+	}
+	ticks := 0
+	for _, f := range facts {
+		if f.Kind == "controller.tick" {
+			ticks++
+			if f.Counters["ticks"] < 1 || f.Counters["ticks"] > 6 || f.Counters["completed"] != 2*f.Counters["ticks"] {
+				t.Fatalf("a minute's fact %+v", f)
+			}
+		}
+	}
+	if ticks < 9 || ticks > 11 {
+		t.Fatalf("60 ticks over ten minutes: %d tick facts, want about ten", ticks)
+	}
+	apply(decide(t, &st, "http", httpReq("POST", "/stop", ""), now))
+	var s State
+	json.Unmarshal([]byte(st), &s)
+	var cs []map[string]int64
+	for _, f := range facts {
+		cs = append(cs, f.Counters)
+	}
+	sum := ledger.SumCounters(cs)
+	for k, v := range s.Totals.Counters() {
+		if sum[k] != v {
+			t.Fatalf("stopped: counter %s facts sum %d, totals %d", k, sum[k], v)
+		}
+	}
+	if s.OpenMinute != nil {
+		t.Fatalf("stopped with an open minute: %+v", s.OpenMinute)
 	}
 }

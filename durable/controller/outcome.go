@@ -222,6 +222,10 @@ type RunPlan struct {
 	// events could not be sent then (the controller's outbox): the run
 	// sends them before its own.
 	PendingEnriched []int64 `json:"pending_enriched,omitempty"`
+	// HoldPartial: the run sends only full messages (events.MaxTrackIDs
+	// apps each) and hands the rest back to the outbox, whose oldest app
+	// is younger than AnnounceWithin (false: it sends every app).
+	HoldPartial bool `json:"hold_partial,omitempty"`
 }
 
 // RequestOutcome is one upstream request as the run saw it: what the pacing

@@ -134,6 +134,8 @@ type Program struct {
 	Spend    Spend    `json:"spend"`
 	// PendingEnriched are the outbox's apps whose events the run sends first.
 	PendingEnriched []int64 `json:"pending_enriched,omitempty"`
+	// HoldPartial is the plan's (RunPlan.HoldPartial).
+	HoldPartial bool `json:"hold_partial,omitempty"`
 }
 
 // RideAlong bounds the refreshes that fetch no page (unchanged, or left)
@@ -188,6 +190,7 @@ func Compile(plan RunPlan, items []Candidate, now time.Time) Program {
 			StopOnThrottle: plan.StopOnThrottle, MaxInFlight: plan.MaxInFlight, RideAlong: RideAlong},
 		Spend:           plan.Spend(),
 		PendingEnriched: plan.PendingEnriched,
+		HoldPartial:     plan.HoldPartial,
 	}
 	if plan.TickAt > 0 {
 		p.TickAt = plan.TickAt

@@ -13,6 +13,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"storecrawl/durable/ledger"
 	"time"
 
 	"storecrawl/durable/pacing"
@@ -329,6 +330,12 @@ type State struct {
 	// LedgerSince is when this controller's ledger began (unix ms); its
 	// first fact is a baseline of the counters then.
 	LedgerSince int64 `json:"ledger_since,omitempty"`
+	// OpenMinute is the ticks' fact of the minute in progress: the ticks'
+	// counter deltas summed, the latest tick's data (closeMinute). It is
+	// appended to the ledger when a tick of a later minute ends, or on
+	// stop or reset; until then the ledger's report leaves its counters
+	// out (ledgerCounters).
+	OpenMinute *ledger.Fact `json:"open_minute,omitempty"`
 	// Parser watches whether store pages still parse (parser drift).
 	Parser ParserHealth `json:"parser"`
 	// LastHoldCapped is the latest hold hint the cap cut short, for operators.
@@ -340,6 +347,9 @@ type State struct {
 	// when a run reports them sent, so a run that dies loses none.
 	EventOutbox  []int64 `json:"event_outbox,omitempty"`
 	OutboxHanded int     `json:"outbox_handed,omitempty"`
+	// OutboxSince is when the outbox's oldest app entered it (unix ms; 0:
+	// empty, or kept before it was recorded).
+	OutboxSince int64 `json:"outbox_since,omitempty"`
 }
 
 // Event outbox bounds.
@@ -353,20 +363,41 @@ const (
 	// error event: the queue has been failing for hours, and the markets
 	// sweep must rescore (an operator's call).
 	MaxEventOutbox = 10000
+	// AnnounceWithin: a run sends its enriched apps in full messages
+	// (events.MaxTrackIDs) and leaves the rest in the outbox until its
+	// oldest app is this old, so a tick of a few apps sends no message of
+	// its own: the markets score an app at most this much later.
+	AnnounceWithin = time.Minute
 )
 
+// holdPartial is whether the run at now may leave a partial message's
+// apps in the outbox: the outbox's oldest is younger than AnnounceWithin
+// (an outbox kept before OutboxSince was recorded is sent whole).
+func (s State) holdPartial(now time.Time) bool {
+	if len(s.EventOutbox) == 0 {
+		return true
+	}
+	return s.OutboxSince > 0 && now.Sub(time.UnixMilli(s.OutboxSince)) < AnnounceWithin
+}
+
 // settleOutbox drops the apps the finished run was handed (sent, or
-// back among its unsent) and keeps the unsent ones; it returns how many
-// the bound dropped.
-func (s *State) settleOutbox(unsent []int64) (dropped int) {
+// back among its unsent) and keeps the unsent ones (held or not sent),
+// which entered at the latest when the run started (runStart); it returns
+// how many the bound dropped.
+func (s *State) settleOutbox(unsent []int64, runStart time.Time) (dropped int) {
 	handed := min(s.OutboxHanded, len(s.EventOutbox))
+	if len(s.EventOutbox) == 0 || s.OutboxSince == 0 {
+		// The oldest left is the run's own. Otherwise the time kept is
+		// the oldest's before the run, at most as old as the oldest now.
+		s.OutboxSince = runStart.UnixMilli()
+	}
 	s.EventOutbox = append(append([]int64(nil), s.EventOutbox[handed:]...), unsent...)
 	s.OutboxHanded = 0
 	if n := len(s.EventOutbox) - MaxEventOutbox; n > 0 {
 		s.EventOutbox, dropped = append([]int64(nil), s.EventOutbox[n:]...), n
 	}
 	if len(s.EventOutbox) == 0 {
-		s.EventOutbox = nil
+		s.EventOutbox, s.OutboxSince = nil, 0
 	}
 	return dropped
 }

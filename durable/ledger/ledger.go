@@ -185,6 +185,17 @@ const (
 	DebounceDelay = 5 * time.Second
 	// NextBatchDelay: more pending than one batch holds goes out this soon.
 	NextBatchDelay = time.Second
+	// SendEvery: a writer whose own alarms come more often than this (the
+	// EnrichmentController's ticks, seconds apart) sends its facts at most
+	// once in it, riding on its own wakes: one queue message a minute of
+	// ticks, not one a tick. Its facts reach D1 at most this much later;
+	// reconciliation counts the unsent ones (Report.Pending).
+	SendEvery = time.Minute
+	// FrequentWake is how soon the object's own next alarm must come for
+	// a flush to be held (SendEvery): a limiter key's minute or a
+	// scheduler task further off sends at once, as no wake of its own
+	// would carry the facts sooner.
+	FrequentWake = SendEvery / 2
 	// RetryMin and RetryMax bound the backoff after a failed send
 	// (doubling per consecutive failure).
 	RetryMin = 5 * time.Second
@@ -226,6 +237,8 @@ type Writer struct {
 	// ConfirmAt is when sent facts are next checked against D1 (unix ms);
 	// 0 = none waits for a check.
 	ConfirmAt int64 `json:"confirm_at,omitempty"`
+	// SentAt is when the last batch left (unix ms; 0: none yet).
+	SentAt int64 `json:"sent_at,omitempty"`
 }
 
 // Step is what happened since the last plan.
@@ -240,6 +253,9 @@ type Step struct {
 	OldestSentAt int64 `json:"oldest_sent_at,omitempty"`
 	// Resent is how many facts a check put back to unsent ("confirmed").
 	Resent int `json:"resent,omitempty"`
+	// Work is the object's own next alarm (unix ms; 0: none or unknown),
+	// after "flush".
+	Work int64 `json:"work,omitempty"`
 }
 
 // Plan is what the writer does next.
@@ -304,10 +320,17 @@ func NextWith(w Writer, st Step, retention, confirmAfter time.Duration, now time
 		// The writer is awake in an alarm with facts that need no
 		// coalescing (a limiter key's closed minute, a summary already):
 		// they go now, not in a wake of their own DebounceDelay later.
+		// Unless the object wakes again within FrequentWake of its own and
+		// sent a batch less than SendEvery ago: then they wait for
+		// SendEvery after that send, riding on its wakes (WakeAt).
 		w.DueAt = ms
+		if every := SendEvery.Milliseconds(); st.Work > ms && st.Work-ms <= FrequentWake.Milliseconds() && w.SentAt > 0 && ms-w.SentAt < every {
+			w.DueAt = w.SentAt + every
+		}
 	case "sent":
 		w.Failures = 0
 		w.DueAt = 0
+		w.SentAt = ms
 		if st.Remaining > 0 {
 			w.DueAt = now.Add(NextBatchDelay).UnixMilli()
 		}

@@ -249,3 +249,63 @@ func TestWakeAtRidesOnTheObjectsOwnAlarm(t *testing.T) {
 		t.Fatalf("flush: due %d, want now %d", p.DueAt, now.UnixMilli())
 	}
 }
+
+// An object whose own alarms come seconds apart (the controller's ticks)
+// sends the facts of a minute of ticks in one batch, riding on its wakes;
+// one whose next alarm is further, or unknown, sends at once. Every fact
+// is sent (none waits past SendEvery after the last send and the tick
+// after it).
+func TestFlushHoldsForAFrequentWriterUpToSendEvery(t *testing.T) {
+	start := time.UnixMilli(1_800_000_000_000)
+	const tick = 10 * time.Second
+	var w Writer
+	sends, unsent, maxWait := 0, 0, time.Duration(0)
+	var oldest time.Time
+	for i := 0; i < 60; i++ { // ten minutes of ticks
+		now := start.Add(time.Duration(i) * tick)
+		// The alarm starts with the ledger's due send (shim: flush).
+		if w.DueAt > 0 && w.DueAt <= now.UnixMilli() && unsent > 0 {
+			sends++
+			maxWait = max(maxWait, now.Sub(oldest))
+			unsent = 0
+			w = Next(w, Step{Op: "sent"}, DefaultRetention, now).Writer
+		}
+		// The tick appends its fact, then asks for a flush before its next tick.
+		if unsent == 0 {
+			oldest = now
+		}
+		unsent++
+		w = Next(w, Step{Op: "append"}, DefaultRetention, now).Writer
+		w = Next(w, Step{Op: "flush", Work: now.Add(tick).UnixMilli()}, DefaultRetention, now).Writer
+		if w.DueAt <= now.UnixMilli() {
+			sends++
+			maxWait = max(maxWait, now.Sub(oldest))
+			unsent = 0
+			w = Next(w, Step{Op: "sent"}, DefaultRetention, now).Writer
+		}
+		if unsent > 0 && WakeAt(now.Add(tick).UnixMilli(), w) != now.Add(tick).UnixMilli() {
+			t.Fatalf("tick %d: held facts wake the object at %d, not on its tick", i, WakeAt(now.Add(tick).UnixMilli(), w))
+		}
+	}
+	if sends < 9 || sends > 11 {
+		t.Fatalf("60 ticks 10 s apart: %d sends, want about one a minute", sends)
+	}
+	if maxWait > SendEvery {
+		t.Fatalf("a fact waited %s, over SendEvery", maxWait)
+	}
+	now := start
+	sent := Next(Writer{}, Step{Op: "sent"}, DefaultRetention, now).Writer
+	for _, c := range []struct {
+		name string
+		work int64
+	}{
+		{"no alarm of its own", 0},
+		{"its next alarm a minute away (a limiter key's minute)", now.Add(SendEvery).UnixMilli()},
+	} {
+		w := Next(Next(sent, Step{Op: "append"}, DefaultRetention, now.Add(time.Second)).Writer,
+			Step{Op: "flush", Work: c.work}, DefaultRetention, now.Add(time.Second)).Writer
+		if w.DueAt != now.Add(time.Second).UnixMilli() {
+			t.Errorf("%s: due %d, want now", c.name, w.DueAt)
+		}
+	}
+}

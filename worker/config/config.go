@@ -77,11 +77,12 @@ const (
 // ENRICHMENT_PAGE_REUSE_H: how old a retried item's stored page (R2) may
 // be to be parsed again instead of fetched (0: always fetch). A day-old
 // page is the page a fetch would bring back (LOOKUP_FRESH_H trusts a
-// day-old lookup likewise); the bucket's lifecycle rule expires pages 30
-// days after their tick, so none older is there to reuse.
+// day-old lookup likewise); the bucket's lifecycle rule expires pages
+// pagebatch.KeptDays (7) after their tick, so none older is there to
+// reuse (TestPageReuseBoundIsTheBucketsRetention).
 const (
 	DefaultPageReuse = 24 * time.Hour
-	maxPageReuseH    = 30 * 24
+	maxPageReuseH    = 7 * 24
 )
 
 // FACTS_RETENTION_DAYS: how long D1 keeps raw ledger facts (the

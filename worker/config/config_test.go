@@ -162,18 +162,18 @@ func TestStaleAfter(t *testing.T) {
 	}
 }
 
-// ENRICHMENT_PAGE_REUSE_H: whole hours in [0, 720] (0 turns reuse off);
+// ENRICHMENT_PAGE_REUSE_H: whole hours in [0, 168] (0 turns reuse off);
 // anything else is reported and the default kept.
 func TestPageReuseHours(t *testing.T) {
 	if c, probs := Load(env(nil)); len(probs) != 0 || c.PageReuse != DefaultPageReuse || DefaultPageReuse != 24*time.Hour {
 		t.Fatalf("default: %v %+v", c.PageReuse, probs)
 	}
-	for raw, want := range map[string]time.Duration{"0": 0, "6": 6 * time.Hour, "720": 720 * time.Hour} {
+	for raw, want := range map[string]time.Duration{"0": 0, "6": 6 * time.Hour, "168": 168 * time.Hour} {
 		if c, probs := Load(env(map[string]string{"ENRICHMENT_PAGE_REUSE_H": raw})); len(probs) != 0 || c.PageReuse != want {
 			t.Errorf("ENRICHMENT_PAGE_REUSE_H=%s: %v, %+v", raw, c.PageReuse, probs)
 		}
 	}
-	for _, raw := range []string{"-1", "721", "1.5", "day"} {
+	for _, raw := range []string{"-1", "169", "720", "1.5", "day"} {
 		c, probs := Load(env(map[string]string{"ENRICHMENT_PAGE_REUSE_H": raw}))
 		if len(probs) != 1 || probs[0].Var != "ENRICHMENT_PAGE_REUSE_H" || c.PageReuse != DefaultPageReuse {
 			t.Errorf("ENRICHMENT_PAGE_REUSE_H=%s: %v, %+v", raw, c.PageReuse, probs)

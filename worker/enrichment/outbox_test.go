@@ -140,7 +140,8 @@ func TestUnsentEventsWaitInTheOutbox(t *testing.T) {
 }
 
 // Under Workers Free's 50 subrequests a tick plans a couple of items, and
-// the crawl goes on: every app is enriched and announced, none given up,
+// the crawl goes on: every app is enriched and announced (the last ones
+// within controller.AnnounceWithin of ticks), none given up,
 // and no run passes its budgets.
 func TestFreePlanBudgetCrawlsInSmallTicks(t *testing.T) {
 	ctx := context.Background()
@@ -163,7 +164,9 @@ func TestFreePlanBudgetCrawlsInSmallTicks(t *testing.T) {
 	calls, queries := controller.RunBudget(controller.FreeSubrequests)
 	runs := 0
 	for range 200 {
-		if len(st.queue) == 0 {
+		// The last apps wait in the outbox for a full message, at most
+		// controller.AnnounceWithin of ticks.
+		if s, _ := controller.LoadState(state, now); len(st.queue) == 0 && len(s.EventOutbox) == 0 {
 			break
 		}
 		d := decide("tick", controller.TickRequest{})
@@ -192,5 +195,31 @@ func TestFreePlanBudgetCrawlsInSmallTicks(t *testing.T) {
 	}
 	if len(st.saved) != 12 || len(q.apps) != 12 || len(st.gaveUp)+len(st.requeued) != 0 || runs < 12/controller.ItemsPerTick(controller.DefaultLookupBatch, controller.FreeSubrequests) {
 		t.Fatalf("free plan: saved %d, announced %d, given up %v, requeued %v in %d runs", len(st.saved), len(q.apps), st.gaveUp, st.requeued, runs)
+	}
+}
+
+// Under HoldPartial a run sends full messages only; the last partial
+// message's apps go back to the outbox (none is lost), and the
+// controller sends them whole once its oldest is AnnounceWithin old.
+func TestPartialMessageWaitsInTheOutbox(t *testing.T) {
+	ctx := context.Background()
+	pending := make([]int64, 40)
+	for i := range pending {
+		pending[i] = 5000 + int64(i)
+	}
+	for _, c := range []struct {
+		hold       bool
+		sent, kept int
+	}{{true, 1, 40 + 20 - events.MaxTrackIDs}, {false, 2, 0}} {
+		q := &queueDouble{}
+		st := newStore(queuedApps(20)...)
+		out := outboxRunner(t, st, q).Run(ctx, controller.RunPlan{BatchSize: 20, ChunkItems: 20, PendingEnriched: pending, HoldPartial: c.hold})
+		if len(st.saved) != 20 || q.sent != c.sent || len(out.UnsentEnriched) != c.kept || len(q.apps)+len(out.UnsentEnriched) != 60 {
+			t.Fatalf("hold %v: saved %d, %d messages of %d apps, %d back to the outbox; want %d messages, %d back",
+				c.hold, len(st.saved), q.sent, len(q.apps), len(out.UnsentEnriched), c.sent, c.kept)
+		}
+		if c.hold && out.UnsentEnriched[0] != 1000+int64(events.MaxTrackIDs-40) {
+			t.Fatalf("held: %v, want the newest apps (the outbox's first go first)", out.UnsentEnriched)
+		}
 	}
 }

@@ -650,6 +650,13 @@ func (t *tickRun) announce(results []controller.ItemResult) []int64 {
 			enriched = append(enriched, res.TrackID)
 		}
 	}
+	// Under HoldPartial only full messages go; the last partial one's
+	// apps wait in the outbox (controller.AnnounceWithin).
+	var held []int64
+	if t.prog.HoldPartial {
+		full := len(enriched) / events.MaxTrackIDs * events.MaxTrackIDs
+		enriched, held = enriched[:full], enriched[full:]
+	}
 	unsent := enriched
 	if t.eventsOK {
 		unsent = t.r.sendEnriched(subreq.WithBudget(t.ctx, t.events), enriched)
@@ -659,7 +666,7 @@ func (t *tickRun) announce(results []controller.ItemResult) []int64 {
 		logx.Event("controller.events_deferred", map[string]any{"level": logx.Warn, "apps": len(unsent),
 			"action": "kept in the controller's outbox: the next run sends them"})
 	}
-	return unsent
+	return append(unsent, held...)
 }
 
 // limiterCalls is the leases' limiter calls so far (0 without a counter).
@@ -724,7 +731,7 @@ func (r *Runner) storePage(ctx context.Context, id int64, body []byte, meta Page
 // records already name their pages' bytes in it. A put that fails
 // PagePutAttempts times loses the tick's pages, never its records (they
 // are stored): a reader finds the object missing, as after the bucket's
-// 30-day lifecycle rule, and an item whose page did not parse stays
+// lifecycle rule (pagebatch.KeptDays), and an item whose page did not parse stays
 // queued, so its page is fetched and kept again. It returns the run's
 // puts.
 func (r *Runner) putPages(ctx context.Context, tp *tickPages, share *subreq.Budget) int {

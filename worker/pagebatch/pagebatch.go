@@ -13,8 +13,8 @@
 // "k=v" pairs), so a batch object is also readable whole with zcat.
 //
 // Batch keys sit under the same "store-pages/" prefix as single pages, so
-// the bucket's 30-day lifecycle rule expires a batch whole, 30 days after
-// its tick: every page in it is at most that old, as before.
+// the bucket's lifecycle rule (KeptDays) expires a batch whole, KeptDays
+// after its tick: every page in it is at most that old.
 package pagebatch
 
 import (
@@ -35,9 +35,22 @@ import (
 // "store-pages/" prefix.
 const Prefix = "store-pages/batches/"
 
+// KeptDays is how long the bucket keeps a page: its lifecycle rule on
+// "store-pages/" (README, deploying) expires an object this many days
+// after its tick. A week of pages is what a re-parse after a parser fix
+// reaches and what a retry's page reuse may take (ENRICHMENT_PAGE_REUSE_H
+// is bounded by it); a month of them, at the design's ~100,000 pages a
+// day, would keep ~40 GB (docs/scale.md).
+const KeptDays = 7
+
+// Level is the members' gzip level: the default, ~15% smaller than the
+// fastest on the real captured pages (worker/appstore/testdata), for a
+// few milliseconds a page (TestMemberBytesOfRealPages).
+const Level = gzip.DefaultCompression
+
 // MaxObjectBytes bounds one batch object's compressed bytes, held in the
-// isolate until the tick's put. A gzipped store page is ~15–25 KB (a
-// ~100 KB page), so a tick of the pacing's 50 items (pacing.SeedMaxBatch)
+// isolate until the tick's put. A gzipped store page is ~10–14 KB (the
+// real captures, 53–79 KB), so a tick of the pacing's 50 items (pacing.SeedMaxBatch)
 // holds ~1 MB; the bound keeps a tick of unusually large pages well under
 // the tick's body budget (enrichment.TickBodyBytes, 24 MB). A page that
 // does not fit goes in an object of its own (Batch.Add's spill).
@@ -135,7 +148,7 @@ type Header struct {
 // Member compresses one page as a standalone gzip member.
 func Member(h Header, page []byte) ([]byte, error) {
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	zw, err := gzip.NewWriterLevel(&buf, Level)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +247,7 @@ func (b *Batch) Add(h Header, page []byte) (ref Ref, spill []byte, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.zw == nil {
-		if b.zw, err = gzip.NewWriterLevel(nil, gzip.BestSpeed); err != nil {
+		if b.zw, err = gzip.NewWriterLevel(nil, Level); err != nil {
 			return Ref{}, nil, err
 		}
 	}

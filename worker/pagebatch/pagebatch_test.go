@@ -2,9 +2,12 @@ package pagebatch
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -158,5 +161,43 @@ func TestRefTickTime(t *testing.T) {
 		if at, ok := ref.TickTime(); ok {
 			t.Errorf("%s: %v, want no time", ref, at)
 		}
+	}
+}
+
+// The real captured store pages (worker/appstore/testdata) as members at
+// Level, against the fastest level: what R2 keeps a page (docs/scale.md
+// bills R2 storage at these bytes). Each reads back as it was.
+func TestMemberBytesOfRealPages(t *testing.T) {
+	files, _ := filepath.Glob("../appstore/testdata/legacy_*.html")
+	if len(files) < 2 {
+		t.Fatalf("real pages: %v", files)
+	}
+	var raw, at, fastest int
+	for _, f := range files {
+		p, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := Header{TrackID: 1, FetchedAt: tick, Meta: map[string]string{"status": "200", "format": "legacy"}}
+		m, err := Member(h, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, _, err := Unpack(m)
+		if err != nil || !bytes.Equal(back, p) {
+			t.Fatalf("%s: read back %d bytes, %v", f, len(back), err)
+		}
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		if err := writeMember(zw, &buf, h, p); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d bytes, a member of %d at Level (%d at the fastest)", filepath.Base(f), len(p), len(m), buf.Len())
+		raw, at, fastest = raw+len(p), at+len(m), fastest+buf.Len()
+	}
+	n := len(files)
+	t.Logf("mean of %d real pages: %d bytes, %d a member at Level, %d at the fastest", n, raw/n, at/n, fastest/n)
+	if at >= fastest {
+		t.Fatalf("Level's members (%d bytes) not smaller than the fastest level's (%d)", at, fastest)
 	}
 }

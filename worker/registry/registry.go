@@ -144,7 +144,7 @@ WHERE ` + lookupChanged(),
 // only for a row that has none: every fetch of a page is a new reference
 // (a byte range of its tick's batch object), and a page that failed again
 // with nothing else moved keeps the reference it has (a page of the same
-// failure, kept 30 days by the bucket's lifecycle rule) rather than write
+// failure, kept pagebatch.KeptDays by the bucket's lifecycle rule) rather than write
 // the row; any write of the row takes the newest.
 var lookupChanged = sync.OnceValue(func() string {
 	var or []string

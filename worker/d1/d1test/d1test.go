@@ -88,6 +88,11 @@ func Open() (_ *d1.DB, _ *Driver, closeDB func(), err error) {
 	return &d1.DB{Driver: drv}, drv, func() { db.Close() }, nil
 }
 
+// Over is a DB over an open SQLite database (cmd/bench: the scale
+// catalogue's file, after its rows are written), so the product's own
+// code runs on it natively. The caller keeps db open while it is used.
+func Over(db *sql.DB) *d1.DB { return &d1.DB{Driver: &Driver{db: db}} }
+
 // limitLikeD1 sets D1's limits on the database's one connection, so a
 // query D1 refuses fails natively too.
 func limitLikeD1(db *sql.DB) error {
