@@ -26,6 +26,7 @@ import (
 	"storecrawl/worker/markets"
 	"storecrawl/worker/refresh"
 	"storecrawl/worker/reviews"
+	"storecrawl/worker/segments"
 	"storecrawl/worker/tasks"
 )
 
@@ -414,7 +415,8 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		ChartRowsPerDay:     chartRows,
 		ReviewsKeptDays:     reviews.KeptPerApp / newReviewsPerFetch * day(reviews.RefreshAge),
 		RatingDays:          day(catalogue.RatingHistoryRetention), ChangeDays: day(catalogue.ChangeHistoryRetention),
-		RankDays: day(catalogue.RankHistoryRetention), FactsDays: config.DefaultFactsRetentionDays, MinutesDays: day(ledgerdb.RollupRetention)}
+		RankDays: day(catalogue.RankHistoryRetention), FactsDays: config.DefaultFactsRetentionDays, MinutesDays: day(ledgerdb.RollupRetention),
+		SnapshotDays: day(segments.SnapshotRetention)}
 	doBytes, r2Bytes := dirBytes(filepath.Join(persist, "v3", "do")), dirBytes(filepath.Join(persist, "v3", "r2"))
 
 	// The months (scale_model.go): the fill (the headline), a month after

@@ -174,6 +174,9 @@ type StorageInputs struct {
 	// Retention in days of each pruned table (history-prune, facts-prune;
 	// ReviewsKeptDays: the days of full pages an app's kept reviews hold).
 	RatingDays, ChangeDays, RankDays, FactsDays, MinutesDays, ReviewsKeptDays float64
+	// SnapshotDays is how long the full pass keeps a segment's snapshots
+	// (segments.SnapshotRetention).
+	SnapshotDays float64
 	// Rates are the change rates and reviews a fetch the history tables
 	// grow at (DefaultRates, or scaled for the sensitivity table).
 	Rates Rates
@@ -215,6 +218,9 @@ func ProjectTables(in StorageInputs) []TableYear {
 		case dailyPassTables[table]:
 			t = TableYear{BytesPerDay: max(0, in.Run[table].Bytes), RowsPerDay: max(0, in.Run[table].Rows),
 				Basis: "the daily segments pass's growth in the bench: a day's"}
+			if table == "segment_snapshots" {
+				t.CapDays = in.SnapshotDays
+			}
 		default:
 			t = TableYear{BytesPerDay: max(0, in.Run[table].Bytes) / max(1e-9, in.MeasuredDays), Basis: "the bench's growth over its wall time",
 				RowsPerDay: max(0, in.Run[table].Rows) / max(1e-9, in.MeasuredDays)}

@@ -68,7 +68,7 @@ func TestProjectTables(t *testing.T) {
 		Reviews:       TableSize{Bytes: 7000, Rows: 10},
 		NewAppsPerDay: 10, RefreshTiers: []TierApps{{N: 800, IntervalDays: 1}}, KeywordTiers: []TierApps{{N: 100, IntervalDays: 7}},
 		ResultsPerSearch: 50, ReviewFetchesPerDay: 20, ReviewsKeptDays: 20, RatingDays: 400, RankDays: 90, FactsDays: 30,
-		Rates: DefaultRates()}
+		SnapshotDays: 90, Rates: DefaultRates()}
 	by := map[string]TableYear{}
 	for _, ty := range ProjectTables(in) {
 		by[ty.Table] = ty
@@ -97,8 +97,8 @@ func TestProjectTables(t *testing.T) {
 		t.Fatalf("sweep_cursors %+v", got)
 	}
 	// The daily pass's snapshots: the run's growth is one day's, not
-	// scaled by the run's wall time.
-	if got := by["segment_snapshots"]; got.BytesPerDay != 3000 || got.RowsPerDay != 10 {
+	// scaled by the run's wall time, kept for their retention.
+	if got := by["segment_snapshots"]; got.BytesPerDay != 3000 || got.RowsPerDay != 10 || got.CapDays != 90 {
 		t.Fatalf("segment_snapshots %+v", got)
 	}
 	if got := by["segment_focus_apps"]; got.BytesPerDay != 0 {

@@ -422,7 +422,8 @@ func (s Store) Full(ctx context.Context, now time.Time) (RunResult, error) {
 func Day(t time.Time) string { return t.UTC().Format("2006-01-02") }
 
 // daily writes the snapshot of the day of each live segment (once a day),
-// and its trend and relations (where they changed), ReadChunk segments a
+// deletes its snapshots past SnapshotRetention, and writes its trend and
+// relations (where they changed), ReadChunk segments a
 // read of their past snapshots.
 func (s Store) daily(ctx context.Context, w *writer, days []daySeg, now time.Time) error {
 	sort.Slice(days, func(i, j int) bool { return days[i].id < days[j].id })
@@ -434,6 +435,7 @@ func (s Store) daily(ctx context.Context, w *writer, days []daySeg, now time.Tim
 	appsOf = nil
 	d7, d30 := Day(now.AddDate(0, 0, -7)), Day(now.AddDate(0, 0, -30))
 	snaps := &rows{w: w, sql: snapshotSQL, extra: []any{Day(now)}}
+	expired := &rows{w: w, sql: expireSnapshotsSQL, extra: []any{Day(now.Add(-SnapshotRetention))}}
 	trends := &rows{w: w, sql: trendRelationsSQL}
 	for i := 0; i < len(days); i += ReadChunk {
 		part := days[i:min(i+ReadChunk, len(days))]
@@ -464,6 +466,9 @@ func (s Store) daily(ctx context.Context, w *writer, days []daySeg, now time.Tim
 			if err := snaps.add(d.id, d.keywords, sc.TotalRatings, sc.Demand, sc.Opportunity, sc.Velocity7d, jsonArg(d.apps)); err != nil {
 				return err
 			}
+			if err := expired.add(d.id); err != nil {
+				return err
+			}
 			tr := Trend(Point{TotalRatings: sc.TotalRatings, Apps: d.apps}, points[d.id][d7], points[d.id][d30], sc.Velocity7d, sc.Velocity30d)
 			rs := rel[d.id]
 			if rs == nil {
@@ -475,6 +480,9 @@ func (s Store) daily(ctx context.Context, w *writer, days []daySeg, now time.Tim
 		}
 	}
 	if err := snaps.flush(); err != nil {
+		return err
+	}
+	if err := expired.flush(); err != nil {
 		return err
 	}
 	return trends.flush()

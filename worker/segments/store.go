@@ -26,6 +26,14 @@ const (
 	MaxFullPassKeywords = 150_000
 	// SnapshotKeep is how many days of snapshots GET /v1/segments/{id} shows.
 	SnapshotKeep = 30
+	// SnapshotRetention is how long a live segment's snapshots stay: the
+	// full pass deletes its snapshots older than this as it writes the
+	// day's. Trends read 7 and 30 days back; a quarter of market history
+	// is what the keyword ranks keep too (catalogue.RankHistoryRetention),
+	// and each snapshot row holds its segment's app list, so a year of
+	// them would outgrow the plan's D1 storage at the design's scale
+	// (docs/scale.md).
+	SnapshotRetention = 90 * 24 * time.Hour
 	// MaxDetailKeywords, MaxDetailLineage bound what one segment's page lists.
 	MaxDetailKeywords = 500
 	MaxDetailLineage  = 50
@@ -108,6 +116,9 @@ SELECT value->>0, value->>1, value->>2, value->>3, ?2 FROM json_each(?1) WHERE t
 	snapshotSQL = `INSERT INTO segment_snapshots (segment_id, day, keyword_count, total_ratings, demand, opportunity, leaders_velocity_7d, apps)
 SELECT value->>0, ?2, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each(?1) WHERE true
 ON CONFLICT DO NOTHING`
+	// expireSnapshotsSQL deletes the snapshots of segments [id] before
+	// day ?2, each segment's by its primary key's prefix.
+	expireSnapshotsSQL = `DELETE FROM segment_snapshots WHERE segment_id IN (SELECT value->>0 FROM json_each(?1)) AND day < ?2`
 	// trendRelationsSQL: [id, trend, score, figures json, relations json].
 	trendRelationsSQL = `UPDATE segments SET trend = j.value->>1, trend_score = j.value->>2, trend_figures = j.value->>3, relations = j.value->>4
 FROM json_each(?1) j WHERE segments.id = j.value->>0

@@ -200,3 +200,36 @@ func TestSplitIsRecordedInLineage(t *testing.T) {
 		t.Fatalf("the larger part lost its id: %d, want %d", got, old)
 	}
 }
+
+// TestFullPassExpiresOldSnapshots: the day's pass deletes each live
+// segment's snapshots older than SnapshotRetention, reading only them by
+// the primary key's prefix, and keeps the rest.
+func TestFullPassExpiresOldSnapshots(t *testing.T) {
+	s, drv := storeFixture(t)
+	now := time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
+	run(t, drv, "first full pass", func(ctx context.Context) (RunResult, error) { return s.Full(ctx, now) })
+	ids := drv.Rows(t, `SELECT id FROM segments ORDER BY id`)
+	if len(ids) != 6 {
+		t.Fatalf("%d segments", len(ids))
+	}
+	next := now.AddDate(0, 0, 1)
+	old, kept := Day(next.Add(-SnapshotRetention).AddDate(0, 0, -1)), Day(next.Add(-SnapshotRetention))
+	for _, row := range ids {
+		for _, day := range []string{old, kept} {
+			drv.Exec(t, `INSERT INTO segment_snapshots (segment_id, day, keyword_count, total_ratings, demand, opportunity, apps) VALUES (?, ?, 8, 100, 1, 1, '[]')`, row["id"], day)
+		}
+	}
+	_, cost, written := run(t, drv, "next day", func(ctx context.Context) (RunResult, error) { return s.Full(ctx, next) })
+	if got := drv.Int(t, `SELECT count(*) FROM segment_snapshots WHERE day = ?`, old); got != 0 {
+		t.Fatalf("%d snapshots past the retention kept", got)
+	}
+	if got := drv.Int(t, `SELECT count(*) FROM segment_snapshots WHERE day = ?`, kept); got != 6 {
+		t.Fatalf("%d snapshots within the retention kept, want 6", got)
+	}
+	// The day's 6 snapshots and the 6 deletions; the segments' names may
+	// change with the day's pass (TestFullPassIncrementalAndStableIds).
+	if written < 12 || written > 18 {
+		t.Fatalf("the next day's pass wrote %d rows, want its 6 snapshots and 6 deletions", written)
+	}
+	t.Logf("next day: %d rows read, %d written", cost.RowsRead, written)
+}
