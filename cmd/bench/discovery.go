@@ -13,12 +13,15 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"storecrawl/durable/controller"
@@ -95,11 +98,13 @@ func pageFloorDays(apps int) float64 {
 
 // discoReport is the bench's figures (-json).
 type discoReport struct {
-	Apps       int     `json:"apps"`
-	Scale      float64 `json:"scale"` // apps ÷ 1.1M: the milestones are scaled by it
-	DaysRun    float64 `json:"days_run"`
-	WallS      float64 `json:"wall_s"`
-	Milestones []int   `json:"milestone_apps"`
+	Apps    int     `json:"apps"`
+	Scale   float64 `json:"scale"` // apps ÷ 1.1M: the milestones are scaled by it
+	DaysRun float64 `json:"days_run"`
+	WallS   float64 `json:"wall_s"`
+	// Stopped: a signal ended the run before its days (DaysRun says how far).
+	Stopped    bool  `json:"stopped,omitempty"`
+	Milestones []int `json:"milestone_apps"`
 	// Days to each milestone of apps known with their lookup fields
 	// (null: not reached within days_run).
 	DiscoveryDays100k *float64 `json:"discovery_days_100k"`
@@ -259,6 +264,17 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 	logx.SetOutput(io.Discard) // the per-item events would bury the figures
 	defer logx.SetOutput(os.Stdout)
 	wall := time.Now()
+	// A stop (SIGTERM from timeout(1), or an interrupt) ends the run at
+	// the next sample, and the figures are printed for the days run.
+	var stopped atomic.Bool
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			stopped.Store(true)
+		}
+	}()
 
 	simBase, stopSim := startSimWith(root, apps, "-living", "-real-limits", "-latency-ms", "0", "-latency-jitter-ms", "0")
 	defer stopSim()
@@ -356,7 +372,7 @@ func benchDiscovery(root string, apps int, maxDays float64, asJSON bool, pngPath
 				say("%6.2f %10d %10d %10d %10d %9d %9d %9d %9d\n", s.Day, s.Known, s.Lookup, s.Enriched, s.Parsed,
 					crawlReqs.get(kindSearch).Sent, crawlReqs.get(kindChart).Sent, enrichReqs.get(kindLookup).Sent, enrichReqs.get(kindPage).Sent)
 			}
-			if s.Enriched >= apps && s.Lookup >= apps || !at.Before(end) {
+			if s.Enriched >= apps && s.Lookup >= apps || !at.Before(end) || stopped.Load() {
 				goto done
 			}
 		case "cron":
@@ -394,7 +410,7 @@ done:
 
 	rep := discoReport{Apps: apps, Scale: float64(apps) / designApps, DaysRun: final.Day, WallS: math.Round(time.Since(wall).Seconds()),
 		Milestones: milestones, PageFloorDays: math.Round(floor*1000) / 1000, Final: final, Curve: curve, CrawlActions: actions,
-		SimClockDriftS: math.Round(simT.Sub(clock.Now()).Seconds())}
+		SimClockDriftS: math.Round(simT.Sub(clock.Now()).Seconds()), Stopped: stopped.Load()}
 	rep.DiscoveryDays100k = days(curve, lookupField, milestones[0])
 	rep.DiscoveryDays500k = days(curve, lookupField, milestones[1])
 	rep.DiscoveryDays1M = days(curve, lookupField, milestones[2])
@@ -493,6 +509,9 @@ func fmtDays(d *float64) string {
 // printDiscovery prints the figures.
 func printDiscovery(w io.Writer, r discoReport) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	if r.Stopped {
+		p("\nstopped by a signal before its days:")
+	}
 	p("\nran %.2f virtual days in %.0f s wall (the simulator's clock led the bench's by %.0f s at the end)\n", r.DaysRun, r.WallS, r.SimClockDriftS)
 	p("final: %d known, %d with lookup fields, %d enriched (%d pages parsed)\n", r.Final.Known, r.Final.Lookup, r.Final.Enriched, r.Final.Parsed)
 	p("apps known with lookup fields: %d in %s, %d in %s, %d in %s, %d in %s (goal: %d within %.0f days)\n",

@@ -195,7 +195,9 @@ type Result struct {
 // portfolio lookups (at most PortfolioLookupsPerCycle, one after another,
 // none after a refusal). The side task gets the connections the primary leaves of
 // ConnectionBudget, and the cycle's searches stay within
-// KeywordSearchesPerCycle. Each task has its own error handling.
+// KeywordSearchesPerCycle, or, while apps wait without lookup fields, what
+// the discovery lookups leave them (DiscoveryShare). Each task has its
+// own error handling.
 func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), r float64, now time.Time) Result {
 	gaps, err := store.Gaps(ctx, now)
 	if err != nil {
@@ -224,11 +226,12 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 		gaps.DueKeywords = false // the keywords stay pending or due
 	}
 	// The discovery lookups first: the API's most apps a request.
-	lookups := discoveryLookups(ctx, store, fetch, apiBase, country, now)
+	// While apps wait, they take the searches' calls first (DiscoveryShare).
+	lookups, searches := discoveryLookups(ctx, store, fetch, apiBase, country, now)
 	if lookups != nil && lookups.RateLimited {
 		gaps.DueKeywords = false // the limit said so: the keywords stay due
 	}
-	res := runTasks(ctx, store, fetch, apiBase, country, sleep, tier, gaps, now)
+	res := runTasks(ctx, store, fetch, apiBase, country, sleep, tier, gaps, searches, now)
 	switch {
 	case lookups != nil && res.Action == "idle" && fill == nil:
 		res = *lookups // the cycle's only work
@@ -276,8 +279,9 @@ func CrawlCycle(ctx context.Context, store Store, fetch func(ctx context.Context
 }
 
 // runTasks runs the cycle's searching tasks: a scan with keyword mapping
-// beside it, else keyword mapping, else nothing.
-func runTasks(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), tier string, gaps Gaps, now time.Time) Result {
+// beside it, else keyword mapping, else nothing; at most searches
+// searches.
+func runTasks(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, sleep func(time.Duration), tier string, gaps Gaps, searches int, now time.Time) Result {
 	mapping := func(conns, n int) func() Result {
 		return func() Result { return mapKeywords(ctx, store, fetch, apiBase, country, sleep, conns, n, now) }
 	}
@@ -287,9 +291,9 @@ func runTasks(ctx context.Context, store Store, fetch func(ctx context.Context, 
 		if !gaps.DueKeywords {
 			return scan()
 		}
-		return beside(scan, mapping(ConnectionBudget-ScanConnections, KeywordSearchesPerCycle), "keyword_mapping")
+		return beside(scan, mapping(ConnectionBudget-ScanConnections, searches), "keyword_mapping")
 	case gaps.DueKeywords:
-		return mapping(ConnectionBudget, KeywordSearchesPerCycle)()
+		return mapping(ConnectionBudget, searches)()
 	}
 	return Result{Action: "idle"}
 }

@@ -214,15 +214,48 @@ func lookupPortfolios(ctx context.Context, store Store, fetch func(ctx context.C
 // while the lookup is fresh (LOOKUP_FRESH_H), and looks a stale one up
 // again in its own batches.
 const (
-	// DiscoveryLookupsPerCycle bounds a cycle's discovery lookups: 5 of
+	// DiscoveryLookupsPerCycle is the discovery lookups' base share: 5 of
 	// the Search API's ~100 calls in a cycle (about 20 a minute), 1,440 a
-	// day, up to 288,000 apps a day.
+	// day, up to 288,000 apps a day. A cycle sends this many at most while
+	// the apps waiting fit them.
 	DiscoveryLookupsPerCycle = 5
+	// BacklogCallsPerCycle is what a cycle's discovery lookups and keyword
+	// searches share while more apps wait without lookup fields than the
+	// base share reaches (a fill): 16 of the API's ~100 a cycle, the
+	// enrichment's own lookups (one a tick) and the portfolios
+	// (PortfolioLookupsPerCycle) keeping the rest. The lookups take it
+	// from the searches first: a search finds a few apps a call, a lookup
+	// gives up to DiscoveryLookupIDs their lookup fields; once the backlog
+	// is gone the searches have KeywordSearchesPerCycle again.
+	BacklogCallsPerCycle = 16
+	// BacklogKeywordSearches is what the searches keep during a fill: the
+	// markets' due keywords go on, slower.
+	BacklogKeywordSearches = 2
+	// MaxDiscoveryLookupsPerCycle bounds a cycle's discovery lookups: 14
+	// calls, 2,800 apps a cycle, 806,400 a day.
+	MaxDiscoveryLookupsPerCycle = BacklogCallsPerCycle - BacklogKeywordSearches
 	// DiscoveryLookupIDs is the ids one lookup asks for: the most the
 	// real endpoint answers in one call (controller.MaxLookupBatch).
 	DiscoveryLookupIDs  = controller.MaxLookupBatch
 	discoveryCursorName = "discovery-lookups"
 )
+
+// DiscoveryShare splits a cycle's Search API calls between its discovery
+// lookups and its keyword searches, given waiting, the apps without lookup
+// fields the cycle read (at most MaxDiscoveryLookupsPerCycle ×
+// DiscoveryLookupIDs): a lookup for every DiscoveryLookupIDs of them; up
+// to DiscoveryLookupsPerCycle the searches keep KeywordSearchesPerCycle,
+// beyond it the lookups grow to MaxDiscoveryLookupsPerCycle and the
+// searches get the rest of BacklogCallsPerCycle, at least
+// BacklogKeywordSearches.
+func DiscoveryShare(waiting int) (lookups, searches int) {
+	calls := (max(waiting, 0) + DiscoveryLookupIDs - 1) / DiscoveryLookupIDs
+	if calls <= DiscoveryLookupsPerCycle {
+		return calls, KeywordSearchesPerCycle
+	}
+	lookups = min(calls, MaxDiscoveryLookupsPerCycle)
+	return lookups, max(BacklogKeywordSearches, BacklogCallsPerCycle-lookups)
+}
 
 // unlookedSQL is the apps queued without lookup fields after the cursor
 // (?1), in track id order, at most ?2: the head of the partial index
@@ -302,20 +335,22 @@ func (s D1Store) SaveLookups(ctx context.Context, cursor d1.Cursor, lastAsked in
 	return err
 }
 
-// discoveryLookups looks up the apps queued without lookup fields, up to
-// DiscoveryLookupsPerCycle calls of DiscoveryLookupIDs ids, one after
-// another; a refusal stops them (the rest stay for the next cycle). nil
-// when no app waits.
-func discoveryLookups(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, now time.Time) *Result {
-	ids, cur, err := store.Unlooked(ctx, DiscoveryLookupsPerCycle*DiscoveryLookupIDs)
+// discoveryLookups looks up the apps queued without lookup fields, in
+// DiscoveryShare's calls of DiscoveryLookupIDs ids, one after another; a
+// refusal stops them (the rest stay for the next cycle). It returns nil
+// when no app waits (or the read failed: an error result), and the
+// keyword searches the cycle may send beside them.
+func discoveryLookups(ctx context.Context, store Store, fetch func(ctx context.Context, url string) upstream.Response, apiBase, country string, now time.Time) (*Result, int) {
+	ids, cur, err := store.Unlooked(ctx, MaxDiscoveryLookupsPerCycle*DiscoveryLookupIDs)
 	if err != nil {
-		return &Result{Action: "error", Error: "unlooked apps: " + err.Error()}
+		return &Result{Action: "error", Error: "unlooked apps: " + err.Error()}, KeywordSearchesPerCycle
 	}
-	if len(ids) == 0 {
-		return nil
+	calls, searches := DiscoveryShare(len(ids))
+	if calls == 0 {
+		return nil, searches
 	}
+	ids = ids[:min(len(ids), calls*DiscoveryLookupIDs)]
 	res := Result{Action: "discovery_lookups"}
-	calls := (len(ids) + DiscoveryLookupIDs - 1) / DiscoveryLookupIDs
 	ctx = ratelimit.Reserved(ctx, calls) // the lookups, one acquire
 	for i := 0; i < len(ids); i += DiscoveryLookupIDs {
 		batch := ids[i:min(i+DiscoveryLookupIDs, len(ids))]
@@ -352,5 +387,5 @@ func discoveryLookups(ctx context.Context, store Store, fetch func(ctx context.C
 		res.Found += len(batch)
 		res.Apps += len(apps)
 	}
-	return &res
+	return &res, searches
 }

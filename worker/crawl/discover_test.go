@@ -258,20 +258,20 @@ func askedIDs(t *testing.T, u string) []int64 {
 
 // TestCrawlCycleLooksUpUnlookedAppsFirst: apps queued without lookup
 // fields are looked up first in the cycle, DiscoveryLookupIDs ids a call,
-// at most DiscoveryLookupsPerCycle calls; a refusal stops them and the
+// at most MaxDiscoveryLookupsPerCycle calls; a refusal stops them and the
 // cycle's searches.
 func TestCrawlCycleLooksUpUnlookedAppsFirst(t *testing.T) {
 	var urls []string
 	fetch := recordingUpstream(&urls, func(u string) []byte { return lookupBody(askedIDs(t, u)...) })
-	unlooked := make([]int64, DiscoveryLookupsPerCycle*DiscoveryLookupIDs+7)
+	unlooked := make([]int64, MaxDiscoveryLookupsPerCycle*DiscoveryLookupIDs+7)
 	for i := range unlooked {
 		unlooked[i] = int64(1000 + i)
 	}
 	// The cycle's only work.
 	f := &fakeDiscovery{due: map[string]bool{}, unlooked: unlooked}
 	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now())
-	if r.Action != "discovery_lookups" || r.Searches != DiscoveryLookupsPerCycle || r.Found != DiscoveryLookupsPerCycle*DiscoveryLookupIDs ||
-		r.Apps != r.Found || f.looked != r.Found || len(urls) != DiscoveryLookupsPerCycle {
+	if r.Action != "discovery_lookups" || r.Searches != MaxDiscoveryLookupsPerCycle || r.Found != MaxDiscoveryLookupsPerCycle*DiscoveryLookupIDs ||
+		r.Apps != r.Found || f.looked != r.Found || len(urls) != MaxDiscoveryLookupsPerCycle {
 		t.Fatalf("%+v, %d saved, %d requests", r, f.looked, len(urls))
 	}
 	for _, u := range urls {
@@ -331,7 +331,7 @@ func TestDiscoveryLookups(t *testing.T) {
 		t.Fatalf("pick %v %v", ids, err)
 	}
 	before := drv.TotalChanges(t)
-	res := discoveryLookups(ctx, s, fetch, "http://up", "us", now)
+	res, _ := discoveryLookups(ctx, s, fetch, "http://up", "us", now)
 	written := drv.TotalChanges(t) - before
 	if res == nil || res.Error != "" || res.Searches != 1 || res.Found != 3 || res.Apps != 1 || requests != 1 {
 		t.Fatalf("%+v", res)
@@ -355,4 +355,71 @@ func TestDiscoveryLookups(t *testing.T) {
 	}
 	t.Logf("discovery lookup: %d apps kept with their lookup fields for %d request; save %d rows written (the app, its history, the cursor)",
 		res.Apps, res.Searches, written)
+}
+
+// TestDiscoveryShare: the base share while the apps waiting fit it, the
+// searches untouched; beyond it the lookups grow with the backlog to their
+// bound, taking the searches' calls, which keep BacklogKeywordSearches; the
+// cycle's calls stay within BacklogCallsPerCycle during a fill.
+func TestDiscoveryShare(t *testing.T) {
+	base := DiscoveryLookupsPerCycle * DiscoveryLookupIDs
+	for _, c := range []struct{ waiting, lookups, searches int }{
+		{0, 0, KeywordSearchesPerCycle},
+		{-1, 0, KeywordSearchesPerCycle},
+		{1, 1, KeywordSearchesPerCycle},
+		{DiscoveryLookupIDs, 1, KeywordSearchesPerCycle},
+		{DiscoveryLookupIDs + 1, 2, KeywordSearchesPerCycle},
+		{base, DiscoveryLookupsPerCycle, KeywordSearchesPerCycle},
+		{base + 1, DiscoveryLookupsPerCycle + 1, BacklogCallsPerCycle - DiscoveryLookupsPerCycle - 1},
+		{MaxDiscoveryLookupsPerCycle * DiscoveryLookupIDs, MaxDiscoveryLookupsPerCycle, BacklogKeywordSearches},
+		{10 * MaxDiscoveryLookupsPerCycle * DiscoveryLookupIDs, MaxDiscoveryLookupsPerCycle, BacklogKeywordSearches},
+	} {
+		l, s := DiscoveryShare(c.waiting)
+		if l != c.lookups || s != c.searches {
+			t.Errorf("DiscoveryShare(%d) = %d lookups, %d searches; want %d, %d", c.waiting, l, s, c.lookups, c.searches)
+		}
+	}
+	prev := 0
+	for w := 0; w <= 2*MaxDiscoveryLookupsPerCycle*DiscoveryLookupIDs; w += 50 {
+		l, s := DiscoveryShare(w)
+		if l < prev {
+			t.Fatalf("at %d waiting the lookups shrank: %d < %d", w, l, prev)
+		}
+		prev = l
+		if l > DiscoveryLookupsPerCycle && l+s > BacklogCallsPerCycle {
+			t.Fatalf("at %d waiting a fill's cycle sends %d + %d calls", w, l, s)
+		}
+	}
+	if DiscoveryLookupsPerCycle >= MaxDiscoveryLookupsPerCycle || BacklogKeywordSearches < 1 || BacklogCallsPerCycle > KeywordSearchesPerCycle {
+		t.Fatal("the backlog's share must grow the lookups, keep some searches, and stay within the searches' own bound")
+	}
+}
+
+// TestCrawlCycleSearchesYieldToALookupBacklog: with a backlog, the cycle's
+// lookups take the searches' calls (BacklogKeywordSearches searches sent);
+// with few apps waiting, the searches keep their bound.
+func TestCrawlCycleSearchesYieldToALookupBacklog(t *testing.T) {
+	unlooked := make([]int64, 3*MaxDiscoveryLookupsPerCycle*DiscoveryLookupIDs)
+	for i := range unlooked {
+		unlooked[i] = int64(1000 + i)
+	}
+	var urls []string
+	fetch := recordingUpstream(&urls, func(u string) []byte {
+		if strings.Contains(u, "/lookup?") {
+			return lookupBody(askedIDs(t, u)...)
+		}
+		return []byte(`{"resultCount":0,"results":[]}`)
+	})
+	f := &fakeDiscovery{due: map[string]bool{}, unlooked: unlooked, pending: manyKeywords(3 * KeywordSearchesPerCycle)}
+	r := CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now())
+	if r.Lookups == nil || r.Lookups.Searches != MaxDiscoveryLookupsPerCycle || r.Searches != BacklogKeywordSearches ||
+		len(urls) != MaxDiscoveryLookupsPerCycle+BacklogKeywordSearches {
+		t.Fatalf("a fill's cycle: %+v lookups %+v, %d requests", r, r.Lookups, len(urls))
+	}
+	urls = nil
+	f = &fakeDiscovery{due: map[string]bool{}, unlooked: unlooked[:3], pending: manyKeywords(3 * KeywordSearchesPerCycle)}
+	r = CrawlCycle(context.Background(), f, fetch, "http://up", "us", noSleep, 0.5, time.Now())
+	if r.Lookups == nil || r.Lookups.Searches != 1 || r.Searches != KeywordSearchesPerCycle {
+		t.Fatalf("a few apps waiting: %+v lookups %+v", r, r.Lookups)
+	}
 }

@@ -48,7 +48,7 @@ func HotQueries() []d1.NamedQuery {
 		{Name: "next category", SQL: nextCategorySQL, Args: []any{"high", "2026-01-01T00:00:00.000Z"}},
 		{Name: "developer portfolios due", SQL: enrichment.PortfolioDueSQL, Args: []any{PortfolioLookupsPerCycle}},
 		{Name: "portfolio apps known", SQL: knownCountSQL, Args: []any{`[100000001,100000002]`}},
-		{Name: "unlooked apps", SQL: unlookedSQL, Args: []any{100000001, DiscoveryLookupsPerCycle * DiscoveryLookupIDs}},
+		{Name: "unlooked apps", SQL: unlookedSQL, Args: []any{100000001, MaxDiscoveryLookupsPerCycle * DiscoveryLookupIDs}},
 		{Name: "ranking fill check", SQL: fillDueSQL,
 			Bounded: "LIMIT 1: the first entry of the partial index idx_app_registry_unfilled"},
 		{Name: "ranking fill candidates", SQL: fillCandidatesSQL, Args: []any{RankingFillApps},
