@@ -3,11 +3,9 @@
 package ledgerdb
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
-	"storecrawl/durable/controller"
 	"storecrawl/durable/ledger"
 	"storecrawl/worker/d1/d1test"
 )
@@ -18,34 +16,12 @@ import (
 // (total_changes(): rows and trigger rows; the facts' two index entries
 // a fact come on top in D1's bill).
 func TestAMinuteOfTicksWritesOneFactsRows(t *testing.T) {
-	cfg := controller.DefaultConfig()
-	state, now := "", t0.Add(time.Second)
-	var facts []ledger.Fact
-	decide := func(op string, arg any) {
-		b, _ := json.Marshal(arg)
-		d := controller.Handle(cfg, op, state, b, now)
-		if d.State != "" {
-			state = d.State
-		}
-		facts = append(facts, d.Facts...)
-	}
-	decide("load", nil)
-	facts = nil // the baseline
+	// A minute's controller.tick fact, as the controller closes it
+	// (durable/controller's ledger tests): its ticks' counters summed.
 	const ticksAMinute = 6
-	for range ticksAMinute + 1 { // a minute's ticks, and the next minute's first, which closes it
-		decide("tick", controller.TickRequest{})
-		res := []controller.ItemResult{{TrackID: 1, Class: controller.ClassOK}, {TrackID: 2, Class: controller.ClassOK}}
-		var reqs []controller.RequestOutcome
-		for i := range res {
-			reqs = append(reqs, controller.RequestOutcome{Item: i, Class: controller.ClassOK, Remaining: -1})
-		}
-		decide("tick_done", controller.RunOutcome{Picked: 2, Results: res, Requests: reqs, DurationMs: 500})
-		now = now.Add(10 * time.Second)
-	}
-	if len(facts) != 1 || facts[0].Counters["ticks"] != ticksAMinute {
-		t.Fatalf("a minute of ticks: %d facts %+v, want one of %d ticks", len(facts), facts, ticksAMinute)
-	}
-	minute := facts[0]
+	minute := ledger.New("enrichment-controller", "controller.tick", t0.Add(50*time.Second),
+		map[string]int64{"ticks": ticksAMinute, "dispatched": 12, "completed": 12, "lookup_requests": 6, "page_requests": 12},
+		map[string]any{"batch_size": 2})
 	// The same minute as a fact a tick: each tick's share of its counters.
 	var perTick []ledger.Fact
 	for i := range ticksAMinute {
