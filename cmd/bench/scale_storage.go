@@ -135,6 +135,9 @@ var growsWithApps = map[string]bool{
 	"market_clusters": true, "opportunity_scores": true,
 	// A keyword's partition row, and the segments its keywords form.
 	"segment_keywords": true, "segments": true,
+	// An app's search terms (its name, developer and subtitle: up to three
+	// rows, written when the app is; a refresh that keeps them writes none).
+	"app_search_terms": true,
 }
 
 // dailyPassTables grow only in the daily segments full pass (a live
