@@ -429,7 +429,10 @@ func (s State) onTickDone(o RunOutcome, now time.Time, cfg Config) Decision {
 		fact.Data["error"] = ledger.Truncate(o.Error, maxFactError)
 	}
 	facts := s.addTick(fact)
-	if !s.Running {
+	// The minute closes with its last tick: on a stop, or when the next
+	// tick falls in a later minute (an idle or slow controller's history
+	// does not wait for its next tick).
+	if !s.Running || factMinute(next.UnixMilli()) != factMinute(now.UnixMilli()) {
 		facts = append(facts, s.closeMinute()...)
 	}
 	d := Decision{State: s.Encode(now), Events: events, Facts: facts}

@@ -119,3 +119,29 @@ func TestTicksOfAMinuteAreOneFact(t *testing.T) {
 		t.Fatalf("stopped with an open minute: %+v", s.OpenMinute)
 	}
 }
+
+// The minute closes with its last tick: a tick whose next alarm falls in
+// a later minute (here the queue is empty, so the controller waits) sends
+// its minute's fact at once, not at the next tick.
+func TestAMinuteClosesWhenTheNextTickIsLater(t *testing.T) {
+	st := ""
+	apply := func(d Decision) []ledger.Fact { return d.Facts }
+	apply(decide(t, &st, "load", nil, t0))
+	now := t0.Add(time.Second)
+	apply(decide(t, &st, "tick", TickRequest{}, now))
+	d := decide(t, &st, "tick_done", RunOutcome{Picked: 0, DurationMs: 50}, now.Add(time.Second))
+	if d.AlarmAt == 0 || factMinute(d.AlarmAt) == factMinute(now.Add(time.Second).UnixMilli()) {
+		t.Fatalf("the idle controller's next tick is within the minute (alarm %d), want it later", d.AlarmAt)
+	}
+	ticks := 0
+	for _, f := range d.Facts {
+		if f.Kind == "controller.tick" {
+			ticks++
+		}
+	}
+	var s State
+	json.Unmarshal([]byte(st), &s)
+	if ticks != 1 || s.OpenMinute != nil {
+		t.Fatalf("an idle tick with its next in a later minute: %d tick facts, open minute %+v", ticks, s.OpenMinute)
+	}
+}

@@ -212,10 +212,11 @@ INSERT INTO app_registry (track_id, name, subtitle, rating_count, average_rating
 		// enriched before it stopped): cycles until one finds none.
 		// A page the stopped controller's last tick saved after the stamp
 		// may rename an app (its fill is redone, app_registry_refill_on_rename):
-		// the catch-up fills it too.
+		// the catch-up fills it too. The apps the sitemaps queued without
+		// lookup fields are looked up by the catch-up's discovery lookups.
 		for i := 0; ; i++ {
 			catchUp := fireCron(t, w, "*/5 * * * *")
-			if catchUp.Crawl == nil || (catchUp.Crawl.Action != "idle" && catchUp.Crawl.Action != "ranking_fill") || i == 10 {
+			if catchUp.Crawl == nil || (catchUp.Crawl.Action != "idle" && catchUp.Crawl.Action != "ranking_fill" && catchUp.Crawl.Action != "discovery_lookups") || i == 10 {
 				t.Fatalf("catch-up cycle %d: %s", i, jsonString(catchUp))
 			}
 			if catchUp.Crawl.Action == "idle" && catchUp.Crawl.Revalued == 0 && catchUp.Crawl.Promoted == 0 {
