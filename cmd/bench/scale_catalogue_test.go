@@ -25,28 +25,8 @@ import (
 // the bench measures its steady cost, not a catch-up.
 func TestCatalogueMarketsMatchTheirRankings(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "scale.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	files, _ := filepath.Glob("../../migrations/[0-9]*.sql")
-	sort.Strings(files)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(string(b)); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-	}
 	const n = 11_000
-	if _, err := db.Exec(`INSERT INTO app_registry (track_id, name, rating_count, average_rating)
-WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELECT ? + i, 'app ' || i, i, 4.0 FROM s`, n, simBaseTrackID); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedCatalogue(t, n)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -93,28 +73,8 @@ WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELE
 // build of every segment and keyword.
 func TestCatalogueSegmentsAreSteady(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "scale.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	files, _ := filepath.Glob("../../migrations/[0-9]*.sql")
-	sort.Strings(files)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(string(b)); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-	}
 	const n = 11_000
-	if _, err := db.Exec(`INSERT INTO app_registry (track_id, name, rating_count, average_rating)
-WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELECT ? + i, 'app ' || i, i, 4.0 FROM s`, n, simBaseTrackID); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedCatalogue(t, n)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -154,4 +114,32 @@ WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELE
 	if got := count(`SELECT count(*) FROM segment_snapshots`); got != 2*live {
 		t.Fatalf("snapshots after a day: %d, want %d", got, 2*live)
 	}
+}
+
+// migratedCatalogue is a SQLite file with the project's migrations and n
+// apps of the simulator's ids, closed with the test.
+func migratedCatalogue(t *testing.T, n int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "scale.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	files, _ := filepath.Glob("../../migrations/[0-9]*.sql")
+	sort.Strings(files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(string(b)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO app_registry (track_id, name, rating_count, average_rating)
+WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELECT ? + i, 'app ' || i, i, 4.0 FROM s`, n, simBaseTrackID); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
