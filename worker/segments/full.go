@@ -153,14 +153,7 @@ func (s Store) readFigures(ctx context.Context, ids []int64) ([]appFigures, erro
 		for j, id := range part {
 			pos[id] = int32(i + j)
 		}
-		var rows []struct {
-			TrackID int64    `json:"track_id"`
-			Ratings int64    `json:"ratings"`
-			Rating  float64  `json:"rating"`
-			Comp    *float64 `json:"comp"`
-			V7      *float64 `json:"v7"`
-			V30     *float64 `json:"v30"`
-		}
+		var rows []appStatRow
 		if err := s.DB.Query(ctx, &rows, appStatsSQL, jsonArg(part)); err != nil {
 			return nil, err
 		}

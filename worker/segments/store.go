@@ -183,17 +183,20 @@ func (s Store) tops(ctx context.Context, keywords []string) (map[string][]int64,
 	return out, nil
 }
 
+// appStatRow is an app's figures as appStatsSQL reads them.
+type appStatRow struct {
+	TrackID int64    `json:"track_id"`
+	Ratings int64    `json:"ratings"`
+	Rating  float64  `json:"rating"`
+	Comp    *float64 `json:"comp"`
+	V7      *float64 `json:"v7"`
+	V30     *float64 `json:"v30"`
+}
+
 func (s Store) appStats(ctx context.Context, ids []int64) (map[int64]AppStat, error) {
 	out := make(map[int64]AppStat, len(ids))
 	for i := 0; i < len(ids); i += ReadChunk {
-		var rows []struct {
-			TrackID int64    `json:"track_id"`
-			Ratings int64    `json:"ratings"`
-			Rating  float64  `json:"rating"`
-			Comp    *float64 `json:"comp"`
-			V7      *float64 `json:"v7"`
-			V30     *float64 `json:"v30"`
-		}
+		var rows []appStatRow
 		if err := s.DB.Query(ctx, &rows, appStatsSQL, jsonArg(ids[i:min(i+ReadChunk, len(ids))])); err != nil {
 			return nil, err
 		}
