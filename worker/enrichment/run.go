@@ -557,7 +557,10 @@ func (t *tickRun) settleChunk(i, end int, shares itemShares, tripped bool) int {
 		}
 		fetchPage := t.prog.Steps[j].MayFetch(tripped) && !t.slots.denied[j]
 		var lease *connectionLease // none for an item that sends no page
-		if fetchPage {
+		// An item whose lookup failed sends no page (enrichOne), so it
+		// neither waits for a connection nor stops at a refusal noted by an
+		// item of its own failed batch: the batch's fate is all its items'.
+		if fetchPage && t.lookups[j].class == controller.ClassOK {
 			var ok bool
 			if lease, ok = t.gate.enter(); !ok { // wait for a connection to free up
 				started = j
