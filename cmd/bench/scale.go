@@ -180,19 +180,38 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		CoverDays: float64(shape.Enriched) / (crawl.RankingFillApps * 288)}
 	lim0 := readLimiters(base)
 	var actions []string
+	var idle ScaleOp
+	searched, idled := 0, 0
 	for range scaleCrawlCycles {
 		r := fireCron(base)
 		addRun(&cyc, float64(r.D1.RowsRead), float64(r.D1.RowsWritten), float64(r.Subrequests), float64(r.DurationMs))
 		actions = append(actions, fmt.Sprintf("%s %d/%d/%dr%dw", r.Crawl.Action, r.Crawl.Searches, r.Crawl.Apps, r.D1.RowsRead, r.D1.RowsWritten))
+		searched += r.Crawl.Searches
+		if r.Crawl.Searches == 0 {
+			idled++
+			addRun(&idle, float64(r.D1.RowsRead), float64(r.D1.RowsWritten), float64(r.Subrequests), float64(r.DurationMs))
+		}
 	}
-	finishRuns(&cyc, scaleCrawlCycles)
+	if idled > 0 {
+		finishRuns(&idle, idled)
+	}
+	// A cycle at the steering's steady rate (perCycle re-searches), not
+	// the mean of cycles that searched what came due since the catalogue
+	// was built (CycleAtDue).
+	measuredCycle := cyc
+	finishRuns(&measuredCycle, scaleCrawlCycles)
+	cyc.RowsRead = CycleAtDue(cyc.RowsRead, idle.RowsRead, scaleCrawlCycles, searched, perCycle)
+	cyc.RowsWritten = CycleAtDue(cyc.RowsWritten, idle.RowsWritten, scaleCrawlCycles, searched, perCycle)
+	cyc.Subrequests = CycleAtDue(cyc.Subrequests, idle.Subrequests, scaleCrawlCycles, searched, perCycle)
+	cyc.WallMs = CycleAtDue(cyc.WallMs, idle.WallMs, scaleCrawlCycles, searched, perCycle)
 	// The wakes, and the limiter calls the cycles made (measured: a scan's
 	// charts and a task's searches are one reservation each); the limiter's
 	// alarms are the "limiter alarms" row.
 	cycCalls := LimiterDelta(lim0, readLimiters(base)).Calls
 	cyc.DORequests = cronWakes + cycCalls/scaleCrawlCycles
 	cyc.QueueMessages = 1 // rankings-updated
-	cyc.Note = fmt.Sprintf("%d re-searches due; action searches/apps/rows: %s", due, strings.Join(actions, ", "))
+	cyc.Note = fmt.Sprintf("at %.1f searches a cycle; measured %d searches in %d cycles (%d re-searches due at the start), %.0f read, %.0f written a cycle; action searches/apps/rows: %s",
+		perCycle, searched, scaleCrawlCycles, due, measuredCycle.RowsRead, measuredCycle.RowsWritten, strings.Join(actions, ", "))
 	ops = append(ops, cyc)
 	measured(cyc)
 	time.Sleep(10 * time.Second) // the cycles' events reach the queue consumer

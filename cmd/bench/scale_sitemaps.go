@@ -75,3 +75,17 @@ func SitemapDay(runs []SitemapRun, runsPerDay, apps, newAppsPerDay float64) (rea
 	written = newReads + fullFiles/fullEvery*perFile
 	return read, written, true
 }
+
+// CycleAtDue is what a crawl cycle costs (rows, subrequests or wall time)
+// when it searches duePerCycle keywords, the steering's steady rate, from
+// n measured cycles' total and their searches: the idle cycles' mean
+// (idleMean, 0 when none idled) and each search's share of the rest. The
+// measured cycles search what came due since the catalogue's clock (its
+// build's start), more than a steady cycle's when the build was slow.
+func CycleAtDue(total, idleMean float64, n, searches int, duePerCycle float64) float64 {
+	if searches <= 0 || n <= 0 {
+		return total / float64(max(1, n))
+	}
+	perSearch := max(0, total-idleMean*float64(n)) / float64(searches)
+	return idleMean + perSearch*duePerCycle
+}

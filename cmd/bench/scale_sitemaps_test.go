@@ -46,3 +46,20 @@ func TestSitemapDayBillsTheSchedule(t *testing.T) {
 		t.Fatal("billed without a full-index run")
 	}
 }
+
+// TestCycleAtDueBillsTheSteadyRate: six cycles that searched 486
+// keywords (a slow build left more due than a steady cycle's 37.9) bill
+// a cycle at 37.9 searches, not at their mean of 81.
+func TestCycleAtDueBillsTheSteadyRate(t *testing.T) {
+	got := CycleAtDue(16572, 0, 6, 486, 37.9)
+	if want := 16572.0 / 486 * 37.9; math.Abs(got-want) > 1e-9 {
+		t.Fatalf("%v, want %v", got, want)
+	}
+	// Two idle cycles of 2 rows: their cost is a cycle's floor.
+	if got := CycleAtDue(9380, 2, 6, 352, 37.9); math.Abs(got-(2+(9380-12)/352.0*37.9)) > 1e-9 {
+		t.Fatalf("with idle cycles: %v", got)
+	}
+	if got := CycleAtDue(12, 2, 6, 0, 37.9); got != 2 {
+		t.Fatalf("no search: %v", got)
+	}
+}
