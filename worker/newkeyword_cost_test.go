@@ -28,7 +28,7 @@ import (
 // them: every row a statement and its triggers write (total_changes())
 // plus every index entry it writes (billedWrites). At the design's 0.091
 // new keywords a new app these are the fill month's biggest writer
-// (docs/scale.md, "a new app's keywords").
+// (docs/scale.md, "a new keyword").
 
 // anyIndex is one index of any table: its key and partial WHERE, and the
 // table's row identity appended to the key (an entry is a key and a row).

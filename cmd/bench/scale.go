@@ -49,9 +49,12 @@ const (
 	scaleRequestTimeout = 10 * time.Minute
 	// fillProbeApps apps are marked unfilled to measure what a new app's
 	// keywords cost the crawl, over at most fillProbeCycles cycles.
-	fillProbeApps    = 200
-	fillProbeCycles  = 4
-	scaleClusterRuns = 2
+	fillProbeApps = 200
+	// hintProbeKeywords keywords are made new (as keyword-hints adds them)
+	// in the same cycles, to measure a new keyword's first search.
+	hintProbeKeywords = 50
+	fillProbeCycles   = 4
+	scaleClusterRuns  = 2
 	// chartsPerRun: charts-refresh writes one KV value a chart.
 	chartsPerRun = 3 // collections
 	// cronWakes: the crawl cycle's cron wakes the SchedulerDO and the
@@ -154,7 +157,9 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		fail("history sample: %v", err)
 	}
 
-	logPath := filepath.Join(os.TempDir(), "bench-scale-wrangler.log") // kept for a look after the run
+	// Kept for a look after the run; the queue's batches are read from it,
+	// so each run has its own (runs on one machine would mix theirs).
+	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("bench-scale-wrangler-%d.log", os.Getpid()))
 	base, stop := startScaleWrangler(root, persist, logPath, simBase)
 	defer stop()
 	runStart := time.Now()
@@ -175,19 +180,38 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		CoverDays: float64(shape.Enriched) / (crawl.RankingFillApps * 288)}
 	lim0 := readLimiters(base)
 	var actions []string
+	var idle ScaleOp
+	searched, idled := 0, 0
 	for range scaleCrawlCycles {
 		r := fireCron(base)
 		addRun(&cyc, float64(r.D1.RowsRead), float64(r.D1.RowsWritten), float64(r.Subrequests), float64(r.DurationMs))
 		actions = append(actions, fmt.Sprintf("%s %d/%d/%dr%dw", r.Crawl.Action, r.Crawl.Searches, r.Crawl.Apps, r.D1.RowsRead, r.D1.RowsWritten))
+		searched += r.Crawl.Searches
+		if r.Crawl.Searches == 0 {
+			idled++
+			addRun(&idle, float64(r.D1.RowsRead), float64(r.D1.RowsWritten), float64(r.Subrequests), float64(r.DurationMs))
+		}
 	}
-	finishRuns(&cyc, scaleCrawlCycles)
+	if idled > 0 {
+		finishRuns(&idle, idled)
+	}
+	// A cycle at the steering's steady rate (perCycle re-searches), not
+	// the mean of cycles that searched what came due since the catalogue
+	// was built (CycleAtDue).
+	measuredCycle := cyc
+	finishRuns(&measuredCycle, scaleCrawlCycles)
+	cyc.RowsRead = CycleAtDue(cyc.RowsRead, idle.RowsRead, scaleCrawlCycles, searched, perCycle)
+	cyc.RowsWritten = CycleAtDue(cyc.RowsWritten, idle.RowsWritten, scaleCrawlCycles, searched, perCycle)
+	cyc.Subrequests = CycleAtDue(cyc.Subrequests, idle.Subrequests, scaleCrawlCycles, searched, perCycle)
+	cyc.WallMs = CycleAtDue(cyc.WallMs, idle.WallMs, scaleCrawlCycles, searched, perCycle)
 	// The wakes, and the limiter calls the cycles made (measured: a scan's
 	// charts and a task's searches are one reservation each); the limiter's
 	// alarms are the "limiter alarms" row.
 	cycCalls := LimiterDelta(lim0, readLimiters(base)).Calls
 	cyc.DORequests = cronWakes + cycCalls/scaleCrawlCycles
 	cyc.QueueMessages = 1 // rankings-updated
-	cyc.Note = fmt.Sprintf("%d re-searches due; action searches/apps/rows: %s", due, strings.Join(actions, ", "))
+	cyc.Note = fmt.Sprintf("at %.1f searches a cycle; measured %d searches in %d cycles (%d re-searches due at the start), %.0f read, %.0f written a cycle; action searches/apps/rows: %s",
+		perCycle, searched, scaleCrawlCycles, due, measuredCycle.RowsRead, measuredCycle.RowsWritten, strings.Join(actions, ", "))
 	ops = append(ops, cyc)
 	measured(cyc)
 	time.Sleep(10 * time.Second) // the cycles' events reach the queue consumer
@@ -201,11 +225,22 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	// unfilled (as that many new apps would be) and cycles run until the
 	// keywords they brought are searched (at most fillProbeCycles), each
 	// cycle's rows and its queue batches charged to those apps.
-	fp := ScaleOp{Name: "crawl: a new app's keywords"}
+	fp := ScaleOp{Name: "crawl: a new keyword"}
 	kw0, pending0 := countRows(dbPath, "crawl_keywords", ""), countRows(dbPath, "crawl_keywords", "searched_at IS NULL")
 	fpLim0 := readLimiters(base)
 	wranglerLocal(root, persist, "d1", "execute", "DB", "--local", "--command", fmt.Sprintf(
 		"UPDATE app_registry SET rankings_filled_at = NULL WHERE track_id IN (SELECT track_id FROM app_registry WHERE enrichment_source = 'itunes+store' AND rankings_filled_at IS NOT NULL ORDER BY track_id DESC LIMIT %d)", fillProbeApps))
+	// And hintProbeKeywords searched keywords made new as keyword-hints
+	// adds one (source 'hints', a value, never searched; no rankings, no
+	// market): the cycles' first searches of them, and the markets the
+	// consumer builds of their results, are what a new keyword costs.
+	probeKw := fmt.Sprintf("SELECT keyword FROM crawl_keywords WHERE searched_at IS NOT NULL ORDER BY keyword DESC LIMIT %d", hintProbeKeywords)
+	wranglerLocal(root, persist, "d1", "execute", "DB", "--local", "--command", strings.Join([]string{
+		"DELETE FROM crawl_rankings WHERE keyword IN (" + probeKw + ")",
+		"DELETE FROM market_clusters WHERE cluster_id IN (" + probeKw + ")",
+		"DELETE FROM opportunity_scores WHERE cluster_id IN (" + probeKw + ")",
+		"UPDATE crawl_keywords SET searched_at = NULL, result_count = NULL, research_interval_s = NULL, next_search_at = NULL, due_value = NULL, source = 'hints', value = 1e6 WHERE keyword IN (" + probeKw + ")",
+	}, "; "))
 	var fpActions []string
 	firstSearches, fpCycles := 0, 0
 	for c := 0; c < fillProbeCycles; c++ {
@@ -234,10 +269,10 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	fp.Subrequests, fp.WallMs = perKeyword(fp.Subrequests), perKeyword(fp.WallMs)
 	fp.DORequests = perKeyword(fpCalls) // the limiter calls of the first searches (measured)
 	fp.QueueMessages = perKeyword(fpQueue.messages - cycleQueue.messages)
-	fpQ := ScaleOp{Name: "queue consumer: a new app's keywords", PerNewKeyword: 1,
+	fpQ := ScaleOp{Name: "queue consumer: a new keyword", PerNewKeyword: 1,
 		RowsRead: perKeyword(fpQueue.read - cycleQueue.read), RowsWritten: perKeyword(fpQueue.written - cycleQueue.written)}
-	fp.Note = fmt.Sprintf("per new keyword, %.3f new keywords a new app (measured): %d apps unfilled brought %d new keywords; %d searched in %d cycles (%d left, charged at the mean); action searches/apps/rows: %s",
-		keywordsPerApp, fillProbeApps, newKeywords, firstSearches, fpCycles, left, strings.Join(fpActions, ", "))
+	fp.Note = fmt.Sprintf("per new keyword (ranking fill's, %.3f a new app, measured: %d apps unfilled brought %d; and keyword-hints'): %d first searches (%d hint keywords made new) in %d cycles (%d left, charged at the mean); action searches/apps/rows: %s",
+		keywordsPerApp, fillProbeApps, newKeywords, firstSearches, hintProbeKeywords, fpCycles, left, strings.Join(fpActions, ", "))
 	ops = append(ops, fp, fpQ)
 	measured(fp)
 	measured(fpQ)
@@ -277,14 +312,45 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 			op.KVWrites = chartsPerRun * float64(len(tasks.ChartCategories)*len(tasks.ChartCountries))
 		}
 		l0 := readLimiters(base)
+		// The scheduler's own run at the Worker's start (t, before the
+		// bench's), and the bench's runs.
+		var sitemapRuns []SitemapRun
+		addSitemapRun := func(ts taskState) {
+			if idx, files, ids, ok := ParseSitemapSummary(ts.LastSummary); ok {
+				sitemapRuns = append(sitemapRuns, SitemapRun{Index: idx, Files: files, IDs: ids,
+					Read: float64(ts.LastD1RowsRead), Written: float64(ts.LastD1RowsWritten)})
+			}
+		}
+		if t.Runs > 0 {
+			addSitemapRun(t)
+		}
 		for range scaleTaskRuns {
 			ts := runTask(base, t.Name)
 			addRun(&op, float64(ts.LastD1RowsRead), float64(ts.LastD1RowsWritten), float64(ts.LastSubrequests), float64(ts.LastDurationMs))
 			if ts.LastError != "" {
 				op.Note = "error: " + ts.LastError
 			}
+			addSitemapRun(ts)
 		}
 		finishRuns(&op, scaleTaskRuns)
+		switch {
+		case t.Name == "sitemap-scan":
+			// Most runs rest: billed on the product's schedule (SitemapDay).
+			if read, written, ok := SitemapDay(sitemapRuns, op.RunsPerDay, float64(n), storeNewAppsPerDay); ok {
+				op.Note = fmt.Sprintf("the schedule's day: %.0f rows read, %.0f written (runs measured: %.0f read, %.1f written a run)",
+					read, written, op.RowsRead, op.RowsWritten)
+				op.RowsRead, op.RowsWritten = read/op.RunsPerDay, written/op.RunsPerDay
+			}
+		case float64(t.EveryS) >= dayS && t.Runs > 0 && t.LastError == "":
+			// A daily task's day: its first run, the scheduler's own at the
+			// Worker's start (the day's once-a-day work, e.g. the segments'
+			// snapshots, over a catalogue unchanged since its last run), and
+			// what the bench's re-runs write after the cycles' changes.
+			op.Note = fmt.Sprintf("the scheduler's own run at the start (%d read, %d written) and the changes its %d re-runs after the cycles wrote (%.1f a run)",
+				t.LastD1RowsRead, t.LastD1RowsWritten, scaleTaskRuns, op.RowsWritten)
+			op.RowsRead, op.RowsWritten = max(op.RowsRead, float64(t.LastD1RowsRead)), op.RowsWritten+float64(t.LastD1RowsWritten)
+			op.Subrequests, op.WallMs = max(op.Subrequests, float64(t.LastSubrequests)), max(op.WallMs, float64(t.LastDurationMs))
+		}
 		// The limiter calls the runs made (measured); a task that sends
 		// under the reviews' limit also keeps that key busy a minute, which
 		// its alarm closes (the other keys' alarms: "limiter alarms").
@@ -568,6 +634,7 @@ type taskState struct {
 	LastD1RowsRead    int64  `json:"last_d1_rows_read"`
 	LastD1RowsWritten int64  `json:"last_d1_rows_written"`
 	LastSubrequests   int64  `json:"last_subrequests"`
+	LastSummary       string `json:"last_summary"`
 }
 
 type schedStatus struct {

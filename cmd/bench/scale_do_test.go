@@ -39,7 +39,7 @@ func TestDORequestsAtTheDesignSize(t *testing.T) {
 	cycles := float64(24*time.Hour) / float64(crawl.CyclePeriod)
 	before := []ScaleOp{
 		{Name: "crawl-cycle (*/5)", RunsPerDay: cycles, DORequests: 2 + 150}, // ~150 upstream requests a run
-		{Name: "crawl: a new app's keywords", RunsPerDay: fill, DORequests: 0.3},
+		{Name: "crawl: a new keyword", RunsPerDay: fill, DORequests: 0.3},
 		{Name: "enrichment: new app", RunsPerDay: fill, DORequests: 1.1},
 		{Name: "scheduler alarms", RunsPerDay: schedRuns, DORequests: 1},
 		{Name: "limiter minute alarms", RunsPerDay: 2 * 1440, DORequests: 1},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"storecrawl/durable/controller"
+	"storecrawl/worker/crawl"
 	"storecrawl/worker/events"
 	"storecrawl/worker/pagebatch"
 )
@@ -37,6 +38,9 @@ type Rates struct {
 	// NewKeywordsPerNewApp: keywords new to the steering a new app brings
 	// (measured by the bench's probe, on the simulator's vocabulary).
 	NewKeywordsPerNewApp float64
+	// HintKeywordsPerNewApp: keywords keyword-hints adds a new app in the
+	// catalogue, up to its daily bound (HintKeywordsPerDay).
+	HintKeywordsPerNewApp float64
 	// NewReviewsPerFetch: new reviews a daily fetch of a top app finds.
 	NewReviewsPerFetch float64
 	// PageBytes: a store page as R2 keeps it (a gzip member).
@@ -71,13 +75,25 @@ const (
 	// estimate from the code, not a measurement, and an upper bound: the
 	// ticks of a minute share one fact (durable/controller).
 	doRowsPerTick = 8
+	// hintKeywordsPerNewApp: the hints find new terms at the design's
+	// share of keywords to apps (designKeywords at designApps: 0.091 a new
+	// app, the plan crawl/hints.go sizes its bound by), not measured: the
+	// simulator's hints at scale answer no new term.
+	hintKeywordsPerNewApp = float64(designKeywords) / designApps
 )
+
+// HintKeywordsPerDay is the keywords keyword-hints adds a day at pace new
+// apps a day: its rate, up to the product's bound
+// (crawl.HintNewKeywordsPerDay).
+func HintKeywordsPerDay(r Rates, pace float64) float64 {
+	return min(r.HintKeywordsPerNewApp*pace, float64(crawl.HintNewKeywordsPerDay))
+}
 
 // DefaultRates are the rates the bench bills at; NewKeywordsPerNewApp is
 // measured and set by the caller.
 func DefaultRates() Rates {
 	return Rates{ChangesPerAppDay: appChangesPerAppDay, VersionShare: versionShareOfChanges, PricePerAppDay: priceChangesPerAppDay,
-		StoreNewAppsPerDay: storeNewAppsPerDay, NewReviewsPerFetch: newReviewsPerFetch, PageBytes: realPageBytes(), DORequestMs: doRequestMs}
+		StoreNewAppsPerDay: storeNewAppsPerDay, HintKeywordsPerNewApp: hintKeywordsPerNewApp, NewReviewsPerFetch: newReviewsPerFetch, PageBytes: realPageBytes(), DORequestMs: doRequestMs}
 }
 
 // realPageBytesGlob are the real captured store pages (the simulator's
@@ -142,12 +158,16 @@ func Assumptions(r Rates, probeApps int, probeKeywords int64) []Assumption {
 		{"new_keywords_per_new_app", r.NewKeywordsPerNewApp,
 			fmt.Sprintf("measured: %d apps marked unfilled brought %d keywords new to the steering through the product's ranking fill, on the simulator's vocabulary (its keywords are whole app names: a real store's share may be lower)", probeApps, probeKeywords),
 			func(r Rates, f float64) Rates { r.NewKeywordsPerNewApp *= f; return r }},
+		{"hint_keywords_per_new_app", r.HintKeywordsPerNewApp,
+			fmt.Sprintf("assumption: keyword-hints finds new terms at the design's share (%d keywords at %d apps), up to its bound of %d a day (crawl.HintNewKeywordsPerDay, which does not follow the catalogue's growth: at the bound all month it adds %d a day); each costs its first search and markets as the probe measured", designKeywords, designApps, crawl.HintNewKeywordsPerDay, crawl.HintNewKeywordsPerDay),
+			func(r Rates, f float64) Rates { r.HintKeywordsPerNewApp *= f; return r }},
 		{"new_reviews_per_fetch", r.NewReviewsPerFetch, "assumption: a full feed page of new reviews each daily fetch of a top cluster's app (an upper bound)",
 			func(r Rates, f float64) Rates { r.NewReviewsPerFetch *= f; return r }},
 		{"r2_page_bytes", r.PageBytes, "measured: the mean gzip member pagebatch.Member makes of the real captured store pages (" + realPageBytesGlob + "; the simulator's are not the store's)",
 			func(r Rates, f float64) Rates { r.PageBytes *= f; return r }},
 		{"do_request_active_ms", r.DORequestMs, "assumption: a limiter call or alarm keeps its object active this long (not measured)",
 			func(r Rates, f float64) Rates { r.DORequestMs *= f; return r }},
+		{"sitemap_new_index_days", sitemapNewIndexDays, "assumption: the store's new apps' sitemap index lists about a week of new apps (docs/crawl.md; the simulator at scale serves none); it moves only sitemap-scan's rows read (~185,000 a day at 1,100 new apps a day, ±50% at ½× and 2×)", nil},
 		{"r2_pages_kept_days", r2PagesKeptDays, "the bucket's lifecycle rule (pagebatch.KeptDays)", nil},
 		{"do_gb", doGB, "Durable Object duration bills 128 MB an object (durable-objects/platform/pricing)", nil},
 		{"changed_refresh_rows", changedRefreshRows, "`go test -run TestNewAppRowsWritten -v ./worker/`: a changed refresh 4 rows + 1 entry, 2 of them history", nil},
@@ -405,7 +425,7 @@ func (m Model) Month(pace float64, r Rates, steady bool) BilledMonth {
 	for _, o := range m.Ops {
 		switch {
 		case o.PerNewKeyword > 0:
-			o.RunsPerDay = o.PerNewKeyword * r.NewKeywordsPerNewApp * pace
+			o.RunsPerDay = o.PerNewKeyword * (r.NewKeywordsPerNewApp*pace + HintKeywordsPerDay(r, pace))
 		case o.PerNewApp > 0:
 			o.RunsPerDay = o.PerNewApp * pace
 		}

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"math"
+	"storecrawl/worker/crawl"
 	"testing"
 	"time"
 
@@ -92,7 +93,7 @@ func testModel() Model {
 		Ops: []ScaleOp{
 			{Name: "enrichment: new app", PerNewApp: 1, RowsWritten: 6},
 			{Name: "queue consumer: new apps", PerNewApp: 1, RowsRead: perNew.read, RowsWritten: perNew.written},
-			{Name: "crawl: a new app's keywords", PerNewKeyword: 1, RowsWritten: 110},
+			{Name: "crawl: a new keyword", PerNewKeyword: 1, RowsWritten: 110},
 			{Name: "reviews-refresh", RunsPerDay: 144, WallMs: 100, DOActiveMs: 100, DORequests: 2},
 		},
 		Tick: tc, PagesPerNewApp: 1,
@@ -241,9 +242,17 @@ func TestNewKeywordsPerNewAppIsMeasured(t *testing.T) {
 	m := testModel()
 	r := DefaultRates()
 	r.NewKeywordsPerNewApp = NewKeywordsPerNewApp(81, 200)
-	for _, o := range m.Month(37_767, r, false).Ops {
-		if o.PerNewKeyword > 0 && math.Abs(o.RunsPerDay-0.405*37_767) > 1e-6 {
-			t.Fatalf("%s: %v runs a day, want %v", o.Name, o.RunsPerDay, 0.405*37_767)
+	// Ranking fill's keywords, and keyword-hints' at the design's share up
+	// to its daily bound: 3,400 at the fill month's pace, ~100 at the
+	// store's 1,100 new apps a day.
+	for pace, hints := range map[float64]float64{37_767: crawl.HintNewKeywordsPerDay, 1100: 1100 * 100_000.0 / 1_100_000} {
+		if got := HintKeywordsPerDay(r, pace); math.Abs(got-hints) > 1e-6 {
+			t.Fatalf("hint keywords at %v new apps a day: %v, want %v", pace, got, hints)
+		}
+		for _, o := range m.Month(pace, r, false).Ops {
+			if want := 0.405*pace + hints; o.PerNewKeyword > 0 && math.Abs(o.RunsPerDay-want) > 1e-6 {
+				t.Fatalf("%s: %v runs a day, want %v", o.Name, o.RunsPerDay, want)
+			}
 		}
 	}
 }
@@ -271,7 +280,7 @@ func TestAssumptionsAndSensitivity(t *testing.T) {
 	for _, s := range sens {
 		by[s.Name] = s
 	}
-	for _, n := range []string{"catalogue_changes_per_app_day", "new_keywords_per_new_app", "store_new_apps_per_day"} {
+	for _, n := range []string{"catalogue_changes_per_app_day", "new_keywords_per_new_app", "store_new_apps_per_day", "hint_keywords_per_new_app"} {
 		s, ok := by[n]
 		if !ok || s.Half.FillRowsWritten >= s.Double.FillRowsWritten || s.Half.SteadyRowsWritten >= s.Double.SteadyRowsWritten {
 			t.Errorf("%s: %+v", n, s)

@@ -426,7 +426,7 @@ func (s Store) daily(ctx context.Context, w *writer, days []daySeg, now time.Tim
 	}
 	rel := Relate(appsOf)
 	appsOf = nil
-	d7, d30 := Day(now.AddDate(0, 0, -7)), Day(now.AddDate(0, 0, -30))
+	d7, d30 := Day(now.AddDate(0, 0, -TrendWeekDays)), Day(now.AddDate(0, 0, -TrendMonthDays))
 	snaps := &rows{w: w, sql: snapshotSQL, extra: []any{Day(now)}}
 	expired := &rows{w: w, sql: expireSnapshotsSQL, extra: []any{Day(now.Add(-SnapshotRetention))}}
 	trends := &rows{w: w, sql: trendRelationsSQL}

@@ -26,14 +26,18 @@ const (
 	MaxFullPassKeywords = 150_000
 	// SnapshotKeep is how many days of snapshots GET /v1/segments/{id} shows.
 	SnapshotKeep = 30
+	// TrendWeekDays and TrendMonthDays are how far back a segment's trend
+	// compares its day (Trend: the snapshots that many days before).
+	TrendWeekDays  = 7
+	TrendMonthDays = 30
 	// SnapshotRetention is how long a live segment's snapshots stay: the
 	// full pass deletes its snapshots older than this as it writes the
-	// day's. Trends read 7 and 30 days back; a quarter of market history
-	// is what the keyword ranks keep too (catalogue.RankHistoryRetention),
-	// and each snapshot row holds its segment's app list, so a year of
-	// them would outgrow the plan's D1 storage at the design's scale
-	// (docs/scale.md).
-	SnapshotRetention = 90 * 24 * time.Hour
+	// day's. It is the longest look back of their readers: the trend's
+	// month (TrendMonthDays), the detail page's SnapshotKeep and the
+	// list's SparklineDays. Each row holds its segment's app list, so a
+	// longer history would be most of D1's storage at the design's scale
+	// (docs/scale.md, "Storage after a year").
+	SnapshotRetention = max(TrendMonthDays, SnapshotKeep, SparklineDays) * 24 * time.Hour
 	// MaxDetailKeywords, MaxDetailLineage bound what one segment's page lists.
 	MaxDetailKeywords = 500
 	MaxDetailLineage  = 50

@@ -233,3 +233,19 @@ func TestFullPassExpiresOldSnapshots(t *testing.T) {
 	}
 	t.Logf("next day: %d rows read, %d written", cost.RowsRead, written)
 }
+
+// TestSnapshotRetentionIsItsReadersLongestLookBack: the snapshots stay as
+// long as a reader looks back (the trend's month, the detail page, the
+// sparkline) and no longer.
+func TestSnapshotRetentionIsItsReadersLongestLookBack(t *testing.T) {
+	longest := max(TrendMonthDays, SnapshotKeep, SparklineDays)
+	if SnapshotRetention != time.Duration(longest)*24*time.Hour {
+		t.Fatalf("SnapshotRetention %v, want the readers' %d days", SnapshotRetention, longest)
+	}
+	// The full pass keeps the day the trend's month reads (its delete is
+	// of days before the retention's).
+	now := time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
+	if cut, month := Day(now.Add(-SnapshotRetention)), Day(now.AddDate(0, 0, -TrendMonthDays)); month < cut {
+		t.Fatalf("the trend's month %s is before the kept days from %s", month, cut)
+	}
+}
