@@ -164,6 +164,10 @@ type ItemResult struct {
 	// Unchanged: the refresh's lookup showed the version and rating count
 	// its page was fetched for, so no page was fetched.
 	Unchanged bool `json:"unchanged,omitempty"`
+	// PageDeferred: the refresh's lookup showed a change, but while new
+	// apps waited it got no page slot: its lookup was recorded and its
+	// page stays due (on the retry list). Neither Refreshed nor failed.
+	PageDeferred bool `json:"page_deferred,omitempty"`
 	// PageFromR2: a retry's page was its stored one, read back from R2
 	// (ENRICHMENT_PAGE_REUSE_H), and parsed (Page is PageParsed): no page
 	// request was sent, and the page says nothing of today's markup.
@@ -465,6 +469,9 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 			}
 		case r.Refresh && r.Class == ClassOK:
 			// A refresh whose page is pending: still due, not failed.
+			if r.PageDeferred {
+				s.Totals.RefreshPagesDeferred++
+			}
 		case r.Class == ClassOK && r.Page == PageSkipped:
 			// Looked up, page pending (parser drift): not complete, not failed.
 		case r.Class == ClassOK:

@@ -30,6 +30,10 @@ type RefreshStore interface {
 	// SaveUnchangedRefresh records a refresh whose lookup showed nothing a
 	// page is needed for (UnchangedRefreshStatements).
 	SaveUnchangedRefresh(ctx context.Context, app appstore.App, at time.Time) error
+	// SaveDeferredRefresh records a changed refresh whose page waited for
+	// the new apps (DeferredRefreshStatements): its lookup, and the app on
+	// the retry list at until, its page still owed.
+	SaveDeferredRefresh(ctx context.Context, app appstore.App, at, until time.Time) error
 	// PostponeRefresh puts an app on the retry list, due at until.
 	PostponeRefresh(ctx context.Context, id int64, until time.Time) error
 	// AdvanceRefreshes writes the tiers' cursors and puts apps on the retry
@@ -221,6 +225,19 @@ func (d DueRefresh) NeedsPage(looked appstore.App) bool {
 func (s D1Store) SaveUnchangedRefresh(ctx context.Context, app appstore.App, at time.Time) error {
 	_, err := s.DB.ExecAtomic(ctx, UnchangedRefreshStatements(app, at)...)
 	return err
+}
+
+// SaveDeferredRefresh implements RefreshStore.
+func (s D1Store) SaveDeferredRefresh(ctx context.Context, app appstore.App, at, until time.Time) error {
+	_, err := s.DB.Exec(ctx, DeferredRefreshStatement(app, at, until))
+	return err
+}
+
+// DeferredRefreshStatement records a changed refresh whose page was
+// deferred (refresh.DeferPage): registry.DeferredRefresh, written only
+// when a lookup value moved or the app is not on the retry list for later.
+func DeferredRefreshStatement(a appstore.App, at, until time.Time) d1.Stmt {
+	return registry.DeferredRefresh(a.StoredLookupArgs(), ts(at), ts(until))
 }
 
 // PostponeRefresh implements RefreshStore: only an enriched app is put on

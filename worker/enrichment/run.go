@@ -388,7 +388,7 @@ func (t *tickRun) startItems() {
 	t.chunk = max(t.prog.Chunking.ChunkItems, 1)
 	t.lookupCtx, t.pageCtx = t.ctx, t.ctx
 	t.gate = newConnectionGate(t.prog.Chunking)
-	t.slots = newPageSlots(t.prog.Pages, n)
+	t.slots = newPageSlots(t.prog.Pages, n, t.refreshes != nil && t.refreshes.backlog)
 }
 
 // enrich settles the items chunk by chunk, each chunk's lookups first.
@@ -590,7 +590,11 @@ func (t *tickRun) settleItem(j int, share, qshare *subreq.Budget, lease *connect
 		}
 	}()
 	ictx := withLease(subreq.WithQueries(subreq.WithBudget(t.pageCtx, share), qshare), lease)
-	t.results[j], t.requests[j] = t.r.settle(ictx, t.items[j], j, t.lookups[j], fetchPage, t.prog.Steps[j].Page == controller.PageProbe)
+	if t.items[j].Refresh != nil {
+		t.results[j], t.requests[j] = t.r.settleRefresh(ictx, t.items[j], j, t.lookups[j], fetchPage, t.slots.deferred[j])
+	} else {
+		t.results[j], t.requests[j] = t.r.settle(ictx, t.items[j], j, t.lookups[j], fetchPage, t.prog.Steps[j].Page == controller.PageProbe)
+	}
 	if t.results[j].Class == controller.ClassRateLimit {
 		t.gate.noteRefused() // a challenge page, say, found only once parsed
 	}
@@ -795,21 +799,26 @@ func firstNeeding(steps []controller.Step, items []QueuedItem, lookups []lookupO
 // (the program's Pages), given in item order as the items' lookups come
 // back. A new app always has its slot (ShareTick keeps the new apps
 // within the pace); a refresh whose lookup shows a change takes one when
-// one is left, else it is denied its page and left in its tier's window
-// (fateLeft: its tier's cursor stops before it, nothing written), and so
-// is every later refresh of its tier in the run (left: not settled), so
-// that no refresh after it is looked at and the cursor is not held
-// behind a gap (RefreshAdvance would put the left one on the retry list:
-// a row). The retry list's own refreshes stay on it.
+// one is left. A refresh denied one while new apps wait (backlog:
+// refresh.DeferPage) has its page deferred: its lookup recorded, the app
+// on the retry list, its tier's round going on past it. Otherwise it is
+// left in its tier's window (fateLeft: its tier's cursor stops before it,
+// nothing written), and so is every later refresh of its tier in the run
+// (left: not settled), so that no refresh after it is looked at and the
+// cursor is not held behind a gap (RefreshAdvance would put the left one
+// on the retry list: a row). The retry list's own refreshes stay on it.
 type pageSlots struct {
-	free   int
-	denied []bool // item j fetches no page for want of a slot (left ones too)
-	left   []bool // item j is a refresh of a tier stopped before it: not settled
-	halted map[string]bool
+	free     int
+	backlog  bool
+	denied   []bool // item j fetches no page for want of a slot (left and deferred ones too)
+	left     []bool // item j is a refresh of a tier stopped before it: not settled
+	deferred []bool // item j is a changed refresh whose page waits for the new apps
+	halted   map[string]bool
 }
 
-func newPageSlots(pace, n int) *pageSlots {
-	return &pageSlots{free: max(pace, 0), denied: make([]bool, n), left: make([]bool, n), halted: map[string]bool{}}
+func newPageSlots(pace, n int, backlog bool) *pageSlots {
+	return &pageSlots{free: max(pace, 0), backlog: backlog, denied: make([]bool, n), left: make([]bool, n),
+		deferred: make([]bool, n), halted: map[string]bool{}}
 }
 
 // chunkEnd is the end of the chunk from item i (items up to looked have
@@ -856,6 +865,8 @@ func (s *pageSlots) allot(items []QueuedItem, lookups []lookupOutcome, from int)
 			s.free = max(s.free-1, 0)
 		case s.free > 0:
 			s.free--
+		case refresh.DeferPage(s.backlog):
+			s.denied[j], s.deferred[j] = true, true
 		default:
 			s.denied[j] = true
 			if d.Tier != "" {
@@ -919,7 +930,7 @@ func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, spec con
 	// apps' share of the pages (ShareTick).
 	refreshes, discovery := ShareTick(spec.Pages, n, len(items), len(pick.Items), r.RefreshShare)
 	items = items[:discovery]
-	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now}
+	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now, backlog: len(items) > 0}
 	for i := range run.taken {
 		items = append(items, QueuedItem{TrackID: run.taken[i].TrackID, Refresh: &run.taken[i]})
 	}
@@ -938,6 +949,8 @@ type refreshRun struct {
 	pick  RefreshPick
 	taken []DueRefresh
 	now   time.Time
+	// backlog: never-enriched apps waited at the pick (refresh.DeferPage).
+	backlog bool
 }
 
 // refreshFate is what became of a taken refresh, for its tier's cursor.
@@ -1064,7 +1077,7 @@ func (r *Runner) finishRefreshes(ctx context.Context, run *refreshRun, items []Q
 // refusal leaves a round's app to finishRefreshes (its tier's cursor
 // stops before it) and puts a retry-list app back by RefreshOutageDelay.
 // Never requeued or given up: the app stays enriched as it was.
-func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lookup lookupOutcome, fetchPage bool) (controller.ItemResult, []controller.RequestOutcome) {
+func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lookup lookupOutcome, fetchPage, deferPage bool) (controller.ItemResult, []controller.RequestOutcome) {
 	var res controller.ItemResult
 	var reqs []controller.RequestOutcome
 	if lookup.class == controller.ClassOK && !it.Refresh.NeedsPage(lookup.app) {
@@ -1072,6 +1085,15 @@ func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lo
 		res = controller.ItemResult{TrackID: it.TrackID, Class: controller.ClassOK, Status: lookup.status, Unchanged: true}
 		if err := r.Refreshes.SaveUnchangedRefresh(ctx, lookup.app, r.Now()); err != nil {
 			res.Class, res.Error = controller.ClassStoreError, "d1 save refresh: "+err.Error()
+		}
+	} else if lookup.class == controller.ClassOK && !fetchPage && deferPage {
+		// New apps wait and the refreshes' page slots are taken: what the
+		// lookup carries is recorded, the page stays owed (the retry list).
+		pageBack(ctx, false)
+		now := r.Now()
+		res = controller.ItemResult{TrackID: it.TrackID, Class: controller.ClassOK, Status: lookup.status, PageDeferred: true}
+		if err := r.Refreshes.SaveDeferredRefresh(ctx, lookup.app, now, now.Add(refresh.PageDeferral)); err != nil {
+			res.Class, res.Error = controller.ClassStoreError, "d1 save deferred refresh: "+err.Error()
 		}
 	} else if lookup.class == controller.ClassOK && !fetchPage {
 		// The run turned pages off (a streak that did not parse): the app
@@ -1201,7 +1223,7 @@ func (r *Runner) lookupBatch(ctx context.Context, items []QueuedItem, first int)
 // settle enriches one item and applies the controller's verdict to it.
 func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, lookup lookupOutcome, fetchPage, probing bool) (controller.ItemResult, []controller.RequestOutcome) {
 	if it.Refresh != nil {
-		return r.settleRefresh(ctx, it, index, lookup, fetchPage)
+		return r.settleRefresh(ctx, it, index, lookup, fetchPage, false)
 	}
 	reuse := ""
 	if fetchPage && !probing && r.Stored != nil && ReuseCandidate(it.HTMLKey, it.PageStatus, it.PriorParseError, r.Now(), r.PageReuse) {

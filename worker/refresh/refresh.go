@@ -149,22 +149,45 @@ func Interval(tier string) time.Duration {
 	return ColdInterval
 }
 
-// Share bounds: DefaultRefreshShare is the share of a tick's slots due
-// refreshes get when never-enriched apps wait too (and no more), so a
-// discovery backlog never starves refreshes and refreshes never take more
-// than this from discovery. A quarter: discovery keeps most of the pace
-// while a day of hot refreshes (a few thousand apps) still fits.
+// RefreshPageShareWhileBacklog is the share of a tick's page slots due
+// refreshes get while never-enriched apps wait for their first page (the
+// default REFRESH_SHARE_PCT): the store host is the fill's bound, and
+// every page a changed refresh takes then is a new app enriched later. A
+// twentieth, rounded down (Split), keeps the refreshes' pages under a
+// tenth of the host's pace, so the fill ends within 1.1× the host's floor
+// (docs/scale.md, "Discovery"); a changed refresh past it records its
+// lookup and keeps its page due (DeferPage) until the backlog clears.
+// Once no new app waits, refreshes get every slot.
+const RefreshPageShareWhileBacklog = 0.05
+
+// Share bounds: DefaultRefreshShare is the share of a tick's page slots
+// due refreshes get when never-enriched apps wait too (and no more).
 const (
-	DefaultRefreshShare = 0.25
+	DefaultRefreshShare = RefreshPageShareWhileBacklog
 	MinRefreshShare     = 0.0
 	MaxRefreshShare     = 1.0
 )
 
+// PageDeferral is how long a changed refresh whose page was deferred
+// waits on the retry list before it is looked at again: its tier's round
+// may take it sooner, and either fetches its page once no new app waits.
+// A quarter of a day: the deferred apps' repeated lookups stay a small
+// share of the API host's pace while the backlog lasts.
+const PageDeferral = 6 * time.Hour
+
+// DeferPage reports whether a changed refresh denied a page slot has its
+// page deferred (its lookup recorded, the app due again on the retry list
+// after PageDeferral, its tier's round going on past it) rather than left
+// in its tier's window: only while never-enriched apps wait (backlog). With
+// no backlog a refresh past the pace is left where it is, its tier's
+// cursor stopping before it, and the next tick takes it.
+func DeferPage(backlog bool) bool { return backlog }
+
 // Split shares a tick's n slots between never-enriched apps (discovery,
 // up to pending of them) and due refreshes (up to due): when both wait,
-// refreshes get ceil(n × share) slots (share clamped to [0, 1]) and
-// discovery the rest; slots one side cannot use go to the other.
-// refreshes + discovery ≤ n always.
+// refreshes get floor(n × share) slots (share clamped to [0, 1]; rounded
+// down, so their share is never past it) and discovery the rest; slots
+// one side cannot use go to the other. refreshes + discovery ≤ n always.
 func Split(n, pending, due int, share float64) (refreshes, discovery int) {
 	if n <= 0 {
 		return 0, 0
@@ -174,7 +197,7 @@ func Split(n, pending, due int, share float64) (refreshes, discovery int) {
 		share = DefaultRefreshShare
 	}
 	share = min(max(share, MinRefreshShare), MaxRefreshShare)
-	quota := int(math.Ceil(float64(n) * share))
+	quota := int(math.Floor(float64(n)*share + 1e-9)) // 1e-9: 100 × 0.29 is 29, not 28.999…
 	refreshes = min(due, quota)
 	discovery = min(pending, n-refreshes)
 	refreshes = min(due, n-discovery) // discovery left slots over

@@ -75,7 +75,14 @@ func TestSplit(t *testing.T) {
 		refreshes, discovery int
 	}{
 		{"both wait: the share", 100, 1000, 1000, 0.25, 25, 75},
-		{"share rounds up", 10, 1000, 1000, 0.25, 3, 7},
+		{"share rounds down", 10, 1000, 1000, 0.25, 2, 8},
+		{"a float's product is not rounded below its value", 100, 1000, 1000, 0.29, 29, 71},
+		// The store host's pace in a 10 s tick (127 pages a minute): while
+		// new apps wait, changed refreshes get one page of 22 (4.5%), not
+		// two (9.1%, a ceiling's).
+		{"the fill's tick: a twentieth, rounded down", 22, 1000, 1000, RefreshPageShareWhileBacklog, 1, 21},
+		{"a tick under twenty pages: none while new apps wait", 19, 1000, 1000, RefreshPageShareWhileBacklog, 0, 19},
+		{"no new app waits: every slot", 22, 0, 1000, RefreshPageShareWhileBacklog, 22, 0},
 		{"no refresh due: all discovery", 100, 1000, 0, 0.25, 0, 100},
 		{"no discovery: all refreshes", 100, 0, 1000, 0.25, 100, 0},
 		{"few pending: refreshes take the rest", 100, 10, 1000, 0.25, 90, 10},
@@ -85,7 +92,7 @@ func TestSplit(t *testing.T) {
 		{"zero share: discovery first", 100, 1000, 1000, 0, 0, 100},
 		{"full share: refreshes first", 100, 1000, 1000, 1, 100, 0},
 		{"share above 1 is clamped", 100, 1000, 1000, 3, 100, 0},
-		{"NaN share is the default", 100, 1000, 1000, math.NaN(), 25, 75},
+		{"NaN share is the default", 100, 1000, 1000, math.NaN(), 5, 95},
 		{"no slots", 0, 1000, 1000, 0.25, 0, 0},
 		{"negative counts are none", 10, -1, -1, 0.25, 0, 0},
 	}
@@ -107,7 +114,10 @@ func TestSplit(t *testing.T) {
 					if r+d < min(n, p+due) {
 						t.Fatalf("Split(%d,%d,%d,%v) = %d,%d leaves a slot idle while work waits", n, p, due, sh, r, d)
 					}
-					if p > 0 && due > 0 && n > 0 && sh > 0 && r == 0 {
+					if p >= n && float64(r) > float64(n)*sh {
+						t.Fatalf("Split(%d,%d,%d,%v) = %d,%d: refreshes past their share while new apps wait", n, p, due, sh, r, d)
+					}
+					if p > 0 && due > 0 && float64(n)*sh >= 1 && r == 0 {
 						t.Fatalf("Split(%d,%d,%d,%v): discovery starved refreshes", n, p, due, sh)
 					}
 				}
