@@ -97,7 +97,8 @@ func SplitTick(n, pending, due int, share float64) (refreshes, discovery int) {
 // pages (SplitTick: every new app fetches its page); the refreshes take
 // the rest of items, as a refresh whose lookup shows no change needs no
 // page. A refresh that does need one takes a page slot the new apps left
-// (pageSlots in Run); past them it is left in its tier's window.
+// (pageSlots in Run); past them its page is deferred while new apps wait
+// (refresh.DeferPage), else it is left in its tier's window.
 func ShareTick(pages, items, pending, due int, share float64) (refreshes, discovery int) {
 	_, discovery = SplitTick(pages, pending, due, share)
 	refreshes = min(max(due, 0), max(items, pages)-discovery)

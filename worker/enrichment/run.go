@@ -909,7 +909,8 @@ func anyRefused(rs []controller.ItemResult) bool {
 
 // withRefreshes shares the tick's slots between the queue's items and due
 // refreshes (refresh.Split): never-enriched apps first, refreshes after
-// them. No refresh runs while store pages are paused (parser drift) or
+// them; while any new app waits (backlog) a changed refresh past the
+// refreshes' page slots has its page deferred (pageSlots). No refresh runs while store pages are paused (parser drift) or
 // lookups are (the API host held): a refresh needs its lookup, and its
 // page when the app changed. A failed read of the due refreshes leaves the
 // tick to the queue. The pick returned says what the run took, for
@@ -929,8 +930,9 @@ func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, spec con
 	// behind. The refreshes take what the lookups carry beyond the new
 	// apps' share of the pages (ShareTick).
 	refreshes, discovery := ShareTick(spec.Pages, n, len(items), len(pick.Items), r.RefreshShare)
+	backlog := len(items) > 0 // new apps wait for their first page
 	items = items[:discovery]
-	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now, backlog: len(items) > 0}
+	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now, backlog: backlog}
 	for i := range run.taken {
 		items = append(items, QueuedItem{TrackID: run.taken[i].TrackID, Refresh: &run.taken[i]})
 	}
