@@ -599,3 +599,58 @@ func TestShareTickAndTickItems(t *testing.T) {
 		t.Errorf("Workers Free: %d items", n)
 	}
 }
+
+// While new apps wait, the changed refreshes' pages stop at the slots the
+// share left them (RefreshPageCap), even when a new app's lookup leaves
+// its slot unused: that slot starts the next tick sooner, for a new app.
+// The refreshes past the cap have their pages deferred, none left in its
+// tier's window. With no new app waiting, a refresh takes any slot left.
+// Before, a refresh took every slot the new apps left in the tick.
+func TestRefreshPagesStopAtTheirCapWhileNewAppsWait(t *testing.T) {
+	const pages = 22
+	_, discovery := SplitTick(pages, 1000, 1000, refresh.RefreshPageShareWhileBacklog)
+	if discovery != 21 {
+		t.Fatalf("discovery %d of %d pages", discovery, pages)
+	}
+	changed := appstore.App{Version: "2.0", RatingCount: 120}
+	var items []QueuedItem
+	var lookups []lookupOutcome
+	for i := range discovery {
+		items = append(items, QueuedItem{TrackID: newAppBase + int64(i)})
+		o := lookupOutcome{class: controller.ClassOK, app: appstore.App{TrackID: newAppBase + int64(i)}}
+		if i < 3 {
+			o = lookupOutcome{class: controller.ClassNotFound} // no page: its slot is left
+		}
+		lookups = append(lookups, o)
+	}
+	for i := range 5 {
+		items = append(items, QueuedItem{TrackID: int64(i + 1), Refresh: &DueRefresh{TrackID: int64(i + 1), Tier: refresh.TierHot,
+			Page: refresh.Fingerprint{Version: "1.0", RatingCount: 100}}})
+		lookups = append(lookups, lookupOutcome{class: controller.ClassOK, app: changed})
+	}
+	count := func(s *pageSlots) (paged, deferred, left int) {
+		for j := discovery; j < len(items); j++ {
+			switch {
+			case s.left[j]:
+				left++
+			case s.deferred[j]:
+				deferred++
+			case !s.denied[j]:
+				paged++
+			}
+		}
+		return
+	}
+	backlog := newPageSlots(pages, len(items), RefreshPageCap(pages, discovery, true))
+	backlog.allot(items, lookups, 0)
+	if paged, deferred, left := count(backlog); paged != 1 || deferred != 4 || left != 0 {
+		t.Fatalf("new apps waiting: %d refreshes with a page, %d deferred, %d left; want 1, 4, 0", paged, deferred, left)
+	}
+	// No new app waits: any slot left is a refresh's, past them the rest
+	// are left in their tier's window (the first denied halts its tier).
+	idle := newPageSlots(pages, len(items), RefreshPageCap(pages, discovery, false))
+	idle.allot(items, lookups, 0)
+	if paged, deferred, left := count(idle); paged != 4 || deferred != 0 || left != 0 || !idle.denied[len(items)-1] {
+		t.Fatalf("no backlog: %d refreshes with a page, %d deferred, %d left; want 4, 0, 0 and the last denied", paged, deferred, left)
+	}
+}

@@ -105,6 +105,24 @@ func ShareTick(pages, items, pending, due int, share float64) (refreshes, discov
 	return max(refreshes, 0), discovery
 }
 
+// NoRefreshPageCap is RefreshPageCap when no new app waits: refreshes
+// take any page slot left.
+const NoRefreshPageCap = -1
+
+// RefreshPageCap is how many of a tick's pages changed refreshes may take
+// while new apps wait (backlog): the slots the share left them, pages −
+// discovery (SplitTick), even when the new apps then leave some unused (a
+// lookup not found, a failed batch). The pacing pays for the pages a tick
+// sent, so an unused slot starts the next tick sooner, where a new app
+// takes it: a refresh page past the cap is a new app's page whatever the
+// tick. With no backlog there is no cap (NoRefreshPageCap).
+func RefreshPageCap(pages, discovery int, backlog bool) int {
+	if !backlog {
+		return NoRefreshPageCap
+	}
+	return max(pages-discovery, 0)
+}
+
 // refreshCursorName names a tier's cursor in sweep_cursors.
 func refreshCursorName(tier string) string { return "refresh-" + tier }
 

@@ -388,7 +388,11 @@ func (t *tickRun) startItems() {
 	t.chunk = max(t.prog.Chunking.ChunkItems, 1)
 	t.lookupCtx, t.pageCtx = t.ctx, t.ctx
 	t.gate = newConnectionGate(t.prog.Chunking)
-	t.slots = newPageSlots(t.prog.Pages, n, t.refreshes != nil && t.refreshes.backlog)
+	pageCap := NoRefreshPageCap
+	if t.refreshes != nil {
+		pageCap = t.refreshes.pageCap
+	}
+	t.slots = newPageSlots(t.prog.Pages, n, pageCap)
 }
 
 // enrich settles the items chunk by chunk, each chunk's lookups first.
@@ -799,8 +803,9 @@ func firstNeeding(steps []controller.Step, items []QueuedItem, lookups []lookupO
 // (the program's Pages), given in item order as the items' lookups come
 // back. A new app always has its slot (ShareTick keeps the new apps
 // within the pace); a refresh whose lookup shows a change takes one when
-// one is left. A refresh denied one while new apps wait (backlog:
-// refresh.DeferPage) has its page deferred: its lookup recorded, the app
+// one is left and, while new apps wait, the refreshes' cap
+// (RefreshPageCap) is not reached. A refresh denied one while new apps
+// wait (backlog: refresh.DeferPage) has its page deferred: its lookup recorded, the app
 // on the retry list, its tier's round going on past it. Otherwise it is
 // left in its tier's window (fateLeft: its tier's cursor stops before it,
 // nothing written), and so is every later refresh of its tier in the run
@@ -808,16 +813,18 @@ func firstNeeding(steps []controller.Step, items []QueuedItem, lookups []lookupO
 // cursor is not held behind a gap (RefreshAdvance would put the left one
 // on the retry list: a row). The retry list's own refreshes stay on it.
 type pageSlots struct {
-	free     int
-	backlog  bool
-	denied   []bool // item j fetches no page for want of a slot (left and deferred ones too)
-	left     []bool // item j is a refresh of a tier stopped before it: not settled
-	deferred []bool // item j is a changed refresh whose page waits for the new apps
-	halted   map[string]bool
+	free int
+	// refreshCap bounds the pages refreshes take (NoRefreshPageCap: none,
+	// no new app waits); refreshPages counts them.
+	refreshCap, refreshPages int
+	denied                   []bool // item j fetches no page for want of a slot (left and deferred ones too)
+	left                     []bool // item j is a refresh of a tier stopped before it: not settled
+	deferred                 []bool // item j is a changed refresh whose page waits for the new apps
+	halted                   map[string]bool
 }
 
-func newPageSlots(pace, n int, backlog bool) *pageSlots {
-	return &pageSlots{free: max(pace, 0), backlog: backlog, denied: make([]bool, n), left: make([]bool, n),
+func newPageSlots(pace, n, refreshCap int) *pageSlots {
+	return &pageSlots{free: max(pace, 0), refreshCap: refreshCap, denied: make([]bool, n), left: make([]bool, n),
 		deferred: make([]bool, n), halted: map[string]bool{}}
 }
 
@@ -863,9 +870,10 @@ func (s *pageSlots) allot(items []QueuedItem, lookups []lookupOutcome, from int)
 		switch {
 		case d == nil:
 			s.free = max(s.free-1, 0)
-		case s.free > 0:
+		case s.free > 0 && (s.refreshCap == NoRefreshPageCap || s.refreshPages < s.refreshCap):
 			s.free--
-		case refresh.DeferPage(s.backlog):
+			s.refreshPages++
+		case refresh.DeferPage(s.refreshCap != NoRefreshPageCap):
 			s.denied[j], s.deferred[j] = true, true
 		default:
 			s.denied[j] = true
@@ -930,9 +938,9 @@ func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, spec con
 	// behind. The refreshes take what the lookups carry beyond the new
 	// apps' share of the pages (ShareTick).
 	refreshes, discovery := ShareTick(spec.Pages, n, len(items), len(pick.Items), r.RefreshShare)
-	backlog := len(items) > 0 // new apps wait for their first page
+	pageCap := RefreshPageCap(spec.Pages, discovery, len(items) > 0)
 	items = items[:discovery]
-	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now, backlog: backlog}
+	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now, pageCap: pageCap}
 	for i := range run.taken {
 		items = append(items, QueuedItem{TrackID: run.taken[i].TrackID, Refresh: &run.taken[i]})
 	}
@@ -951,8 +959,9 @@ type refreshRun struct {
 	pick  RefreshPick
 	taken []DueRefresh
 	now   time.Time
-	// backlog: never-enriched apps waited at the pick (refresh.DeferPage).
-	backlog bool
+	// pageCap bounds the run's refresh pages while never-enriched apps
+	// wait (RefreshPageCap; NoRefreshPageCap: none waits).
+	pageCap int
 }
 
 // refreshFate is what became of a taken refresh, for its tier's cursor.
