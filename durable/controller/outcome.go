@@ -197,6 +197,10 @@ type RunPlan struct {
 	// item is a clean candidate, the probe rotates through the picked
 	// items by it.
 	ProbeSeq int64 `json:"probe_seq,omitempty"`
+	// TickSeq numbers the ticks (Totals.Ticks before this one): a share of
+	// a tick's slots smaller than one slot is spread over consecutive
+	// ticks by it (PickSpec.TickSeq).
+	TickSeq int64 `json:"tick_seq,omitempty"`
 	// Subrequests is the run's budget of platform calls and D1Queries its
 	// budget of D1 queries within them (RunBudget).
 	Subrequests int `json:"subrequests,omitempty"`

@@ -424,8 +424,9 @@ func tickCounts(out controller.RunOutcome) (refreshes, newApps, pages int) {
 // A tick's refreshes follow the lookups, not the page pace: at the
 // bench's paces (126 pages/min, 20 lookups/min, 10 s ticks), with new apps
 // waiting and a day's refreshes due, one tick takes 21 items by its page
-// pace (BatchSize), of which the new apps keep theirs (20: the changed
-// refreshes get floor(21 × RefreshPageShareWhileBacklog), 1), and the
+// pace (BatchSize), of which the new apps keep theirs (21 in the first
+// tick: the changed refreshes' share, RefreshPageShareWhileBacklog of 21,
+// 0.63 pages a tick, rounds to none in it; refresh.ShareSlots), and the
 // refreshes as many as its lookups carry: 4 lookups of 100 ids, 400 items,
 // within ItemsPerTick (490 at the default subrequest budget: 980 D1
 // queries, 2 an item). A changed refresh past its page slot has its page
@@ -454,20 +455,20 @@ func TestATickTakesRefreshesAtTheLookupPace(t *testing.T) {
 	if plan.TickItems != wantItems {
 		t.Fatalf("tick_items %d, want %d", plan.TickItems, wantItems)
 	}
-	_, discovery := SplitTick(pagesPerTick, pagesPerTick, 10_000, refresh.DefaultRefreshShare)
+	_, discovery := SplitTick(pagesPerTick, pagesPerTick, 10_000, refresh.DefaultRefreshShare, plan.TickSeq)
 	if newApps != discovery || refreshes != wantItems-discovery || out.Skipped != 0 {
 		t.Fatalf("the tick took %d new apps and %d refreshes (%d skipped), want %d and %d", newApps, refreshes, out.Skipped, discovery, wantItems-discovery)
 	}
 	// Pages: the new apps' and the changed refreshes', the page pace's 21:
-	// the refreshes got the one the new apps left. Every other changed
-	// refresh (one in changedEvery) had its page deferred: recorded, on
-	// the retry list for refresh.PageDeferral, none left; the cold cursor
-	// went past every refresh the tick took.
-	if pages != plan.BatchSize || newApps != pages-1 {
+	// the refreshes got what the new apps left (none in this tick). Every
+	// other changed refresh (one in changedEvery) had its page deferred:
+	// recorded, on the retry list for refresh.PageDeferral, none left; the
+	// cold cursor went past every refresh the tick took.
+	if pages != plan.BatchSize || newApps != discovery {
 		t.Fatalf("%d pages for %d new apps, page pace %d", pages, newApps, plan.BatchSize)
 	}
 	wantChanged := refreshes / changedEvery
-	if g.cat.changed != 1 || g.cat.deferred < wantChanged-2 || g.cat.changed+g.cat.deferred+g.cat.unchanged != refreshes || g.cat.retries != 0 {
+	if g.cat.changed != pages-discovery || g.cat.deferred < wantChanged-2 || g.cat.changed+g.cat.deferred+g.cat.unchanged != refreshes || g.cat.retries != 0 {
 		t.Fatalf("%d refreshes with a page, %d deferred, %d unchanged of %d, %d put on the retry list by a failure",
 			g.cat.changed, g.cat.deferred, g.cat.unchanged, refreshes, g.cat.retries)
 	}
@@ -575,15 +576,20 @@ func limitedHost(t *testing.T, perMin, burst int) *sim.Host {
 // ShareTick: new apps keep their share of the pages, refreshes take the
 // rest of the items; TickItems: the lookups' items within ItemsPerTick.
 func TestShareTickAndTickItems(t *testing.T) {
-	for _, c := range []struct{ pages, items, pending, due, refreshes, discovery int }{
-		{21, 400, 1000, 10_000, 380, 20}, // both wait: the new apps' 20 pages, the rest refreshes
-		{21, 400, 0, 10_000, 400, 0},     // no new apps: the items are the refreshes'
-		{21, 400, 1000, 10, 10, 20},      // few due: the new apps still only their share
-		{21, 400, 1000, 0, 0, 21},        // nothing due: the page pace is the new apps'
-		{21, 0, 1000, 10_000, 1, 20},     // no items beyond the pages (an old plan): the page share
-		{21, 400, 5, 10_000, 395, 5},     // few new apps: the pages they leave are the refreshes' too
+	for _, c := range []struct {
+		pages, items, pending, due int
+		seq                        int64
+		refreshes, discovery       int
+	}{
+		{21, 400, 1000, 10_000, 0, 379, 21}, // both wait: the refreshes' 0.63 pages round to none in the first tick
+		{21, 400, 1000, 10_000, 1, 380, 20}, // the second tick: one page of theirs, the rest of the items refreshes
+		{21, 400, 0, 10_000, 0, 400, 0},     // no new apps: the items are the refreshes'
+		{21, 400, 1000, 10, 1, 10, 20},      // few due: the new apps still only their share
+		{21, 400, 1000, 0, 1, 0, 21},        // nothing due: the page pace is the new apps'
+		{21, 0, 1000, 10_000, 1, 1, 20},     // no items beyond the pages (an old plan): the page share
+		{21, 400, 5, 10_000, 0, 395, 5},     // few new apps: the pages they leave are the refreshes' too
 	} {
-		r, d := ShareTick(c.pages, c.items, c.pending, c.due, refresh.DefaultRefreshShare)
+		r, d := ShareTick(c.pages, c.items, c.pending, c.due, refresh.DefaultRefreshShare, c.seq)
 		if r != c.refreshes || d != c.discovery {
 			t.Errorf("ShareTick%v = %d, %d", c, r, d)
 		}
@@ -608,7 +614,7 @@ func TestShareTickAndTickItems(t *testing.T) {
 // Before, a refresh took every slot the new apps left in the tick.
 func TestRefreshPagesStopAtTheirCapWhileNewAppsWait(t *testing.T) {
 	const pages = 22
-	_, discovery := SplitTick(pages, 1000, 1000, refresh.RefreshPageShareWhileBacklog)
+	_, discovery := SplitTick(pages, 1000, 1000, 0.05, 0)
 	if discovery != 21 {
 		t.Fatalf("discovery %d of %d pages", discovery, pages)
 	}

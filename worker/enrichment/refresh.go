@@ -84,14 +84,15 @@ type RefreshRetry struct {
 	At      string `json:"at"`
 }
 
-// SplitTick shares a tick's n apps between never-enriched ones (pending of
-// them waiting) and due refreshes (due of them): refresh.Split.
-func SplitTick(n, pending, due int, share float64) (refreshes, discovery int) {
-	return refresh.Split(n, pending, due, share)
+// SplitTick shares the seq-th tick's n apps between never-enriched ones
+// (pending of them waiting) and due refreshes (due of them): refresh.Split.
+func SplitTick(n, pending, due int, share float64, seq int64) (refreshes, discovery int) {
+	return refresh.Split(n, pending, due, share, seq)
 }
 
 // ShareTick sizes a tick's share of never-enriched apps (pending of them
-// waiting) and due refreshes (due of them): pages is the store host's
+// waiting) and due refreshes (due of them) in the seq-th tick (the
+// refreshes' share of the pages is spread over ticks): pages is the store host's
 // pace (the plan's BatchSize), items the most the tick's lookups and
 // budgets carry (the plan's TickItems). New apps keep their share of the
 // pages (SplitTick: every new app fetches its page); the refreshes take
@@ -99,8 +100,8 @@ func SplitTick(n, pending, due int, share float64) (refreshes, discovery int) {
 // page. A refresh that does need one takes a page slot the new apps left
 // (pageSlots in Run); past them its page is deferred while new apps wait
 // (refresh.DeferPage), else it is left in its tier's window.
-func ShareTick(pages, items, pending, due int, share float64) (refreshes, discovery int) {
-	_, discovery = SplitTick(pages, pending, due, share)
+func ShareTick(pages, items, pending, due int, share float64, seq int64) (refreshes, discovery int) {
+	_, discovery = SplitTick(pages, pending, due, share, seq)
 	refreshes = min(max(due, 0), max(items, pages)-discovery)
 	return max(refreshes, 0), discovery
 }

@@ -109,7 +109,7 @@ func TestUnchangedRefreshWritesNoRow(t *testing.T) {
 		!(DueRefresh{Page: refresh.Fingerprint{Version: "3.2", RatingCount: 800}}).NeedsPage(changed) {
 		t.Fatal("only a change needs the page")
 	}
-	if r, d := SplitTick(10, 100, 100, 0.3); r != 3 || d != 7 {
+	if r, d := SplitTick(10, 100, 100, 0.3, 0); r != 3 || d != 7 {
 		t.Fatalf("split: %d %d", r, d)
 	}
 }

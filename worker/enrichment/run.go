@@ -937,7 +937,7 @@ func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, spec con
 	// retry list, up to the tick's items each, so bounded however far
 	// behind. The refreshes take what the lookups carry beyond the new
 	// apps' share of the pages (ShareTick).
-	refreshes, discovery := ShareTick(spec.Pages, n, len(items), len(pick.Items), r.RefreshShare)
+	refreshes, discovery := ShareTick(spec.Pages, n, len(items), len(pick.Items), r.RefreshShare, spec.TickSeq)
 	pageCap := RefreshPageCap(spec.Pages, discovery, len(items) > 0)
 	items = items[:discovery]
 	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now, pageCap: pageCap}
