@@ -275,6 +275,7 @@ func (s State) onTick(tr TickRequest, now time.Time, cfg Config) Decision {
 			SkipPages:       skipPages,
 			PageProbes:      probes,
 			ProbeSeq:        s.Parser.Probes,
+			TickSeq:         s.Totals.Ticks,
 			Subrequests:     runCalls,
 			D1Queries:       runQueries,
 			LookupBatch:     batch,

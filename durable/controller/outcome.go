@@ -164,6 +164,10 @@ type ItemResult struct {
 	// Unchanged: the refresh's lookup showed the version and rating count
 	// its page was fetched for, so no page was fetched.
 	Unchanged bool `json:"unchanged,omitempty"`
+	// PageDeferred: the refresh's lookup showed a change, but while new
+	// apps waited it got no page slot: its lookup was recorded and its
+	// page stays due (on the retry list). Neither Refreshed nor failed.
+	PageDeferred bool `json:"page_deferred,omitempty"`
 	// PageFromR2: a retry's page was its stored one, read back from R2
 	// (ENRICHMENT_PAGE_REUSE_H), and parsed (Page is PageParsed): no page
 	// request was sent, and the page says nothing of today's markup.
@@ -193,6 +197,10 @@ type RunPlan struct {
 	// item is a clean candidate, the probe rotates through the picked
 	// items by it.
 	ProbeSeq int64 `json:"probe_seq,omitempty"`
+	// TickSeq numbers the ticks (Totals.Ticks before this one): a share of
+	// a tick's slots smaller than one slot is spread over consecutive
+	// ticks by it (PickSpec.TickSeq).
+	TickSeq int64 `json:"tick_seq,omitempty"`
 	// Subrequests is the run's budget of platform calls and D1Queries its
 	// budget of D1 queries within them (RunBudget).
 	Subrequests int `json:"subrequests,omitempty"`
@@ -465,6 +473,9 @@ func (s *State) Record(o RunOutcome, now time.Time) map[string]int {
 			}
 		case r.Refresh && r.Class == ClassOK:
 			// A refresh whose page is pending: still due, not failed.
+			if r.PageDeferred {
+				s.Totals.RefreshPagesDeferred++
+			}
 		case r.Class == ClassOK && r.Page == PageSkipped:
 			// Looked up, page pending (parser drift): not complete, not failed.
 		case r.Class == ClassOK:

@@ -157,6 +157,9 @@ type PickSpec struct {
 	UnlookedOnly bool
 	Refreshes    int
 	Pages        int
+	// TickSeq is the plan's (RunPlan.TickSeq): the refreshes' share of the
+	// pages is spread over consecutive ticks by it.
+	TickSeq int64
 }
 
 // Pick is what the plan's tick picks. While pages are paused, items already
@@ -164,7 +167,7 @@ type PickSpec struct {
 // refresh runs while pages are paused or lookups held: a refresh needs its
 // lookup, and its page when the app changed.
 func (p RunPlan) Pick() PickSpec {
-	s := PickSpec{Queue: p.BatchSize, UnlookedOnly: p.SkipPages && p.PageProbes == 0, Pages: p.BatchSize}
+	s := PickSpec{Queue: p.BatchSize, UnlookedOnly: p.SkipPages && p.PageProbes == 0, Pages: p.BatchSize, TickSeq: p.TickSeq}
 	if !p.SkipPages && !p.NoLookups && p.BatchSize > 0 {
 		s.Refreshes = max(p.TickItems, p.BatchSize)
 	}

@@ -284,7 +284,11 @@ type Totals struct {
 	// of a lookup, no page). Neither counts in Completed.
 	Refreshed          int64 `json:"refreshed"`
 	RefreshesUnchanged int64 `json:"refreshes_unchanged"`
-	Ticks              int64 `json:"ticks"`
+	// RefreshPagesDeferred counts changed refreshes whose page waited for
+	// the new apps (ItemResult.PageDeferred): their lookup recorded, their
+	// page still due.
+	RefreshPagesDeferred int64 `json:"refresh_pages_deferred"`
+	Ticks                int64 `json:"ticks"`
 	// Cooldowns counts entries into the critical zone.
 	Cooldowns int64 `json:"cooldowns"`
 	// D1RowsRead/D1RowsWritten: the runs' D1 cost (rows per completed app

@@ -132,8 +132,8 @@ type Config struct {
 	// StaleAfter is CATALOGUE_STALE_AFTER_DAYS.
 	StaleAfter time.Duration
 	// RefreshShare is REFRESH_SHARE_PCT as a fraction: the share of an
-	// enrichment tick's slots due refreshes get while never-enriched apps
-	// wait too (refresh.Split).
+	// enrichment tick's page slots due refreshes get while never-enriched
+	// apps wait too (refresh.Split).
 	RefreshShare float64
 	// BudgetOverageUSD is BUDGET_OVERAGE_USD: the month's overage past the
 	// plan's inclusions the cost guard lets the projection reach before it

@@ -76,7 +76,7 @@ var featureSettings = []module.Setting{
 	{Name: "ENRICHMENT_PAGE_REUSE_H", Module: "enrichment", Kind: module.Int, Default: num(hours(DefaultPageReuse)),
 		Bounds: module.In(0, maxPageReuseH), Doc: "hours a retried item's stored page is parsed from R2 instead of fetched (0: off)"},
 	{Name: "REFRESH_SHARE_PCT", Module: "catalogue", Kind: module.Int, Default: num(refresh.DefaultRefreshShare * 100), Bounds: module.In(0, 100),
-		Doc: "share of a tick's slots for due refreshes"},
+		Doc: "share of the page slots for changed due refreshes while new apps wait (spread over ticks); the rest record their lookup and keep their page due"},
 	{Name: "CATALOGUE_STALE_AFTER_DAYS", Module: "catalogue", Kind: module.Int, Default: num(DefaultStaleAfterDays),
 		Bounds: module.In(minStaleAfterDays, maxStaleAfterDays), Doc: "unseen days before an app is marked stale"},
 	{Name: "BUDGET_OVERAGE_USD", Module: "guard", Kind: module.Number, Default: "0", Bounds: module.In(0, MaxBudgetOverageUSD),

@@ -68,9 +68,10 @@ type memCatalogue struct {
 	cursors map[string]refresh.Cursor
 	retry   map[int64]time.Time
 	nextNew int64
-	// Counters: refreshes saved unchanged and with a new page, new apps
-	// enriched, cursor advances and apps put on the retry list.
-	unchanged, changed, newApps, advances, retries int
+	// Counters: refreshes saved unchanged, with a new page and with their
+	// page deferred, new apps enriched, cursor advances and apps put on
+	// the retry list.
+	unchanged, changed, deferred, newApps, advances, retries int
 }
 
 func newMemCatalogue(counts map[string]int) *memCatalogue {
@@ -221,6 +222,16 @@ func (c *memCatalogue) SaveUnchangedRefresh(_ context.Context, app appstore.App,
 	defer c.mu.Unlock()
 	c.unchanged++
 	delete(c.retry, app.TrackID)
+	return nil
+}
+
+func (c *memCatalogue) SaveDeferredRefresh(_ context.Context, app appstore.App, _, until time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deferred++
+	if at, ok := c.retry[app.TrackID]; !ok || !at.After(until) {
+		c.retry[app.TrackID] = until
+	}
 	return nil
 }
 
@@ -413,13 +424,15 @@ func tickCounts(out controller.RunOutcome) (refreshes, newApps, pages int) {
 // A tick's refreshes follow the lookups, not the page pace: at the
 // bench's paces (126 pages/min, 20 lookups/min, 10 s ticks), with new apps
 // waiting and a day's refreshes due, one tick takes 21 items by its page
-// pace (BatchSize), of which the new apps keep theirs (15), and the
+// pace (BatchSize), of which the new apps keep theirs (21 in the first
+// tick: the changed refreshes' share, RefreshPageShareWhileBacklog of 21,
+// 0.63 pages a tick, rounds to none in it; refresh.ShareSlots), and the
 // refreshes as many as its lookups carry: 4 lookups of 100 ids, 400 items,
 // within ItemsPerTick (490 at the default subrequest budget: 980 D1
-// queries, 2 an item). Before, the refreshes took the page pace's share:
-// 6 a tick beside the 15 new apps (RefreshShare 0.25 of 21), so 36 a
-// minute at 6 ticks a minute against the 793 a minute 1.1M apps bring
-// due. go test ./worker/enrichment -run TestATickTakesRefreshesAtTheLookupPace -v
+// queries, 2 an item). A changed refresh past its page slot has its page
+// deferred: its lookup recorded, the app on the retry list, and the
+// round goes on past it.
+// go test ./worker/enrichment -run TestATickTakesRefreshesAtTheLookupPace -v
 func TestATickTakesRefreshesAtTheLookupPace(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	g := newPaceRig(t, t0, map[string]int{refresh.TierCold: 20_000})
@@ -442,50 +455,61 @@ func TestATickTakesRefreshesAtTheLookupPace(t *testing.T) {
 	if plan.TickItems != wantItems {
 		t.Fatalf("tick_items %d, want %d", plan.TickItems, wantItems)
 	}
-	_, discovery := SplitTick(pagesPerTick, pagesPerTick, 10_000, refresh.DefaultRefreshShare)
+	_, discovery := SplitTick(pagesPerTick, pagesPerTick, 10_000, refresh.DefaultRefreshShare, plan.TickSeq)
 	if newApps != discovery || refreshes != wantItems-discovery || out.Skipped != 0 {
 		t.Fatalf("the tick took %d new apps and %d refreshes (%d skipped), want %d and %d", newApps, refreshes, out.Skipped, discovery, wantItems-discovery)
 	}
 	// Pages: the new apps' and the changed refreshes', the page pace's 21:
-	// the refreshes got the 6 the new apps left. The 7th changed refresh
-	// was left for want of a page, and its tier's later ones with it: the
-	// cold cursor stops before it, nothing on the retry list.
-	if pages != plan.BatchSize || newApps != pages-6 {
+	// the refreshes got what the new apps left (none in this tick). Every
+	// other changed refresh (one in changedEvery) had its page deferred:
+	// recorded, on the retry list for refresh.PageDeferral, none left; the
+	// cold cursor went past every refresh the tick took.
+	if pages != plan.BatchSize || newApps != discovery {
 		t.Fatalf("%d pages for %d new apps, page pace %d", pages, newApps, plan.BatchSize)
 	}
-	if g.cat.changed != 6 || g.cat.retries != 0 || g.cat.unchanged < 6*(changedEvery-2) {
-		t.Fatalf("%d refreshes with a page, %d unchanged, %d put on the retry list", g.cat.changed, g.cat.unchanged, g.cat.retries)
+	wantChanged := refreshes / changedEvery
+	if g.cat.changed != pages-discovery || g.cat.deferred < wantChanged-2 || g.cat.changed+g.cat.deferred+g.cat.unchanged != refreshes || g.cat.retries != 0 {
+		t.Fatalf("%d refreshes with a page, %d deferred, %d unchanged of %d, %d put on the retry list by a failure",
+			g.cat.changed, g.cat.deferred, g.cat.unchanged, refreshes, g.cat.retries)
+	}
+	deferredOut := 0
+	for _, res := range out.Results {
+		if res.PageDeferred {
+			deferredOut++
+			if at, ok := g.cat.retry[res.TrackID]; !ok || at.Before(t0.Add(refresh.PageDeferral)) || at.After(g.up.Now().Add(refresh.PageDeferral)) {
+				t.Fatalf("deferred %d: retry at %v (ok %v)", res.TrackID, at, ok)
+			}
+		}
+	}
+	if deferredOut != g.cat.deferred {
+		t.Fatalf("%d results deferred, %d saved deferred", deferredOut, g.cat.deferred)
 	}
 	cold := g.cat.cursors[refresh.TierCold]
 	for _, res := range out.Results {
 		p := refresh.Pos{Slot: refresh.Slot(res.TrackID), TrackID: res.TrackID}
-		done := res.Class == controller.ClassOK && (res.Unchanged || res.Page == controller.PageParsed)
-		if res.Refresh && done == cold.Pos.Less(p) {
-			t.Fatalf("cold cursor %+v; refresh %+v (done %v)", cold, res, done)
+		if res.Refresh && cold.Pos.Less(p) {
+			t.Fatalf("cold cursor %+v before refresh %+v: a refresh left in the window", cold, res)
 		}
 	}
-	t.Logf("done: %d unchanged, %d with a page; the cold cursor stopped before the first left", g.cat.unchanged, g.cat.changed)
+	t.Logf("done: %d unchanged, %d with a page, %d deferred; the cold cursor past them all", g.cat.unchanged, g.cat.changed, g.cat.deferred)
 	if g.up.lookups > plan.LookupRequests || g.up.maxIDs > controller.DefaultLookupBatch {
 		t.Fatalf("%d lookups (plan %d), up to %d ids", g.up.lookups, plan.LookupRequests, g.up.maxIDs)
 	}
 }
 
 // A day at 1.1M apps: the controller keeps up with the 793 refreshes a
-// minute the policy brings due, beside new apps at their share of the
-// page pace. The real controller and run, 24 virtual hours of ticks, the
-// catalogue's 935,000 enriched apps in their tiers, the hosts limited to
-// the bench's paces (pages 126 a minute, lookups of up to 100 ids 20 a
-// minute; the pacing learns them), one app in 50 changed at every look
-// (its page fetched). Printed by
+// minute the policy brings due, beside new apps that keep all but
+// RefreshPageShareWhileBacklog of the page pace. The real controller and
+// run, 24 virtual hours of ticks, the catalogue's 935,000 enriched apps in
+// their tiers, new apps always waiting, the hosts limited to the bench's
+// paces (pages 126 a minute, lookups of up to 100 ids 20 a minute; the
+// pacing learns them), one app in 50 changed at every look (its page
+// fetched within the share, else deferred: its lookup recorded, the app
+// on the retry list). Every refresh due is looked at (unchanged, with a
+// page or deferred) but the last minute's, and the changed refreshes'
+// pages stay within their share. Printed by
 //
 //	go test ./worker/enrichment -run TestADayOfRefreshesKeepsUpAtScale -v
-//
-// "1141679 due, 1141626 done (792.8 done a minute ≥ 792.8 due), 22827
-// with a page, 0 on the retry list; 153179 new apps (106.4 a minute) in
-// 10205 runs" (pages 122.1 a minute, 176,021 sent; 20,407 lookups):
-// every refresh due was done but the last tick's, with nothing written
-// for a refresh left. Before, a tick's refreshes took 6 of its 21 page
-// slots: ~36 a minute (TestATickTakesRefreshesAtTheLookupPace).
 func TestADayOfRefreshesKeepsUpAtScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a virtual day at 1.1M apps: ~30 s")
@@ -509,13 +533,13 @@ func TestADayOfRefreshesKeepsUpAtScale(t *testing.T) {
 		due += g.cat.dueBetween(tier, t0, end)
 		lastMinute += g.cat.dueBetween(tier, end.Add(-time.Minute), end)
 	}
-	done := g.cat.unchanged + g.cat.changed
+	done := g.cat.unchanged + g.cat.changed + g.cat.deferred
 	st := status(g.t, g.obj, end)
 	t.Logf("paces: api %.1f/min (sent %d, refused %d), store %.1f/min (sent %d, refused %d); lookups %d",
 		st.Paces[controller.HostAPI].RatePerMin, st.Paces[controller.HostAPI].Sent, st.Paces[controller.HostAPI].Refused,
 		st.Paces[controller.HostStore].RatePerMin, st.Paces[controller.HostStore].Sent, st.Paces[controller.HostStore].Refused, g.up.lookups)
-	t.Logf("%d due, %d done (%.1f done a minute ≥ %.1f due), %d with a page, %d on the retry list; %d new apps (%.1f a minute) in %d runs",
-		due, done, float64(done)/minutes, float64(due)/minutes, g.cat.changed, g.cat.retries, g.cat.newApps, float64(g.cat.newApps)/minutes, runs)
+	t.Logf("%d due, %d done (%.1f done a minute ≥ %.1f due), %d with a page, %d deferred, %d on the retry list by a failure; %d new apps (%.1f a minute) in %d runs",
+		due, done, float64(done)/minutes, float64(due)/minutes, g.cat.changed, g.cat.deferred, g.cat.retries, g.cat.newApps, float64(g.cat.newApps)/minutes, runs)
 	// Kept up: every refresh due was done but at most the last minute's.
 	if done < due-lastMinute || float64(done)/minutes < float64(due-lastMinute)/minutes {
 		t.Fatalf("%d refreshes done of %d due (%d in the last minute)", done, due, lastMinute)
@@ -526,10 +550,17 @@ func TestADayOfRefreshesKeepsUpAtScale(t *testing.T) {
 		}
 	}
 	// The new apps kept their share of the pages: at least the share
-	// SplitTick leaves them (1 − RefreshShare) of the pages sent.
+	// SplitTick leaves them (1 − RefreshShare) of the pages served (the
+	// refused ones served nobody).
 	pagesSent := st.Paces[controller.HostStore].Sent
-	if float64(g.cat.newApps) < (1-refresh.DefaultRefreshShare)*float64(pagesSent) {
-		t.Fatalf("new apps: %d of %d pages sent", g.cat.newApps, pagesSent)
+	served := pagesSent - st.Paces[controller.HostStore].Refused
+	if float64(g.cat.newApps) < (1-refresh.DefaultRefreshShare)*float64(served) {
+		t.Fatalf("new apps: %d of %d pages served", g.cat.newApps, served)
+	}
+	// While new apps wait the changed refreshes' pages stay within their
+	// share; the rest were deferred, none lost.
+	if float64(g.cat.changed) > refresh.RefreshPageShareWhileBacklog*float64(pagesSent) || g.cat.deferred == 0 {
+		t.Fatalf("refreshes with a page: %d of %d pages sent (%d deferred)", g.cat.changed, pagesSent, g.cat.deferred)
 	}
 }
 
@@ -547,14 +578,20 @@ func limitedHost(t *testing.T, perMin, burst int) *sim.Host {
 // ShareTick: new apps keep their share of the pages, refreshes take the
 // rest of the items; TickItems: the lookups' items within ItemsPerTick.
 func TestShareTickAndTickItems(t *testing.T) {
-	for _, c := range []struct{ pages, items, pending, due, refreshes, discovery int }{
-		{21, 400, 1000, 10_000, 385, 15}, // both wait: the new apps' 15 pages, the rest refreshes
-		{21, 400, 0, 10_000, 400, 0},     // no new apps: the items are the refreshes'
-		{21, 400, 1000, 10, 10, 15},      // few due: the new apps still only their share
-		{21, 400, 1000, 0, 0, 21},        // nothing due: the page pace is the new apps'
-		{21, 0, 1000, 10_000, 6, 15},     // no items beyond the pages (an old plan): the page share
+	for _, c := range []struct {
+		pages, items, pending, due int
+		seq                        int64
+		refreshes, discovery       int
+	}{
+		{21, 400, 1000, 10_000, 0, 379, 21}, // both wait: the refreshes' 0.63 pages round to none in the first tick
+		{21, 400, 1000, 10_000, 1, 380, 20}, // the second tick: one page of theirs, the rest of the items refreshes
+		{21, 400, 0, 10_000, 0, 400, 0},     // no new apps: the items are the refreshes'
+		{21, 400, 1000, 10, 1, 10, 20},      // few due: the new apps still only their share
+		{21, 400, 1000, 0, 1, 0, 21},        // nothing due: the page pace is the new apps'
+		{21, 0, 1000, 10_000, 1, 1, 20},     // no items beyond the pages (an old plan): the page share
+		{21, 400, 5, 10_000, 0, 395, 5},     // few new apps: the pages they leave are the refreshes' too
 	} {
-		r, d := ShareTick(c.pages, c.items, c.pending, c.due, refresh.DefaultRefreshShare)
+		r, d := ShareTick(c.pages, c.items, c.pending, c.due, refresh.DefaultRefreshShare, c.seq)
 		if r != c.refreshes || d != c.discovery {
 			t.Errorf("ShareTick%v = %d, %d", c, r, d)
 		}
@@ -568,5 +605,60 @@ func TestShareTickAndTickItems(t *testing.T) {
 	}
 	if n := controller.TickItems(4, batch, controller.FreeSubrequests); n != controller.ItemsPerTick(batch, controller.FreeSubrequests) {
 		t.Errorf("Workers Free: %d items", n)
+	}
+}
+
+// While new apps wait, the changed refreshes' pages stop at the slots the
+// share left them (RefreshPageCap), even when a new app's lookup leaves
+// its slot unused: that slot starts the next tick sooner, for a new app.
+// The refreshes past the cap have their pages deferred, none left in its
+// tier's window. With no new app waiting, a refresh takes any slot left.
+// Before, a refresh took every slot the new apps left in the tick.
+func TestRefreshPagesStopAtTheirCapWhileNewAppsWait(t *testing.T) {
+	const pages = 22
+	_, discovery := SplitTick(pages, 1000, 1000, 0.05, 0)
+	if discovery != 21 {
+		t.Fatalf("discovery %d of %d pages", discovery, pages)
+	}
+	changed := appstore.App{Version: "2.0", RatingCount: 120}
+	var items []QueuedItem
+	var lookups []lookupOutcome
+	for i := range discovery {
+		items = append(items, QueuedItem{TrackID: newAppBase + int64(i)})
+		o := lookupOutcome{class: controller.ClassOK, app: appstore.App{TrackID: newAppBase + int64(i)}}
+		if i < 3 {
+			o = lookupOutcome{class: controller.ClassNotFound} // no page: its slot is left
+		}
+		lookups = append(lookups, o)
+	}
+	for i := range 5 {
+		items = append(items, QueuedItem{TrackID: int64(i + 1), Refresh: &DueRefresh{TrackID: int64(i + 1), Tier: refresh.TierHot,
+			Page: refresh.Fingerprint{Version: "1.0", RatingCount: 100}}})
+		lookups = append(lookups, lookupOutcome{class: controller.ClassOK, app: changed})
+	}
+	count := func(s *pageSlots) (paged, deferred, left int) {
+		for j := discovery; j < len(items); j++ {
+			switch {
+			case s.left[j]:
+				left++
+			case s.deferred[j]:
+				deferred++
+			case !s.denied[j]:
+				paged++
+			}
+		}
+		return
+	}
+	backlog := newPageSlots(pages, len(items), RefreshPageCap(pages, discovery, true))
+	backlog.allot(items, lookups, 0)
+	if paged, deferred, left := count(backlog); paged != 1 || deferred != 4 || left != 0 {
+		t.Fatalf("new apps waiting: %d refreshes with a page, %d deferred, %d left; want 1, 4, 0", paged, deferred, left)
+	}
+	// No new app waits: any slot left is a refresh's, past them the rest
+	// are left in their tier's window (the first denied halts its tier).
+	idle := newPageSlots(pages, len(items), RefreshPageCap(pages, discovery, false))
+	idle.allot(items, lookups, 0)
+	if paged, deferred, left := count(idle); paged != 4 || deferred != 0 || left != 0 || !idle.denied[len(items)-1] {
+		t.Fatalf("no backlog: %d refreshes with a page, %d deferred, %d left; want 4, 0, 0 and the last denied", paged, deferred, left)
 	}
 }

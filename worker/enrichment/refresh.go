@@ -30,6 +30,10 @@ type RefreshStore interface {
 	// SaveUnchangedRefresh records a refresh whose lookup showed nothing a
 	// page is needed for (UnchangedRefreshStatements).
 	SaveUnchangedRefresh(ctx context.Context, app appstore.App, at time.Time) error
+	// SaveDeferredRefresh records a changed refresh whose page waited for
+	// the new apps (DeferredRefreshStatements): its lookup, and the app on
+	// the retry list at until, its page still owed.
+	SaveDeferredRefresh(ctx context.Context, app appstore.App, at, until time.Time) error
 	// PostponeRefresh puts an app on the retry list, due at until.
 	PostponeRefresh(ctx context.Context, id int64, until time.Time) error
 	// AdvanceRefreshes writes the tiers' cursors and puts apps on the retry
@@ -80,24 +84,44 @@ type RefreshRetry struct {
 	At      string `json:"at"`
 }
 
-// SplitTick shares a tick's n apps between never-enriched ones (pending of
-// them waiting) and due refreshes (due of them): refresh.Split.
-func SplitTick(n, pending, due int, share float64) (refreshes, discovery int) {
-	return refresh.Split(n, pending, due, share)
+// SplitTick shares the seq-th tick's n apps between never-enriched ones
+// (pending of them waiting) and due refreshes (due of them): refresh.Split.
+func SplitTick(n, pending, due int, share float64, seq int64) (refreshes, discovery int) {
+	return refresh.Split(n, pending, due, share, seq)
 }
 
 // ShareTick sizes a tick's share of never-enriched apps (pending of them
-// waiting) and due refreshes (due of them): pages is the store host's
+// waiting) and due refreshes (due of them) in the seq-th tick (the
+// refreshes' share of the pages is spread over ticks): pages is the store host's
 // pace (the plan's BatchSize), items the most the tick's lookups and
 // budgets carry (the plan's TickItems). New apps keep their share of the
 // pages (SplitTick: every new app fetches its page); the refreshes take
 // the rest of items, as a refresh whose lookup shows no change needs no
 // page. A refresh that does need one takes a page slot the new apps left
-// (pageSlots in Run); past them it is left in its tier's window.
-func ShareTick(pages, items, pending, due int, share float64) (refreshes, discovery int) {
-	_, discovery = SplitTick(pages, pending, due, share)
+// (pageSlots in Run); past them its page is deferred while new apps wait
+// (refresh.DeferPage), else it is left in its tier's window.
+func ShareTick(pages, items, pending, due int, share float64, seq int64) (refreshes, discovery int) {
+	_, discovery = SplitTick(pages, pending, due, share, seq)
 	refreshes = min(max(due, 0), max(items, pages)-discovery)
 	return max(refreshes, 0), discovery
+}
+
+// NoRefreshPageCap is RefreshPageCap when no new app waits: refreshes
+// take any page slot left.
+const NoRefreshPageCap = -1
+
+// RefreshPageCap is how many of a tick's pages changed refreshes may take
+// while new apps wait (backlog): the slots the share left them, pages −
+// discovery (SplitTick), even when the new apps then leave some unused (a
+// lookup not found, a failed batch). The pacing pays for the pages a tick
+// sent, so an unused slot starts the next tick sooner, where a new app
+// takes it: a refresh page past the cap is a new app's page whatever the
+// tick. With no backlog there is no cap (NoRefreshPageCap).
+func RefreshPageCap(pages, discovery int, backlog bool) int {
+	if !backlog {
+		return NoRefreshPageCap
+	}
+	return max(pages-discovery, 0)
 }
 
 // refreshCursorName names a tier's cursor in sweep_cursors.
@@ -221,6 +245,19 @@ func (d DueRefresh) NeedsPage(looked appstore.App) bool {
 func (s D1Store) SaveUnchangedRefresh(ctx context.Context, app appstore.App, at time.Time) error {
 	_, err := s.DB.ExecAtomic(ctx, UnchangedRefreshStatements(app, at)...)
 	return err
+}
+
+// SaveDeferredRefresh implements RefreshStore.
+func (s D1Store) SaveDeferredRefresh(ctx context.Context, app appstore.App, at, until time.Time) error {
+	_, err := s.DB.Exec(ctx, DeferredRefreshStatement(app, at, until))
+	return err
+}
+
+// DeferredRefreshStatement records a changed refresh whose page was
+// deferred (refresh.DeferPage): registry.DeferredRefresh, written only
+// when a lookup value moved or the app is not on the retry list for later.
+func DeferredRefreshStatement(a appstore.App, at, until time.Time) d1.Stmt {
+	return registry.DeferredRefresh(a.StoredLookupArgs(), ts(at), ts(until))
 }
 
 // PostponeRefresh implements RefreshStore: only an enriched app is put on

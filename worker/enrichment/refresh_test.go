@@ -5,6 +5,7 @@ package enrichment
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -108,7 +109,7 @@ func TestUnchangedRefreshWritesNoRow(t *testing.T) {
 		!(DueRefresh{Page: refresh.Fingerprint{Version: "3.2", RatingCount: 800}}).NeedsPage(changed) {
 		t.Fatal("only a change needs the page")
 	}
-	if r, d := SplitTick(10, 100, 100, 0.3); r != 3 || d != 7 {
+	if r, d := SplitTick(10, 100, 100, 0.3, 0); r != 3 || d != 7 {
 		t.Fatalf("split: %d %d", r, d)
 	}
 }
@@ -441,5 +442,87 @@ func TestPickWalksAppsSharingASlot(t *testing.T) {
 	}
 	if len(got) != 4 || got[0] != ids[0] || got[1] != ids[1] || got[2] != ids[2] || got[3] != ids[3] {
 		t.Fatalf("walked %v, want %v", got, ids)
+	}
+}
+
+// TestDeferredRefreshRecordsTheLookupAndKeepsThePageDue: a changed refresh
+// whose page waits for the new apps (refresh.DeferPage) records what its
+// lookup carries (the version and rating count move, with their
+// histories) while the page's fingerprint stays, so the app is still
+// owed its page; it goes on the retry list for refresh.PageDeferral and
+// the pick finds it there, changed. Looked at again before then with
+// nothing moved it writes no row; due again, one (its retry time). Its
+// statement seeks the app by its key: no walk.
+func TestDeferredRefreshRecordsTheLookupAndKeepsThePageDue(t *testing.T) {
+	db, drv := d1test.New(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	a := appstore.App{TrackID: 100000001, Name: "Budget Planner", Version: "3.2", RatingCount: 800, AverageRating: 4.0, Price: 0, Currency: "USD"}
+	tiered(t, drv, a.TrackID, a.Version, a.RatingCount, t0, refresh.TierWarm)
+	st := D1Store{DB: db}
+	looked := a
+	looked.Version, looked.RatingCount, looked.AverageRating, looked.ReleaseNotes = "3.3", 850, 4.2, "Faster sync"
+	looked.Name = "old name" // tiered's: a rename would also write its search entry
+	at := t0.Add(12 * time.Hour)
+	until := at.Add(refresh.PageDeferral)
+	stmt := DeferredRefreshStatement(looked, at, until)
+	w := drv.Measure(t, stmt.SQL, stmt.Args...)
+	if w.Walked != 0 {
+		t.Fatalf("the deferred refresh walked %d rows", w.Walked)
+	}
+	// The row, the first values of its ratings and version (the app had
+	// no history rows: migrations/0028) and the new ones: 5 rows.
+	if w.Changes != 5 {
+		t.Fatalf("a deferred refresh wrote %d rows, want 5 (the app, its first and new ratings, its first and new version)", w.Changes)
+	}
+	row := drv.Rows(t, `SELECT version, rating_count, average_rating, release_notes, page_version, page_rating_count, refresh_retry_at, enriched_at
+FROM app_registry WHERE track_id = ?`, a.TrackID)[0]
+	if row["version"] != "3.3" || fmt.Sprint(row["rating_count"]) != "850" || row["average_rating"] != 4.2 || row["release_notes"] != "Faster sync" {
+		t.Fatalf("the lookup is not recorded: %v", row)
+	}
+	if row["page_version"] != "3.2" || fmt.Sprint(row["page_rating_count"]) != "800" || row["enriched_at"] != d1.Time(t0) {
+		t.Fatalf("the page's fingerprint moved: %v", row)
+	}
+	if row["refresh_retry_at"] != d1.Time(until) {
+		t.Fatalf("retry at %v, want %v", row["refresh_retry_at"], d1.Time(until))
+	}
+	if n := drv.Int(t, `SELECT COUNT(*) FROM app_version_history WHERE track_id = ? AND version = '3.3' AND seen_at = ?`, a.TrackID, catalogue.Millis(at)); n != 1 {
+		t.Fatal("the new version is in the history at the look's time")
+	}
+	// Looked at again before its retry time (its tier's round), nothing
+	// moved: no row.
+	before := drv.TotalChanges(t)
+	if err := st.SaveDeferredRefresh(ctx, looked, at.Add(time.Hour), at.Add(time.Hour+refresh.PageDeferral)); err != nil {
+		t.Fatal(err)
+	}
+	if n := drv.TotalChanges(t) - before; n != 0 {
+		t.Fatalf("a deferred refresh already on the retry list wrote %d rows, want 0", n)
+	}
+	// Due on the retry list: picked, still owed its page.
+	pick, err := st.DueRefreshes(ctx, 10, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *DueRefresh
+	for i := range pick.Items {
+		if pick.Items[i].TrackID == a.TrackID && pick.Items[i].Tier == "" {
+			got = &pick.Items[i]
+		}
+	}
+	if got == nil || !got.NeedsPage(looked) {
+		t.Fatalf("the deferred app is not due with its page owed: %+v", pick.Items)
+	}
+	// Deferred again there: its retry time moves, 1 row.
+	before = drv.TotalChanges(t)
+	st.SaveDeferredRefresh(ctx, looked, until, until.Add(refresh.PageDeferral))
+	if n := drv.TotalChanges(t) - before; n != 1 {
+		t.Fatalf("a deferred refresh due again wrote %d rows, want 1", n)
+	}
+	// Its page fetched at last: the record clears the retry list and the
+	// page's fingerprint is the lookup's (the schedule trigger).
+	drv.Exec(t, `UPDATE app_registry SET enriched_at = ? WHERE track_id = ?`, d1.Time(until.Add(time.Hour)), a.TrackID)
+	row = drv.Rows(t, `SELECT page_version, page_rating_count, refresh_retry_at FROM app_registry WHERE track_id = ?`, a.TrackID)[0]
+	if row["page_version"] != "3.3" || fmt.Sprint(row["page_rating_count"]) != "850" || row["refresh_retry_at"] != nil {
+		t.Fatalf("after its page: %v", row)
 	}
 }

@@ -388,7 +388,11 @@ func (t *tickRun) startItems() {
 	t.chunk = max(t.prog.Chunking.ChunkItems, 1)
 	t.lookupCtx, t.pageCtx = t.ctx, t.ctx
 	t.gate = newConnectionGate(t.prog.Chunking)
-	t.slots = newPageSlots(t.prog.Pages, n)
+	pageCap := NoRefreshPageCap
+	if t.refreshes != nil {
+		pageCap = t.refreshes.pageCap
+	}
+	t.slots = newPageSlots(t.prog.Pages, n, pageCap)
 }
 
 // enrich settles the items chunk by chunk, each chunk's lookups first.
@@ -593,7 +597,11 @@ func (t *tickRun) settleItem(j int, share, qshare *subreq.Budget, lease *connect
 		}
 	}()
 	ictx := withLease(subreq.WithQueries(subreq.WithBudget(t.pageCtx, share), qshare), lease)
-	t.results[j], t.requests[j] = t.r.settle(ictx, t.items[j], j, t.lookups[j], fetchPage, t.prog.Steps[j].Page == controller.PageProbe)
+	if t.items[j].Refresh != nil {
+		t.results[j], t.requests[j] = t.r.settleRefresh(ictx, t.items[j], j, t.lookups[j], fetchPage, t.slots.deferred[j])
+	} else {
+		t.results[j], t.requests[j] = t.r.settle(ictx, t.items[j], j, t.lookups[j], fetchPage, t.prog.Steps[j].Page == controller.PageProbe)
+	}
 	if t.results[j].Class == controller.ClassRateLimit {
 		t.gate.noteRefused() // a challenge page, say, found only once parsed
 	}
@@ -798,21 +806,29 @@ func firstNeeding(steps []controller.Step, items []QueuedItem, lookups []lookupO
 // (the program's Pages), given in item order as the items' lookups come
 // back. A new app always has its slot (ShareTick keeps the new apps
 // within the pace); a refresh whose lookup shows a change takes one when
-// one is left, else it is denied its page and left in its tier's window
-// (fateLeft: its tier's cursor stops before it, nothing written), and so
-// is every later refresh of its tier in the run (left: not settled), so
-// that no refresh after it is looked at and the cursor is not held
-// behind a gap (RefreshAdvance would put the left one on the retry list:
-// a row). The retry list's own refreshes stay on it.
+// one is left and, while new apps wait, the refreshes' cap
+// (RefreshPageCap) is not reached. A refresh denied one while new apps
+// wait (backlog: refresh.DeferPage) has its page deferred: its lookup recorded, the app
+// on the retry list, its tier's round going on past it. Otherwise it is
+// left in its tier's window (fateLeft: its tier's cursor stops before it,
+// nothing written), and so is every later refresh of its tier in the run
+// (left: not settled), so that no refresh after it is looked at and the
+// cursor is not held behind a gap (RefreshAdvance would put the left one
+// on the retry list: a row). The retry list's own refreshes stay on it.
 type pageSlots struct {
-	free   int
-	denied []bool // item j fetches no page for want of a slot (left ones too)
-	left   []bool // item j is a refresh of a tier stopped before it: not settled
-	halted map[string]bool
+	free int
+	// refreshCap bounds the pages refreshes take (NoRefreshPageCap: none,
+	// no new app waits); refreshPages counts them.
+	refreshCap, refreshPages int
+	denied                   []bool // item j fetches no page for want of a slot (left and deferred ones too)
+	left                     []bool // item j is a refresh of a tier stopped before it: not settled
+	deferred                 []bool // item j is a changed refresh whose page waits for the new apps
+	halted                   map[string]bool
 }
 
-func newPageSlots(pace, n int) *pageSlots {
-	return &pageSlots{free: max(pace, 0), denied: make([]bool, n), left: make([]bool, n), halted: map[string]bool{}}
+func newPageSlots(pace, n, refreshCap int) *pageSlots {
+	return &pageSlots{free: max(pace, 0), refreshCap: refreshCap, denied: make([]bool, n), left: make([]bool, n),
+		deferred: make([]bool, n), halted: map[string]bool{}}
 }
 
 // chunkEnd is the end of the chunk from item i (items up to looked have
@@ -857,8 +873,11 @@ func (s *pageSlots) allot(items []QueuedItem, lookups []lookupOutcome, from int)
 		switch {
 		case d == nil:
 			s.free = max(s.free-1, 0)
-		case s.free > 0:
+		case s.free > 0 && (s.refreshCap == NoRefreshPageCap || s.refreshPages < s.refreshCap):
 			s.free--
+			s.refreshPages++
+		case refresh.DeferPage(s.refreshCap != NoRefreshPageCap):
+			s.denied[j], s.deferred[j] = true, true
 		default:
 			s.denied[j] = true
 			if d.Tier != "" {
@@ -901,7 +920,8 @@ func anyRefused(rs []controller.ItemResult) bool {
 
 // withRefreshes shares the tick's slots between the queue's items and due
 // refreshes (refresh.Split): never-enriched apps first, refreshes after
-// them. No refresh runs while store pages are paused (parser drift) or
+// them; while any new app waits (backlog) a changed refresh past the
+// refreshes' page slots has its page deferred (pageSlots). No refresh runs while store pages are paused (parser drift) or
 // lookups are (the API host held): a refresh needs its lookup, and its
 // page when the app changed. A failed read of the due refreshes leaves the
 // tick to the queue. The pick returned says what the run took, for
@@ -920,9 +940,10 @@ func (r *Runner) withRefreshes(ctx context.Context, items []QueuedItem, spec con
 	// retry list, up to the tick's items each, so bounded however far
 	// behind. The refreshes take what the lookups carry beyond the new
 	// apps' share of the pages (ShareTick).
-	refreshes, discovery := ShareTick(spec.Pages, n, len(items), len(pick.Items), r.RefreshShare)
+	refreshes, discovery := ShareTick(spec.Pages, n, len(items), len(pick.Items), r.RefreshShare, spec.TickSeq)
+	pageCap := RefreshPageCap(spec.Pages, discovery, len(items) > 0)
 	items = items[:discovery]
-	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now}
+	run := &refreshRun{pick: pick, taken: pick.Items[:refreshes], now: now, pageCap: pageCap}
 	for i := range run.taken {
 		items = append(items, QueuedItem{TrackID: run.taken[i].TrackID, Refresh: &run.taken[i]})
 	}
@@ -941,6 +962,9 @@ type refreshRun struct {
 	pick  RefreshPick
 	taken []DueRefresh
 	now   time.Time
+	// pageCap bounds the run's refresh pages while never-enriched apps
+	// wait (RefreshPageCap; NoRefreshPageCap: none waits).
+	pageCap int
 }
 
 // refreshFate is what became of a taken refresh, for its tier's cursor.
@@ -1067,7 +1091,7 @@ func (r *Runner) finishRefreshes(ctx context.Context, run *refreshRun, items []Q
 // refusal leaves a round's app to finishRefreshes (its tier's cursor
 // stops before it) and puts a retry-list app back by RefreshOutageDelay.
 // Never requeued or given up: the app stays enriched as it was.
-func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lookup lookupOutcome, fetchPage bool) (controller.ItemResult, []controller.RequestOutcome) {
+func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lookup lookupOutcome, fetchPage, deferPage bool) (controller.ItemResult, []controller.RequestOutcome) {
 	var res controller.ItemResult
 	var reqs []controller.RequestOutcome
 	if lookup.class == controller.ClassOK && !it.Refresh.NeedsPage(lookup.app) {
@@ -1075,6 +1099,15 @@ func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lo
 		res = controller.ItemResult{TrackID: it.TrackID, Class: controller.ClassOK, Status: lookup.status, Unchanged: true}
 		if err := r.Refreshes.SaveUnchangedRefresh(ctx, lookup.app, r.Now()); err != nil {
 			res.Class, res.Error = controller.ClassStoreError, "d1 save refresh: "+err.Error()
+		}
+	} else if lookup.class == controller.ClassOK && !fetchPage && deferPage {
+		// New apps wait and the refreshes' page slots are taken: what the
+		// lookup carries is recorded, the page stays owed (the retry list).
+		pageBack(ctx, false)
+		now := r.Now()
+		res = controller.ItemResult{TrackID: it.TrackID, Class: controller.ClassOK, Status: lookup.status, PageDeferred: true}
+		if err := r.Refreshes.SaveDeferredRefresh(ctx, lookup.app, now, now.Add(refresh.PageDeferral)); err != nil {
+			res.Class, res.Error = controller.ClassStoreError, "d1 save deferred refresh: "+err.Error()
 		}
 	} else if lookup.class == controller.ClassOK && !fetchPage {
 		// The run turned pages off (a streak that did not parse): the app
@@ -1204,7 +1237,7 @@ func (r *Runner) lookupBatch(ctx context.Context, items []QueuedItem, first int)
 // settle enriches one item and applies the controller's verdict to it.
 func (r *Runner) settle(ctx context.Context, it QueuedItem, index int, lookup lookupOutcome, fetchPage, probing bool) (controller.ItemResult, []controller.RequestOutcome) {
 	if it.Refresh != nil {
-		return r.settleRefresh(ctx, it, index, lookup, fetchPage)
+		return r.settleRefresh(ctx, it, index, lookup, fetchPage, false)
 	}
 	reuse := ""
 	if fetchPage && !probing && r.Stored != nil && ReuseCandidate(it.HTMLKey, it.PageStatus, it.PriorParseError, r.Now(), r.PageReuse) {

@@ -149,23 +149,62 @@ func Interval(tier string) time.Duration {
 	return ColdInterval
 }
 
-// Share bounds: DefaultRefreshShare is the share of a tick's slots due
-// refreshes get when never-enriched apps wait too (and no more), so a
-// discovery backlog never starves refreshes and refreshes never take more
-// than this from discovery. A quarter: discovery keeps most of the pace
-// while a day of hot refreshes (a few thousand apps) still fits.
+// RefreshPageShareWhileBacklog is the share of a tick's page slots due
+// refreshes get while never-enriched apps wait for their first page (the
+// default REFRESH_SHARE_PCT): the store host is the fill's bound, and
+// every page a changed refresh takes then is a new app enriched later.
+// The fill's goal is 1.1× the host's floor: of the 10% over it, the new
+// apps' own retries and refusals take about 3.5% and the pages refreshes
+// take when the queue runs short about 2%, so the refreshes' share while
+// apps wait is 3% (docs/scale.md, "Discovery"). A changed refresh past it
+// records its lookup and keeps its page due (DeferPage) until the backlog
+// clears. Once no new app waits, refreshes get every slot.
+const RefreshPageShareWhileBacklog = 0.03
+
+// Share bounds: DefaultRefreshShare is the share of a tick's page slots
+// due refreshes get when never-enriched apps wait too (and no more).
 const (
-	DefaultRefreshShare = 0.25
+	DefaultRefreshShare = RefreshPageShareWhileBacklog
 	MinRefreshShare     = 0.0
 	MaxRefreshShare     = 1.0
 )
 
+// PageDeferral is how long a changed refresh whose page was deferred
+// waits on the retry list before it is looked at again: its tier's round
+// may take it sooner, and either fetches its page once no new app waits.
+// A quarter of a day: the deferred apps' repeated lookups stay a small
+// share of the API host's pace while the backlog lasts.
+const PageDeferral = 6 * time.Hour
+
+// DeferPage reports whether a changed refresh denied a page slot has its
+// page deferred (its lookup recorded, the app due again on the retry list
+// after PageDeferral, its tier's round going on past it) rather than left
+// in its tier's window: only while never-enriched apps wait (backlog). With
+// no backlog a refresh past the pace is left where it is, its tier's
+// cursor stopping before it, and the next tick takes it.
+func DeferPage(backlog bool) bool { return backlog }
+
+// ShareSlots is the slots of a share of a tick's n slots in the seq-th
+// of consecutive ticks: floor((seq+1)·x) − floor(seq·x) with x = n ×
+// share, floor(x) or ceil(x) in any one tick and x a tick over
+// consecutive ticks, so the share is kept where it is under one slot a
+// tick (rounding down would give none, rounding up twice as many).
+func ShareSlots(n int, share float64, seq int64) int {
+	if n <= 0 || share <= 0 {
+		return 0
+	}
+	seq = max(seq, 0)
+	x := float64(n) * share
+	// 1e-9: 100 × 0.29 is 29 slots, not 28.999….
+	return int(math.Floor(float64(seq+1)*x+1e-9) - math.Floor(float64(seq)*x+1e-9))
+}
+
 // Split shares a tick's n slots between never-enriched apps (discovery,
-// up to pending of them) and due refreshes (up to due): when both wait,
-// refreshes get ceil(n × share) slots (share clamped to [0, 1]) and
-// discovery the rest; slots one side cannot use go to the other.
-// refreshes + discovery ≤ n always.
-func Split(n, pending, due int, share float64) (refreshes, discovery int) {
+// up to pending of them) and due refreshes (up to due), the seq-th of
+// consecutive ticks: when both wait, refreshes get ShareSlots(n, share,
+// seq) (share clamped to [0, 1]) and discovery the rest; slots one side
+// cannot use go to the other. refreshes + discovery ≤ n always.
+func Split(n, pending, due int, share float64, seq int64) (refreshes, discovery int) {
 	if n <= 0 {
 		return 0, 0
 	}
@@ -174,7 +213,7 @@ func Split(n, pending, due int, share float64) (refreshes, discovery int) {
 		share = DefaultRefreshShare
 	}
 	share = min(max(share, MinRefreshShare), MaxRefreshShare)
-	quota := int(math.Ceil(float64(n) * share))
+	quota := ShareSlots(n, share, seq)
 	refreshes = min(due, quota)
 	discovery = min(pending, n-refreshes)
 	refreshes = min(due, n-discovery) // discovery left slots over

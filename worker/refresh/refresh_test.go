@@ -75,7 +75,13 @@ func TestSplit(t *testing.T) {
 		refreshes, discovery int
 	}{
 		{"both wait: the share", 100, 1000, 1000, 0.25, 25, 75},
-		{"share rounds up", 10, 1000, 1000, 0.25, 3, 7},
+		{"share rounds down", 10, 1000, 1000, 0.25, 2, 8},
+		{"a float's product is not rounded below its value", 100, 1000, 1000, 0.29, 29, 71},
+		// The first of consecutive ticks: the share rounded down; a share of
+		// 1.1 slots is one, never two (a ceiling's).
+		{"a twentieth of 22, rounded down", 22, 1000, 1000, 0.05, 1, 21},
+		{"under one slot: none in the first tick", 22, 1000, 1000, RefreshPageShareWhileBacklog, 0, 22},
+		{"no new app waits: every slot", 22, 0, 1000, RefreshPageShareWhileBacklog, 22, 0},
 		{"no refresh due: all discovery", 100, 1000, 0, 0.25, 0, 100},
 		{"no discovery: all refreshes", 100, 0, 1000, 0.25, 100, 0},
 		{"few pending: refreshes take the rest", 100, 10, 1000, 0.25, 90, 10},
@@ -85,12 +91,12 @@ func TestSplit(t *testing.T) {
 		{"zero share: discovery first", 100, 1000, 1000, 0, 0, 100},
 		{"full share: refreshes first", 100, 1000, 1000, 1, 100, 0},
 		{"share above 1 is clamped", 100, 1000, 1000, 3, 100, 0},
-		{"NaN share is the default", 100, 1000, 1000, math.NaN(), 25, 75},
+		{"NaN share is the default", 100, 1000, 1000, math.NaN(), 3, 97},
 		{"no slots", 0, 1000, 1000, 0.25, 0, 0},
 		{"negative counts are none", 10, -1, -1, 0.25, 0, 0},
 	}
 	for _, c := range cases {
-		r, d := Split(c.n, c.pending, c.due, c.share)
+		r, d := Split(c.n, c.pending, c.due, c.share, 0)
 		if r != c.refreshes || d != c.discovery {
 			t.Errorf("%s: Split(%d, %d, %d, %v) = %d, %d; want %d, %d", c.name, c.n, c.pending, c.due, c.share, r, d, c.refreshes, c.discovery)
 		}
@@ -100,18 +106,54 @@ func TestSplit(t *testing.T) {
 		for p := 0; p <= 25; p += 5 {
 			for due := 0; due <= 25; due += 5 {
 				for _, sh := range []float64{0, 0.1, 0.25, 0.5, 1} {
-					r, d := Split(n, p, due, sh)
+					r, d := Split(n, p, due, sh, 0)
 					if r+d > n || r > due || d > p || r < 0 || d < 0 {
 						t.Fatalf("Split(%d,%d,%d,%v) = %d,%d breaks a bound", n, p, due, sh, r, d)
 					}
 					if r+d < min(n, p+due) {
 						t.Fatalf("Split(%d,%d,%d,%v) = %d,%d leaves a slot idle while work waits", n, p, due, sh, r, d)
 					}
-					if p > 0 && due > 0 && n > 0 && sh > 0 && r == 0 {
+					if p >= n && float64(r) > float64(n)*sh {
+						t.Fatalf("Split(%d,%d,%d,%v) = %d,%d: refreshes past their share while new apps wait", n, p, due, sh, r, d)
+					}
+					if p > 0 && due > 0 && float64(n)*sh >= 1 && r == 0 {
 						t.Fatalf("Split(%d,%d,%d,%v): discovery starved refreshes", n, p, due, sh)
 					}
 				}
 			}
+		}
+	}
+}
+
+// ShareSlots keeps a share under one slot a tick over consecutive ticks:
+// the store host's pace in a 10 s tick (127 pages a minute, 22 a tick)
+// gives the changed refreshes 0.66 pages a tick while new apps wait, 66
+// in 100 ticks (3%), never more than one in a tick. Rounding each tick
+// up gave them 2 of 22 (9.1%) at a twentieth, rounding down none.
+func TestShareSlotsKeepsTheShareAcrossTicks(t *testing.T) {
+	const n, ticks = 22, 100
+	total := 0
+	for seq := int64(0); seq < ticks; seq++ {
+		k := ShareSlots(n, RefreshPageShareWhileBacklog, seq)
+		if k < 0 || k > 1 {
+			t.Fatalf("tick %d: %d slots of %d", seq, k, n)
+		}
+		total += k
+		if r, d := Split(n, 1000, 1000, RefreshPageShareWhileBacklog, seq); r != k || d != n-k {
+			t.Fatalf("tick %d: Split = %d, %d; want %d, %d", seq, r, d, k, n-k)
+		}
+	}
+	if want := int(float64(ticks) * n * RefreshPageShareWhileBacklog); total != want {
+		t.Fatalf("%d slots over %d ticks, want %d", total, ticks, want)
+	}
+	for _, c := range []struct {
+		n     int
+		share float64
+		seq   int64
+		want  int
+	}{{100, 0.29, 0, 29}, {22, 0.05, 0, 1}, {22, 0.05, 9, 2}, {0, 0.5, 3, 0}, {22, 0, 7, 0}, {22, 1, 5, 22}, {22, 0.5, -4, 11}} {
+		if got := ShareSlots(c.n, c.share, c.seq); got != c.want {
+			t.Errorf("ShareSlots(%d, %v, %d) = %d, want %d", c.n, c.share, c.seq, got, c.want)
 		}
 	}
 }

@@ -332,6 +332,38 @@ WHERE track_id = ?5 AND enrichment_source = '` + SourceEnriched + `'
 	}
 }
 
+// DeferredRefresh records a changed refresh whose page waited for the new
+// apps (refresh.DeferPage): what its lookup carries (lookup, the values
+// of LookupColumns: version, rating count, price, notes and the rest), so
+// the catalogue and its histories move now, while page_version and
+// page_rating_count keep what the stored page was fetched for, so the
+// page stays owed (refresh.Unchanged sees the change again). The app goes
+// on the retry list at until unless it is due there later already. The
+// row is written only when a lookup value moved or it is not on the
+// retry list for later; then observed_at and updated_at are the look's
+// (the history triggers record the values at it). An app already on the
+// retry list for later with nothing moved writes nothing.
+func DeferredRefresh(lookup []any, now, until string) d1.Stmt {
+	cols := lookupColumnList()[1:] // track_id is ?1
+	set := make([]string, 0, len(cols))
+	moved := make([]string, 0, len(cols))
+	for i, c := range cols {
+		set = append(set, fmt.Sprintf("%s = ?%d", c, i+2))
+		moved = append(moved, fmt.Sprintf("%s IS NOT ?%d", c, i+2))
+	}
+	n := len(cols) + 1
+	anyMoved := "(" + strings.Join(moved, " OR ") + ")"
+	sql := fmt.Sprintf(`UPDATE app_registry SET %s,
+  observed_at = CASE WHEN %[2]s THEN ?%[3]d ELSE observed_at END,
+  updated_at = CASE WHEN %[2]s THEN ?%[3]d ELSE updated_at END,
+  last_seen_at = max(COALESCE(last_seen_at, ''), ?%[3]d), stale_at = NULL,
+  refresh_retry_at = CASE WHEN refresh_retry_at > ?%[3]d THEN refresh_retry_at ELSE ?%[4]d END
+WHERE track_id = ?1 AND enrichment_source = '`+SourceEnriched+`'
+  AND (%[2]s OR refresh_retry_at IS NULL OR refresh_retry_at <= ?%[3]d OR stale_at IS NOT NULL)`,
+		strings.Join(set, ", "), anyMoved, n+1, n+2)
+	return d1.Stmt{SQL: sql, Args: append(append([]any(nil), lookup...), now, until)}
+}
+
 // Discovery's inserts.
 
 // seedRaiseSQL and seedInsertSQL queue an operator's app ids (?1, a JSON
