@@ -50,17 +50,24 @@ func cursorOf(t *testing.T, drv *d1test.Driver, tier string) (c refresh.Cursor) 
 	return c
 }
 
+// warmBudgetPlanner is a D1 with one enriched app of the warm tier, its
+// page fetched at t0 for the app's version and rating count.
+func warmBudgetPlanner(t *testing.T) (*d1.DB, *d1test.Driver, time.Time, appstore.App) {
+	db, drv := d1test.New(t)
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	a := appstore.App{TrackID: 100000001, Name: "Budget Planner", Version: "3.2", RatingCount: 800, AverageRating: 4.0, Price: 0, Currency: "USD"}
+	tiered(t, drv, a.TrackID, a.Version, a.RatingCount, t0, refresh.TierWarm)
+	return db, drv, t0, a
+}
+
 // TestUnchangedRefreshWritesNoRow: a refresh whose lookup shows the app as
 // stored writes nothing (0 rows, no index entry); a moved average rating
 // writes the row and its history; a sighting older than the granularity
 // writes the row alone. Before the tier sweeps the same refresh wrote 2
 // rows (the row with enriched_at, and the schedule trigger's rewrite).
 func TestUnchangedRefreshWritesNoRow(t *testing.T) {
-	db, drv := d1test.New(t)
+	db, drv, t0, a := warmBudgetPlanner(t)
 	ctx := context.Background()
-	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	a := appstore.App{TrackID: 100000001, Name: "Budget Planner", Version: "3.2", RatingCount: 800, AverageRating: 4.0, Price: 0, Currency: "USD"}
-	tiered(t, drv, a.TrackID, a.Version, a.RatingCount, t0, refresh.TierWarm)
 	st := D1Store{DB: db}
 	later := t0.Add(12 * time.Hour)
 	before := drv.TotalChanges(t)
@@ -454,11 +461,8 @@ func TestPickWalksAppsSharingASlot(t *testing.T) {
 // nothing moved it writes no row; due again, one (its retry time). Its
 // statement seeks the app by its key: no walk.
 func TestDeferredRefreshRecordsTheLookupAndKeepsThePageDue(t *testing.T) {
-	db, drv := d1test.New(t)
+	db, drv, t0, a := warmBudgetPlanner(t)
 	ctx := context.Background()
-	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	a := appstore.App{TrackID: 100000001, Name: "Budget Planner", Version: "3.2", RatingCount: 800, AverageRating: 4.0, Price: 0, Currency: "USD"}
-	tiered(t, drv, a.TrackID, a.Version, a.RatingCount, t0, refresh.TierWarm)
 	st := D1Store{DB: db}
 	looked := a
 	looked.Version, looked.RatingCount, looked.AverageRating, looked.ReleaseNotes = "3.3", 850, 4.2, "Faster sync"
