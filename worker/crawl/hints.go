@@ -36,28 +36,31 @@ import (
 // comes round every few hours), adds the best waiting prefixes, drops
 // those asked within their rest, and asks the best HintRequestsPerRun.
 //
-// Budget. The plan (docs/scale.md) charges new keywords at the design's
-// share, 100,000 keywords at 1.1M apps: 0.091 a new app, ~3,400 a day at
-// the fill month's 37,767 new apps a day, each ~110 rows of its first
-// search and ~6 of its first clustering. HintNewKeywordsPerDay holds the
-// sourcing to that, whatever the catalogue's growth: the keywords' D1
-// bill is the plan's, not a new app's. Requests: an answer carries about
-// ten terms, most of them known once a category has been asked, so
-// HintRequestsPerDay (one a minute on average) asks enough prefixes to
+// Budget. A new keyword costs its first search and clustering (~116 rows
+// written, docs/scale.md) whatever the catalogue's growth, so the day's
+// new keywords are held to what the plan affords, not to the new apps:
+// at the design's share (100,000 keywords at 1.1M apps, 0.091 a new app)
+// the fill month's 37,767 new apps a day would bring ~3,400 a day, 11M
+// rows written a month, more than the fill month leaves of the plan's
+// 50M. HintNewKeywordsPerDay takes half that pace: the design's keywords
+// in about two months, and a steady month's ~100 a day far under it.
+// Requests: an answer carries about ten terms, most of them known once a
+// category has been asked, so HintRequestsPerDay asks enough prefixes to
 // find that many new terms, and stays far under the hints host's limit.
 
 // Sourcing bounds and values.
 const (
 	// HintRunEvery is the keyword-hints task's period.
 	HintRunEvery = 10 * time.Minute
-	// HintRequestsPerDay bounds the hints asked in a day; a run asks its
-	// share (HintRequestsPerRun).
-	HintRequestsPerDay = 1440
+	// HintRequestsPerDay bounds the hints asked in a day (one every two
+	// minutes on average); a run asks its share (HintRequestsPerRun).
+	HintRequestsPerDay = 720
 	// HintNewKeywordsPerDay bounds the keywords the sourcing adds in a
-	// day: the plan's ~3,400 (0.091 a new app × 37,767 new apps a day).
-	HintNewKeywordsPerDay = 3400
+	// day: about half the design's share at the fill month's pace (0.091
+	// a new app × 37,767 new apps a day), 6M rows written a month at most.
+	HintNewKeywordsPerDay = 1800
 	// HintRequestsPerRun and HintNewKeywordsPerRun are a run's shares of
-	// the day's budgets (144 runs a day): 10 and 23.
+	// the day's budgets (144 runs a day): 5 and 12.
 	HintRequestsPerRun    = HintRequestsPerDay / hintRunsPerDay
 	HintNewKeywordsPerRun = HintNewKeywordsPerDay / hintRunsPerDay
 	hintRunsPerDay        = int(24 * time.Hour / HintRunEvery)
