@@ -497,6 +497,61 @@ func TestATickTakesRefreshesAtTheLookupPace(t *testing.T) {
 	}
 }
 
+// A deferred page deferred again waits longer: the apps a tick deferred
+// (on the retry list for refresh.PageDeferral) come back from the retry
+// list while new apps still wait, and each one deferred again goes back
+// on it for refresh.RepeatPageDeferral, so a backlog of days writes each
+// owed app about once a day, not four times.
+// go test ./worker/enrichment -run TestARepeatDeferralWaitsADay -v
+func TestARepeatDeferralWaitsADay(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	g := newPaceRig(t, t0, map[string]int{refresh.TierCold: 20_000})
+	r0, _ := refresh.RoundAt(refresh.TierCold, t0)
+	g.cat.cursors[refresh.TierCold] = refresh.Cursor{Round: r0 - 1, Pos: refresh.Pos{Slot: refresh.Slots / 2}}
+	if plan, _ := g.tick(); plan == nil {
+		t.Fatal("the first tick held")
+	}
+	first := g.cat.deferred
+	if first == 0 {
+		t.Fatal("the first tick deferred no page")
+	}
+	// Their wait is over: each is due on the retry list now.
+	g.cat.mu.Lock()
+	for id, at := range g.cat.retry {
+		if !at.Before(t0.Add(refresh.PageDeferral)) {
+			g.cat.retry[id] = t0
+		}
+	}
+	g.cat.mu.Unlock()
+	plan, out := g.tick()
+	if plan == nil {
+		t.Fatal("the second tick held")
+	}
+	tickAt := g.up.Now()
+	again := 0
+	for _, res := range out.Results {
+		if !res.PageDeferred {
+			continue
+		}
+		at := g.cat.retry[res.TrackID]
+		if at.Before(t0.Add(refresh.PageDeferral)) {
+			t.Fatalf("deferred %d: retry at %v", res.TrackID, at)
+		}
+		if at.After(tickAt.Add(refresh.PageDeferral)) {
+			again++
+			if at.Before(t0.Add(refresh.RepeatPageDeferral)) || at.After(tickAt.Add(refresh.RepeatPageDeferral)) {
+				t.Fatalf("deferred again %d: retry at %v, want %v after the tick", res.TrackID, at, refresh.RepeatPageDeferral)
+			}
+		}
+	}
+	// The retry list's apps come first in the pick; at most the tick's
+	// refresh share of a page (refresh.ShareSlots: 0 or 1) takes one.
+	if again < first-1 {
+		t.Fatalf("%d of the %d deferred apps deferred again for a day", again, first)
+	}
+	t.Logf("%d deferred in the first tick, %d of them deferred again for %v", first, again, refresh.RepeatPageDeferral)
+}
+
 // A day at 1.1M apps: the controller keeps up with the 793 refreshes a
 // minute the policy brings due, beside new apps that keep all but
 // RefreshPageShareWhileBacklog of the page pace. The real controller and

@@ -1106,7 +1106,8 @@ func (r *Runner) settleRefresh(ctx context.Context, it QueuedItem, index int, lo
 		pageBack(ctx, false)
 		now := r.Now()
 		res = controller.ItemResult{TrackID: it.TrackID, Class: controller.ClassOK, Status: lookup.status, PageDeferred: true}
-		if err := r.Refreshes.SaveDeferredRefresh(ctx, lookup.app, now, now.Add(refresh.PageDeferral)); err != nil {
+		wait := refresh.PageDeferralFor(it.Refresh.Tier == "")
+		if err := r.Refreshes.SaveDeferredRefresh(ctx, lookup.app, now, now.Add(wait)); err != nil {
 			res.Class, res.Error = controller.ClassStoreError, "d1 save deferred refresh: "+err.Error()
 		}
 	} else if lookup.class == controller.ClassOK && !fetchPage {

@@ -176,6 +176,24 @@ const (
 // share of the API host's pace while the backlog lasts.
 const PageDeferral = 6 * time.Hour
 
+// RepeatPageDeferral is the wait of a deferred page deferred again (the
+// app came back from the retry list and new apps still wait): a day, a hot
+// app's refresh interval, so its page is no later than its daily refresh
+// would bring it. Each deferral is a row written; while a fill's backlog
+// lasts days, a quarter day's retries would write each owed app four times
+// a day for a page that cannot be fetched before the backlog ends.
+const RepeatPageDeferral = 24 * time.Hour
+
+// PageDeferralFor is how long a changed refresh whose page is deferred
+// waits on the retry list: PageDeferral the first time (picked by its
+// tier's round), RepeatPageDeferral when it was picked from the retry list.
+func PageDeferralFor(fromRetryList bool) time.Duration {
+	if fromRetryList {
+		return RepeatPageDeferral
+	}
+	return PageDeferral
+}
+
 // DeferPage reports whether a changed refresh denied a page slot has its
 // page deferred (its lookup recorded, the app due again on the retry list
 // after PageDeferral, its tier's round going on past it) rather than left
