@@ -46,6 +46,25 @@ func TestCostGuardSkipsSlowedTasks(t *testing.T) {
 	}
 }
 
+// TestARefusedRunSaysSo: a task refused by its upstream's rate limit
+// with no error of its own is reported as refused, with its wait, not as
+// a failure without a message; a failure without one still says so.
+func TestARefusedRunSaysSo(t *testing.T) {
+	fake := []module.Task{
+		{Name: "keyword-popularity", Run: func(context.Context, func() time.Time) module.Result {
+			return module.Result{RateLimited: true, RetryAfterS: 42}
+		}},
+		{Name: "silent", Run: func(context.Context, func() time.Time) module.Result { return module.Result{} }},
+	}
+	res := RunPeriodicGuarded(context.Background(), fake, "keyword-popularity", guard.Throttle{}, time.Now)
+	if res.OK || !res.RateLimited || res.Error != "refused by the upstream's rate limit; retry after 42 s" {
+		t.Fatalf("refused run: %+v", res)
+	}
+	if res := RunPeriodicGuarded(context.Background(), fake, "silent", guard.Throttle{}, time.Now); res.OK || res.Error != "failed without an error message" {
+		t.Fatalf("silent failure: %+v", res)
+	}
+}
+
 // TestControllerUsageReadsTheStatusTotals: the controller's own status
 // (its Totals as it marshals them) gives the guard its usage.
 func TestControllerUsageReadsTheStatusTotals(t *testing.T) {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -178,7 +179,13 @@ func RunPeriodicGuarded(ctx context.Context, ts []module.Task, name string, th g
 	res.DurationMs = spent.Duration.Milliseconds()
 	res.D1RowsRead, res.D1RowsWritten, res.D1Queries, res.Subrequests = spent.D1.RowsRead, spent.D1.RowsWritten, spent.D1.Queries, spent.Subrequests
 	if !res.OK {
-		if res.Error == "" {
+		switch {
+		case res.Error == "" && res.RateLimited:
+			res.Error = "refused by the upstream's rate limit"
+			if res.RetryAfterS > 0 {
+				res.Error += fmt.Sprintf("; retry after %d s", res.RetryAfterS)
+			}
+		case res.Error == "":
 			res.Error = "failed without an error message"
 		}
 		level := logx.Error
