@@ -55,6 +55,11 @@ const (
 	hintProbeKeywords = 50
 	fillProbeCycles   = 4
 	scaleClusterRuns  = 2
+	// queueQuiet: the queue consumer has settled when no batch has come
+	// for longer than its batch timeout (wrangler.jsonc max_batch_timeout,
+	// 5 s); queueSettleMax bounds the wait.
+	queueQuiet     = 6 * time.Second
+	queueSettleMax = 60 * time.Second
 	// chartsPerRun: charts-refresh writes one KV value a chart.
 	chartsPerRun = 3 // collections
 	// cronWakes: the crawl cycle's cron wakes the SchedulerDO and the
@@ -182,6 +187,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	var actions []string
 	var idle ScaleOp
 	searched, idled := 0, 0
+	qStart := settleQueue(logPath) // the Worker's start's own batches, apart
 	for range scaleCrawlCycles {
 		r := fireCron(base)
 		addRun(&cyc, float64(r.D1.RowsRead), float64(r.D1.RowsWritten), float64(r.Subrequests), float64(r.DurationMs))
@@ -209,13 +215,22 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	// alarms are the "limiter alarms" row.
 	cycCalls := LimiterDelta(lim0, readLimiters(base)).Calls
 	cyc.DORequests = cronWakes + cycCalls/scaleCrawlCycles
-	cyc.QueueMessages = 1 // rankings-updated
 	cyc.Note = fmt.Sprintf("at %.1f searches a cycle; measured %d searches in %d cycles (%d re-searches due at the start), %.0f read, %.0f written a cycle; action searches/apps/rows: %s",
 		perCycle, searched, scaleCrawlCycles, due, measuredCycle.RowsRead, measuredCycle.RowsWritten, strings.Join(actions, ", "))
 	ops = append(ops, cyc)
 	measured(cyc)
-	time.Sleep(10 * time.Second) // the cycles' events reach the queue consumer
-	cycleQueue := queueTotals(logPath)
+	cycleQueue := settleQueue(logPath) // the cycles' events reach the queue consumer
+	// The queue consumer's share of a cycle: its batches follow the
+	// cycle's searches (rankings-updated and the markets they move), so a
+	// cycle at the steady rate is billed as CycleAtDue bills the cycle.
+	cycQ := cycleQueue.minus(qStart)
+	qcyc := ScaleOp{Name: "queue consumer: crawl cycle", RunsPerDay: 288,
+		RowsRead:      CycleAtDue(cycQ.read, 0, scaleCrawlCycles, searched, perCycle),
+		RowsWritten:   CycleAtDue(cycQ.written, 0, scaleCrawlCycles, searched, perCycle),
+		QueueMessages: max(1, CycleAtDue(cycQ.messages, 0, scaleCrawlCycles, searched, perCycle))}
+	qcycBatches := CycleAtDue(cycQ.batches, 0, scaleCrawlCycles, searched, perCycle)
+	qcyc.Note = fmt.Sprintf("at %.1f searches a cycle; measured %d searches in %d cycles: %.0f batches, %.0f messages (%.0f of facts), %.0f read, %.0f written",
+		perCycle, searched, scaleCrawlCycles, cycQ.batches, cycQ.messages, cycQ.facts, cycQ.read, cycQ.written)
 
 	// A new app's keywords: ranking fill queues an enriched app's title
 	// and subtitle words the steering does not know yet, and the cycles
@@ -254,8 +269,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		}
 	}
 	fpCalls := LimiterDelta(fpLim0, readLimiters(base)).Calls
-	time.Sleep(10 * time.Second)
-	fpQueue := queueTotals(logPath)
+	fpQueue := settleQueue(logPath)
 	newKeywords := countRows(dbPath, "crawl_keywords", "") - kw0
 	left := countRows(dbPath, "crawl_keywords", "searched_at IS NULL") - pending0
 	// Rows a new keyword costs (its first search, its first markets; the
@@ -279,10 +293,27 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 
 	cl := ScaleOp{Name: "clustering (0 */6)", RunsPerDay: 4, KVWrites: 1, QueueMessages: 1,
 		CoverDays: float64(shape.Keywords) / markets.ClusterBatchKeywords / 4}
+	// The queue consumer's batches that the cron's and the tasks' runs
+	// cause, each operation's own (its runs' batches, settled, a run)
+	// at its runs a day: taskQueue is their day.
+	var taskQueue queueSum
+	lastQ := fpQueue
+	queueOf := func(name string, runs, perDay float64) {
+		q := settleQueue(logPath)
+		d := q.minus(lastQ)
+		lastQ = q
+		if runs > 0 {
+			taskQueue = taskQueue.plus(d.scaled(perDay / runs))
+			if d.batches > 0 {
+				say("queue consumer after %-20s %4.0f batches %5.0f messages %7.0f read %6.0f written (%g runs)\n", name, d.batches, d.messages, d.read, d.written, runs)
+			}
+		}
+	}
 	for range scaleClusterRuns {
 		r := fireCronExpr(base, "0 */6 * * *")
 		addRun(&cl, float64(r.D1.RowsRead), float64(r.D1.RowsWritten), float64(r.Subrequests), float64(r.DurationMs))
 	}
+	queueOf(cl.Name, scaleClusterRuns, cl.RunsPerDay)
 	finishRuns(&cl, scaleClusterRuns)
 	ops = append(ops, cl)
 	measured(cl)
@@ -295,6 +326,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		Note: fmt.Sprintf("a data-quality sample of at most %d apps; no snapshot pass", tasks.QualityWindows*tasks.QualityWindowApps)}
 	r := fireCronExpr(base, "0 3 * * *")
 	addRun(&dl, float64(r.D1.RowsRead), float64(r.D1.RowsWritten), float64(r.Subrequests), float64(r.DurationMs))
+	queueOf(dl.Name, 1, dl.RunsPerDay)
 	ops = append(ops, dl)
 	measured(dl)
 
@@ -326,12 +358,19 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		}
 		for range scaleTaskRuns {
 			ts := runTask(base, t.Name)
+			if ts.RateLimited > 0 {
+				// The run before spent the limit's minute: a refused run is
+				// not a run of the task's work.
+				time.Sleep(rateLimitedWait)
+				ts = runTask(base, t.Name)
+			}
 			addRun(&op, float64(ts.LastD1RowsRead), float64(ts.LastD1RowsWritten), float64(ts.LastSubrequests), float64(ts.LastDurationMs))
 			if ts.LastError != "" {
 				op.Note = "error: " + ts.LastError
 			}
 			addSitemapRun(ts)
 		}
+		queueOf(t.Name, scaleTaskRuns, op.RunsPerDay)
 		finishRuns(&op, scaleTaskRuns)
 		switch {
 		case t.Name == "sitemap-scan":
@@ -373,9 +412,11 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	// share one); the facts its tasks append are sent in the same wake, and
 	// the ledger's checks ride on it (durable/ledger.WakeAt).
 	ops = append(ops, ScaleOp{Name: "scheduler alarms", RunsPerDay: schedRunsPerDay, DORequests: 1})
-	// The cron phase's queue batches less the first searches' (above).
-	cronPhaseQueue := queueTotals(logPath).minus(fpQueue).plus(cycleQueue)
-	cronPhaseCycles := float64(scaleCrawlCycles)
+	// The tasks' queue batches, a day (queueOf above).
+	qtasks := ScaleOp{Name: "queue consumer: tasks", RunsPerDay: 1,
+		RowsRead: taskQueue.read, RowsWritten: taskQueue.written, QueueMessages: taskQueue.messages,
+		Note: fmt.Sprintf("a day: each task's and cron's batches a run at its runs a day: %.0f batches, %.0f messages (%.0f of facts)",
+			taskQueue.batches, taskQueue.messages, taskQueue.facts)}
 
 	// The EnrichmentController, in two windows: new apps (the queue, with
 	// the refreshes the tick's split gives), then refreshes alone (the
@@ -441,13 +482,9 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	qs1, qs2 := w1.queue(), w2.queue()
 	qn.Note = fmt.Sprintf("rows a new app (the ticks' facts apart): window 1 %.0f batches, %.0f messages (%.0f of facts) in %.0f ticks; window 2 %.0f, %.0f (%.0f) in %.0f ticks",
 		qs1.batches, qs1.messages, qs1.facts, w1.ticks, qs2.batches, qs2.messages, qs2.facts, w2.ticks)
-	qcyc := ScaleOp{Name: "queue consumer: crawl cycle", RunsPerDay: 288,
-		RowsRead: cronPhaseQueue.read / cronPhaseCycles, RowsWritten: cronPhaseQueue.written / cronPhaseCycles,
-		QueueMessages: cronPhaseQueue.messages / cronPhaseCycles}
-	qcyc.Note = fmt.Sprintf("per crawl cycle: %.1f batches, %.1f messages (%.1f of facts)", cronPhaseQueue.batches/cronPhaseCycles,
-		cronPhaseQueue.messages/cronPhaseCycles, cronPhaseQueue.facts/cronPhaseCycles)
-	ops = append(ops, qcyc, qn)
+	ops = append(ops, qcyc, qtasks, qn)
 	measured(qcyc)
+	measured(qtasks)
 
 	ref.RunsPerDay = dueRefreshes
 	ref.Note = fmt.Sprintf("measured on %.0f refreshes in %.1f min (%.0f unchanged); runs/day = what the policy schedules", r2, w2.mins, w2.unchanged)
@@ -491,7 +528,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	rates := DefaultRates()
 	rates.NewKeywordsPerNewApp = keywordsPerApp
 	model := Model{Ops: ops, Tick: tc, PagesPerNewApp: pagesPerNew, Storage: storageIn, D1BytesNow: float64(bytesStart), DOBytes: float64(doBytes),
-		WorkersFixedPerDay: 288 + 4 + 1 + cronPhaseQueue.batches/cronPhaseCycles*288}
+		WorkersFixedPerDay: 288 + 4 + 1 + qcycBatches*288 + taskQueue.batches}
 	fillPace, steadyPace, designPace := MonthPaces(n)
 	fill := model.Month(fillPace, rates, false)
 	steady := model.Month(steadyPace, rates, false)
@@ -635,7 +672,14 @@ type taskState struct {
 	LastD1RowsWritten int64  `json:"last_d1_rows_written"`
 	LastSubrequests   int64  `json:"last_subrequests"`
 	LastSummary       string `json:"last_summary"`
+	// RateLimited: the run was refused by a limit (the task's upstream's
+	// minute spent by the run before).
+	RateLimited int `json:"consecutive_rate_limited"`
 }
+
+// rateLimitedWait is how long the bench waits before running a task
+// again whose run a limit refused: the limiters' window is a minute.
+const rateLimitedWait = 61 * time.Second
 
 type schedStatus struct {
 	Tasks []taskState `json:"tasks"`
@@ -681,6 +725,25 @@ type queueSum struct{ batches, messages, facts, read, written float64 }
 
 func (q queueSum) minus(o queueSum) queueSum {
 	return queueSum{q.batches - o.batches, q.messages - o.messages, q.facts - o.facts, q.read - o.read, q.written - o.written}
+}
+
+// scaled is q times k (a run's batches at k runs).
+func (q queueSum) scaled(k float64) queueSum {
+	return queueSum{q.batches * k, q.messages * k, q.facts * k, q.read * k, q.written * k}
+}
+
+// settleQueue is the queue consumer's totals once its batches have
+// settled: unchanged for queueQuiet (longer than the consumer's batch
+// timeout, wrangler.jsonc max_batch_timeout), or at most queueSettleMax.
+func settleQueue(logPath string) queueSum {
+	last, since, start := queueTotals(logPath), time.Now(), time.Now()
+	for time.Since(since) < queueQuiet && time.Since(start) < queueSettleMax {
+		time.Sleep(time.Second)
+		if q := queueTotals(logPath); q != last {
+			last, since = q, time.Now()
+		}
+	}
+	return last
 }
 
 func (q queueSum) plus(o queueSum) queueSum {

@@ -15,6 +15,7 @@ import (
 	"storecrawl/worker/crawl"
 	"storecrawl/worker/events"
 	"storecrawl/worker/pagebatch"
+	"storecrawl/worker/refresh"
 )
 
 // The scale bench's month as a pure model: the operations measured once,
@@ -438,6 +439,7 @@ func (m Model) Month(pace float64, r Rates, steady bool) BilledMonth {
 	ops = append(ops, ChangeOps(tables, seen, m.PagesPerNewApp)...)
 	pages := pace*m.PagesPerNewApp + seen
 	ops = append(ops, TickOps(m.Tick, pace+seen, pages)...)
+	ops = append(ops, DeferralOps((pace-r.StoreNewAppsPerDay)*daysPerMonth, in.Apps, seen, designAppsPerHour*24, refresh.RefreshPageShareWhileBacklog)...)
 	var prune float64
 	if steady {
 		prune = PruneRowsPerDay(tables)
@@ -507,3 +509,53 @@ func NewKeywordsPerNewApp(newKeywords int64, probeApps int) float64 {
 // for the first time: the keywords still unsearched when the probe
 // stopped cost what a searched one did.
 func PerFirstSearch(v float64, searched int) float64 { return v / float64(max(1, searched)) }
+
+// Deferred pages while a fill's backlog lasts (worker/refresh: DeferPage).
+const (
+	// deferredFirstRows is what a changed refresh whose page is deferred
+	// writes beyond the change itself: the app's row (`go test -run
+	// TestDeferredRefreshRecordsTheLookupAndKeepsThePageDue -v
+	// ./worker/enrichment/`: 5 rows, the app and four history rows, which
+	// ChangeOps bills as the change's); its page, fetched later, is the
+	// changed refresh ChangeOps bills.
+	deferredFirstRows = 1
+	// deferredRetryRows is a deferral due again and deferred again (the
+	// same test: 1 row).
+	deferredRetryRows = 1
+	// backlogStepHours is DeferralOps' time step.
+	backlogStepHours = 1.0
+)
+
+// DeferralOps are the rows the refreshes' deferred pages write in a month
+// whose new apps wait for the page host: fill new apps (the catalogue's
+// own, beyond the store's growth) enriched at pagesPerDay × (1 − share)
+// a day, so the backlog lasts fill ÷ that many days (at most the month),
+// while the enriched catalogue (apps at most) grows with it and its
+// changed refreshes (seenFull a day at the whole catalogue) get share ×
+// pagesPerDay pages a day. Every other one is deferred: first for
+// refresh.PageDeferral, then again each refresh.RepeatPageDeferral until
+// the backlog ends (an upper bound: the retry list's apps take the share's
+// pages first, so some of them get theirs sooner).
+func DeferralOps(fill, apps, seenFull, pagesPerDay, share float64) []ScaleOp {
+	newAppPages := pagesPerDay * (1 - share)
+	if fill <= 0 || newAppPages <= 0 || apps <= 0 {
+		return nil
+	}
+	backlogH := min(fill/newAppPages, daysPerMonth) * 24
+	fullH := apps / newAppPages * 24 // the catalogue enriched once
+	first := refresh.PageDeferral.Hours()
+	repeat := refresh.RepeatPageDeferral.Hours()
+	var deferred, retries float64
+	for t := 0.0; t < backlogH; t += backlogStepHours {
+		seen := seenFull * min(1, t/fullH) / 24 * backlogStepHours
+		d := max(0, seen-share*pagesPerDay/24*backlogStepHours)
+		deferred += d
+		if left := backlogH - t - first; left > 0 {
+			retries += d * (1 + math.Floor(left/repeat))
+		}
+	}
+	note := fmt.Sprintf("a backlog of %.1f days: %.0f changed refreshes deferred, %.0f deferred again (first wait %v, then %v)",
+		backlogH/24, deferred, retries, refresh.PageDeferral, refresh.RepeatPageDeferral)
+	return []ScaleOp{{Name: "enrichment: deferred pages", RunsPerDay: (deferred + retries) / daysPerMonth,
+		RowsWritten: (deferred*deferredFirstRows + retries*deferredRetryRows) / max(1, deferred+retries), Note: note}}
+}
