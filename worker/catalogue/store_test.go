@@ -547,7 +547,13 @@ func TestObservedVersionKeepsItsOwnReleaseNotes(t *testing.T) {
 		return fmt.Sprint(h.Versions)
 	}
 	seen("1.0", "First release.", t0)
+	// A new version writes the app's row and its version rows (the first
+	// change: the first version's row too), notes or not.
+	before := drv.TotalChanges(t)
 	seen("1.1", "Bug fixes.", t0.Add(time.Hour))
+	if n := drv.TotalChanges(t) - before; n != 3 {
+		t.Fatalf("a new version wrote %d rows, want 3", n)
+	}
 	if got := versions(); got != "[{1.1 Bug fixes.} {1.0 <nil>}]" {
 		t.Fatalf("versions: %s", got)
 	}
