@@ -195,19 +195,17 @@ WHEN NEW.version IS NOT NULL AND NEW.version <> '' AND NEW.version IS NOT OLD.ve
   AND NOT (COALESCE(OLD.version, '') = '' AND OLD.values_at IS NULL AND NEW.values_at IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM app_version_history WHERE track_id = NEW.track_id))
 BEGIN
-  INSERT OR IGNORE INTO app_version_history (track_id, seen_at, version, release_date, release_notes)
+  INSERT OR IGNORE INTO app_version_history (track_id, seen_at, version, release_date)
     SELECT OLD.track_id, CAST(round((julianday(COALESCE(OLD.values_at, OLD.discovered_at)) - 2440587.5) * 86400000) AS INTEGER),
       OLD.version,
-      CASE WHEN OLD.current_version_release_date = strftime('%Y-%m-%dT%H:%M:%SZ', OLD.current_version_release_date) THEN CAST(strftime('%s', OLD.current_version_release_date) AS INTEGER) ELSE OLD.current_version_release_date END,
-      OLD.release_notes
+      CASE WHEN OLD.current_version_release_date = strftime('%Y-%m-%dT%H:%M:%SZ', OLD.current_version_release_date) THEN CAST(strftime('%s', OLD.current_version_release_date) AS INTEGER) ELSE OLD.current_version_release_date END
     WHERE OLD.version IS NOT NULL AND OLD.version <> ''
       AND COALESCE(OLD.values_at, OLD.discovered_at) < COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at)
       AND NOT EXISTS (SELECT 1 FROM app_version_history WHERE track_id = OLD.track_id);
-  INSERT OR IGNORE INTO app_version_history (track_id, seen_at, version, release_date, release_notes)
+  INSERT OR IGNORE INTO app_version_history (track_id, seen_at, version, release_date)
     VALUES (NEW.track_id, CAST(round((julianday(COALESCE(NULLIF(max(COALESCE(NEW.observed_at, ''), COALESCE(NEW.updated_at, '')), ''), NEW.enriched_at, NEW.discovered_at)) - 2440587.5) * 86400000) AS INTEGER),
       NEW.version,
-      CASE WHEN NEW.current_version_release_date = strftime('%Y-%m-%dT%H:%M:%SZ', NEW.current_version_release_date) THEN CAST(strftime('%s', NEW.current_version_release_date) AS INTEGER) ELSE NEW.current_version_release_date END,
-      NEW.release_notes);
+      CASE WHEN NEW.current_version_release_date = strftime('%Y-%m-%dT%H:%M:%SZ', NEW.current_version_release_date) THEN CAST(strftime('%s', NEW.current_version_release_date) AS INTEGER) ELSE NEW.current_version_release_date END);
 END;
 CREATE TRIGGER app_refresh_schedule AFTER UPDATE OF enriched_at ON app_registry
 WHEN NEW.enriched_at IS NOT OLD.enriched_at

@@ -72,26 +72,31 @@ const (
 )
 
 type scaleReport struct {
-	Apps                int            `json:"apps"`
-	D1RowsReadMonth     float64        `json:"d1_rows_read_month"`
-	D1RowsWrittenMonth  float64        `json:"d1_rows_written_month"`
-	D1BytesNow          float64        `json:"d1_bytes_now"`
-	D1BytesAfterYear    float64        `json:"d1_bytes_after_year"`
-	D1BytesPerDay       float64        `json:"d1_bytes_per_day"`
-	D1Tables            []TableYear    `json:"d1_tables"`
-	DORequestsMonth     float64        `json:"do_requests_month"`
-	QueueOpsMonth       float64        `json:"queue_ops_month"`
-	R2ClassAMonth       float64        `json:"r2_class_a_month"`
-	R2ClassBMonth       float64        `json:"r2_class_b_month"`
-	KVWritesMonth       float64        `json:"kv_writes_month"`
-	WorkersRequestsMon  float64        `json:"workers_requests_month"`
-	OverageUSDMonth     float64        `json:"overage_usd_month"`
-	OverageByMeter      map[string]any `json:"overage_by_meter"`
-	Operations          []ScaleOp      `json:"operations"`
-	Shape               ScaleShape     `json:"shape"`
-	PricesDate          string         `json:"prices_date"`
-	RefreshesDuePerDay  float64        `json:"refreshes_due_per_day"`
-	RefreshesDonePerDay float64        `json:"refreshes_done_per_day"`
+	Apps               int     `json:"apps"`
+	D1RowsReadMonth    float64 `json:"d1_rows_read_month"`
+	D1RowsWrittenMonth float64 `json:"d1_rows_written_month"`
+	D1BytesNow         float64 `json:"d1_bytes_now"`
+	// D1BytesAfterYear bills app_registry's and app_version_history's
+	// texts at real sizes (TextSizing); D1TextBytesAfterYear is it as
+	// simulated and at ½× and 2× the real sizes.
+	D1BytesAfterYear     float64              `json:"d1_bytes_after_year"`
+	D1TextBytesAfterYear TextAfterYear        `json:"d1_bytes_after_year_by_text"`
+	TextSizes            map[string]TextSizes `json:"text_sizes"`
+	D1BytesPerDay        float64              `json:"d1_bytes_per_day"`
+	D1Tables             []TableYear          `json:"d1_tables"`
+	DORequestsMonth      float64              `json:"do_requests_month"`
+	QueueOpsMonth        float64              `json:"queue_ops_month"`
+	R2ClassAMonth        float64              `json:"r2_class_a_month"`
+	R2ClassBMonth        float64              `json:"r2_class_b_month"`
+	KVWritesMonth        float64              `json:"kv_writes_month"`
+	WorkersRequestsMon   float64              `json:"workers_requests_month"`
+	OverageUSDMonth      float64              `json:"overage_usd_month"`
+	OverageByMeter       map[string]any       `json:"overage_by_meter"`
+	Operations           []ScaleOp            `json:"operations"`
+	Shape                ScaleShape           `json:"shape"`
+	PricesDate           string               `json:"prices_date"`
+	RefreshesDuePerDay   float64              `json:"refreshes_due_per_day"`
+	RefreshesDonePerDay  float64              `json:"refreshes_done_per_day"`
 	// Months: the fill (the top-level figures), the steady state after
 	// it, and the design's pace all month (scale_month.go).
 	Months map[string]MonthSummary `json:"months"`
@@ -157,7 +162,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	say("refresh tiers: %v; re-searches due a cycle %.1f (%d due now for %d cycles)\n", tiers, perCycle, due, scaleCrawlCycles)
 	bytesStart := fileBytes(dbPath)
 	sizes0 := tableSizes(dbPath)
-	sample, err := historyRowBytes(dbPath, max(historySampleMin, int(historySampleShare*float64(shape.Enriched))), time.Now())
+	sample, simText, err := historyRowBytes(dbPath, max(historySampleMin, int(historySampleShare*float64(shape.Enriched))), time.Now())
 	if err != nil {
 		fail("history sample: %v", err)
 	}
@@ -519,7 +524,10 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		ReviewsKeptDays:     reviews.KeptPerApp / newReviewsPerFetch * day(reviews.RefreshAge),
 		RatingDays:          day(catalogue.RatingHistoryRetention), ChangeDays: day(catalogue.ChangeHistoryRetention),
 		RankDays: day(catalogue.RankHistoryRetention), FactsDays: config.DefaultFactsRetentionDays, MinutesDays: day(ledgerdb.RollupRetention),
-		SnapshotDays: day(segments.SnapshotRetention)}
+		SnapshotDays: day(segments.SnapshotRetention),
+		Text: TextSizing{Real: realTextSizes(), Sim: simText.Text, VersionNotesShare: simText.VersionNotesShare,
+			RegistryPerByte: PerRow(sizes0["app_registry"].Tree, sizes0["app_registry"].Payload),
+			HistoryPerByte:  PerRow(sample["app_version_history"].Tree, sample["app_version_history"].Payload)}}
 	doBytes, r2Bytes := dirBytes(filepath.Join(persist, "v3", "do")), dirBytes(filepath.Join(persist, "v3", "r2"))
 
 	// The months (scale_model.go): the fill (the headline), a month after
@@ -537,6 +545,7 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 	assumptions := Assumptions(rates, fillProbeApps, newKeywords)
 	sens := model.SensitivityOf(float64(n), rates, assumptions)
 	m, ops, tables, storage := fill.Month, fill.Ops, fill.Tables, fill.Storage
+	byText := model.TextAfterYear(fillPace, rates)
 	bytesPerDay := m.BytesPerDay
 	for _, o := range ops {
 		if o.PerNewApp > 0 || o.PerNewKeyword > 0 || o.Name == ref.Name || o.Name == "enrichment: ticks" || o.Name == "queue consumer: ticks" {
@@ -564,6 +573,12 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 		tc.PerDay, tc.DurationMs, w1.tickSamples+w2.tickSamples, fill.PagesPerDay, r2PagesKeptDays, rates.PageBytes,
 		PerRow(float64(r2Bytes), w1.pages+w2.pages), float64(doBytes)/1e6)
 	printStorage(say, tables, sizes0, sizesCron, sizesW1, sizesEnd, sample, storage)
+	tx := storageIn.Text
+	say("texts (stored bytes: description, release notes an app, a version's notes, languages): real %.0f, %.0f, %.0f, %.0f (%d captured apps, %s); simulated %.0f, %.0f, %.0f, %.0f; a row gains %.0f bytes (app_registry), %.0f (app_version_history, %.0f%% of its rows keep notes)\n",
+		tx.Real.Description, tx.Real.ReleaseNotes, tx.Real.VersionNotes, tx.Real.Languages, tx.Real.Apps, realTextSource,
+		tx.Sim.Description, tx.Sim.ReleaseNotes, tx.Sim.VersionNotes, tx.Sim.Languages, tx.RegistryRowDelta(), tx.VersionRowDelta(), 100*tx.VersionNotesShare)
+	say("D1 after a year by text sizes: %.2f GB at real sizes, %.2f GB as simulated, %.2f GB at ½× the real, %.2f GB at 2×\n",
+		byText.Real/1e9, byText.Simulated/1e9, byText.Half/1e9, byText.Double/1e9)
 	say("\nMonths at %d apps (new apps a day; D1 rows written; overage):\n", n)
 	for _, k := range []string{"fill", "steady", "design_pace_all_month"} {
 		x := months[k]
@@ -615,7 +630,8 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 			ov[k] = math.Round(v*100) / 100
 		}
 		rep := scaleReport{Apps: n, D1RowsReadMonth: m.D1RowsRead, D1RowsWrittenMonth: m.D1RowsWritten, D1BytesNow: m.D1BytesNow,
-			D1BytesAfterYear: m.D1BytesAfterYr, D1BytesPerDay: bytesPerDay, D1Tables: tables, DORequestsMonth: m.DORequests, QueueOpsMonth: m.QueueOps,
+			D1BytesAfterYear: m.D1BytesAfterYr, D1TextBytesAfterYear: byText,
+			TextSizes: map[string]TextSizes{"real": storageIn.Text.Real, "simulated": storageIn.Text.Sim}, D1BytesPerDay: bytesPerDay, D1Tables: tables, DORequestsMonth: m.DORequests, QueueOpsMonth: m.QueueOps,
 			R2ClassAMonth: m.R2ClassA, R2ClassBMonth: m.R2ClassB, KVWritesMonth: m.KVWrites, WorkersRequestsMon: m.WorkersRequests,
 			OverageUSDMonth: m.OverageUSD, OverageByMeter: ov, Operations: ops, Shape: shape, PricesDate: PricesDate,
 			RefreshesDuePerDay: dueRefreshes, RefreshesDonePerDay: refreshed, Months: months,

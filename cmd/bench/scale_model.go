@@ -459,6 +459,26 @@ func (m Model) Month(pace float64, r Rates, steady bool) BilledMonth {
 		SeenChanges: seen, PagesPerDay: pages, PruneRows: prune}
 }
 
+// TextAfterYear is D1 after a year with app_registry's and
+// app_version_history's texts billed at each size.
+type TextAfterYear struct {
+	Real      float64 `json:"real"`
+	Simulated float64 `json:"simulated"`
+	Half      float64 `json:"real_half"`
+	Double    float64 `json:"real_double"`
+}
+
+// TextAfterYear is the month at pace and rates after a year, the texts at
+// real sizes, as simulated, and at ½× and 2× the real.
+func (m Model) TextAfterYear(pace float64, r Rates) TextAfterYear {
+	at := func(t TextSizing) float64 {
+		m.Storage.Text = t
+		return m.Month(pace, r, false).Storage.AfterYear
+	}
+	t := m.Storage.Text
+	return TextAfterYear{Real: at(t), Simulated: at(t.AsSimulated()), Half: at(t.ScaledReal(0.5)), Double: at(t.ScaledReal(2))}
+}
+
 // Sensitivity is the fill month and the steady month at half and twice
 // one uncertain rate.
 type Sensitivity struct {

@@ -104,10 +104,15 @@ type Month struct {
 // R2Bytes and DOBytes are R2's pages and the Durable Objects' storage.
 type Storage struct{ Now, PerDay, AfterYear, R2Bytes, DOBytes float64 }
 
-// StorageOf totals the tables' projections: the size in use now plus each
-// table's growth.
+// StorageOf totals the tables' projections: the size in use now (what
+// the tables' texts at real sizes add to it included) plus each table's
+// growth.
 func StorageOf(bytesNow float64, tables []TableYear) Storage {
-	st := Storage{Now: bytesNow, AfterYear: bytesNow}
+	st := Storage{Now: bytesNow}
+	for _, t := range tables {
+		st.Now += t.TextBytesNow
+	}
+	st.AfterYear = st.Now
 	for _, t := range tables {
 		st.PerDay += max(0, t.BytesPerDay)
 		st.AfterYear += t.After(storageDays) - t.BytesNow

@@ -99,6 +99,9 @@ type TableYear struct {
 	RowsPerDay float64 `json:"rows_per_day,omitempty"`
 	CapDays    float64 `json:"cap_days,omitempty"`
 	Basis      string  `json:"basis"`
+	// TextBytesNow is what the real text sizes add to the table now
+	// (included in BytesNow; TextSizing).
+	TextBytesNow float64 `json:"text_bytes_now,omitempty"`
 }
 
 // After is the table's bytes after days: now plus its growth, up to its cap.
@@ -183,6 +186,9 @@ type StorageInputs struct {
 	// Rates are the change rates and reviews a fetch the history tables
 	// grow at (DefaultRates, or scaled for the sensitivity table).
 	Rates Rates
+	// Text bills app_registry's and app_version_history's rows at real
+	// text sizes (the zero value: as simulated).
+	Text TextSizing
 }
 
 // ProjectTables is each table's projection (see docs/scale.md, "Storage").
@@ -199,7 +205,7 @@ func ProjectTables(in StorageInputs) []TableYear {
 		"app_snapshots": history("app_snapshots", r.ChangesPerAppDay, in.RatingDays,
 			"rating changes the refreshes see, at the assumed change rate"),
 		"app_version_history": history("app_version_history", r.ChangesPerAppDay*r.VersionShare, in.ChangeDays,
-			"new versions the refreshes see, at the assumed change rate"),
+			"new versions the refreshes see, at the assumed change rate, their notes at real text sizes"),
 		"app_price_history": history("app_price_history", r.PricePerAppDay, in.ChangeDays,
 			"price changes the refreshes see, at the assumed rate"),
 		"keyword_rank_history": {Table: "keyword_rank_history", CapDays: in.RankDays, Basis: "rank moves the re-searches see",
@@ -209,13 +215,24 @@ func ProjectTables(in StorageInputs) []TableYear {
 		"app_reviews": {Table: "app_reviews", Basis: "new reviews of the top clusters' apps, a full page a fetch, up to the reviews an app keeps",
 			RowsPerDay: reviewRows, BytesPerDay: reviewRows * PerRow(in.Reviews.Bytes, in.Reviews.Rows), CapDays: in.ReviewsKeptDays},
 	}
+	if v, ok := model["app_version_history"]; ok {
+		v.BytesPerDay = v.RowsPerDay * (perRow("app_version_history") + in.Text.VersionRowDelta())
+		model["app_version_history"] = v
+	}
 	var out []TableYear
 	for table, now := range in.Now {
+		var text float64
+		if table == "app_registry" {
+			text = in.Enriched * in.Text.RegistryRowDelta()
+		}
 		t, ok := model[table]
 		switch {
 		case ok:
 		case growsWithApps[table]:
-			t = TableYear{BytesPerDay: now.Bytes / max(1, in.Apps) * in.NewAppsPerDay, Basis: "a new app: the catalogue's bytes an app"}
+			t = TableYear{BytesPerDay: (now.Bytes + text) / max(1, in.Apps) * in.NewAppsPerDay, Basis: "a new app: the catalogue's bytes an app"}
+			if text != 0 {
+				t.Basis += ", its texts at real sizes"
+			}
 		case boundedTables[table]:
 			t = TableYear{Basis: "bounded: a row per fixed thing"}
 		case dailyPassTables[table]:
@@ -234,7 +251,7 @@ func ProjectTables(in StorageInputs) []TableYear {
 				t.CapDays = in.MinutesDays
 			}
 		}
-		t.Table, t.BytesNow, t.RowsNow = table, now.Bytes, now.Rows
+		t.Table, t.BytesNow, t.RowsNow, t.TextBytesNow = table, now.Bytes+text, now.Rows, text
 		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })

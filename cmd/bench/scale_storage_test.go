@@ -143,4 +143,56 @@ func TestReadSizesChargesIndexesToTheirTable(t *testing.T) {
 	if after["a"].Bytes <= before["a"].Bytes || after["b"] != before["b"] || len(after) != 2 {
 		t.Fatalf("the index's pages: before %+v, after %+v", before, after)
 	}
+	// Its own b-tree's pages and payload leave the index out: a byte more
+	// a row costs its pages a payload byte.
+	if a := after["a"]; a.Tree != before["a"].Tree || a.Tree >= a.Bytes || a.Payload <= 5000*6 || a.Payload > a.Tree {
+		t.Fatalf("tree and payload: before %+v, after %+v", before["a"], a)
+	}
+}
+
+// At real text sizes an enriched app_registry row and a version row that
+// keeps notes gain the real texts over the simulated ones, at the table's
+// pages a payload byte; the catalogue's size now grows by the apps' texts,
+// new apps bring them, and the total counts them once.
+func TestProjectTablesAtRealText(t *testing.T) {
+	text := TextSizing{Real: TextSizes{Description: 1200, DescriptionMax: 2000, ReleaseNotes: 200, VersionNotes: 300, Languages: 60},
+		Sim: TextSizes{Description: 400, ReleaseNotes: 50, VersionNotes: 60, Languages: 20}, RegistryPerByte: 1.25, HistoryPerByte: 1.5,
+		VersionNotesShare: 0.5}
+	if d := text.RegistryRowDelta(); d != (800+150+40)*1.25 {
+		t.Fatalf("registry row delta %v", d)
+	}
+	if d := text.VersionRowDelta(); d != 0.5*240*1.5 {
+		t.Fatalf("version row delta %v", d)
+	}
+	if s := text.AsSimulated(); s.RegistryRowDelta() != 0 || s.VersionRowDelta() != 0 {
+		t.Fatalf("as simulated %+v", s)
+	}
+	if d := text.ScaledReal(2).RegistryRowDelta(); d != (2000-400+400-50+120-20)*1.25 { // the description at its longest
+		t.Fatalf("2x %v", d)
+	}
+	in := StorageInputs{Apps: 1000, Enriched: 800, Now: Sizes{"app_registry": {Bytes: 2e6, Rows: 1000}, "app_version_history": {}},
+		Sample:        Sizes{"app_version_history": {Bytes: 10000, Rows: 100}},
+		NewAppsPerDay: 10, RefreshTiers: []TierApps{{N: 800, IntervalDays: 1}}, ChangeDays: 730, Rates: DefaultRates()}
+	sim := map[string]TableYear{}
+	for _, ty := range ProjectTables(in) {
+		sim[ty.Table] = ty
+	}
+	in.Text = text
+	real := map[string]TableYear{}
+	for _, ty := range ProjectTables(in) {
+		real[ty.Table] = ty
+	}
+	reg, regSim := real["app_registry"], sim["app_registry"]
+	gain := 800 * text.RegistryRowDelta()
+	if reg.TextBytesNow != gain || reg.BytesNow != 2e6+gain || regSim.TextBytesNow != 0 || !near(reg.BytesPerDay, (2e6+gain)/1000*10) {
+		t.Fatalf("app_registry %+v, as simulated %+v", reg, regSim)
+	}
+	v, vSim := real["app_version_history"], sim["app_version_history"]
+	if v.RowsPerDay != vSim.RowsPerDay || !near(v.BytesPerDay, v.RowsPerDay*(100+text.VersionRowDelta())) || v.CapDays != 730 {
+		t.Fatalf("app_version_history %+v, as simulated %+v", v, vSim)
+	}
+	stReal, stSim := StorageOf(5e6, []TableYear{reg, v}), StorageOf(5e6, []TableYear{regSim, vSim})
+	if stReal.Now != 5e6+gain || !near(stReal.AfterYear-stSim.AfterYear, gain+(reg.BytesPerDay-regSim.BytesPerDay)*365+(v.BytesPerDay-vSim.BytesPerDay)*365) {
+		t.Fatalf("storage %+v, as simulated %+v", stReal, stSim)
+	}
 }

@@ -32,7 +32,7 @@ func TestParsedValuesAreBounded(t *testing.T) {
 			t.Errorf("%s: %d bytes, want %d", name, len(v), MaxFieldLen)
 		}
 	}
-	if len([]rune(a.Description)) != MaxTextLen || len(a.Languages) != MaxLanguages || len(a.Languages[0]) != MaxFieldLen {
+	if len([]rune(a.Description)) != MaxDescriptionLen || len(a.Languages) != MaxLanguages || len(a.Languages[0]) != MaxFieldLen {
 		t.Errorf("description %d, languages %d", len(a.Description), len(a.Languages))
 	}
 

@@ -273,7 +273,7 @@ func (a App) StoredLookupArgs() []any {
 		a.TrackID, Truncate(a.Name, MaxTextLen), a.BundleID, a.DeveloperID,
 		Truncate(a.DeveloperName, MaxTextLen), a.Genre, a.GenreID,
 		a.Price, a.Currency, a.AverageRating, a.RatingCount, a.Version, a.ReleaseDate,
-		a.CurrentVersionReleaseDate, Truncate(a.Description, MaxTextLen),
+		a.CurrentVersionReleaseDate, Truncate(a.Description, MaxDescriptionLen),
 		a.ContentRating, a.ArtworkURL, a.FileSizeBytes, string(langsJSON), Truncate(a.ReleaseNotes, MaxTextLen),
 	}
 }

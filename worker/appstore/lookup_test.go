@@ -50,7 +50,8 @@ func TestParseLookup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseLookup: %v", err)
 	}
-	if len(got.Description) != 1670 || got.Description[:4] != "Uber" {
+	// The capture's description: 1,636 characters, kept up to MaxDescriptionLen.
+	if len([]rune(got.Description)) != min(1636, MaxDescriptionLen) || got.Description[:4] != "Uber" {
 		t.Errorf("description: %d bytes %.20q", len(got.Description), got.Description)
 	}
 	got.Description = ""

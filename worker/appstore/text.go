@@ -5,9 +5,20 @@ import (
 	"unicode/utf8"
 )
 
-// MaxTextLen caps free text (descriptions, subtitles) before a DB insert so
-// one huge row cannot blow the D1 statement/row limits.
+// MaxTextLen caps free text (subtitles, release notes, names) before a DB
+// insert so one huge row cannot blow the D1 statement/row limits.
 const MaxTextLen = 2000
+
+// MaxDescriptionLen caps the description kept: its opening, the lines the
+// store's own page shows above its "more" and more. Its readers are the
+// app record (GET /v1/apps/{id}, the MCP app tool; the full text is the
+// store's page) and the daily completeness check (more than 10
+// characters); no search, segment or explorer page reads it. The store's
+// descriptions run to 4,000 characters and app_registry holds one an app:
+// kept whole (up to MaxTextLen) they would take D1 past its included
+// storage within a year at the catalogue's size (docs/scale.md, "D1 after
+// a year").
+const MaxDescriptionLen = 400
 
 // Truncate returns s cut to at most max runes (never splitting a UTF-8
 // sequence); invalid UTF-8 is replaced, so a stored value is always valid.
@@ -55,7 +66,7 @@ func (a App) Bounded() App {
 	a.Currency, a.Genre, a.Version = field(a.Currency), field(a.Genre), field(a.Version)
 	a.ReleaseDate, a.CurrentVersionReleaseDate = field(a.ReleaseDate), field(a.CurrentVersionReleaseDate)
 	a.ContentRating, a.TrackViewURL, a.ArtworkURL = field(a.ContentRating), field(a.TrackViewURL), field(a.ArtworkURL)
-	a.Description, a.ReleaseNotes = Truncate(a.Description, MaxTextLen), Truncate(a.ReleaseNotes, MaxTextLen)
+	a.Description, a.ReleaseNotes = Truncate(a.Description, MaxDescriptionLen), Truncate(a.ReleaseNotes, MaxTextLen)
 	a.Languages = boundedFields(a.Languages, MaxLanguages)
 	return a
 }

@@ -77,7 +77,9 @@ func ParseHistoryQuery(id string, get func(string) string) (q HistoryQuery, fiel
 // series' last rank) is a row of its own, on seen_at's day, read by
 // idx_crawl_rankings_track, in the window or in effect when it opens.
 // Rank rows name their keyword by id (migrations/0035): each reads its
-// text by crawl_keywords' primary key.
+// text by crawl_keywords' primary key. A version row keeps no notes
+// (migrations/0055): the current version's are the app's row's, older
+// versions' are null (those written before keep theirs).
 const appHistorySQL = `SELECT json_object(
   'track_id', r.track_id, 'name', r.name,
   'current', json_object('rating_count', r.rating_count, 'average_rating', r.average_rating, 'version', r.version,
@@ -94,7 +96,8 @@ const appHistorySQL = `SELECT json_object(
       ORDER BY taken_at DESC LIMIT ?4)),
   'versions', (SELECT json_group_array(json_object('at', strftime('%Y-%m-%dT%H:%M:%fZ', seen_at / 1000.0, 'unixepoch'),
       'version', version, 'release_date', CASE WHEN typeof(release_date) = 'integer'
-        THEN strftime('%Y-%m-%dT%H:%M:%SZ', release_date, 'unixepoch') ELSE release_date END, 'release_notes', release_notes))
+        THEN strftime('%Y-%m-%dT%H:%M:%SZ', release_date, 'unixepoch') ELSE release_date END,
+      'release_notes', COALESCE(release_notes, CASE WHEN version = r.version THEN r.release_notes END)))
     FROM (SELECT seen_at, version, release_date, release_notes FROM app_version_history WHERE track_id = ?1 AND seen_at >= ?2
       UNION ALL SELECT CAST(round((julianday(COALESCE(r.values_at, r.discovered_at)) - 2440587.5) * 86400000) AS INTEGER) AS at,
         r.version, r.current_version_release_date, r.release_notes

@@ -14,7 +14,7 @@ var Module = module.Module{
 		{Name: "app_registry", Writer: "worker/registry", Doc: "one known app: its facts, its place in the enrichment queue, its page state and refresh tier"},
 		{Name: "app_snapshots", Writer: "worker/tasks", Doc: "an app's rating count and average at a moment: observed by a trigger, or a sweep's copy"},
 		{Name: "app_price_history", Doc: "an app's price each time it changed"},
-		{Name: "app_version_history", Doc: "an app's version each time it changed, with its release notes"},
+		{Name: "app_version_history", Doc: "an app's version each time it changed, with its date (its notes: the current version's are the app's row's)"},
 		{Name: "keyword_rank_history", Writer: "worker/catalogue", Doc: "an app's rank for a keyword, a row a day it moved"},
 	},
 	Triggers: []module.Trigger{
@@ -25,7 +25,7 @@ var Module = module.Module{
 		{Name: "app_history_ratings", On: "app_registry", Writes: []string{"app_snapshots"},
 			Doc: "a rating count or average change appends an observed snapshot"},
 		{Name: "app_history_version", On: "app_registry", Writes: []string{"app_version_history"},
-			Doc: "a version change appends the version with its date and release notes"},
+			Doc: "a version change appends the version with its date"},
 		{Name: "app_refresh_schedule", On: "app_registry", Writes: []string{"app_registry"},
 			Doc: "an enrichment clears the app's refresh retry and records its sighting and the page's version and rating count"},
 		{Name: "app_refresh_version_seen", On: "app_registry", Writes: []string{"app_registry"},

@@ -519,8 +519,10 @@ func TestParseHistoryQuery(t *testing.T) {
 }
 
 // TestObservedVersionKeepsItsOwnReleaseNotes: a search showing a new
-// version records it with the notes it carried; a chart sighting of a new
-// version (no notes) leaves them unknown, never the old version's.
+// version records it; the history answers the current version with the
+// notes it carried and older versions with none (a version row keeps no
+// notes: migrations/0055); a chart sighting of a new version (no notes)
+// leaves them unknown, never the old version's.
 func TestObservedVersionKeepsItsOwnReleaseNotes(t *testing.T) {
 	db, drv := d1test.New(t)
 	ctx := context.Background()
@@ -532,12 +534,35 @@ func TestObservedVersionKeepsItsOwnReleaseNotes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	versions := func() string {
+		t.Helper()
+		raw, ok, err := D1Store{DB: db}.AppHistory(ctx, HistoryQuery{TrackID: 7, Days: 30, Limit: 10}, t0.Add(day))
+		if err != nil || !ok {
+			t.Fatalf("history: %v %v", ok, err)
+		}
+		var h struct {
+			Versions []struct{ Version, Release_notes any }
+		}
+		json.Unmarshal(raw, &h)
+		return fmt.Sprint(h.Versions)
+	}
 	seen("1.0", "First release.", t0)
+	// A new version writes the app's row and its version rows (the first
+	// change: the first version's row too), notes or not.
+	before := drv.TotalChanges(t)
 	seen("1.1", "Bug fixes.", t0.Add(time.Hour))
+	if n := drv.TotalChanges(t) - before; n != 3 {
+		t.Fatalf("a new version wrote %d rows, want 3", n)
+	}
+	if got := versions(); got != "[{1.1 Bug fixes.} {1.0 <nil>}]" {
+		t.Fatalf("versions: %s", got)
+	}
 	seen("1.2", "", t0.Add(2*time.Hour))
-	rows := drv.Rows(t, `SELECT version, release_notes FROM app_version_history WHERE track_id = 7 ORDER BY seen_at`)
-	if fmt.Sprint(rows) != "[map[release_notes:First release. version:1.0] map[release_notes:Bug fixes. version:1.1] map[release_notes:<nil> version:1.2]]" {
-		t.Fatalf("version history: %v", rows)
+	if got := versions(); got != "[{1.2 <nil>} {1.1 <nil>} {1.0 <nil>}]" {
+		t.Fatalf("versions after a sighting without notes: %s", got)
+	}
+	if n := drv.Int(t, `SELECT count(*) FROM app_version_history WHERE track_id = 7 AND release_notes IS NOT NULL`); n != 0 {
+		t.Fatalf("%d version rows keep notes", n)
 	}
 }
 

@@ -84,7 +84,7 @@ func SaveStatements(r Record) []d1.Stmt {
 		a.TrackID, appstore.Truncate(a.Name, appstore.MaxTextLen), a.BundleID, a.DeveloperID,
 		appstore.Truncate(a.DeveloperName, appstore.MaxTextLen), a.Genre, a.GenreID,
 		a.Price, a.Currency, a.AverageRating, a.RatingCount, a.Version, a.ReleaseDate,
-		a.CurrentVersionReleaseDate, appstore.Truncate(a.Description, appstore.MaxTextLen),
+		a.CurrentVersionReleaseDate, appstore.Truncate(a.Description, appstore.MaxDescriptionLen),
 		a.ContentRating, a.ArtworkURL, a.FileSizeBytes, jsonText(langs),
 		appstore.Truncate(p.Subtitle, appstore.MaxTextLen), jsonText(p.RatingCounts(a.RatingCount)),
 		len(iaps), jsonText(iaps), jsonText(similar),

@@ -75,7 +75,7 @@ var tools = []tool{
 	},
 	{
 		Name: "get_app", Title: "Get an app",
-		Description: "One app's enriched record (GET /v1/apps/{id}): name, developer, genre, price, rating and its histogram, version, description, in-app purchases, scores.",
+		Description: "One app's enriched record (GET /v1/apps/{id}): name, developer, genre, price, rating and its histogram, version, the description's opening (400 characters), in-app purchases, scores.",
 		Params:      []param{idParam},
 		Run:         (*Server).getApp,
 	},
