@@ -136,11 +136,11 @@ CREATE TABLE app_registry (
   demand_score                 REAL,    -- set by the queue consumer
   discovered_at                TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
   updated_at                   TEXT
-, rankings_filled_at TEXT, competitiveness_score REAL, page_status TEXT, page_format TEXT, page_missing TEXT, page_parser_version INTEGER, rating_share TEXT, enrich_retry_at TEXT, enrich_defers INTEGER NOT NULL DEFAULT 0, enrich_error_class TEXT, lookup_at TEXT, next_refresh_at TEXT, refresh_tier TEXT, last_seen_at TEXT, observed_at TEXT, release_notes TEXT, stale_at TEXT, page_version TEXT, page_rating_count INTEGER, rating_velocity_7d REAL, rating_velocity_30d REAL, refresh_retry_at TEXT, values_at TEXT);
+, rankings_filled_at TEXT, competitiveness_score REAL, page_status TEXT, page_format TEXT, page_missing TEXT, page_parser_version INTEGER, rating_share TEXT, enrich_retry_at TEXT, enrich_defers INTEGER NOT NULL DEFAULT 0, enrich_error_class TEXT, lookup_at TEXT, next_refresh_at TEXT, refresh_tier TEXT, last_seen_at TEXT, observed_at TEXT, release_notes TEXT, stale_at TEXT, page_version TEXT, page_rating_count INTEGER, rating_velocity_7d REAL, rating_velocity_30d REAL, refresh_retry_at TEXT, values_at TEXT, enrich_give_ups INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX idx_app_registry_enriched
   ON app_registry (track_id) WHERE enrichment_source = 'itunes+store';
 CREATE INDEX idx_app_registry_failed
-  ON app_registry (enriched_at) WHERE enrichment_source = 'failed';
+  ON app_registry (enrich_retry_at) WHERE enrichment_source = 'failed';
 CREATE INDEX idx_app_registry_queue_value
   ON app_registry (enrich_priority DESC, rating_count DESC, track_id) WHERE enriched_at IS NULL;
 CREATE INDEX idx_app_registry_refresh_retry

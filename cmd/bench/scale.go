@@ -372,6 +372,8 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 			addRun(&op, float64(ts.LastD1RowsRead), float64(ts.LastD1RowsWritten), float64(ts.LastSubrequests), float64(ts.LastDurationMs))
 			if ts.LastError != "" {
 				op.Note = "error: " + ts.LastError
+			} else if t.Name == "retry-failed" {
+				op.Note = ts.LastSummary
 			}
 			addSitemapRun(ts)
 		}
@@ -384,6 +386,14 @@ func benchScale(root string, n, windowMin int, asJSON bool) {
 				op.Note = fmt.Sprintf("the schedule's day: %.0f rows read, %.0f written (runs measured: %.0f read, %.1f written a run)",
 					read, written, op.RowsRead, op.RowsWritten)
 				op.RowsRead, op.RowsWritten = read/op.RunsPerDay, written/op.RunsPerDay
+			}
+		case t.Name == "retry-failed":
+			// Its runs requeue the catalogue's given-up apps a batch a run;
+			// a day requeues those whose wait is over (GiveUpRequeuesPerDay).
+			if day, ok := RetryFailedDay(op.RowsWritten, requeuedOf(op.Note), float64(shape.Failed), config.DefaultRetryFailedAfter); ok {
+				op.Note = fmt.Sprintf("a day: %.0f requeues of %d given-up apps, each failing for good, at %.1f rows a requeue (runs measured: %.0f written a run)",
+					day.Requeues, shape.Failed, day.RowsPerRequeue, op.RowsWritten)
+				op.RowsWritten = day.Requeues * day.RowsPerRequeue / op.RunsPerDay
 			}
 		case float64(t.EveryS) >= dayS && t.Runs > 0 && t.LastError == "":
 			// A daily task's day: its first run, the scheduler's own at the

@@ -242,8 +242,10 @@ func insertApps(ctx context.Context, tx *sql.Tx, sim string, n int, now time.Tim
 	if err != nil {
 		return err
 	}
-	other, err := tx.PrepareContext(ctx, `INSERT INTO app_registry (track_id, discovered_at, enrichment_source, enriched_at, enrich_attempts, enrich_error, stale_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	// A given-up app is due again at its give-up's time (its first
+	// give-up: registry.GiveUp's retry time).
+	other, err := tx.PrepareContext(ctx, `INSERT INTO app_registry (track_id, discovered_at, enrichment_source, enriched_at, enrich_attempts, enrich_error, stale_at, enrich_retry_at, enrich_give_ups)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?3 = 'failed' THEN ?4 END, CASE WHEN ?3 = 'failed' THEN 1 ELSE 0 END)`)
 	if err != nil {
 		return err
 	}

@@ -169,6 +169,7 @@ func Assumptions(r Rates, probeApps int, probeKeywords int64) []Assumption {
 		{"do_request_active_ms", r.DORequestMs, "assumption: a limiter call or alarm keeps its object active this long (not measured)",
 			func(r Rates, f float64) Rates { r.DORequestMs *= f; return r }},
 		{"sitemap_new_index_days", sitemapNewIndexDays, "assumption: the store's new apps' sitemap index lists about a week of new apps (docs/crawl.md; the simulator at scale serves none); it moves only sitemap-scan's rows read (~185,000 a day at 1,100 new apps a day, ±50% at ½× and 2×)", nil},
+		{"given_up_apps_share", float64(100-enrichedPct-queuedPct-notFoundPct) / 100, "assumption: the bench catalogue's given-up apps, each failing for good and in its first month of retries (retry-failed's requeues: an upper bound, GiveUpRetriesInMonth)", nil},
 		{"r2_pages_kept_days", r2PagesKeptDays, "the bucket's lifecycle rule (pagebatch.KeptDays)", nil},
 		{"do_gb", doGB, "Durable Object duration bills 128 MB an object (durable-objects/platform/pricing)", nil},
 		{"changed_refresh_rows", changedRefreshRows, "`go test -run TestNewAppRowsWritten -v ./worker/`: a changed refresh 4 rows + 1 entry, 2 of them history", nil},

@@ -45,9 +45,14 @@ func (s *Server) startReparse(w http.ResponseWriter, r *http.Request) {
 // the item-level ones, and those older versions gave up on.
 var RetryableClasses = []string{"parse_error", "store_error", "server_error", "timeout"}
 
+// everyGiveUp is the retry time an operator's call requeues up to: every
+// given-up item, whatever its wait (registry.GiveUpExtraWaitDays).
+var everyGiveUp = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
 // retryFailed puts given-up items back in the enrichment queue: all of
-// them, or one class ({"class": "parse_error"}), oldest give-up first, at
-// most a batch per call ("more" says when another call is needed).
+// them, or one class ({"class": "parse_error"}), the earliest retry time
+// first, at most a batch per call ("more" says when another call is
+// needed).
 func (s *Server) retryFailed(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Class string `json:"class"`
@@ -60,7 +65,7 @@ func (s *Server) retryFailed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	n, err := s.Failed.RetryFailed(r.Context(), body.Class, now, now)
+	n, err := s.Failed.RetryFailed(r.Context(), body.Class, everyGiveUp, now)
 	if err != nil {
 		logx.Err("enrichment.retry_failed_failed", err, map[string]any{"class": body.Class})
 		writeError(w, http.StatusServiceUnavailable, "", "could not requeue the failed items")

@@ -222,6 +222,48 @@ func TestRetryFailedRequeuesByClassAndAge(t *testing.T) {
 	}
 }
 
+// An app that gives up again waits longer each time
+// (registry.GiveUpExtraWaitDays): the retry-failed task, at its day's
+// age, requeues it 1, 2, 4, 8, 16 and then every 30 days after a give-up,
+// so an app that fails for good costs a few requeues a month; every
+// give-up writes the same rows; an operator's call requeues it whatever
+// its wait.
+// go test -run TestARepeatedGiveUpWaitsLonger -v ./worker/enrichment/
+func TestARepeatedGiveUpWaitsLonger(t *testing.T) {
+	db, drv := d1test.New(t)
+	s := D1Store{DB: db}
+	ctx := context.Background()
+	const age = 24 * time.Hour // the task's default (config.DefaultRetryFailedAfter)
+	drv.Exec(t, `INSERT INTO app_registry (track_id) VALUES (1)`)
+	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	wantDays := []int{1, 2, 4, 8, 16, 30, 30}
+	for i, days := range wantDays {
+		stmt := GiveUpStmt(1, controller.MaxItemAttempts, controller.ClassParseError, "no parser read the page", "", at)
+		// The app's row and the state counters it moves between
+		// (apps_state_change), each give-up alike.
+		const giveUpRows = 3
+		if w := drv.Measure(t, stmt.SQL, stmt.Args...); w.Changes != giveUpRows {
+			t.Fatalf("give-up %d wrote %d rows, want %d", i+1, w.Changes, giveUpRows)
+		}
+		due := at.Add(time.Duration(days) * 24 * time.Hour)
+		if n, err := s.RetryFailed(ctx, "", due.Add(-age-time.Minute), due.Add(-time.Minute)); err != nil || n != 0 {
+			t.Fatalf("give-up %d: requeued %d a minute before its %d days (%v)", i+1, n, days, err)
+		}
+		if n, err := s.RetryFailed(ctx, "", due.Add(-age), due); err != nil || n != 1 {
+			t.Fatalf("give-up %d: requeued %d after %d days, want 1 (%v)", i+1, n, days, err)
+		}
+		at = due.Add(time.Hour) // its attempts fail again
+	}
+	stmt := GiveUpStmt(1, controller.MaxItemAttempts, controller.ClassParseError, "no parser read the page", "", at)
+	drv.Exec(t, stmt.SQL, stmt.Args...)
+	if n, err := s.RetryFailed(ctx, "", time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), at.Add(time.Minute)); err != nil || n != 1 {
+		t.Fatalf("an operator's call requeued %d (%v), want the app whatever its wait", n, err)
+	}
+	if n := drv.Int(t, `SELECT enrich_give_ups FROM app_registry WHERE track_id = 1`); n != int64(len(wantDays)+1) {
+		t.Fatalf("%d give-ups counted, want %d", n, len(wantDays)+1)
+	}
+}
+
 func TestD1FailureLeavesItemsQueued(t *testing.T) {
 	var inflight, peak int
 	srv := fixtureUpstream(t, &inflight, &peak)

@@ -203,38 +203,66 @@ func Defer(id int64, defers int, class, errText, until string) d1.Stmt {
 	}
 }
 
+// GiveUpExtraWaitDays is how much longer than the retry-failed task's age
+// (ENRICHMENT_RETRY_FAILED_AFTER_H, a day by default) an app waits after
+// its nth give-up (n from 1; the last entry for every later one): with a
+// day's age, 1, 2, 4, 8, 16 and then 30 days. An app whose page or lookup
+// fails for good is then requeued a few times a month, not every day: a
+// requeue writes its row and index entries, and its attempts their own.
+var GiveUpExtraWaitDays = []int{0, 1, 3, 7, 15, 29}
+
+// giveUpRetryAtSQL is the retry time GiveUp sets: the give-up's time (?6)
+// plus the extra wait of the app's give-ups so far (the column's value
+// before the update, so the first give-up's is GiveUpExtraWaitDays[0]).
+func giveUpRetryAtSQL() string {
+	var b strings.Builder
+	b.WriteString("strftime('%Y-%m-%dT%H:%M:%fZ', julianday(?6) + CASE min(enrich_give_ups, ")
+	fmt.Fprintf(&b, "%d)", len(GiveUpExtraWaitDays)-1)
+	for i, d := range GiveUpExtraWaitDays {
+		fmt.Fprintf(&b, " WHEN %d THEN %d", i, d)
+	}
+	b.WriteString(" END)")
+	return b.String()
+}
+
 // GiveUp marks the app failed; the row and its last error stay, and
-// RetryFailed can put it back in the queue. Not compared: it records the
-// event at its time (enriched_at), for a queued app (enriched_at NULL),
-// so the row always changes. pageRef is Requeue's.
+// RetryFailed can put it back in the queue once its retry time
+// (enrich_retry_at: the give-up's time and its extra wait,
+// GiveUpExtraWaitDays) is old enough. Not compared: it records the event
+// at its time (enriched_at), for a queued app (enriched_at NULL), so the
+// row always changes. pageRef is Requeue's.
 func GiveUp(id int64, attempts int, class, errText, pageRef, at string) d1.Stmt {
 	return d1.Stmt{
-		SQL: `UPDATE app_registry SET enrich_attempts = ?, enrich_error = ?, enrich_error_class = ?, enrichment_source = ?,
-  enriched_at = ?, updated_at = ?, html_r2_key = COALESCE(?, html_r2_key), enrich_priority = 0 WHERE track_id = ?`,
-		Args: []any{attempts, errText, class, SourceFailed, at, at, nullable(pageRef), id},
+		SQL: `UPDATE app_registry SET enrich_attempts = ?1, enrich_error = ?2, enrich_error_class = ?3, enrichment_source = ?4,
+  enriched_at = ?6, updated_at = ?6, html_r2_key = COALESCE(?5, html_r2_key), enrich_priority = 0,
+  enrich_retry_at = ` + giveUpRetryAtSQL() + `, enrich_give_ups = enrich_give_ups + 1 WHERE track_id = ?7`,
+		Args: []any{attempts, errText, class, SourceFailed, nullable(pageRef), at, id},
 	}
 }
 
-// retryFailedSQL puts given-up items back in the queue, oldest give-up
-// first: attempts and backoff reset, the last error kept for operators.
-// Arguments: the class (” = any), the newest give-up time to include, the
-// batch size. idx_app_registry_failed serves the inner select. Change-only
-// by its WHERE: it takes failed apps alone, and each leaves that state.
+// retryFailedSQL puts given-up items back in the queue, the earliest
+// retry time first: attempts and backoff reset (the give-ups counted on),
+// the last error kept for operators. Arguments: the time, the latest
+// retry time to include, the class (” = any), the batch size.
+// idx_app_registry_failed (the failed apps' retry times) serves the inner
+// select. Change-only by its WHERE: it takes failed apps alone, and each
+// leaves that state.
 const retryFailedSQL = `UPDATE app_registry SET enriched_at = NULL, enrichment_source = NULL,
   enrich_attempts = 0, enrich_defers = 0, enrich_retry_at = NULL, updated_at = ?
 WHERE track_id IN (SELECT track_id FROM app_registry
-  WHERE enrichment_source = '` + SourceFailed + `' AND enriched_at <= ? AND (? = '' OR enrich_error_class = ?)
-  ORDER BY enriched_at LIMIT ?)
+  WHERE enrichment_source = '` + SourceFailed + `' AND enrich_retry_at <= ? AND (? = '' OR enrich_error_class = ?)
+  ORDER BY enrich_retry_at LIMIT ?)
 RETURNING track_id`
 
 // RetryFailedProbeSQL is the read side of RetryFailed, for the hot-query
 // check.
 const RetryFailedProbeSQL = `SELECT track_id FROM app_registry
-  WHERE enrichment_source = '` + SourceFailed + `' AND enriched_at <= ? AND (? = '' OR enrich_error_class = ?)
-  ORDER BY enriched_at LIMIT ?`
+  WHERE enrichment_source = '` + SourceFailed + `' AND enrich_retry_at <= ? AND (? = '' OR enrich_error_class = ?)
+  ORDER BY enrich_retry_at LIMIT ?`
 
-// RetryFailed requeues up to batch given-up apps of class ("" any) that
-// gave up at or before olderThan, at now (it returns their ids).
+// RetryFailed requeues up to batch given-up apps of class ("" any) whose
+// retry time (the give-up's, plus its extra wait) is at or before
+// olderThan, at now (it returns their ids).
 func RetryFailed(class, olderThan, now string, batch int) d1.Stmt {
 	return d1.Stmt{SQL: retryFailedSQL, Args: []any{now, olderThan, class, class, batch}}
 }
