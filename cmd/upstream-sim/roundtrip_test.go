@@ -49,7 +49,7 @@ func roundTrip(t *testing.T, config string, format appstore.Format) {
 			app.FileSizeBytes, app.Languages}
 		wantLookup := []any{want.ID, want.Name, want.BundleID, want.DevID, want.DevName, want.Price,
 			"USD", want.Genre.Name, want.Genre.ID, want.AverageRating, want.RatingCount, want.Version,
-			want.ReleaseDate, want.UpdatedDate, appstore.Truncate(want.Description, appstore.MaxTextLen), want.ContentRating,
+			want.ReleaseDate, want.UpdatedDate, appstore.Truncate(want.Description, appstore.MaxDescriptionLen), want.ContentRating,
 			want.FileSize, want.Languages}
 		if !reflect.DeepEqual(gotLookup, wantLookup) {
 			t.Fatalf("%d: lookup\n got %v\nwant %v", want.ID, gotLookup, wantLookup)
