@@ -105,15 +105,9 @@ const realPageBytesGlob = "worker/appstore/testdata/legacy_*.html"
 // product's own pagebatch.Member makes of the real captured pages
 // (`go test -run TestMemberBytesOfRealPages -v ./worker/pagebatch/`).
 var realPageBytes = sync.OnceValue(func() float64 {
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			panic("real page bytes: no go.mod above the working directory")
-		}
-		dir = filepath.Dir(dir)
+	dir, err := repoRoot()
+	if err != nil {
+		panic("real page bytes: " + err.Error())
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, realPageBytesGlob))
 	var total int

@@ -115,22 +115,30 @@ func RealTextSizes(root string) (TextSizes, error) {
 
 // realTextSizes is RealTextSizes of the repository the bench runs in.
 var realTextSizes = sync.OnceValue(func() TextSizes {
-	t, err := RealTextSizes(repoRoot())
+	root, err := repoRoot()
+	if err != nil {
+		panic(err)
+	}
+	t, err := RealTextSizes(root)
 	if err != nil {
 		panic(err)
 	}
 	return t
 })
 
-// repoRoot is the directory above the working directory holding go.mod.
-func repoRoot() string {
-	dir, _ := os.Getwd()
+// repoRoot is the directory at or above the working directory holding
+// go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
+			return dir, nil
 		}
 		if filepath.Dir(dir) == dir {
-			panic("no go.mod above the working directory")
+			return "", fmt.Errorf("no go.mod above the working directory")
 		}
 		dir = filepath.Dir(dir)
 	}

@@ -54,7 +54,10 @@ func TestRealTextSizesOfAnswers(t *testing.T) {
 // once (the bench bills them; `go test -run TestRealTextSizes -v ./cmd/bench/`
 // prints the means).
 func TestRealTextSizes(t *testing.T) {
-	root := repoRoot()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ids := map[float64]bool{}
 	for _, g := range realTextGlobs {
 		files, _ := filepath.Glob(filepath.Join(root, g))

@@ -56,18 +56,9 @@ func openFastD1() (*d1.DB, *fastD1, error) {
 	if err := f.exec("PRAGMA foreign_keys = ON"); err != nil {
 		return nil, nil, err
 	}
-	dir, err := os.Getwd()
+	dir, err := repoRoot()
 	if err != nil {
 		return nil, nil, err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			return nil, nil, fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = filepath.Dir(dir)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "migrations", "[0-9]*.sql")) // as wrangler's migrations_pattern
 	sort.Strings(files)
